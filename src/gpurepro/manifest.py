@@ -1,0 +1,306 @@
+"""Case manifests: the plain data a case declares, and their validation.
+
+A case is a folder ``cases/<name>/`` whose ``manifest.py`` defines ``CASE = Case(...)``.
+Everything the harness does with a case (pins to install, artifacts to build, arms to run,
+how a trial is launched, how the verdict follows from the statistics) is read from it, so a
+new case is a new folder and the harness does not change.
+
+This module imports nothing outside the standard library: the run stage loads manifests on
+GPU nodes that have no network and no third-party packages.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTCOMES = ("survived", "crashed", "cuda_error", "hung", "invalid", "unsupported", "harness_error")
+
+
+class ManifestError(ValueError):
+    """A manifest is malformed; the message names the file and the field."""
+
+    def __init__(self, path: Path | str, field_name: str, problem: str):
+        self.path = str(path)
+        self.field = field_name
+        super().__init__(f"{path}: {field_name}: {problem}")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One build output.
+
+    ``command`` is an argv template. Placeholders: ``{python}`` (the toolchain's interpreter),
+    ``{nvcc}``, ``{tileiras}``, ``{gxx}``, ``{case}`` (case folder), ``{native}`` (the shared
+    ``native/`` folder), ``{out}`` (this artifact's output folder), ``{arch}`` (target, e.g.
+    ``sm_90``), ``{nvcc_lib}`` (the nvcc wheel's library folder) and ``{artifact:NAME}`` (the
+    output folder of another artifact, which is then built first).
+    ``outputs`` are file names inside ``{out}``; the first one is the artifact's main file.
+    ``tools`` names the tools whose exact version strings enter the build key and the record.
+    ``archs``: the targets this artifact exists for (empty: all).
+    """
+
+    name: str
+    command: tuple[str, ...]
+    outputs: tuple[str, ...]
+    sources: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    archs: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+
+    def dependencies(self) -> list[str]:
+        deps = []
+        for part in self.command:
+            for _, name, _, _ in string.Formatter().parse(part):
+                if name and name.startswith("artifact:"):
+                    deps.append(name.split(":", 1)[1])
+        return deps
+
+
+@dataclass(frozen=True)
+class Factor:
+    """A named experimental factor, its allowed levels and the baseline level."""
+
+    levels: tuple[Any, ...]
+    default: Any
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """A named combination of factor levels; unspecified factors take their defaults."""
+
+    name: str
+    factors: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Defaults:
+    trials_per_arm: int = 25
+    trial_timeout_s: float = 60.0
+    duration_s: float = 20.0
+    max_cycles: int = 0  # 0: no cycle budget, only the duration
+    jobs: int = 1
+
+
+@dataclass(frozen=True)
+class Devices:
+    """Which devices can run the case: compute capability -> build target."""
+
+    targets: Mapping[str, str]
+    why: str = ""
+
+    def target_for(self, compute_capability: str) -> str | None:
+        return self.targets.get(compute_capability)
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """The counter that measures how much chance a trial gave the failure to happen."""
+
+    counter: str
+    unit: str
+    per: float = 1e6
+
+
+@dataclass(frozen=True)
+class TrialBudget:
+    duration_s: float
+    max_cycles: int
+    timeout_s: float
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """What a manifest's ``trial_command`` gets to build one trial's command line."""
+
+    arm: str
+    factors: Mapping[str, Any]
+    artifacts: Mapping[str, Path]  # artifact name -> main output file
+    budget: TrialBudget
+    native: Path
+    case_dir: Path
+
+
+@dataclass(frozen=True)
+class TrialCommand:
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    # How stdout is read: "jsonl" (the native event protocol) or a name in Case.parsers.
+    parser: str = "jsonl"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    question: str
+    report_url: str
+    toolchains: Mapping[str, Sequence[str]]  # target ("sm_90", "*") -> PyPI requirement strings
+    artifacts: Sequence[Artifact]
+    factors: Mapping[str, Factor]
+    arms: Sequence[Arm]
+    baseline: str
+    trial_command: Callable[[TrialContext], TrialCommand]
+    verdict: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+    devices: Devices
+    exposure: Exposure
+    defaults: Defaults = Defaults()
+    failure_outcomes: tuple[str, ...] = ("crashed", "cuda_error", "hung")
+    # Text-output parsers for drivers that do not speak JSON lines (the reporters' programs).
+    parsers: Mapping[str, Any] = field(default_factory=dict)
+    # Analyses over built artifacts (e.g. ELF sections), run when the result is recorded:
+    # name -> function(artifact paths) -> JSON-able dict.
+    analyses: Mapping[str, Callable[[Mapping[str, Path]], Mapping[str, Any]]] = field(
+        default_factory=dict
+    )
+    # Set by load_case.
+    path: Path | None = None
+
+    @property
+    def directory(self) -> Path:
+        assert self.path is not None
+        return self.path.parent
+
+    def pins_for(self, target: str) -> list[str]:
+        pins = list(self.toolchains.get("*", ()))
+        pins += list(self.toolchains.get(target, ()))
+        return pins
+
+    def artifact(self, name: str) -> Artifact:
+        for a in self.artifacts:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def resolved_arms(self) -> dict[str, dict[str, Any]]:
+        """Arm name -> full factor assignment (defaults filled in)."""
+        base = {k: f.default for k, f in self.factors.items()}
+        return {arm.name: {**base, **dict(arm.factors)} for arm in self.arms}
+
+
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def validate(case: Case, path: Path | str) -> None:
+    """Check a case for the mistakes a manifest author makes; raise ManifestError."""
+    if not isinstance(case, Case):
+        raise ManifestError(path, "CASE", "must be a gpurepro.manifest.Case")
+    if not _NAME.match(case.name):
+        raise ManifestError(path, "name", f"{case.name!r} is not a lower-case identifier")
+    if not case.question.strip():
+        raise ManifestError(path, "question", "is empty")
+
+    names: set[str] = set()
+    for i, art in enumerate(case.artifacts):
+        where = f"artifacts[{i}]"
+        if art.name in names:
+            raise ManifestError(path, f"{where}.name", f"duplicate artifact {art.name!r}")
+        names.add(art.name)
+        if not art.command:
+            raise ManifestError(path, f"{where}.command", "is empty")
+        if not art.outputs:
+            raise ManifestError(path, f"{where}.outputs", "names no output file")
+    for i, art in enumerate(case.artifacts):
+        for dep in art.dependencies():
+            if dep not in names:
+                raise ManifestError(
+                    path, f"artifacts[{i}].command", f"refers to unknown artifact {dep!r}"
+                )
+        if case.path is not None:
+            for src in art.sources:
+                if not (case.directory / src).exists() and not (
+                    case.directory.parent.parent / src
+                ).exists():
+                    raise ManifestError(
+                        path, f"artifacts[{i}].sources", f"source {src!r} does not exist"
+                    )
+
+    for name, fac in case.factors.items():
+        if fac.default not in fac.levels:
+            raise ManifestError(
+                path, f"factors.{name}.default", f"{fac.default!r} is not one of {fac.levels!r}"
+            )
+
+    seen: set[str] = set()
+    for i, arm in enumerate(case.arms):
+        where = f"arms[{i}]"
+        if arm.name in seen:
+            raise ManifestError(path, f"{where}.name", f"duplicate arm {arm.name!r}")
+        if not _NAME.match(arm.name):
+            raise ManifestError(path, f"{where}.name", f"{arm.name!r} is not a lower-case name")
+        seen.add(arm.name)
+        for key, value in arm.factors.items():
+            if key not in case.factors:
+                raise ManifestError(
+                    path,
+                    f"{where}.factors.{key}",
+                    f"unknown factor (known: {', '.join(sorted(case.factors))})",
+                )
+            if value not in case.factors[key].levels:
+                raise ManifestError(
+                    path,
+                    f"{where}.factors.{key}",
+                    f"{value!r} is not one of {case.factors[key].levels!r}",
+                )
+    if case.baseline not in seen:
+        raise ManifestError(path, "baseline", f"{case.baseline!r} is not an arm")
+
+    for i, outcome in enumerate(case.failure_outcomes):
+        if outcome not in OUTCOMES:
+            raise ManifestError(path, f"failure_outcomes[{i}]", f"unknown outcome {outcome!r}")
+    if case.defaults.trials_per_arm < 1:
+        raise ManifestError(path, "defaults.trials_per_arm", "must be at least 1")
+    if case.defaults.trial_timeout_s <= 0:
+        raise ManifestError(path, "defaults.trial_timeout_s", "must be positive")
+    if not case.devices.targets:
+        raise ManifestError(path, "devices.targets", "names no compute capability")
+    for target in case.toolchains:
+        if target != "*" and target not in set(case.devices.targets.values()):
+            raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+
+
+def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:
+    """Accept a case name (``tile_unload_race``), its folder, or its manifest file."""
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    if p.is_dir() and (p / "manifest.py").is_file():
+        return p / "manifest.py"
+    root = root or Path.cwd()
+    candidate = root / "cases" / str(name_or_path) / "manifest.py"
+    if candidate.is_file():
+        return candidate
+    known = sorted(d.name for d in (root / "cases").glob("*") if (d / "manifest.py").is_file())
+    raise ManifestError(
+        name_or_path, "case", f"no such case (known: {', '.join(known) or 'none'})"
+    )
+
+
+def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
+    """Import a manifest file, validate it and return its Case."""
+    path = find_case(name_or_path, root).resolve()
+    spec = importlib.util.spec_from_file_location(f"gpurepro_case_{path.parent.name}", path)
+    if spec is None or spec.loader is None:
+        raise ManifestError(path, "file", "cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ManifestError:
+        raise
+    except Exception as exc:  # a manifest with a bug must name itself, not show our stack
+        raise ManifestError(path, "file", f"fails to import: {type(exc).__name__}: {exc}") from exc
+    case = getattr(module, "CASE", None)
+    if case is None:
+        raise ManifestError(path, "CASE", "is not defined")
+    if not isinstance(case, Case):
+        raise ManifestError(path, "CASE", "must be a gpurepro.manifest.Case")
+    object.__setattr__(case, "path", path)
+    validate(case, path)
+    return case
