@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+# {name} or {artifact:NAME} in an artifact command template.
+PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 
 OUTCOMES = ("survived", "crashed", "cuda_error", "hung", "invalid", "unsupported", "harness_error")
 
@@ -54,13 +56,11 @@ class Artifact:
     env: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
 
+    def placeholders(self) -> set[str]:
+        return {m.group(1) for part in self.command for m in PLACEHOLDER.finditer(part)}
+
     def dependencies(self) -> list[str]:
-        deps = []
-        for part in self.command:
-            for _, name, _, _ in string.Formatter().parse(part):
-                if name and name.startswith("artifact:"):
-                    deps.append(name.split(":", 1)[1])
-        return deps
+        return sorted(p.split(":", 1)[1] for p in self.placeholders() if p.startswith("artifact:"))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,43 @@
+# Thin aliases for the nox sessions (see noxfile.py). nox itself is installed into .venv/
+# on first use when it is not on PATH, so a fresh machine needs only Python 3.11+ and g++.
+# Pass arguments to a case with ARGS, e.g. make tile-unload-race ARGS="--arch sm_120".
+
+PYTHON ?= python3
+NOX_VERSION := 2026.10.20
+NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
+
+.PHONY: test tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+
+test: $(NOX)
+	$(NOX) -s tests -- $(ARGS)
+
+tile-unload-race: $(NOX)
+	$(NOX) -s tile_unload_race -- $(ARGS)
+
+tcgen05-ablation: $(NOX)
+	$(NOX) -s tcgen05_ablation -- $(ARGS)
+
+tcgen05-sass: $(NOX)
+	$(NOX) -s tcgen05_sass -- $(ARGS)
+
+lint: $(NOX)
+	$(NOX) -s lint
+
+validate: $(NOX)
+	$(NOX) -s validate
+
+report: $(NOX)
+	$(NOX) -s report -- $(RESULT)
+
+env: $(NOX)
+	$(NOX) -s env -- $(ARGS)
+
+bench: $(NOX)
+	$(NOX) -s bench -- $(ARGS)
+
+list: $(NOX)
+	$(NOX) -l
+
+.venv/bin/nox:
+	$(PYTHON) -m venv .venv
+	.venv/bin/python -m pip install -q --disable-pip-version-check "nox==$(NOX_VERSION)"

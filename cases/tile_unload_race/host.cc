@@ -1,0 +1,306 @@
+// The reporter's load -> launch -> synchronize -> unload loop (seed/repro.cc), instrumented for the
+// harness: JSON-lines events and crash records (native/README.md), every CUDA error terminal, and
+// the factors the arms vary as options.
+//
+// Build (from the repository root; no CUDA headers or libcuda needed):
+//   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc cases/tile_unload_race/host.cc native/cuda_loader.cc native/events.cc native/crash.cc -o build/tile_unload_race/host -ldl
+//
+// Run:
+//   host --cubin K.cubin [--cubin K2.cubin ...] [--threads 2] [--unload three-in-four]
+//        [--serialize] [--context shared] [--api module] [--seconds 20] [--max-cycles 0]
+//        [--heartbeat-ms 1000]
+//   --cubin (repeatable)   thread i loads cubin i % count (distinct-modules arm)
+//   --unload               never | three-in-four (as filed: `if (n & 3)`) | always
+//   --serialize            one global mutex around each whole iteration (no concurrency)
+//   --context              shared (as filed) | per-thread (own context and buffers per thread)
+//   --api                  module (as filed) | library (cuLibraryLoadData / cuLibraryGetKernel)
+//
+// Hot loop: only CUDA calls, relaxed counter increments and one relaxed load of the stop flag per
+// iteration (no locks unless --serialize, no syscalls, no allocation), so it runs as fast as
+// repro.cc. Like repro.cc, main never tears down contexts under running workers: it _exit()s.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../../native/crash.h"
+#include "../../native/cuda_loader.h"
+#include "../../native/events.h"
+
+namespace {
+
+enum class Unload { never, three_in_four, always };
+enum class Api { module, library };
+
+struct Options {
+  std::vector<std::string> cubins;
+  int threads = 2;
+  Unload unload = Unload::three_in_four;
+  bool serialize = false;
+  bool per_thread_context = false;
+  Api api = Api::module;
+  double seconds = 20;
+  unsigned long long max_cycles = 0;
+  int heartbeat_ms = 1000;
+};
+
+const int M = 128;                   // as in repro.cc: three M x M float arrays
+int g_dim[4] = {M, M, M, 1};         // shape0, shape1, stride0, stride1 (int32)
+
+struct Worker {
+  int index = 0;
+  const std::string *image = nullptr;
+  CUcontext ctx = nullptr;
+  CUdeviceptr buf[3] = {};
+  void *args[15] = {};               // per array: pointer, then the four ints
+  char reason[200] = {};             // text for an `unsupported` final; lives as long as we do
+  pthread_t thread{};
+};
+
+Options g_opt;
+CUdevice g_dev;
+std::vector<std::string> g_images;
+std::vector<Worker> g_workers;
+std::mutex g_serial;                 // used only under --serialize
+Counter c_cycles, c_loads, c_launches, c_unloads;
+
+// Record a failed call and stop everyone. A load the device cannot run at all (checked on each
+// thread's first load) makes the trial `unsupported`, anything else `cuda_error`.
+void fail(Worker &w, CUresult r, const char *call, bool first_load) {
+  errors_record(r);
+  const char *name = cu_error_name(r);
+  if (first_load && (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
+                     r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)) {
+    snprintf(w.reason, sizeof w.reason, "%s: %s on the first load", call, name);
+    stop_with("unsupported", name, call, w.reason);
+  } else {
+    stop_with("cuda_error", name, call);
+  }
+}
+
+void setup_buffers(Worker &w, const CUdeviceptr *bufs) {
+  for (int i = 0, a = 0; i < 3; ++i) {
+    w.buf[i] = bufs[i];
+    w.args[a++] = &w.buf[i];
+    for (int q = 0; q < 4; ++q) w.args[a++] = &g_dim[q];
+  }
+}
+
+bool alloc_buffers(CUdeviceptr *bufs, Worker &w) {
+  for (int i = 0; i < 3; ++i)
+    if (CUresult r = cu.cuMemAlloc(&bufs[i], M * M * 4)) {
+      fail(w, r, "cuMemAlloc", false);
+      return false;
+    }
+  return true;
+}
+
+// Holds g_serial for one iteration, only under --serialize.
+struct SerialGuard {
+  bool on;
+  explicit SerialGuard(bool s) : on(s) { if (on) g_serial.lock(); }
+  ~SerialGuard() { if (on) g_serial.unlock(); }
+};
+
+template <Api kApi>
+void loop(Worker &w) {
+  const void *image = w.image->data();
+  const Unload unload = g_opt.unload;
+  const bool serialize = g_opt.serialize;
+  for (unsigned n = 0; !stop_requested(); ++n) {
+    SerialGuard guard(serialize);
+    CUresult r;
+    CUfunction f;
+    CUmodule m = nullptr;
+    CUlibrary lib = nullptr;
+    if constexpr (kApi == Api::module) {
+      if ((r = cu.cuModuleLoadData(&m, image))) return fail(w, r, "cuModuleLoadData", n == 0);
+      c_loads.inc();
+      if ((r = cu.cuModuleGetFunction(&f, m, "repro_kernel")))
+        return fail(w, r, "cuModuleGetFunction", false);
+    } else {
+      if ((r = cu.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0)))
+        return fail(w, r, "cuLibraryLoadData", n == 0);
+      c_loads.inc();
+      CUkernel k;
+      if ((r = cu.cuLibraryGetKernel(&k, lib, "repro_kernel")))
+        return fail(w, r, "cuLibraryGetKernel", false);
+      f = reinterpret_cast<CUfunction>(k);  // a CUkernel launches in the current context
+    }
+    if ((r = cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, w.args, nullptr)))
+      return fail(w, r, "cuLaunchKernel", false);
+    c_launches.inc();
+    if ((r = cu.cuCtxSynchronize())) return fail(w, r, "cuCtxSynchronize", false);
+    if (unload == Unload::always || (unload == Unload::three_in_four && (n & 3))) {
+      if constexpr (kApi == Api::module) {
+        if ((r = cu.cuModuleUnload(m))) return fail(w, r, "cuModuleUnload", false);
+      } else {
+        if ((r = cu.cuLibraryUnload(lib))) return fail(w, r, "cuLibraryUnload", false);
+      }
+      c_unloads.inc();
+    }
+    c_cycles.inc();
+  }
+}
+
+void *worker(void *arg) {
+  Worker &w = *static_cast<Worker *>(arg);
+  install_thread_altstack();
+  if (g_opt.per_thread_context) {
+    if (CUresult r = cu.cuCtxCreate(&w.ctx, 0, g_dev)) {
+      fail(w, r, "cuCtxCreate", false);
+      return nullptr;
+    }
+    CUdeviceptr bufs[3];
+    if (!alloc_buffers(bufs, w)) return nullptr;
+    setup_buffers(w, bufs);
+  }
+  if (CUresult r = cu.cuCtxSetCurrent(w.ctx)) {
+    fail(w, r, "cuCtxSetCurrent", false);
+    return nullptr;
+  }
+  if (g_opt.api == Api::module) loop<Api::module>(w); else loop<Api::library>(w);
+  return nullptr;
+}
+
+[[noreturn]] void usage(const char *msg) {
+  fprintf(stderr,
+          "host: %s\nusage: host --cubin PATH [--cubin PATH ...] [--threads N] "
+          "[--unload never|three-in-four|always] [--serialize] [--context shared|per-thread] "
+          "[--api module|library] [--seconds S] [--max-cycles N] [--heartbeat-ms MS]\n",
+          msg);
+  exit(2);
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) usage((a + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (a == "--cubin") o.cubins.push_back(val());
+    else if (a == "--threads") o.threads = atoi(val().c_str());
+    else if (a == "--serialize") o.serialize = true;
+    else if (a == "--seconds") o.seconds = atof(val().c_str());
+    else if (a == "--max-cycles") o.max_cycles = strtoull(val().c_str(), nullptr, 10);
+    else if (a == "--heartbeat-ms") o.heartbeat_ms = atoi(val().c_str());
+    else if (a == "--unload") {
+      std::string v = val();
+      if (v == "never") o.unload = Unload::never;
+      else if (v == "three-in-four") o.unload = Unload::three_in_four;
+      else if (v == "always") o.unload = Unload::always;
+      else usage("bad --unload");
+    } else if (a == "--context") {
+      std::string v = val();
+      if (v != "shared" && v != "per-thread") usage("bad --context");
+      o.per_thread_context = v == "per-thread";
+    } else if (a == "--api") {
+      std::string v = val();
+      if (v != "module" && v != "library") usage("bad --api");
+      o.api = v == "library" ? Api::library : Api::module;
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (o.cubins.empty()) usage("at least one --cubin is required");
+  if (o.threads < 1 || o.threads > 256) usage("--threads must be 1..256");
+  if (o.heartbeat_ms < 1) usage("--heartbeat-ms must be >= 1");
+  return o;
+}
+
+std::string config_json() {
+  static const char *unload_names[] = {"never", "three-in-four", "always"};
+  std::string s = "{\"cubins\":[";
+  for (size_t i = 0; i < g_images.size(); ++i)
+    s += std::string(i ? "," : "") + "{\"path\":" + json_quote(g_opt.cubins[i].c_str()) +
+         ",\"bytes\":" + std::to_string(g_images[i].size()) + "}";
+  char tail[400];
+  snprintf(tail, sizeof tail,
+           "],\"threads\":%d,\"unload\":\"%s\",\"serialize\":%s,\"context\":\"%s\","
+           "\"api\":\"%s\",\"seconds\":%g,\"max_cycles\":%llu,\"heartbeat_ms\":%d}",
+           g_opt.threads, unload_names[int(g_opt.unload)], g_opt.serialize ? "true" : "false",
+           g_opt.per_thread_context ? "per-thread" : "shared",
+           g_opt.api == Api::library ? "library" : "module", g_opt.seconds, g_opt.max_cycles,
+           g_opt.heartbeat_ms);
+  return s + tail;
+}
+
+// Device facts for the final record (the harness fingerprints the machine separately).
+std::string device_json() {
+  char name[256] = "";
+  int major = 0, minor = 0, version = 0;
+  cu.cuDeviceGetName(name, sizeof name, g_dev);
+  cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
+  cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
+  cu.cuDriverGetVersion(&version);
+  return "{\"device\":{\"name\":" + json_quote(name) + ",\"compute_capability\":\"" +
+         std::to_string(major) + "." + std::to_string(minor) +
+         "\",\"cuda_driver_version\":" + std::to_string(version) + "}}";
+}
+
+// Setup failed before any worker ran: report it and exit.
+[[noreturn]] void setup_failed(CUresult r, const char *call) {
+  errors_record(r);
+  const char *name = cu_error_name(r);
+  if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_INSUFFICIENT_DRIVER ||
+      r == CUDA_ERROR_STUB_LIBRARY)
+    stop_with("unsupported", name, call, name);
+  else
+    stop_with("cuda_error", name, call);
+  _exit(finish());
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  install_crash_handler();
+  g_opt = parse(argc, argv);
+  for (const std::string &path : g_opt.cubins) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) usage(("cannot read " + path).c_str());
+    g_images.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  c_cycles = counter("cycles");
+  c_loads = counter("loads");
+  c_launches = counter("launches");
+  c_unloads = counter("unloads");
+  emit_start("host", config_json());
+
+  cuda_load();  // no driver: final no_driver, exit 3
+  set_error_namer(cu_error_name);
+  if (CUresult r = cu.cuInit(0)) setup_failed(r, "cuInit");
+  if (CUresult r = cu.cuDeviceGet(&g_dev, 0)) setup_failed(r, "cuDeviceGet");
+  if (g_opt.api == Api::library && !cu.cuLibraryLoadData) {
+    stop_with("unsupported", nullptr, nullptr, "driver lacks cuLibraryLoadData (CUDA 12.0+)");
+    _exit(finish());
+  }
+
+  g_workers.resize(size_t(g_opt.threads));  // never resized again: workers hold references
+  CUcontext shared_ctx = nullptr;
+  CUdeviceptr shared_bufs[3] = {};
+  if (!g_opt.per_thread_context) {
+    if (CUresult r = cu.cuCtxCreate(&shared_ctx, 0, g_dev)) setup_failed(r, "cuCtxCreate");
+    for (CUdeviceptr &b : shared_bufs)
+      if (CUresult r = cu.cuMemAlloc(&b, M * M * 4)) setup_failed(r, "cuMemAlloc");
+  }
+  for (int i = 0; i < g_opt.threads; ++i) {
+    Worker &w = g_workers[size_t(i)];
+    w.index = i;
+    w.image = &g_images[size_t(i) % g_images.size()];
+    w.ctx = shared_ctx;
+    if (!g_opt.per_thread_context) setup_buffers(w, shared_bufs);
+  }
+  for (Worker &w : g_workers) pthread_create(&w.thread, nullptr, worker, &w);
+
+  run_until(g_opt.seconds, &c_cycles, g_opt.max_cycles, g_opt.heartbeat_ms);
+  _exit(finish(device_json()));  // workers keep running until _exit, as in repro.cc
+}

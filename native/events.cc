@@ -1,0 +1,217 @@
+// The JSON-lines side of the protocol (native/README.md); see events.h for the API.
+// Compiled into every driver: g++ ... native/events.cc ... (see host.cc / testdriver.cc).
+#include "events.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mutex>
+
+#include "cuda_types.h"
+
+std::atomic<int> g_stop_flag{0};
+
+namespace {
+
+// One cache line per counter: two workers bumping different counters do not false-share.
+struct alignas(64) Slot {
+  std::atomic<uint64_t> v{0};
+};
+Slot g_counters[kMaxCounters];
+const char *g_counter_names[kMaxCounters];
+std::atomic<int> g_ncounters{0};
+
+struct alignas(64) ErrSlot {
+  std::atomic<int> code{0};  // 0 = free (CUDA_SUCCESS is never recorded)
+  std::atomic<uint64_t> count{0};
+};
+ErrSlot g_errors[kMaxErrorCodes];
+const char *(*g_namer)(int) = cu_error_name_builtin;
+
+// The first stop_with() call; read by finish(). Off the hot path, so a mutex is fine.
+std::mutex g_stop_mu;
+const char *g_stop_status, *g_stop_error, *g_stop_call, *g_stop_reason;
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+uint64_t g_t0_ns;
+// Early constructor so `t` starts at load time, before other constructors (crash_preload's).
+__attribute__((constructor(101))) void init_t0() { g_t0_ns = mono_ns(); }
+
+void write_line(const std::string &line) {
+  const char *p = line.data();
+  size_t n = line.size();
+  while (n) {
+    ssize_t w = write(1, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // stdout gone: nothing sensible left to do
+    p += w;
+    n -= size_t(w);
+  }
+}
+
+std::string fmt_t() {
+  char b[32];
+  snprintf(b, sizeof b, "%.3f", elapsed_s());
+  return b;
+}
+
+std::string counters_json() {
+  std::string s = "{";
+  for (int i = 0, n = counters_count(); i < n; ++i) {
+    if (i) s += ',';
+    s += json_quote(g_counter_names[i]) + ':' + std::to_string(counter_value(i));
+  }
+  return s + '}';
+}
+
+std::string errors_json() {
+  std::string s = "{";
+  bool first = true;
+  for (ErrSlot &e : g_errors) {
+    int code = e.code.load(std::memory_order_relaxed);
+    if (!code) continue;
+    const char *name = g_namer ? g_namer(code) : nullptr;
+    std::string key = name ? name : "CUDA_ERROR_" + std::to_string(code);
+    if (!first) s += ',';
+    first = false;
+    s += json_quote(key.c_str()) + ':' + std::to_string(e.count.load(std::memory_order_relaxed));
+  }
+  return s + '}';
+}
+
+}  // namespace
+
+Counter counter(const char *name) {
+  int n = g_ncounters.load();
+  for (int i = 0; i < n; ++i)
+    if (std::string(g_counter_names[i]) == name) return Counter{&g_counters[i].v};
+  if (n == kMaxCounters) {
+    fprintf(stderr, "events: more than %d counters\n", kMaxCounters);
+    abort();
+  }
+  g_counter_names[n] = name;
+  g_ncounters.store(n + 1);  // publish after the name is set (the crash handler reads both)
+  return Counter{&g_counters[n].v};
+}
+
+int counters_count() { return g_ncounters.load(std::memory_order_acquire); }
+const char *counter_name(int i) { return g_counter_names[i]; }
+uint64_t counter_value(int i) { return g_counters[i].v.load(std::memory_order_relaxed); }
+
+void errors_record(int code) {
+  if (code == 0) return;
+  for (ErrSlot &e : g_errors) {
+    int c = e.code.load(std::memory_order_relaxed);
+    if (c == 0 && e.code.compare_exchange_strong(c, code)) c = code;  // claimed a free slot
+    if (c == code) {
+      e.count.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void set_error_namer(const char *(*namer)(int)) { g_namer = namer; }
+
+bool stop_with(const char *status, const char *error, const char *call, const char *reason) {
+  std::lock_guard<std::mutex> lock(g_stop_mu);
+  if (g_stop_status) return false;
+  g_stop_status = status;
+  g_stop_error = error;
+  g_stop_call = call;
+  g_stop_reason = reason;
+  g_stop_flag.store(1, std::memory_order_release);
+  return true;
+}
+
+uint64_t elapsed_ns() { return mono_ns() - g_t0_ns; }
+double elapsed_s() { return double(elapsed_ns()) * 1e-9; }
+
+std::string json_quote(const char *s) {
+  std::string out = "\"";
+  for (; *s; ++s) {
+    unsigned char c = static_cast<unsigned char>(*s);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20) {
+      char b[8];
+      snprintf(b, sizeof b, "\\u%04x", c);
+      out += b;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + '"';
+}
+
+void emit_start(const char *driver, const std::string &config_json) {
+  write_line("{\"event\":\"start\",\"driver\":" + json_quote(driver) +
+             ",\"pid\":" + std::to_string(getpid()) +
+             ",\"config\":" + (config_json.empty() ? "{}" : config_json) + "}\n");
+}
+
+void emit_heartbeat() {
+  write_line("{\"event\":\"heartbeat\",\"t\":" + fmt_t() + ",\"counters\":" + counters_json() +
+             ",\"errors\":" + errors_json() + "}\n");
+}
+
+void emit_final(const char *status, const std::string &extra_fields) {
+  write_line("{\"event\":\"final\",\"status\":" + json_quote(status) + ",\"t\":" + fmt_t() +
+             ",\"counters\":" + counters_json() + ",\"errors\":" + errors_json() +
+             (extra_fields.empty() ? "" : "," + extra_fields) + "}\n");
+}
+
+int finish(const std::string &observations_json) {
+  stop_with("ok");  // no-op if a worker already stopped us
+  std::string extra;
+  const char *status;
+  {
+    std::lock_guard<std::mutex> lock(g_stop_mu);
+    status = g_stop_status;
+    auto add = [&](const char *key, const char *v) {
+      if (!v) return;
+      if (!extra.empty()) extra += ',';
+      extra += json_quote(key) + ':' + json_quote(v);
+    };
+    add("error", g_stop_error);
+    add("call", g_stop_call);
+    add("reason", g_stop_reason);
+  }
+  if (!observations_json.empty())
+    extra += (extra.empty() ? "" : ",") + std::string("\"observations\":") + observations_json;
+  emit_final(status, extra);
+  std::string st = status;
+  if (st == "ok") return 0;
+  if (st == "unsupported" || st == "no_driver") return 3;
+  return 1;
+}
+
+void run_until(double duration_s, const Counter *cycles, uint64_t max_cycles, int heartbeat_ms) {
+  const double hb = heartbeat_ms > 0 ? heartbeat_ms / 1000.0 : 1.0;
+  const double end = duration_s > 0 ? elapsed_s() + duration_s : 1e300;
+  double next_hb = elapsed_s() + hb;
+  for (;;) {
+    if (stop_requested()) return;
+    if (max_cycles && cycles && cycles->get() >= max_cycles) return;
+    double now = elapsed_s();
+    if (now >= end) return;
+    if (now >= next_hb) {
+      emit_heartbeat();
+      next_hb += hb;
+      if (next_hb <= now) next_hb = now + hb;  // fell behind (stalled): do not burst
+    }
+    double step = end - now;
+    if (next_hb - now < step) step = next_hb - now;
+    if (step > 0.010) step = 0.010;
+    if (step < 0.0001) step = 0.0001;
+    timespec ts{0, long(step * 1e9)};
+    nanosleep(&ts, nullptr);
+  }
+}

@@ -1,0 +1,65 @@
+// JSON-lines events on stdout (start, heartbeat, final) and the state they report: a fixed table
+// of named counters, a table of CUDA error counts, and the stop flag. The protocol is in
+// native/README.md. Everything a hot loop touches here is a relaxed atomic: no locks, no
+// syscalls, no allocation.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+enum { kMaxCounters = 16, kMaxErrorCodes = 16 };
+
+// A handle to one counter. inc() is the only thing a hot loop should call.
+struct Counter {
+  std::atomic<uint64_t> *v;
+  void inc() const { v->fetch_add(1, std::memory_order_relaxed); }
+  uint64_t get() const { return v->load(std::memory_order_relaxed); }
+};
+
+// Register (or look up) a counter before starting threads. `name` must outlive the process
+// (a string literal); counters appear in events in registration order. Aborts past kMaxCounters.
+Counter counter(const char *name);
+
+// For the crash handler: async-signal-safe reads of the table.
+int counters_count();
+const char *counter_name(int i);
+uint64_t counter_value(int i);
+
+// Count one failed call returning `code` (lock-free; not counted once kMaxErrorCodes distinct
+// codes are taken). Names come from the namer (default: cuda_types.h's table, else
+// "CUDA_ERROR_<n>"); host drivers install cu_error_name.
+void errors_record(int code);
+void set_error_namer(const char *(*namer)(int code));
+
+// Ask every loop to stop. The first call wins and decides the `final` record that finish()
+// writes: status "ok" (budget used up), "cuda_error" (error + call), "unsupported" (reason)...
+// Pointers must stay valid (literals or cu_error_name results). Returns true if this call won.
+bool stop_with(const char *status, const char *error = nullptr, const char *call = nullptr,
+               const char *reason = nullptr);
+
+extern std::atomic<int> g_stop_flag;
+// One relaxed load: cheap enough for every iteration of a hot loop.
+inline bool stop_requested() { return g_stop_flag.load(std::memory_order_relaxed) != 0; }
+
+// Seconds / nanoseconds since process start (CLOCK_MONOTONIC; the ns form is signal-safe).
+double elapsed_s();
+uint64_t elapsed_ns();
+
+// JSON string literal for s, quotes included.
+std::string json_quote(const char *s);
+
+// Each writes one line with a single write(2) call (retried only on a partial write).
+void emit_start(const char *driver, const std::string &config_json);  // config: a JSON object
+void emit_heartbeat();
+// extra_fields: members to append, e.g. "\"error\":\"X\",\"call\":\"Y\"" (may be empty).
+void emit_final(const char *status, const std::string &extra_fields = "");
+
+// Emit the `final` record for whichever stop_with() won ("ok" if none did), with an optional
+// "observations" object (a JSON object text, or empty). Returns the exit status per the
+// contract: 0 ok, 1 cuda_error, 3 unsupported / no_driver.
+int finish(const std::string &observations_json = "");
+
+// Main-thread loop: heartbeat every heartbeat_ms until duration_s has passed (<= 0: no time
+// limit), `cycles` reaches max_cycles (0 or nullptr: no cycle budget), or a stop was requested.
+// Sleeps in steps of at most 10 ms, so a worker's stop is noticed quickly.
+void run_until(double duration_s, const Counter *cycles, uint64_t max_cycles, int heartbeat_ms);

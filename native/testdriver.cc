@@ -1,0 +1,137 @@
+// A fake trial driver for the harness's own tests: speaks the protocol (native/README.md) and
+// fails in each way a real trial can, without CUDA or a GPU.
+//   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS]
+//   MODE: ok crash abort hang cuda_error unsupported silent noprogress no_driver garbage
+// Build:
+//   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc native/testdriver.cc native/events.cc native/crash.cc -o testdriver -ldl
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "crash.h"
+#include "cuda_types.h"
+#include "events.h"
+
+namespace {
+
+Counter c_cycles, c_loads, c_launches, c_unloads;
+
+void nap_us(long us) {
+  timespec ts{us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, nullptr);
+}
+
+// One fake load/launch/unload cycle, with the same counters a host driver keeps.
+void fake_cycle(unsigned n) {
+  c_loads.inc();
+  c_launches.inc();
+  if (n & 3) c_unloads.inc();
+  c_cycles.inc();
+  nap_us(200);
+}
+
+// noinline + a volatile pointer: a real fault in a named frame of this binary.
+__attribute__((noinline)) void crash_now() {
+  static volatile uintptr_t where = 0x10;  // volatile: the compiler cannot prove it bad
+  *reinterpret_cast<volatile int *>(where) = 1;
+}
+
+// Worker for the fatal modes: make visible progress, then fail from a non-main thread (as the
+// race does).
+void progress_then(void (*fail)()) {
+  install_thread_altstack();
+  for (unsigned n = 0; n < 50; ++n) fake_cycle(n);
+  fail();
+}
+
+int usage() {
+  fprintf(stderr,
+          "usage: testdriver ok|crash|abort|hang|cuda_error|unsupported|silent|noprogress|"
+          "no_driver|garbage [--seconds S] [--cycles N] [--heartbeat-ms MS]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  install_crash_handler();
+  if (argc < 2) return usage();
+  std::string mode = argv[1];
+  double seconds = 1.0;
+  unsigned long long cycles = 0;
+  int heartbeat_ms = 100;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc) return usage();
+    if (a == "--seconds") seconds = atof(argv[++i]);
+    else if (a == "--cycles") cycles = strtoull(argv[++i], nullptr, 10);
+    else if (a == "--heartbeat-ms") heartbeat_ms = atoi(argv[++i]);
+    else return usage();
+  }
+  if (mode == "silent") return 0;
+  if (mode == "garbage") {
+    const char text[] = "this is not JSON\n{\"event\": truncated\n\x01\x02 binary junk\n";
+    (void)!write(1, text, sizeof text - 1);
+    return 0;
+  }
+  if (mode == "no_driver") {
+    emit_final("no_driver", "\"reason\":\"libcuda.so.1: cannot open shared object file: No "
+                            "such file or directory (simulated by testdriver)\"");
+    return 3;
+  }
+
+  c_cycles = counter("cycles");
+  c_loads = counter("loads");
+  c_launches = counter("launches");
+  c_unloads = counter("unloads");
+  char config[160];
+  snprintf(config, sizeof config, "{\"mode\":\"%s\",\"seconds\":%g,\"cycles\":%llu}",
+           mode.c_str(), seconds, cycles);
+
+  if (mode == "hang") {
+    // A child in our process group, so tests can check that killing the group leaves no orphan.
+    pid_t child = fork();
+    if (child == 0) {
+      for (;;) pause();
+    }
+    snprintf(config, sizeof config, "{\"mode\":\"hang\",\"child_pid\":%d}", int(child));
+    emit_start("testdriver", config);
+    for (;;) pause();
+  }
+
+  emit_start("testdriver", config);
+  if (mode == "crash" || mode == "abort") {
+    std::thread t(progress_then, mode == "crash" ? crash_now : abort);
+    t.join();
+    return 1;  // not reached
+  }
+  if (mode == "cuda_error" || mode == "unsupported") {
+    for (unsigned n = 0; n < 20; ++n) fake_cycle(n);
+    int code = mode == "cuda_error" ? CUDA_ERROR_LAUNCH_FAILED : CUDA_ERROR_NO_BINARY_FOR_GPU;
+    errors_record(code);
+    if (mode == "cuda_error")
+      stop_with("cuda_error", cu_error_name_builtin(code), "cuCtxSynchronize");
+    else
+      stop_with("unsupported", cu_error_name_builtin(code), "cuModuleLoadData",
+                "CUDA_ERROR_NO_BINARY_FOR_GPU at the first cuModuleLoadData (simulated)");
+    return finish();
+  }
+  if (mode == "ok" || mode == "noprogress") {
+    std::thread t([&] {
+      if (mode == "noprogress") return;  // counters stay at zero
+      for (unsigned n = 0; !stop_requested(); ++n) fake_cycle(n);
+    });
+    t.detach();
+    run_until(seconds, &c_cycles, cycles, heartbeat_ms);
+    int rc = finish();
+    _exit(rc);  // like a host driver: never tear down under a running worker
+  }
+  return usage();
+}

@@ -1,0 +1,135 @@
+"""nox sessions: one per case, plus tests, lint, validate, report, env.
+
+`make <target>` aliases these (see Makefile). Case sessions install the case's pinned toolchain
+(PyPI wheels) into the session's virtualenv for the target architecture, build, run, record and
+report; extra arguments after `--` go to `python -m gpurepro case` (see `--help` there).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["tests"]
+
+ROOT = Path(__file__).parent
+PYTHON = None  # the interpreter nox runs under (3.11+)
+
+# Toolchains the tests build with, each in its own virtualenv (their pins conflict).
+TEST_TOOLCHAINS = [
+    ("tile_unload_race", "sm_90"),
+    ("tile_unload_race", "sm_120"),
+    ("tcgen05_alloc_order", "sm_103a"),
+]
+
+
+def _install_project(session: nox.Session, extras: str = "") -> None:
+    session.install("-e", f".{extras}")
+
+
+def _target(session: nox.Session, case: str) -> str:
+    """The build target: --arch from the arguments, else from this machine's GPU."""
+    args = ["python", "-m", "gpurepro", "target", case]
+    if "--arch" in session.posargs:
+        args += ["--arch", session.posargs[session.posargs.index("--arch") + 1]]
+    out = session.run(*args, silent=True)
+    return str(out).strip().splitlines()[-1]
+
+
+def _install_pins(session: nox.Session, case: str, target: str) -> None:
+    pins = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
+    session.install(*str(pins).split())
+
+
+def _run_case(session: nox.Session, case: str) -> None:
+    _install_project(session)
+    target = _target(session, case)
+    _install_pins(session, case, target)
+    args = [a for a in session.posargs]
+    if "--arch" not in args:
+        args += ["--arch", target]
+    # Exit 3 (no GPU) and 4 (unsupported GPU) are outcomes, not failures of the session.
+    session.run("python", "-m", "gpurepro", "case", case, *args, success_codes=[0, 3, 4])
+
+
+@nox.session(python=PYTHON)
+def tile_unload_race(session: nox.Session) -> None:
+    """Case 1: host SIGSEGV with concurrent cuModuleUnload, Tile IR vs plain CUDA modules."""
+    _run_case(session, "tile_unload_race")
+
+
+@nox.session(python=PYTHON)
+def tcgen05_ablation(session: nox.Session) -> None:
+    """Case 2: tcgen05 alloc/dealloc order ablation (needs sm_103a/sm_100a; else 'unsupported')."""
+    _run_case(session, "tcgen05_alloc_order")
+
+
+@nox.session(python=PYTHON)
+def tcgen05_sass(session: nox.Session) -> None:
+    """Case 2: PTX -> SASS table and tcgen05.alloc lowering from the pinned ptxas/nvdisasm (no GPU)."""
+    _install_project(session)
+    _install_pins(session, "tcgen05_alloc_order", "sm_103a")
+    out = session.posargs[0] if session.posargs else "results/tcgen05_alloc_order/sass"
+    session.run("python", "cases/tcgen05_alloc_order/sass.py", "--out", out)
+
+
+def _toolchain_venv(session: nox.Session, case: str, target: str) -> Path:
+    """A virtualenv of its own for one case/target toolchain, with gpurepro installed in it."""
+    venv = ROOT / ".nox" / "toolchains" / f"{case}-{target}"
+    py = venv / "bin" / "python"
+    if not py.exists():
+        session.run("python", "-m", "venv", str(venv))
+    session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                "-e", ".", "--no-deps", external=True)
+    pins = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
+    session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                *str(pins).split(), external=True)
+    return venv
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The test suite (no GPU needed; GPU tests skip with the reason)."""
+    _install_project(session, "[test]")
+    toolchains = []
+    if not os.environ.get("GPUREPRO_SKIP_TOOLCHAINS"):
+        for case, target in TEST_TOOLCHAINS:
+            venv = _toolchain_venv(session, case, target)
+            toolchains.append(f"{case}:{target}={venv}")
+    session.run("pytest", *(session.posargs or ["-q"]),
+                env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff over the harness, cases and tests (the reporters' seed files are left as filed)."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
+
+
+@nox.session(python=PYTHON)
+def validate(session: nox.Session) -> None:
+    """Validate every result document under results/ against schema/."""
+    _install_project(session)
+    session.run("python", "-m", "gpurepro", "validate", *(session.posargs or ["results"]))
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Regenerate Markdown, plot and pyperf suite: nox -s report -- results/<case>/<file>.json"""
+    _install_project(session)
+    if not session.posargs:
+        session.error("give a result document: nox -s report -- results/<case>/<file>.json")
+    for path in session.posargs:
+        session.run("python", "-m", "gpurepro", "report", path)
+
+
+@nox.session(python=PYTHON)
+def env(session: nox.Session) -> None:
+    """Print the environment fingerprint (add -- --redact to drop hostname and home paths)."""
+    _install_project(session)
+    session.run("python", "-m", "gpurepro", "env", *session.posargs)

@@ -1,0 +1,216 @@
+"""Build: run each artifact's command from the pinned toolchain, content-addressed under build/.
+
+The key of an artifact is a hash of its command template, the contents of its sources, the
+target, the exact version strings of its tools and the resolved versions of the case's pins,
+and the keys of the artifacts it depends on. An unchanged key reuses the earlier output.
+The index ``build/<case>/<target>/artifacts.json`` is what the run stage reads: it works from a
+prebuilt build/ on a GPU node with no toolchain and no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import toolchain
+from .manifest import PLACEHOLDER, Artifact, Case
+
+INDEX_NAME = "artifacts.json"
+PLACEHOLDER_TOOLS = {"python", "nvcc", "tileiras", "gxx", "cuobjdump", "nvdisasm", "ptxas"}
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def index_path(build_dir: Path, case: Case, target: str) -> Path:
+    return build_dir / case.name / target / INDEX_NAME
+
+
+def _source_path(case: Case, root: Path, src: str) -> Path:
+    p = case.directory / src
+    return p if p.exists() else root / src
+
+
+def _order(case: Case, target: str) -> list[Artifact]:
+    """Artifacts for this target, dependencies first."""
+    wanted = [a for a in case.artifacts if not a.archs or target in a.archs]
+    by_name = {a.name: a for a in wanted}
+    done: list[Artifact] = []
+    seen: set[str] = set()
+
+    def visit(a: Artifact, stack: tuple[str, ...]) -> None:
+        if a.name in seen:
+            return
+        if a.name in stack:
+            raise BuildError(f"dependency cycle: {' -> '.join((*stack, a.name))}")
+        for dep in a.dependencies():
+            if dep not in by_name:
+                raise BuildError(f"{a.name} needs {dep}, which is not built for {target}")
+            visit(by_name[dep], (*stack, a.name))
+        seen.add(a.name)
+        done.append(a)
+
+    for a in wanted:
+        visit(a, ())
+    return done
+
+
+def build_case(
+    case: Case,
+    target: str,
+    root: Path,
+    build_dir: Path,
+    on_event: Callable[[str, str], None] | None = None,
+) -> dict[str, Any]:
+    """Build every artifact of ``case`` for ``target``; return (and write) the index."""
+    say = on_event or (lambda name, status: None)
+    pins = case.pins_for(target)
+    resolved = toolchain.installed_versions(pins)
+    missing = [name for name, version in resolved.items() if version is None]
+    if missing:
+        raise BuildError(
+            f"pinned packages not installed in this environment: {', '.join(missing)}; "
+            f"run the case through nox (it installs {', '.join(pins)})"
+        )
+    root = root.resolve()
+    build_dir = build_dir.resolve() if build_dir.is_absolute() else (root / build_dir).resolve()
+    entries: dict[str, dict[str, Any]] = {}
+    tools_used: dict[str, str] = {}
+    for art in _order(case, target):
+        names = art.placeholders()
+        tools = sorted((names & PLACEHOLDER_TOOLS) | set(art.tools))
+        versions = {t: toolchain.tool_version(t) for t in tools}
+        tools_used.update(versions)
+        key = _key(case, art, target, root, versions, resolved, entries)
+        out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
+        stamp = out_dir / ".artifact.json"
+        if stamp.is_file() and all((out_dir / o).is_file() for o in art.outputs):
+            say(art.name, "cached")
+        else:
+            say(art.name, "building")
+            _run_command(case, art, target, root, out_dir, entries)
+            stamp.write_text(json.dumps({"key": key}, indent=1))
+            say(art.name, "built")
+        entries[art.name] = {
+            "path": str((out_dir / art.outputs[0]).relative_to(root)),
+            "dir": str(out_dir.relative_to(root)),
+            "outputs": {o: sha256_file(out_dir / o) for o in art.outputs},
+            "sha256": sha256_file(out_dir / art.outputs[0]),
+            "key": key,
+            "tools": versions,
+            "command": list(art.command),
+            "description": art.description,
+        }
+    index = {
+        "case": case.name,
+        "target": target,
+        "toolchain": {"requested": pins, "resolved": resolved, "tools": tools_used},
+        "artifacts": entries,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = index_path(build_dir, case, target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+    return index
+
+
+def _key(
+    case: Case,
+    art: Artifact,
+    target: str,
+    root: Path,
+    versions: Mapping[str, str],
+    resolved: Mapping[str, str | None],
+    entries: Mapping[str, Mapping[str, Any]],
+) -> str:
+    h = hashlib.sha256()
+    material = {
+        "case": case.name,
+        "artifact": art.name,
+        "command": list(art.command),
+        "env": dict(art.env),
+        "outputs": list(art.outputs),
+        "target": target,
+        "tools": dict(versions),
+        "pins": dict(resolved),
+        "deps": {d: entries[d]["key"] for d in art.dependencies()},
+    }
+    h.update(json.dumps(material, sort_keys=True).encode())
+    for src in sorted(art.sources):
+        p = _source_path(case, root, src)
+        h.update(src.encode() + b"\0")
+        h.update(p.read_bytes() if p.is_file() else b"<missing>")
+    return h.hexdigest()
+
+
+def _run_command(
+    case: Case,
+    art: Artifact,
+    target: str,
+    root: Path,
+    out_dir: Path,
+    entries: Mapping[str, Mapping[str, Any]],
+) -> None:
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    values: dict[str, str] = {
+        "case": str(case.directory.relative_to(root)),
+        "native": "native",
+        "out": str(out_dir.relative_to(root)),
+        "arch": target,
+    }
+    names = art.placeholders()
+    for tool in names & PLACEHOLDER_TOOLS:
+        values[tool] = str(toolchain.find_tool(tool))
+    if "nvcc_lib" in names:
+        values["nvcc_lib"] = str(toolchain.nvcc_lib_dir())
+    for dep in art.dependencies():
+        values[f"artifact:{dep}"] = entries[dep]["dir"]
+    unknown = names - set(values)
+    if unknown:
+        raise BuildError(f"{art.name}: unknown placeholder(s) {sorted(unknown)} in its command")
+    argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in art.command]
+    env = {**os.environ, **art.env}
+    # Tools from wheels find their siblings (cicc, ptxas, headers) relative to themselves.
+    if "nvcc" in values:
+        env["PATH"] = f"{Path(values['nvcc']).parent}{os.pathsep}{env.get('PATH', '')}"
+    log = out_dir / "build.log"
+    with open(log, "w") as fh:
+        fh.write("$ " + " ".join(argv) + "\n")
+        fh.flush()
+        done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                              check=False)
+    missing = [o for o in art.outputs if not (out_dir / o).is_file()]
+    if done.returncode != 0 or missing:
+        tail = log.read_text(errors="replace")[-3000:]
+        why = f"exit status {done.returncode}" if done.returncode else f"missing {missing}"
+        raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}")
+
+
+def load_index(build_dir: Path, case: Case, target: str) -> dict[str, Any]:
+    path = index_path(build_dir, case, target)
+    if not path.is_file():
+        raise BuildError(
+            f"no build for {case.name} / {target} at {path}: run the build first "
+            f"(nox -s {case.name} builds it, or python -m gpurepro build {case.name} --arch {target})"
+        )
+    return json.loads(path.read_text())

@@ -1,0 +1,183 @@
+"""Classify: one finished trial process -> exactly one outcome.
+
+Standard library only (runs on GPU nodes). The inputs are what the run stage observed: the
+exit status, whether we killed it at the wall-clock limit, the protocol events parsed from its
+stdout, and the crash record found on its stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CRASH_PREFIX = "GPUREPRO_CRASH "
+
+# Final statuses a driver may report (native/README.md) -> outcome.
+_FINAL_STATUS = {
+    "ok": "survived",
+    "cuda_error": "cuda_error",
+    "unsupported": "unsupported",
+    "no_driver": "unsupported",
+}
+
+
+@dataclass
+class Observed:
+    """What the run stage saw of one trial process."""
+
+    returncode: int | None  # negative: killed by that signal (subprocess convention)
+    timed_out: bool
+    events: list[dict[str, Any]]
+    stderr_tail: str = ""
+    crash: dict[str, Any] | None = None
+    launch_error: str | None = None  # the process could not be started at all
+    unparsed_lines: int = 0
+
+
+@dataclass
+class Classified:
+    outcome: str
+    detail: str
+    counters: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    observations: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
+    """The native protocol: every line a JSON object with an "event" key.
+
+    Returns the events and how many lines were not protocol events (kept as a diagnostic:
+    a driver that prints garbage is not silently believed).
+    """
+    events, bad = [], 0
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(obj, dict) and "event" in obj:
+            events.append(obj)
+        else:
+            bad += 1
+    return events, bad
+
+
+def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
+    """The last GPUREPRO_CRASH line on stderr, parsed; None if absent or unreadable."""
+    found = None
+    for line in stderr_text.splitlines():
+        idx = line.find(CRASH_PREFIX)
+        if idx < 0:
+            continue
+        try:
+            found = json.loads(line[idx + len(CRASH_PREFIX) :])
+        except ValueError:
+            found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
+    return found
+
+
+def signal_name(signo: int) -> str:
+    try:
+        return signal.Signals(signo).name
+    except ValueError:
+        return f"SIG{signo}"
+
+
+def last_counters(events: list[dict[str, Any]]) -> dict[str, int]:
+    counters: dict[str, int] = {}
+    for ev in events:
+        if isinstance(ev.get("counters"), Mapping):
+            counters = {k: int(v) for k, v in ev["counters"].items()}
+    return counters
+
+
+def _errors(events: list[dict[str, Any]]) -> dict[str, int]:
+    errors: dict[str, int] = {}
+    for ev in events:
+        if isinstance(ev.get("errors"), Mapping):
+            errors = {k: int(v) for k, v in ev["errors"].items()}
+    return errors
+
+
+def classify(obs: Observed, progress_counter: str) -> Classified:
+    """Exactly one outcome per trial; ``progress_counter`` names the counter that must be >0.
+
+    Order matters: a process we killed is `hung` whatever it printed; a fatal signal is
+    `crashed` whatever it printed before; only then is the driver's own final record believed,
+    and a "survival" without progress is `invalid`, never `survived`.
+    """
+    if obs.launch_error is not None:
+        return Classified("harness_error", obs.launch_error)
+
+    counters = last_counters(obs.events)
+    if obs.crash and isinstance(obs.crash.get("counters"), Mapping) and obs.crash["counters"]:
+        # The crash record holds the exact counters at the fault; heartbeats lag by up to 1 s.
+        counters = {k: int(v) for k, v in obs.crash["counters"].items()} or counters
+    errors = _errors(obs.events)
+    finals = [ev for ev in obs.events if ev.get("event") == "final"]
+    final = finals[-1] if finals else None
+    observations = dict(final.get("observations") or {}) if final else {}
+    made_progress = counters.get(progress_counter, 0) > 0
+
+    def out(outcome: str, detail: str) -> Classified:
+        return Classified(outcome, detail, counters, errors, observations)
+
+    if obs.timed_out:
+        return out("hung", "killed at the wall-clock limit")
+
+    rc = obs.returncode
+    if rc is not None and rc < 0:
+        name = signal_name(-rc)
+        if -rc in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT) and not obs.crash:
+            # Killed from outside (OOM killer, a user): not a fault of the code under test.
+            return out("harness_error", f"killed by {name} from outside the trial")
+        return out("crashed", name)
+
+    if final is not None:
+        status = final.get("status")
+        outcome = _FINAL_STATUS.get(status)
+        if outcome == "unsupported":
+            return out("unsupported", str(final.get("reason") or status))
+        if outcome == "cuda_error":
+            return out("cuda_error", str(final.get("error") or "unknown CUDA error"))
+        if outcome == "survived":
+            if rc not in (0, None):
+                return out("harness_error", f"final record says ok but exit status is {rc}")
+            if not made_progress:
+                return out("invalid", f"no progress: {progress_counter} = 0")
+            return out("survived", "budget used up")
+        return out("harness_error", f"unknown final status {status!r}")
+
+    # No final record and no signal: the driver broke the protocol.
+    if not obs.events:
+        return out("harness_error", f"no protocol output (exit status {rc})")
+    return out("harness_error", f"exited with status {rc} without a final record")
+
+
+def exit_description(returncode: int | None, timed_out: bool) -> dict[str, Any]:
+    if timed_out:
+        return {"code": None, "signal": "SIGKILL", "killed_by_harness": True}
+    if returncode is None:
+        return {"code": None, "signal": None, "killed_by_harness": False}
+    if returncode < 0:
+        return {"code": None, "signal": signal_name(-returncode), "killed_by_harness": False}
+    return {"code": returncode, "signal": None, "killed_by_harness": False}
+
+
+def short_module(path: str | None) -> str:
+    """Module basename for a mapping path; anonymous mappings are named as such."""
+    if path is None:
+        return "[unmapped]"
+    if path == "":
+        return "[anonymous]"
+    if path.startswith("["):
+        return path
+    return os.path.basename(path)

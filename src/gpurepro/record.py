@@ -1,0 +1,168 @@
+"""Record: a journal (plus analysis and verdict) -> one result document, schema-checked, atomic.
+
+The document is validated against ``schema/result.schema.json`` before it is written; a
+document that does not validate is never written, and the error names the offending field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from . import __version__, stats
+from .build import sha256_file
+from .manifest import Case
+
+SCHEMA_ID = "gpurepro/result/1"
+
+
+class RecordError(ValueError):
+    pass
+
+
+def schema_path(name: str = "result.schema.json") -> Path:
+    # The repository's schema/ folder is the source of truth; the package carries a copy
+    # for installs outside the repository.
+    repo = Path(__file__).resolve().parents[2] / "schema" / name
+    if repo.is_file():
+        return repo
+    return Path(str(resources.files("gpurepro") / "schema" / name))
+
+
+def load_schema(name: str = "result.schema.json") -> dict[str, Any]:
+    return json.loads(schema_path(name).read_text())
+
+
+def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
+    """Every schema violation as 'path.to.field: message' (empty when valid)."""
+    schema = schema or load_schema(_schema_for(doc))
+    validator = jsonschema.Draft202012Validator(schema)
+    out = []
+    for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in err.absolute_path) or "(document)"
+        out.append(f"{where}: {err.message[:300]}")
+    return out
+
+
+def _schema_for(doc: Any) -> str:
+    if isinstance(doc, Mapping) and str(doc.get("schema", "")).startswith("gpurepro/bench"):
+        return "bench.schema.json"
+    return "result.schema.json"
+
+
+def validate_document(doc: Any, where: str = "document") -> None:
+    errors = validation_errors(doc)
+    if errors:
+        raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _slug(text: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text or "none").strip("-") or "none"
+
+
+def result_name(header: Mapping[str, Any]) -> str:
+    device = header.get("device") or {}
+    host = header.get("environment", {}).get("host", {})
+    hostname = "redacted" if header.get("environment", {}).get("redacted") else host.get("hostname")
+    stamp = str(header.get("started_at", "")).replace("-", "").replace(":", "")
+    return f"{stamp}_{_slug(device.get('name') or 'no-gpu')}_{_slug(hostname)}"
+
+
+def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """The case's analyses over its built artifacts, if the artifacts here match the run's."""
+    out: dict[str, Any] = {}
+    artifacts = header.get("artifacts", {})
+    paths = {}
+    mismatched = []
+    for name, entry in artifacts.items():
+        p = root / entry["path"]
+        if p.is_file() and sha256_file(p) == entry["sha256"]:
+            paths[name] = p
+        else:
+            mismatched.append(name)
+    for name, fn in case.analyses.items():
+        try:
+            out[name] = dict(fn(paths))
+        except Exception as exc:  # an analysis failing must not lose the run's record
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        if mismatched:
+            out[name]["artifacts_unavailable"] = sorted(mismatched)
+    return out
+
+
+def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
+                   root: Path, journal_path: Path | None = None) -> dict[str, Any]:
+    plan = header["plan"]
+    analysis = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
+                             case.exposure.unit, case.exposure.per)
+    device = dict(header.get("device") or {})
+    analysis["case"] = case.name
+    analysis["device"] = device
+    analysis["analyses"] = run_analyses(case, header, root)
+    analysis["run"] = {"budget": header.get("options", {}).get("budget"),
+                       "jobs": header.get("options", {}).get("jobs"),
+                       "planned": plan.get("trials_per_arm"),
+                       "stopping": header.get("options", {}).get("stopping")}
+    verdict = dict(case.verdict(analysis))
+    manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
+    doc: dict[str, Any] = {
+        "schema": SCHEMA_ID,
+        "gpurepro_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "case": {"name": case.name, "question": case.question, "report_url": case.report_url,
+                 "manifest_sha256": manifest_sha, "baseline": case.baseline,
+                 "failure_outcomes": list(case.failure_outcomes),
+                 "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
+                              "per": case.exposure.per}},
+        "environment": header["environment"],
+        "device": device,
+        "toolchain": header["toolchain"],
+        "artifacts": {k: {"path": v["path"], "sha256": v["sha256"], "tools": v.get("tools", {}),
+                          "description": v.get("description", "")}
+                      for k, v in header["artifacts"].items()},
+        "plan": {**plan, "options": header.get("options", {})},
+        "started_at": header.get("started_at"),
+        "trials": list(trials),
+        "summary": analysis["arms"],
+        "comparisons": analysis["comparisons"],
+        "crash_sites": analysis["crash_sites"],
+        "per_gpu": analysis["per_gpu"],
+        "analyses": analysis["analyses"],
+        "probe": header.get("probe"),
+        "verdict": verdict,
+        "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
+    }
+    return json.loads(json.dumps(doc, default=_jsonable))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):
+        return obj.item()  # numpy scalars
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def write_document(doc: Mapping[str, Any], path: Path) -> Path:
+    validate_document(doc, str(path))
+    write_atomic(path, json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    return path

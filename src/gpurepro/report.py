@@ -1,0 +1,262 @@
+"""Report: a result document -> GitHub-flavoured Markdown, a survival plot, a pyperf suite.
+
+Everything here is derived from the validated document alone, so anyone can regenerate the
+report from an attached JSON with ``nox -s report -- results/<case>/<file>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .record import write_atomic
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+def _ci(ci: list[float | None] | None, digits: int = 3) -> str:
+    if not ci:
+        return "–"
+    lo, hi = ci
+    return f"[{_fmt(lo, digits)}, {_fmt(hi, digits) if hi is not None else '∞'}]"
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "< 1e-12" if p < 1e-12 else f"{p:.2g}"
+
+
+def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
+    diff = [f"{k}={v}" for k, v in factors.items() if base.get(k) != v]
+    return ", ".join(diff) if diff else "(baseline)"
+
+
+def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    env = doc["environment"]
+    gpu = env["gpu"]
+    dev = doc["device"]
+    host = env["host"]
+    gpus = gpu.get("gpus") or []
+    g0 = gpus[0] if gpus else {}
+    rows = [
+        ("GPU", f"{g0.get('name', '–')} × {len(gpus)}" if gpus else f"none ({gpu.get('reason')})"),
+        ("Compute capability", str(g0.get("compute_capability", "–"))),
+        ("GPU memory", f"{g0['memory_mib']} MiB" if g0.get("memory_mib") else "–"),
+        ("GPU UUID / PCI", f"{g0.get('uuid', '–')} / {g0.get('pci_bus_id', '–')}"),
+        ("Driver / CUDA driver API", f"{gpu.get('driver_version') or '–'} / {gpu.get('cuda_driver_api') or '–'}"),
+        ("Target", f"{dev.get('target')} ({'supported' if dev.get('supported') else 'NOT supported: ' + str(dev.get('reason'))})"),
+        ("OS / kernel / glibc", f"{host.get('os')} / {host.get('kernel')} / {host.get('glibc')}"),
+        ("CPU", f"{host.get('cpu')} ({host.get('cpu_count')} cores)"),
+        ("Python", host.get("python", "–")),
+        ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
+    ]
+    for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
+        rows.append((name, str(version)))
+    for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
+        rows.append((tool, version))
+    return rows
+
+
+def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
+    case = doc["case"]
+    verdict = doc["verdict"]
+    unit = case["exposure"]["unit"]
+    per = case["exposure"]["per"]
+    out: list[str] = []
+    out.append(f"## gpurepro: `{case['name']}` — {verdict['status']}\n")
+    out.append(f"**Question.** {case['question']}\n")
+    if case.get("report_url"):
+        out.append(f"Report: {case['report_url']}\n")
+    out.append("### Verdict\n")
+    for s in verdict["sentences"]:
+        out.append(f"- {s}")
+    if verdict.get("owner"):
+        out.append(f"\n**Owner:** {verdict['owner']}")
+    if verdict.get("next"):
+        out.append("\n**Next:**")
+        for s in verdict["next"]:
+            out.append(f"- {s}")
+    out.append("")
+
+    base_factors = doc["summary"].get(case["baseline"], {}).get("factors", {})
+    opts = doc["plan"].get("options", {})
+    budget = opts.get("budget", {})
+    out.append("### Arms\n")
+    out.append(
+        f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
+        f"per trial {budget.get('duration_s')} s"
+        + (f" or {budget.get('max_cycles')} cycles" if budget.get("max_cycles") else "")
+        + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
+        + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
+        + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
+        + ".\n"
+    )
+    out.append(
+        f"| arm | differs from baseline | outcomes | failed / valid | proportion (95% CI) "
+        f"| exposure ({unit}) | failures per {_fmt(per)} {unit} (95% CI) | median {unit} to failure |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|")
+    for arm, s in doc["summary"].items():
+        outcomes = ", ".join(f"{k} {v}" for k, v in s["outcomes"].items())
+        prop = s["proportion"]
+        rate = s["exposure"]["rate"]
+        km = (s.get("time_to_failure") or {}).get("exposure") or {}
+        out.append(
+            f"| `{arm}` | {_differs(s['factors'], base_factors)} | {outcomes} | "
+            f"{s['failures']} / {s['n_valid']} | {_fmt(prop['estimate'])} {_ci(prop['ci95'])} | "
+            f"{_fmt(s['exposure']['total'])} | {_fmt(rate['estimate'])} {_ci(rate['ci95'])} | "
+            f"{_fmt(km.get('median'))} |"
+        )
+    out.append("")
+
+    if doc["comparisons"]:
+        out.append(f"### Each arm against `{case['baseline']}`\n")
+        out.append("| arm | Fisher exact p (trials) | odds ratio | rate ratio (95% CI) | rate p |")
+        out.append("|---|---|---|---|---|")
+        for arm, c in doc["comparisons"].items():
+            rr = c["rate_ratio"]
+            out.append(
+                f"| `{arm}` | {_p(c['fisher']['p_value'])} | {_fmt(c['fisher']['odds_ratio'])} | "
+                f"{_fmt(rr['estimate'])} {_ci(rr['ci95'])} | {_p(rr['p_value'])} |"
+            )
+        out.append("")
+
+    if doc.get("per_gpu") and len(doc["per_gpu"]) > 1:
+        out.append("### Per GPU (failures / valid trials)\n")
+        arms = list(doc["summary"])
+        out.append("| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |")
+        out.append("|---|" + "---|" * len(arms))
+        for gpu, cells in doc["per_gpu"].items():
+            row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
+            out.append(f"| {gpu} | " + " | ".join(row) + " |")
+        out.append("")
+
+    if doc["crash_sites"]:
+        out.append("### Crash sites\n")
+        out.append("| count | signal | faulting PC | fault address in | first frames | arms |")
+        out.append("|---|---|---|---|---|---|")
+        for b in doc["crash_sites"]:
+            frames = " ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4])
+            fault = b.get("fault_in") or {}
+            arms = ", ".join(f"{a} {n}" for a, n in b["arms"].items())
+            out.append(
+                f"| {b['count']} | {b.get('signal')} {b.get('code_name') or ''} | "
+                f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'}) | "
+                f"{fault.get('module', '–')} | {frames or '–'} | {arms} |"
+            )
+        out.append("")
+
+    for name, analysis in (doc.get("analyses") or {}).items():
+        out.append(f"### Analysis: {name}\n")
+        if isinstance(analysis, Mapping) and analysis.get("markdown"):
+            out.append(str(analysis["markdown"]))
+        else:
+            out.append("```json\n" + json.dumps(analysis, indent=1)[:4000] + "\n```")
+        out.append("")
+
+    if doc.get("probe"):
+        p = doc["probe"]
+        out.append("### Device probe\n")
+        out.append(f"The case cannot run here; one trial command was run to show what happens: "
+                   f"`{' '.join(p.get('command', []))}` → {p.get('outcome')} ({p.get('detail')}).\n")
+        if p.get("stdout_tail"):
+            out.append("```\n" + p["stdout_tail"][-1500:] + "\n```\n")
+
+    if plot_name:
+        out.append(f"![survival curves per arm]({plot_name})\n")
+    out.append("### Environment\n")
+    out.append("| | |\n|---|---|")
+    for k, v in environment_rows(doc):
+        out.append(f"| {k} | {v} |")
+    out.append("")
+    out.append("### Artifacts\n")
+    out.append("| artifact | sha256 |\n|---|---|")
+    for name, a in doc["artifacts"].items():
+        out.append(f"| `{name}` ({a['path']}) | `{a['sha256'][:16]}…` |")
+    out.append("")
+    out.append(f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n")
+    return "\n".join(out)
+
+
+def plot(doc: Mapping[str, Any], path: Path) -> bool:
+    """Kaplan-Meier survival of exposure-to-failure per arm; False if there is nothing to plot."""
+    curves = {
+        arm: s["time_to_failure"]["exposure"]
+        for arm, s in doc["summary"].items()
+        if (s.get("time_to_failure") or {}).get("exposure")
+    }
+    if not curves or not any(s["failures"] for s in doc["summary"].values()):
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    unit = doc["case"]["exposure"]["unit"]
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    for arm, km in curves.items():
+        xs = [max(x, 1.0) for x, _ in km["curve"]]
+        ys = [y for _, y in km["curve"]]
+        n = doc["summary"][arm]["n_valid"]
+        ax.step(xs, ys, where="post", label=f"{arm} (n={n})")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(f"{unit} until failure (log scale; survivors censored at their exposure)")
+    ax.set_ylabel("fraction of trials not yet failed")
+    ax.set_title(f"{doc['case']['name']}: Kaplan–Meier per arm")
+    ax.legend(fontsize=7, loc="lower left")
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def pyperf_suite(doc: Mapping[str, Any], path: Path) -> bool:
+    """Per-arm trial durations as a pyperf suite (`python -m pyperf stats|compare_to` read it)."""
+    import pyperf
+
+    benchmarks = []
+    for arm in doc["summary"]:
+        durations = [t["duration_s"] for t in doc["trials"]
+                     if t["arm"] == arm and t["duration_s"] > 0]
+        if not durations:
+            continue
+        runs = [pyperf.Run([d], metadata={"name": f"{doc['case']['name']}/{arm}", "unit": "second"},
+                           collect_metadata=False) for d in durations]
+        benchmarks.append(pyperf.Benchmark(runs))
+    if not benchmarks:
+        return False
+    suite = pyperf.BenchmarkSuite(benchmarks)
+    if path.exists():
+        path.unlink()
+    suite.dump(str(path))
+    return True
+
+
+def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
+    stem = result_path.with_suffix("")
+    written: dict[str, Path] = {}
+    png = stem.with_suffix(".png")
+    has_plot = plot(doc, png)
+    if has_plot:
+        written["plot"] = png
+    md = stem.with_suffix(".md")
+    write_atomic(md, markdown(doc, png.name if has_plot else None))
+    written["markdown"] = md
+    perf = Path(str(stem) + ".pyperf.json")
+    if pyperf_suite(doc, perf):
+        written["pyperf"] = perf
+    return written

@@ -1,0 +1,243 @@
+"""Run: execute a plan's trials as isolated processes and journal each one as it finishes.
+
+Standard library only (rich is used for the progress display when it is importable), so this
+stage runs from a prebuilt build/ on a GPU node with no network. Workers: ``jobs`` trial
+processes at a time per GPU, each GPU pinned with CUDA_VISIBLE_DEVICES; trials are taken from
+the shuffled plan in order, so every arm is spread over every GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import env as envmod
+from .classify import classify, exit_description, short_module
+from .journal import Journal
+from .manifest import Case, TrialBudget, TrialContext
+from .plan import Plan, PlannedTrial
+from .progress import Progress
+from .trial import run_trial
+
+# Exit statuses of `gpurepro run` (and the nox sessions), documented in the README.
+EXIT_OK = 0
+EXIT_NO_DRIVER = 3  # no CUDA driver / no GPU: nothing was run
+EXIT_UNSUPPORTED = 4  # a GPU is present but the case cannot run on it; result written
+EXIT_INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    budget: TrialBudget
+    jobs: int = 1
+    gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () = leave as is
+    redact: bool = False
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Gate:
+    """Whether the device can run the case, decided once before any trial."""
+
+    supported: bool
+    target: str
+    device: dict[str, Any]
+    reason: str | None = None
+
+
+def gate(case: Case, gpu_info: Mapping[str, Any], requested_target: str | None,
+         gpus: Sequence[str]) -> Gate:
+    listed = gpu_info.get("gpus") or []
+    chosen = [g for g in listed if not gpus or str(g.get("index")) in gpus] or listed
+    device = dict(chosen[0]) if chosen else {}
+    cc = device.get("compute_capability")
+    native_target = case.devices.target_for(cc) if cc else None
+    target = requested_target or native_target or next(iter(case.devices.targets.values()))
+    if not gpu_info.get("available") or not chosen:
+        reason = gpu_info.get("reason") or "no CUDA driver or GPU present"
+        return Gate(False, target, device, reason)
+    if native_target is None:
+        need = ", ".join(f"{c} ({t})" for c, t in case.devices.targets.items())
+        why = f"; {case.devices.why}" if case.devices.why else ""
+        return Gate(False, target, device,
+                    f"{device.get('name')} has compute capability {cc}; this case needs {need}{why}")
+    if requested_target and requested_target != native_target:
+        # Running a build for another architecture is allowed (that is how one shows a
+        # cubin cannot load here); trials then classify as unsupported/invalid on their own.
+        return Gate(True, target, device,
+                    f"running {requested_target} artifacts on a {cc} device ({native_target})")
+    return Gate(True, target, device, None)
+
+
+def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[str, Any],
+             root: Path, budget: TrialBudget) -> TrialContext:
+    artifacts = {name: root / e["path"] for name, e in index["artifacts"].items()}
+    return TrialContext(arm=arm, factors=factors, artifacts=artifacts, budget=budget,
+                        native=root / "native", case_dir=case.directory)
+
+
+def _relative(argv: Sequence[str], root: Path) -> list[str]:
+    prefix = str(root) + os.sep
+    return [a.replace(prefix, "") for a in argv]
+
+
+def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A crash record reduced to what is portable: module basenames and offsets."""
+    if not crash:
+        return None
+    if "unparsed" in crash:
+        return {"unparsed": crash["unparsed"][:500]}
+
+    def where(m: Mapping[str, Any] | None) -> dict[str, Any]:
+        if m is None:
+            return {"module": "[unmapped]", "offset": None, "perms": None}
+        return {"module": short_module(m.get("path")), "offset": m.get("offset"),
+                "perms": m.get("perms")}
+
+    pc = where(crash.get("pc_map"))
+    frames = [
+        {"module": short_module(f.get("path")) if "path" in f else "[unmapped]",
+         "offset": f.get("offset")}
+        for f in crash.get("frames") or []
+    ]
+    return {
+        "signal": crash.get("signal"),
+        "si_code": crash.get("si_code"),
+        "code_name": crash.get("code_name"),
+        "fault_address": crash.get("addr"),
+        "fault_in": where(crash.get("addr_map")),
+        "pc_module": pc["module"],
+        "pc_offset": pc["offset"],
+        "pc_perms": pc["perms"],
+        "frames": frames,
+        "t": crash.get("t"),
+    }
+
+
+def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
+                  index: Mapping[str, Any], root: Path, opts: RunOptions, gpu: str | None,
+                  worker: int, cancel: threading.Event | None = None,
+                  on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one planned trial and return its journal record."""
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    base = {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": gpu,
+            "worker": worker, "started_at": started_at}
+    try:
+        cmd = case.trial_command(_context(case, planned.arm, factors, index, root, opts.budget))
+        parse = None if cmd.parser == "jsonl" else case.parsers[cmd.parser]
+    except Exception as exc:  # the manifest's bug: recorded, never blamed on the GPU
+        return {**base, "outcome": "harness_error",
+                "detail": f"trial_command failed: {type(exc).__name__}: {exc}",
+                "exit": exit_description(None, False), "duration_s": 0.0, "counters": {},
+                "exposure": 0, "errors": {}, "crash": None, "observations": {},
+                "stderr_tail": "", "command": []}
+    env = {**os.environ, **opts.extra_env, **cmd.env}
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse, on_line=on_line,
+                     cancel=cancel)
+    result = classify(done.observed, case.exposure.counter)
+    stderr_tail = done.observed.stderr_tail
+    if opts.redact:
+        stderr_tail = envmod.redact_text(stderr_tail)
+    return {
+        **base,
+        "outcome": result.outcome,
+        "detail": result.detail,
+        "exit": exit_description(done.observed.returncode, done.observed.timed_out),
+        "duration_s": round(done.duration_s, 4),
+        "counters": result.counters,
+        "exposure": result.counters.get(case.exposure.counter, 0),
+        "errors": result.errors,
+        "crash": crash_summary(done.observed.crash),
+        "observations": result.observations,
+        "stderr_tail": _relative([stderr_tail], root)[0][-2000:],
+        "unparsed_lines": done.observed.unparsed_lines,
+        "command": _relative(cmd.argv, root),
+        "env": {k: v for k, v in cmd.env.items()},
+    }
+
+
+def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
+    return {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": None,
+            "worker": None, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "outcome": "unsupported", "detail": reason, "exit": exit_description(None, False),
+            "duration_s": 0.0, "counters": {}, "exposure": 0, "errors": {}, "crash": None,
+            "observations": {}, "stderr_tail": "", "command": [], "spawned": False}
+
+
+# Decides, before a trial starts, whether its arm still needs it (sequential stopping);
+# gets the arm and every record so far.
+ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
+
+
+def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
+                 journal: Journal, opts: RunOptions, done: Sequence[dict[str, Any]] = (),
+                 arm_still_needed: ArmFilter | None = None,
+                 progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run every planned trial not already in ``done``; return all records (old and new).
+
+    Each record is journaled (flushed) before the worker takes its next trial; on Ctrl-C the
+    running trials are killed and KeyboardInterrupt propagates with the journal intact.
+    """
+    records = list(done)
+    finished = {r["index"] for r in records}
+    todo: queue.Queue[PlannedTrial] = queue.Queue()
+    for t in plan.order:
+        if t.index not in finished:
+            todo.put(t)
+    lock = threading.Lock()
+    cancel = threading.Event()
+    gpus: list[str | None] = list(opts.gpus) or [None]
+    slots = [(gpu, j) for gpu in gpus for j in range(max(1, opts.jobs))]
+    progress = progress or Progress(plan, records)
+    errors: list[BaseException] = []
+
+    def worker(slot: int, gpu: str | None) -> None:
+        while not cancel.is_set():
+            try:
+                planned = todo.get_nowait()
+            except queue.Empty:
+                return
+            if arm_still_needed is not None:
+                with lock:
+                    needed = arm_still_needed(planned.arm, list(records))
+                if not needed:
+                    progress.skipped(planned)
+                    continue
+            progress.started(planned, gpu)
+            try:
+                rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
+                                    gpu, slot, cancel)
+            except KeyboardInterrupt:
+                return
+            except BaseException as exc:  # keep the other workers going; record our fault
+                errors.append(exc)
+                rec = {**unsupported_record(planned, ""), "outcome": "harness_error",
+                       "detail": f"{type(exc).__name__}: {exc}", "spawned": True}
+            with lock:
+                journal.append_trial(rec)
+                records.append(rec)
+            progress.finished(rec)
+
+    threads = [threading.Thread(target=worker, args=(i, g), daemon=True)
+               for i, (g, _) in enumerate(slots)]
+    with progress:
+        for t in threads:
+            t.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+        except KeyboardInterrupt:
+            cancel.set()
+            for t in threads:
+                t.join(timeout=10)
+            raise
+    return records

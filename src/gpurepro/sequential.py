@@ -1,0 +1,130 @@
+"""Sequential stopping (--until-decided): stop an arm once its comparison is decided.
+
+Method (declared in the result document): a group-sequential design with a pre-declared
+schedule of looks. Each arm is compared with the baseline by Fisher's exact test when its
+count of valid trials reaches a look (every ``step`` trials, up to ``max_trials``); with L
+looks, each look tests at alpha / L (Bonferroni split), so the chance of any false "decided"
+over all looks stays at or under alpha whatever the stopping does. An arm also stops for
+futility when even the most extreme remaining outcomes could not reach significance; stopping
+for futility can only lower the false-decision rate. The baseline runs while any other arm is
+still undecided. tests/test_sequential.py checks the error rate by simulation.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats
+
+
+@dataclass
+class Design:
+    alpha: float = 0.05
+    step: int = 5
+    max_trials: int = 25
+
+    @property
+    def looks(self) -> list[int]:
+        return list(range(self.step, self.max_trials + 1, self.step)) or [self.max_trials]
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha / len(self.looks)
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": "group-sequential Fisher exact, Bonferroni-split alpha over pre-declared looks, futility stop",
+                "alpha": self.alpha, "looks": self.looks, "alpha_per_look": self.alpha_per_look}
+
+
+def _counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str]) -> tuple[int, int]:
+    k = n = 0
+    for r in records:
+        if r["arm"] != arm:
+            continue
+        if r["outcome"] == "survived" or r["outcome"] in failure_outcomes:
+            n += 1
+            k += int(r["outcome"] in failure_outcomes)
+    return k, n
+
+
+def _p(k1: int, n1: int, k0: int, n0: int) -> float:
+    return float(stats.fisher_exact([[k1, n1 - k1], [k0, n0 - k0]]).pvalue)
+
+
+def futile(k1: int, n1: int, k0: int, n0: int, design: Design) -> bool:
+    """True when no completion of this arm up to max_trials could reach significance
+    against the baseline as it stands (extremes: all further trials fail, or none do)."""
+    left = design.max_trials - n1
+    if left <= 0:
+        return True
+    best = min(_p(k1 + left, n1 + left, k0, n0), _p(k1, n1 + left, k0, n0))
+    return best >= design.alpha_per_look
+
+
+@dataclass
+class Sequential:
+    design: Design
+    baseline: str
+    arms: Sequence[str]
+    failure_outcomes: Sequence[str]
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _looked: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def update(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Take every look that the arms' current counts have reached."""
+        k0, n0 = _counts(records, self.baseline, self.failure_outcomes)
+        for arm in self.arms:
+            if arm == self.baseline or arm in self.decisions:
+                continue
+            k1, n1 = _counts(records, arm, self.failure_outcomes)
+            due = [look for look in self.design.looks if look <= n1 and look > self._looked.get(arm, 0)]
+            if not due or n0 == 0:
+                continue
+            self._looked[arm] = due[-1]
+            p = _p(k1, n1, k0, n0)
+            if p < self.design.alpha_per_look:
+                self.decisions[arm] = {"decision": "differs", "at_trials": n1, "baseline_trials": n0,
+                                       "p_value": p, "threshold": self.design.alpha_per_look}
+            elif futile(k1, n1, k0, n0, self.design):
+                self.decisions[arm] = {"decision": "futile", "at_trials": n1, "baseline_trials": n0,
+                                       "p_value": p, "threshold": self.design.alpha_per_look}
+
+    def still_needed(self, arm: str, records: Sequence[Mapping[str, Any]]) -> bool:
+        with self._lock:
+            self.update(records)
+            _, n = _counts(records, arm, self.failure_outcomes)
+            if n >= self.design.max_trials:
+                return False
+            if arm == self.baseline:
+                return any(a not in self.decisions for a in self.arms if a != self.baseline)
+            return arm not in self.decisions
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.design.describe(), "decisions": dict(self.decisions)}
+
+
+def simulate_false_decision_rate(p: float, design: Design, runs: int, seed: int = 0) -> float:
+    """Fraction of simulated runs (one arm and a baseline, same failure probability p) in
+    which the arm is wrongly decided to differ."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    false = 0
+    for _ in range(runs):
+        arm = rng.random(design.max_trials) < p
+        base = rng.random(design.max_trials) < p
+        seq = Sequential(design, "base", ["arm", "base"], ("crashed",))
+        records: list[dict[str, Any]] = []
+        # Interleave as the scheduler does: one trial of each arm in turn while needed.
+        for i in range(design.max_trials):
+            for name, draws in (("base", base), ("arm", arm)):
+                if seq.still_needed(name, records):
+                    records.append({"arm": name, "outcome": "crashed" if draws[i] else "survived"})
+        seq.update(records)
+        if seq.decisions.get("arm", {}).get("decision") == "differs":
+            false += 1
+    return false / runs
