@@ -2,9 +2,13 @@
 // Compiled as part of each host driver, e.g.
 //   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc host.cc native/cuda_loader.cc native/events.cc native/crash.cc -o host -ldl
 //
-// Entry points come from cuGetProcAddress_v2 at cudaVersion 12000: the driver then hands out
-// the ABI each name had in CUDA 12.0 (cuCtxCreate -> _v2; at 13.x it would be _v4, a different
-// signature). Older drivers, or a lookup failure, fall back to dlsym of the versioned export.
+// Entry points come from cuGetProcAddress_v2, each asked for at the CUDA version whose ABI our
+// declaration in cuda_loader.h has (cudaTypedefs.h's PFN_<name>_v<version>): the driver hands out
+// the newest variant of a name introduced at or before the version asked for, and one global
+// version is wrong for some names. Measured on driver 580 (H200): "cuCtxCreate" at 12000 is the
+// 11.4 _v3 ABI (ctx, affinity params, count, flags, dev), so calling it as _v2 failed with
+// CUDA_ERROR_INVALID_DEVICE; at 3020 it is _v2. Where cuGetProcAddress_v2 is missing (pre-12.0
+// drivers) or fails, dlsym of the versioned export is the fallback.
 #include "cuda_loader.h"
 
 #include <dlfcn.h>
@@ -26,35 +30,34 @@ typedef CUresult (*GetProcAddressFn)(const char *symbol, void **pfn, int cuda_ve
 
 struct Entry {
   void **slot;
-  const char *name;    // base name, as cuGetProcAddress wants it
-  const char *export_; // versioned export name, for dlsym
+  const char *name;     // base name, as cuGetProcAddress wants it
+  int abi;              // CUDA version that introduced the ABI we declare (cudaTypedefs.h)
+  const char *export_;  // the same ABI's export name, for dlsym
   bool required;
 };
 
-#define E(field, exp, req) {reinterpret_cast<void **>(&cu.field), #field, exp, req}
+#define E(field, abi, exp, req) {reinterpret_cast<void **>(&cu.field), #field, abi, exp, req}
 const Entry kEntries[] = {
-    E(cuInit, "cuInit", true),
-    E(cuDriverGetVersion, "cuDriverGetVersion", true),
-    E(cuGetErrorName, "cuGetErrorName", true),
-    E(cuDeviceGet, "cuDeviceGet", true),
-    E(cuDeviceGetAttribute, "cuDeviceGetAttribute", true),
-    E(cuDeviceGetName, "cuDeviceGetName", true),
-    E(cuCtxCreate, "cuCtxCreate_v2", true),
-    E(cuCtxSetCurrent, "cuCtxSetCurrent", true),
-    E(cuCtxDestroy, "cuCtxDestroy_v2", true),
-    E(cuCtxSynchronize, "cuCtxSynchronize", true),
-    E(cuMemAlloc, "cuMemAlloc_v2", true),
-    E(cuModuleLoadData, "cuModuleLoadData", true),
-    E(cuModuleGetFunction, "cuModuleGetFunction", true),
-    E(cuModuleUnload, "cuModuleUnload", true),
-    E(cuLaunchKernel, "cuLaunchKernel", true),
-    E(cuLibraryLoadData, "cuLibraryLoadData", false),
-    E(cuLibraryGetKernel, "cuLibraryGetKernel", false),
-    E(cuLibraryUnload, "cuLibraryUnload", false),
+    E(cuInit, 2000, "cuInit", true),
+    E(cuDriverGetVersion, 2020, "cuDriverGetVersion", true),
+    E(cuGetErrorName, 6000, "cuGetErrorName", true),
+    E(cuDeviceGet, 2000, "cuDeviceGet", true),
+    E(cuDeviceGetAttribute, 2000, "cuDeviceGetAttribute", true),
+    E(cuDeviceGetName, 2000, "cuDeviceGetName", true),
+    E(cuCtxCreate, 3020, "cuCtxCreate_v2", true),  // not 11040 (_v3) nor 12050 (_v4)
+    E(cuCtxSetCurrent, 4000, "cuCtxSetCurrent", true),
+    E(cuCtxDestroy, 4000, "cuCtxDestroy_v2", true),
+    E(cuCtxSynchronize, 2000, "cuCtxSynchronize", true),  // 13000 takes a context argument
+    E(cuMemAlloc, 3020, "cuMemAlloc_v2", true),            // 2000 is the 32-bit one
+    E(cuModuleLoadData, 2000, "cuModuleLoadData", true),
+    E(cuModuleGetFunction, 2000, "cuModuleGetFunction", true),
+    E(cuModuleUnload, 2000, "cuModuleUnload", true),
+    E(cuLaunchKernel, 4000, "cuLaunchKernel", true),  // flags 0: legacy default stream
+    E(cuLibraryLoadData, 12000, "cuLibraryLoadData", false),
+    E(cuLibraryGetKernel, 12000, "cuLibraryGetKernel", false),
+    E(cuLibraryUnload, 12000, "cuLibraryUnload", false),
 };
 #undef E
-
-const int kAbiVersion = 12000;  // see the header comment: never a 13.x value here
 
 }  // namespace
 
@@ -69,7 +72,7 @@ void cuda_load() {
   for (const Entry &e : kEntries) {
     void *fn = nullptr;
     CUdriverProcAddressQueryResult st = 0;
-    if (gpa && gpa(e.name, &fn, kAbiVersion, 0, &st) != CUDA_SUCCESS) fn = nullptr;
+    if (gpa && gpa(e.name, &fn, e.abi, 0, &st) != CUDA_SUCCESS) fn = nullptr;
     if (!fn) fn = dlsym(lib, e.export_);
     if (!fn && e.required) {
       emit_final("unsupported",

@@ -9,7 +9,7 @@ struct CudaApi {
   CUresult (*cuDeviceGet)(CUdevice *dev, int ordinal);
   CUresult (*cuDeviceGetAttribute)(int *value, CUdevice_attribute attr, CUdevice dev);
   CUresult (*cuDeviceGetName)(char *name, int len, CUdevice dev);
-  CUresult (*cuCtxCreate)(CUcontext *ctx, unsigned flags, CUdevice dev);  // the _v2 ABI
+  CUresult (*cuCtxCreate)(CUcontext *ctx, unsigned flags, CUdevice dev);  // the _v2 ABI (3.2)
   CUresult (*cuCtxSetCurrent)(CUcontext ctx);
   CUresult (*cuCtxDestroy)(CUcontext ctx);  // _v2
   CUresult (*cuCtxSynchronize)(void);

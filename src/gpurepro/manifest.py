@@ -304,3 +304,22 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     object.__setattr__(case, "path", path)
     validate(case, path)
     return case
+
+
+def load_sibling(manifest_file: str | Path, module: str) -> Any:
+    """Import ``<case folder>/<module>.py`` from a manifest under a name unique to the case.
+
+    Cases are folders, not packages; two cases may both have a ``verdict.py``.
+    """
+    folder = Path(manifest_file).resolve().parent
+    path = folder / f"{module}.py"
+    name = f"gpurepro_case_{folder.name}_{module}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ManifestError(manifest_file, module, f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    import sys
+
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -19,6 +19,8 @@ from typing import Any
 
 from scipy import stats
 
+from .stats import EVIDENCE
+
 
 @dataclass
 class Design:
@@ -44,7 +46,7 @@ def _counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Se
     for r in records:
         if r["arm"] != arm:
             continue
-        if r["outcome"] == "survived" or r["outcome"] in failure_outcomes:
+        if r["outcome"] in EVIDENCE:
             n += 1
             k += int(r["outcome"] in failure_outcomes)
     return k, n

@@ -20,6 +20,10 @@ from typing import Any
 from scipy import stats
 
 CONFIDENCE = 0.95
+# Outcomes that are evidence: the trial ran the code under test. Those not among a case's
+# failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
+# without the crash being looked for any longer).
+EVIDENCE = ("survived", "crashed", "cuda_error", "hung")
 
 
 def proportion(k: int, n: int) -> dict[str, Any]:
@@ -98,8 +102,9 @@ def _observation_counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
 def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
                 failure_outcomes: Sequence[str], exposure_unit: str, per: float) -> dict[str, Any]:
     outcomes = Counter(t["outcome"] for t in trials)
-    valid = [t for t in trials if t["outcome"] == "survived" or t["outcome"] in failure_outcomes]
+    valid = [t for t in trials if t["outcome"] in EVIDENCE]
     failed = [t for t in valid if t["outcome"] in failure_outcomes]
+    censored = [t for t in valid if t["outcome"] not in failure_outcomes]
     exposure = float(sum(t.get("exposure") or 0 for t in valid))
     errors: Counter[str] = Counter()
     for t in trials:
@@ -123,9 +128,9 @@ def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
         },
         "time_to_failure": {
             "exposure": kaplan_meier([float(t.get("exposure") or 0) for t in failed],
-                                     [float(t.get("exposure") or 0) for t in survivors]),
+                                     [float(t.get("exposure") or 0) for t in censored]),
             "seconds": kaplan_meier([float(t["duration_s"]) for t in failed],
-                                    [float(t["duration_s"]) for t in survivors]),
+                                    [float(t["duration_s"]) for t in censored]),
         },
         "errors": dict(errors),
         "observations": _observation_counts(trials),
@@ -171,7 +176,7 @@ def per_gpu(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]
         if t.get("gpu") is None:
             continue
         cell = table[str(t["gpu"])][t["arm"]]
-        if t["outcome"] == "survived" or t["outcome"] in failure_outcomes:
+        if t["outcome"] in EVIDENCE:
             cell["valid"] += 1
             cell["failures"] += int(t["outcome"] in failure_outcomes)
     return {g: dict(arms) for g, arms in sorted(table.items())}

@@ -1,0 +1,218 @@
+"""Case tile_unload_race: host SIGSEGV in cuLaunchKernel with a concurrent cuModuleUnload.
+
+Report: NVIDIA/cuda-tile issue 23 (RTX 5090, sm_120, driver 595.84, CUDA 13.2, cuda-tile 1.5.0).
+Question: is the crash attributable to cuda-tile, and if not, who owns it?
+"""
+
+from __future__ import annotations
+
+from gpurepro.manifest import (
+    Arm,
+    Artifact,
+    Case,
+    Defaults,
+    Devices,
+    Exposure,
+    Factor,
+    TrialCommand,
+    TrialContext,
+    load_sibling,
+)
+
+_verdict = load_sibling(__file__, "verdict")
+_sections = load_sibling(__file__, "sections")
+_seed_output = load_sibling(__file__, "seed_output")
+
+# cuda-tile 1.5.0 as filed. tileiras refuses to run beside nvcc/nvvm wheels of another
+# release, so the whole CUDA family is pinned together. tileiras 13.2 (the report's CUDA)
+# rejects sm_90; 13.3 is the oldest release that accepts Hopper (and Ampere).
+_CUDA_13_3 = [
+    "cuda-tile==1.5.0",
+    "nvidia-cuda-tileiras==13.3.36",
+    "nvidia-cuda-nvcc==13.3.73",
+    "nvidia-nvvm==13.3.73",
+    "nvidia-cuda-crt==13.3.73",
+    "nvidia-cuda-runtime==13.3.*",
+    "nvidia-nvjitlink==13.3.*",
+]
+_CUDA_13_2_AS_FILED = [
+    "cuda-tile==1.5.0",
+    "nvidia-cuda-tileiras==13.2.*",
+    "nvidia-cuda-nvcc==13.2.*",
+    "nvidia-nvvm==13.2.*",
+    "nvidia-cuda-crt==13.2.*",
+    "nvidia-cuda-runtime==13.2.*",
+    "nvidia-nvjitlink==13.2.*",
+]
+
+_GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
+        "-static-libstdc++", "-static-libgcc")
+_NATIVE = ("native/cuda_loader.cc", "native/events.cc", "native/crash.cc")
+_NATIVE_SOURCES = (*_NATIVE, "native/cuda_loader.h", "native/events.h", "native/crash.h",
+                   "native/cuda_types.h")
+
+ARTIFACTS = [
+    Artifact(
+        name="host",
+        description="instrumented driver: the reporter's loop with options, events and crash records",
+        command=(*_GXX, "{case}/host.cc", *_NATIVE, "-o", "{out}/host", "-ldl"),
+        outputs=("host",),
+        sources=("host.cc", *_NATIVE_SOURCES),
+        tools=("gxx",),
+    ),
+    Artifact(
+        name="crash_preload",
+        description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
+        command=(*_GXX, "-shared", "-fPIC", "native/crash_preload.cc", "native/crash.cc",
+                 "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
+        outputs=("libgpurepro_crash.so",),
+        sources=("native/crash_preload.cc", *_NATIVE_SOURCES),
+        tools=("gxx",),
+    ),
+    Artifact(
+        name="libcuda_stub",
+        description="link-time stub libcuda.so (soname libcuda.so.1) so repro.cc links without a driver",
+        command=("{python}", "native/make_libcuda_stub.py", "{case}/seed/repro.cc", "{out}"),
+        outputs=("libcuda.so",),
+        sources=("native/make_libcuda_stub.py", "seed/repro.cc"),
+    ),
+    Artifact(
+        name="seed_repro",
+        description="seed/repro.cc built exactly as the report says: g++ -O2 -pthread repro.cc -o repro -lcuda",
+        command=("{gxx}", "-O2", "-pthread", "{case}/seed/repro.cc", "-o", "{out}/repro",
+                 "-L{artifact:libcuda_stub}", "-lcuda"),
+        outputs=("repro",),
+        sources=("seed/repro.cc",),
+        tools=("gxx",),
+    ),
+    Artifact(
+        name="tile_cubin",
+        description="the reporter's Tile IR kernel, exported by cuda.tile for the target",
+        command=("{python}", "{case}/kernel_tile.py", "--kernel", "add", "--gpu-code", "{arch}",
+                 "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_tile.py",),
+        tools=("tileiras",),
+    ),
+    Artifact(
+        name="tile_cubin_other",
+        description="a different Tile IR kernel with the same argument ABI",
+        command=("{python}", "{case}/kernel_tile.py", "--kernel", "other", "--gpu-code", "{arch}",
+                 "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_tile.py",),
+        tools=("tileiras",),
+    ),
+    Artifact(
+        name="tile_cubin_as_filed",
+        description="seed/export_kernel.py run unchanged (it targets sm_120 only)",
+        command=("{python}", "{case}/seed/export_kernel.py", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin",),
+        sources=("seed/export_kernel.py",),
+        tools=("tileiras",),
+        archs=("sm_120",),
+    ),
+    Artifact(
+        name="cuda_cubin",
+        description="the reporter's plain CUDA kernel, nvcc -cubin",
+        command=("{nvcc}", "-arch={arch}", "-cubin", "-o", "{out}/kernel.cubin", "{case}/kernel_cuda.cu"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_cuda.cu",),
+    ),
+    Artifact(
+        name="cuda_cubin_globals",
+        description="plain CUDA kernel with initialised __device__ module data (.nv.global.init)",
+        command=("{nvcc}", "-arch={arch}", "-cubin", "-DWITH_MODULE_GLOBALS", "-o",
+                 "{out}/kernel.cubin", "{case}/kernel_cuda.cu"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_cuda.cu",),
+    ),
+]
+
+FACTORS = {
+    "driver": Factor(("host", "seed"), "host", "host.cc (instrumented) or seed/repro.cc as filed"),
+    "module": Factor(("tile", "cuda", "cuda_globals", "tile_other", "tile_distinct"), "tile",
+                     "which cubin(s) the loop loads"),
+    "threads": Factor((1, 2, 4), 2, "worker threads"),
+    "unload": Factor(("never", "three-in-four", "always"), "three-in-four", "which iterations unload"),
+    "serialize": Factor((False, True), False, "one mutex around each whole iteration"),
+    "context": Factor(("shared", "per-thread"), "shared", "one context for all threads, or one each"),
+    "api": Factor(("module", "library"), "module", "cuModule* or cuLibrary* entry points"),
+}
+
+ARMS = [
+    Arm("baseline", {}, "host.cc, Tile IR cubin, 2 threads, unload 3 in 4: the report's loop"),
+    Arm("as-filed", {"driver": "seed"}, "seed/repro.cc unchanged, on the Tile IR cubin for this device"),
+    Arm("as-filed-cuda", {"driver": "seed", "module": "cuda"}, "seed/repro.cc on the plain CUDA cubin"),
+    Arm("control-cuda", {"module": "cuda"}, "plain nvcc cubin, same loop"),
+    Arm("cuda-module-globals", {"module": "cuda_globals"}, "plain cubin with .nv.global.init data"),
+    Arm("one-thread", {"threads": 1}, "no concurrency"),
+    Arm("never-unload", {"unload": "never"}),
+    Arm("always-unload", {"unload": "always"}),
+    Arm("serialized", {"serialize": True}, "two threads, but never overlapping"),
+    Arm("context-per-thread", {"context": "per-thread"}),
+    Arm("other-tile-kernel", {"module": "tile_other"}),
+    Arm("distinct-cubins", {"module": "tile_distinct"}, "thread 0 the add kernel, thread 1 the other"),
+    Arm("library-api", {"api": "library"}, "cuLibraryLoadData / GetKernel / Unload, as cuda-tile uses"),
+]
+
+_CUBINS = {
+    "tile": ("tile_cubin",),
+    "cuda": ("cuda_cubin",),
+    "cuda_globals": ("cuda_cubin_globals",),
+    "tile_other": ("tile_cubin_other",),
+    "tile_distinct": ("tile_cubin", "tile_cubin_other"),
+}
+
+
+def trial_command(ctx: TrialContext) -> TrialCommand:
+    f = ctx.factors
+    cubins = [str(ctx.artifacts[name]) for name in _CUBINS[f["module"]]]
+    if f["driver"] == "seed":
+        # As filed: `./repro kernel.cubin SECONDS`. Only the cubin and the duration vary; the
+        # crash handler comes in by LD_PRELOAD so the program itself stays unchanged.
+        fixed = {k: FACTORS[k].default for k in ("threads", "unload", "serialize", "context", "api")}
+        changed = {k: v for k, v in fixed.items() if f[k] != v}
+        if changed or len(cubins) != 1:
+            raise ValueError(f"seed/repro.cc cannot vary {sorted(changed) or 'the cubin count'}")
+        return TrialCommand(
+            argv=(str(ctx.artifacts["seed_repro"]), cubins[0], str(max(1, round(ctx.budget.duration_s)))),
+            env={"LD_PRELOAD": str(ctx.artifacts["crash_preload"])},
+            parser="seed",
+        )
+    argv = [str(ctx.artifacts["host"])]
+    for c in cubins:
+        argv += ["--cubin", c]
+    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--context", f["context"],
+             "--api", f["api"], "--seconds", str(ctx.budget.duration_s),
+             "--max-cycles", str(ctx.budget.max_cycles)]
+    if f["serialize"]:
+        argv.append("--serialize")
+    return TrialCommand(argv=tuple(argv))
+
+
+CASE = Case(
+    name="tile_unload_race",
+    question=("Is the host SIGSEGV below cuLaunchKernel, with cuModuleUnload running concurrently "
+              "in another thread of the same context, attributable to cuda-tile (Tile IR modules), "
+              "and if not, who owns it?"),
+    report_url="https://github.com/NVIDIA/cuda-tile/issues/23",
+    toolchains={"sm_80": _CUDA_13_3, "sm_90": _CUDA_13_3, "sm_100": _CUDA_13_3,
+                "sm_120": _CUDA_13_2_AS_FILED},
+    artifacts=ARTIFACTS,
+    factors=FACTORS,
+    arms=ARMS,
+    baseline="baseline",
+    trial_command=trial_command,
+    verdict=_verdict.verdict,
+    devices=Devices(
+        targets={"9.0": "sm_90", "12.0": "sm_120", "8.0": "sm_80", "10.0": "sm_100"},
+        why="Tile IR cubins are exported per architecture by tileiras",
+    ),
+    exposure=Exposure(counter="launches", unit="cycles"),
+    # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
+    failure_outcomes=("crashed",),
+    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_cycles=0),
+    parsers={"seed": _seed_output.parse},
+    analyses={"sections": _sections.analyze},
+)

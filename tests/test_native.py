@@ -1,0 +1,309 @@
+"""Tests of native/ (loader, events, crash handler, preload, stub generator) and of the
+tile_unload_race host driver, on a machine with no GPU: drivers are compiled with g++ into a
+temporary folder and run against either no libcuda at all or tests/fake_libcuda.c."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NATIVE = ROOT / "native"
+CASE = ROOT / "cases" / "tile_unload_race"
+CXXFLAGS = ["-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer", "-static-libstdc++",
+            "-static-libgcc"]
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("g++") and shutil.which("cc")), reason="needs g++ and cc"
+)
+
+
+def _have_libcuda() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def bins(tmp_path_factory) -> dict[str, Path]:
+    """Every binary the tests run, compiled in parallel into one temporary folder."""
+    out = tmp_path_factory.mktemp("native")
+    (out / "fake").mkdir()
+    (out / "null.c").write_text("int main(void) { volatile int *p = 0; return *p; }\n")
+    n = lambda f: str(NATIVE / f)  # noqa: E731
+    jobs = {
+        "testdriver": ["g++", *CXXFLAGS, n("testdriver.cc"), n("events.cc"), n("crash.cc"),
+                       "-o", str(out / "testdriver"), "-ldl"],
+        "preload": ["g++", *CXXFLAGS, "-shared", "-fPIC", "-fvisibility=hidden",
+                    "-Wl,--exclude-libs,ALL", n("crash_preload.cc"), n("crash.cc"),
+                    n("events.cc"), "-o", str(out / "libgpurepro_crash.so"), "-ldl"],
+        "host": ["g++", *CXXFLAGS, str(CASE / "host.cc"), n("cuda_loader.cc"), n("events.cc"),
+                 n("crash.cc"), "-o", str(out / "host"), "-ldl"],
+        "fake": ["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                 str(out / "fake" / "libcuda.so.1"), str(ROOT / "tests" / "fake_libcuda.c")],
+        "null": ["cc", "-O0", str(out / "null.c"), "-o", str(out / "null")],
+    }
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        results = dict(zip(jobs, pool.map(
+            lambda cmd: subprocess.run(cmd, capture_output=True, text=True), jobs.values())))
+    for name, r in results.items():
+        assert r.returncode == 0, f"{name} failed to build:\n{r.stderr}"
+    (out / "kernel.cubin").write_bytes(b"\x7fELF not really a cubin")
+    return {
+        "dir": out,
+        "testdriver": out / "testdriver",
+        "preload": out / "libgpurepro_crash.so",
+        "host": out / "host",
+        "fake": out / "fake",
+        "null": out / "null",
+        "cubin": out / "kernel.cubin",
+    }
+
+
+def run(cmd, env=None, timeout=20) -> subprocess.CompletedProcess:
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def crash_record(stderr: str) -> dict:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("GPUREPRO_CRASH ")]
+    assert len(lines) == 1, stderr
+    return json.loads(lines[0].removeprefix("GPUREPRO_CRASH "))
+
+
+# ---- testdriver: the protocol and the crash handler ----
+
+def test_crash_record_sigsegv(bins):
+    r = run([bins["testdriver"], "crash"])
+    assert r.returncode == -signal.SIGSEGV
+    assert events(r.stdout)[0]["event"] == "start"
+    rec = crash_record(r.stderr)
+    assert (rec["signal"], rec["signo"], rec["code_name"]) == ("SIGSEGV", 11, "SEGV_MAPERR")
+    assert rec["addr"] == "0x10" and rec["addr_map"] is None
+    assert rec["pc_map"]["path"] == str(bins["testdriver"].resolve())
+    assert rec["pc_map"]["perms"].startswith("r-x")
+    assert rec["frames"] and rec["frames"][0]["pc"] == rec["pc"]  # handler frames trimmed
+    assert rec["counters"]["cycles"] > 0
+    assert isinstance(rec["t"], float) and rec["tid"] > 0
+
+
+def test_crash_record_sigabrt(bins):
+    r = run([bins["testdriver"], "abort"])
+    assert r.returncode == -signal.SIGABRT
+    rec = crash_record(r.stderr)
+    assert rec["signal"] == "SIGABRT" and rec["code_name"] == "SI_TKILL"
+    assert rec["addr"] is None and rec["frames"]
+    assert rec["sender_pid"] == events(r.stdout)[0]["pid"]
+    assert rec["counters"]["loads"] > 0
+
+
+def test_ok_heartbeats_and_final(bins):
+    r = run([bins["testdriver"], "ok", "--seconds", "0.35", "--heartbeat-ms", "100"])
+    assert r.returncode == 0, r.stderr
+    ev = events(r.stdout)
+    assert [e["event"] for e in ev][0] == "start" and ev[-1]["event"] == "final"
+    beats = [e for e in ev if e["event"] == "heartbeat"]
+    assert len(beats) >= 2
+    assert ev[-1]["status"] == "ok" and ev[-1]["counters"]["cycles"] > 0
+    assert ev[-1]["errors"] == {} and ev[-1]["t"] >= 0.35
+
+
+def test_cycle_budget(bins):
+    r = run([bins["testdriver"], "ok", "--seconds", "10", "--cycles", "50"])
+    final = events(r.stdout)[-1]
+    assert final["status"] == "ok" and final["counters"]["cycles"] >= 50 and final["t"] < 5
+
+
+@pytest.mark.parametrize(
+    "mode, rc, status",
+    [("cuda_error", 1, "cuda_error"), ("unsupported", 3, "unsupported"),
+     ("no_driver", 3, "no_driver"), ("noprogress", 0, "ok")],
+)
+def test_final_statuses(bins, mode, rc, status):
+    r = run([bins["testdriver"], mode, "--seconds", "0.2"])
+    assert r.returncode == rc
+    final = events(r.stdout)[-1]
+    assert final["event"] == "final" and final["status"] == status
+    if mode == "cuda_error":
+        assert final["error"] == "CUDA_ERROR_LAUNCH_FAILED" and final["call"]
+        assert final["errors"] == {"CUDA_ERROR_LAUNCH_FAILED": 1}
+    if mode in ("unsupported", "no_driver"):
+        assert final["reason"]
+    if mode == "noprogress":
+        assert set(final["counters"].values()) == {0}
+
+
+def test_silent_and_garbage(bins):
+    assert run([bins["testdriver"], "silent"]).stdout == ""
+    r = run([bins["testdriver"], "garbage"])
+    assert r.returncode == 0 and r.stdout
+    with pytest.raises(json.JSONDecodeError):
+        events(r.stdout)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie nobody reaped (no init in a container) is dead
+
+
+def test_hang_group_kill_leaves_no_orphan(bins):
+    p = subprocess.Popen([bins["testdriver"], "hang"], stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        start = json.loads(p.stdout.readline())
+        child = start["config"]["child_pid"]
+        assert start["event"] == "start" and _alive(child)
+        os.killpg(p.pid, signal.SIGKILL)
+        assert p.wait(timeout=5) == -signal.SIGKILL
+        deadline = time.monotonic() + 3
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not _alive(child)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+        p.stdout.close()
+
+
+def test_crash_preload_on_unmodified_program(bins):
+    r = run([bins["null"]], env={"LD_PRELOAD": str(bins["preload"])})
+    assert r.returncode == -signal.SIGSEGV
+    rec = crash_record(r.stderr)
+    assert rec["signal"] == "SIGSEGV" and rec["addr"] == "0x0"
+    assert rec["pc_map"]["path"] == str(bins["null"].resolve())
+    assert rec["counters"] == {} and rec["frames"]
+
+
+def test_crash_preload_exports_no_libstdcxx(bins):
+    nm = shutil.which("nm")
+    if not nm:
+        pytest.skip("no nm")
+    out = run([nm, "-D", "--defined-only", bins["preload"]]).stdout
+    # Interposing a static libstdc++ on the reporter's program would change what it runs.
+    assert "_ZNSs" not in out and "_ZNSt7__cxx11" not in out and "_ZSt" not in out, out
+
+
+# ---- the libcuda link stub ----
+
+def _stub_module():
+    spec = importlib.util.spec_from_file_location("make_libcuda_stub", NATIVE / "make_libcuda_stub.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_stub_declarations_of_seed():
+    names = _stub_module().declared_functions((CASE / "seed" / "repro.cc").read_text())
+    assert names == ["cuInit", "cuDeviceGet", "cuCtxCreate_v2", "cuCtxSetCurrent",
+                     "cuMemAlloc_v2", "cuModuleLoadData", "cuModuleGetFunction",
+                     "cuModuleUnload", "cuCtxSynchronize", "cuLaunchKernel",
+                     "cudaDeviceSynchronize"]
+
+
+def test_stub_links_seed_repro(tmp_path):
+    stub = tmp_path / "stub"
+    r = run(["python3", NATIVE / "make_libcuda_stub.py", CASE / "seed" / "repro.cc", stub])
+    assert r.returncode == 0, r.stderr
+    assert (stub / "libcuda.so").is_file() and not (stub / "libcuda.so.1").exists()
+    exe = tmp_path / "repro"
+    r = run(["g++", "-O2", "-pthread", CASE / "seed" / "repro.cc", "-o", exe, f"-L{stub}",
+             "-lcuda"])
+    assert r.returncode == 0, r.stderr
+    if shutil.which("readelf"):  # the executable wants the real driver's soname
+        assert "[libcuda.so.1]" in run(["readelf", "-d", exe]).stdout
+
+
+# ---- the tile_unload_race host driver ----
+
+@pytest.mark.skipif(_have_libcuda(), reason="a real libcuda.so.1 is installed here")
+def test_host_without_driver(bins):
+    r = run([bins["host"], "--cubin", bins["cubin"], "--seconds", "1"])
+    assert r.returncode == 3, r.stderr
+    ev = events(r.stdout)
+    assert ev[0]["event"] == "start" and ev[0]["config"]["threads"] == 2
+    assert ev[-1]["event"] == "final" and ev[-1]["status"] == "no_driver"
+    assert "libcuda.so.1" in ev[-1]["reason"]
+
+
+def test_host_usage_error(bins):
+    assert run([bins["host"]]).returncode == 2
+    assert run([bins["host"], "--cubin", bins["cubin"], "--unload", "sometimes"]).returncode == 2
+
+
+def host_fake(bins, *args, **env) -> subprocess.CompletedProcess:
+    return run([bins["host"], "--cubin", bins["cubin"], "--heartbeat-ms", "50", *args],
+               env={"LD_LIBRARY_PATH": str(bins["fake"]), **env})
+
+
+def test_host_fake_driver_ok_and_budget(bins):
+    r = host_fake(bins, "--threads", "1", "--seconds", "0", "--max-cycles", "1000")
+    assert r.returncode == 0, r.stderr
+    final = events(r.stdout)[-1]
+    c = final["counters"]
+    assert final["status"] == "ok"
+    # One thread: exactly the budget, and repro.cc's accounting (unload unless n % 4 == 0).
+    assert c == {"cycles": 1000, "loads": 1000, "launches": 1000, "unloads": 750}
+    # Every entry point came through cuGetProcAddress_v2 (the fake counts them).
+    assert final["observations"]["device"]["cuda_driver_version"] == 18
+    assert final["observations"]["device"]["compute_capability"] == "9.0"
+
+
+def test_host_fake_driver_arms(bins):
+    r = host_fake(bins, "--seconds", "0.2", "--api", "library", "--context", "per-thread",
+                  "--cubin", bins["cubin"], "--threads", "3", "--unload", "always",
+                  "--serialize", FAKE_CUDA_NO_GPA="1")
+    assert r.returncode == 0, r.stderr
+    ev = events(r.stdout)
+    assert ev[0]["config"]["api"] == "library" and len(ev[0]["config"]["cubins"]) == 2
+    c = ev[-1]["counters"]
+    assert c["cycles"] > 0 and c["unloads"] >= c["cycles"]
+    assert ev[-1]["observations"]["device"]["cuda_driver_version"] == 0  # dlsym fallback
+
+
+@pytest.mark.parametrize(
+    "fail, rc, status, error, call",
+    [("cuLaunchKernel:719:20", 1, "cuda_error", "CUDA_ERROR_LAUNCH_FAILED", "cuLaunchKernel"),
+     ("cuCtxSynchronize:700:5", 1, "cuda_error", "CUDA_ERROR_ILLEGAL_ADDRESS",
+      "cuCtxSynchronize"),
+     ("cuModuleLoadData:209:0", 3, "unsupported", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+      "cuModuleLoadData"),
+     ("cuModuleLoadData:209:50", 1, "cuda_error", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+      "cuModuleLoadData"),
+     ("cuModuleUnload:4242:3", 1, "cuda_error", "CUDA_ERROR_4242", "cuModuleUnload")],
+)
+def test_host_fake_driver_errors_are_terminal(bins, fail, rc, status, error, call):
+    r = host_fake(bins, "--threads", "1", "--seconds", "5", FAKE_CUDA_FAIL=fail)
+    assert r.returncode == rc, r.stdout + r.stderr
+    final = events(r.stdout)[-1]
+    assert (final["status"], final["error"], final["call"]) == (status, error, call)
+    assert final["errors"] == {error: 1} and final["t"] < 4
+    if status == "unsupported":
+        assert "first load" in final["reason"]
+
+
+def test_host_crash_inside_driver(bins):
+    r = host_fake(bins, "--seconds", "5", FAKE_CUDA_CRASH="cuLaunchKernel:500")
+    assert r.returncode == -signal.SIGSEGV
+    rec = crash_record(r.stderr)
+    assert rec["pc_map"]["path"].endswith("/fake/libcuda.so.1")
+    assert any(f["path"] == str(bins["host"].resolve()) for f in rec["frames"])
+    assert rec["counters"]["launches"] >= 500
