@@ -38,6 +38,11 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _rel(path: Path, root: Path) -> str:
+    """Paths under the repository are recorded relative to it, so a copied tree still works."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def index_path(build_dir: Path, case: Case, target: str) -> Path:
     return build_dir / case.name / target / INDEX_NAME
 
@@ -108,8 +113,8 @@ def build_case(
             stamp.write_text(json.dumps({"key": key}, indent=1))
             say(art.name, "built")
         entries[art.name] = {
-            "path": str((out_dir / art.outputs[0]).relative_to(root)),
-            "dir": str(out_dir.relative_to(root)),
+            "path": _rel(out_dir / art.outputs[0], root),
+            "dir": _rel(out_dir, root),
             "outputs": {o: sha256_file(out_dir / o) for o in art.outputs},
             "sha256": sha256_file(out_dir / art.outputs[0]),
             "key": key,
@@ -175,7 +180,7 @@ def _run_command(
     values: dict[str, str] = {
         "case": str(case.directory.relative_to(root)),
         "native": "native",
-        "out": str(out_dir.relative_to(root)),
+        "out": _rel(out_dir, root),
         "arch": target,
     }
     names = art.placeholders()

@@ -162,7 +162,7 @@ def do_run(case: Case, args: argparse.Namespace, root: Path) -> tuple[int, Path 
     else:
         gpus = _gpus(args.gpus, gpu_info)
         g = gate(case, gpu_info, args.arch, gpus)
-        if not gpu_info.get("available"):
+        if not gpu_info.get("available") and case.devices.requires_gpu:
             _say(f"{case.name}: no CUDA driver is present on this machine ({g.reason}); "
                  f"the artifacts are built, nothing was run. Run this on a machine with an "
                  f"NVIDIA GPU (targets: {', '.join(f'{c} -> {t}' for c, t in case.devices.targets.items())}).")

@@ -96,6 +96,9 @@ class Devices:
 
     targets: Mapping[str, str]
     why: str = ""
+    # False for cases whose trials need no GPU (the harness's own test case): they run
+    # anywhere, for the first target.
+    requires_gpu: bool = True
 
     def target_for(self, compute_capability: str) -> str | None:
         return self.targets.get(compute_capability)
@@ -214,10 +217,9 @@ def validate(case: Case, path: Path | str) -> None:
                     path, f"artifacts[{i}].command", f"refers to unknown artifact {dep!r}"
                 )
         if case.path is not None:
+            top = repo_root(case.directory)
             for src in art.sources:
-                if not (case.directory / src).exists() and not (
-                    case.directory.parent.parent / src
-                ).exists():
+                if not (case.directory / src).exists() and not (top / src).exists():
                     raise ManifestError(
                         path, f"artifacts[{i}].sources", f"source {src!r} does not exist"
                     )
@@ -264,6 +266,14 @@ def validate(case: Case, path: Path | str) -> None:
     for target in case.toolchains:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+
+
+def repo_root(start: Path) -> Path:
+    """The repository holding a case: the first ancestor with both cases/ and native/."""
+    for p in (start, *start.parents):
+        if (p / "cases").is_dir() and (p / "native").is_dir():
+            return p
+    return start.parent.parent
 
 
 def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:

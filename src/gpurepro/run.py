@@ -53,6 +53,9 @@ class Gate:
 
 def gate(case: Case, gpu_info: Mapping[str, Any], requested_target: str | None,
          gpus: Sequence[str]) -> Gate:
+    if not case.devices.requires_gpu:
+        target = requested_target or next(iter(case.devices.targets.values()))
+        return Gate(True, target, {"name": None, "compute_capability": None}, None)
     listed = gpu_info.get("gpus") or []
     chosen = [g for g in listed if not gpus or str(g.get("index")) in gpus] or listed
     device = dict(chosen[0]) if chosen else {}

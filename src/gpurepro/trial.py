@@ -27,6 +27,7 @@ class Finished:
     observed: Observed
     duration_s: float
     stdout_lines: list[str]
+    pid: int | None = None  # also the process group id (the trial led its own group)
 
 
 def _kill_group(pgid: int) -> None:
@@ -59,7 +60,7 @@ def run_trial(
         )
     except OSError as exc:
         obs = Observed(None, False, [], launch_error=f"cannot start {argv[0]}: {exc}")
-        return Finished(obs, 0.0, [])
+        return Finished(obs, 0.0, [], None)
 
     out_lines: list[str] = []
     err_chunks: list[str] = []
@@ -123,4 +124,4 @@ def run_trial(
         crash=find_crash_record(stderr_text),
         unparsed_lines=unparsed,
     )
-    return Finished(obs, duration, out_lines)
+    return Finished(obs, duration, out_lines, proc.pid)

@@ -1,0 +1,153 @@
+"""Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
+
+The experiment's design (factors, arms, comparisons) lives in design.py; the reporter's text
+output is parsed by seed_parser.py; instruments are applied by instrument.py; the verdict is in
+verdict.py; the SASS analysis in sass.py. This file only wires them into a gpurepro Case.
+Standard library + gpurepro.manifest only: it is imported on GPU nodes with no network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpurepro.manifest import (
+    Arm,
+    Artifact,
+    Case,
+    Defaults,
+    Devices,
+    Exposure,
+    Factor,
+    TrialCommand,
+    TrialContext,
+)
+
+HERE = Path(__file__).resolve().parent
+
+
+def _sibling(name: str):
+    """Import a module of this case folder by path, under a name unique to this case."""
+    modname = f"gpurepro_case_tcgen05_alloc_order_{name}"
+    if modname not in sys.modules:
+        spec = importlib.util.spec_from_file_location(modname, HERE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = module
+        spec.loader.exec_module(module)
+    return sys.modules[modname]
+
+
+design = _sibling("design")
+seed_parser = _sibling("seed_parser")
+verdict_mod = _sibling("verdict")
+
+TARGETS = ("sm_103a", "sm_100a")
+
+# Exact pins, found by installing into an empty venv on a CPU-only machine. nvcc 13.0.88 is the
+# report's "V13.0.88"; crt/nvvm carry nvcc's headers and cicc; nvidia-cuda-runtime 13.0.96 is
+# what cuda-toolkit[nvcc,cudart]==13.0.* (13.0.3.0) resolves to and carries cudart headers plus
+# libcudart_static.a/libcudadevrt.a in nvidia/cu13/lib. cuobjdump/nvdisasm exist on PyPI only
+# from 13.2.51; newer disassemblers read 13.0 cubins, and one exact version is pinned so the SASS
+# text is stable.
+PINS = (
+    "nvidia-cuda-nvcc==13.0.88",
+    "nvidia-cuda-crt==13.0.88",
+    "nvidia-nvvm==13.0.88",
+    "nvidia-cuda-runtime==13.0.96",
+    "nvidia-cuda-cuobjdump==13.2.51",
+    "nvidia-cuda-nvdisasm==13.2.51",
+)
+
+
+def _build(name: str, src: str, defines: list[str], description: str) -> Artifact:
+    cmd = ["{python}", "{case}/build.py", "--nvcc", "{nvcc}", "--nvcc-lib", "{nvcc_lib}",
+           "--arch", "{arch}", "--src", "{case}/" + src, "--out", "{out}/" + name]
+    for d in defines:
+        cmd += ["-D", d]
+    return Artifact(name=name, command=tuple(cmd), outputs=(name,), sources=(src, "build.py"),
+                    tools=("nvcc",), archs=TARGETS, description=description)
+
+
+ARTIFACTS = [
+    _build("repro", "seed/repro.cu", [],
+           "the reporter's repro.cu as filed: nvcc -gencode arch=compute_XXXa,code=sm_XXXa"),
+    *[
+        _build(design.ARTIFACT[("instrumented", v)], "repro_instrumented.cu", design.DEFINE[v],
+               f"instrumented variant, {design.VARIANT_LABEL[v]}")
+        for v in design.VARIANTS
+    ],
+    Artifact(
+        name="sass",
+        command=("{python}", "{case}/sass.py", "--out", "{out}", "--arch", "{arch}",
+                 "--repro", "{artifact:repro}/repro"),
+        outputs=("sass_analysis.json", "sass_analysis.md"),
+        sources=("sass.py", "sass_parse.py", "snippets.py", "cudatools.py"),
+        tools=("ptxas", "cuobjdump"),
+        archs=TARGETS,
+        description="PTX->SASS table and the leader/follower lowering of tcgen05.alloc.cta_group::2",
+    ),
+]
+
+
+def trial_command(ctx: TrialContext) -> TrialCommand:
+    f = ctx.factors
+    artifact = design.ARTIFACT[(f["build"], f["variant"])]
+    program = [str(ctx.artifacts[artifact]), str(design.DELAY[f["delay"]]), str(f["spin"]),
+               str(design.MODE[f["mode"]])]
+    parser = "seed" if f["build"] == "seed" else "jsonl"
+    if f["instrument"] == "none":
+        return TrialCommand(argv=tuple(program), parser=parser)
+    # sys.executable: the harness's own interpreter, present on the GPU node.
+    argv = (sys.executable, str(ctx.case_dir / "instrument.py"), "--tool", f["instrument"], "--",
+            *program)
+    return TrialCommand(argv=argv, parser=parser)
+
+
+def _sass_analysis(paths: Mapping[str, Path]) -> Mapping[str, Any]:
+    """The build's SASS findings, carried into the result (verdict sentences cite them)."""
+    import json
+
+    p = paths.get("sass")
+    if p is None or not Path(p).is_file():
+        return {"available": False, "reason": "sass artifact not built"}
+    data = json.loads(Path(p).read_text())
+    return {"available": True, **{k: data[k] for k in ("tools", "claims", "findings") if k in data}}
+
+
+CASE = Case(
+    name="tcgen05_alloc_order",
+    question=(
+        "On sm_103a (and sm_100a), does one CTA of a cluster pair deallocating tensor memory "
+        "before its peer's tcgen05.alloc.cta_group::2 has completed make the kernel fail "
+        "(cudaErrorLaunchFailure), does a barrier.cluster between alloc and dealloc remove it, "
+        "and is that ordering requirement documented (PTX ISA, CUTLASS Allocator2Sm)?"
+    ),
+    report_url="reports/tcgen05-alloc-order.txt",
+    toolchains={"*": PINS},
+    artifacts=ARTIFACTS,
+    factors={
+        "build": Factor(design.BUILDS, "seed", "the reporter's binary or the instrumented one"),
+        "delay": Factor(tuple(design.DELAY), "follower", "which CTA sleeps before alloc"),
+        "mode": Factor(tuple(design.MODE), "baseline", "where barrier.cluster is inserted"),
+        "spin": Factor(design.SPINS, design.BASE_SPIN, "delay length, x __nanosleep(1000)"),
+        "variant": Factor(design.VARIANTS, "as_filed", "compile-time variant (instrumented only)"),
+        "instrument": Factor(design.INSTRUMENTS, "none", "tool the trial runs under"),
+    },
+    arms=[Arm(name, factors, desc) for name, factors, desc in design.arms()],
+    baseline=design.BASELINE,
+    trial_command=trial_command,
+    verdict=verdict_mod.verdict,
+    devices=Devices(
+        targets={"10.3": "sm_103a", "10.0": "sm_100a"},
+        why="tcgen05 instructions exist only on the arch-specific sm_100a/sm_103a targets "
+            "(B200 is compute capability 10.0, B300 10.3); anything else has no kernel image.",
+    ),
+    exposure=Exposure(counter="launches", unit="launches"),
+    defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),
+    failure_outcomes=("cuda_error", "hung", "crashed"),
+    parsers={"seed": seed_parser.parse},
+    analyses={"sass": _sass_analysis},
+)

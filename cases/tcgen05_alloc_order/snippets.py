@@ -1,0 +1,76 @@
+"""PTX snippets for differential compilation: one kernel per instruction under study.
+
+Two families:
+* mbarrier operations whose semantics the PTX ISA defines publicly. Compiling each alone tells
+  which SASS opcode (and suffix) ptxas emits for it, which is how the tcgen05 lowering, whose
+  SASS is undocumented, can be read.
+* the tcgen05 allocation instructions with .cta_group::2, alone and as the reproducer's
+  sequence (alloc -> relinquish -> dealloc), plus .cta_group::1 alloc as a contrast.
+Every kernel has the same parameters and prelude as ``k_empty``, so whatever is not in
+``k_empty`` belongs to the instruction. All kernels require a 2-CTA cluster, as the repro does.
+"""
+
+from __future__ import annotations
+
+PTX_VERSION = "9.0"  # CUDA 13.0's ptxas; sm_100a needs >= 8.6, sm_103a >= 8.8
+
+_PRELUDE = """\
+.visible .entry {name}(.param .u32 p_tx, .param .u32 p_par, .param .u32 p_rank)
+.explicitcluster
+.reqnctapercluster 2, 1, 1
+{{
+  .reg .b32 %r<8>; .reg .b64 %rd<4>; .reg .pred %p<4>;
+  ld.param.u32 %r1, [p_tx];
+  ld.param.u32 %r2, [p_par];
+  ld.param.u32 %r3, [p_rank];
+  mov.u32 %r4, bar;
+  mov.u32 %r6, dst;
+{body}
+  ret;
+}}
+"""
+
+# (kernel, PTX shown in the table, body). %r1 = tx count, %r2 = parity, %r3 = target CTA rank,
+# %r4 = this CTA's mbarrier, %r6 = this CTA's shared word for the TMEM address.
+MBARRIER = [
+    ("k_empty", "(nothing: reference kernel)", ""),
+    ("k_arrive", "mbarrier.arrive.shared::cta.b64",
+     "  mbarrier.arrive.shared::cta.b64 %rd1, [%r4];"),
+    ("k_arrive_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64",
+     "  mbarrier.arrive.expect_tx.shared::cta.b64 %rd1, [%r4], %r1;"),
+    ("k_expect_tx", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
+     "  mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r4], %r1;"),
+    ("k_complete_tx", "mbarrier.complete_tx.relaxed.cta.shared::cta.b64",
+     "  mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%r4], %r1;"),
+    ("k_try_wait_parity", "mbarrier.try_wait.parity.shared::cta.b64 (loop)",
+     "WAIT:\n  mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r4], %r2;\n  @!%p1 bra WAIT;"),
+    ("k_arrive_remote", "mbarrier.arrive.release.cluster.shared::cluster.b64 (mapa to CTA %r3)",
+     "  mapa.shared::cluster.u32 %r5, %r4, %r3;\n"
+     "  mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%r5];"),
+    ("k_arrive_expect_tx_remote",
+     "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 (mapa to CTA %r3)",
+     "  mapa.shared::cluster.u32 %r5, %r4, %r3;\n"
+     "  mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%r5], %r1;"),
+]
+
+_ALLOC2 = "  tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r6], 512;"
+_RELQ2 = "  tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;"
+_DEALLOC2 = "  tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r7, 512;"
+
+TCGEN05 = [
+    ("k_alloc_cg2", "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32", _ALLOC2),
+    ("k_relinquish_cg2", "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned", _RELQ2),
+    ("k_dealloc_cg2", "tcgen05.dealloc.cta_group::2.sync.aligned.b32",
+     "  mov.u32 %r7, %r1;\n" + _DEALLOC2),
+    ("k_sequence_cg2", "alloc -> relinquish -> ld.shared -> dealloc (cta_group::2, the repro's order)",
+     _ALLOC2 + "\n" + _RELQ2 + "\n  ld.shared.u32 %r7, [%r6];\n" + _DEALLOC2),
+    ("k_alloc_cg1", "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 (contrast)",
+     "  tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r6], 512;"),
+]
+
+
+def module(target: str, kernels: list[tuple[str, str, str]]) -> str:
+    """A PTX module for ``target`` (e.g. sm_103a) holding the given kernels."""
+    head = (f".version {PTX_VERSION}\n.target {target}\n.address_size 64\n\n"
+            ".shared .align 8 .b64 bar;\n.shared .align 4 .b32 dst;\n\n")
+    return head + "\n".join(_PRELUDE.format(name=k, body=body) for k, _, body in kernels)

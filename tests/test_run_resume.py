@@ -1,0 +1,107 @@
+"""A whole run through the CLI: journal as it goes, Ctrl-C, --resume, record, validate."""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gpurepro.journal import Journal
+
+FAKE = "tests/fixtures/fake_case/manifest.py"
+
+
+def _cli(root: Path, *args: str, **kw) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    return subprocess.Popen([sys.executable, "-m", "gpurepro", *args], cwd=root, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _trial_lines(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_text().splitlines() if '"kind":"trial"' in line)
+
+
+def test_interrupted_run_resumes_without_losing_or_repeating_trials(root, fake_build, tmp_path):
+    build_dir, _ = fake_build
+    journal = tmp_path / "run.journal.jsonl"
+    args = ["run", FAKE, "--arms", "ok,crash", "--trials", "4", "--duration", "0.4",
+            "--seed", "7", "--journal", str(journal), "--build-dir", str(build_dir), "--no-record"]
+    proc = _cli(root, *args)
+    deadline = time.monotonic() + 30
+    while _trial_lines(journal) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    header, done = Journal(journal).read()
+    assert 2 <= len(done) < 8
+    assert header["plan"]["seed"] == 7
+
+    resumed = _cli(root, "run", FAKE, "--resume", str(journal), "--build-dir", str(build_dir),
+                   "--no-record")
+    _, err = resumed.communicate(timeout=60)
+    assert resumed.returncode == 0, err
+    _, trials = Journal(journal).read()
+    assert sorted(t["index"] for t in trials) == list(range(8))
+    # Trials finished before the interruption are kept as they were.
+    before = {t["index"]: t["started_at"] for t in done}
+    assert all(t["started_at"] == before[t["index"]] for t in trials if t["index"] in before)
+    # One journal line per trial: nothing ran twice.
+    assert _trial_lines(journal) == 8
+
+
+def test_run_records_a_valid_document_and_report(root, fake_build, tmp_path):
+    build_dir, _ = fake_build
+    proc = _cli(root, "run", FAKE, "--arms", "crash,ok,noprogress", "--trials", "3",
+                "--duration", "0.3", "--out-dir", str(tmp_path), "--build-dir", str(build_dir),
+                "--redact")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    docs = [p for p in (tmp_path / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json")]
+    assert len(docs) == 1
+    doc = json.loads(docs[0].read_text())
+    assert doc["summary"]["crash"]["failures"] == 3
+    assert doc["summary"]["noprogress"]["outcomes"] == {"invalid": 3}
+    assert doc["summary"]["noprogress"]["n_valid"] == 0
+    assert doc["environment"]["host"]["hostname"] == "redacted"
+    assert doc["crash_sites"][0]["count"] == 3 and doc["crash_sites"][0]["pc_module"] == "testdriver"
+    assert docs[0].with_suffix(".md").is_file()
+    assert docs[0].with_name(docs[0].stem + ".pyperf.json").is_file()
+    # The pyperf suite is readable by pyperf itself.
+    stats = subprocess.run([sys.executable, "-m", "pyperf", "stats",
+                            str(docs[0].with_name(docs[0].stem + ".pyperf.json"))],
+                           capture_output=True, text=True)
+    assert stats.returncode == 0, stats.stderr
+    check = _cli(root, "validate", str(docs[0]))
+    _, err = check.communicate(timeout=60)
+    assert check.returncode == 0, err
+
+
+def test_gpu_case_without_driver_says_so_plainly(root, tmp_path):
+    proc = _cli(root, "run", "tile_unload_race", "--build-dir", str(tmp_path), "--arch", "sm_90")
+    out, err = proc.communicate(timeout=60)
+    if proc.returncode != 3:  # a GPU machine: not this test's business
+        import pytest
+
+        pytest.skip("a CUDA driver is present")
+    assert "no CUDA driver is present" in err and "Traceback" not in err
+
+
+def test_bad_manifest_names_file_and_field(root, tmp_path):
+    bad = tmp_path / "cases" / "bad" / "manifest.py"
+    bad.parent.mkdir(parents=True)
+    src = (root / FAKE).read_text().replace('baseline="crash"', 'baseline="nope"')
+    src = re.sub(r"sources=\([^)]*\),", "", src)  # the copy lives outside the repository
+    bad.write_text(src)
+    proc = _cli(root, "pins", str(bad))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    assert "manifest.py: baseline: 'nope' is not an arm" in err and "Traceback" not in err
