@@ -15,6 +15,9 @@
 //   -DNO_DEALLOC             skip tcgen05.dealloc (marker still written there)
 //   -DLINGER_AFTER_DEALLOC   after dealloc every thread sleeps (2*spin + 1000) x 1 us before
 //                            exiting: the dealloc still happens early, only the CTA's exit is late.
+//   -DSELFTEST_NO_TCGEN05    no tcgen05 instruction at all (alloc writes a dummy address): builds
+//                            for any sm_90+ target so the markers and JSON output can be tested on
+//                            a GPU without tcgen05. Never an arm of the ablation.
 //                            If the trigger is the leader CTA *exiting* while the follower's alloc
 //                            still has to signal the leader's shared memory (see sass.py), this
 //                            removes the failure; if the trigger is the dealloc itself, it does not.
@@ -52,6 +55,20 @@ struct Markers {
 #define VARIANT_DEALLOC 0
 #else
 #define VARIANT_DEALLOC 1
+#endif
+#if defined(SELFTEST_NO_TCGEN05)
+#define TCGEN05_ALLOC(dst) (*(volatile uint32_t*)&tmem_addr = 0x5e1f)
+#define TCGEN05_RELINQUISH() ((void)0)
+#define TCGEN05_DEALLOC(a) ((void)(a))
+#else
+#define TCGEN05_ALLOC(dst) \
+  asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;" \
+               :: "r"(dst), "r"(512) : "memory")
+#define TCGEN05_RELINQUISH() \
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;" ::: "memory")
+#define TCGEN05_DEALLOC(a) \
+  asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;" \
+               :: "r"(a), "r"(512) : "memory")
 #endif
 #if defined(LINGER_AFTER_DEALLOC)
 #define VARIANT_LINGER 1
@@ -101,8 +118,7 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
     mark(m, rank, ST_BEFORE_ALLOC);
     __syncwarp();  // reconverge after the lane-0 store: alloc is .sync.aligned
     uint32_t dst = smem_u32(&tmem_addr);
-    asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;"
-                 :: "r"(dst), "r"(512) : "memory");
+    TCGEN05_ALLOC(dst);
     mark(m, rank, ST_ALLOC_RETURNED);
     __syncwarp();
   }
@@ -112,7 +128,7 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
 
   if (warp == 0) {
 #if VARIANT_RELINQUISH
-    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;" ::: "memory");
+    TCGEN05_RELINQUISH();
 #endif
     mark(m, rank, ST_RELINQUISH);
     __syncwarp();
@@ -132,8 +148,7 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
 
   if (warp == 0) {
 #if VARIANT_DEALLOC
-    asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;"
-                 :: "r"(tmem_addr), "r"(512) : "memory");
+    TCGEN05_DEALLOC(tmem_addr);
 #endif
     mark(m, rank, ST_DEALLOC);
     __syncwarp();
@@ -153,6 +168,9 @@ static double now_s() {
 static double g_t0;
 
 static const char* variant_name() {
+#if defined(SELFTEST_NO_TCGEN05)
+  return "selftest_no_tcgen05";
+#endif
   if (!VARIANT_RELINQUISH) return "no_relinquish";
   if (!VARIANT_DEALLOC) return "no_dealloc";
   if (VARIANT_LINGER) return "linger";

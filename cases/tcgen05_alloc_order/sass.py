@@ -109,8 +109,12 @@ def build_repro(t: dict[str, Path], target: str, work: Path) -> Path:
 
 def _row(instrs: list[Instr], i: int) -> dict[str, Any]:
     ins = instrs[i]
-    return {"offset": f"0x{ins.offset:04x}", "sass": ins.text, "opcode": ins.opcode,
-            "memory": sass_parse.target(instrs, i)}
+    row = {"offset": f"0x{ins.offset:04x}", "sass": ins.text, "opcode": ins.opcode,
+           "memory": sass_parse.target(instrs, i)}
+    const = sass_parse.constant_operand(instrs, i)
+    if const is not None:
+        row["value"] = const  # e.g. the tx byte count an arrive carries
+    return row
 
 
 def key_rows(instrs: list[Instr], indices: list[int] | None = None) -> list[dict[str, Any]]:
@@ -137,6 +141,16 @@ def lowering(instrs: list[Instr]) -> dict[str, Any]:
     if split is None:
         return {"splits_on_parity": False, "all": key_rows(instrs)}
     common = sorted(set(range(len(instrs))) - set(split.leader) - set(split.follower))
+    # Program order, not address order: ptxas outlines the wait's retry loop after the body.
+    lead = set(split.leader)
+    signals = [i for i in split.leader if instrs[i].opcode.startswith(("SYNCS.ARRIVE", "STAS"))
+               and sass_parse.target(instrs, i) == "peer"]
+    waits_after = waits_before = False
+    if signals:
+        after = sass_parse.reachable(instrs, signals[0], split.predicate,
+                                     split.predicate_means_leader) & lead
+        waits_after = any(instrs[i].opcode.startswith("SYNCS.PHASECHK") for i in after)
+        waits_before = any(instrs[i].opcode.startswith("SYNCS.PHASECHK") for i in lead - after)
     return {
         "splits_on_parity": True,
         "branch": f"0x{split.branch_offset:04x}",
@@ -145,6 +159,8 @@ def lowering(instrs: list[Instr]) -> dict[str, Any]:
         "leader": key_rows(instrs, split.leader),
         "follower": key_rows(instrs, split.follower),
         "common": key_rows(instrs, common),
+        "leader_waits_before_signal": waits_before,
+        "leader_waits_after_signal": waits_after,
     }
 
 
@@ -164,17 +180,14 @@ def check_claims(low: dict[str, Any]) -> list[dict[str, Any]]:
 def findings(low_alloc: dict[str, Any], dealloc: list[Instr], relinquish: list[Instr],
              cg1: list[Instr]) -> list[dict[str, Any]]:
     f: list[dict[str, Any]] = []
-    leader = low_alloc.get("leader", [])
-    peer_idx = [i for i, r in enumerate(leader) if r["memory"] == "peer"]
-    waits = [i for i, r in enumerate(leader) if r["opcode"].startswith("SYNCS.PHASECHK")]
-    if leader:
+    if low_alloc.get("leader"):
         f.append({"id": "leader_waits_before_signalling",
-                  "value": bool(peer_idx) and any(w < peer_idx[0] for w in waits),
+                  "value": low_alloc["leader_waits_before_signal"],
                   "text": "The leader waits on its own mbarrier (SYNCS.PHASECHK...TRYWAIT, phase parity "
                           "kept in reserved shared memory) after FIND_AND_SET and before it signals "
                           "the follower, i.e. for the acknowledgement of the previous allocation."})
         f.append({"id": "leader_waits_after_signalling",
-                  "value": bool(peer_idx) and any(w > peer_idx[0] for w in waits),
+                  "value": low_alloc["leader_waits_after_signal"],
                   "text": "Whether the leader's alloc waits for anything after signalling the follower "
                           "(false: it returns without the follower's acknowledgement of this allocation)."})
     follower = low_alloc.get("follower", [])
@@ -235,7 +248,8 @@ def analyze(target: str, work: Path, t: dict[str, Path], repro: Path | None) -> 
 
 
 def _md_rows(rows: list[dict[str, Any]]) -> list[str]:
-    return [f"| `{r['offset']}` | `{r['sass']}` | {r['memory'] or ''} |" for r in rows]
+    return [f"| `{r['offset']}` | `{r['sass']}` | {r['memory'] or ''}"
+            f"{' (' + r['value'] + ')' if 'value' in r else ''} |" for r in rows]
 
 
 def markdown(doc: dict[str, Any]) -> str:

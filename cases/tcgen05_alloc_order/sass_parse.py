@@ -249,6 +249,26 @@ def _walk(instrs: list[Instr], start: int, pred: str, value: bool) -> set[int]:
     return reached
 
 
+def reachable(instrs: list[Instr], start: int, pred: str, value: bool) -> set[int]:
+    """Instruction indices reachable from ``start`` in program order, ``pred`` known ``value``."""
+    return _walk(instrs, start, pred, value)
+
+
+def constant_operand(instrs: list[Instr], idx: int) -> str | None:
+    """For a SYNCS.ARRIVE whose last operand is a register set from an immediate: 'R10=0x4'."""
+    ins = instrs[idx]
+    if not ins.opcode.startswith("SYNCS.ARRIVE") or not ins.operands:
+        return None
+    reg = ins.operands[-1]
+    if not _REG.fullmatch(reg):
+        return None
+    d = _def_before(instrs, idx, reg)
+    if d is not None and d.opcode in ("MOV", "UMOV", "IMAD.MOV.U32", "IMAD.MOV") and \
+            re.fullmatch(r"-?0x[0-9a-fA-F]+", d.operands[-1]):
+        return f"{reg}={d.operands[-1]}"
+    return None
+
+
 def parity_split(instrs: list[Instr]) -> Split | None:
     """The leader-only and follower-only instructions of the first branch on CTA parity."""
     found = _parity_predicate(instrs)
