@@ -63,7 +63,10 @@ ARTIFACTS = [
     Artifact(
         name="crash_preload",
         description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
-        command=(*_GXX, "-shared", "-fPIC", "native/crash_preload.cc", "native/crash.cc",
+        # Hidden visibility and no re-exported static libs: the preloaded object must not
+        # interpose its own libstdc++ on the program it watches.
+        command=(*_GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+                 "native/crash_preload.cc", "native/crash.cc",
                  "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
         outputs=("libgpurepro_crash.so",),
         sources=("native/crash_preload.cc", *_NATIVE_SOURCES),
