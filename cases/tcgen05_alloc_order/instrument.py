@@ -47,6 +47,9 @@ TOOLS = ("coredump", "compute-sanitizer", "cuda-gdb")
 _PROGRAM_LINE = re.compile(r"^(\{.*\}|delay_cta=\d+ spin=\d+ mode=\d+ => .*|launch failed)$")
 _EXCEPTION = re.compile(r"(CUDA_EXCEPTION_\d+)\s*,\s*([^.\n]+)")
 _SANITIZER_SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error")
+_SANITIZER_KEY = re.compile(r"Program hit|Invalid|Error|ERROR SUMMARY|CUDA_EXCEPTION|Target")
+# gdb's own exit status says nothing about the program; this line does.
+_INFERIOR_EXIT = re.compile(r"\[Inferior \d+ \(process \d+\) exited (normally|with code (\d+))\]")
 
 
 def find_program(name: str) -> str | None:
@@ -157,7 +160,8 @@ def run(tool: str, program: list[str]) -> int:
             text = log.read_text(errors="replace") if log.exists() else ""
             m = _SANITIZER_SUMMARY.search(text)
             info["sanitizer_errors"] = int(m.group(1)) if m else None
-            info["sanitizer_first"] = [ln for ln in text.splitlines() if "=====" in ln][:12]
+            info["sanitizer_first"] = [ln[:300] for ln in text.splitlines()
+                                       if _SANITIZER_KEY.search(ln)][:8]
         else:
             joined = "\n".join(tool_lines)
             m = _EXCEPTION.search(joined)
@@ -165,6 +169,9 @@ def run(tool: str, program: list[str]) -> int:
             if m:
                 start = next(i for i, ln in enumerate(tool_lines) if m.group(1) in ln)
                 info["stop_context"] = tool_lines[start:start + 16]
+            ex = _INFERIOR_EXIT.search(joined)
+            if ex:
+                info["program_exit_code"] = 0 if ex.group(1) == "normally" else int(ex.group(2))
         info["tool_tail"] = tool_lines[-8:]
 
     emit(info)
@@ -184,7 +191,7 @@ def run(tool: str, program: list[str]) -> int:
     if proc.returncode < 0:  # the program died of a signal: die of the same one
         sys.stdout.flush()
         os.kill(os.getpid(), -proc.returncode)
-    return proc.returncode
+    return int(info.get("program_exit_code", proc.returncode))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -184,7 +184,8 @@ def _os_release() -> str | None:
 def _git(root: Path) -> dict[str, Any]:
     commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
     if commit is None:
-        return {"commit": None, "dirty": None}
+        # A copied tree without .git (a GPU node): the caller may pass the commit along.
+        return {"commit": os.environ.get("GPUREPRO_COMMIT"), "dirty": None}
     status = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
