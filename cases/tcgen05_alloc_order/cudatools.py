@@ -26,9 +26,15 @@ def site_dirs() -> list[Path]:
     return seen
 
 
-def find_tool(name: str) -> Path | None:
-    """``site-packages/nvidia/*/bin/<name>`` (ptxas, nvcc, cuobjdump, nvdisasm), or None."""
-    for sp in site_dirs():
+def venv_site_dirs(venv: Path) -> list[Path]:
+    """site-packages of another virtualenv (e.g. the toolchain venv nox made for a case)."""
+    return sorted(p for p in Path(venv).glob("lib*/python3*/site-packages") if p.is_dir())
+
+
+def find_tool(name: str, venv: Path | None = None) -> Path | None:
+    """``site-packages/nvidia/*/bin/<name>`` (ptxas, nvcc, cuobjdump, nvdisasm) of this
+    interpreter, or of ``venv`` when given; None if absent."""
+    for sp in venv_site_dirs(venv) if venv else site_dirs():
         for cand in sorted((sp / "nvidia").glob(f"*/bin/{name}")):
             if cand.is_file():
                 return cand
@@ -54,5 +60,5 @@ def tool_version(tool: Path) -> str:
     return lines[-1] if lines else "unknown"
 
 
-def missing(names: list[str]) -> list[str]:
-    return [n for n in names if find_tool(n) is None]
+def missing(names: list[str], venv: Path | None = None) -> list[str]:
+    return [n for n in names if find_tool(n, venv) is None]

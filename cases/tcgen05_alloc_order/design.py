@@ -16,16 +16,22 @@ MODE = {  # where barrier.cluster goes (the seed's mode numbers)
     "barrier_before_alloc": 1,
     "barrier_after_alloc": 2,
     "barrier_before_dealloc": 6,
+    "barrier_before_exit": 1,  # controls only: their mode 1 = barrier.cluster before exit
 }
 MODE_LABEL = {
     "baseline": "no barrier",
     "barrier_before_alloc": "barrier.cluster before alloc",
     "barrier_after_alloc": "barrier.cluster after alloc",
     "barrier_before_dealloc": "barrier.cluster immediately before dealloc",
+    "barrier_before_exit": "barrier.cluster before exit",
 }
+GRID_MODES = ("baseline", "barrier_before_alloc", "barrier_after_alloc", "barrier_before_dealloc")
 SPINS = (0, 10, 100, 1000, 5000, 50000)  # x __nanosleep(1000), i.e. roughly microseconds
 BASE_SPIN = 5000
-BUILDS = ("seed", "instrumented")
+BUILDS = ("seed", "instrumented", "control")
+# The control (controls/remote_arrive_after_exit.cu, no tcgen05): the odd CTA performs a remote
+# operation on the even CTA's shared memory after a delay; the even CTA may have exited.
+OPS = {"arrive": 0, "store": 1}  # the follower's alloc ends with a remote arrive
 VARIANTS = ("as_filed", "no_relinquish", "no_dealloc", "linger")
 VARIANT_LABEL = {
     "as_filed": "as filed",
@@ -48,12 +54,13 @@ ARTIFACT = {
     ("instrumented", "no_relinquish"): "repro_no_relinquish",
     ("instrumented", "no_dealloc"): "repro_no_dealloc",
     ("instrumented", "linger"): "repro_linger",
+    ("control", "as_filed"): "control_remote_after_exit",
 }
 DEFINE = {"as_filed": [], "no_relinquish": ["NO_RELINQUISH"], "no_dealloc": ["NO_DEALLOC"],
           "linger": ["LINGER_AFTER_DEALLOC"]}
 
 DEFAULTS = {"build": "seed", "delay": "follower", "mode": "baseline", "spin": BASE_SPIN,
-            "variant": "as_filed", "instrument": "none"}
+            "variant": "as_filed", "instrument": "none", "op": "arrive"}
 
 BASELINE = "follower-baseline"
 INSTR_BASELINE = "instr-follower-baseline"
@@ -67,7 +74,7 @@ def arms() -> list[tuple[str, dict[str, Any], str]]:
     out = []
     # 1. The report's grid on the reporter's own binary: delayed CTA x barrier placement, spin 5000.
     for delay in DELAY:
-        for mode in MODE:
+        for mode in GRID_MODES:
             name = f"{delay}-{mode.replace('_', '-')}"
             out.append(_arm(name, f"seed; {delay} delayed; {MODE_LABEL[mode]}",
                             delay=delay, mode=mode))
@@ -97,6 +104,20 @@ def arms() -> list[tuple[str, dict[str, Any], str]]:
                         build="instrumented", instrument=inst))
     out.append(_arm("follower-coredump", "seed; follower delayed; CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
                     instrument="coredump"))
+    # 5. Controls without tcgen05: is a late remote arrive (what the follower's alloc ends with)
+    #    into an exited CTA a fault on this GPU? A late remote store is the positive control, a
+    #    barrier before exit the negative one, and the instruments show what they do to a fault
+    #    whose mechanism is known.
+    out.append(_arm("control-arrive-after-exit", "control; late remote mbarrier arrive into an exited CTA",
+                    build="control", op="arrive"))
+    out.append(_arm("control-store-after-exit", "control; late remote st.shared::cluster into an exited CTA",
+                    build="control", op="store"))
+    out.append(_arm("control-store-barrier-before-exit",
+                    "control; late remote store, barrier.cluster before exit",
+                    build="control", op="store", mode="barrier_before_exit"))
+    for inst in ("coredump", "cuda-gdb"):
+        out.append(_arm(f"control-store-{inst}", f"control; late remote store; {INSTRUMENT_LABEL[inst]}",
+                        build="control", op="store", instrument=inst))
     return out
 
 
@@ -112,4 +133,8 @@ REFERENCE = {
     "instr-compute-sanitizer": INSTR_BASELINE,
     "instr-cuda-gdb": INSTR_BASELINE,
     "follower-coredump": BASELINE,
+    "control-arrive-after-exit": "control-store-barrier-before-exit",
+    "control-store-after-exit": "control-store-barrier-before-exit",
+    "control-store-coredump": "control-store-after-exit",
+    "control-store-cuda-gdb": "control-store-after-exit",
 }

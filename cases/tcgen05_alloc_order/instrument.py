@@ -122,7 +122,8 @@ def run(tool: str, program: list[str]) -> int:
             reason = f"tool not found: {name} (not on PATH, $CUDA_HOME/bin or /usr/local/cuda/bin)"
             emit({**info, "found": False})
             emit({"event": "final", "status": "unsupported", "reason": reason,
-                  "counters": {"launches": 0}, "errors": {}})
+                  "counters": {"launches": 0}, "errors": {},
+                  "observations": {"instrument": {"tool": tool, "found": False}}})
             return 3
         info.update(found=True, path=exe)
 

@@ -79,6 +79,8 @@ ARTIFACTS = [
                f"instrumented variant, {design.VARIANT_LABEL[v]}")
         for v in design.VARIANTS
     ],
+    _build("control_remote_after_exit", "controls/remote_arrive_after_exit.cu", [],
+           "control without tcgen05: late remote arrive/store into an exited peer CTA"),
     Artifact(
         name="sass",
         command=("{python}", "{case}/sass.py", "--out", "{out}", "--arch", "{arch}",
@@ -95,8 +97,12 @@ ARTIFACTS = [
 def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
     artifact = design.ARTIFACT[(f["build"], f["variant"])]
-    program = [str(ctx.artifacts[artifact]), str(design.DELAY[f["delay"]]), str(f["spin"]),
-               str(design.MODE[f["mode"]])]
+    if f["build"] == "control":  # SPIN MODE OP
+        program = [str(ctx.artifacts[artifact]), str(f["spin"]), str(design.MODE[f["mode"]]),
+                   str(design.OPS[f["op"]])]
+    else:  # DELAY SPIN MODE, as the seed takes them
+        program = [str(ctx.artifacts[artifact]), str(design.DELAY[f["delay"]]), str(f["spin"]),
+                   str(design.MODE[f["mode"]])]
     parser = "seed" if f["build"] == "seed" else "jsonl"
     if f["instrument"] == "none":
         return TrialCommand(argv=tuple(program), parser=parser)
@@ -135,6 +141,7 @@ CASE = Case(
         "spin": Factor(design.SPINS, design.BASE_SPIN, "delay length, x __nanosleep(1000)"),
         "variant": Factor(design.VARIANTS, "as_filed", "compile-time variant (instrumented only)"),
         "instrument": Factor(design.INSTRUMENTS, "none", "tool the trial runs under"),
+        "op": Factor(tuple(design.OPS), "arrive", "controls only: the late remote operation"),
     },
     arms=[Arm(name, factors, desc) for name, factors, desc in design.arms()],
     baseline=design.BASELINE,
@@ -143,7 +150,7 @@ CASE = Case(
     devices=Devices(
         targets={"10.3": "sm_103a", "10.0": "sm_100a"},
         why="tcgen05 instructions exist only on the arch-specific sm_100a/sm_103a targets "
-            "(B200 is compute capability 10.0, B300 10.3); anything else has no kernel image.",
+            "(B200 is compute capability 10.0, B300 10.3); anything else has no kernel image",
     ),
     exposure=Exposure(counter="launches", unit="launches"),
     defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),

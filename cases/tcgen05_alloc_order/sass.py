@@ -64,14 +64,16 @@ class ToolMissing(RuntimeError):
     pass
 
 
-def tools() -> dict[str, Path]:
-    found = {n: cudatools.find_tool(n) for n in ("nvcc", "ptxas", "cuobjdump")}
+PINS = ("nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 "
+        "nvidia-cuda-runtime==13.0.96 nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51")
+
+
+def tools(venv: Path | None = None) -> dict[str, Path]:
+    found = {n: cudatools.find_tool(n, venv) for n in ("nvcc", "ptxas", "cuobjdump")}
     missing = [n for n, p in found.items() if p is None]
     if missing:
         raise ToolMissing(
-            f"not found in site-packages/nvidia/*/bin: {', '.join(missing)}; install the pins "
-            "nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 "
-            "nvidia-cuda-runtime==13.0.96 nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51"
+            f"not found in site-packages/nvidia/*/bin: {', '.join(missing)}; install the pins {PINS}"
         )
     return found  # type: ignore[return-value]
 
@@ -306,8 +308,9 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def run(out_dir: Path, targets: list[str], repro: Path | None) -> dict[str, Any]:
-    t = tools()
+def run(out_dir: Path, targets: list[str], repro: Path | None,
+        venv: Path | None = None) -> dict[str, Any]:
+    t = tools(venv)
     doc: dict[str, Any] = {
         "tools": {n: cudatools.tool_version(p) for n, p in t.items()},
         "tool_paths": {n: str(p) for n, p in t.items()},
@@ -341,12 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", action="append", choices=TARGETS,
                     help="target(s); default: sm_103a and sm_100a")
     ap.add_argument("--repro", type=Path, help="a prebuilt seed binary (only with one --arch)")
+    ap.add_argument("--venv", type=Path, help="take the tools from this virtualenv instead")
     args = ap.parse_args(argv)
     targets = args.arch or list(TARGETS)
     if args.repro and len(targets) != 1:
         ap.error("--repro needs exactly one --arch")
     try:
-        doc = run(args.out, targets, args.repro)
+        doc = run(args.out, targets, args.repro, args.venv)
     except ToolMissing as exc:
         print(f"sass.py: {exc}", file=sys.stderr)
         return 2

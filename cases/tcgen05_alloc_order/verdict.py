@@ -204,7 +204,7 @@ def _grid(analysis: Mapping[str, Any], out: list[str]) -> dict[str, str]:
         f"{_prop(base)}."
     )
     effects: dict[str, str] = {}
-    for mode in list(design.MODE)[1:]:
+    for mode in design.GRID_MODES[1:]:
         name = f"follower-{mode.replace('_', '-')}"
         if not _valid(arms.get(name)):
             continue
@@ -232,8 +232,8 @@ def _asymmetry(analysis: Mapping[str, Any], out: list[str]) -> None:
     base_rate = _rate(arms[design.BASELINE])
     for delay, name in parts:
         p, eff = _compare(analysis, name, design.BASELINE)
-        what = "leader (rank 0) delayed" if delay == "leader" else "no CTA delayed"
-        out.append(f"With the {what} instead: {_prop(arms[name])} ({_p_text(p)} vs follower delayed).")
+        what = "the leader (rank 0) delayed" if delay == "leader" else "no CTA delayed"
+        out.append(f"With {what} instead: {_prop(arms[name])} ({_p_text(p)} vs follower delayed).")
     leader = dict(parts).get("leader")
     if leader:
         _, eff = _compare(analysis, leader, design.BASELINE)
@@ -285,7 +285,8 @@ def _markers(analysis: Mapping[str, Any], out: list[str]) -> None:
     stages = _stage_summary(ib)
     if stages:
         f, n = _fails(ib)
-        desc = ", ".join(f"{cta.upper()} last reached '{st}' in {c}/{n}" for cta, st in sorted(stages.items()))
+        desc = ", ".join(f"{cta.upper()} last reached '{st}' in {c}/{n}"
+                         for cta, (st, c) in sorted(stages.items()))
         out.append(f"Progress markers over its {n} trials ({f} failed): {desc}.")
         order = ["entered", "delay_done", "before_alloc", "alloc_returned", "relinquish", "dealloc", "end"]
         for cta, (st, c) in sorted(stages.items()):
@@ -316,8 +317,8 @@ def _variants(analysis: Mapping[str, Any], out: list[str]) -> dict[str, str]:
             tail = "increases failures"
         else:
             tail = "does not change the failure rate detectably"
-        ref_err = set((arms[ref].get("errors") or {}))
-        new_err = set((a.get("errors") or {})) - ref_err
+        ref_err = set(arms[ref].get("errors") or {})
+        new_err = set(a.get("errors") or {}) - ref_err
         extra = f"; it fails with a different error ({', '.join(sorted(new_err))})" if new_err else ""
         out.append(f"Instrumented, {label}: {_prop(a)}; {tail} vs the instrumented baseline "
                    f"({_p_text(p)}){extra}.")
@@ -334,19 +335,21 @@ def _variants(analysis: Mapping[str, Any], out: list[str]) -> dict[str, str]:
 
 def _instruments(analysis: Mapping[str, Any], out: list[str], not_run: list[str]) -> None:
     arms = analysis["arms"]
-    for name, ref in design.REFERENCE.items():
-        if not name.endswith(("coredump", "sanitizer", "cuda-gdb")):
-            continue
+    for name in ("instr-coredump", "instr-compute-sanitizer", "instr-cuda-gdb", "follower-coredump"):
+        ref = design.REFERENCE[name]
         a = arms.get(name)
-        if a is None:
+        if a is None or not a.get("n"):  # not part of this run at all
             continue
         inst = name.split("-", 1)[1] if name.startswith("instr-") else "coredump"
         label = design.INSTRUMENT_LABEL.get(inst, inst)
         build = "instrumented build" if name.startswith("instr-") else "seed binary"
         if not _valid(a):
-            not_run.append(name)
-            out.append(f"Instrument {label} ({build}): not run; its {a.get('n', 0)} trials were "
-                       "unsupported (the tool was not found on the GPU node, or the device cannot run the build).")
+            missing = ((a.get("observations") or {}).get("instrument") or {}).get("found:False", 0)
+            if missing:
+                not_run.append(name)
+            why = (f"the tool was not found on the GPU node in {missing} of them" if missing
+                   else "none produced a valid outcome")
+            out.append(f"Instrument {label} ({build}): not run; {a.get('n', 0)} trials, {why}.")
             continue
         if not _valid(arms.get(ref)):
             continue
@@ -355,6 +358,44 @@ def _instruments(analysis: Mapping[str, Any], out: list[str], not_run: list[str]
                 "same": "does not suppress it detectably"}[eff]
         out.append(f"Instrument {label} ({build}): {_prop(a)} vs {_fails(arms[ref])[0]}/"
                    f"{_fails(arms[ref])[1]} without it; it {word} ({_p_text(p)}).")
+
+
+def _controls(analysis: Mapping[str, Any], out: list[str]) -> None:
+    arms = analysis["arms"]
+    arrive, store = "control-arrive-after-exit", "control-store-after-exit"
+    negative = "control-store-barrier-before-exit"
+    shown = [n for n in (arrive, store, negative, "control-store-coredump", "control-store-cuda-gdb")
+             if _valid(arms.get(n))]
+    if not shown:
+        return
+    out.append("Controls without tcgen05 (the odd CTA touches the even CTA's shared memory "
+               f"{design.BASE_SPIN} x 1 us after the even CTA could exit): "
+               + "; ".join(f"{n}: {_prop(arms[n])}" for n in shown) + ".")
+    if _valid(arms.get(store)) and _valid(arms.get(negative)):
+        _, eff = _compare(analysis, store, negative)
+        if eff == "more":
+            out.append("A late remote store into an exited CTA fails and a barrier.cluster before "
+                       "exit prevents it: the positive and negative controls behave as expected.")
+    if _valid(arms.get(arrive)):
+        ref = negative if _valid(arms.get(negative)) else None
+        eff = _compare(analysis, arrive, ref)[1] if ref else ("more" if _rate(arms[arrive]) > 0 else "same")
+        if _fails(arms[arrive])[0] > 0 and eff == "more":
+            out.append("On this GPU a late remote mbarrier arrive into an exited CTA faults too: the "
+                       "follower's acknowledgement at the end of its alloc (SYNCS.ARRIVE.TRANS64.RED.A1T0 "
+                       "to the leader) is by itself enough to fail once the leader has exited.")
+        elif _fails(arms[arrive])[0] == 0:
+            out.append("A late remote mbarrier arrive into an exited CTA does not fail on this GPU, so "
+                       "the follower's acknowledgement alone does not explain the failure.")
+    for inst in ("coredump", "cuda-gdb"):
+        name = f"control-store-{inst}"
+        if _valid(arms.get(name)) and _valid(arms.get(store)) and _rate(arms[store]) > 0:
+            p, eff = _compare(analysis, name, store)
+            if eff == "fewer":
+                out.append(f"{design.INSTRUMENT_LABEL[inst]} also suppresses this known exited-CTA "
+                           f"fault ({_fails(arms[name])[0]}/{_fails(arms[name])[1]} vs "
+                           f"{_fails(arms[store])[0]}/{_fails(arms[store])[1]}, {_p_text(p)}): an "
+                           "instrument hiding the reported failure is expected of this class of "
+                           "bug, not evidence against it.")
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -385,6 +426,7 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     _variants(analysis, sentences)
     tool_not_run: list[str] = []
     _instruments(analysis, sentences, tool_not_run)
+    _controls(analysis, sentences)
 
     reproduced = _fails(base)[0] > 0
     mitigated = any(e == "fewer" for e in barrier.values())

@@ -16,7 +16,7 @@ from typing import Any
 from . import __version__
 from . import env as envmod
 from .build import BuildError, build_case, load_index
-from .journal import Journal, JournalError, merge
+from .journal import Journal, JournalError, merge, result_name
 from .manifest import Case, ManifestError, TrialBudget, load_case
 from .plan import Plan, make_plan
 from .run import (
@@ -195,8 +195,6 @@ def do_run(case: Case, args: argparse.Namespace, root: Path) -> tuple[int, Path 
             "artifacts": index["artifacts"],
             "probe": None,
         }
-        from .record import result_name
-
         out_dir = Path(args.out_dir) / case.name
         journal = Journal(Path(args.journal) if args.journal else out_dir / f"{result_name(header)}.journal.jsonl")
         if not g.supported:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,15 @@ def merge(journals: list[Path]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         for t in other:
             by_index.setdefault(t["index"], t)
     return header, [by_index[i] for i in sorted(by_index)]
+
+
+def _slug(text: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", text or "none").strip("-") or "none"
+
+
+def result_name(header: Mapping[str, Any]) -> str:
+    device = header.get("device") or {}
+    host = header.get("environment", {}).get("host", {})
+    hostname = "redacted" if header.get("environment", {}).get("redacted") else host.get("hostname")
+    stamp = str(header.get("started_at", "")).replace("-", "").replace(":", "")
+    return f"{stamp}_{_slug(device.get('name') or 'no-gpu')}_{_slug(hostname)}"

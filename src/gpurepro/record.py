@@ -20,6 +20,7 @@ import jsonschema
 
 from . import __version__, stats
 from .build import sha256_file
+from .journal import result_name  # noqa: F401  (re-exported: the name of a run)
 from .manifest import Case
 
 SCHEMA_ID = "gpurepro/result/1"
@@ -73,18 +74,6 @@ def write_atomic(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def _slug(text: str | None) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text or "none").strip("-") or "none"
-
-
-def result_name(header: Mapping[str, Any]) -> str:
-    device = header.get("device") or {}
-    host = header.get("environment", {}).get("host", {})
-    hostname = "redacted" if header.get("environment", {}).get("redacted") else host.get("hostname")
-    stamp = str(header.get("started_at", "")).replace("-", "").replace(":", "")
-    return f"{stamp}_{_slug(device.get('name') or 'no-gpu')}_{_slug(hostname)}"
 
 
 def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str, Any]:

@@ -6,8 +6,10 @@
 //   mode 0: the even CTA exits right away (the reproducer's leader, which never waits for the ack)
 //   mode 1: barrier.cluster before exit in both CTAs (the mitigation)
 //   op   0: remote mbarrier arrive (the ack); 1: remote st.shared::cluster.u32 (like the STAS)
-// usage: remote_arrive_after_exit SPIN MODE OP ; prints "spin=.. mode=.. op=.. => cudaErrorName".
-// Not an arm of the tcgen05 ablation (it needs no tcgen05); see README "Controls".
+// usage: remote_arrive_after_exit SPIN MODE OP ; prints JSON lines per native/README.md
+// (final status ok / cuda_error with the cudaError_t name; exit 0 / 1; 3 if it cannot run).
+// Built for the case's targets it runs as the "control-*" arms on the B300/B200; built for
+// sm_90a it ran on the H200 (README, "Controls").
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -59,8 +61,25 @@ int main(int argc, char** argv) {
   at[0].id = cudaLaunchAttributeClusterDimension;
   at[0].val.clusterDim.x = 2; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;
   cfg.attrs = at; cfg.numAttrs = 1;
+  printf("{\"event\":\"start\",\"driver\":\"remote_arrive_after_exit\",\"config\":"
+         "{\"spin\":%u,\"mode\":%u,\"op\":\"%s\"}}\n", sp, md, op ? "store" : "arrive");
   cudaError_t e = cudaLaunchKernelEx(&cfg, k, sp, md, op);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  printf("spin=%u mode=%u op=%u => %s\n", sp, md, op, cudaGetErrorName(e));
+  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
+      e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
+    printf("{\"event\":\"final\",\"status\":\"%s\",\"reason\":\"%s\",\"counters\":"
+           "{\"launches\":0},\"errors\":{}}\n",
+           (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) ? "no_driver" : "unsupported",
+           cudaGetErrorName(e));
+    return 3;
+  }
+  const char* call = "cudaLaunchKernelEx";
+  int launches = 0;
+  if (e == cudaSuccess) { launches = 1; call = "cudaDeviceSynchronize"; e = cudaDeviceSynchronize(); }
+  if (e == cudaSuccess)
+    printf("{\"event\":\"final\",\"status\":\"ok\",\"counters\":{\"launches\":1},\"errors\":{}}\n");
+  else
+    printf("{\"event\":\"final\",\"status\":\"cuda_error\",\"error\":\"%s\",\"call\":\"%s\","
+           "\"counters\":{\"launches\":%d},\"errors\":{\"%s\":1}}\n",
+           cudaGetErrorName(e), call, launches, cudaGetErrorName(e));
   return e == cudaSuccess ? 0 : 1;
 }
