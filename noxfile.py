@@ -99,7 +99,7 @@ def tests(session: nox.Session) -> None:
     if not os.environ.get("GPUREPRO_SKIP_TOOLCHAINS"):
         for case, target in TEST_TOOLCHAINS:
             venv = _toolchain_venv(session, case, target)
-            toolchains.append(f"{case}:{target}={venv}")
+            toolchains.append(f"{case}@{target}={venv}")
     session.run("pytest", *(session.posargs or ["-q"]),
                 env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
 

@@ -47,6 +47,6 @@ def toolchain_venv(case: str, target: str) -> Path | None:
     """The toolchain virtualenv nox made for this case/target (GPUREPRO_TOOLCHAINS), if any."""
     for entry in filter(None, os.environ.get("GPUREPRO_TOOLCHAINS", "").split(os.pathsep)):
         key, _, path = entry.partition("=")
-        if key == f"{case}:{target}":
+        if key == f"{case}@{target}":
             return Path(path)
     return None

@@ -333,3 +333,22 @@ def test_builds_from_pinned_wheels(tmp_path, target):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"arch=compute_{target[3:]},code={target}" in proc.stdout
         assert out.is_file() and target.encode() in out.read_bytes()
+
+
+def test_verdict_cites_the_sass_analysis(case):
+    trials = [_trial(a, False, unsupported=True) for a in case.resolved_arms()]
+    analysis = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
+                             "launches")
+    analysis["device"] = {"name": "NVIDIA H200", "compute_capability": "9.0", "supported": False,
+                          "reason": "needs 10.3 or 10.0."}
+    analysis["analyses"] = {"sass": {"available": True, "tools": {"ptxas": "13.0.88"},
+                                     "claims": [{"verified": True}, {"verified": False}],
+                                     "findings": [
+                                         {"id": "leader_waits_after_signalling", "value": False},
+                                         {"id": "follower_last_peer_access", "value": "SYNCS.X [peer]"},
+                                         {"id": "dealloc_synchronises_with_peer", "value": False}]}}
+    text = " ".join(case.verdict(analysis)["sentences"])
+    assert "(needs 10.3 or 10.0)." in text
+    assert "1 of 2 of the report's claims" in text
+    assert "returns without waiting for the follower's acknowledgement" in text
+    assert "never synchronises with the peer CTA" in text

@@ -163,6 +163,26 @@ def _stage_summary(arm: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
 # ----------------------------------------------------------------------------- the sections
 
 
+def _sass(analysis: Mapping[str, Any]) -> list[str]:
+    """What the build's SASS analysis found (analyses.sass), in words; nothing if absent."""
+    sass = (analysis.get("analyses") or {}).get("sass") or {}
+    if not sass.get("available"):
+        return []
+    claims = sass.get("claims") or []
+    f = {x["id"]: x["value"] for x in sass.get("findings") or []}
+    out = [f"SASS analysis (ptxas {(sass.get('tools') or {}).get('ptxas', '?')}): "
+           f"{sum(bool(c.get('verified')) for c in claims)} of {len(claims)} of the report's claims "
+           "about the tcgen05.alloc.cta_group::2 lowering are verified."]
+    if f.get("leader_waits_after_signalling") is False and f.get("follower_last_peer_access"):
+        out.append("The leader's alloc returns without waiting for the follower's acknowledgement, "
+                   "and the follower's alloc ends with a remote operation on the leader's shared "
+                   f"memory ({f['follower_last_peer_access']}).")
+    if f.get("dealloc_synchronises_with_peer") is False:
+        out.append("tcgen05.dealloc.cta_group::2 never synchronises with the peer CTA.")
+    return out
+
+
+
 def _not_run(analysis: Mapping[str, Any]) -> dict[str, Any]:
     dev = analysis.get("device") or {}
     arms = analysis.get("arms") or {}
@@ -172,15 +192,16 @@ def _not_run(analysis: Mapping[str, Any]) -> dict[str, Any]:
     cc = dev.get("compute_capability")
     if cc:
         where += f" (compute capability {cc})"
+    reason = (dev.get("reason") or "").strip().rstrip(".")
     sentences = [
-        f"Not run: none of the {len(arms)} arms executed a trial on {where}"
-        + (f": {dev['reason']}" if dev.get("reason") else "")
-        + f". {n_unsupported} of {n_total} trials were recorded as unsupported.",
+        f"Not run: none of the {len(arms)} arms executed a trial on {where}; {n_unsupported} of "
+        f"{n_total} trials were recorded as unsupported" + (f" ({reason})." if reason else "."),
         "The runtime arms need compute capability 10.3 (the sm_103a build, B300) or 10.0 (the "
         "sm_100a build, B200); no failure proportion, barrier comparison, spin threshold or "
         "instrument effect has been measured.",
         "What did run without such a GPU: the sm_103a and sm_100a builds from the pinned wheels, "
         "the PTX-to-SASS analysis (sass_analysis.md) and the documentation audit (README.md).",
+        *_sass(analysis),
         f"Documentation audit: the ordering requirement is {DOC_AUDIT['conclusion']} in the "
         f"documents read. {DOC_AUDIT['summary']}",
     ]
@@ -427,6 +448,7 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     tool_not_run: list[str] = []
     _instruments(analysis, sentences, tool_not_run)
     _controls(analysis, sentences)
+    sentences += _sass(analysis)
 
     reproduced = _fails(base)[0] > 0
     mitigated = any(e == "fewer" for e in barrier.values())

@@ -41,19 +41,28 @@ class Design:
                 "alpha": self.alpha, "looks": self.looks, "alpha_per_look": self.alpha_per_look}
 
 
-def _counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str]) -> tuple[int, int]:
+def _counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str]) -> tuple[int, int, float]:
+    """Failures, valid trials and total exposure of one arm."""
     k = n = 0
+    exposure = 0.0
     for r in records:
         if r["arm"] != arm:
             continue
         if r["outcome"] in EVIDENCE:
             n += 1
             k += int(r["outcome"] in failure_outcomes)
-    return k, n
+            exposure += float(r.get("exposure") or 0)
+    return k, n, exposure
 
 
 def _p(k1: int, n1: int, k0: int, n0: int) -> float:
     return float(stats.fisher_exact([[k1, n1 - k1], [k0, n0 - k0]]).pvalue)
+
+
+def _rate_p(k1: int, e1: float, k0: int, e0: float) -> float:
+    if k1 + k0 == 0:
+        return 1.0
+    return float(stats.binomtest(k1, k1 + k0, p=e1 / (e1 + e0)).pvalue)
 
 
 def futile(k1: int, n1: int, k0: int, n0: int, design: Design) -> bool:
@@ -78,27 +87,35 @@ class Sequential:
 
     def update(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Take every look that the arms' current counts have reached."""
-        k0, n0 = _counts(records, self.baseline, self.failure_outcomes)
+        k0, n0, e0 = _counts(records, self.baseline, self.failure_outcomes)
         for arm in self.arms:
             if arm == self.baseline or arm in self.decisions:
                 continue
-            k1, n1 = _counts(records, arm, self.failure_outcomes)
+            k1, n1, e1 = _counts(records, arm, self.failure_outcomes)
             due = [look for look in self.design.looks if look <= n1 and look > self._looked.get(arm, 0)]
             if not due or n0 == 0:
                 continue
             self._looked[arm] = due[-1]
-            p = _p(k1, n1, k0, n0)
+            # With exposure recorded, decide on the same test the verdicts use: failures per
+            # unit of exposure (exact conditional test), so an arm that merely survived a
+            # short budget is not "decided". Without exposure: Fisher on trials.
+            by_rate = e0 > 0 and e1 > 0
+            if by_rate:
+                p = _rate_p(k1, e1, k0, e0)
+            else:
+                p = _p(k1, n1, k0, n0)
             if p < self.design.alpha_per_look:
                 self.decisions[arm] = {"decision": "differs", "at_trials": n1, "baseline_trials": n0,
-                                       "p_value": p, "threshold": self.design.alpha_per_look}
-            elif futile(k1, n1, k0, n0, self.design):
+                                       "p_value": p, "threshold": self.design.alpha_per_look,
+                                       "test": "rate" if by_rate else "fisher"}
+            elif not by_rate and futile(k1, n1, k0, n0, self.design):
                 self.decisions[arm] = {"decision": "futile", "at_trials": n1, "baseline_trials": n0,
                                        "p_value": p, "threshold": self.design.alpha_per_look}
 
     def still_needed(self, arm: str, records: Sequence[Mapping[str, Any]]) -> bool:
         with self._lock:
             self.update(records)
-            _, n = _counts(records, arm, self.failure_outcomes)
+            _, n, _ = _counts(records, arm, self.failure_outcomes)
             if n >= self.design.max_trials:
                 return False
             if arm == self.baseline:
@@ -109,23 +126,29 @@ class Sequential:
         return {**self.design.describe(), "decisions": dict(self.decisions)}
 
 
-def simulate_false_decision_rate(p: float, design: Design, runs: int, seed: int = 0) -> float:
-    """Fraction of simulated runs (one arm and a baseline, same failure probability p) in
-    which the arm is wrongly decided to differ."""
+def simulate_false_decision_rate(p: float, design: Design, runs: int, seed: int = 0,
+                                 with_exposure: bool = False) -> float:
+    """Fraction of simulated runs (one arm and a baseline, same failure process) in which the
+    arm is wrongly decided to differ. Without exposure each trial fails with probability p;
+    with exposure, failures come at a constant rate and a trial is censored at its budget
+    (1 unit), chosen so that it fails before the budget with probability p."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
+    rate = -np.log(1 - p) if p < 1 else 10.0
     false = 0
     for _ in range(runs):
-        arm = rng.random(design.max_trials) < p
-        base = rng.random(design.max_trials) < p
         seq = Sequential(design, "base", ["arm", "base"], ("crashed",))
         records: list[dict[str, Any]] = []
         # Interleave as the scheduler does: one trial of each arm in turn while needed.
-        for i in range(design.max_trials):
-            for name, draws in (("base", base), ("arm", arm)):
+        for _i in range(design.max_trials):
+            for name in ("base", "arm"):
                 if seq.still_needed(name, records):
-                    records.append({"arm": name, "outcome": "crashed" if draws[i] else "survived"})
+                    t = rng.exponential(1 / rate)
+                    rec: dict[str, Any] = {"arm": name, "outcome": "crashed" if t < 1 else "survived"}
+                    if with_exposure:
+                        rec["exposure"] = min(t, 1.0)
+                    records.append(rec)
         seq.update(records)
         if seq.decisions.get("arm", {}).get("decision") == "differs":
             false += 1
