@@ -112,3 +112,20 @@ def test_seed_output_parser(case):
                           "counters": {"launches": 20, "loads": 22, "unloads": 15}}
     # A crash leaves no SURVIVED line: no final event, the signal decides.
     assert all(e["event"] == "heartbeat" for e in case.parsers["seed"](lines[:3]))
+
+
+def test_live_module_pattern_detects_power_of_two_clustering(case):
+    from gpurepro.manifest import load_sibling
+
+    verdict = load_sibling(case.path, "verdict")
+
+    def crash(live):
+        return {"outcome": "crashed", "counters": {"cycles": 1, "loads": live + 100, "unloads": 100}}
+
+    clustered = [crash(v) for v in (512, 2048, 2049, 8190, 8192, 4096, 1023)]
+    found = verdict.live_module_pattern(clustered)
+    assert found["near_power_of_two"] == 7 and found["p_value"] < 1e-6
+    spread = [crash(v) for v in (700, 1500, 3000, 5000, 6100, 11000, 12345)]
+    assert verdict.live_module_pattern(spread)["near_power_of_two"] == 0
+    # The seed's counters (no "cycles") are not used: its heartbeat lags the crash.
+    assert verdict.live_module_pattern([{"outcome": "crashed", "counters": {"loads": 2148, "unloads": 100}}] * 6) is None

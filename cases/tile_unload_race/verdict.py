@@ -117,6 +117,45 @@ def _site_sentence(sites: list[Mapping[str, Any]]) -> tuple[str | None, str | No
     return text, kind
 
 
+# Live modules (loads - unloads) at the crash: how close to a power of two. A window of
+# +-0.01 in log2 (+-0.7%) around each integer covers 2% of log space, the chance level for a
+# count spread smoothly over the range; small counts are excluded (all are near a power of 2).
+POW2_WINDOW = 0.01
+POW2_MIN_LIVE = 64
+
+
+def live_module_pattern(trials: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Do crashes cluster where the count of loaded modules crosses a power of two?"""
+    import math
+
+    from scipy import stats
+
+    lives = []
+    for t in trials:
+        c = t.get("counters") or {}
+        if t.get("outcome") == "crashed" and "cycles" in c and "unloads" in c:
+            live = c.get("loads", 0) - c["unloads"]
+            if live >= POW2_MIN_LIVE:
+                lives.append(live)
+    if len(lives) < 5:
+        return None
+    near = [v for v in lives if abs(math.log2(v) - round(math.log2(v))) <= POW2_WINDOW]
+    chance = 2 * POW2_WINDOW
+    p = float(stats.binomtest(len(near), len(lives), chance, alternative="greater").pvalue)
+    return {"crashes": len(lives), "near_power_of_two": len(near), "chance": chance, "p_value": p,
+            "powers": sorted({2 ** round(math.log2(v)) for v in near})}
+
+
+def _live_sentence(pattern: Mapping[str, Any] | None) -> str | None:
+    if not pattern or pattern["p_value"] >= ALPHA:
+        return None
+    return (f"{pattern['near_power_of_two']} of {pattern['crashes']} crashes (instrumented arms, "
+            f"at least {POW2_MIN_LIVE} modules loaded) came when the number of modules loaded in "
+            f"the context (loads - unloads) was within 0.7% of a power of two "
+            f"({', '.join(str(x) for x in pattern['powers'])}), against {pattern['chance']:.0%} "
+            f"expected by chance (binomial p = {_f(pattern['p_value'])}).")
+
+
 def _host_object_sentence(analysis: Mapping[str, Any]) -> str | None:
     sec = (analysis.get("analyses") or {}).get("sections") or {}
     diffs = sec.get("differences") or {}
@@ -210,6 +249,10 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     host = _host_object_sentence(analysis)
     if host:
         sentences.append(host)
+    pattern = live_module_pattern(list(analysis.get("trials") or []))
+    live = _live_sentence(pattern)
+    if live:
+        sentences.append(live)
 
     owner = None
     if not reproduced:
@@ -229,6 +272,11 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
                  "synchronised module, and the same calls made one at a time are fine)")
         nxt.append("Hand the crash signature (libcuda offset and callers) to the CUDA driver team; ask how the "
                    "driver maps, shares and frees .nv.host callback code and data across modules.")
+        if live:
+            nxt.append("The crashes track the live-module count crossing powers of two: look in the driver for a "
+                       "per-context table of Tile IR module (host-callback) records that is resized at powers of "
+                       "two while cuLaunchKernel in another thread still reads the old one (a freed, unmapped "
+                       "block fits the SEGV_MAPERR at an unmapped address).")
         if concurrency.get("distinct-cubins") == "none":
             nxt.append("Distinct cubins do not crash: look for host-callback state shared between modules loaded from identical images.")
         if concurrency.get("library-api") in ("same", "higher", "lower"):

@@ -111,7 +111,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                        "jobs": header.get("options", {}).get("jobs"),
                        "planned": plan.get("trials_per_arm"),
                        "stopping": header.get("options", {}).get("stopping")}
-    verdict = dict(case.verdict(analysis))
+    # The verdict may look at single trials too (e.g. counters at the crash); they are stored
+    # once, under "trials", not inside the analysis.
+    verdict = dict(case.verdict({**analysis, "trials": list(trials)}))
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
