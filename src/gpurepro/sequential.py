@@ -1,8 +1,9 @@
 """Sequential stopping (--until-decided): stop an arm once its comparison is decided.
 
 Method (declared in the result document): a group-sequential design with a pre-declared
-schedule of looks. Each arm is compared with the baseline by Fisher's exact test when its
-count of valid trials reaches a look (every ``step`` trials, up to ``max_trials``); with L
+schedule of looks. Each arm is compared with the baseline when its count of valid trials
+reaches a look (by the exact conditional test of failure rates per exposure when exposure is
+recorded, as the verdicts are; by Fisher's exact test on trials otherwise) (every ``step`` trials, up to ``max_trials``); with L
 looks, each look tests at alpha / L (Bonferroni split), so the chance of any false "decided"
 over all looks stays at or under alpha whatever the stopping does. An arm also stops for
 futility when even the most extreme remaining outcomes could not reach significance; stopping
@@ -37,7 +38,9 @@ class Design:
         return self.alpha / len(self.looks)
 
     def describe(self) -> dict[str, Any]:
-        return {"method": "group-sequential Fisher exact, Bonferroni-split alpha over pre-declared looks, futility stop",
+        return {"method": ("group-sequential: at each pre-declared look, the exact conditional rate test "
+                           "(Fisher's exact test where no exposure is recorded) at a Bonferroni-split "
+                           "alpha; futility stop in the Fisher mode"),
                 "alpha": self.alpha, "looks": self.looks, "alpha_per_look": self.alpha_per_look}
 
 
