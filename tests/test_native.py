@@ -56,8 +56,9 @@ def bins(tmp_path_factory) -> dict[str, Path]:
         "null": ["cc", "-O0", str(out / "null.c"), "-o", str(out / "null")],
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
-        results = dict(zip(jobs, pool.map(
-            lambda cmd: subprocess.run(cmd, capture_output=True, text=True), jobs.values())))
+        outs = list(pool.map(
+            lambda cmd: subprocess.run(cmd, capture_output=True, text=True), jobs.values()))
+    results = dict(zip(jobs, outs, strict=True))
     for name, r in results.items():
         assert r.returncode == 0, f"{name} failed to build:\n{r.stderr}"
     (out / "kernel.cubin").write_bytes(b"\x7fELF not really a cubin")
