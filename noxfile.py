@@ -133,3 +133,24 @@ def env(session: nox.Session) -> None:
     """Print the environment fingerprint (add -- --redact to drop hostname and home paths)."""
     _install_project(session)
     session.run("python", "-m", "gpurepro", "env", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks (ratios measured side by side) into results/bench/; GPU ones need a GPU."""
+    _install_project(session)
+    target = _target(session, "tile_unload_race")
+    _install_pins(session, "tile_unload_race", target)
+    session.run("python", "-m", "gpurepro", "build", "tile_unload_race", "--arch", target)
+    session.run("python", "bench/harness_overhead.py")
+    gpus = session.run("python", "-c",
+                       "from gpurepro.env import gpus; g = gpus(); print(len(g['gpus']) if g['available'] else 0)",
+                       silent=True)
+    count = int(str(gpus).strip().splitlines()[-1])
+    if count == 0:
+        session.log("no GPU here: loop_rate and gpu_scaling skipped")
+        return
+    session.run("python", "bench/loop_rate.py", "--build-index",
+                f"build/tile_unload_race/{target}/artifacts.json")
+    if count >= 2:
+        session.run("python", "bench/gpu_scaling.py", "--arch", target)
