@@ -87,7 +87,7 @@ def test_invalid_baseline_is_inconclusive(case):
 
 
 def test_trial_commands(case):
-    arts = {a.name: Path(f"/b/{a.name}") for a in case.artifacts}
+    arts = {a.name: Path(f"/b/{a.name}") for a in case.artifacts if not a.archs}
     budget = TrialBudget(20, 500_000, 60)
     arms = case.resolved_arms()
 
@@ -97,6 +97,9 @@ def test_trial_commands(case):
     seed = cmd("as-filed")
     assert seed.argv == ("/b/seed_repro", "/b/tile_cubin", "20") and seed.parser == "seed"
     assert seed.env["LD_PRELOAD"] == "/b/crash_preload"
+    # Where the reporter's own export ran (sm_120), the as-filed arm takes that cubin.
+    arts["tile_cubin_as_filed"] = Path("/b/tile_cubin_as_filed")
+    assert cmd("as-filed").argv[1] == "/b/tile_cubin_as_filed"
     distinct = cmd("distinct-cubins").argv
     assert distinct.count("--cubin") == 2
     assert "--serialize" in cmd("serialized").argv
