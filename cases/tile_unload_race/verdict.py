@@ -169,6 +169,17 @@ def _host_object_sentence(analysis: Mapping[str, Any]) -> str | None:
             + (f" ({', '.join(names)})" if names else "") + "; the plain cubins have none.")
 
 
+def _no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
+    counts = {a: {k: v for k, v in s["outcomes"].items() if k in ("invalid", "unsupported")}
+              for a, s in arms.items()}
+    counts = {a: c for a, c in counts.items() if c}
+    if not counts:
+        return None
+    return ("Trials without evidence (invalid: made no launch; unsupported: the device refused the "
+            "module): " + "; ".join(f"{a}: " + ", ".join(f"{k} {v}" for k, v in c.items())
+                                    for a, c in counts.items()) + ".")
+
+
 def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     arms = analysis["arms"]
     base_name = analysis["baseline"]
@@ -180,8 +191,10 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
 
     if base is None or base["n_valid"] == 0:
         why = ", ".join(f"{k} {v}" for k, v in (base or {}).get("outcomes", {}).items()) or "no trials"
+        no_evidence = _no_evidence_sentence(arms)
         return {"status": "inconclusive", "owner": None,
-                "sentences": [f"No valid baseline trial{on} ({why}); nothing can be concluded."],
+                "sentences": [f"No valid baseline trial{on} ({why}); nothing can be concluded."]
+                + ([no_evidence] if no_evidence else []),
                 "next": ["Check that the Tile IR cubin loads on this device (invalid trials made no launches)."]}
 
     reproduced = base["failures"] > 0
@@ -198,11 +211,9 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     if "as-filed" in arms and arms["as-filed"]["n_valid"]:
         s = arms["as-filed"]
         sentences.append(f"The reporter's repro.cc, unchanged, failed in {s['failures']}/{s['n_valid']} trials.")
-    invalid = {a: s["outcomes"].get("invalid", 0) + s["outcomes"].get("unsupported", 0)
-               for a, s in arms.items() if s["outcomes"].get("invalid") or s["outcomes"].get("unsupported")}
-    if invalid:
-        sentences.append("Trials without evidence (no launches, or the device refused the module): "
-                         + ", ".join(f"{a} {n}" for a, n in invalid.items()) + ".")
+    no_evidence = _no_evidence_sentence(arms)
+    if no_evidence:
+        sentences.append(no_evidence)
 
     tile_only = None
     for arm, what in (("control-cuda", "Plain CUDA cubin, same loop"),
