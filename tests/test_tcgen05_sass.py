@@ -7,11 +7,12 @@ and disassemble afresh with the pinned wheels and skip, naming the pins, when th
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
 import pytest
+
+from gpurepro.manifest import load_sibling
 
 from .conftest import ROOT
 from .test_tcgen05_case import pinned_venv
@@ -21,13 +22,7 @@ LISTING = ROOT / "tests" / "data" / "tcgen05" / "alloc_cg2_sm_103a.sass"
 
 
 def _load(name):
-    modname = f"gpurepro_case_tcgen05_alloc_order_{name}"
-    if modname not in sys.modules:
-        spec = importlib.util.spec_from_file_location(modname, CASE_DIR / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = module
-        spec.loader.exec_module(module)
-    return sys.modules[modname]
+    return load_sibling(CASE_DIR / "manifest.py", name)
 
 
 sass_parse = _load("sass_parse")

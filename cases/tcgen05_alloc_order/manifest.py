@@ -8,7 +8,6 @@ Standard library + gpurepro.manifest only: it is imported on GPU nodes with no n
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,20 +23,15 @@ from gpurepro.manifest import (
     Factor,
     TrialCommand,
     TrialContext,
+    load_sibling,
 )
 
 HERE = Path(__file__).resolve().parent
 
 
 def _sibling(name: str):
-    """Import a module of this case folder by path, under a name unique to this case."""
-    modname = f"gpurepro_case_tcgen05_alloc_order_{name}"
-    if modname not in sys.modules:
-        spec = importlib.util.spec_from_file_location(modname, HERE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = module
-        spec.loader.exec_module(module)
-    return sys.modules[modname]
+    """Import a module of this case folder under a name unique to this case."""
+    return load_sibling(__file__, name)
 
 
 design = _sibling("design")

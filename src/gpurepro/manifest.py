@@ -324,12 +324,14 @@ def load_sibling(manifest_file: str | Path, module: str) -> Any:
     folder = Path(manifest_file).resolve().parent
     path = folder / f"{module}.py"
     name = f"gpurepro_case_{folder.name}_{module}"
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ManifestError(manifest_file, module, f"cannot import {path}")
     mod = importlib.util.module_from_spec(spec)
-    import sys
-
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
