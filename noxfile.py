@@ -73,7 +73,7 @@ def tcgen05_sass(session: nox.Session) -> None:
     """Case 2: PTX -> SASS table and tcgen05.alloc lowering from the pinned ptxas/nvdisasm (no GPU)."""
     _install_project(session)
     _install_pins(session, "tcgen05_alloc_order", "sm_103a")
-    out = session.posargs[0] if session.posargs else "results/tcgen05_alloc_order/sass"
+    out = session.posargs[0] if session.posargs else "build/tcgen05_sass"
     session.run("python", "cases/tcgen05_alloc_order/sass.py", "--out", out)
 
 
