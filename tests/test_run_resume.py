@@ -105,3 +105,20 @@ def test_bad_manifest_names_file_and_field(root, tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 1
     assert "manifest.py: baseline: 'nope' is not an arm" in err and "Traceback" not in err
+
+
+def test_until_decided_records_its_method_and_decisions(root, fake_build, tmp_path):
+    build_dir, _ = fake_build
+    # The baseline (crash) always fails; "ok" never does: decided at the first look.
+    proc = _cli(root, "run", FAKE, "--arms", "crash,ok", "--until-decided", "--max-trials", "10",
+                "--look-every", "5", "--duration", "0.2", "--out-dir", str(tmp_path),
+                "--build-dir", str(build_dir), "--seed", "4")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    doc_path = next(p for p in (tmp_path / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
+    doc = json.loads(doc_path.read_text())
+    stopping = doc["plan"]["options"]["stopping"]
+    assert stopping["looks"] == [5, 10] and stopping["alpha_per_look"] == 0.025
+    assert stopping["decisions"]["ok"]["decision"] == "differs"
+    assert doc["summary"]["ok"]["n"] < 10  # stopped early
+    assert "Sequential stopping" in doc_path.with_suffix(".md").read_text()

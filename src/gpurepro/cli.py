@@ -221,6 +221,8 @@ def do_run(case: Case, args: argparse.Namespace, root: Path) -> tuple[int, Path 
         filter_fn = seq.still_needed
     try:
         execute_plan(case, plan, index, root, journal, opts, done, filter_fn)
+        if stopping:
+            journal.append_stopping(seq.to_json())
     except KeyboardInterrupt:
         _, now = journal.read()
         _say(f"\ninterrupted: {len(now)} of {len(plan.order)} trials are in {journal.path}; "

@@ -17,6 +17,7 @@ from typing import Any
 
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
+STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a run ends
 
 
 class JournalError(ValueError):
@@ -36,6 +37,9 @@ class Journal:
     def append_trial(self, record: Mapping[str, Any]) -> None:
         self._append({"kind": TRIAL_KIND, **record})
 
+    def append_stopping(self, decisions: Mapping[str, Any]) -> None:
+        self._append({"kind": STOPPING_KIND, **decisions})
+
     def _append(self, obj: Mapping[str, Any]) -> None:
         line = json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n"
         # One write of a whole line, then fsync: a crash of the harness loses at most the
@@ -47,6 +51,7 @@ class Journal:
 
     def read(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         header: dict[str, Any] | None = None
+        stopping: dict[str, Any] | None = None
         trials: list[dict[str, Any]] = []
         for obj in _objects(self.path):
             if obj.get("kind") == HEADER_KIND:
@@ -54,8 +59,12 @@ class Journal:
                     header = obj
             elif obj.get("kind") == TRIAL_KIND:
                 trials.append(obj)
+            elif obj.get("kind") == STOPPING_KIND:
+                stopping = obj
         if header is None:
             raise JournalError(f"{self.path}: no journal header")
+        if stopping is not None:  # the last one written (a resumed run writes it again)
+            header = {**header, "stopping_result": {k: v for k, v in stopping.items() if k != "kind"}}
         # A trial index appears once; if a resumed run re-ran one, the first record stands.
         seen: set[int] = set()
         unique = []

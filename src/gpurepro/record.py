@@ -129,7 +129,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "artifacts": {k: {"path": v["path"], "sha256": v["sha256"], "tools": v.get("tools", {}),
                           "description": v.get("description", "")}
                       for k, v in header["artifacts"].items()},
-        "plan": {**plan, "options": header.get("options", {})},
+        "plan": {**plan, "options": _options(header)},
         "started_at": header.get("started_at"),
         "trials": list(trials),
         "summary": analysis["arms"],
@@ -142,6 +142,14 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
     return json.loads(json.dumps(doc, default=_jsonable))
+
+
+def _options(header: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's options; with sequential stopping, its decisions (per arm: when and why)."""
+    options = dict(header.get("options", {}))
+    if options.get("stopping") and header.get("stopping_result"):
+        options["stopping"] = {**options["stopping"], **header["stopping_result"]}
+    return options
 
 
 def _jsonable(obj: Any) -> Any:

@@ -120,6 +120,16 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
         )
     out.append("")
 
+    decisions = (opts.get("stopping") or {}).get("decisions") or {}
+    if decisions:
+        out.append("### Sequential stopping\n")
+        out.append("| arm | decision | at trials (baseline) | p | threshold |")
+        out.append("|---|---|---|---|---|")
+        for arm, d in decisions.items():
+            out.append(f"| `{arm}` | {d['decision']} ({d.get('test', 'fisher')}) | "
+                       f"{d['at_trials']} ({d['baseline_trials']}) | {_p(d['p_value'])} | {d['threshold']:.3g} |")
+        out.append("")
+
     if doc["comparisons"]:
         out.append(f"### Each arm against `{case['baseline']}`\n")
         out.append("| arm | Fisher exact p (trials) | odds ratio | rate ratio (95% CI) | rate p |")
