@@ -58,7 +58,7 @@ def main() -> None:
     outcome: dict[str, dict] = {}
     args.out.mkdir(parents=True, exist_ok=True)
     for name in args.configs.split(","):
-        journal = args.out / f"time_to_verdict_{name}.journal.jsonl"
+        journal = args.out / f"time_to_verdict_{name.replace('+', '_plus_')}.journal.jsonl"
         if journal.exists():
             journal.unlink()
         cmd = [sys.executable, "-m", "gpurepro", "run", "tile_unload_race", "--arch", args.arch,
