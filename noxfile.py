@@ -40,9 +40,14 @@ def _target(session: nox.Session, case: str) -> str:
     return str(out).strip().splitlines()[-1]
 
 
+def _pins(session: nox.Session, case: str, target: str) -> list[str]:
+    """The case's PyPI requirement strings for a target, read from its manifest."""
+    out = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
+    return str(out).split()
+
+
 def _install_pins(session: nox.Session, case: str, target: str) -> None:
-    pins = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
-    session.install(*str(pins).split())
+    session.install(*_pins(session, case, target))
 
 
 def _run_case(session: nox.Session, case: str) -> None:
@@ -85,9 +90,8 @@ def _toolchain_venv(session: nox.Session, case: str, target: str) -> Path:
         session.run("python", "-m", "venv", str(venv))
     session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                 "-e", ".", "--no-deps", external=True)
-    pins = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
     session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                *str(pins).split(), external=True)
+                *_pins(session, case, target), external=True)
     return venv
 
 

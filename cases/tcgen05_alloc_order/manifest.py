@@ -29,14 +29,9 @@ from gpurepro.manifest import (
 HERE = Path(__file__).resolve().parent
 
 
-def _sibling(name: str):
-    """Import a module of this case folder under a name unique to this case."""
-    return load_sibling(__file__, name)
-
-
-design = _sibling("design")
-seed_parser = _sibling("seed_parser")
-verdict_mod = _sibling("verdict")
+design = load_sibling(__file__, "design")
+seed_parser = load_sibling(__file__, "seed_parser")
+verdict_mod = load_sibling(__file__, "verdict")
 
 TARGETS = ("sm_103a", "sm_100a")
 

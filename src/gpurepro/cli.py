@@ -17,7 +17,7 @@ from . import __version__
 from . import env as envmod
 from .build import BuildError, build_case, load_index
 from .journal import Journal, JournalError, merge, result_name
-from .manifest import Case, ManifestError, TrialBudget, load_case
+from .manifest import Case, ManifestError, TrialBudget, find_repo_root, load_case
 from .plan import Plan, make_plan
 from .run import (
     EXIT_INTERRUPTED,
@@ -50,11 +50,7 @@ class UsageError(Exception):
 
 def _root() -> Path:
     # The repository root: where cases/ lives. Commands run from it (nox does).
-    cwd = Path.cwd()
-    for p in (cwd, *cwd.parents):
-        if (p / "cases").is_dir() and (p / "native").is_dir():
-            return p
-    return cwd
+    return find_repo_root(Path.cwd()) or Path.cwd()
 
 
 def _say(msg: str) -> None:
@@ -136,18 +132,18 @@ def _stamp() -> str:
 
 def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunOptions) -> dict[str, Any]:
     """On a device the case cannot run on, run one baseline trial to show what happens."""
-    first = next(t for t in plan.order if t.arm == plan.order[0].arm)
-    baseline = [t for t in plan.order if t.arm == case.baseline]
-    planned = baseline[0] if baseline else first
+    planned = next((t for t in plan.order if t.arm == case.baseline), plan.order[0])
     rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                         opts.gpus[0] if opts.gpus else None, 0)
     return {"arm": planned.arm, "command": rec["command"], "outcome": rec["outcome"],
             "detail": rec["detail"], "exit": rec["exit"], "stderr_tail": rec["stderr_tail"][-1500:]}
 
 
-def do_run(case: Case, args: argparse.Namespace, root: Path) -> tuple[int, Path | None]:
+def do_run(case: Case, args: argparse.Namespace, root: Path,
+           gpu_info: dict[str, Any] | None = None) -> tuple[int, Path | None]:
     """Plan (or resume) and run; returns the exit status and the journal path."""
-    gpu_info = envmod.gpus()
+    # Asked once per command: it loads libcuda and NVML and may run nvidia-smi.
+    gpu_info = gpu_info if gpu_info is not None else envmod.gpus()
     if args.resume:
         journal = Journal(Path(args.resume))
         header, done = journal.read()
@@ -188,7 +184,7 @@ def do_run(case: Case, args: argparse.Namespace, root: Path) -> tuple[int, Path 
             "plan": plan.to_json(),
             "options": {"budget": opts.budget.__dict__, "jobs": opts.jobs, "gpus": list(opts.gpus),
                         "redact": opts.redact, "stopping": stopping},
-            "environment": envmod.fingerprint(root, redact=args.redact),
+            "environment": envmod.fingerprint(root, redact=args.redact, gpu_info=gpu_info),
             "device": {**{k: g.device.get(k) for k in ("name", "compute_capability", "uuid", "index")},
                        "supported": g.supported, "target": g.target, "reason": g.reason},
             "toolchain": index["toolchain"],
@@ -254,10 +250,10 @@ def do_record(case: Case, journals: list[Path], root: Path, out: Path | None = N
     return out
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, gpu_info: dict[str, Any] | None = None) -> int:
     root = _root()
     case = load_case(args.case, root)
-    status, journal = do_run(case, args, root)
+    status, journal = do_run(case, args, root, gpu_info)
     if journal is not None and not args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED):
         do_record(case, [journal], root)
     return status
@@ -267,12 +263,13 @@ def cmd_case(args: argparse.Namespace) -> int:
     """Build, run, record and report: what `nox -s <case>` does."""
     root = _root()
     case = load_case(args.case, root)
+    gpu_info = None
     if not args.resume:
         gpu_info = envmod.gpus()
         target = resolve_target(case, args.arch, gpu_info)
         do_build(case, target, root, Path(args.build_dir))
         args.arch = target
-    return cmd_run(args)
+    return cmd_run(args, gpu_info)
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -199,7 +199,8 @@ def environment_variables(environ: dict[str, str] | None = None) -> dict[str, st
     }
 
 
-def fingerprint(root: Path | None = None, redact: bool = False) -> dict[str, Any]:
+def fingerprint(root: Path | None = None, redact: bool = False,
+                gpu_info: dict[str, Any] | None = None) -> dict[str, Any]:
     root = root or Path.cwd()
     libc = platform.libc_ver()
     fp: dict[str, Any] = {
@@ -212,7 +213,7 @@ def fingerprint(root: Path | None = None, redact: bool = False) -> dict[str, Any
             "cpu_count": os.cpu_count(),
             "python": platform.python_version(),
         },
-        "gpu": gpus(),
+        "gpu": gpu_info if gpu_info is not None else gpus(),
         "repository": _git(root),
         "environment": environment_variables(),
         "redacted": False,

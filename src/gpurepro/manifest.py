@@ -268,12 +268,17 @@ def validate(case: Case, path: Path | str) -> None:
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
 
 
-def repo_root(start: Path) -> Path:
-    """The repository holding a case: the first ancestor with both cases/ and native/."""
+def find_repo_root(start: Path) -> Path | None:
+    """The first ancestor of ``start`` (itself included) with both cases/ and native/."""
     for p in (start, *start.parents):
         if (p / "cases").is_dir() and (p / "native").is_dir():
             return p
-    return start.parent.parent
+    return None
+
+
+def repo_root(start: Path) -> Path:
+    """The repository holding a case folder."""
+    return find_repo_root(start) or start.parent.parent
 
 
 def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:

@@ -65,9 +65,6 @@ class Progress:
             table.add_row(*row)
         return table
 
-    def started(self, planned: PlannedTrial, gpu: str | None) -> None:
-        pass
-
     def skipped(self, planned: PlannedTrial) -> None:
         with self.lock:
             self.skips[planned.arm] += 1

@@ -105,8 +105,7 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
     pc = where(crash.get("pc_map"))
     frames = [
-        {"module": short_module(f.get("path")) if "path" in f else "[unmapped]",
-         "offset": f.get("offset")}
+        {"module": short_module(f.get("path")), "offset": f.get("offset")}
         for f in crash.get("frames") or []
     ]
     return {
@@ -163,7 +162,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "stderr_tail": _relative([stderr_tail], root)[0][-2000:],
         "unparsed_lines": done.observed.unparsed_lines,
         "command": _relative(cmd.argv, root),
-        "env": {k: v for k, v in cmd.env.items()},
+        "env": dict(cmd.env),
     }
 
 
@@ -214,7 +213,6 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                 if not needed:
                     progress.skipped(planned)
                     continue
-            progress.started(planned, gpu)
             try:
                 rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                                     gpu, slot, cancel)

@@ -26,7 +26,6 @@ STDERR_TAIL = 4000
 class Finished:
     observed: Observed
     duration_s: float
-    stdout_lines: list[str]
     pid: int | None = None  # also the process group id (the trial led its own group)
 
 
@@ -60,7 +59,7 @@ def run_trial(
         )
     except OSError as exc:
         obs = Observed(None, False, [], launch_error=f"cannot start {argv[0]}: {exc}")
-        return Finished(obs, 0.0, [], None)
+        return Finished(obs, 0.0, None)
 
     out_lines: list[str] = []
     err_chunks: list[str] = []
@@ -124,4 +123,4 @@ def run_trial(
         crash=find_crash_record(stderr_text),
         unparsed_lines=unparsed,
     )
-    return Finished(obs, duration, out_lines, proc.pid)
+    return Finished(obs, duration, proc.pid)
