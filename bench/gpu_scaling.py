@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, document, write
+from common import ROOT, document, median, write
 
 
 def one_run(gpus: str, args: argparse.Namespace, journal: Path) -> float:
@@ -49,7 +49,7 @@ def main() -> None:
             for label in order:
                 rates[label].append(one_run("0" if label == "1gpu" else "0,1", args,
                                             Path(tmp) / f"{label}-{rep}.jsonl"))
-    med = {k: sorted(v)[len(v) // 2] for k, v in rates.items()}
+    med = {k: median(v) for k, v in rates.items()}
     doc = document(
         name="gpu_scaling",
         question="How much faster does a plan run on two GPUs than on one?",

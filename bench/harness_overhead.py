@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, document, write
+from common import ROOT, document, median, write
 
 from gpurepro.build import build_case
 from gpurepro.journal import Journal
@@ -52,7 +52,7 @@ def main() -> None:
                     journal.append_trial(rec)
                     assert rec["outcome"] == "survived", rec
                 times[label].append(time.perf_counter() - t0)
-    med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    med = {k: median(v) for k, v in times.items()}
     extra_ms = (med["harness"] - med["bare"]) * 1000
     doc = document(
         name="harness_overhead",

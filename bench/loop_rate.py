@@ -17,7 +17,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from common import ROOT, document, write
+from common import ROOT, document, median, write
 
 SEED_LINE = re.compile(r"launches=(\d+)")
 
@@ -56,7 +56,7 @@ def main() -> None:
             exe = path("host") if label == "host" else path("seed_repro")
             rates[label].append(fn(exe, cubin, args.seconds))
             print(f"rep {rep} {label}: {rates[label][-1]:.0f} cycles/s", flush=True)
-    med = {k: sorted(v)[len(v) // 2] for k, v in rates.items()}
+    med = {k: median(v) for k, v in rates.items()}
     ratio = med["host"] / med["seed"]
     doc = document(
         name="loop_rate",
