@@ -7,6 +7,7 @@ report; extra arguments after `--` go to `python -m gpurepro case` (see `--help`
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -31,19 +32,37 @@ def _install_project(session: nox.Session, extras: str = "") -> None:
     session.install("-e", f".{extras}")
 
 
+def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
+    """Check the case's arguments exactly as the run will (a bad value stops here, before any
+    install or build) and read the build target and pins from the file gpurepro writes."""
+    out = Path(session.create_tmp()) / f"{case}.prepare.json"
+    out.unlink(missing_ok=True)
+    _run_gpurepro(session, "prepare", case, *args, "--prepare-out", str(out))
+    return json.loads(out.read_text())
+
+
+def _run_gpurepro(session: nox.Session, *args: str) -> None:
+    """Run `python -m gpurepro ...`; its exit status becomes nox's (see the README's table).
+
+    nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
+    reach a GPU (5) or whose GPU cannot run the case (4) must not read as success, nor as
+    each other, so the status is read from a file and nox exits with it."""
+    status_file = Path(session.create_tmp()) / "exit-status"
+    status_file.unlink(missing_ok=True)
+    session.run("python", "-m", "gpurepro", *args, "--exit-status-file", str(status_file),
+                success_codes=range(256))
+    status = int(status_file.read_text()) if status_file.is_file() else 1
+    if status != 0:
+        session.log(f"gpurepro exited with status {status}")
+        raise SystemExit(status)
+
+
 def _target(session: nox.Session, case: str) -> str:
-    """The build target: --arch from the arguments, else from this machine's GPU."""
-    args = ["python", "-m", "gpurepro", "target", case]
-    if "--arch" in session.posargs:
-        args += ["--arch", session.posargs[session.posargs.index("--arch") + 1]]
-    out = session.run(*args, silent=True)
-    return str(out).strip().splitlines()[-1]
+    return str(_prepare(session, case, [])["target"])
 
 
 def _pins(session: nox.Session, case: str, target: str) -> list[str]:
-    """The case's PyPI requirement strings for a target, read from its manifest."""
-    out = session.run("python", "-m", "gpurepro", "pins", case, "--arch", target, silent=True)
-    return str(out).split()
+    return list(_prepare(session, case, ["--arch", target])["pins"])
 
 
 def _install_pins(session: nox.Session, case: str, target: str) -> None:
@@ -52,13 +71,12 @@ def _install_pins(session: nox.Session, case: str, target: str) -> None:
 
 def _run_case(session: nox.Session, case: str) -> None:
     _install_project(session)
-    target = _target(session, case)
-    _install_pins(session, case, target)
-    args = [a for a in session.posargs]
-    if "--arch" not in args:
-        args += ["--arch", target]
-    # Exit 3 (no GPU) and 4 (unsupported GPU) are outcomes, not failures of the session.
-    session.run("python", "-m", "gpurepro", "case", case, *args, success_codes=[0, 3, 4])
+    args = list(session.posargs)
+    prepared = _prepare(session, case, args)
+    session.install(*prepared["pins"])
+    if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
+        args += ["--arch", prepared["target"]]
+    _run_gpurepro(session, "case", case, *args)
 
 
 @nox.session(python=PYTHON)

@@ -39,8 +39,7 @@ def main() -> None:
     opts = RunOptions(budget=TrialBudget(args.seconds, 0, 30.0))
     times: dict[str, list[float]] = {"bare": [], "harness": []}
     with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp) / "bench.journal.jsonl")
-        journal.create({"case": case.name})
+        journal = Journal.create(Path(tmp) / "bench.journal.jsonl", {"case": case.name})
         for rep in range(args.reps):
             for label in (("bare", "harness") if rep % 2 == 0 else ("harness", "bare")):
                 t0 = time.perf_counter()

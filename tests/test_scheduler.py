@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 
+import pytest
+
 from gpurepro import run as runmod
-from gpurepro.journal import Journal, merge
+from gpurepro.journal import Journal, merge, read
 from gpurepro.manifest import TrialBudget
 from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
-from gpurepro.run import RunOptions, execute_plan
+from gpurepro.run import HarnessError, RunOptions, execute_plan
 
 from .conftest import ROOT
 
@@ -31,17 +32,16 @@ def test_every_planned_trial_runs_exactly_once_across_workers(fake_case, fake_bu
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 4, seed=3, selected=["ok", "crash", "cuda-error"])
     opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0), jobs=2, gpus=("0", "1"))
-    journal = Journal(tmp_path / "j.jsonl")
-    journal.create(_header(plan, index, opts))
+    journal = Journal.create(tmp_path / "j.jsonl", _header(plan, index, opts))
     records = execute_plan(fake_case, plan, index, ROOT, journal, opts)
-    _, journaled = journal.read()
+    journaled = read(journal.path).trials
     assert sorted(r["index"] for r in journaled) == list(range(12))
     assert Counter(r["index"] for r in records) == Counter(range(12))
     assert {r["gpu"] for r in journaled} == {"0", "1"}  # spread over both GPUs
     assert len({(r["gpu"], r["worker"]) for r in journaled}) >= 2
 
 
-def test_a_failing_worker_loses_no_trial(fake_case, fake_build, tmp_path, monkeypatch):
+def test_a_failing_worker_loses_no_trial_and_fails_the_run(fake_case, fake_build, tmp_path, monkeypatch):
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 3, seed=5, selected=["ok", "crash"])
     opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0), jobs=2)
@@ -53,10 +53,10 @@ def test_a_failing_worker_loses_no_trial(fake_case, fake_build, tmp_path, monkey
         return real(case, planned, *a, **kw)
 
     monkeypatch.setattr(runmod, "execute_trial", flaky)
-    journal = Journal(tmp_path / "j.jsonl")
-    journal.create(_header(plan, index, opts))
-    execute_plan(fake_case, plan, index, ROOT, journal, opts)
-    _, trials = journal.read()
+    journal = Journal.create(tmp_path / "j.jsonl", _header(plan, index, opts))
+    with pytest.raises(HarnessError, match="worker blew up"):
+        execute_plan(fake_case, plan, index, ROOT, journal, opts)
+    trials = read(journal.path).trials
     assert sorted(t["index"] for t in trials) == list(range(6))
     broken = next(t for t in trials if t["index"] == 2)
     assert broken["outcome"] == "harness_error" and "worker blew up" in broken["detail"]
@@ -66,14 +66,12 @@ def test_shards_of_one_plan_merge_into_one_valid_document(fake_case, fake_build,
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 3, seed=9, selected=["ok", "crash"])
     opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0))
-    first, second = Journal(tmp_path / "a.jsonl"), Journal(tmp_path / "b.jsonl")
-    first.create(_header(plan, index, opts))
+    first = Journal.create(tmp_path / "a.jsonl", _header(plan, index, opts))
     half = plan.order[:3]
     # Shard A ran the first half; shard B (another GPU or call) ran the rest.
     execute_plan(fake_case, plan, index, ROOT, first, opts,
                  done=[{"index": t.index, "arm": t.arm, "outcome": "x"} for t in plan.order[3:]])
-    shutil.copy(first.path, second.path)
-    second.path.write_text(first.path.read_text().splitlines()[0] + "\n")
+    second = Journal.create(tmp_path / "b.jsonl", _header(plan, index, opts))
     execute_plan(fake_case, plan, index, ROOT, second, opts,
                  done=[{"index": t.index, "arm": t.arm, "outcome": "x"} for t in half])
     header, trials = merge([first.path, second.path])

@@ -12,7 +12,7 @@ from gpurepro.record import RecordError, validate_document, validation_errors, w
 
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
-    from gpurepro.journal import Journal
+    from gpurepro.journal import Journal, read
     from gpurepro.manifest import TrialBudget
     from gpurepro.plan import make_plan
     from gpurepro.record import build_document
@@ -27,16 +27,16 @@ def good_doc(fake_case, fake_build, root):
     from gpurepro import env
 
     with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp) / "j.jsonl")
         header = {"case": "fake_case", "started_at": "2026-01-01T00:00:00Z", "plan": plan.to_json(),
                   "options": {"budget": opts.budget.__dict__, "jobs": 1, "gpus": [], "stopping": None},
                   "environment": env.fingerprint(root, redact=True),
                   "device": {"supported": True, "target": "host", "name": None,
                              "compute_capability": None, "reason": None},
                   "toolchain": index["toolchain"], "artifacts": index["artifacts"], "probe": None}
-        journal.create(header)
+        journal = Journal.create(Path(tmp) / "j.jsonl", header)
         execute_plan(fake_case, plan, index, root, journal, opts)
-        h, trials = journal.read()
+        contents = read(journal.path)
+        h, trials = contents.header, contents.trials
         return build_document(fake_case, h, trials, root)
 
 

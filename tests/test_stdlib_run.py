@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from gpurepro.journal import Journal
+from gpurepro.journal import read
 
 from .conftest import ROOT
 
@@ -37,6 +37,6 @@ def test_run_stage_needs_no_third_party_module(fake_build, tmp_path):
     assert done.returncode == 0, done.stderr
     # Recording needs the analysis packages: it says so and points at `gpurepro record`.
     assert "gpurepro record" in done.stderr
-    header, trials = Journal(journal).read()
+    header, trials = read(journal).header, read(journal).trials
     assert {t["outcome"] for t in trials} == {"survived", "crashed"}
     json.dumps(header)

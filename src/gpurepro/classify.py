@@ -151,6 +151,13 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
         if outcome == "survived":
             if rc not in (0, None):
                 return out("harness_error", f"final record says ok but exit status is {rc}")
+            if counters and progress_counter not in counters:
+                # The manifest names a counter the driver never reports (a misspelling):
+                # every trial would look like "no progress". The manifest's fault, not the bug's.
+                return out("harness_error",
+                           f"exposure counter {progress_counter!r} is not among the counters the "
+                           f"driver reports ({', '.join(sorted(counters))}); check the manifest's "
+                           f"exposure.counter")
             if not made_progress:
                 return out("invalid", f"no progress: {progress_counter} = 0")
             return out("survived", "budget used up")

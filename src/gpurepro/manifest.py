@@ -12,6 +12,7 @@ GPU nodes that have no network and no third-party packages.
 from __future__ import annotations
 
 import importlib.util
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -257,15 +258,39 @@ def validate(case: Case, path: Path | str) -> None:
     for i, outcome in enumerate(case.failure_outcomes):
         if outcome not in OUTCOMES:
             raise ManifestError(path, f"failure_outcomes[{i}]", f"unknown outcome {outcome!r}")
-    if case.defaults.trials_per_arm < 1:
-        raise ManifestError(path, "defaults.trials_per_arm", "must be at least 1")
-    if case.defaults.trial_timeout_s <= 0:
-        raise ManifestError(path, "defaults.trial_timeout_s", "must be positive")
+    _check_defaults(case.defaults, path)
+    if not _COUNTER.match(case.exposure.counter or ""):
+        raise ManifestError(path, "exposure.counter",
+                            f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")
+    if not (isinstance(case.exposure.per, (int, float)) and math.isfinite(case.exposure.per)
+            and case.exposure.per > 0):
+        raise ManifestError(path, "exposure.per", f"must be a positive number, got {case.exposure.per!r}")
     if not case.devices.targets:
         raise ManifestError(path, "devices.targets", "names no compute capability")
     for target in case.toolchains:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+
+
+_COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_defaults(d: Defaults, path: Path | str) -> None:
+    """The manifest's defaults obey the same rules as the command-line flags that override them."""
+    def number(name: str, value: Any, minimum: float, strict: bool, integer: bool) -> None:
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        ok = ok and not isinstance(value, bool) and math.isfinite(value)
+        ok = ok and (value > minimum if strict else value >= minimum)
+        if not ok:
+            kind = "an integer" if integer else "a number"
+            bound = f"more than {minimum:g}" if strict else f"at least {minimum:g}"
+            raise ManifestError(path, f"defaults.{name}", f"must be {kind}, {bound}; got {value!r}")
+
+    number("trials_per_arm", d.trials_per_arm, 1, False, True)
+    number("trial_timeout_s", d.trial_timeout_s, 0, True, False)
+    number("duration_s", d.duration_s, 0, True, False)
+    number("max_cycles", d.max_cycles, 0, False, True)
+    number("jobs", d.jobs, 1, False, True)
 
 
 def find_repo_root(start: Path) -> Path | None:
@@ -318,6 +343,9 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
         raise ManifestError(path, "CASE", "must be a gpurepro.manifest.Case")
     object.__setattr__(case, "path", path)
     validate(case, path)
+    if case.name != path.parent.name:
+        raise ManifestError(path, "name", f"{case.name!r} differs from its folder "
+                            f"{path.parent.name!r}; a case is named by its folder")
     return case
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,21 @@ from .journal import Journal
 from .manifest import Case, TrialBudget, TrialContext
 from .plan import Plan, PlannedTrial
 from .progress import Progress
-from .trial import run_trial
+from .trial import TrialCancelled, run_trial
+from .watchdog import RUN_ID_VARIABLE
 
-# Exit statuses of `gpurepro run` (and the nox sessions), documented in the README.
+# Exit statuses of `gpurepro run` (and the nox sessions), documented in the README. 3 is
+# nox's own "no such session", so "no driver" is 5.
 EXIT_OK = 0
-EXIT_NO_DRIVER = 3  # no CUDA driver / no GPU: nothing was run
+EXIT_ERROR = 1  # bad manifest, failed build, harness error
+EXIT_USAGE = 2
 EXIT_UNSUPPORTED = 4  # a GPU is present but the case cannot run on it; result written
-EXIT_INTERRUPTED = 130
+EXIT_NO_DRIVER = 5  # no CUDA driver / no GPU: nothing was run
+EXIT_INTERRUPTED = 130  # 128 + SIGINT; SIGTERM gives 143, SIGHUP 129
+
+
+def exit_for_signal(signum: int) -> int:
+    return 128 + signum
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,8 @@ class RunOptions:
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () = leave as is
     redact: bool = False
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Tags every trial process (and what it forks) for the watchdog; see watchdog.py.
+    run_id: str | None = None
 
 
 @dataclass
@@ -142,6 +154,8 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
     env = {**os.environ, **opts.extra_env, **cmd.env}
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
+    if opts.run_id:
+        env[RUN_ID_VARIABLE] = opts.run_id
     done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse, on_line=on_line,
                      cancel=cancel)
     result = classify(done.observed, case.exposure.counter)
@@ -179,14 +193,51 @@ def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
 ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
 
 
+class HarnessError(RuntimeError):
+    """Our fault, never the bug's: a worker raised, or the journal could not be written."""
+
+
+class Stopped(Exception):
+    """SIGINT/SIGTERM/SIGHUP reached the harness; ``signum`` says which."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def stop_signals() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP (like SIGINT) into an exception in the main thread.
+
+    Without this, SIGTERM would end the interpreter at once and leave the running trials'
+    process groups behind (the watchdog would still sweep them, but the harness should not
+    rely on its backstop)."""
+    def raise_stopped(signum: int, _frame: object) -> None:
+        raise Stopped(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, raise_stopped)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                  journal: Journal, opts: RunOptions, done: Sequence[dict[str, Any]] = (),
                  arm_still_needed: ArmFilter | None = None,
                  progress: Progress | None = None) -> list[dict[str, Any]]:
     """Run every planned trial not already in ``done``; return all records (old and new).
 
-    Each record is journaled (flushed) before the worker takes its next trial; on Ctrl-C the
-    running trials are killed and KeyboardInterrupt propagates with the journal intact.
+    Each record is journaled (flushed) before the worker takes its next trial. On SIGINT,
+    SIGTERM or SIGHUP every running trial's process group is killed, nothing is journaled for
+    those trials (they rerun at resume), and ``Stopped`` propagates once every worker has
+    ended. A worker that raises, or a journal that cannot be written, stops the run too and
+    raises ``HarnessError``.
     """
     records = list(done)
     finished = {r["index"] for r in records}
@@ -199,7 +250,7 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
     gpus: list[str | None] = list(opts.gpus) or [None]
     slots = [(gpu, j) for gpu in gpus for j in range(max(1, opts.jobs))]
     progress = progress or Progress(plan, records)
-    errors: list[BaseException] = []
+    failures: list[str] = []  # why the harness itself failed; read after the workers end
 
     def worker(slot: int, gpu: str | None) -> None:
         while not cancel.is_set():
@@ -216,29 +267,50 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
             try:
                 rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                                     gpu, slot, cancel)
-            except KeyboardInterrupt:
+            except TrialCancelled:
                 return
-            except BaseException as exc:  # keep the other workers going; record our fault
-                errors.append(exc)
+            except Exception as exc:  # our bug: recorded for this trial, and the run fails
+                failures.append(f"trial {planned.index} ({planned.arm}): {type(exc).__name__}: {exc}")
                 rec = {**unsupported_record(planned, ""), "outcome": "harness_error",
                        "detail": f"{type(exc).__name__}: {exc}", "spawned": True}
             with lock:
-                journal.append_trial(rec)
+                try:
+                    journal.append_trial(rec)
+                except OSError as exc:
+                    failures.append(f"cannot write the journal {journal.path}: "
+                                    f"{exc.strerror or exc}")
+                    cancel.set()
+                    return
                 records.append(rec)
             progress.finished(rec)
 
-    threads = [threading.Thread(target=worker, args=(i, g), daemon=True)
+    threads = [threading.Thread(target=worker, args=(i, g), daemon=True, name=f"trial-worker-{i}")
                for i, (g, _) in enumerate(slots)]
     with progress:
-        for t in threads:
-            t.start()
         try:
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(timeout=0.2)
-        except KeyboardInterrupt:
-            cancel.set()
             for t in threads:
-                t.join(timeout=10)
+                t.start()
+            _wait(threads)
+        except (KeyboardInterrupt, Stopped):
+            cancel.set()
+            _wait_through_signals([t for t in threads if t.ident is not None])
             raise
+    if failures:
+        raise HarnessError(f"{failures[0]}" + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""))
     return records
+
+
+def _wait(threads: Sequence[threading.Thread]) -> None:
+    for t in threads:
+        while t.is_alive():
+            t.join(timeout=0.2)
+
+
+def _wait_through_signals(threads: Sequence[threading.Thread]) -> None:
+    """Wait for the workers to kill their trials and end, even through a second Ctrl-C."""
+    while True:
+        try:
+            _wait(threads)
+            return
+        except (KeyboardInterrupt, Stopped):
+            continue

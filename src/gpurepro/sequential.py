@@ -31,7 +31,15 @@ class Design:
 
     @property
     def looks(self) -> list[int]:
-        return list(range(self.step, self.max_trials + 1, self.step)) or [self.max_trials]
+        """Every ``step`` valid trials, and always at ``max_trials`` (the last look)."""
+        looks = list(range(self.step, self.max_trials, self.step))
+        return [*looks, self.max_trials]
+
+    @classmethod
+    def from_description(cls, described: Mapping[str, Any]) -> Design:
+        """The design a journal or document recorded (a resumed run continues it)."""
+        return cls(alpha=float(described["alpha"]), step=int(described["step"]),
+                   max_trials=int(described["max_trials"]))
 
     @property
     def alpha_per_look(self) -> float:
@@ -41,7 +49,8 @@ class Design:
         return {"method": ("group-sequential: at each pre-declared look, the exact conditional rate test "
                            "(Fisher's exact test where no exposure is recorded) at a Bonferroni-split "
                            "alpha; futility stop in the Fisher mode"),
-                "alpha": self.alpha, "looks": self.looks, "alpha_per_look": self.alpha_per_look}
+                "alpha": self.alpha, "step": self.step, "max_trials": self.max_trials,
+                "looks": self.looks, "alpha_per_look": self.alpha_per_look}
 
 
 def _counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str]) -> tuple[int, int, float]:
@@ -126,7 +135,14 @@ class Sequential:
             return arm not in self.decisions
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.design.describe(), "decisions": dict(self.decisions)}
+        return {**self.design.describe(), "decisions": dict(self.decisions),
+                "looked": dict(self._looked)}
+
+    def restore(self, journaled: Mapping[str, Any] | None) -> None:
+        """Continue from the decisions and looks a journal recorded before an interruption."""
+        if journaled:
+            self.decisions.update(journaled.get("decisions") or {})
+            self._looked.update(journaled.get("looked") or {})
 
 
 def simulate_false_decision_rate(p: float, design: Design, runs: int, seed: int = 0,

@@ -22,6 +22,10 @@ from .classify import Observed, find_crash_record, parse_json_lines
 STDERR_TAIL = 4000
 
 
+class TrialCancelled(Exception):
+    """The run is stopping: the trial was killed and must not be recorded (it reruns at resume)."""
+
+
 @dataclass
 class Finished:
     observed: Observed
@@ -100,13 +104,18 @@ def run_trial(
             proc.wait()
             break
         if cancel is not None and cancel.is_set():
-            _kill_group(proc.pid)
-            proc.wait()
-            raise KeyboardInterrupt
+            break
     duration = time.monotonic() - started
-    # The leader is gone; whatever it left behind in its group goes too, which also closes
-    # the pipes the readers are waiting on.
+    # The leader is gone (or the run is stopping); whatever it left behind in its group goes
+    # too, which also closes the pipes the readers are waiting on.
     _kill_group(proc.pid)
+    if cancel is not None and cancel.is_set():
+        # Stopped from outside (Ctrl-C, SIGTERM): whatever the process did last, its end was
+        # caused by the stop, not by the bug. Nothing of it is recorded.
+        proc.wait()
+        for r in readers:
+            r.join(timeout=5)
+        raise TrialCancelled(argv[0])
     for r in readers:
         r.join(timeout=5)
 
