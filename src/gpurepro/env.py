@@ -15,11 +15,88 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-ENV_PREFIXES = ("CUDA_", "NVIDIA_", "CUTILE_", "TILEIR_", "NCCL_", "PTXAS_")
-ENV_EXTRA = ("LD_PRELOAD",)
+# The environment variables a record keeps: an explicit allow-list of names known to change how
+# a GPU program behaves, or to say which stack it ran on, and whose values are not private.
+# Kept by name, never by prefix: a prefix also catches NVIDIA_API_KEY or CUDA_TOKEN. Variables
+# that only name a local directory (CUDA_CACHE_PATH, CUDA_TILE_DUMP_*, LD_LIBRARY_PATH,
+# CUDA_MPS_PIPE_DIRECTORY) are left out: they say where, not what, and the facts they lead to
+# (driver version, toolchain versions) are recorded directly.
+ENV_ALLOWED = (
+    # Which devices the process sees, and in which order: decide what "device 0" is.
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",  # the container runtime's view of the same
+    "NVIDIA_DRIVER_CAPABILITIES",  # which driver libraries the container runtime mounted
+    # Launch and module-loading behaviour: serialising launches or loading modules eagerly can
+    # hide or expose a race (the load/launch/unload cases depend on both).
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "CUDA_MODULE_DATA_LOADING",
+    "CUDA_DEVICE_MAX_CONNECTIONS",  # hardware work queues: how much really runs concurrently
+    "CUDA_DEVICE_MAX_COPY_CONNECTIONS",
+    "CUDA_SCALE_LAUNCH_QUEUES",  # launch queue depth
+    # Which code runs: the JIT cache and forcing PTX JIT replace the SASS that was built.
+    "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_MAXSIZE",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_FORCE_JIT",
+    "CUDA_DISABLE_PTX_JIT",
+    "CUDA_DISABLE_JIT",
+    "CUDA_MANAGED_FORCE_DEVICE_ALLOC",  # unified-memory placement
+    "CUDA_ENABLE_COREDUMP_ON_EXCEPTION",  # changes what a device exception does to the process
+    "NVIDIA_TF32_OVERRIDE",  # changes the arithmetic of float32 matmuls
+    # The toolkit the container image or the user points at (a path under $HOME is redacted).
+    "CUDA_VERSION",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    # cuda-tile (cuda.tile) switches that change the Tile IR it emits or how it compiles.
+    # (CUDA_TILE_TESTING_DISABLE_TOKEN_ORDER matters too, but its name contains TOKEN and the
+    # secret-name rule has no exceptions.)
+    "CUDA_TILE_TESTING_DISABLE_DIV",
+    "EXPERIMENTAL_CUDA_TILE_DEBUG_BUILD",  # tileiras at -O0
+    "CUDA_TILE_COMPILER_TIMEOUT_SEC",
+    "CUDA_TILE_ENABLE_CRASH_DUMP",
+    "CUDA_TILE_LOGS",
+    # NCCL, for multi-GPU cases: the transport and algorithm choices and the library version.
+    "NCCL_VERSION",
+    "NCCL_DEBUG",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_CUMEM_ENABLE",
+    # Interposed libraries run inside the process under test (crash handlers, sanitizers,
+    # profilers injected through CUDA_INJECTION64_PATH): they change timing and symbols.
+    "LD_PRELOAD",
+    "CUDA_INJECTION64_PATH",
+)
+
+# A name that looks like it holds a secret is never recorded, redacted or not, allowed or not.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+# Values that are secrets whatever their name: NVIDIA API keys, GitHub tokens, AWS access key
+# ids, Slack tokens, OpenAI/Anthropic-style keys, Hugging Face and GitLab tokens.
+SECRET_VALUE = re.compile(
+    r"(?<![\w-])(?:nvapi-[\w-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abposr]-[\w-]{10,}|sk-[\w-]{20,}|hf_[A-Za-z0-9]{20,}"
+    r"|glpat-[\w-]{20,})"
+)
+SECRET_MASK = "<secret>"
+# A home directory: /home/<user>, /Users/<user>, /root (not inside a longer path or a URL).
+HOME_PATH = re.compile(r"(?<![\w.~/-])(?:/home/[^/\s:'\",;=]+|/Users/[^/\s:'\",;=]+|/root)(?![\w.-])")
+# An absolute path into some checkout of this repository: its prefix up to the first build/,
+# cases/ or native/ component. The prefix is what a portable record drops.
+CHECKOUT_PREFIX = re.compile(
+    r"(?<![\w.~/-])(?:/[^/\s:'\",;=]+)+?/(?=(?:build|cases|native)/)"
+)
+# Keys under which a record holds environment variables (a trial's own env, the run's extra env);
+# plus environment/environment in the fingerprint.
+ENV_KEYS = ("env", "extra_env")
 
 
 def _run(argv: list[str], timeout: float = 10.0) -> str | None:
@@ -190,13 +267,38 @@ def _git(root: Path) -> dict[str, Any]:
     return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
 
 
-def environment_variables(environ: dict[str, str] | None = None) -> dict[str, str]:
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name looks like it holds a secret (KEY, TOKEN, ...)."""
+    return bool(SECRET_NAME.search(name))
+
+
+def secret_values(text: str) -> list[str]:
+    """The secret-looking tokens in ``text`` (nvapi-..., ghp_..., AKIA..., sk-..., ...)."""
+    return SECRET_VALUE.findall(text)
+
+
+def mask_secrets(text: str) -> str:
+    return SECRET_VALUE.sub(SECRET_MASK, text)
+
+
+def environment_variables(environ: Mapping[str, str] | None = None,
+                          root: Path | None = None) -> dict[str, str]:
+    """The allow-listed variables that are set, never one with a secret-looking name; values
+    with paths made portable (see ``portable_text``) and secret-looking tokens masked."""
     environ = dict(os.environ if environ is None else environ)
     return {
-        k: v
+        k: mask_secrets(portable_text(v, root))
         for k, v in sorted(environ.items())
-        if k.startswith(ENV_PREFIXES) or k in ENV_EXTRA
+        if k in ENV_ALLOWED and not is_secret_name(k)
     }
+
+
+def trial_env(env: Mapping[str, str], root: Path | None = None,
+              redact: bool = False) -> dict[str, str]:
+    """A trial's own environment (the manifest's per-trial env) as it may be recorded: every
+    variable kept except those with secret-looking names; values as ``clean_text`` makes them."""
+    return {str(k): clean_text(str(v), root, redact)
+            for k, v in env.items() if not is_secret_name(str(k))}
 
 
 def fingerprint(root: Path | None = None, redact: bool = False,
@@ -215,27 +317,102 @@ def fingerprint(root: Path | None = None, redact: bool = False,
         },
         "gpu": gpu_info if gpu_info is not None else gpus(),
         "repository": _git(root),
-        "environment": environment_variables(),
+        "environment": environment_variables(root=root),
         "redacted": False,
     }
     return redact_fingerprint(fp) if redact else fp
 
 
-_HOME = re.compile(r"(/home/[^/\s:]+|/Users/[^/\s:]+|/root)(?=/|\b)")
+# Not preceded by what would make the match the inside of a longer path, word or URL.
+_NOT_INSIDE = r"(?<![\w.~/-])"
 
 
-def redact_text(text: str) -> str:
-    text = text.replace(socket.gethostname(), "<host>") if socket.gethostname() else text
-    home = os.path.expanduser("~")
+def _path_re(path: str) -> re.Pattern[str]:
+    """``path`` as a whole path: not inside a longer one, not followed by more of its name."""
+    return re.compile(_NOT_INSIDE + re.escape(path.rstrip("/")) + r"(?=/|[^\w.-]|$)")
+
+
+def portable_text(text: str, root: Path | str | None = None, home: str | None = None) -> str:
+    """Paths made portable: inside the checkout ``root`` relative to it (``root`` itself is
+    "."), the home directory (default: this user's) as ``~``."""
+    if root is not None:
+        for r in dict.fromkeys((str(root).rstrip("/"), os.path.realpath(root))):
+            if r and r != "/":
+                text = re.sub(_NOT_INSIDE + re.escape(r) + "/", "", text)
+                text = _path_re(r).sub(".", text)
+    home = os.path.expanduser("~") if home is None else home
     if home and home != "/":
-        text = text.replace(home, "~")
-    return _HOME.sub("~", text)
+        text = _path_re(home).sub("~", text)
+    return text
+
+
+def foreign_checkout_text(text: str) -> str:
+    """Absolute paths into any checkout (``/x/y/build/...``, ``cases/``, ``native/``) made
+    relative to it: a record made in another clone carries that clone's location otherwise."""
+    return CHECKOUT_PREFIX.sub("", text)
+
+
+def _host_re(host: str) -> re.Pattern[str]:
+    # The hostname as a whole token: not part of a longer word, file name or path component
+    # (hostname "vm" must leave libnvvm.so and vm.so alone; "user@vm:" and "/tmp/vm/" change).
+    return re.compile(r"(?<![\w-])(?<!\w\.)" + re.escape(host) + r"(?![\w-])(?!\.\w)")
+
+
+def redact_text(text: str, hostname: str | None = None, home: str | None = None) -> str:
+    """The hostname (default: this machine's) as ``<host>``, whole tokens only; the home
+    directory (default: this user's) and any /home/<user>, /Users/<user>, /root as ``~``."""
+    host = socket.gethostname() if hostname is None else hostname
+    if host and host not in ("localhost", "redacted"):
+        names = [host] + ([host.split(".")[0]] if "." in host else [])
+        for name in names:
+            if name:
+                text = _host_re(name).sub("<host>", text)
+    home = os.path.expanduser("~") if home is None else home
+    if home and home != "/":
+        text = _path_re(home).sub("~", text)
+    return HOME_PATH.sub("~", text)
+
+
+def clean_text(text: str, root: Path | str | None = None, redact: bool = False,
+               hostname: str | None = None, foreign: bool = False) -> str:
+    """Every rule for text a record keeps: portable paths (and, with ``foreign``, paths into
+    other checkouts), secret-looking tokens masked, and with ``redact`` the hostname and homes."""
+    if foreign:
+        text = foreign_checkout_text(text)
+    text = mask_secrets(portable_text(text, root))
+    return redact_text(text, hostname) if redact else text
+
+
+def portable_value(value: Any, root: Path | str | None = None, redact: bool = False,
+                   hostname: str | None = None, foreign: bool = False,
+                   _key: str | None = None, _parent: str | None = None) -> Any:
+    """``clean_text`` over every string of a JSON value (keys are left alone), and every
+    environment dict in it (under "env", "extra_env", or environment/environment) without its
+    secret-named variables."""
+    if isinstance(value, str):
+        return clean_text(value, root, redact, hostname, foreign)
+    if isinstance(value, Mapping):
+        is_env = _key in ENV_KEYS or (_key == "environment" and _parent == "environment")
+        return {k: portable_value(v, root, redact, hostname, foreign, str(k), _key)
+                for k, v in value.items() if not (is_env and is_secret_name(str(k)))}
+    if isinstance(value, list | tuple):
+        return [portable_value(v, root, redact, hostname, foreign, None, _key) for v in value]
+    return value
+
+
+def portable_trial(record: Mapping[str, Any], root: Path | str, redact: bool = False) -> dict[str, Any]:
+    """A trial record as it may be journaled: its ``env`` without secret-named variables, and in
+    every string (``command``, ``env`` values, ``stderr_tail``, ``detail``) paths inside ``root``
+    relative, the home directory as ``~``, secret-looking tokens masked; with ``redact`` also
+    the hostname and any home directory."""
+    return portable_value(dict(record), root, redact)
 
 
 def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
     out = dict(fp)
     out["host"] = {**fp["host"], "hostname": "redacted"}
-    out["environment"] = {k: redact_text(v) for k, v in fp.get("environment", {}).items()}
+    out["environment"] = {k: redact_text(v, fp["host"].get("hostname"))
+                          for k, v in fp.get("environment", {}).items() if not is_secret_name(k)}
     out["redacted"] = True
     return out
 

@@ -99,13 +99,39 @@ def _observation_counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
     return {k: dict(sorted(v.items())) for k, v in counts.items()}
 
 
-def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
-                failure_outcomes: Sequence[str], exposure_unit: str, per: float) -> dict[str, Any]:
-    outcomes = Counter(t["outcome"] for t in trials)
+def split_trials(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]
+                 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(valid, failed, censored): the trials that are evidence, and of those the failures and
+    the right-censored rest."""
     valid = [t for t in trials if t["outcome"] in EVIDENCE]
     failed = [t for t in valid if t["outcome"] in failure_outcomes]
     censored = [t for t in valid if t["outcome"] not in failure_outcomes]
-    exposure = float(sum(t.get("exposure") or 0 for t in valid))
+    return valid, failed, censored
+
+
+def arm_counts(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]) -> dict[str, Any]:
+    """The counts of an arm's summary: n, outcomes, n_valid, failures, exposure total."""
+    valid, failed, _ = split_trials(trials, failure_outcomes)
+    return {"n": len(trials), "outcomes": dict(sorted(Counter(t["outcome"] for t in trials).items())),
+            "n_valid": len(valid), "failures": len(failed),
+            "exposure_total": float(sum(t.get("exposure") or 0 for t in valid))}
+
+
+def trials_by_arm(trials: Sequence[Mapping[str, Any]], arms: Sequence[str]
+                  ) -> dict[str, list[Mapping[str, Any]]]:
+    """Trials grouped by arm: every arm in ``arms`` (maybe with none), then any other arm met."""
+    by_arm: dict[str, list[Mapping[str, Any]]] = {a: [] for a in arms}
+    for t in trials:
+        by_arm.setdefault(t["arm"], []).append(t)
+    return by_arm
+
+
+def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
+                failure_outcomes: Sequence[str], exposure_unit: str, per: float) -> dict[str, Any]:
+    counts = arm_counts(trials, failure_outcomes)
+    outcomes = counts["outcomes"]
+    valid, failed, censored = split_trials(trials, failure_outcomes)
+    exposure = counts["exposure_total"]
     errors: Counter[str] = Counter()
     for t in trials:
         if t["outcome"] == "cuda_error":
@@ -115,7 +141,7 @@ def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
     return {
         "factors": dict(factors),
         "n": len(trials),
-        "outcomes": dict(sorted(outcomes.items())),
+        "outcomes": outcomes,
         "n_valid": len(valid),
         "failures": len(failed),
         "proportion": proportion(len(failed), len(valid)),
@@ -185,9 +211,7 @@ def per_gpu(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]
 def analyze(trials: Sequence[Mapping[str, Any]], arms: Mapping[str, Mapping[str, Any]],
             baseline: str, failure_outcomes: Sequence[str], exposure_unit: str,
             per: float = 1e6) -> dict[str, Any]:
-    by_arm: dict[str, list[Mapping[str, Any]]] = {a: [] for a in arms}
-    for t in trials:
-        by_arm.setdefault(t["arm"], []).append(t)
+    by_arm = trials_by_arm(trials, list(arms))
     summaries = {a: arm_summary(ts, arms.get(a, {}), failure_outcomes, exposure_unit, per)
                  for a, ts in by_arm.items()}
     comparisons = {}

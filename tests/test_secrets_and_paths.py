@@ -1,0 +1,183 @@
+"""Nothing private in a record: environment allow-list, secret names, hostname, paths, scrub."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from gpurepro import env
+from gpurepro.scrub import scrub_file
+
+SECRETS = {"NVIDIA_API_KEY": "nvapi-" + "x" * 40, "CUDA_TOKEN": "abc", "NCCL_PASSWORD": "p",
+           "cuda_secret": "s", "NVIDIA_AUTH": "a", "CUDA_COOKIE": "c", "GH_CREDENTIALS": "g"}
+
+
+def test_environment_keeps_only_allowed_names():
+    environ = {"CUDA_VISIBLE_DEVICES": "0,1", "CUDA_LAUNCH_BLOCKING": "1", "LD_PRELOAD": "/x/y.so",
+               "NVIDIA_DRIVER_CAPABILITIES": "compute", "CUDA_SOMETHING_NEW": "1",
+               "NVIDIA_REQUIRE_CUDA": "cuda>=13.0 brand=tesla", "HOME": "/home/alice",
+               "PATH": "/usr/bin", "AWS_ACCESS_KEY_ID": "AKIA" + "A" * 16, **SECRETS}
+    got = env.environment_variables(environ)
+    assert got == {"CUDA_LAUNCH_BLOCKING": "1", "CUDA_VISIBLE_DEVICES": "0,1",
+                   "LD_PRELOAD": "/x/y.so", "NVIDIA_DRIVER_CAPABILITIES": "compute"}
+
+
+def test_allow_list_holds_no_secret_looking_name():
+    assert not [n for n in env.ENV_ALLOWED if env.is_secret_name(n)]
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_secret_names_are_never_recorded(monkeypatch, redact):
+    for k, v in SECRETS.items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    fp = env.fingerprint(Path.cwd(), redact=redact, gpu_info={"available": False, "gpus": []})
+    text = json.dumps(fp)
+    assert fp["environment"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert not [k for k in SECRETS if k in text]
+    assert "nvapi-" not in text
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_trial_env_drops_secret_names_and_masks_tokens(redact):
+    got = env.trial_env({**SECRETS, "LD_PRELOAD": "/repo/build/a.so", "X": "ghp_" + "a" * 36},
+                        root=Path("/repo"), redact=redact)
+    assert got == {"LD_PRELOAD": "build/a.so", "X": env.SECRET_MASK}
+
+
+def test_hostname_is_replaced_only_as_a_whole_token():
+    text = "libnvvm.so vm.so vm-2 /opt/vm1 user@vm: ran on vm, /tmp/vm/x"
+    assert env.redact_text(text, hostname="vm", home="/home/bob") == (
+        "libnvvm.so vm.so vm-2 /opt/vm1 user@<host>: ran on <host>, /tmp/<host>/x")
+
+
+def test_redact_text_default_hostname_keeps_longer_words(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    assert env.redact_text("/usr/lib/libnvvm.so on vm") == "/usr/lib/libnvvm.so on <host>"
+
+
+def test_home_directories_are_redacted():
+    text = "/home/alice/x /Users/bob /root/.cache /rootfs/y https://github.com/root/z"
+    assert env.redact_text(text, hostname="", home="/home/carol") == (
+        "~/x ~ ~/.cache /rootfs/y https://github.com/root/z")
+
+
+def test_portable_text():
+    root = "/srv/ci/gpurepro"
+    text = (f"{root}/build/a.so:{root}/cases/x --root={root} {root}line/x "
+            "/home/u/.cache/y /home/u /home/uu")
+    assert env.portable_text(text, root, home="/home/u") == (
+        "build/a.so:cases/x --root=. /srv/ci/gpurepro" "line/x ~/.cache/y ~ /home/uu")
+
+
+def test_portable_trial_record():
+    rec = {"index": 0, "command": ["/repo/build/h", "--cubin", "/repo/build/k.cubin"],
+           "env": {"LD_PRELOAD": "/repo/build/p.so", "NVIDIA_API_KEY": "nvapi-" + "k" * 30},
+           "stderr_tail": "fault in /repo/build/h on gpu7 (" + "sk-" + "z" * 30 + ")",
+           "exposure": 3}
+    got = env.portable_trial(rec, Path("/repo"), redact=False)
+    assert got["command"] == ["build/h", "--cubin", "build/k.cubin"]
+    assert got["env"] == {"LD_PRELOAD": "build/p.so"}
+    assert got["stderr_tail"] == f"fault in build/h on gpu7 ({env.SECRET_MASK})"
+    assert got["exposure"] == 3 and rec["env"]["NVIDIA_API_KEY"]  # the input is left alone
+
+
+def test_foreign_checkout_paths():
+    text = ("/builds/ci/clone/build/tests/build/x.so:/a/b/cases/c/manifest.py "
+            "https://github.com/o/r/blob/main/native/x.cc build/y /usr/lib/libc.so.6")
+    assert env.foreign_checkout_text(text) == (
+        "build/tests/build/x.so:cases/c/manifest.py "
+        "https://github.com/o/r/blob/main/native/x.cc build/y /usr/lib/libc.so.6")
+
+
+FOREIGN = "/mnt/alice-ci/gpurepro"
+
+
+def _header():
+    return {"kind": "gpurepro.journal", "case": "c", "started_at": "2026-01-01T00:00:00Z",
+            "environment": {"host": {"hostname": "gpu-node-17", "os": "x"},
+                            "environment": {"CUDA_VISIBLE_DEVICES": "0", "CUDA_TOKEN": "t",
+                                            "CUDA_HOME": "/home/alice/cuda"},
+                            "redacted": False},
+            "options": {"extra_env": {"NVIDIA_API_KEY": "k"}}}
+
+
+def _trial(i):
+    return {"kind": "trial", "index": i, "arm": "a", "outcome": "crashed",
+            "command": [f"{FOREIGN}/build/x/host", "--n", "3"],
+            "env": {"LD_PRELOAD": f"{FOREIGN}/build/x/crash.so", "MY_SECRET": "s"},
+            "stderr_tail": "SIGSEGV on gpu-node-17 in libnvvm.so at /usr/lib/libcuda.so.1"}
+
+
+def test_scrub_journal(tmp_path):
+    path = tmp_path / "r.journal.jsonl"
+    lines = [json.dumps(o, sort_keys=True, separators=(",", ":")) for o in (_header(), _trial(0), _trial(1))]
+    path.write_text("\n".join(lines) + "\n" + '{"kind":"trial","ind')  # a torn last line
+    assert scrub_file(path, tmp_path, redact=True) is True
+    out = path.read_text().split("\n")
+    assert out[-1] == '{"kind":"trial","ind'
+    header, t0, t1 = (json.loads(x) for x in out[:3])
+    assert out[1] == json.dumps(t0, sort_keys=True, separators=(",", ":"))
+    assert header["environment"]["host"]["hostname"] == "redacted"
+    assert header["environment"]["redacted"] is True
+    assert header["environment"]["environment"] == {"CUDA_HOME": "~/cuda", "CUDA_VISIBLE_DEVICES": "0"}
+    assert header["options"]["extra_env"] == {}
+    assert t0["command"] == ["build/x/host", "--n", "3"]
+    assert t0["env"] == {"LD_PRELOAD": "build/x/crash.so"}
+    assert t1["stderr_tail"] == "SIGSEGV on <host> in libnvvm.so at /usr/lib/libcuda.so.1"
+    before = path.read_bytes()
+    assert scrub_file(path, tmp_path, redact=True) is False  # idempotent
+    assert path.read_bytes() == before
+
+
+def test_scrub_journal_without_redaction_keeps_the_hostname(tmp_path):
+    path = tmp_path / "r.journal.jsonl"
+    path.write_text("\n".join(json.dumps(o, sort_keys=True, separators=(",", ":"))
+                              for o in (_header(), _trial(0))) + "\n")
+    assert scrub_file(path, tmp_path, redact=False) is True
+    header, t0 = (json.loads(x) for x in path.read_text().splitlines())
+    assert header["environment"]["host"]["hostname"] == "gpu-node-17"
+    assert "CUDA_TOKEN" not in header["environment"]["environment"]
+    assert t0["env"] == {"LD_PRELOAD": "build/x/crash.so"}
+    assert "gpu-node-17" in t0["stderr_tail"]
+
+
+def test_scrub_document(tmp_path):
+    doc = {"schema": "gpurepro/result/1", "zeta": 1, "alpha": [1.5, None, True],
+           "environment": _header()["environment"],
+           "trials": [{k: v for k, v in _trial(i).items() if k != "kind"} for i in range(2)],
+           "journal": "results/c/r.journal.jsonl", "case": {"report_url": "https://x.org/root/build/1"}}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    assert scrub_file(path, tmp_path, redact=True) is True
+    text = path.read_text()
+    got = json.loads(text)
+    assert text == json.dumps(got, indent=1) + "\n"
+    assert list(got) == list(doc)  # key order kept
+    assert FOREIGN not in text and "gpu-node-17" not in text and "/home/alice" not in text
+    assert "CUDA_TOKEN" not in text and "MY_SECRET" not in text
+    assert got["trials"][1]["env"] == {"LD_PRELOAD": "build/x/crash.so"}
+    assert {k: got[k] for k in ("zeta", "alpha", "journal", "case")} == {
+        k: doc[k] for k in ("zeta", "alpha", "journal", "case")}
+    before = path.read_bytes()
+    assert scrub_file(path, tmp_path, redact=True) is False
+    assert path.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp file left
+
+
+def test_scrub_leaves_a_clean_document_byte_for_byte(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"schema":  "gpurepro/result/1", "trials": []}\n')  # not the writer's layout
+    before = path.read_bytes()
+    assert scrub_file(path, tmp_path, redact=False) is False
+    assert path.read_bytes() == before
+
+
+def test_scrub_makes_paths_inside_the_given_root_relative(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"x": f"{tmp_path}/schema/result.schema.json"}, indent=1) + "\n")
+    assert scrub_file(path, tmp_path, redact=False) is True
+    assert json.loads(path.read_text()) == {"x": "schema/result.schema.json"}
