@@ -5,6 +5,29 @@ target, the exact version strings of its tools and the resolved versions of the 
 and the keys of the artifacts it depends on. An unchanged key reuses the earlier output.
 The index ``build/<case>/<target>/artifacts.json`` is what the run stage reads: it works from a
 prebuilt build/ on a GPU node with no toolchain and no network.
+
+Reproducible builds: the same key gives byte-identical outputs in any checkout folder, so a
+committed run's sha256 can be checked against a fresh clone's build. Every command runs with
+cwd = repository root and placeholders expand to paths relative to it; on top of that:
+
+- g++ gets ``-ffile-prefix-map=<root>=.`` (``__FILE__``, debug info, ``DW_AT_comp_dir``).
+- nvcc gets, through its documented ``NVCC_APPEND_FLAGS`` (so nvcc run by a case script is
+  covered too), ``--keep --keep-dir <fresh temp dir>``: without it the host object's file
+  symbol is ``tmpxft_<pid>_..._x.cudafe1.cpp`` and every executable differs from the last; and
+  ``-Xcompiler=-ffile-prefix-map=<root>=.``. Device line info (``-lineinfo``, ``-G``) cannot be
+  remapped: cicc writes the absolute folder and the source's mtime into ``.debug_line``, so
+  artifact commands must not ask for it.
+- A Python build script (``{python} path/to/script.py ...``) runs through a small runner that
+  compiles it under the name ``gpurepro/<path>``: Python would otherwise name its code by the
+  absolute path (``__main__`` is absolute since 3.9), and cuda.tile puts that name into the
+  Tile IR debug locations, which tileiras copies into the cubin's ``.debug_line``. The name is
+  deliberately not a path that resolves from the root: tileiras stamps the mtime and size of
+  any source it can open there, and a checkout's mtimes differ. ``__file__``, ``sys.argv`` and
+  ``sys.path[0]`` are what ``python script.py`` gives. Modules the script imports keep their
+  real paths (a kernel must live in the script itself to be reproducible).
+- ``CUDA_TILE_CACHE_DIR=off``: cuda.tile's cubin cache (``~/.cache/cutile-python``) is keyed on
+  the bytecode only and lives outside build/; ``SOURCE_DATE_EPOCH=0`` for anything that stamps
+  dates; ``NVCC_PREPEND_FLAGS`` from the caller's environment is dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +37,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -24,6 +48,30 @@ from .manifest import PLACEHOLDER, Artifact, Case
 
 INDEX_NAME = "artifacts.json"
 PLACEHOLDER_TOOLS = {"python", "nvcc", "tileiras", "gxx", "cuobjdump", "nvdisasm", "ptxas"}
+# Bump when the way commands run changes their outputs: it is part of every key.
+RECIPE = "reproducible-1"
+# The name Python build scripts' code carries: gpurepro/<path from the repository root>.
+SCRIPT_PREFIX = "gpurepro"
+# Environment every command gets (an artifact's own env still wins).
+BUILD_ENV = {"CUDA_TILE_CACHE_DIR": "off", "SOURCE_DATE_EPOCH": "0"}
+
+# `python -c` program that runs sys.argv[2] as __main__ with its code named sys.argv[1]. The
+# source goes into linecache, so inspect (cuda.tile reads kernels' source) and tracebacks work.
+_SCRIPT_RUNNER = """\
+import builtins, importlib.util, linecache, os, sys, types
+shown, script = sys.argv[1], sys.argv[2]
+with open(script, 'rb') as fh:
+    raw = fh.read()
+text = importlib.util.decode_source(raw)
+linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)
+code = compile(raw, shown, 'exec', dont_inherit=True)
+main = types.ModuleType('__main__')
+main.__file__, main.__builtins__, main.__spec__ = script, builtins, None
+sys.modules['__main__'] = main
+sys.argv = [script, *sys.argv[3:]]
+sys.path[0] = os.path.dirname(os.path.realpath(script))
+exec(code, main.__dict__)
+"""
 
 
 class BuildError(RuntimeError):
@@ -157,6 +205,7 @@ def _key(
         "tools": dict(versions),
         "pins": dict(resolved),
         "deps": {d: entries[d]["key"] for d in art.dependencies()},
+        "recipe": RECIPE,
     }
     h.update(json.dumps(material, sort_keys=True).encode())
     for src in sorted(art.sources):
@@ -194,21 +243,53 @@ def _run_command(
     if unknown:
         raise BuildError(f"{art.name}: unknown placeholder(s) {sorted(unknown)} in its command")
     argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in art.command]
-    env = {**os.environ, **art.env}
-    # Tools from wheels find their siblings (cicc, ptxas, headers) relative to themselves.
-    if "nvcc" in values:
-        env["PATH"] = f"{Path(values['nvcc']).parent}{os.pathsep}{env.get('PATH', '')}"
-    log = out_dir / "build.log"
-    with open(log, "w") as fh:
-        fh.write("$ " + " ".join(argv) + "\n")
-        fh.flush()
-        done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                              check=False)
+    plain = argv
+    argv = _reproducible_argv(art, plain, root)
+    with tempfile.TemporaryDirectory(prefix="gpurepro-nvcc-") as keep:
+        env = {k: v for k, v in os.environ.items() if k != "NVCC_PREPEND_FLAGS"}
+        env.update(reproducible_env(root, Path(keep)))
+        env.update(art.env)
+        # Tools from wheels find their siblings (cicc, ptxas, headers) relative to themselves.
+        if "nvcc" in values:
+            env["PATH"] = f"{Path(values['nvcc']).parent}{os.pathsep}{env.get('PATH', '')}"
+        log = out_dir / "build.log"
+        with open(log, "w") as fh:
+            fh.write("$ " + " ".join(plain) + "\n")
+            if argv[1:3] == ["-c", _SCRIPT_RUNNER]:
+                fh.write(f"# ran through the build's script runner, its code named {argv[3]}\n")
+            elif argv != plain:
+                fh.write("# ran as: " + " ".join(argv) + "\n")
+            fh.write("# env: " + " ".join(f"{k}={env[k]}" for k in (*BUILD_ENV, "NVCC_APPEND_FLAGS"))
+                     + "\n")
+            fh.flush()
+            done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                  check=False)
     missing = [o for o in art.outputs if not (out_dir / o).is_file()]
     if done.returncode != 0 or missing:
         tail = log.read_text(errors="replace")[-3000:]
         why = f"exit status {done.returncode}" if done.returncode else f"missing {missing}"
         raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}")
+
+
+def reproducible_env(root: Path, keep_dir: Path) -> dict[str, str]:
+    """Environment that keeps a command's outputs independent of the checkout folder."""
+    nvcc_flags = ["--keep", "--keep-dir", str(keep_dir)]
+    if not any(c.isspace() for c in str(root)):  # NVCC_APPEND_FLAGS splits on blanks
+        nvcc_flags.append(f"-Xcompiler=-ffile-prefix-map={root}=.")
+    return {**BUILD_ENV, "NVCC_APPEND_FLAGS": " ".join(nvcc_flags)}
+
+
+def _reproducible_argv(art: Artifact, argv: list[str], root: Path) -> list[str]:
+    """g++ with the root mapped to ``.``; a Python script through the runner (module docstring)."""
+    if art.command and art.command[0] == "{gxx}":
+        return [argv[0], f"-ffile-prefix-map={root}=.", *argv[1:]]
+    if art.command and art.command[0] == "{python}" and len(argv) > 1 and argv[1].endswith(".py"):
+        script = Path(argv[1])
+        full = script if script.is_absolute() else root / script
+        if full.is_file() and full.resolve().is_relative_to(root):
+            name = f"{SCRIPT_PREFIX}/{full.resolve().relative_to(root).as_posix()}"
+            return [argv[0], "-c", _SCRIPT_RUNNER, name, *argv[1:]]
+    return argv
 
 
 def load_index(build_dir: Path, case: Case, target: str) -> dict[str, Any]:
