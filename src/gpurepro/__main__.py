@@ -1,5 +1,8 @@
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python was still importing: nothing had started
+    sys.exit(130)
 
 sys.exit(main())

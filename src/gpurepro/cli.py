@@ -26,9 +26,17 @@ from .args import (
     positive_int,
 )
 from .build import BuildError, build_case
-from .journal import JournalError, JournalMismatch, merge, read
+from .journal import JournalError, JournalMismatch, read
 from .manifest import Case, ManifestError, find_repo_root, load_case
-from .run import EXIT_ERROR, EXIT_OK, EXIT_USAGE, HarnessError
+from .run import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    HarnessError,
+    Stopped,
+    exit_for_signal,
+    stop_signals,
+)
 from .runner import resolve_target, run_case
 from .toolchain import ToolNotFound
 
@@ -329,8 +337,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         _say(f"gpurepro: error: {exc.strerror or exc}{where}")
         return EXIT_ERROR
+    except Stopped as exc:
+        _say(f"gpurepro: stopped by {exc}")
+        return exit_for_signal(exc.signum)
     except KeyboardInterrupt:
-        _say("gpurepro: interrupted")
+        _say("gpurepro: stopped by SIGINT")
         return 130
     except Exception as exc:
         # RecordError lives with jsonschema, which a bare GPU node may not have.
@@ -346,7 +357,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    status = _dispatch(args)
+    # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is, so a
+    # stop at any moment ends with the cleanup of the step it interrupted and one line.
+    with stop_signals():
+        status = _dispatch(args)
     status_file = getattr(args, "exit_status_file", None)
     if status_file:
         Path(status_file).write_text(f"{status}\n")

@@ -185,7 +185,7 @@ class Journal:
         try:
             written = os.write(self._fd, line)
             if written != len(line):  # a full disk (or a file-size limit) cut the write short
-                raise OSError(errno.ENOSPC, "no space left for a whole journal line", str(self.path))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
             os.fsync(self._fd)
         except OSError:
             # Leave the file on a line boundary: the partial line is no record.

@@ -97,11 +97,6 @@ def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[st
                         native=root / "native", case_dir=case.directory)
 
 
-def _relative(argv: Sequence[str], root: Path) -> list[str]:
-    prefix = str(root) + os.sep
-    return [a.replace(prefix, "") for a in argv]
-
-
 def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A crash record reduced to what is portable: module basenames and offsets."""
     if not crash:
@@ -159,10 +154,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
     done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse, on_line=on_line,
                      cancel=cancel)
     result = classify(done.observed, case.exposure.counter)
-    stderr_tail = done.observed.stderr_tail
-    if opts.redact:
-        stderr_tail = envmod.redact_text(stderr_tail)
-    return {
+    record = {
         **base,
         "outcome": result.outcome,
         "detail": result.detail,
@@ -173,11 +165,14 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "errors": result.errors,
         "crash": crash_summary(done.observed.crash),
         "observations": result.observations,
-        "stderr_tail": _relative([stderr_tail], root)[0][-2000:],
+        "stderr_tail": done.observed.stderr_tail[-2000:],
         "unparsed_lines": done.observed.unparsed_lines,
-        "command": _relative(cmd.argv, root),
+        "command": list(cmd.argv),
         "env": dict(cmd.env),
     }
+    # Checkout paths relative, home as ~, secret-named variables dropped (and, with --redact,
+    # the hostname): the record may end up on a public issue.
+    return envmod.portable_trial(record, root, opts.redact)
 
 
 def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
