@@ -14,12 +14,14 @@ journal="$out/kill_resume.journal.jsonl"
 log="$out/kill_resume.log"
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 
-trial_lines() { grep -c '"kind":"trial"' "$journal" 2>/dev/null || echo 0; }
-trials_running() { ps -eo pid,pgid,stat,etimes,args | grep -E 'build/tile_unload_race/artifacts/(host|seed_repro)/' | grep -v grep; }
-gpu_processes() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader; }
+trial_lines() { local n; n=$(grep -c '"kind":"trial"' "$journal" 2>/dev/null); echo "${n:-0}"; }
+# Paths printed relative to the checkout: the log is committed beside the result.
+portable() { sed "s#$PWD/##g"; }
+trials_running() { ps -eo pid,pgid,stat,etimes,args | grep -E 'build/tile_unload_race/artifacts/(host|seed_repro)/' | grep -v grep | portable; }
+gpu_processes() { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader | portable; }
 
 {
-echo "# $(date -u +%FT%TZ) start: run $* (journal $journal)"
+echo "# $(date -u +%FT%TZ) start: python -m gpurepro run tile_unload_race --arch sm_90 --no-record --redact $* (journal $(basename "$journal"))"
 python3 -m gpurepro run tile_unload_race --arch sm_90 --no-record --redact \
     --journal "$journal" "$@" >"$out/first.stdout" 2>"$out/first.stderr" &
 harness=$!
@@ -37,12 +39,12 @@ echo "# harness $harness killed with SIGKILL (exit status $?)"
 for t in 0.5 2.0; do
   sleep "$t"
   echo "# +${t}s after the kill: trial processes (ps), then GPU compute processes (nvidia-smi):"
-  trials_running || echo "(no trial process)"
+  trials_running | grep . || echo "(no trial process)"
   gpu_processes | grep . || echo "(no GPU compute process)"
 done
 echo "# journal after the kill: $(trial_lines) trial lines"
 python3 -m gpurepro run tile_unload_race --resume "$journal" --no-record >"$out/resume.stdout" 2>"$out/resume.stderr"
 echo "# resume exit status $?; journal: $(trial_lines) trial lines"
-trials_running || echo "(no trial process after the resume)"
+trials_running | grep . || echo "(no trial process after the resume)"
 } >"$log" 2>&1
 cat "$log"
