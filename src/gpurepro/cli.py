@@ -126,7 +126,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     root = _root()
     journals = [Path(j) for j in args.journal]
     header = read(journals[0]).header
-    case = load_case(args.case or header["case"], root)
+    manifest = header.get("manifest")
+    if not args.case and manifest and (root / manifest).is_file():
+        case = load_case(root / manifest, root)
+    else:
+        case = load_case(args.case or header["case"], root)
     out = record_journals(case, journals, root, Path(args.out) if args.out else None,
                           force=args.force)
     return EXIT_OK if out else EXIT_ERROR

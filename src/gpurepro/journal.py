@@ -102,7 +102,7 @@ def read(path: Path) -> Contents:
     """Read a journal without taking it over (for `record`)."""
     path = Path(path)
     if path.is_dir():
-        raise JournalError(f"{path} is a folder, not a journal file")
+        raise JournalMismatch(f"{path} is a folder, not a journal file")
     return parse(path.read_bytes(), str(path))
 
 

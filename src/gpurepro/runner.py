@@ -144,6 +144,12 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                    jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials, stopping=stopping)
 
 
+def _relative_to(path: Path | None, root: Path) -> str | None:
+    if path is None:
+        return None
+    return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else None
+
+
 def manifest_sha256(case: Case) -> str | None:
     return hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
 
@@ -209,6 +215,8 @@ def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
                       run_id=run_id)
     header: dict[str, Any] = {
         "case": case.name,
+        # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
+        "manifest": _relative_to(case.path, root),
         "manifest_sha256": manifest_sha256(case),
         "plan_sha256": plan_sha256(plan.to_json()),
         "run_id": run_id,
