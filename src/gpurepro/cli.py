@@ -359,13 +359,27 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
 
+def _status_file(argv: list[str]) -> str | None:
+    """--exit-status-file, read before parsing: a usage error must reach the file too."""
+    for i, a in enumerate(argv):
+        if a == "--exit-status-file" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--exit-status-file="):
+            return a.split("=", 1)[1]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is, so a
-    # stop at any moment ends with the cleanup of the step it interrupted and one line.
-    with stop_signals():
-        status = _dispatch(args)
-    status_file = getattr(args, "exit_status_file", None)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser().parse_args(argv)
+        # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is,
+        # so a stop at any moment ends with the cleanup of the step it interrupted and one line.
+        with stop_signals():
+            status = _dispatch(args)
+    except SystemExit as exc:  # argparse: usage error (2), --help / --version (0)
+        status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    status_file = _status_file(argv)
     if status_file:
         Path(status_file).write_text(f"{status}\n")
     return status
