@@ -109,7 +109,7 @@ def test_bad_manifest_names_file_and_field(root, tmp_path):
     assert "manifest.py: baseline: 'nope' is not an arm" in err and "Traceback" not in err
 
 
-def test_until_decided_records_its_method_and_decisions(root, fake_build, tmp_path):
+def test_until_decided_records_its_design_and_claim_decisions(root, fake_build, tmp_path):
     build_dir, _ = fake_build
     # The baseline (crash) always fails; "ok" never does: decided at the first look.
     proc = _cli(root, "run", FAKE, "--arms", "crash,ok", "--until-decided", "--max-trials", "10",
@@ -120,7 +120,50 @@ def test_until_decided_records_its_method_and_decisions(root, fake_build, tmp_pa
     doc_path = next(p for p in (tmp_path / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
     doc = json.loads(doc_path.read_text())
     stopping = doc["plan"]["options"]["stopping"]
-    assert stopping["looks"] == [5, 10] and stopping["alpha_per_look"] == 0.025
-    assert stopping["decisions"]["ok"]["decision"] == "differs"
+    assert stopping["look_thresholds"] == [5] and stopping["looks"] == 2
+    assert stopping["alpha_per_look"] == 0.025 and stopping["max_trials"] == 10
+    claim = next(c for c in doc["claims"] if c["name"] == "ok-survives")
+    assert claim["decision"] == "supported" and claim["look"] == 1
     assert doc["summary"]["ok"]["n"] < 10  # stopped early
-    assert "Sequential stopping" in doc_path.with_suffix(".md").read_text()
+    assert doc["verdict"]["owner_because"] == ["ok-survives"]
+    assert "### Claims" in doc_path.with_suffix(".md").read_text()
+
+
+def test_until_decided_runs_undecidable_arms_to_max_trials(root, fake_build, tmp_path):
+    """crash and abort fail alike at once: neither 'abort is lower' nor (with so few trials)
+    'abort is within 2x' can be decided, so both arms run to --max-trials, 12, not 10."""
+    build_dir, _ = fake_build
+    proc = _cli(root, "run", FAKE, "--arms", "crash,abort", "--until-decided", "--max-trials", "12",
+                "--look-every", "5", "--duration", "0.2", "--out-dir", str(tmp_path),
+                "--build-dir", str(build_dir), "--seed", "6", "--jobs", "2")
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    doc_path = next(p for p in (tmp_path / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
+    doc = json.loads(doc_path.read_text())
+    assert doc["summary"]["crash"]["n"] == 12 and doc["summary"]["abort"]["n"] == 12
+    decisions = {c["name"]: c["decision"] for c in doc["claims"]}
+    assert decisions == {"abort-like-crash": "not_decided", "abort-lower": "not_decided"}
+    assert doc["verdict"]["not_decided"] and doc["verdict"]["owner"] is None
+
+
+def test_until_decided_resumes_the_same_design(root, fake_build, tmp_path):
+    build_dir, _ = fake_build
+    journal = tmp_path / "seq.journal.jsonl"
+    args = ["run", FAKE, "--arms", "crash,ok,abort", "--until-decided", "--max-trials", "6",
+            "--look-every", "3", "--duration", "0.2", "--seed", "9", "--journal", str(journal),
+            "--build-dir", str(build_dir), "--no-record"]
+    proc = _cli(root, *args)
+    deadline = time.monotonic() + 30
+    while _trial_lines(journal) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    resumed = _cli(root, "run", FAKE, "--resume", str(journal), "--build-dir", str(build_dir))
+    _, err = resumed.communicate(timeout=120)
+    assert resumed.returncode == 0, err
+    doc = json.loads(next(p for p in tmp_path.glob("*.json") if not p.name.endswith(".pyperf.json")).read_text())
+    assert doc["plan"]["options"]["stopping"]["look_thresholds"] == [3]
+    assert {c["name"]: c["decision"] for c in doc["claims"]}["ok-survives"] == "supported"
+    assert doc["summary"]["abort"]["n"] == 6  # undecidable: ran to the maximum
+    assert max(c["look"] for c in doc["claims"]) <= 2

@@ -7,7 +7,6 @@ import math
 import pytest
 
 from gpurepro import stats
-from gpurepro.sequential import Design, Sequential, simulate_false_decision_rate
 
 
 def test_clopper_pearson_closed_forms():
@@ -69,20 +68,3 @@ def test_analyze_censors_survivors_and_ignores_invalid():
     assert (base["failures"], base["n_valid"], base["exposure"]["total"]) == (4, 5, 1400)
     assert (ctl["n"], ctl["n_valid"], ctl["outcomes"]["invalid"]) == (8, 5, 3)
     assert a["comparisons"]["ctl"]["rate_ratio"]["estimate"] == 0
-
-
-def test_sequential_decides_a_large_difference_early():
-    seq = Sequential(Design(step=5, max_trials=25), "base", ["base", "arm"], ("crashed",))
-    records = [{"arm": "base", "outcome": "crashed"}] * 5 + [{"arm": "arm", "outcome": "survived"}] * 5
-    assert not seq.still_needed("arm", records)
-    assert seq.decisions["arm"]["decision"] == "differs"
-
-
-@pytest.mark.parametrize("p, with_exposure", [(0.1, False), (0.5, False), (0.9, False),
-                                               (0.3, True), (0.9, True)])
-def test_sequential_false_decision_rate_stays_under_alpha(p, with_exposure):
-    # Under no difference, the fraction of runs that declare a difference must not exceed
-    # alpha (plus Monte-Carlo error: 3 standard errors at 1000 runs is about 0.021).
-    design = Design(alpha=0.05, step=5, max_trials=25)
-    rate = simulate_false_decision_rate(p, design, runs=1000, seed=11, with_exposure=with_exposure)
-    assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 1000)

@@ -16,6 +16,11 @@ from typing import Any
 
 CRASH_PREFIX = "GPUREPRO_CRASH "
 
+# Outcomes that are evidence: the trial ran the code under test. Those not among a case's
+# failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
+# without the crash being looked for any longer).
+EVIDENCE = ("survived", "crashed", "cuda_error", "hung")
+
 # Final statuses a driver may report (native/README.md) -> outcome.
 _FINAL_STATUS = {
     "ok": "survived",

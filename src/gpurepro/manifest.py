@@ -82,6 +82,38 @@ class Arm:
     description: str = ""
 
 
+CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a case wants to show; the harness decides it (see gpurepro.claims).
+
+    ``kind``:
+    - ``lower`` / ``higher``: ``arm``'s failure rate is below / above ``reference``'s (per unit
+      of exposure where exposure is recorded, per trial otherwise);
+    - ``equivalent``: the rate ratio arm/reference lies within [1/``margin``, ``margin``];
+    - ``outcome``: more than ``share`` of ``arm``'s valid trials end as ``outcome`` (and, with
+      ``detail``, with that text in their detail, e.g. a CUDA error name).
+    ``reference`` defaults to the case's baseline. The three sentences are what the verdict
+    prints for each decision; they may use {arm}, {reference} and the numbers the harness
+    computes ({rate}, {reference_rate}, {ratio}, {ratio_ci}, {p}, {count}, {n}, {exposure},
+    {upper}, {needed}); an empty sentence gets the harness's own wording.
+    """
+
+    name: str
+    arm: str
+    kind: str
+    reference: str | None = None
+    margin: float = 2.0
+    outcome: str | None = None
+    detail: str | None = None
+    share: float = 0.5
+    supported: str = ""
+    contradicted: str = ""
+    not_decided: str = ""
+
+
 @dataclass(frozen=True)
 class Defaults:
     trials_per_arm: int = 25
@@ -164,6 +196,8 @@ class Case:
     analyses: Mapping[str, Callable[[Mapping[str, Path]], Mapping[str, Any]]] = field(
         default_factory=dict
     )
+    # What the case wants to show, decided by the harness under one family-wise error rate.
+    claims: Sequence[Claim] = ()
     # Set by load_case.
     path: Path | None = None
 
@@ -254,6 +288,7 @@ def validate(case: Case, path: Path | str) -> None:
                 )
     if case.baseline not in seen:
         raise ManifestError(path, "baseline", f"{case.baseline!r} is not an arm")
+    _check_claims(case, seen, path)
 
     for i, outcome in enumerate(case.failure_outcomes):
         if outcome not in OUTCOMES:
@@ -270,6 +305,32 @@ def validate(case: Case, path: Path | str) -> None:
     for target in case.toolchains:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+
+
+def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
+    names: set[str] = set()
+    for i, c in enumerate(case.claims):
+        where = f"claims[{i}]"
+        if not isinstance(c, Claim):
+            raise ManifestError(path, where, "must be a gpurepro.manifest.Claim")
+        if not _NAME.match(c.name) or c.name in names:
+            raise ManifestError(path, f"{where}.name", f"{c.name!r} is not a new lower-case name")
+        names.add(c.name)
+        if c.kind not in CLAIM_KINDS:
+            raise ManifestError(path, f"{where}.kind", f"{c.kind!r} is not one of {CLAIM_KINDS}")
+        for field_name in ("arm", "reference"):
+            arm = getattr(c, field_name)
+            if arm is not None and arm not in arms:
+                raise ManifestError(path, f"{where}.{field_name}", f"{arm!r} is not an arm")
+        if c.kind != "outcome" and (c.reference or case.baseline) == c.arm:
+            raise ManifestError(path, f"{where}.reference", "an arm compared with itself")
+        if c.kind == "equivalent" and not (isinstance(c.margin, (int, float)) and c.margin > 1):
+            raise ManifestError(path, f"{where}.margin", f"must be a ratio above 1, got {c.margin!r}")
+        if c.kind == "outcome":
+            if c.outcome not in OUTCOMES:
+                raise ManifestError(path, f"{where}.outcome", f"{c.outcome!r} is not an outcome")
+            if not 0 <= c.share < 1:
+                raise ManifestError(path, f"{where}.share", f"must be in [0, 1), got {c.share!r}")
 
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -221,9 +221,11 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                        "jobs": header.get("options", {}).get("jobs"),
                        "planned": plan.get("trials_per_arm"),
                        "stopping": header.get("options", {}).get("stopping")}
+    claims = decide_claims(case, header, trials)
+    analysis["claims"] = {c["name"]: c for c in claims}
     # The verdict may look at single trials too (e.g. counters at the crash); they are stored
     # once, under "trials", not inside the analysis.
-    verdict = dict(case.verdict({**analysis, "trials": list(trials)}))
+    verdict = compose_verdict(case.verdict({**analysis, "trials": list(trials)}), claims)
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
@@ -249,10 +251,58 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "per_gpu": analysis["per_gpu"],
         "analyses": analysis["analyses"],
         "probe": header.get("probe"),
+        "claims": claims,
         "verdict": verdict,
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
     return json.loads(json.dumps(doc, default=_jsonable))
+
+
+def decide_claims(case: Case, header: Mapping[str, Any],
+                  trials: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every claim of the run's family with its decision: journaled by a sequential run, or
+    taken now in the one look of a fixed-size run."""
+    from .claims import sentence
+    from .runner import make_decider
+
+    decider = make_decider(case, dict(header))
+    if decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
+        decider.final(trials)
+    level = decider.design.alpha_per_look / max(1, len(decider.claims))
+    out = []
+    for c in decider.claims:
+        rec = decider.decisions[c.name]
+        ref = decider.reference(c)
+        out.append({"name": c.name, "kind": c.kind, "arm": c.arm, "reference": ref,
+                    **({"margin": c.margin} if c.kind == "equivalent" else {}),
+                    **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
+                       if c.kind == "outcome" else {}),
+                    **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
+                    "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit, level)})
+    return out
+
+
+def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
+    sentences of its decided claims. An owner may rest only on supported claims."""
+    verdict = dict(given)
+    decided = {c["name"]: c["decision"] for c in claims}
+    because = list(verdict.get("owner_because") or [])
+    if verdict.get("owner"):
+        weak = [n for n in because if decided.get(n) != "supported"]
+        if not because or weak:
+            cited = ", ".join(f"{n} ({decided.get(n, 'not a claim of this run')})" for n in weak)
+            raise RecordError(f"the verdict names an owner resting on {cited or 'no claim'}; "
+                              f"an owner may cite only supported claims")
+    verdict["owner_because"] = because
+    verdict["sentences"] = list(verdict.get("sentences") or []) + [
+        c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
+    verdict["not_decided"] = [c["sentence"] for c in claims if c["decision"] == "not_decided"]
+    verdict.setdefault("hypotheses", [])
+    verdict.setdefault("next", [])
+    if not verdict["sentences"]:
+        verdict["sentences"] = ["No claim of this run was decided."]
+    return verdict
 
 
 def _options(header: Mapping[str, Any]) -> dict[str, Any]:

@@ -68,6 +68,30 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def claims_table(doc: Mapping[str, Any]) -> str:
+    claims = doc["claims"]
+    first = claims[0]
+    stopping = doc["plan"].get("options", {}).get("stopping") or {}
+    lines = ["### Claims\n",
+             f"Decided under one family-wise error rate alpha = {first['alpha']:g} over "
+             f"{len(claims)} claims and {first['looks']} look(s): alpha / {first['looks']} per look "
+             f"(Bonferroni), Holm's step-down over the undecided claims at each look"
+             + (f"; looks when the slowest arm still needed reaches "
+                f"{', '.join(map(str, stopping.get('look_thresholds') or []))} valid trials, "
+                f"and at the end" if stopping.get("look_thresholds") else "; one look, at the end")
+             + ".\n",
+             "| claim | arm | kind | reference | test | p | threshold | decision (look) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in claims:
+        kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
+            f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "")
+        lines.append(f"| `{c['name']}` | `{c['arm']}` | {kind} | {('`' + c['reference'] + '`') if c.get('reference') else '–'} | "
+                     f"{c['test']} | {_p(c['p_value'])} | {_fmt(c['threshold'])} | "
+                     f"**{c['decision'].replace('_', ' ')}** ({c['look']}) |")
+    lines.append("")
+    return "\n".join(lines)
+
+
 def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
     case = doc["case"]
     verdict = doc["verdict"]
@@ -81,8 +105,18 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
     out.append("### Verdict\n")
     for s in verdict["sentences"]:
         out.append(f"- {s}")
+    if verdict.get("not_decided"):
+        out.append("\n**Not decided:**")
+        for s in verdict["not_decided"]:
+            out.append(f"- {s}")
     if verdict.get("owner"):
-        out.append(f"\n**Owner:** {verdict['owner']}")
+        because = verdict.get("owner_because") or []
+        out.append(f"\n**Owner:** {verdict['owner']}"
+                   + (f" (supported claims: {', '.join(f'`{c}`' for c in because)})" if because else ""))
+    if verdict.get("hypotheses"):
+        out.append("\n**Hypotheses** (not shown by any arm of this run):")
+        for s in verdict["hypotheses"]:
+            out.append(f"- {s}")
     if verdict.get("next"):
         out.append("\n**Next:**")
         for s in verdict["next"]:
@@ -120,8 +154,10 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
         )
     out.append("")
 
+    if doc.get("claims"):
+        out.append(claims_table(doc))
     decisions = (opts.get("stopping") or {}).get("decisions") or {}
-    if decisions:
+    if decisions and not doc.get("claims"):  # documents from before claims
         out.append("### Sequential stopping\n")
         out.append("| arm | decision | at trials (baseline) | p | threshold |")
         out.append("|---|---|---|---|---|")

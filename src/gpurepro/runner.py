@@ -21,6 +21,7 @@ from typing import Any
 from . import env as envmod
 from .args import UsageError, checked_build_dir
 from .build import BuildError, load_index
+from .classify import EVIDENCE
 from .journal import Journal, check_trials, plan_sha256, result_name, verify_identity
 from .manifest import Case, TrialBudget
 from .plan import Plan, make_plan
@@ -132,6 +133,9 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         if design["step"] > design["max_trials"]:
             raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
                              f"{design['max_trials']}: no look would be taken before the end")
+        if not case.claims:
+            raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
+                             f"{case.name} declares no claims")
         stopping, trials = design, design["max_trials"]
     else:
         loose = [f for f in ("max_trials", "look_every", "alpha") if getattr(args, f) is not None]
@@ -292,32 +296,32 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         return EXIT_UNSUPPORTED
 
     still_needed = None
-    seq = None
+    decider = None
     stopping = run.header["options"].get("stopping")
     if stopping:
-        from .sequential import Design, Sequential
-
-        seq = Sequential(Design.from_description(stopping), case.baseline, list(plan.arms),
-                         case.failure_outcomes)
-        seq.restore(run.header.get("stopping_result"))
-        journaled = [seq.to_json()]
+        decider = make_decider(case, run.header)
+        journaled = [decider.to_json()]
+        max_trials = int(stopping["max_trials"])
 
         def still_needed(arm: str, records: list[dict[str, Any]]) -> bool:
-            # Called under the run's lock; each new decision is journaled when it is made, so
-            # a resumed run continues the same design from the same decisions.
-            needed = seq.still_needed(arm, records)
-            now = seq.to_json()
+            # Called under the run's lock. A look is taken when the slowest arm still needed
+            # reaches the next threshold; every decision is journaled when it is made, so a
+            # resumed run continues the same design from the same decisions.
+            if decider.look_due(records):
+                decider.look(records)
+            now = decider.to_json()
             if now != journaled[-1]:
                 journal.append_stopping(now)
                 journaled.append(now)
-            return needed
+            done = sum(1 for r in records if r["arm"] == arm and r["outcome"] in EVIDENCE)
+            return arm in decider.arms_needed() and done < max_trials
 
     try:
         with Watchdog(run.opts.run_id or uuid.uuid4().hex), stop_signals():
             records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed)
-            if seq is not None:
-                seq.update(records)
-                journal.append_stopping(seq.to_json())
+            if decider is not None:
+                decider.final(records)
+                journal.append_stopping(decider.to_json())
     except (Stopped, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
         from .journal import read
@@ -328,6 +332,18 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
              f"resume. Continue with: python -m gpurepro run {case_arg} --resume {journal.path}")
         return exit_for_signal(signum)
     return EXIT_OK
+
+
+def make_decider(case: Case, header: dict[str, Any]):
+    """The claims' decider for a run, continued from what its journal recorded."""
+    from .claims import Decider, Design
+
+    stopping = header["options"].get("stopping")
+    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
+                      list(header["plan"]["arms"]))
+    decider.restore(header.get("stopping_result"))
+    return decider
 
 
 def run_case(args: argparse.Namespace, root: Path, build: bool,

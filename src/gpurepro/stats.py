@@ -19,11 +19,9 @@ from typing import Any
 
 from scipy import stats
 
+from .classify import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
+
 CONFIDENCE = 0.95
-# Outcomes that are evidence: the trial ran the code under test. Those not among a case's
-# failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
-# without the crash being looked for any longer).
-EVIDENCE = ("survived", "crashed", "cuda_error", "hung")
 
 
 def proportion(k: int, n: int) -> dict[str, Any]:
