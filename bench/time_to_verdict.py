@@ -1,20 +1,26 @@
-"""Benchmark 3: GPU time to a decisive tile_unload_race verdict over all its arms.
+"""Benchmark: GPU time to a decided tile_unload_race verdict, fixed design against --until-decided.
 
-Three configurations of the same case, run one after the other on one GPU:
-  fixed           --trials N (every arm N trials)
-  until-decided   --until-decided --max-trials N --look-every 5
-  until-decided+jobs  the same with --jobs J (J trial processes at a time on the GPU)
-For each: wall-clock seconds of the whole run, and whether its verdict is decisive (every arm
-either crashes or is decisively crash-free against the baseline; none "inconclusive").
-Goal: the best decisive configuration under 180 s on one H200. Needs scipy (the H200 image has
-it); the journals are written under --out for `gpurepro record`.
+Both configurations run on one GPU with one trial at a time (--jobs 1: concurrency changes
+this race, so the verdicts that count are taken one trial at a time):
+  fixed           --trials N, every arm N trials of D seconds; its claims decided at one look
+  until-decided   --until-decided --max-trials N --look-every K, the same D
+For each: wall-clock seconds of the whole run, trials run, and how many of the case's claims
+were decided (supported or contradicted) by the harness's family-wise procedure.
 
-    python bench/time_to_verdict.py --arch sm_90 --trials 25 --duration 8 --jobs 2 --out results/bench
+Two steps, so the GPU node needs only the standard library (the run stage) and the analysis
+runs where scipy and jsonschema are installed:
+
+    python bench/time_to_verdict.py run --out DIR [--configs fixed,until-decided]   # GPU node
+    python bench/time_to_verdict.py report DIR --out results/bench                  # anywhere
+
+`run` skips a configuration whose journal in DIR is complete, so the configurations may come
+from separate calls on the same machine; each records its own wall time in DIR/walls.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -23,70 +29,94 @@ from pathlib import Path
 
 from common import ROOT, document, write
 
-from gpurepro import stats
-from gpurepro.journal import Journal
-from gpurepro.manifest import load_case, load_sibling
+CONFIGS = {
+    "fixed": lambda a: ["--trials", str(a.trials)],
+    "until-decided": lambda a: ["--until-decided", "--max-trials", str(a.trials),
+                                "--look-every", str(a.look_every)],
+}
 
 
-def decisive(journal: Path) -> tuple[bool, list[str]]:
+def _journal(out: Path, name: str) -> Path:
+    return out / f"time_to_verdict_{name}.journal.jsonl"
+
+
+def run(args: argparse.Namespace) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    walls_path = args.out / "walls.json"
+    walls = json.loads(walls_path.read_text()) if walls_path.exists() else {}
+    for name in args.configs.split(","):
+        journal = _journal(args.out, name)
+        if name in walls and journal.exists():
+            print(f"{name}: already run ({walls[name]:.0f} s)", flush=True)
+            continue
+        journal.unlink(missing_ok=True)
+        cmd = [sys.executable, "-m", "gpurepro", "run", "tile_unload_race", "--arch", args.arch,
+               "--duration", str(args.duration), "--seed", str(args.seed), "--jobs", "1",
+               "--redact", "--no-record", "--journal", str(journal), *CONFIGS[name](args)]
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        walls[name] = time.perf_counter() - t0
+        if done.returncode != 0:
+            sys.exit(f"{name}: gpurepro run exited {done.returncode}")
+        walls_path.write_text(json.dumps(walls, indent=1) + "\n")
+        print(f"{name}: {walls[name]:.0f} s", flush=True)
+
+
+def report(args: argparse.Namespace) -> None:
+    from gpurepro.journal import read
+    from gpurepro.manifest import load_case
+    from gpurepro.record import decide_claims
+
     case = load_case("tile_unload_race", ROOT)
-    header, trials = Journal(journal).read()
-    analysis = stats.analyze(trials, header["plan"]["arms"], case.baseline, case.failure_outcomes,
-                             case.exposure.unit)
-    verdict = load_sibling(case.path, "verdict")
-    open_arms = [a for a in analysis["arms"] if a != case.baseline
-                 and verdict.effect(analysis, a) in (None, "unexposed")]
-    return not open_arms, open_arms
+    walls = json.loads((args.dir / "walls.json").read_text())
+    outcome = {}
+    for name in walls:
+        contents = read(_journal(args.dir, name))
+        claims = decide_claims(case, contents.header, contents.trials)
+        decided = [c["name"] for c in claims if c["decision"] != "not_decided"]
+        outcome[name] = {"trials": len(contents.trials), "claims": len(claims),
+                         "decided": len(decided),
+                         "not_decided": [c["name"] for c in claims if c["decision"] == "not_decided"],
+                         "options": contents.header["options"]}
+        print(f"{name}: {walls[name]:.0f} s, {len(contents.trials)} trials, "
+              f"{len(decided)}/{len(claims)} claims decided", flush=True)
+    seq = "until-decided"
+    doc = document(
+        name="time_to_verdict",
+        question="How much GPU time do tile_unload_race's claims cost to decide, one trial at a "
+                 "time on one GPU: fixed design against --until-decided?",
+        parameters={"configs": list(walls), "outcome": outcome},
+        samples={k: [v] for k, v in walls.items()},
+        unit="second",
+        ratio={"name": "wall seconds of --until-decided (all claims decided or maximum reached)",
+               "value": walls[seq],
+               "versus_fixed": walls[seq] / walls["fixed"] if "fixed" in walls else None},
+        goal={"op": "<=", "value": 90.0},
+        notes=["one run per configuration on one GPU, --jobs 1; the case's trials are the "
+               "repetitions; claims decided by gpurepro.record.decide_claims from the journals"],
+    )
+    write(doc, args.out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="sm_90")
-    ap.add_argument("--trials", type=int, default=25)
-    ap.add_argument("--duration", type=float, default=8)
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--configs", default="fixed,until-decided,until-decided+jobs")
-    ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
+    sub = ap.add_subparsers(dest="step", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--arch", default="sm_90")
+    r.add_argument("--trials", type=int, default=10)
+    r.add_argument("--look-every", type=int, default=5)
+    r.add_argument("--duration", type=float, default=5)
+    r.add_argument("--seed", type=int, default=3)
+    r.add_argument("--configs", default="fixed,until-decided")
+    r.set_defaults(fn=run)
+    p = sub.add_parser("report")
+    p.add_argument("dir", type=Path)
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
+    p.set_defaults(fn=report)
     args = ap.parse_args()
-    configs = {
-        "fixed": ["--trials", str(args.trials)],
-        "until-decided": ["--until-decided", "--max-trials", str(args.trials), "--look-every", "5"],
-        "until-decided+jobs": ["--until-decided", "--max-trials", str(args.trials), "--look-every", "5",
-                               "--jobs", str(args.jobs)],
-    }
-    wall: dict[str, list[float]] = {}
-    outcome: dict[str, dict] = {}
-    args.out.mkdir(parents=True, exist_ok=True)
-    for name in args.configs.split(","):
-        journal = args.out / f"time_to_verdict_{name.replace('+', '_plus_')}.journal.jsonl"
-        if journal.exists():
-            journal.unlink()
-        cmd = [sys.executable, "-m", "gpurepro", "run", "tile_unload_race", "--arch", args.arch,
-               "--duration", str(args.duration), "--seed", "3", "--redact", "--no-record",
-               "--journal", str(journal), *configs[name]]
-        t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
-                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-        wall[name] = [time.perf_counter() - t0]
-        ok, open_arms = decisive(journal)
-        outcome[name] = {"decisive": ok, "inconclusive_arms": open_arms,
-                         "trials": len(Journal(journal).read()[1])}
-        print(f"{name}: {wall[name][0]:.0f} s, decisive={ok} {open_arms or ''}", flush=True)
-    good = {k: v[0] for k, v in wall.items() if outcome[k]["decisive"]}
-    best = min(good, key=good.get) if good else min(wall, key=lambda k: wall[k][0])
-    doc = document(
-        name="time_to_verdict",
-        question="How much GPU time does a decisive tile_unload_race verdict cost, by stopping policy?",
-        parameters={**vars(args), "out": None, "configs": list(wall), "outcome": outcome},
-        samples=wall,
-        unit="second",
-        ratio={"name": f"wall seconds to a decisive verdict, best configuration ({best})",
-               "value": wall[best][0],
-               "versus_fixed": {k: v[0] / wall["fixed"][0] for k, v in wall.items()} if "fixed" in wall else None},
-        goal={"op": "<=", "value": 180.0},
-        notes=["one run per configuration on one GPU; the case's trials are the repetitions"],
-    )
-    write(doc, args.out)
+    args.fn(args)
 
 
 if __name__ == "__main__":
