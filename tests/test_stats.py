@@ -52,7 +52,49 @@ def test_kaplan_meier_by_hand():
     curve = dict((x, s) for x, s in km["curve"])
     assert curve[1.0] == pytest.approx(0.75) and curve[2.0] == pytest.approx(0.5)
     assert curve[3.0] == pytest.approx(0.0)
-    assert km["median"] == 2.0
+    assert km["median"] == 2.0  # S reaches 0.5 exactly at 2: the first time S <= 0.5
+    assert "Kaplan-Meier" in km["median_method"]
+
+
+def test_kaplan_meier_median_and_interval_closed_form():
+    # No censoring, failures at 1..10: S(k) = 1 - k/10 and Greenwood's variance reduces to
+    # S(1 - S)/n, so the linear band is S -/+ z sqrt(S(1 - S)/10). The median is 5 (S = 0.5,
+    # the lower of the two middle values); the interval runs from the first time the lower
+    # band is <= 0.5 to the first time the upper band is.
+    z = 1.959963984540054
+    times = list(range(1, 11))
+    s = [1 - k / 10 for k in times]
+    low = next(t for t, v in zip(times, s, strict=True) if v - z * math.sqrt(v * (1 - v) / 10) <= 0.5)
+    high = next(t for t, v in zip(times, s, strict=True) if v + z * math.sqrt(v * (1 - v) / 10) <= 0.5)
+    km = stats.kaplan_meier(times, [])
+    assert km["median"] == 5.0
+    assert km["median_ci95"] == [low, high] == [3.0, 8.0]
+
+
+def test_kaplan_meier_median_at_a_rounded_half():
+    # 24 at risk after one censoring at 0.5; S after the 12th failure is 12/24 = 0.5, which
+    # the running product gives as 0.5000000000000001: still the median.
+    km = stats.kaplan_meier(list(range(1, 25)), [0.5])
+    assert km["median"] == 12.0
+
+
+def test_kaplan_meier_median_not_reached():
+    # One failure of four, the rest censored later: S = 3/4 throughout, so no median. The
+    # lower band at 1 is 3/4 - z sqrt((3/4)(1/4)/4) = 0.326 <= 0.5: the interval starts at 1
+    # and is open above.
+    km = stats.kaplan_meier([1], [2, 3, 4])
+    assert km["median"] is None and km["median_ci95"] == [1.0, None]
+    km = stats.kaplan_meier([], [2, 3, 4])
+    assert km["median"] is None and km["median_ci95"] is None
+
+
+def test_duration_median_is_the_midpoint_and_coarse_counters_give_no_median():
+    trials = [{**_trial("a", "crashed", 0), "duration_s": d, "counters": {}} for d in (1, 2, 3, 4)]
+    s = stats.arm_summary(trials, {}, ("crashed",), "cycles", 1e6)
+    assert s["duration_s"]["median"] == 2.5  # (2 + 3) / 2, not the upper middle value 3
+    ttf = s["time_to_failure"]
+    assert ttf["exposure"]["median"] is None and ttf["exposure"]["median_method"].startswith("none")
+    assert ttf["seconds"]["median"] == 2.0  # seconds are a time axis
 
 
 def _trial(arm, outcome, exposure):

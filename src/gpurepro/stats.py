@@ -6,13 +6,17 @@
   intervals; survivors contribute their exposure and are right-censored. The rate ratio against
   the baseline uses the exact conditional (binomial) test;
 - exposure-to-failure (cycles and seconds) as Kaplan-Meier curves (scipy.stats.ecdf on
-  CensoredData).
+  CensoredData), with the Kaplan-Meier median and its 95% interval (none where it is not
+  reached, nor for an exposure counter too coarse to be a time axis);
+- trial durations: their median (statistics.median: the mean of the two middle values).
 Trials that are invalid, unsupported or harness errors are counted but carry no evidence.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,19 +73,65 @@ def rate_ratio(k1: int, e1: float, k0: int, e0: float) -> dict[str, Any]:
             "p_value": float(test.pvalue), "method": "conditional-binomial"}
 
 
+KM_MEDIAN_METHOD = (
+    "Kaplan-Meier: the first time the survival estimate is 0.5 or below, null if never (not "
+    "reached); ci95: the first times the 95% Greenwood band (scipy ecdf sf.confidence_interval, "
+    "linear) is 0.5 or below, lower band then upper band, null end: never")
+_HALF = 0.5 + 1e-9  # a product of fractions that is 0.5 exactly may round just above it
+
+
+def _first_at_or_below_half(xs: Sequence[float], ps: Sequence[float]) -> float | None:
+    return next((x for x, p in zip(xs, ps, strict=True) if p <= _HALF), None)
+
+
 def kaplan_meier(failed_at: Sequence[float], censored_at: Sequence[float]) -> dict[str, Any] | None:
-    """Survival curve of exposure-to-failure; None when there is no valid trial."""
+    """Survival curve of exposure-to-failure and its median; None when there is no valid trial.
+
+    ``median`` is null when the estimate never falls to 0.5 ("not reached", e.g. fewer than
+    half failed); ``median_ci95`` is [low, high] with null for an end the band never reaches,
+    or null when neither is reached (see ``KM_MEDIAN_METHOD``)."""
     if not failed_at and not censored_at:
         return None
     if not failed_at:
-        return {"median": None, "curve": [[0.0, 1.0], [max(censored_at), 1.0]], "censored": len(censored_at)}
+        return {"median": None, "median_ci95": None, "median_method": KM_MEDIAN_METHOD,
+                "curve": [[0.0, 1.0], [max(censored_at), 1.0]], "censored": len(censored_at)}
     data = stats.CensoredData(uncensored=list(failed_at), right=list(censored_at))
     sf = stats.ecdf(data).sf
     xs = [float(x) for x in sf.quantiles]
     ps = [float(p) for p in sf.probabilities]
-    median = next((x for x, p in zip(xs, ps, strict=True) if p <= 0.5), None)
-    return {"median": median, "curve": [[0.0, 1.0]] + [[x, p] for x, p in zip(xs, ps, strict=True)],
+    with warnings.catch_warnings():
+        # Greenwood's variance is undefined where the estimate reaches 0 (nan): there the
+        # band is the estimate itself.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        band = sf.confidence_interval(confidence_level=CONFIDENCE)
+    low = [p if math.isnan(b) else float(b) for b, p in zip(band.low.probabilities, ps, strict=True)]
+    high = [p if math.isnan(b) else float(b) for b, p in zip(band.high.probabilities, ps, strict=True)]
+    median = _first_at_or_below_half(xs, ps)
+    ci_low, ci_high = _first_at_or_below_half(xs, low), _first_at_or_below_half(xs, high)
+    return {"median": median,
+            "median_ci95": None if ci_low is None else [ci_low, ci_high],
+            "median_method": KM_MEDIAN_METHOD,
+            "curve": [[0.0, 1.0]] + [[x, p] for x, p in zip(xs, ps, strict=True)],
             "censored": len(censored_at)}
+
+
+def coarse_counter(failed: Sequence[Mapping[str, Any]]) -> int:
+    """How many failed trials have no counter reading at the failure (exposure 0 and no
+    counters: the driver's counter is only a periodic printout, not a time axis)."""
+    return sum(1 for t in failed if not (t.get("exposure") or 0)
+               and "counters" in t and not t["counters"])
+
+
+def _exposure_km(failed: Sequence[Mapping[str, Any]], censored: Sequence[Mapping[str, Any]]
+                 ) -> dict[str, Any] | None:
+    km = kaplan_meier([float(t.get("exposure") or 0) for t in failed],
+                      [float(t.get("exposure") or 0) for t in censored])
+    coarse = coarse_counter(failed)
+    if km is not None and coarse:
+        km.update(median=None, median_ci95=None,
+                  median_method=f"none: the exposure counter is coarse ({coarse} of "
+                                f"{len(failed)} failures have no counter reading at the failure)")
+    return km
 
 
 def _observation_counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
@@ -135,7 +185,7 @@ def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
         if t["outcome"] == "cuda_error":
             errors[t["detail"]] += 1
     survivors = [t for t in valid if t["outcome"] == "survived"]
-    durations = sorted(t["duration_s"] for t in trials if t.get("duration_s"))
+    durations = [t["duration_s"] for t in trials if t.get("duration_s")]
     return {
         "factors": dict(factors),
         "n": len(trials),
@@ -151,14 +201,13 @@ def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
             "min_survivor": min((t.get("exposure") or 0 for t in survivors), default=None),
         },
         "time_to_failure": {
-            "exposure": kaplan_meier([float(t.get("exposure") or 0) for t in failed],
-                                     [float(t.get("exposure") or 0) for t in censored]),
+            "exposure": _exposure_km(failed, censored),
             "seconds": kaplan_meier([float(t["duration_s"]) for t in failed],
                                     [float(t["duration_s"]) for t in censored]),
         },
         "errors": dict(errors),
         "observations": _observation_counts(trials),
-        "duration_s": {"median": durations[len(durations) // 2] if durations else None,
+        "duration_s": {"median": statistics.median(durations) if durations else None,
                        "total": sum(durations)},
     }
 
