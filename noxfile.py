@@ -141,6 +141,15 @@ def validate(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def calibrate(session: nox.Session) -> None:
+    """Simulate a case's claims on its design: nox -s calibrate -- tile_unload_race --runs 2000 --json"""
+    _install_project(session)
+    if not session.posargs:
+        session.error("give a case: nox -s calibrate -- <case> [--runs N --seed S --json ...]")
+    _run_gpurepro(session, "calibrate", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def report(session: nox.Session) -> None:
     """Regenerate Markdown, plot and pyperf suite: nox -s report -- results/<case>/<file>.json"""
     _install_project(session)

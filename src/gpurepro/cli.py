@@ -222,6 +222,12 @@ def cmd_env(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- parser
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import cmd_calibrate as run_calibration
+
+    return run_calibration(args, _root())
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2), not the whole usage block."""
 
@@ -318,6 +324,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+")
     p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
     p.set_defaults(fn=cmd_scrub)
+
+    p = sub.add_parser("calibrate", help="simulate a case's claims on its design: family-wise "
+                       "false-claim rate under the null, power under the observed effects")
+    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
+    p.add_argument("--runs", type=positive_int, default=2000, help="simulated runs per scenario (default 2000)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of numpy's generator (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--alpha", type=alpha_value, help="family-wise level (default 0.05)")
+    p.add_argument("--until-decided", action="store_true", help="the sequential design (else fixed-size)")
+    p.add_argument("--max-trials", type=positive_int, help="with --until-decided (default 25)")
+    p.add_argument("--look-every", type=positive_int, help="with --until-decided (default 5)")
+    p.add_argument("--trials", type=positive_int, help="fixed-size: trials per arm (default: the manifest's)")
+    p.add_argument("--from", dest="rates_from", nargs="+", metavar="RESULT.json",
+                   help="result documents to take rates and budgets from (default: the newest "
+                        "committed result of the case with every arm of its claims)")
+    p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=cmd_calibrate)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
     p.add_argument("--redact", action="store_true")
