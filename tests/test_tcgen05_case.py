@@ -1,4 +1,4 @@
-"""tcgen05_alloc_order: manifest, trial commands, seed parser, instrument wrapper and verdict.
+"""tcgen05_alloc_order: manifest, claims, trial commands, seed parser, instrument wrapper and verdict.
 
 No GPU needed. The seed/driver output lines below are real: the report's own lines, and lines the
 case's programs printed on an H200 (compute capability 9.0, driver 580.159.04), where tcgen05
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import stats
+from gpurepro import record, stats
 from gpurepro.manifest import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT, toolchain_venv
@@ -181,7 +181,15 @@ def test_instrumented_output_is_protocol_json():
     assert final["status"] in ("ok", "cuda_error", "unsupported", "no_driver")
 
 
-# ----------------------------------------------------------------------------- verdict
+# ----------------------------------------------------------------------------- claims and verdict
+#
+# Synthetic B300-like data: every arm as the report (and the SASS analysis) would have it. The
+# harness decides the claims (gpurepro.record.decide_claims); the verdict only reads decisions.
+
+FAILING = {"follower-baseline", "follower-spin-10", "follower-spin-100", "follower-spin-1000",
+           "instr-follower-baseline", "instr-no-relinquish", "control-arrive-after-exit",
+           "control-store-after-exit"}
+MARKERS = {"stages": {"cta0": "end", "cta1": "before_alloc"}}
 
 
 def _trial(arm, failed, error="cudaErrorLaunchFailure", observations=None, unsupported=False):
@@ -193,102 +201,194 @@ def _trial(arm, failed, error="cudaErrorLaunchFailure", observations=None, unsup
             "observations": observations or {}}
 
 
-def _verdict(case, trials, cc="10.3", name="NVIDIA B300 SXM6"):
-    analysis = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
-                             "launches")
-    analysis["device"] = {"name": name, "compute_capability": cc, "supported": cc in ("10.3", "10.0"),
-                          "reason": None if cc in ("10.3", "10.0") else "no tcgen05 on sm_90"}
-    analysis["analyses"] = {}
-    return case.verdict(analysis)
-
-
 def _arm(arm, k, n=25, **kw):
     return [_trial(arm, i < k, **kw) for i in range(n)]
 
 
-def _report_like():
-    markers = {"stages": {"cta0": "end", "cta1": "before_alloc"}}
-    t = _arm("follower-baseline", 25)
-    for arm in ("follower-barrier-before-alloc", "follower-barrier-after-alloc",
-                "follower-barrier-before-dealloc", "leader-baseline", "neither-baseline",
-                "leader-spin-50000", "follower-spin-0"):
-        t += _arm(arm, 0)
-    for spin in (10, 100, 1000):
-        t += _arm(f"follower-spin-{spin}", 25)
-    t += _arm("instr-follower-baseline", 25, observations=markers)
-    t += _arm("instr-no-relinquish", 25, observations=markers)
-    t += _arm("instr-no-dealloc", 0)
-    t += _arm("instr-coredump", 0) + _arm("instr-cuda-gdb", 0)
-    t += [_trial("instr-compute-sanitizer", False, unsupported=True,
-                 observations={"instrument": {"tool": "compute-sanitizer", "found": False}})] * 25
-    return t
+def _b300_like(case):
+    trials = []
+    for arm in case.resolved_arms():
+        obs = MARKERS if arm == "instr-follower-baseline" else None
+        trials += _arm(arm, 25 if arm in FAILING else 0, observations=obs)
+    return trials
 
 
-def test_verdict_all_unsupported_says_what_was_not_run(case):
+def _decided(case, trials):
+    header = {"options": {}, "plan": {"arms": list(case.resolved_arms())}}
+    return record.decide_claims(case, header, trials)
+
+
+def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None):
+    """The analysis the verdict gets; claims decided by the harness, or as given (name -> decision,
+    every other claim supported)."""
+    analysis = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
+                             "launches")
+    supported = cc in ("10.3", "10.0")
+    analysis["device"] = {"name": name, "compute_capability": cc, "supported": supported,
+                          "reason": None if supported else f"{name} has compute capability {cc}; "
+                                                           "this case needs 10.3 (sm_103a), 10.0 (sm_100a)"}
+    analysis["analyses"] = {"sass": sass} if sass else {}
+    if decisions is None:
+        claims = _decided(case, trials)
+    else:
+        claims = [{"name": c.name, "decision": decisions.get(c.name, "supported"), "sentence": c.name}
+                  for c in case.claims]
+    analysis["claims"] = {c["name"]: c for c in claims}
+    return analysis, claims
+
+
+def _verdict(case, trials=None, **kw):
+    analysis, claims = _analysis(case, trials if trials is not None else _b300_like(case), **kw)
+    given = case.verdict(analysis)
+    return given, record.compose_verdict(given, claims)
+
+
+BARRIERS = ("barrier-before-alloc-lower", "barrier-after-alloc-lower", "barrier-before-dealloc-lower")
+
+
+def test_every_comparison_is_a_declared_claim_between_arms_of_the_case(case):
+    names = [c.name for c in case.claims]
+    assert len(names) == len(set(names)) == 23
+    arms = set(case.resolved_arms())
+    for c in case.claims:
+        assert c.arm in arms and (c.reference is None or c.reference in arms), c.name
+    assert {"baseline-launch-failure", *BARRIERS, "markers-within-2x", "linger-lower",
+            "control-arrive-fails", "control-coredump-lower"} <= set(names)
+    base = next(c for c in case.claims if c.name == "baseline-launch-failure")
+    assert (base.kind, base.arm, base.outcome, base.detail) == (
+        "outcome", "follower-baseline", "cuda_error", "cudaErrorLaunchFailure")
+
+
+def test_case_code_computes_no_statistics():
+    for name in ("verdict.py", "manifest.py", "design.py"):
+        text = (CASE_DIR / name).read_text()
+        for word in ("scipy", "fisher", "p_value", "ALPHA", "math.comb", "binom"):
+            assert word not in text, f"{name} mentions {word!r}"
+
+
+def test_harness_decides_every_claim_on_b300_like_data(case):
+    decisions = {c["name"]: c["decision"] for c in _decided(case, _b300_like(case))}
+    assert set(decisions.values()) == {"supported"}, decisions
+
+
+def test_reproduced_and_removed_by_a_barrier_is_a_documentation_gap(case):
+    given, v = _verdict(case)
+    assert v["status"] == "documentation_gap"
+    assert v["owner"].startswith("NVIDIA") and "should state the ordering" in v["owner"]
+    assert v["owner_because"] == ["baseline-launch-failure", *BARRIERS]
+
+
+def test_baseline_contradicted_is_not_reproduced_and_names_no_owner(case):
+    _, v = _verdict(case, decisions={"baseline-launch-failure": "contradicted"})
+    assert v["status"] == "not_reproduced"
+    assert v["owner"] is None and v["owner_because"] == []
+    assert "Compare device, driver and toolkit" in v["next"][0]
+
+
+def test_baseline_not_decided_is_inconclusive(case):
+    _, v = _verdict(case, decisions={"baseline-launch-failure": "not_decided"})
+    assert v["status"] == "inconclusive" and v["owner"] is None
+    assert "baseline-launch-failure" in v["next"][0] and "--until-decided" in v["next"][0]
+
+
+def test_barriers_not_decided_leave_the_ordering_open(case):
+    _, v = _verdict(case, decisions={c: "not_decided" for c in BARRIERS})
+    assert v["status"] == "reproduced_ordering_not_decided"
+    assert v["owner"] is None
+    assert all(c in v["next"][0] for c in BARRIERS)
+
+
+def test_barriers_contradicted_is_a_failure_not_explained_by_ordering(case):
+    _, v = _verdict(case, decisions={c: "contradicted" for c in BARRIERS})
+    assert v["status"] == "reproduced_not_ordering"
+    assert v["owner_because"] == ["baseline-launch-failure"]
+
+
+def test_owner_rests_only_on_the_supported_barrier_claims(case):
+    decisions = {BARRIERS[0]: "not_decided", BARRIERS[1]: "contradicted"}
+    _, v = _verdict(case, decisions=decisions)
+    assert v["status"] == "documentation_gap"
+    assert v["owner_because"] == ["baseline-launch-failure", BARRIERS[2]]
+
+
+def test_verdict_follows_the_documentation_audit(case, monkeypatch):
+    audit = case.verdict.__globals__["DOC_AUDIT"]
+    assert audit["conclusion"] == "arguably_implied"
+    monkeypatch.setitem(audit, "conclusion", "documented")
+    _, v = _verdict(case)
+    assert v["status"] == "usage_error" and v["owner"].startswith("the program's author")
+
+
+def test_sentences_are_measurements_naming_their_arms(case):
+    given, v = _verdict(case)
+    text = " ".join(given["sentences"])
+    assert "Baseline follower-baseline (seed binary" in text and "25/25 failed (100%" in text
+    assert "follower-barrier-before-alloc: 0/25 failed" in text
+    assert "follower-spin-0: 0/25 failed" in text and "follower-spin-10: 25/25 failed" in text
+    assert "cudaErrorLaunchFailure x25" in text
+    assert "p =" not in text and "p=" not in text and "Fisher" not in text
+    assert "not stated; arguably implied" in text and "2.2.2" in text
+    # the harness appends the decided claims' sentences after the case's own
+    assert v["sentences"][: len(given["sentences"])] == given["sentences"]
+    assert len(v["sentences"]) == len(given["sentences"]) + len(case.claims)
+
+
+def test_what_no_arm_isolates_is_a_labelled_hypothesis(case):
+    given, _ = _verdict(case)
+    text = " ".join(given["sentences"])
+    assert "CTA1 entered tcgen05.alloc and did not record its return" in text
+    assert "inside CTA1" not in text and "the fault is" not in text
+    hyps = given["hypotheses"]
+    assert hyps and all(h.startswith("Hypothesis") for h in hyps)
+    assert any("inside CTA1's tcgen05.alloc" in h for h in hyps)
+    assert any("instr-linger" in h and "control-arrive-after-exit" in h for h in hyps)
+    assert any("hide the failure" in h and "control-store-coredump" in h for h in hyps)
+
+
+def test_linger_not_decided_drops_it_from_the_hypothesis(case):
+    given, _ = _verdict(case, decisions={"linger-lower": "not_decided"})
+    assert not any("instr-linger" in h for h in given["hypotheses"])
+
+
+def test_missing_instrument_is_reported_as_not_run(case):
+    trials = [t for t in _b300_like(case) if t["arm"] != "instr-compute-sanitizer"]
+    trials += [_trial("instr-compute-sanitizer", False, unsupported=True,
+                      observations={"instrument": {"tool": "compute-sanitizer", "found": False}})] * 25
+    given, v = _verdict(case, trials)
+    text = " ".join(given["sentences"])
+    assert ("Instrument compute-sanitizer (memcheck) on instr-compute-sanitizer: not run; 25 trials, "
+            "the tool was not found") in text
+    assert any("instr-compute-sanitizer" in s and "Install" in s for s in given["next"])
+    assert any("instr-compute-sanitizer-lower" in s for s in v["not_decided"])
+    assert v["status"] == "documentation_gap"
+
+
+def test_all_unsupported_decides_nothing_and_says_why(case):
     trials = [_trial(a, False, unsupported=True) for a in case.resolved_arms() for _ in range(2)]
-    v = _verdict(case, trials, cc="9.0", name="NVIDIA H200")
-    text = " ".join(v["sentences"])
+    given, v = _verdict(case, trials, cc="9.0", name="NVIDIA H200")
     assert v["status"] == "not_run"
-    assert text.startswith("Not run:") and "NVIDIA H200 (compute capability 9.0)" in text
-    assert "10.3" in text and "10.0" in text and "SASS" in text
-    assert "not measured" in text or "has been measured" in text
+    assert v["owner"] is None and v["owner_because"] == []
+    text = " ".join(given["sentences"])
+    assert text.startswith("Not run: none of the 32 arms ran a valid trial on NVIDIA H200 "
+                           "(compute capability 9.0); all 64 trials were recorded as unsupported")
+    assert "Why: the hardware" in text and "10.3" in text and "10.0" in text
+    assert len(v["not_decided"]) == len(case.claims)
+    assert v["sentences"] == given["sentences"]  # no decided claim to append
     assert any("B300" in s for s in v["next"])
 
 
-def test_verdict_report_like_data(case):
-    v = _verdict(case, _report_like())
-    text = " ".join(v["sentences"])
-    assert "25/25 failed (100%" in text
-    assert text.count("fewer failures than the baseline") == 3
-    assert "reduces the failure in 3 of 3 placements" in text
-    assert "asymmetric" in text
-    assert "failures first appear between spin=0 and spin=10" in text
-    assert "the fault is inside CTA1's alloc" in text
-    assert "without relinquish_alloc_permit: 25/25 failed" in text
-    assert "without dealloc: 0/25 failed" in text and "removes or reduces" in text
-    assert "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 (instrumented build): 0/25 failed" in text
-    assert "suppresses the failure" in text
-    assert "compute-sanitizer (memcheck) (instrumented build): not run" in text
-    assert "tool was not found" in text
-    assert v["status"] == "defect"
-    assert "not documented" not in text or "absent" in text
-    assert "NVIDIA" in v["owner"]
-    assert any("B200" in s for s in v["next"])
-    assert any("instr-compute-sanitizer" in s for s in v["next"])
-
-
-def test_verdict_no_difference(case):
-    t = _arm("follower-baseline", 0)
-    for arm in ("follower-barrier-before-alloc", "follower-barrier-after-alloc",
-                "follower-barrier-before-dealloc", "leader-baseline"):
-        t += _arm(arm, 0)
-    v = _verdict(case, t)
-    assert v["status"] == "not_reproduced"
-    text = " ".join(v["sentences"])
-    assert "0/25 failed" in text and "not reproduced" in text
-    assert "fewer failures" not in text
-
-
-def test_verdict_failure_that_barriers_do_not_touch(case):
-    t = _arm("follower-baseline", 12)
-    for arm in ("follower-barrier-before-alloc", "follower-barrier-after-alloc",
-                "follower-barrier-before-dealloc"):
-        t += _arm(arm, 12)
-    v = _verdict(case, t)
-    assert v["status"] == "reproduced_not_ordering"
-    assert "reduces the failure in 0 of 3 placements" in " ".join(v["sentences"])
-
-
-def test_verdict_linger_and_controls(case):
-    t = _report_like()
-    t += _arm("instr-linger", 0)
-    t += _arm("control-arrive-after-exit", 25) + _arm("control-store-after-exit", 25)
-    t += _arm("control-store-barrier-before-exit", 0)
-    t += _arm("control-store-coredump", 0) + _arm("control-store-cuda-gdb", 0)
-    text = " ".join(_verdict(case, t)["sentences"])
-    assert "trigger is a CTA *exiting*" in text
-    assert "remote mbarrier arrive into an exited CTA faults too" in text
-    assert "also suppresses this known exited-CTA fault" in text
+def test_not_run_cites_the_sass_analysis(case):
+    trials = [_trial(a, False, unsupported=True) for a in case.resolved_arms()]
+    sass = {"available": True, "tools": {"ptxas": "13.0.88"},
+            "claims": [{"verified": True}, {"verified": False}],
+            "findings": [{"id": "leader_waits_after_signalling", "value": False},
+                         {"id": "follower_last_peer_access", "value": "SYNCS.X [peer]"},
+                         {"id": "dealloc_synchronises_with_peer", "value": False}]}
+    given, _ = _verdict(case, trials, cc="9.0", name="NVIDIA H200", sass=sass)
+    text = " ".join(given["sentences"])
+    assert "1 of 2 of the report's claims" in text
+    assert "returns without waiting for the follower's acknowledgement" in text
+    assert "never synchronises with the peer CTA" in text
 
 
 # ----------------------------------------------------------------------------- builds
@@ -333,22 +433,3 @@ def test_builds_from_pinned_wheels(tmp_path, target):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"arch=compute_{target[3:]},code={target}" in proc.stdout
         assert out.is_file() and target.encode() in out.read_bytes()
-
-
-def test_verdict_cites_the_sass_analysis(case):
-    trials = [_trial(a, False, unsupported=True) for a in case.resolved_arms()]
-    analysis = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
-                             "launches")
-    analysis["device"] = {"name": "NVIDIA H200", "compute_capability": "9.0", "supported": False,
-                          "reason": "needs 10.3 or 10.0."}
-    analysis["analyses"] = {"sass": {"available": True, "tools": {"ptxas": "13.0.88"},
-                                     "claims": [{"verified": True}, {"verified": False}],
-                                     "findings": [
-                                         {"id": "leader_waits_after_signalling", "value": False},
-                                         {"id": "follower_last_peer_access", "value": "SYNCS.X [peer]"},
-                                         {"id": "dealloc_synchronises_with_peer", "value": False}]}}
-    text = " ".join(case.verdict(analysis)["sentences"])
-    assert "(needs 10.3 or 10.0)." in text
-    assert "1 of 2 of the report's claims" in text
-    assert "returns without waiting for the follower's acknowledgement" in text
-    assert "never synchronises with the peer CTA" in text

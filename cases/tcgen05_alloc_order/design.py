@@ -1,7 +1,8 @@
 """The experiment's design as plain data: factors, their command-line encodings, the arms.
 
-Shared by manifest.py (which turns it into gpurepro.manifest objects) and verdict.py (which needs
-to know which arm answers which question), so an arm renamed here is renamed everywhere.
+Shared by manifest.py (which turns it into gpurepro.manifest objects, claims included) and
+verdict.py (which reads the claims' decisions by name), so an arm or claim renamed here is renamed
+everywhere.
 Standard library only.
 """
 
@@ -121,20 +122,59 @@ def arms() -> list[tuple[str, dict[str, Any], str]]:
     return out
 
 
-# Which arm each non-grid arm is compared with (same binary, one factor changed).
-REFERENCE = {
-    INSTR_BASELINE: BASELINE,  # does the instrumentation itself perturb the race?
-    "instr-leader-baseline": INSTR_BASELINE,
-    "instr-follower-barrier-before-dealloc": INSTR_BASELINE,
-    "instr-no-relinquish": INSTR_BASELINE,
-    "instr-no-dealloc": INSTR_BASELINE,
-    "instr-linger": INSTR_BASELINE,
-    "instr-coredump": INSTR_BASELINE,
-    "instr-compute-sanitizer": INSTR_BASELINE,
-    "instr-cuda-gdb": INSTR_BASELINE,
-    "follower-coredump": BASELINE,
-    "control-arrive-after-exit": "control-store-barrier-before-exit",
-    "control-store-after-exit": "control-store-barrier-before-exit",
-    "control-store-coredump": "control-store-after-exit",
-    "control-store-cuda-gdb": "control-store-after-exit",
+# What the case wants to show, as plain data: manifest.py turns each row into a gpurepro Claim
+# (decided by the harness under one family-wise error rate) and verdict.py reads the decisions
+# by these names. Rows: (name, kind, arm, reference or None, expected outcome detail or None).
+# "lower"/"higher": the arm's failure rate against the reference arm (same binary, one factor
+# changed); "equivalent": within a factor of 2; "outcome": more than half of the arm's valid
+# trials end as cuda_error (with that error name, when one is given).
+LAUNCH_FAILURE = "cudaErrorLaunchFailure"  # the report's "unspecified launch failure"
+
+BASELINE_FAILS = "baseline-launch-failure"
+BARRIER_LOWER = {mode: f"{mode.replace('_', '-')}-lower" for mode in GRID_MODES[1:]}
+MARKERS_EQUIVALENT = "markers-within-2x"
+LINGER_LOWER = "linger-lower"
+CONTROL_STORE_HIGHER = "control-store-higher"
+CONTROL_ARRIVE_FAILS = "control-arrive-fails"
+INSTRUMENT_LOWER = {  # instrumented arm -> claim that the instrument suppresses the failure
+    "instr-coredump": "instr-coredump-lower",
+    "instr-compute-sanitizer": "instr-compute-sanitizer-lower",
+    "instr-cuda-gdb": "instr-cuda-gdb-lower",
+    "follower-coredump": "seed-coredump-lower",
 }
+CONTROL_INSTRUMENT_LOWER = {
+    "control-store-coredump": "control-coredump-lower",
+    "control-store-cuda-gdb": "control-cuda-gdb-lower",
+}
+
+COMPARISONS: list[tuple[str, str, str, str | None, str | None]] = [
+    # the report's table: reproduced as filed, and each barrier placement removes it
+    (BASELINE_FAILS, "outcome", BASELINE, None, LAUNCH_FAILURE),
+    *[(claim, "lower", f"follower-{mode.replace('_', '-')}", BASELINE, None)
+      for mode, claim in BARRIER_LOWER.items()],
+    # the asymmetry and the spin threshold ("spin=0 passes, spin=10 fails 100%")
+    ("leader-delay-lower", "lower", "leader-baseline", BASELINE, None),
+    ("no-delay-lower", "lower", "neither-baseline", BASELINE, None),
+    ("leader-spin-50000-lower", "lower", "leader-spin-50000", BASELINE, None),
+    ("spin-0-lower", "lower", "follower-spin-0", BASELINE, None),
+    ("spin-10-launch-failure", "outcome", "follower-spin-10", None, LAUNCH_FAILURE),
+    # the instrumented build: do the markers perturb the race; the same effects seen with markers
+    (MARKERS_EQUIVALENT, "equivalent", INSTR_BASELINE, BASELINE, None),
+    ("instr-leader-delay-lower", "lower", "instr-leader-baseline", INSTR_BASELINE, None),
+    ("instr-barrier-before-dealloc-lower", "lower", "instr-follower-barrier-before-dealloc",
+     INSTR_BASELINE, None),
+    # the report's additional checks, and early dealloc vs early exit
+    ("no-relinquish-launch-failure", "outcome", "instr-no-relinquish", None, LAUNCH_FAILURE),
+    ("no-dealloc-lower", "lower", "instr-no-dealloc", INSTR_BASELINE, None),
+    (LINGER_LOWER, "lower", "instr-linger", INSTR_BASELINE, None),
+    # "every instrument suppresses it"
+    *[(claim, "lower", arm, BASELINE if arm == "follower-coredump" else INSTR_BASELINE, None)
+      for arm, claim in INSTRUMENT_LOWER.items()],
+    # controls without tcgen05: positive vs negative control, the late arrive alone, and what
+    # the instruments do to a fault whose mechanism is known
+    (CONTROL_STORE_HIGHER, "higher", "control-store-after-exit", "control-store-barrier-before-exit",
+     None),
+    (CONTROL_ARRIVE_FAILS, "outcome", "control-arrive-after-exit", None, None),
+    *[(claim, "lower", arm, "control-store-after-exit", None)
+      for arm, claim in CONTROL_INSTRUMENT_LOWER.items()],
+]

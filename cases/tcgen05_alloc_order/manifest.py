@@ -1,8 +1,9 @@
 """Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
 
-The experiment's design (factors, arms, comparisons) lives in design.py; the reporter's text
-output is parsed by seed_parser.py; instruments are applied by instrument.py; the verdict is in
-verdict.py; the SASS analysis in sass.py. This file only wires them into a gpurepro Case.
+The experiment's design (factors, arms, the comparisons the claims make) lives in design.py; the
+reporter's text output is parsed by seed_parser.py; instruments are applied by instrument.py; the
+verdict (status, owner, measurement sentences; no statistics) is in verdict.py; the SASS analysis
+in sass.py. This file only wires them into a gpurepro Case, and words the claims.
 Standard library + gpurepro.manifest only: it is imported on GPU nodes with no network.
 """
 
@@ -17,6 +18,7 @@ from gpurepro.manifest import (
     Arm,
     Artifact,
     Case,
+    Claim,
     Defaults,
     Devices,
     Exposure,
@@ -83,6 +85,48 @@ ARTIFACTS = [
 ]
 
 
+ARM_LABEL = {name: desc for name, _factors, desc in design.arms()}
+
+
+def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | None) -> Claim:
+    """One row of design.COMPARISONS as a Claim, with its three sentences.
+
+    The harness fills {arm}, {reference}, {count}, {n}, {ratio}, {ratio_ci} and {needed} and
+    appends the test and its p-value; one launch per trial, so counts read better than rates.
+    """
+    who = "{arm} (" + ARM_LABEL[arm] + ")"
+    counts = "{count} of {n} trials failed"
+    if kind == "outcome":
+        ends = "cuda_error " + detail if detail else "a CUDA error"
+        return Claim(
+            name, arm, kind, outcome="cuda_error", detail=detail, share=0.5,
+            supported=f"{who} ends as {ends} in most trials: {{count}} of {{n}}.",
+            contradicted=f"{who} does not end as {ends} in most trials: {{count}} of {{n}}.",
+            not_decided=f"Whether {who} ends as {ends} in most trials is not decided: "
+                        "{count} of {n}.")
+    if kind == "equivalent":
+        return Claim(
+            name, arm, kind, reference=reference, margin=2.0,
+            supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, rate ratio "
+                      "{ratio} (95% CI {ratio_ci}).",
+            contradicted=f"{who} fails at a rate more than 2x away from {{reference}}'s: {counts}, "
+                         "rate ratio {ratio} (95% CI {ratio_ci}).",
+            not_decided=f"Whether {who} fails at a rate within 2x of {{reference}}'s is not "
+                        f"decided: {counts}; deciding it needs {{needed}}.")
+    less, more = ("less", "more") if kind == "lower" else ("more", "less")
+    return Claim(
+        name, arm, kind, reference=reference,
+        supported=f"{who} fails {less} often than {{reference}}: {counts}, rate ratio {{ratio}} "
+                  "(95% CI {ratio_ci}).",
+        contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, rate "
+                     "ratio {ratio} (95% CI {ratio_ci}).",
+        not_decided=f"Whether {who} fails {less} often than {{reference}} is not decided: "
+                    f"{counts}; deciding it needs {{needed}}.")
+
+
+CLAIMS = [_claim(*row) for row in design.COMPARISONS]
+
+
 def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
     artifact = design.ARTIFACT[(f["build"], f["variant"])]
@@ -146,4 +190,5 @@ CASE = Case(
     failure_outcomes=("cuda_error", "hung", "crashed"),
     parsers={"seed": seed_parser.parse},
     analyses={"sass": _sass_analysis},
+    claims=CLAIMS,
 )

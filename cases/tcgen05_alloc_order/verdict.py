@@ -1,21 +1,20 @@
-"""The verdict: the report's tables as sentences, computed from the measured statistics.
+"""The verdict: status, owner and next steps from the harness's claim decisions; measurements
+as sentences.
 
-``verdict(analysis)`` gets the harness's analysis dict (per-arm counts, Clopper-Pearson intervals,
-Fisher tests against the case baseline) and returns ``{"status", "sentences", "owner", "next"}``.
-Nothing measured is written here: every number in a sentence comes from ``analysis``. The one
-fixed input is DOC_AUDIT, the conclusion of the documentation audit in README.md, which decides
-how a reproduced ordering failure is classified (defect vs documentation gap vs usage error).
-
-Comparisons between two non-baseline arms (an instrument vs the instrumented baseline) are not in
-``analysis["comparisons"]``; they use scipy's Fisher exact test when scipy is importable and an
-exact hypergeometric sum otherwise (the manifest must import on GPU nodes with no scipy).
-Standard library only at import time.
+``verdict(analysis)`` gets the harness's analysis: per-arm counts (``arms``), the device, the
+build analyses, and ``claims`` (name -> decision: supported / contradicted / not_decided) for the
+claims that manifest.py declares from design.COMPARISONS. It computes no statistics: every
+comparison is a claim the harness decides under one family-wise error rate, and the harness
+appends the decided claims' sentences and lists the undecided ones. The sentences written here
+are measurements (counts per arm, the build's SASS findings, the documentation audit); what no
+arm isolates goes to ``hypotheses``. The one fixed input is DOC_AUDIT, the conclusion of the
+documentation audit in README.md, which decides how a reproduced ordering failure is classified.
+Standard library only.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,64 +34,50 @@ def _sibling(name: str):
 
 design = _sibling("design")
 
-ALPHA = 0.05
-
-# Conclusion of the documentation audit (README.md, "Documentation audit"). One of
-# "documented" (the reproducer breaks a stated rule: usage error), "implied" (a careful reader
-# could derive the rule: documentation gap), "absent" (nothing states or implies it, and the
-# ISA's own wording says the reproducer's synchronisation suffices: defect as documented).
+# Conclusion of the documentation audit (README.md, "Documentation audit") and the status a
+# reproduced ordering failure then gets: "documented" (the reproducer breaks a stated rule: usage
+# error); "implied" or "arguably_implied" (not stated, but a reader could derive it: documentation
+# gap); "absent" (nothing states or implies it: defect against the documentation as written).
+STATUS_FOR_AUDIT = {"documented": "usage_error", "implied": "documentation_gap",
+                    "arguably_implied": "documentation_gap", "absent": "defect"}
 DOC_AUDIT = {
-    "conclusion": "absent",
+    "conclusion": "arguably_implied",
+    "label": "not stated; arguably implied",
     "summary": (
         "Neither the PTX ISA nor CUTLASS's Allocator2Sm states that one CTA of a pair must not "
-        "deallocate (or exit) before the peer's tcgen05.alloc.cta_group::2 has completed: the ISA "
-        "only says the first warp 'could block' until the peer performs the collective, asks the "
-        "pair to synchronise Tensor Memory accesses before a 2-CTA dealloc and says that it "
-        "'suffices' to ensure there are no concurrent accesses (the reproducer makes none); "
-        "CUTLASS's @pre lists name no timing precondition. The requirement is honoured in "
-        "practice only because the ISA's examples and CUTLASS's 2-SM kernels put a peer "
-        "handshake before dealloc."
-    ),
-    "documents": (
-        "PTX ISA, tcgen05 'Issue Granularity' (#tcgen05-issue-granularity) and "
-        "'tcgen05.alloc, tcgen05.dealloc, tcgen05.relinquish_alloc_permit' "
-        "(#tcgen05-memory-alloc-manage-instructions)",
-        "CUTLASS include/cute/arch/tmem_allocator_sm100.hpp, Allocator2Sm::allocate()/free() @pre",
+        "deallocate (or exit) before the peer's tcgen05.alloc.cta_group::2 has completed. It is "
+        "arguably implied: the ISA describes the 2-CTA alloc as a collective whose first warp "
+        "could block until the peer performs it, and its section 2.2.2 (Cluster of Cooperative "
+        "Thread Arrays) requires that the peer CTA not exit before a shared-memory operation with "
+        "it completes. Against that reading, the ISA gives the explicit 'peer CTA should not have "
+        "exited' rule only to .mma/.cp/.shift/.commit, and says that ensuring no concurrent Tensor "
+        "Memory accesses 'suffices' before a 2-CTA dealloc (the reproducer makes none); "
+        "CUTLASS's @pre lists name no timing precondition."
     ),
 }
 
-OWNER_NVIDIA = (
-    "NVIDIA: the tcgen05.alloc.cta_group::2 lowering in ptxas / the hardware behaviour, or the "
-    "PTX ISA tcgen05 sections and CUTLASS Allocator2Sm documentation if the ordering is intended"
-)
+OWNER = {
+    "usage_error": "the program's author (CUTLASS users writing 2-SM kernels): synchronise the "
+                   "CTA pair between tcgen05.alloc.cta_group::2 and dealloc",
+    "documentation_gap": "NVIDIA: the PTX ISA tcgen05 sections (Issue Granularity; alloc/dealloc) "
+                         "and CUTLASS's Allocator2Sm @pre should state the ordering requirement; "
+                         "if it is not intended, the tcgen05.alloc.cta_group::2 lowering (ptxas) "
+                         "or the hardware is at fault",
+    "defect": "NVIDIA: the tcgen05.alloc.cta_group::2 lowering in ptxas or the hardware behaviour, "
+              "or the PTX ISA tcgen05 sections and Allocator2Sm @pre if the ordering is intended",
+    "reproduced_not_ordering": "NVIDIA: the driver, ptxas or hardware behind an unspecified launch "
+                               "failure that no barrier.cluster placement removes",
+}
+
+RUN_HINT = "`python -m gpurepro run tcgen05_alloc_order --until-decided`"
 
 
-# ----------------------------------------------------------------------------- statistics
+# ----------------------------------------------------------------------------- reading
 
 
-def _fisher_p(f1: int, n1: int, f2: int, n2: int) -> float | None:
-    """Two-sided Fisher exact p for failures f1/n1 vs f2/n2."""
-    if n1 <= 0 or n2 <= 0:
-        return None
-    table = [[f1, n1 - f1], [f2, n2 - f2]]
-    try:
-        from scipy.stats import fisher_exact  # the analysis stage has scipy
-
-        return float(fisher_exact(table).pvalue)
-    except ImportError:
-        pass
-    # Exact conditional test: sum P(tables as or less likely than the observed one).
-    k, n, m = f1 + f2, n1 + n2, n1
-
-    def prob(x: int) -> float:
-        return math.comb(m, x) * math.comb(n - m, k - x) / math.comb(n, k)
-
-    lo, hi = max(0, k - (n - m)), min(k, m)
-    p_obs = prob(f1)
-    return min(1.0, sum(p for x in range(lo, hi + 1) if (p := prob(x)) <= p_obs * (1 + 1e-7)))
-
-
-# ----------------------------------------------------------------------------- formatting
+def _decision(analysis: Mapping[str, Any], name: str) -> str:
+    """The harness's decision on a claim; "absent" when it was not part of this run."""
+    return ((analysis.get("claims") or {}).get(name) or {}).get("decision", "absent")
 
 
 def _pct(x: float | None) -> str:
@@ -107,44 +92,18 @@ def _fails(arm: Mapping[str, Any]) -> tuple[int, int]:
     return int(arm.get("failures", 0)), int(arm.get("n_valid", 0))
 
 
-def _rate(arm: Mapping[str, Any]) -> float:
-    f, n = _fails(arm)
-    return f / n if n else 0.0
-
-
 def _prop(arm: Mapping[str, Any]) -> str:
+    """'k/n failed (p%, 95% CI a-b%); errors' from the harness's per-arm summary."""
     f, n = _fails(arm)
     prop = arm.get("proportion") or {}
     ci = prop.get("ci95")
-    text = f"{f}/{n} failed ({_pct(prop.get('estimate', f / n if n else None))}"
-    if ci:
-        text += f", 95% CI {_pct(ci[0])}-{_pct(ci[1])}"
-    text += ")"
+    text = f"{f}/{n} failed"
+    if prop.get("estimate") is not None:
+        text += f" ({_pct(prop['estimate'])}" + (f", 95% CI {_pct(ci[0])}-{_pct(ci[1])}" if ci else "") + ")"
     errors = arm.get("errors") or {}
     if errors:
         text += "; " + ", ".join(f"{k} x{v}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
     return text
-
-
-def _p_text(p: float | None) -> str:
-    if p is None:
-        return "Fisher p n/a"
-    return f"Fisher p={p:.2g}" if p >= 1e-4 else f"Fisher p={p:.1e}"
-
-
-def _compare(analysis: Mapping[str, Any], name: str, ref: str) -> tuple[float | None, str]:
-    """(p, 'fewer'|'more'|'same') for arm ``name`` against arm ``ref``."""
-    arms = analysis.get("arms", {})
-    a, r = arms[name], arms[ref]
-    p = None
-    comp = (analysis.get("comparisons") or {}).get(name) or {}
-    if comp.get("vs") == ref:
-        p = (comp.get("fisher") or {}).get("p_value")
-    if p is None:
-        p = _fisher_p(*_fails(a), *_fails(r))
-    if p is not None and p < ALPHA:
-        return p, "fewer" if _rate(a) < _rate(r) else "more"
-    return p, "same"
 
 
 def _stage_summary(arm: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
@@ -160,7 +119,80 @@ def _stage_summary(arm: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
     return best
 
 
-# ----------------------------------------------------------------------------- the sections
+# ----------------------------------------------------------------------------- measurements
+
+
+def _measure(analysis: Mapping[str, Any], out: list[str], arms: list[str], label: str) -> None:
+    """One sentence listing the arms of a group that ran, each named, with its counts."""
+    data = analysis.get("arms") or {}
+    shown = [a for a in arms if _valid(data.get(a))]
+    if shown:
+        out.append(f"{label}: " + "; ".join(f"{a}: {_prop(data[a])}" for a in shown) + ".")
+
+
+def _grid(analysis: Mapping[str, Any], out: list[str]) -> None:
+    out.append(f"Baseline {design.BASELINE} (seed binary, follower CTA delayed "
+               f"{design.BASE_SPIN} x 1 us, no barrier): {_prop(analysis['arms'][design.BASELINE])}.")
+    _measure(analysis, out, [f"follower-{m.replace('_', '-')}" for m in design.GRID_MODES[1:]],
+             "Follower delayed, with a barrier.cluster (before alloc, after alloc, before dealloc)")
+    _measure(analysis, out, [f"{d}-{m.replace('_', '-')}" for d in ("leader", "neither")
+                             for m in design.GRID_MODES], "Leader or neither CTA delayed")
+    spins = [f"follower-spin-{s}" for s in design.SPINS if s not in (design.BASE_SPIN, 50000)]
+    _measure(analysis, out, spins + ["leader-spin-50000"],
+             f"Spin sweep (x 1 us; {design.BASE_SPIN} is the baseline)")
+
+
+def _markers(analysis: Mapping[str, Any], out: list[str]) -> bool:
+    """The instrumented arms and the per-CTA stages; True if CTA1 never returned from alloc."""
+    arms = analysis["arms"]
+    _measure(analysis, out, [design.INSTR_BASELINE, "instr-leader-baseline",
+                             "instr-follower-barrier-before-dealloc", "instr-no-relinquish",
+                             "instr-no-dealloc", "instr-linger"], "Instrumented build (progress markers)")
+    ib = arms.get(design.INSTR_BASELINE)
+    if not _valid(ib):
+        return False
+    stages = _stage_summary(ib)
+    if not stages:
+        return False
+    f, n = _fails(ib)
+    out.append(f"Progress markers of {design.INSTR_BASELINE} over {n} trials ({f} failed): "
+               + ", ".join(f"{cta.upper()} last reached '{st}' in {c}/{n}"
+                           for cta, (st, c) in sorted(stages.items())) + ".")
+    st, c = stages.get("cta1", ("", 0))
+    if f == n and c == n and st == "before_alloc":
+        out.append(f"In every trial of {design.INSTR_BASELINE}, CTA1 entered tcgen05.alloc and did "
+                   "not record its return.")
+        return True
+    return False
+
+
+def _instruments(analysis: Mapping[str, Any], out: list[str]) -> list[str]:
+    """Instrument arms: counts, or why they did not run. Returns arms whose tool was missing."""
+    arms = analysis["arms"]
+    missing_tool: list[str] = []
+    for name in (*design.INSTRUMENT_LOWER, *design.CONTROL_INSTRUMENT_LOWER):
+        a = arms.get(name)
+        if a is None or not a.get("n"):  # not part of this run at all
+            continue
+        inst = (a.get("factors") or {}).get("instrument", "")
+        label = design.INSTRUMENT_LABEL.get(inst, inst or "an instrument")
+        if _valid(a):
+            out.append(f"Instrument {label} on {name}: {_prop(a)}.")
+            continue
+        missing = ((a.get("observations") or {}).get("instrument") or {}).get("found:False", 0)
+        if missing:
+            missing_tool.append(name)
+        why = (f"the tool was not found on the GPU node in {missing} of them" if missing
+               else "none produced a valid outcome")
+        out.append(f"Instrument {label} on {name}: not run; {a.get('n', 0)} trials, {why}.")
+    return missing_tool
+
+
+def _controls(analysis: Mapping[str, Any], out: list[str]) -> None:
+    _measure(analysis, out, ["control-arrive-after-exit", "control-store-after-exit",
+                             "control-store-barrier-before-exit"],
+             "Controls without tcgen05 (the odd CTA touches the even CTA's shared memory "
+             f"{design.BASE_SPIN} x 1 us after the even CTA could exit)")
 
 
 def _sass(analysis: Mapping[str, Any]) -> list[str]:
@@ -174,252 +206,122 @@ def _sass(analysis: Mapping[str, Any]) -> list[str]:
            f"{sum(bool(c.get('verified')) for c in claims)} of {len(claims)} of the report's claims "
            "about the tcgen05.alloc.cta_group::2 lowering are verified."]
     if f.get("leader_waits_after_signalling") is False and f.get("follower_last_peer_access"):
-        out.append("The leader's alloc returns without waiting for the follower's acknowledgement, "
-                   "and the follower's alloc ends with a remote operation on the leader's shared "
-                   f"memory ({f['follower_last_peer_access']}).")
+        out.append("In the SASS, the leader's alloc returns without waiting for the follower's "
+                   "acknowledgement, and the follower's alloc ends with a remote operation on the "
+                   f"leader's shared memory ({f['follower_last_peer_access']}).")
     if f.get("dealloc_synchronises_with_peer") is False:
-        out.append("tcgen05.dealloc.cta_group::2 never synchronises with the peer CTA.")
+        out.append("In the SASS, tcgen05.dealloc.cta_group::2 never synchronises with the peer CTA.")
     return out
 
+
+def _audit() -> str:
+    return f"Documentation audit (README.md): the ordering requirement is {DOC_AUDIT['label']}. " \
+           f"{DOC_AUDIT['summary']}"
+
+
+def _hypotheses(analysis: Mapping[str, Any], cta1_in_alloc: bool) -> list[str]:
+    """What the SASS and the markers suggest but no arm isolates."""
+    out = []
+    support = []
+    if _decision(analysis, design.LINGER_LOWER) == "supported":
+        support.append("instr-linger shows that the early exit, not the early dealloc alone, is "
+                       "needed")
+    if _decision(analysis, design.CONTROL_ARRIVE_FAILS) == "supported":
+        support.append("control-arrive-after-exit shows that a late remote arrive into an exited "
+                       "CTA faults by itself")
+    out.append("Hypothesis (from the SASS analysis of the build, sass_analysis.md; no arm removes "
+               "the follower's acknowledgement alone): the failure is the follower's remote mbarrier arrive at the end of its "
+               "tcgen05.alloc landing in the leader CTA's shared memory after the leader has "
+               "exited" + (f"; consistent with it, {' and '.join(support)}." if support else "."))
+    if cta1_in_alloc:
+        out.append("Hypothesis: the fault is raised inside CTA1's tcgen05.alloc, as the report says; "
+                   "the markers show only that CTA1 never recorded the alloc's return before the "
+                   "context died.")
+    suppressed = [n for n, c in design.INSTRUMENT_LOWER.items() if _decision(analysis, c) == "supported"]
+    known = [n for n, c in design.CONTROL_INSTRUMENT_LOWER.items() if _decision(analysis, c) == "supported"]
+    if suppressed and known:
+        out.append("Hypothesis: the instruments hide the failure by changing its timing, as they hide "
+                   f"the known exited-CTA fault of control-store-after-exit ({', '.join(known)}); "
+                   "their suppressing it is then no evidence against the failure.")
+    return out
+
+
+# ----------------------------------------------------------------------------- entry points
 
 
 def _not_run(analysis: Mapping[str, Any]) -> dict[str, Any]:
     dev = analysis.get("device") or {}
     arms = analysis.get("arms") or {}
-    n_unsupported = sum((a.get("outcomes") or {}).get("unsupported", 0) for a in arms.values())
-    n_total = sum(a.get("n", 0) for a in arms.values())
+    outcomes: dict[str, int] = {}
+    for a in arms.values():
+        for k, v in (a.get("outcomes") or {}).items():
+            outcomes[k] = outcomes.get(k, 0) + v
+    n_total = sum(outcomes.values())
     where = dev.get("name") or "this machine"
-    cc = dev.get("compute_capability")
-    if cc:
-        where += f" (compute capability {cc})"
+    if dev.get("compute_capability"):
+        where += f" (compute capability {dev['compute_capability']})"
     reason = (dev.get("reason") or "").strip().rstrip(".")
+    if len(outcomes) == 1:
+        recorded = f"all {n_total} trials were recorded as {next(iter(outcomes))}"
+    else:
+        recorded = f"of {n_total} trials, " + ", ".join(
+            f"{v} were recorded as {k}" for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1]))
+    hardware = dev.get("supported") is False or (
+        bool(dev.get("compute_capability")) and dev["compute_capability"] not in ("10.3", "10.0"))
     sentences = [
-        f"Not run: none of the {len(arms)} arms executed a trial on {where}; {n_unsupported} of "
-        f"{n_total} trials were recorded as unsupported" + (f" ({reason})." if reason else "."),
-        "The runtime arms need compute capability 10.3 (the sm_103a build, B300) or 10.0 (the "
-        "sm_100a build, B200); no failure proportion, barrier comparison, spin threshold or "
-        "instrument effect has been measured.",
+        f"Not run: none of the {len(arms)} arms ran a valid trial on {where}; "
+        f"{recorded if n_total else 'no trial was recorded'}" + (f" ({reason})." if reason else "."),
+        ("Why: the hardware. The runtime arms need a GPU with tcgen05, compute capability 10.3 "
+         "(the sm_103a build, B300) or 10.0 (the sm_100a build, B200); on any other device there "
+         "is no kernel image, so no failure proportion, barrier comparison, spin threshold, marker "
+         "or instrument effect was measured, and none of the case's claims could be decided."
+         if hardware else
+         "No failure proportion, barrier comparison, spin threshold, marker or instrument effect "
+         "was measured, and none of the case's claims could be decided."),
         "What did run without such a GPU: the sm_103a and sm_100a builds from the pinned wheels, "
         "the PTX-to-SASS analysis (sass_analysis.md) and the documentation audit (README.md).",
         *_sass(analysis),
-        f"Documentation audit: the ordering requirement is {DOC_AUDIT['conclusion']} in the "
-        f"documents read. {DOC_AUDIT['summary']}",
+        _audit(),
     ]
     return {
         "status": "not_run",
         "sentences": sentences,
-        "owner": "anyone with a B300 (sm_103) or B200 (sm_100) GPU",
+        "owner": None,
+        "owner_because": [],
+        "hypotheses": _hypotheses(analysis, False),
         "next": [
-            "Run `make tcgen05-ablation` (nox -s tcgen05_ablation) on a B300 or B200 and attach "
-            "the result.",
+            "Run `make tcgen05-ablation` (nox -s tcgen05_ablation) on a B300 (compute capability "
+            "10.3) or a B200 (10.0) and attach the result.",
         ],
     }
 
 
-def _grid(analysis: Mapping[str, Any], out: list[str]) -> dict[str, str]:
-    """Baseline vs each barrier placement; returns mode -> 'fewer'|'more'|'same'."""
-    arms = analysis["arms"]
-    base = arms[design.BASELINE]
-    out.append(
-        f"Baseline (seed binary, follower CTA delayed {design.BASE_SPIN} x 1 us, no barrier): "
-        f"{_prop(base)}."
-    )
-    effects: dict[str, str] = {}
-    for mode in design.GRID_MODES[1:]:
-        name = f"follower-{mode.replace('_', '-')}"
-        if not _valid(arms.get(name)):
-            continue
-        p, eff = _compare(analysis, name, design.BASELINE)
-        effects[mode] = eff
-        word = {"fewer": "fewer failures than the baseline",
-                "more": "more failures than the baseline",
-                "same": "no detectable difference from the baseline"}[eff]
-        out.append(f"With {design.MODE_LABEL[mode]}: {_prop(arms[name])}; {word} ({_p_text(p)}).")
-    if effects:
-        k = sum(e == "fewer" for e in effects.values())
-        out.append(f"A barrier.cluster reduces the failure in {k} of {len(effects)} placements tested.")
-    return effects
-
-
-def _asymmetry(analysis: Mapping[str, Any], out: list[str]) -> None:
-    arms = analysis["arms"]
-    parts = []
-    for delay in ("leader", "neither"):
-        name = f"{delay}-baseline"
-        if _valid(arms.get(name)):
-            parts.append((delay, name))
-    if not parts:
-        return
-    base_rate = _rate(arms[design.BASELINE])
-    for delay, name in parts:
-        p, eff = _compare(analysis, name, design.BASELINE)
-        what = "the leader (rank 0) delayed" if delay == "leader" else "no CTA delayed"
-        out.append(f"With {what} instead: {_prop(arms[name])} ({_p_text(p)} vs follower delayed).")
-    leader = dict(parts).get("leader")
-    if leader:
-        _, eff = _compare(analysis, leader, design.BASELINE)
-        if eff == "fewer" and base_rate > 0:
-            out.append("The failure is asymmetric: a late follower fails, a late leader does "
-                       "not fail as often.")
-        elif eff == "same" and base_rate > 0:
-            out.append("No leader/follower asymmetry was detected at this sample size.")
-    if _valid(arms.get("leader-spin-50000")):
-        out.append(f"Leader delayed 50000 x 1 us: {_prop(arms['leader-spin-50000'])}.")
-
-
-def _spin(analysis: Mapping[str, Any], out: list[str]) -> None:
-    arms = analysis["arms"]
-    points = []
-    for spin in design.SPINS:
-        name = design.BASELINE if spin == design.BASE_SPIN else f"follower-spin-{spin}"
-        if spin != 50000 and _valid(arms.get(name)):
-            points.append((spin, arms[name]))
-    if len(points) < 2:
-        return
-    listing = "; ".join(f"spin {s}: {_fails(a)[0]}/{_fails(a)[1]}" for s, a in points)
-    failing = [s for s, a in points if _fails(a)[0] > 0]
-    if not failing:
-        summary = "no failure at any spin tested"
-    elif failing[0] == points[0][0]:
-        summary = f"it fails already at the smallest spin tested ({points[0][0]})"
-    else:
-        below = max(s for s, a in points if s < failing[0] and _fails(a)[0] == 0)
-        summary = f"failures first appear between spin={below} and spin={failing[0]} (x 1 us)"
-        later_zero = [s for s, a in points if s > failing[0] and _fails(a)[0] == 0]
-        if later_zero:
-            summary += f", but not monotonically (none at spin {', '.join(map(str, later_zero))})"
-    out.append(f"Spin sweep, follower delayed: {listing}; {summary}.")
-
-
-def _markers(analysis: Mapping[str, Any], out: list[str]) -> None:
-    arms = analysis["arms"]
-    ib = arms.get(design.INSTR_BASELINE)
-    if not _valid(ib):
-        return
-    p, eff = _compare(analysis, design.INSTR_BASELINE, design.BASELINE)
-    out.append(
-        f"Instrumented build (progress markers), follower delayed: {_prop(ib)}; versus the seed "
-        + ("no detectable difference, so the markers do not perturb the race measurably"
-           if eff == "same" else f"{eff} failures, so the markers perturb the race")
-        + f" ({_p_text(p)})."
-    )
-    stages = _stage_summary(ib)
-    if stages:
-        f, n = _fails(ib)
-        desc = ", ".join(f"{cta.upper()} last reached '{st}' in {c}/{n}"
-                         for cta, (st, c) in sorted(stages.items()))
-        out.append(f"Progress markers over its {n} trials ({f} failed): {desc}.")
-        order = ["entered", "delay_done", "before_alloc", "alloc_returned", "relinquish", "dealloc", "end"]
-        for cta, (st, c) in sorted(stages.items()):
-            if f == n and c == n and st == "before_alloc":
-                out.append(f"In every trial {cta.upper()} entered tcgen05.alloc and never returned "
-                           f"from it: the fault is inside {cta.upper()}'s alloc.")
-            elif f == n and c == n and st in order and order.index(st) < order.index("end"):
-                out.append(f"In every trial {cta.upper()} stopped after '{st}'.")
-
-
-def _variants(analysis: Mapping[str, Any], out: list[str]) -> dict[str, str]:
-    arms = analysis["arms"]
-    effects: dict[str, str] = {}
-    ref = design.INSTR_BASELINE
-    if not _valid(arms.get(ref)):
-        return effects
-    for variant in ("no_relinquish", "no_dealloc", "linger"):
-        name = f"instr-{variant.replace('_', '-')}"
-        if not _valid(arms.get(name)):
-            continue
-        p, eff = _compare(analysis, name, ref)
-        effects[variant] = eff
-        a = arms[name]
-        label = design.VARIANT_LABEL[variant]
-        if eff == "fewer":
-            tail = "removes or reduces the failure"
-        elif eff == "more":
-            tail = "increases failures"
-        else:
-            tail = "does not change the failure rate detectably"
-        ref_err = set(arms[ref].get("errors") or {})
-        new_err = set(a.get("errors") or {}) - ref_err
-        extra = f"; it fails with a different error ({', '.join(sorted(new_err))})" if new_err else ""
-        out.append(f"Instrumented, {label}: {_prop(a)}; {tail} vs the instrumented baseline "
-                   f"({_p_text(p)}){extra}.")
-    if effects.get("linger") == "fewer":
-        out.append("Keeping both CTAs resident after their (early) dealloc removes the failure: the "
-                   "trigger is a CTA *exiting* before its peer's alloc has finished, consistent "
-                   "with the SASS lowering, where the follower's alloc ends with a remote "
-                   "mbarrier arrive on the leader's shared memory.")
-    elif effects.get("linger") == "same" and _rate(arms[ref]) > 0:
-        out.append("Lingering after dealloc does not help: the early dealloc itself, not the CTA's "
-                   "exit, is the trigger.")
-    return effects
-
-
-def _instruments(analysis: Mapping[str, Any], out: list[str], not_run: list[str]) -> None:
-    arms = analysis["arms"]
-    for name in ("instr-coredump", "instr-compute-sanitizer", "instr-cuda-gdb", "follower-coredump"):
-        ref = design.REFERENCE[name]
-        a = arms.get(name)
-        if a is None or not a.get("n"):  # not part of this run at all
-            continue
-        inst = name.split("-", 1)[1] if name.startswith("instr-") else "coredump"
-        label = design.INSTRUMENT_LABEL.get(inst, inst)
-        build = "instrumented build" if name.startswith("instr-") else "seed binary"
-        if not _valid(a):
-            missing = ((a.get("observations") or {}).get("instrument") or {}).get("found:False", 0)
-            if missing:
-                not_run.append(name)
-            why = (f"the tool was not found on the GPU node in {missing} of them" if missing
-                   else "none produced a valid outcome")
-            out.append(f"Instrument {label} ({build}): not run; {a.get('n', 0)} trials, {why}.")
-            continue
-        if not _valid(arms.get(ref)):
-            continue
-        p, eff = _compare(analysis, name, ref)
-        word = {"fewer": "suppresses the failure", "more": "increases failures",
-                "same": "does not suppress it detectably"}[eff]
-        out.append(f"Instrument {label} ({build}): {_prop(a)} vs {_fails(arms[ref])[0]}/"
-                   f"{_fails(arms[ref])[1]} without it; it {word} ({_p_text(p)}).")
-
-
-def _controls(analysis: Mapping[str, Any], out: list[str]) -> None:
-    arms = analysis["arms"]
-    arrive, store = "control-arrive-after-exit", "control-store-after-exit"
-    negative = "control-store-barrier-before-exit"
-    shown = [n for n in (arrive, store, negative, "control-store-coredump", "control-store-cuda-gdb")
-             if _valid(arms.get(n))]
-    if not shown:
-        return
-    out.append("Controls without tcgen05 (the odd CTA touches the even CTA's shared memory "
-               f"{design.BASE_SPIN} x 1 us after the even CTA could exit): "
-               + "; ".join(f"{n}: {_prop(arms[n])}" for n in shown) + ".")
-    if _valid(arms.get(store)) and _valid(arms.get(negative)):
-        _, eff = _compare(analysis, store, negative)
-        if eff == "more":
-            out.append("A late remote store into an exited CTA fails and a barrier.cluster before "
-                       "exit prevents it: the positive and negative controls behave as expected.")
-    if _valid(arms.get(arrive)):
-        ref = negative if _valid(arms.get(negative)) else None
-        eff = _compare(analysis, arrive, ref)[1] if ref else ("more" if _rate(arms[arrive]) > 0 else "same")
-        if _fails(arms[arrive])[0] > 0 and eff == "more":
-            out.append("On this GPU a late remote mbarrier arrive into an exited CTA faults too: the "
-                       "follower's acknowledgement at the end of its alloc (SYNCS.ARRIVE.TRANS64.RED.A1T0 "
-                       "to the leader) is by itself enough to fail once the leader has exited.")
-        elif _fails(arms[arrive])[0] == 0:
-            out.append("A late remote mbarrier arrive into an exited CTA does not fail on this GPU, so "
-                       "the follower's acknowledgement alone does not explain the failure.")
-    for inst in ("coredump", "cuda-gdb"):
-        name = f"control-store-{inst}"
-        if _valid(arms.get(name)) and _valid(arms.get(store)) and _rate(arms[store]) > 0:
-            p, eff = _compare(analysis, name, store)
-            if eff == "fewer":
-                out.append(f"{design.INSTRUMENT_LABEL[inst]} also suppresses this known exited-CTA "
-                           f"fault ({_fails(arms[name])[0]}/{_fails(arms[name])[1]} vs "
-                           f"{_fails(arms[store])[0]}/{_fails(arms[store])[1]}, {_p_text(p)}): an "
-                           "instrument hiding the reported failure is expected of this class of "
-                           "bug, not evidence against it.")
-
-
-# ----------------------------------------------------------------------------- entry point
+def _status(analysis: Mapping[str, Any]) -> tuple[str, list[str], str]:
+    """(status, the supported claims the owner rests on, a next step) from the decisions."""
+    base = _decision(analysis, design.BASELINE_FAILS)
+    barriers = {c: _decision(analysis, c) for c in design.BARRIER_LOWER.values()}
+    removes = [c for c, d in barriers.items() if d == "supported"]
+    if base == "contradicted":
+        return ("not_reproduced", [],
+                f"Compare device, driver and toolkit with the report: {design.BASELINE} did not end "
+                f"as {design.LAUNCH_FAILURE} in most trials.")
+    if base != "supported":
+        return ("inconclusive", [],
+                f"Decide claim {design.BASELINE_FAILS}: run {design.BASELINE} with more trials "
+                f"({RUN_HINT}).")
+    if removes:
+        status = STATUS_FOR_AUDIT[DOC_AUDIT["conclusion"]]
+        return (status, [design.BASELINE_FAILS, *removes],
+                "File with NVIDIA, attaching this result and sass_analysis.md, and ask whether the "
+                "ordering is intended: if so, the PTX ISA and Allocator2Sm @pre should state it; "
+                "if not, the lowering is the defect.")
+    if barriers and all(d == "contradicted" for d in barriers.values()):
+        return ("reproduced_not_ordering", [design.BASELINE_FAILS],
+                "File with NVIDIA: the failure reproduces and no barrier.cluster placement "
+                "removes it.")
+    return ("reproduced_ordering_not_decided", [],
+            "Decide the barrier claims (" + ", ".join(barriers) + "): run the follower-barrier-* "
+            f"arms with more trials ({RUN_HINT}).")
 
 
 def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
@@ -429,80 +331,39 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
 
     dev = analysis.get("device") or {}
     sentences: list[str] = []
-    nxt: list[str] = []
-    not_run = [n for n, a in arms.items() if not _valid(a)]
     if dev.get("name"):
         sentences.append(f"Measured on {dev['name']} (compute capability "
                          f"{dev.get('compute_capability') or 'unknown'}).")
-    base = arms.get(design.BASELINE)
-    if not _valid(base):
-        sentences.append("The baseline arm did not run, so nothing can be compared with it.")
-        return {"status": "inconclusive", "sentences": sentences, "owner": "gpurepro",
-                "next": [f"Run the arm {design.BASELINE}."]}
+    if not _valid(arms.get(design.BASELINE)):
+        sentences.append(f"The baseline arm {design.BASELINE} ran no valid trial, so nothing can be "
+                         "compared with it.")
+        return {"status": "inconclusive", "sentences": sentences, "owner": None,
+                "owner_because": [], "hypotheses": [], "next": [f"Run the arm {design.BASELINE}."]}
 
-    barrier = _grid(analysis, sentences)
-    _asymmetry(analysis, sentences)
-    _spin(analysis, sentences)
-    _markers(analysis, sentences)
-    _variants(analysis, sentences)
-    tool_not_run: list[str] = []
-    _instruments(analysis, sentences, tool_not_run)
+    _grid(analysis, sentences)
+    cta1_in_alloc = _markers(analysis, sentences)
+    missing_tool = _instruments(analysis, sentences)
     _controls(analysis, sentences)
     sentences += _sass(analysis)
+    sentences.append(_audit())
 
-    reproduced = _fails(base)[0] > 0
-    mitigated = any(e == "fewer" for e in barrier.values())
-    audit = DOC_AUDIT["conclusion"]
-    if not reproduced:
-        status = "not_reproduced"
-        sentences.append(
-            "Ordering requirement: not decided here. The baseline did not fail on this device, so "
-            "the report's failure is not reproduced and the measurements cannot separate a "
-            f"defect from a documentation gap (documentation audit: {audit})."
-        )
-        owner = "reporter and gpurepro: compare device, driver and toolkit with the report"
-    elif not barrier:
-        status = "inconclusive"
-        sentences.append("Ordering requirement: not decided; no barrier arm ran.")
-        owner = "gpurepro"
-    elif not mitigated:
-        status = "reproduced_not_ordering"
-        sentences.append(
-            "Ordering requirement: the failure reproduces but no barrier.cluster placement reduces "
-            "it, so it is not explained by the alloc/dealloc ordering between the CTAs."
-        )
-        owner = OWNER_NVIDIA
-    else:
-        sentences.append(f"Documentation audit: the requirement is {audit}. {DOC_AUDIT['summary']}")
-        if audit == "documented":
-            status = "usage_error"
-            sentences.append("Ordering requirement: documented, so the reproducer breaks a stated "
-                             "rule; the fix is in the program (synchronise before dealloc).")
-            owner = "the program's author (CUTLASS users writing 2-SM kernels)"
-        elif audit == "implied":
-            status = "documentation_gap"
-            sentences.append("Ordering requirement: a documentation gap. The failure reproduces and a "
-                             "barrier between alloc and dealloc removes it, and the rule is only "
-                             "implied; the PTX ISA and the Allocator2Sm @pre list should state it.")
-            owner = OWNER_NVIDIA
-        else:
-            status = "defect"
-            sentences.append("Ordering requirement: a defect against the documentation as written. A "
-                             "program meeting every documented precondition fails, and a barrier "
-                             "between alloc and dealloc removes it; either the behaviour must change "
-                             "or the PTX ISA (Issue Granularity; alloc/dealloc) and CUTLASS's "
-                             "Allocator2Sm @pre must state the ordering requirement.")
-            owner = OWNER_NVIDIA
-        nxt.append("File with NVIDIA, attaching this result and sass_analysis.md.")
-
+    status, because, step = _status(analysis)
+    nxt = [step]
     cc = dev.get("compute_capability")
     if cc == "10.3":
-        nxt.append("Repeat on a B200 (compute capability 10.0, sm_100a build); the report covers sm_103a only.")
+        nxt.append("Repeat on a B200 (compute capability 10.0, sm_100a build); the report covers "
+                   "sm_103a only.")
     elif cc == "10.0":
         nxt.append("Repeat on a B300 (compute capability 10.3), the reporter's device.")
-    if tool_not_run:
-        nxt.append("Install the missing tools on the GPU node and rerun: " + ", ".join(tool_not_run) + ".")
-    other = [n for n in not_run if n not in tool_not_run]
-    if other:
-        nxt.append("Arms with no valid trial: " + ", ".join(other) + ".")
-    return {"status": status, "sentences": sentences, "owner": owner, "next": nxt}
+    if missing_tool:
+        nxt.append("Install the missing tools on the GPU node and rerun: " + ", ".join(missing_tool) + ".")
+    idle = [n for n, a in arms.items() if not _valid(a) and n not in missing_tool]
+    if idle:
+        nxt.append("Arms with no valid trial: " + ", ".join(idle) + ".")
+    undecided = [n for n, c in (analysis.get("claims") or {}).items()
+                 if c.get("decision") == "not_decided"]
+    if undecided and status not in ("inconclusive", "reproduced_ordering_not_decided"):
+        nxt.append(f"Claims not decided: {', '.join(undecided)}; rerun their arms ({RUN_HINT}).")
+    return {"status": status, "sentences": sentences,
+            "owner": OWNER.get(status) if because else None, "owner_because": because,
+            "hypotheses": _hypotheses(analysis, cta1_in_alloc), "next": nxt}
