@@ -1,15 +1,24 @@
-"""tile_unload_race: manifest, trial commands, seed parser and verdict on synthetic trial sets."""
+"""tile_unload_race: manifest, trial commands, seed parser, claims and the verdict.
+
+The verdict is exercised the way `record` runs it: synthetic trials -> the harness decides the
+case's claims -> the case's verdict reads the decisions -> compose_verdict joins them (and
+refuses an owner resting on a claim that is not supported).
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
-from gpurepro import stats
+from gpurepro import journal, record, stats
 from gpurepro.manifest import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT
+
+RUN2 = ROOT / "results" / "tile_unload_race" / "20261130T000116Z_NVIDIA-H200_redacted"
 
 
 @pytest.fixture(scope="module")
@@ -17,73 +26,238 @@ def case():
     return load_case("tile_unload_race", ROOT)
 
 
-def _crash(arm, exposure, site="libcuda.so.1"):
+def _crash(arm, exposure, site="libcuda.so.1", live=None):
+    loads = exposure + 2
+    unloads = loads - (live if live is not None else 2)
     return {"arm": arm, "outcome": "crashed", "detail": "SIGSEGV", "exposure": exposure,
-            "duration_s": 2.0, "crash": {"signal": "SIGSEGV", "code_name": "SEGV_MAPERR",
-                                         "pc_module": site, "pc_offset": "0x1234",
-                                         "frames": [{"module": site, "offset": "0x1234"},
-                                                    {"module": site, "offset": "0x99"}],
-                                         "fault_in": {"module": "[unmapped]"}}}
+            "duration_s": 2.0,
+            "counters": {"cycles": exposure, "launches": exposure, "loads": loads, "unloads": unloads},
+            "crash": {"signal": "SIGSEGV", "code_name": "SEGV_MAPERR", "pc_module": site,
+                      "pc_offset": "0x1234",
+                      "frames": [{"module": site, "offset": "0x1234"}, {"module": site, "offset": "0x99"}],
+                      "fault_in": {"module": "[unmapped]"}}}
 
 
 def _survive(arm, exposure):
     return {"arm": arm, "outcome": "survived", "detail": "budget used up", "exposure": exposure,
-            "duration_s": 20.0, "crash": None}
+            "duration_s": 20.0, "counters": {"launches": exposure}, "crash": None}
 
 
-def _verdict(case, trials):
-    analysis = stats.analyze(trials, case.resolved_arms(), "baseline", case.failure_outcomes,
-                             "cycles")
-    analysis["device"] = {"name": "Test GPU", "compute_capability": "9.0"}
-    analysis["analyses"] = {}
-    return case.verdict(analysis)
+def _analysis(case, trials, sections=None):
+    """What record hands the verdict: statistics, decided claims, trials (no verdict yet)."""
+    resolved = case.resolved_arms()
+    arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
+    claims = record.decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
+    analysis = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, "cycles")
+    analysis.update(device={"name": "Test GPU", "compute_capability": "9.0"},
+                    analyses={"sections": sections} if sections else {},
+                    claims={c["name"]: c for c in claims}, trials=trials)
+    return analysis, claims
 
 
-def _tile_only():
-    t = [_crash("baseline", 4000 + 100 * i) for i in range(10)]
+def _verdict(case, trials, sections=None):
+    analysis, claims = _analysis(case, trials, sections)
+    return record.compose_verdict(case.verdict(analysis), claims), analysis
+
+
+def _decisions(analysis):
+    return {n: c["decision"] for n, c in analysis["claims"].items()}
+
+
+def _tile_only(site="libcuda.so.1"):
+    t = [_crash("baseline", 4000 + 100 * i, site) for i in range(10)]
     for arm in ("control-cuda", "one-thread", "serialized", "never-unload"):
         t += [_survive(arm, 1_000_000)] * 10
     return t
 
 
-def test_tile_only_crashes_name_the_driver(case):
-    v = _verdict(case, _tile_only())
-    text = " ".join(v["sentences"])
+def _text(v):
+    return " ".join([*v["sentences"], *v["not_decided"], *v["next"], *v["hypotheses"], v["owner"] or ""])
+
+
+# ---------------------------------------------------------------- claims in the manifest
+
+
+def test_every_arm_but_the_baseline_has_a_claim(case):
+    claimed = {c.arm for c in case.claims}
+    assert claimed == {a.name for a in case.arms}
+    kinds = {c.name: (c.kind, c.reference) for c in case.claims}
+    for name in ("control-cuda", "as-filed-cuda", "cuda-module-globals", "one-thread", "serialized",
+                 "context-per-thread", "never-unload"):
+        assert kinds[name] == ("lower", None)  # against the baseline
+    for name in ("always-unload", "distinct-cubins", "other-tile-kernel", "library-api"):
+        assert kinds[name] == ("equivalent", None)
+    # The seed program's counters are coarse: no rate claim about as-filed, only that it crashes.
+    assert kinds["as-filed-crashes"] == ("outcome", None)
+    assert all(c.supported and c.not_decided for c in case.claims)
+
+
+# ---------------------------------------------------------------- status and owner from claims
+
+
+def test_tile_only_crashes_name_the_driver_from_supported_claims(case):
+    v, analysis = _verdict(case, _tile_only())
+    d = _decisions(analysis)
+    assert {d[n] for n in ("baseline-crashes", "control-cuda", "one-thread", "serialized")} == {"supported"}
     assert v["status"] == "reproduced"
-    assert "needs Tile IR modules" in text
-    assert "two threads overlapping" in text
-    assert "libcuda.so.1" in text
-    assert v["owner"] and "driver" in v["owner"] and "not specific" not in v["owner"]
+    assert v["owner"].startswith("NVIDIA CUDA driver (libcuda), in its handling of Tile IR modules")
+    assert set(v["owner_because"]) == {"baseline-crashes", "control-cuda", "one-thread", "serialized"}
+    text = " ".join(v["sentences"])
+    assert "Tile IR modules raise the crash rate" in text  # control-cuda's supported sentence
+    assert "[claim control-cuda:" in text
+    assert "libcuda.so.1" in text  # the crash site, a measurement
+    assert any("claim serialized" in n for n in v["next"])
 
 
-def test_both_crash_is_not_tile_specific(case):
-    t = [_crash("baseline", 4000)] * 10 + [_crash("control-cuda", 9000)] * 10
-    v = _verdict(case, t)
-    assert "not specific to Tile IR" in " ".join(v["sentences"])
-    assert "not specific to Tile IR" in v["owner"]
+def test_owner_needs_the_crash_site_inside_libcuda(case):
+    v, analysis = _verdict(case, _tile_only(site="[unmapped]"))
+    assert _decisions(analysis)["control-cuda"] == "supported"
+    assert v["status"] == "reproduced" and v["owner"] is None and v["owner_because"] == []
+    assert any("PC inside libcuda" in n for n in v["next"])
+
+
+def test_owner_needs_the_overlap_claims(case):
+    t = [_crash("baseline", 4000)] * 10 + [_survive("control-cuda", 1_000_000)] * 10
+    v, _ = _verdict(case, t)
+    assert v["status"] == "reproduced" and v["owner"] is None
+    assert any("one-thread and serialized" in n for n in v["next"])
+
+
+def test_plain_modules_crashing_more_contradicts_control_cuda(case):
+    t = [_crash("baseline", 4000)] * 3 + [_survive("baseline", 400_000)] * 7
+    t += [_crash("control-cuda", 4000)] * 10
+    for arm in ("one-thread", "serialized"):
+        t += [_survive(arm, 100_000_000)] * 10
+    v, analysis = _verdict(case, t)
+    assert _decisions(analysis)["control-cuda"] == "contradicted"
+    assert any(s.startswith("Not specific to Tile IR") for s in v["sentences"])
+    # The owner rests only on supported claims; the contradicted one speaks for itself.
+    assert v["owner"].startswith("NVIDIA CUDA driver (libcuda), when two threads")
+    assert "control-cuda" not in v["owner_because"]
+
+
+def test_an_owner_resting_on_an_undecided_claim_is_refused(case):
+    analysis, claims = _analysis(case, _tile_only())
+    given = case.verdict(analysis)
+    weak = [{**c, "decision": "not_decided"} if c["name"] == "one-thread" else c for c in claims]
+    with pytest.raises(record.RecordError, match="one-thread"):
+        record.compose_verdict(given, weak)
 
 
 def test_nothing_crashes_is_not_reproduced(case):
     t = [_survive("baseline", 500_000)] * 10 + [_survive("control-cuda", 500_000)] * 10
-    v = _verdict(case, t)
+    v, analysis = _verdict(case, t)
+    assert _decisions(analysis)["baseline-crashes"] == "not_decided"
     assert v["status"] == "not_reproduced" and v["owner"] is None
-    assert v["sentences"][0].startswith("Not reproduced")
+    assert any("No SIGSEGV in the baseline's 10 valid trials" in s for s in v["not_decided"])
 
 
-def test_control_without_enough_exposure_is_inconclusive(case):
+def test_control_without_enough_exposure_is_not_decided(case):
     t = [_crash("baseline", 400_000)] * 10 + [_survive("control-cuda", 100)] * 3
-    v = _verdict(case, t)
-    text = " ".join(v["sentences"])
-    assert "too little exposure" in text and "needs Tile IR modules" not in text
-    assert any("larger cycle budget" in s for s in v["next"])
+    v, analysis = _verdict(case, t)
+    assert _decisions(analysis)["control-cuda"] == "not_decided"
+    assert any("control-cuda" in s and "deciding it needs" in s for s in v["not_decided"])
+    assert "raise the crash rate" not in " ".join(v["sentences"])
     assert v["owner"] is None
+    assert any("control-cuda decided (not_decided)" in n for n in v["next"])
 
 
 def test_invalid_baseline_is_inconclusive(case):
     t = [{"arm": "baseline", "outcome": "invalid", "detail": "no progress", "exposure": 0,
           "duration_s": 20.0, "crash": None}] * 5
-    v = _verdict(case, t)
-    assert v["status"] == "inconclusive"
+    v, _ = _verdict(case, t)
+    assert v["status"] == "inconclusive" and v["owner"] is None
+
+
+# ---------------------------------------------------------------- what the sentences may say
+
+
+def test_verdict_sentences_are_measurements_not_tests(case):
+    analysis, _ = _analysis(case, _tile_only())
+    own = case.verdict(analysis)  # before the harness appends the claims' sentences
+    for s in own["sentences"]:
+        assert not re.search(r"\bp\s*[=<]|rate ratio|Fisher|binomial|not distinguishable|significan", s), s
+
+
+def test_equivalence_with_little_data_reads_not_decided(case):
+    t = _tile_only() + [_crash("library-api", 4000)] * 3 + [_survive("library-api", 4000)] * 2
+    v, analysis = _verdict(case, t)
+    assert _decisions(analysis)["library-api"] == "not_decided"
+    lib = [s for s in v["not_decided"] if "(library-api)" in s]
+    assert lib and "which does not mean 'no different'" in lib[0]
+    assert "not distinguishable" not in _text(v)
+    # That it crashes at all is a measurement, named by its arm.
+    assert any(s.startswith("library-api (") and "crashed in 3 of 5" in s for s in v["sentences"])
+
+
+def test_medians_say_which_and_none_for_the_seed_program(case):
+    t = [_crash("baseline", 4000)] * 3 + [_survive("baseline", 400_000)] * 7
+    t += [_crash("as-filed", 0)] * 4 + [_survive("as-filed-cuda", 50_000)] * 4
+    v, _ = _verdict(case, t)
+    base = next(s for s in v["sentences"] if "baseline (" in s and "valid trials crashed" in s)
+    assert "Kaplan–Meier median not reached" in base
+    seed = [s for s in v["sentences"] if s.startswith(("as-filed (", "as-filed-cuda ("))]
+    assert len(seed) == 2
+    for s in seed:
+        assert "Kaplan" not in s and "once-a-second printout" in s
+    v, _ = _verdict(case, _tile_only())
+    base = next(s for s in v["sentences"] if "baseline (" in s and "valid trials crashed" in s)
+    assert "Kaplan–Meier median 4.4e+03 cycles" in base and "0.5 or below" in base
+
+
+def test_sections_name_every_section_only_tile_ir_cubins_carry(case):
+    sections = json.loads(RUN2.with_suffix(".json").read_text())["analyses"]["sections"]
+    v, _ = _verdict(case, _tile_only(), sections)
+    text = next(s for s in v["sentences"] if s.startswith("ELF sections"))
+    for sec in (".nv.host", ".debug_line", ".nv_debug_line_sass", ".nv_debug_ptx_txt"):
+        assert sec in text
+    assert "cuda_globals (cuda-module-globals)" in text  # .nv.global.init is shared with it
+    # .nv.host as the cause is a hypothesis, listing the other sections it is confounded with.
+    assert "cause" not in " ".join(v["sentences"])
+    host = [h for h in v["hypotheses"] if ".nv.host" in h]
+    assert len(host) == 1 and ".nv_debug_ptx_txt" in host[0]
+
+
+def test_sentences_no_arm_isolates_are_hypotheses(case):
+    t = _tile_only() + [_survive("context-per-thread", 1_000_000)] * 10
+    t += [_crash("baseline", 2048 + i, live=lv) for i, lv in enumerate((512, 1024, 2048, 4096, 700))]
+    t += [_crash("always-unload", 5000, live=2)] * 3
+    v, analysis = _verdict(case, t)
+    assert _decisions(analysis)["context-per-thread"] == "supported"
+    assert v["hypotheses"] and all(h.startswith("Hypothesis (") for h in v["hypotheses"])
+    body = " ".join([*v["sentences"], *v["next"], v["owner"]])
+    for gone in ("needs cuModuleUnload", "running concurrently with the other thread",
+                 "Separate contexts per thread remove it", "track the", "serialise unloads"):
+        assert gone not in body, gone
+    hyp = " ".join(v["hypotheses"])
+    assert "cuModuleUnload is the call that races" in hyp and "no arm serialises the unload alone" in hyp
+    assert "serialising only unloads against launches" in hyp
+    assert "one thread per context" in hyp  # the confound, said as such
+    assert "power of two" in hyp and "always-unload crashed with at most 2 modules" in hyp
+    # The count near powers of two is a plain measurement: no test.
+    count = next(s for s in v["sentences"] if "power of two" in s)
+    assert "4 of 5 crashes" in count and "no test is made" in count
+    assert any("context-per-thread" in s and "does not separate" in s for s in v["sentences"])
+
+
+# ---------------------------------------------------------------- a committed run, re-recorded
+
+
+def test_committed_run_recorded_again_decides_the_owner_from_claims(case):
+    header, trials = journal.merge([RUN2.with_suffix(".journal.jsonl")])
+    doc = record.build_document(case, header, trials, ROOT)
+    decided = {c["name"]: c["decision"] for c in doc["claims"]}
+    for name in ("baseline-crashes", "as-filed-crashes", "control-cuda", "as-filed-cuda",
+                 "cuda-module-globals", "one-thread", "serialized", "context-per-thread",
+                 "never-unload"):
+        assert decided[name] == "supported", name
+    assert "contradicted" not in decided.values()
+    v = doc["verdict"]
+    assert v["status"] == "reproduced" and v["owner"].startswith("NVIDIA CUDA driver")
+    assert any("all 51 crashes" in s and "libcuda.so.580.159.04" in s for s in v["sentences"])
+
+
+# ---------------------------------------------------------------- trial commands, seed parser
 
 
 def test_trial_commands(case):
@@ -117,18 +291,13 @@ def test_seed_output_parser(case):
     assert all(e["event"] == "heartbeat" for e in case.parsers["seed"](lines[:3]))
 
 
-def test_live_module_pattern_detects_power_of_two_clustering(case):
+def test_crash_counters_leave_out_the_seed_program(case):
     from gpurepro.manifest import load_sibling
 
     verdict = load_sibling(case.path, "verdict")
-
-    def crash(live):
-        return {"outcome": "crashed", "counters": {"cycles": 1, "loads": live + 100, "unloads": 100}}
-
-    clustered = [crash(v) for v in (512, 2048, 2049, 8190, 8192, 4096, 1023)]
-    found = verdict.live_module_pattern(clustered)
-    assert found["near_power_of_two"] == 7 and found["p_value"] < 1e-6
-    spread = [crash(v) for v in (700, 1500, 3000, 5000, 6100, 11000, 12345)]
-    assert verdict.live_module_pattern(spread)["near_power_of_two"] == 0
-    # The seed's counters (no "cycles") are not used: its heartbeat lags the crash.
-    assert verdict.live_module_pattern([{"outcome": "crashed", "counters": {"loads": 2148, "unloads": 100}}] * 6) is None
+    t = [_crash("baseline", 5000, live=lv) for lv in (512, 2049, 8190, 700, 3000)]
+    # The seed's counters lag its crash by up to a second: never used.
+    t += [{**_crash("as-filed", 0, live=4096), "counters": {"loads": 4196, "unloads": 100, "launches": 4190}}] * 6
+    analysis, _ = _analysis(case, t)
+    cc = verdict.crash_counters(analysis)
+    assert cc["records"] == 5 and cc["big"] == 5 and cc["near"] == 3 and cc["gaps"] == {2: 5}

@@ -10,6 +10,7 @@ from gpurepro.manifest import (
     Arm,
     Artifact,
     Case,
+    Claim,
     Defaults,
     Devices,
     Exposure,
@@ -168,6 +169,86 @@ _CUBINS = {
 }
 
 
+# What the arms are meant to show, as claims the harness decides under one family-wise alpha
+# (gpurepro.claims). Every rate claim compares crashes per 10^6 load/launch/unload cycles with
+# the baseline's. The as-filed arms' counters come from a once-a-second printout (a crash in the
+# first second shows 0 cycles), so no rate claim is made about `as-filed` itself: only that it
+# crashes at all. The verdict (verdict.py) reads the decisions and computes no statistics.
+_RATE = "{count} crashes in {exposure} cycles ({rate}) against the baseline's {reference_rate}"
+_RATIO = "rate ratio {ratio}, 95% CI {ratio_ci}"
+# Equivalence band for "crashes like the baseline": GPU concurrency alone (--jobs 2) moved the
+# baseline's rate about fourfold between committed runs, so a factor of 4 is the resolution at
+# which two arms can be called the same race here.
+EQUIVALENCE_MARGIN = 4.0
+
+
+def _lower(name: str, what: str, meaning: str) -> Claim:
+    """`name` crashes less often than the baseline: `meaning` when supported."""
+    return Claim(
+        name, arm=name, kind="lower",
+        supported=f"{meaning}: {what} ({{arm}}) crashes less often than the baseline: {_RATE} ({_RATIO}).",
+        contradicted=(f"Contrary to what the arm was meant to show, {what} ({{arm}}) crashes more often "
+                      f"than the baseline: {_RATE} ({_RATIO})."),
+        not_decided=(f"Whether {what} ({{arm}}) crashes less often than the baseline is not decided: "
+                     f"{_RATE}; deciding it needs {{needed}}."),
+    )
+
+
+def _same(name: str, what: str) -> Claim:
+    """`name` crashes at the baseline's rate, within EQUIVALENCE_MARGIN either way."""
+    m = f"{EQUIVALENCE_MARGIN:g}"
+    what_ = what[0].upper() + what[1:]
+    return Claim(
+        name, arm=name, kind="equivalent", margin=EQUIVALENCE_MARGIN,
+        supported=(f"{what_} ({{arm}}) crashes at a rate within {m}x of the baseline's: {_RATE} "
+                   f"({_RATIO})."),
+        contradicted=(f"{what_} ({{arm}}) crashes at a rate more than {m}x away from the baseline's: "
+                      f"{_RATE} ({_RATIO})."),
+        not_decided=(f"Whether {what} ({{arm}}) crashes at a rate within {m}x of the baseline's is not "
+                     f"decided (which does not mean 'no different'): {_RATE}; deciding it needs "
+                     f"{{needed}}."),
+    )
+
+
+CLAIMS = [
+    # Reproduction: one SIGSEGV is the reported failure happening; share 0 makes the claim
+    # "at least one valid trial ends in SIGSEGV" (a count rule, still counted in the family).
+    Claim("baseline-crashes", arm="baseline", kind="outcome", outcome="crashed", detail="SIGSEGV",
+          share=0.0,
+          supported=("Reproduced: the baseline (host.cc, Tile IR cubin, two threads, three unloads in "
+                     "four) ended in SIGSEGV in {count} of {n} valid trials."),
+          not_decided="No SIGSEGV in the baseline's {n} valid trials."),
+    Claim("as-filed-crashes", arm="as-filed", kind="outcome", outcome="crashed", detail="SIGSEGV",
+          share=0.0,
+          supported=("Reproduced with the reporter's program: seed/repro.cc, unchanged (as-filed), "
+                     "ended in SIGSEGV in {count} of {n} valid trials."),
+          not_decided="No SIGSEGV in the {n} valid trials of seed/repro.cc, unchanged (as-filed)."),
+    Claim("control-cuda", arm="control-cuda", kind="lower",
+          supported=("Tile IR modules raise the crash rate: the same loop on the plain nvcc cubin "
+                     f"({{arm}}) crashes less often than the baseline: {_RATE} ({_RATIO})."),
+          contradicted=("Not specific to Tile IR: the same loop on the plain nvcc cubin ({arm}) "
+                        f"crashes more often than the baseline: {_RATE} ({_RATIO})."),
+          not_decided=("Whether the same loop on the plain nvcc cubin ({arm}) crashes less often than "
+                       f"the baseline is not decided: {_RATE}; deciding it needs {{needed}}.")),
+    _lower("as-filed-cuda", "the reporter's unchanged seed/repro.cc on the plain nvcc cubin",
+           "The plain cubin crashes less with the reporter's own program too"),
+    _lower("cuda-module-globals", "a plain nvcc cubin with initialised __device__ data (.nv.global.init)",
+           ".nv.global.init alone does not bring the baseline's rate"),
+    _lower("one-thread", "the same loop in one thread", "Concurrency matters"),
+    _lower("serialized", "two threads with one mutex around each whole load/launch/sync/unload iteration",
+           "Two threads are not enough, their calls have to overlap for the baseline's rate"),
+    _lower("context-per-thread",
+           "a context per thread (so every context also has a single thread; the arm does not "
+           "separate the two)",
+           "Separate contexts, each with one thread, crash less"),
+    _lower("never-unload", "the same loop never unloading", "Unloads matter"),
+    _same("always-unload", "unloading every module (at most two loaded at a time)"),
+    _same("distinct-cubins", "each thread loading a different Tile IR cubin"),
+    _same("other-tile-kernel", "a different Tile IR kernel"),
+    _same("library-api", "the cuLibrary* entry points cuda-tile itself uses"),
+]
+
+
 def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
     cubins = [str(ctx.artifacts[name]) for name in _CUBINS[f["module"]]]
@@ -221,4 +302,5 @@ CASE = Case(
     defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_cycles=0),
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
+    claims=CLAIMS,
 )

@@ -1,17 +1,40 @@
-"""The tile_unload_race verdict: sentences computed from one run's statistics.
+"""The tile_unload_race verdict: measurements, and status/owner/next from decided claims.
 
-Every sentence follows from the numbers in the analysis (per-arm rates with exposure, rate
-ratios against the baseline, crash sites, ELF sections); change the data and the verdict
-changes. Arms absent from a run are simply not discussed.
+This module computes no statistics. The comparisons between arms are the claims declared in
+manifest.py, decided by the harness under one family-wise error rate (gpurepro.claims); the
+harness appends their sentences to the verdict itself. What is written here:
+
+- ``sentences``: measurements only (counts, rates as counted, the Kaplan-Meier median the
+  harness computed, crash sites, ELF sections, counters at the crash), each naming its arm;
+- ``status``, ``owner``, ``owner_because``, ``next``: from claim decisions (plus the crash site,
+  a measurement);
+- ``hypotheses``: what no arm of this case isolates, labelled as such.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-ALPHA = 0.05
 PER = "10^6 cycles"
+
+# Claims of manifest.py the verdict reads.
+REPRODUCED = ("baseline-crashes", "as-filed-crashes")
+TILE = "control-cuda"
+OVERLAP = ("one-thread", "serialized")
+
+# Cubin labels of the sections analysis -> the arm that loads that cubin alone.
+MODULE_ARMS = {"tile": "baseline", "tile_other": "other-tile-kernel", "cuda": "control-cuda",
+               "cuda_globals": "cuda-module-globals"}
+
+# Live modules (loads - unloads) at the crash "near a power of two": within +-0.01 in log2
+# (+-0.7%), a window covering 2% of the log2 scale; counts below 64 are left out (every small
+# count is near a power of two). A plain count, not a test: the pattern was found in the same
+# data, so it is reported as a measurement and the explanation as a hypothesis.
+POW2_WINDOW = 0.01
+POW2_MIN_LIVE = 64
+POW2_MIN_CRASHES = 5
 
 
 def _f(x: float | None) -> str:
@@ -24,152 +47,81 @@ def _f(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def effect(analysis: Mapping[str, Any], arm: str) -> str | None:
-    """How an arm's crash rate compares with the baseline's, judged on exposure.
+def decision(analysis: Mapping[str, Any], name: str) -> str | None:
+    """A claim's decision in this run (None: the claim is not in this run's family)."""
+    claim = (analysis.get("claims") or {}).get(name)
+    return claim.get("decision") if claim else None
 
-    'none': no crash, and its exposure makes the baseline's rate implausible (exact
-    conditional rate test, p < ALPHA) — the factor removes the crash;
-    'unexposed': no crash, but too little exposure to tell;
-    'lower' / 'higher' / 'same': it crashes, at a rate below / above / not distinguishable
-    from the baseline's; None: the arm has no valid trial.
-    """
-    s = analysis["arms"].get(arm)
-    if not s or s["n_valid"] == 0:
-        return None
-    c = analysis["comparisons"].get(arm)
-    if c is None:
-        return "same"
-    rr = c["rate_ratio"]
-    p = rr.get("p_value")
-    if s["failures"] == 0:
-        return "none" if p is not None and p < ALPHA else "unexposed"
-    if p is None or p >= ALPHA or rr.get("estimate") is None:
-        return "same"
-    return "lower" if rr["estimate"] < 1 else "higher"
+
+def supported(analysis: Mapping[str, Any], *names: str) -> bool:
+    return all(decision(analysis, n) == "supported" for n in names)
+
+
+# ---------------------------------------------------------------- measurements
+
+
+def _instrumented(analysis: Mapping[str, Any], arm: str) -> bool:
+    return ((analysis["arms"].get(arm) or {}).get("factors") or {}).get("driver", "host") == "host"
+
+
+def _coarse(analysis: Mapping[str, Any], arm: str) -> bool:
+    """The seed program's counters come from a once-a-second printout."""
+    return not _instrumented(analysis, arm)
 
 
 def _rate(s: Mapping[str, Any]) -> str:
     r = s["exposure"]["rate"]
     if r["estimate"] is None:
         return "no exposure"
-    return f"{_f(r['estimate'])} per {PER} (95% CI {_f(r['ci95'][0])}–{_f(r['ci95'][1])})"
+    ci = r.get("ci95")
+    return (f"{_f(r['estimate'])} per {PER}"
+            + (f" (95% CI {_f(ci[0])}–{_f(ci[1])})" if ci else ""))
 
 
-def _no_crash(s: Mapping[str, Any]) -> str:
-    r = s["exposure"]["rate"]
-    return (f"no crash in {_f(s['exposure']['total'])} cycles over {s['n_valid']} trials "
-            f"(95% upper bound {_f(r['ci95'][1]) if r['ci95'] else '–'} per {PER})")
+def km_median(s: Mapping[str, Any]) -> str:
+    """Which median: the first exposure at which the Kaplan-Meier survival estimate is 0.5 or
+    below, as the harness computed it; 'not reached' when it never got there."""
+    if s["failures"] == 0:
+        return "no crash, so no median"
+    ttf = s.get("time_to_failure") or {}
+    cycles = (ttf.get("exposure") or {}).get("median")
+    seconds = (ttf.get("seconds") or {}).get("median")
+    if cycles is None:
+        return ("Kaplan–Meier median not reached (the survival estimate never fell to 0.5: "
+                "fewer than half of the trials crashed)")
+    return (f"Kaplan–Meier median {_f(cycles)} cycles ({_f(seconds)} s) to the crash (the first "
+            f"exposure at which the survival estimate is 0.5 or below)")
 
 
-def _p(analysis: Mapping[str, Any], arm: str) -> str:
-    c = analysis["comparisons"][arm]
-    rr, fi = c["rate_ratio"], c["fisher"]
-    return (f"rate ratio {_f(rr['estimate'])}, p = {_f(rr['p_value'])}; "
-            f"Fisher on trials p = {_f(fi['p_value'])}")
-
-
-def _describe(analysis: Mapping[str, Any], arm: str, what: str) -> str | None:
-    e = effect(analysis, arm)
-    if e is None:
+def _arm_sentence(analysis: Mapping[str, Any], arm: str, what: str, on: str = "") -> str | None:
+    s = analysis["arms"].get(arm)
+    if not s or s["n_valid"] == 0:
         return None
-    s = analysis["arms"][arm]
-    if e == "none":
-        return f"{what}: {_no_crash(s)}, against the baseline's {_rate(analysis['arms'][analysis['baseline']])} ({_p(analysis, arm)})."
-    if e == "unexposed":
-        return f"{what}: {_no_crash(s)}, too little exposure to rule out the baseline's rate ({_p(analysis, arm)}); inconclusive."
-    word = {"same": "crashes at a rate not distinguishable from the baseline's",
-            "lower": "crashes, but less often than the baseline",
-            "higher": "crashes more often than the baseline"}[e]
-    return f"{what}: {word}: {s['failures']}/{s['n_valid']} trials, {_rate(s)} ({_p(analysis, arm)})."
+    text = f"{on}{arm} ({what}): {s['failures']} of {s['n_valid']} valid trials crashed"
+    signals = sorted({t.get("detail") for t in analysis.get("trials") or []
+                      if t.get("arm") == arm and t.get("outcome") == "crashed" and t.get("detail")})
+    if signals:
+        text += f" ({', '.join(signals)})"
+    if _coarse(analysis, arm):
+        # The seed program prints its counters once a second: a survivor's cycles are counted up
+        # to its last printout, a crash within the first second shows 0 cycles.
+        if s["failures"]:
+            return (text + "; no rate and no median for it: its cycle counts come from the program's "
+                    "once-a-second printout, so a crash within the first second shows 0 cycles.")
+        return (text + f", {_f(s['exposure']['total'])} cycles counted up to each trial's last "
+                "once-a-second printout (an undercount); no median.")
+    return (text + f", {_f(s['exposure']['total'])} cycles in all, {_rate(s)}; {km_median(s)}.")
 
 
-def _site_sentence(sites: list[Mapping[str, Any]]) -> tuple[str | None, str | None]:
-    """A sentence on where it faults, and the kind of place ('libcuda', 'jit', 'unmapped', other)."""
-    if not sites:
-        return None, None
-    total = sum(b["count"] for b in sites)
-    top = sites[0]
-    module = top.get("pc_module")
-    share = f"{top['count']} of {total} crashes" if len(sites) > 1 else f"all {total} crashes"
-    fault = (top.get("fault_in") or {}).get("module")
-    if module is None:
-        return f"{share} died of {top.get('signal')} without a crash record.", None
-    if module.startswith("libcuda"):
-        kind = "libcuda"
-        where = f"inside the driver library {module} at offset {top.get('pc_offset')}"
-    elif module == "[anonymous]":
-        kind = "jit"
-        where = ("in anonymous executable memory: code mapped at run time, not from any file "
-                 "(the driver loads the Tile IR module's .nv.host callbacks this way)")
-    elif module == "[unmapped]":
-        kind = "unmapped"
-        where = "at an address that is mapped nowhere: a jump through a stale code pointer"
-    else:
-        kind = "other"
-        where = f"in {module}+{top.get('pc_offset')}"
-    frames = " <- ".join(f"{f['module']}+{f['offset']}" for f in (top.get("frames") or [])[1:4])
-    text = (f"Crash site: {share} share one signature, {top.get('signal')} "
-            f"({top.get('code_name') or 'code ?'}) with the PC {where}"
-            + (f"; the faulting address lies in {fault}" if fault else "")
-            + (f"; callers {frames}" if frames else "") + ".")
-    if len(sites) > 1:
-        text += f" {len(sites)} distinct signatures in all."
-    return text, kind
-
-
-# Live modules (loads - unloads) at the crash: how close to a power of two. A window of
-# +-0.01 in log2 (+-0.7%) around each integer covers 2% of log space, the chance level for a
-# count spread smoothly over the range; small counts are excluded (all are near a power of 2).
-POW2_WINDOW = 0.01
-POW2_MIN_LIVE = 64
-
-
-def live_module_pattern(trials: list[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """Do crashes cluster where the count of loaded modules crosses a power of two?"""
-    import math
-
-    from scipy import stats
-
-    lives = []
-    for t in trials:
-        c = t.get("counters") or {}
-        if t.get("outcome") == "crashed" and "cycles" in c and "unloads" in c:
-            live = c.get("loads", 0) - c["unloads"]
-            if live >= POW2_MIN_LIVE:
-                lives.append(live)
-    if len(lives) < 5:
+def crashes_by_arm(analysis: Mapping[str, Any], skip: tuple[str, ...]) -> str | None:
+    parts = [f"{a} {s['failures']}/{s['n_valid']}" for a, s in analysis["arms"].items()
+             if a not in skip and s["n_valid"]]
+    if not parts:
         return None
-    near = [v for v in lives if abs(math.log2(v) - round(math.log2(v))) <= POW2_WINDOW]
-    chance = 2 * POW2_WINDOW
-    p = float(stats.binomtest(len(near), len(lives), chance, alternative="greater").pvalue)
-    return {"crashes": len(lives), "near_power_of_two": len(near), "chance": chance, "p_value": p,
-            "powers": sorted({2 ** round(math.log2(v)) for v in near})}
+    return "Crashed / valid trials, per arm: " + ", ".join(parts) + "."
 
 
-def _live_sentence(pattern: Mapping[str, Any] | None) -> str | None:
-    if not pattern or pattern["p_value"] >= ALPHA:
-        return None
-    return (f"{pattern['near_power_of_two']} of {pattern['crashes']} crashes (instrumented arms, "
-            f"at least {POW2_MIN_LIVE} modules loaded) came when the number of modules loaded in "
-            f"the context (loads - unloads) was within 0.7% of a power of two "
-            f"({', '.join(str(x) for x in pattern['powers'])}), against {pattern['chance']:.0%} "
-            f"expected by chance (binomial p = {_f(pattern['p_value'])}).")
-
-
-def _host_object_sentence(analysis: Mapping[str, Any]) -> str | None:
-    sec = (analysis.get("analyses") or {}).get("sections") or {}
-    diffs = sec.get("differences") or {}
-    host = diffs.get(".nv.host")
-    if host is None:
-        return None
-    symbols = sec.get("host_symbols", {})
-    names = sorted({s for syms in symbols.values() for s in syms})
-    return (f"Only the Tile IR cubins ({', '.join(host)}) carry a .nv.host section, an embedded "
-            f"host object whose functions the driver runs on the CPU at load and launch"
-            + (f" ({', '.join(names)})" if names else "") + "; the plain cubins have none.")
-
-
-def _no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
+def no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
     counts = {a: {k: v for k, v in s["outcomes"].items() if k in ("invalid", "unsupported")}
               for a, s in arms.items()}
     counts = {a: c for a, c in counts.items() if c}
@@ -180,123 +132,270 @@ def _no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
                                     for a, c in counts.items()) + ".")
 
 
+def site_sentence(sites: list[Mapping[str, Any]]) -> tuple[str | None, bool]:
+    """Where it faults, with the arms of each signature; and whether every crash record puts the
+    PC inside libcuda."""
+    if not sites:
+        return None, False
+    total = sum(b["count"] for b in sites)
+    recorded = [b for b in sites if b.get("pc_module")]
+    in_libcuda = bool(recorded) and all(str(b["pc_module"]).startswith("libcuda") for b in recorded)
+    top = sites[0]
+    arms = ", ".join(f"{a} {n}" for a, n in sorted((top.get("arms") or {}).items()))
+    share = f"{top['count']} of {total} crashes" if len(sites) > 1 else f"all {total} crashes"
+    module = top.get("pc_module")
+    if module is None:
+        text = f"Crash site: {share} ({arms}) died of {top.get('signal')} without a crash record."
+    else:
+        if str(module).startswith("libcuda"):
+            where = f"inside the driver library {module} at offset {top.get('pc_offset')}"
+        elif module == "[anonymous]":
+            where = "in anonymous executable memory (code mapped at run time, from no file)"
+        elif module == "[unmapped]":
+            where = "at an address mapped nowhere"
+        else:
+            where = f"in {module}+{top.get('pc_offset')}"
+        fault = (top.get("fault_in") or {}).get("module")
+        frames = " <- ".join(f"{f['module']}+{f['offset']}" for f in (top.get("frames") or [])[1:4])
+        text = (f"Crash site: {share} ({arms}) share one signature, {top.get('signal')} "
+                f"({top.get('code_name') or 'code ?'}) with the PC {where}"
+                + (f"; the faulting address lies in {fault}" if fault else "")
+                + (f"; callers {frames}" if frames else "") + ".")
+    if len(sites) > 1:
+        text += f" {len(sites)} distinct signatures in all" + (
+            "; every crash record has its PC inside libcuda." if in_libcuda else ".")
+    return text, in_libcuda
+
+
+def tile_only_sections(analysis: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Sections every Tile IR cubin carries and no plain one does, from the sections analysis."""
+    sec = (analysis.get("analyses") or {}).get("sections") or {}
+    modules = list(sec.get("modules") or {})
+    diffs = sec.get("differences") or {}
+    if not modules or not diffs:
+        return None
+    tile = sorted(m for m in modules if m.startswith("tile"))
+    plain = sorted(m for m in modules if not m.startswith("tile"))
+    if not tile or not plain:
+        return None
+    only = sorted(k for k, labels in diffs.items() if sorted(labels) == tile)
+    shared = {k: sorted(set(labels) - set(tile)) for k, labels in diffs.items()
+              if set(tile) <= set(labels) and set(labels) - set(tile)}
+    names = sorted({s for syms in (sec.get("host_symbols") or {}).values() for s in syms})
+    return {"tile": tile, "plain": plain, "only": only, "shared": shared, "host_symbols": names}
+
+
+def _cubins(labels: list[str]) -> str:
+    return ", ".join(f"{lb} ({MODULE_ARMS[lb]})" if lb in MODULE_ARMS else lb for lb in labels)
+
+
+def sections_sentence(found: Mapping[str, Any] | None) -> str | None:
+    if not found or not found["only"]:
+        return None
+    main = [k for k in found["only"] if not k.startswith(".rela")]
+    rela = [k for k in found["only"] if k.startswith(".rela")]
+    text = (f"ELF sections (the sections analysis of the built cubins, by the arm that loads each): "
+            f"only the Tile IR cubins {_cubins(found['tile'])} carry {', '.join(main)}"
+            + (f" (and the relocations {', '.join(rela)})" if rela else "")
+            + f"; the plain cubins {_cubins(found['plain'])} carry none of them.")
+    if ".nv.host" in main:
+        text += (" .nv.host holds an embedded host object"
+                 + (f" with the symbols {', '.join(found['host_symbols'])}" if found["host_symbols"] else "")
+                 + ".")
+    also: dict[tuple[str, ...], list[str]] = {}
+    for k, v in sorted(found["shared"].items()):
+        also.setdefault(tuple(v), []).append(k)
+    for where, secs in also.items():
+        text += f" The Tile IR cubins share {', '.join(secs)} with {_cubins(list(where))}."
+    return text
+
+
+def crash_counters(analysis: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The last counter snapshot before each crash of the instrumented (host.cc) arms."""
+    rows = []
+    for t in analysis.get("trials") or []:
+        c = t.get("counters") or {}
+        if (t.get("outcome") == "crashed" and _instrumented(analysis, t.get("arm", ""))
+                and all(k in c for k in ("loads", "launches", "unloads"))):
+            rows.append((t["arm"], c["loads"], c["launches"], c["unloads"]))
+    if not rows:
+        return None
+    gaps: dict[int, int] = {}
+    for _, loads, launches, _ in rows:
+        gaps[loads - launches] = gaps.get(loads - launches, 0) + 1
+    lives = [loads - unloads for _, loads, _, unloads in rows]
+    big = [v for v in lives if v >= POW2_MIN_LIVE]
+    near = [v for v in big if abs(math.log2(v) - round(math.log2(v))) <= POW2_WINDOW]
+    always = [loads - unloads for arm, loads, _, unloads in rows if arm == "always-unload"]
+    return {"records": len(rows), "gaps": dict(sorted(gaps.items())), "big": len(big),
+            "near": len(near), "powers": sorted({2 ** round(math.log2(v)) for v in near}),
+            "always_unload_max_live": max(always) if always else None,
+            "always_unload_crashes": len(always)}
+
+
+def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
+    if not cc:
+        return []
+    gaps = ", ".join(f"{g} in {n}" for g, n in cc["gaps"].items())
+    out = [f"Counters at the last snapshot before each crash of the host.cc arms ({cc['records']} "
+           f"crash records; a snapshot may lag the crash): loads − launches was {gaps}."]
+    if cc["big"] >= POW2_MIN_CRASHES:
+        out.append(
+            f"Loaded modules (loads − unloads) at that snapshot: {cc['near']} of {cc['big']} crashes "
+            f"with at least {POW2_MIN_LIVE} modules loaded came within ±0.7% of a power of two"
+            + (f" ({', '.join(str(p) for p in cc['powers'])})" if cc["powers"] else "")
+            + f", {cc['big'] - cc['near']} did not (a plain count: the window covers 2% of the log2 scale; "
+              f"no test is made).")
+    if cc["always_unload_max_live"] is not None:
+        out.append(f"always-unload crashed {cc['always_unload_crashes']} times with at most "
+                   f"{cc['always_unload_max_live']} modules loaded at the snapshot.")
+    return out
+
+
+# ---------------------------------------------------------------- hypotheses
+
+
+def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
+               sections: Mapping[str, Any] | None) -> list[str]:
+    out = []
+    if supported(analysis, "never-unload") and any(supported(analysis, n) for n in OVERLAP):
+        gap = ""
+        if cc and cc["gaps"]:
+            gap = (f" At the crash snapshots loads − launches was "
+                   f"{', '.join(f'{g} in {n}' for g, n in cc['gaps'].items())} of {cc['records']} records "
+                   f"(a gap of 2: both threads between load-return and launch-return, neither inside an "
+                   f"unload; the snapshot may lag).")
+        out.append("Hypothesis (no arm isolates it): cuModuleUnload is the call that races with the "
+                   "other thread's load or launch. never-unload shows that unloads are needed and "
+                   "one-thread/serialized that overlapping threads are; no arm serialises the unload "
+                   "alone." + gap)
+    if sections and sections["only"] and decision(analysis, TILE) == "supported":
+        main = [k for k in sections["only"] if not k.startswith(".rela")]
+        out.append("Hypothesis (no arm isolates it): of what the Tile IR cubins add, the .nv.host host "
+                   "object (by its symbol names, callbacks the driver runs on the CPU before load and "
+                   "when arguments change) is what the race involves. "
+                   f"The Tile IR cubins alone also carry {', '.join(k for k in main if k != '.nv.host')}; "
+                   "no arm removes one section at a time.")
+    if any(decision(analysis, n) is not None for n in OVERLAP):
+        out.append("Hypothesis (not run): serialising only unloads against launches, with loads and "
+                   "launches still concurrent, avoids the crash. The serialized arm put one mutex "
+                   "around each whole iteration, which removes all overlap.")
+    if cc and cc["big"] >= POW2_MIN_CRASHES and cc["near"]:
+        against = f"{cc['big'] - cc['near']} of {cc['big']} such crashes were off powers of two"
+        if cc["always_unload_max_live"] is not None:
+            against += (f", and always-unload crashed with at most {cc['always_unload_max_live']} "
+                        f"modules loaded")
+        out.append("Hypothesis (a correlation found in the same data it was looked for in, not tested "
+                   "on independent data): crashes cluster where the number of loaded modules crosses a "
+                   "power of two, as a per-context table of module records resized at powers of two "
+                   "while another thread still reads the old copy would make them. It cannot be the "
+                   f"whole story: {against}.")
+    if decision(analysis, "context-per-thread") == "supported":
+        out.append("Hypothesis (confounded): the state that races is per context. context-per-thread "
+                   "gives each thread its own context, so every context also has a single thread; "
+                   "the arm cannot tell separate contexts from one thread per context. Two threads "
+                   "in each of two contexts would separate them.")
+    return out
+
+
+# ---------------------------------------------------------------- verdict
+
+
 def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     arms = analysis["arms"]
     base_name = analysis["baseline"]
     base = arms.get(base_name)
-    sentences: list[str] = []
-    nxt: list[str] = []
     device = analysis.get("device") or {}
-    on = f" on {device.get('name')} (compute capability {device.get('compute_capability')})" if device.get("name") else ""
+    on = (f" on {device.get('name')} (compute capability {device.get('compute_capability')})"
+          if device.get("name") else "")
+    no_evidence = no_evidence_sentence(arms)
 
     if base is None or base["n_valid"] == 0:
         why = ", ".join(f"{k} {v}" for k, v in (base or {}).get("outcomes", {}).items()) or "no trials"
-        no_evidence = _no_evidence_sentence(arms)
-        return {"status": "inconclusive", "owner": None,
+        return {"status": "inconclusive", "owner": None, "owner_because": [],
                 "sentences": [f"No valid baseline trial{on} ({why}); nothing can be concluded."]
                 + ([no_evidence] if no_evidence else []),
-                "next": ["Check that the Tile IR cubin loads on this device (invalid trials made no launches)."]}
+                "next": ["Check that the Tile IR cubin loads on this device (invalid trials made no "
+                         "launches; unsupported ones were refused by the device)."],
+                "hypotheses": []}
 
-    reproduced = base["failures"] > 0
-    signals = sorted({b.get("signal") for b in analysis.get("crash_sites", []) if b.get("signal")})
-    if reproduced:
-        km = (base.get("time_to_failure") or {}).get("exposure") or {}
-        kms = (base.get("time_to_failure") or {}).get("seconds") or {}
-        sentences.append(
-            f"Reproduced{on}: the baseline (Tile IR cubin, two threads, three unloads in four) failed in "
-            f"{base['failures']}/{base['n_valid']} trials ({', '.join(signals) or 'crashes'}), "
-            f"{_rate(base)}; median {_f(km.get('median'))} cycles ({_f(kms.get('median'))} s) to the crash.")
-    else:
-        sentences.append(f"Not reproduced{on}: the baseline had {_no_crash(base)}.")
-    if "as-filed" in arms and arms["as-filed"]["n_valid"]:
-        s = arms["as-filed"]
-        sentences.append(f"The reporter's repro.cc, unchanged, failed in {s['failures']}/{s['n_valid']} trials.")
-    no_evidence = _no_evidence_sentence(arms)
-    if no_evidence:
-        sentences.append(no_evidence)
-
-    tile_only = None
-    for arm, what in (("control-cuda", "Plain CUDA cubin, same loop"),
-                      ("as-filed-cuda", "The reporter's repro.cc with the plain CUDA cubin"),
-                      ("cuda-module-globals", "Plain CUDA cubin with initialised __device__ data (.nv.global.init)")):
-        text = _describe(analysis, arm, what)
-        if text:
-            sentences.append(text)
-    control = effect(analysis, "control-cuda")
-    if reproduced and control == "none":
-        tile_only = True
-        sentences.append("So the crash needs Tile IR modules: the same loop on plain CUDA modules survives far more cycles than the baseline needs.")
-    elif reproduced and control in ("same", "higher", "lower"):
-        tile_only = False
-        sentences.append("Plain CUDA modules crash too: the failure is not specific to Tile IR.")
-    elif reproduced and control == "unexposed":
-        nxt.append("Run the control-cuda arm with a larger cycle budget: its exposure cannot yet rule out the baseline's rate.")
-
-    concurrency = {}
-    for arm, what in (("one-thread", "One thread"), ("serialized", "Two threads, whole iteration under one mutex"),
-                      ("context-per-thread", "A context per thread"), ("never-unload", "Never unloading"),
-                      ("always-unload", "Unloading every module"), ("distinct-cubins", "Each thread a different Tile IR cubin"),
-                      ("other-tile-kernel", "A different Tile IR kernel"),
-                      ("library-api", "cuLibraryLoadData/GetKernel/Unload (the API cuda-tile itself uses)")):
-        text = _describe(analysis, arm, what)
-        if text:
-            sentences.append(text)
-            concurrency[arm] = effect(analysis, arm)
-
-    needs_overlap = reproduced and concurrency.get("one-thread") == "none" and concurrency.get("serialized", "none") == "none"
-    needs_unload = reproduced and concurrency.get("never-unload") == "none"
-    if needs_overlap:
-        sentences.append("It needs two threads overlapping in their calls: the same calls made one at a time do not crash.")
-    if needs_unload:
-        sentences.append("It needs cuModuleUnload running concurrently with the other thread's load/launch.")
-    if reproduced and concurrency.get("context-per-thread") in ("same", "higher", "lower"):
-        sentences.append("Separate contexts do not protect: the shared state is process-wide, not per context.")
-    elif reproduced and concurrency.get("context-per-thread") == "none":
-        sentences.append("Separate contexts per thread remove it: the race is on state shared within one context.")
-
-    site, kind = _site_sentence(list(analysis.get("crash_sites") or []))
+    sentences = [s for s in (
+        _arm_sentence(analysis, base_name, "host.cc, Tile IR cubin, two threads, three unloads in four",
+                      f"O{on[2:]}, " if on else ""),
+        _arm_sentence(analysis, "as-filed", "seed/repro.cc unchanged, Tile IR cubin"),
+        _arm_sentence(analysis, "as-filed-cuda", "seed/repro.cc unchanged, plain cubin"),
+        crashes_by_arm(analysis, (base_name, "as-filed", "as-filed-cuda")),
+        no_evidence,
+    ) if s]
+    site, in_libcuda = site_sentence(list(analysis.get("crash_sites") or []))
     if site:
         sentences.append(site)
-    host = _host_object_sentence(analysis)
-    if host:
-        sentences.append(host)
-    pattern = live_module_pattern(list(analysis.get("trials") or []))
-    live = _live_sentence(pattern)
-    if live:
-        sentences.append(live)
+    sections = tile_only_sections(analysis)
+    text = sections_sentence(sections)
+    if text:
+        sentences.append(text)
+    cc = crash_counters(analysis)
+    sentences += counters_sentences(cc)
+    lib = arms.get("library-api")
+    if lib and lib["failures"]:
+        sentences.append(f"library-api (cuLibraryLoadData / GetKernel / Unload, the entry points "
+                         f"cuda-tile itself uses) crashed in {lib['failures']} of {lib['n_valid']} valid "
+                         f"trials.")
 
+    reproduced = any(supported(analysis, n) for n in REPRODUCED)
+    overlap = [n for n in OVERLAP if decision(analysis, n) is not None]
+    overlap_needed = bool(overlap) and supported(analysis, *overlap)
+    undecided = sorted(n for n, c in (analysis.get("claims") or {}).items()
+                       if c.get("decision") == "not_decided")
+    nxt: list[str] = []
     owner = None
+    because: list[str] = []
+
     if not reproduced:
         status = "not_reproduced"
-        nxt.append("Raise the cycle budget or run on the reporter's architecture (sm_120, driver 595.84).")
-    elif tile_only is False:
-        status = "reproduced"
-        owner = "NVIDIA CUDA driver (module unload racing with launch; not specific to Tile IR)"
-    elif tile_only and concurrency.get("one-thread") in ("same", "higher", "lower"):
-        status = "reproduced"
-        owner = "cuda-tile / tileiras (the Tile IR module fails without any concurrency)"
-    elif tile_only and needs_overlap and kind in ("libcuda", "jit", "unmapped"):
-        status = "reproduced"
-        owner = ("NVIDIA CUDA driver: its support for Tile IR modules (the .nv.host host callbacks) "
-                 "is not safe when cuModuleUnload runs concurrently with a launch; not cuda-tile's "
-                 "Python package, and not the reporter's code (each thread unloads only its own, "
-                 "synchronised module, and the same calls made one at a time are fine)")
-        nxt.append("Hand the crash signature (libcuda offset and callers) to the CUDA driver team; ask how the "
-                   "driver maps, shares and frees .nv.host callback code and data across modules.")
-        if live:
-            nxt.append("The crashes track the live-module count crossing powers of two: look in the driver for a "
-                       "per-context table of Tile IR module (host-callback) records that is resized at powers of "
-                       "two while cuLaunchKernel in another thread still reads the old one (a freed, unmapped "
-                       "block fits the SEGV_MAPERR at an unmapped address).")
-        if concurrency.get("distinct-cubins") == "none":
-            nxt.append("Distinct cubins do not crash: look for host-callback state shared between modules loaded from identical images.")
-        if concurrency.get("library-api") in ("same", "higher", "lower"):
-            nxt.append("cuda-tile's own cuLibrary* path crashes too, so cuda-tile users are exposed; a workaround in cuda-tile is to serialise unloads against launches.")
-        nxt.append("Rerun on the reporter's driver branch (595.x) and on sm_120 to confirm the same site.")
+        nxt.append("Raise the cycle budget, or run on the reporter's architecture (sm_120, driver 595.84).")
     else:
         status = "reproduced"
-        owner = None
-        nxt.append("Ownership not established by this run: add exposure to the arms marked inconclusive.")
-    if not nxt and owner:
-        nxt.append("Report the signature upstream with this result document attached.")
-    return {"status": status, "owner": owner, "sentences": sentences, "next": nxt}
+        repro = [n for n in REPRODUCED if supported(analysis, n)]
+        if overlap_needed and in_libcuda and decision(analysis, TILE) in ("supported", "contradicted"):
+            because = [*repro, *overlap]
+            if decision(analysis, TILE) == "supported":
+                because.append(TILE)
+                owner = ("NVIDIA CUDA driver (libcuda), in its handling of Tile IR modules when two "
+                         "threads call it at once: every crash record has its PC inside libcuda, the "
+                         f"plain cubin crashes less ({TILE}) and so do the same calls without overlap "
+                         f"({', '.join(overlap)})")
+            else:
+                owner = ("NVIDIA CUDA driver (libcuda), when two threads call it at once: every crash "
+                         "record has its PC inside libcuda and the same calls without overlap crash "
+                         f"less ({', '.join(overlap)}); plain CUDA modules crash too ({TILE})")
+            nxt.append("Hand the crash signature (libcuda offset and callers) to the CUDA driver team "
+                       "with this result document attached.")
+            nxt.append("Rerun on the reporter's driver branch (595.x) and on sm_120 (--arch sm_120) "
+                       "to see whether the site is the same.")
+        else:
+            needs = []
+            if decision(analysis, TILE) in (None, "not_decided"):
+                needs.append(f"{TILE} decided ({decision(analysis, TILE) or 'arm not in this run'})")
+            if not overlap:
+                needs.append("one-thread and serialized supported (arms not in this run)")
+            needs += [f"{n} supported ({decision(analysis, n)})" for n in overlap
+                      if decision(analysis, n) != "supported"]
+            if not in_libcuda:
+                needs.append("every crash record with its PC inside libcuda (measured otherwise)")
+            nxt.append("Owner not established by this run: naming the CUDA driver needs "
+                       + "; ".join(needs) + ".")
+            one = arms.get("one-thread")
+            if decision(analysis, TILE) == "supported" and one and one["failures"]:
+                nxt.append(f"one-thread crashed ({one['failures']} of {one['n_valid']} valid trials): if "
+                           "the Tile IR module fails without concurrency, cuda-tile/tileiras would own "
+                           "it; this run does not decide that.")
+        if supported(analysis, "serialized"):
+            nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
+                       "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
+                       "all concurrency in the context.")
+    if undecided:
+        nxt.append("Add exposure for the claims not decided (" + ", ".join(undecided) + "); each "
+                   "not-decided sentence says how much.")
+    return {"status": status, "owner": owner, "owner_because": because, "sentences": sentences,
+            "next": nxt, "hypotheses": hypotheses(analysis, cc, sections)}
