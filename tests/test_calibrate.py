@@ -1,0 +1,127 @@
+"""`gpurepro calibrate`: the whole decision pipeline simulated on a case's design holds alpha,
+and a decider that does not split alpha over its looks is caught by the same simulation."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from gpurepro import calibrate as cal
+from gpurepro.claims import Design
+from gpurepro.cli import main
+from gpurepro.manifest import Claim, load_case
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
+RUNS = 200
+
+
+def _trial(arm, failed, exposure, detail="SIGSEGV", outcome="crashed"):
+    return {"arm": arm, "outcome": outcome if failed else "survived", "exposure": exposure,
+            "detail": detail if failed else "budget used up", "duration_s": 1.0}
+
+
+def _document(path: Path) -> Path:
+    """A result document for the fake case's claim arms: crash fails in 8 of 10 trials, abort
+    in 7, ok never; cuda-error ends as CUDA_ERROR_LAUNCH_FAILED in 9."""
+    trials = []
+    for i in range(10):
+        trials += [_trial("crash", i < 8, 300 + 100 * i if i < 8 else 2000),
+                   _trial("ok", False, 2000),
+                   _trial("abort", i < 7, 400 + 100 * i if i < 7 else 2000, "SIGABRT"),
+                   _trial("cuda-error", i < 9, 50 if i < 9 else 2000, "CUDA_ERROR_LAUNCH_FAILED",
+                          "cuda_error")]
+    path.write_text(json.dumps({"trials": trials,
+                                "plan": {"options": {"budget": {"duration_s": 1.0, "max_cycles": 0}}}}))
+    return path
+
+
+def _limit(alpha: float, runs: int) -> float:
+    return alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+
+
+def _cli(*argv: str) -> dict:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["calibrate", *argv, "--json", "--workers", "1"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_fake_case_holds_alpha_and_prints_the_fields(tmp_path):
+    doc = _document(tmp_path / "result.json")
+    r = _cli(str(FAKE), "--from", str(doc), "--runs", str(RUNS), "--seed", "3",
+             "--until-decided", "--max-trials", "10", "--look-every", "5")
+    for key in ("runs", "alpha", "family_wise_false_claim_rate", "family_wise_false_claim_rate_se",
+                "power", "design", "rates_from", "seed"):
+        assert key in r
+    assert (r["runs"], r["seed"], r["alpha"]) == (RUNS, 3, 0.05)
+    assert r["design"]["looks"] == 2 and r["design"]["max_trials"] == 10
+    assert r["family_wise_false_claim_rate"] <= _limit(0.05, RUNS) and r["holds_alpha"]
+    assert set(r["power"]) == {"ok-survives", "cuda-error-named", "abort-like-crash", "abort-lower"}
+    # Under the observed effects ok never fails against crash's 8 of 10: decided, and early.
+    assert r["power"]["ok-survives"] > 0.9
+    assert r["observed"]["mean_trials"] < r["null"]["mean_trials"] <= 40
+    assert r["rates_from"]["arms"]["ok"]["rate"] == 0
+
+
+def test_same_numbers_whatever_the_workers(tmp_path):
+    case = load_case(FAKE, ROOT)
+    rates = cal.load_rates(case, ROOT, [_document(tmp_path / "result.json")])
+    design = Design(alpha=0.05, step=5, max_trials=10)
+    one = cal.calibrate(case, rates, 60, 7, design, True, 10, workers=1)
+    two = cal.calibrate(case, rates, 60, 7, design, True, 10, workers=2)
+    assert one["null"] == two["null"] and one["observed"] == two["observed"]
+
+
+class UnsplitDesign(Design):
+    """Broken on purpose: every look at the whole alpha, not alpha / looks."""
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha
+
+
+def test_a_decider_that_does_not_split_alpha_over_looks_is_caught(tmp_path):
+    # One claim (no Holm to hide behind), twenty looks: every look at alpha repeats the test
+    # twenty times on growing data and the false-claim rate climbs well above alpha.
+    case = dataclasses.replace(load_case(FAKE, ROOT), claims=[Claim("ok-lower", arm="ok", kind="lower")])
+    rates = cal.load_rates(case, ROOT, [_document(tmp_path / "result.json")])
+    runs = 400
+
+    def rate(design: Design) -> float:
+        r = cal.calibrate(case, rates, runs, 1, design, True, 20, scenarios=("null",))
+        return r["family_wise_false_claim_rate"]
+
+    right = rate(Design(alpha=0.05, step=1, max_trials=20))
+    broken = rate(UnsplitDesign(alpha=0.05, step=1, max_trials=20))
+    assert right <= _limit(0.05, runs)
+    assert broken > _limit(0.05, runs) + 0.02, (right, broken)
+
+
+def test_null_holds_outcome_claims_at_their_share():
+    case = load_case(FAKE, ROOT)
+    claim = next(c for c in case.claims if c.kind == "outcome")
+    rates = cal.Rates("exposure", {a: cal.ArmModel(1e-3, 2000.0, 0.0, (("crashed", "SIGSEGV", 1.0),))
+                                   for a in cal.claim_arms(case)}, [], {})
+    models, left_out = cal.null_models(case, case.claims, rates)
+    assert not left_out
+    assert cal.truth(claim, None, models, "exposure") is None  # exactly at the share
+    equivalent = next(c for c in case.claims if c.kind == "equivalent")
+    assert cal.truth(equivalent, case.baseline, models, "exposure") == "supported"
+    lower = next(c for c in case.claims if c.kind == "lower")
+    assert cal.truth(lower, case.baseline, models, "exposure") is None
+
+
+def test_tile_unload_race_holds_alpha():
+    case = load_case("tile_unload_race", ROOT)
+    if not case.claims:
+        pytest.skip("tile_unload_race declares no claims yet")
+    r = _cli("tile_unload_race", "--runs", str(RUNS), "--seed", "1")
+    assert r["family_wise_false_claim_rate"] <= _limit(0.05, RUNS)
+    assert r["rates_from"]["documents"] and set(r["power"]) == {c.name for c in case.claims}
