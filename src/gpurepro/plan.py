@@ -1,7 +1,11 @@
-"""Plan: arms x trials, shuffled with a recorded seed.
+"""Plan: arms x trials, shuffled with a recorded seed, in randomized blocks.
 
-Shuffling the whole plan (not arm by arm) keeps order effects (a GPU warming up, a driver
-cache filling) from masquerading as arm effects. Standard library only.
+Block r holds replicate r of every arm, in a shuffled order; the blocks run one after the
+other. Randomizing within blocks keeps order effects (a GPU warming up, a driver cache
+filling) from masquerading as arm effects, as a whole-plan shuffle does, and it also keeps the
+arms in step: a sequential look taken when the slowest arm reaches k trials finds the others
+at k too, not already at their maximum (measured with a whole-plan shuffle on the H200:
+arms decided at the first look of 5 trials had run 8 to 10). Standard library only.
 """
 
 from __future__ import annotations
@@ -65,7 +69,11 @@ def make_plan(
         counts = {n: trials_per_arm for n in names}
     else:
         counts = {n: int(trials_per_arm[n]) for n in names}
-    slots = [(n, rep) for n in names for rep in range(counts[n])]
-    random.Random(seed).shuffle(slots)
+    rng = random.Random(seed)
+    slots: list[tuple[str, int]] = []
+    for rep in range(max(counts.values(), default=0)):
+        block = [(n, rep) for n in names if rep < counts[n]]
+        rng.shuffle(block)
+        slots += block
     order = tuple(PlannedTrial(i, arm, rep) for i, (arm, rep) in enumerate(slots))
     return Plan(case, seed, {n: dict(arms[n]) for n in names}, counts, order)
