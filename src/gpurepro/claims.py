@@ -160,6 +160,12 @@ class Design:
 
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> Design:
+        if "look_thresholds" not in d and isinstance(d.get("looks"), list) and d["looks"]:
+            # Journals from before claims recorded their looks as a list of trial counts:
+            # the same number of looks, so the same alpha per look.
+            looks = [int(x) for x in d["looks"]]
+            return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
+                       max_trials=looks[-1])
         return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
 
 
@@ -319,7 +325,8 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
     values["needed"] = f"about {needed:.1f}x the present exposure" if needed else "far more exposure than this run had"
     template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
     text = template.format_map(_Missing(values))
-    return f"{text} [claim {claim.name}: {record['test']}, p = {_f(record['p_value'])}]"
+    when = f", decided at look {record['look']}" if record["decision"] != "not_decided" else ""
+    return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
 
 
 class _Missing(dict):
