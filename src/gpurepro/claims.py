@@ -308,7 +308,8 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
                     if c["exposure"] else f"{c['failures']}/{c['n']} trials")
 
         values.update(rate=rate(a), reference_rate=rate(r), exposure=_f(a["exposure"]),
-                      count=a["failures"], n=a["n"])
+                      count=a["failures"], n=a["n"], reference_count=r["failures"],
+                      reference_n=r["n"])
         if a["exposure"] and r["exposure"] and (a["failures"] + r["failures"]):
             ci = sps.binomtest(a["failures"], a["failures"] + r["failures"]).proportion_ci(method="exact")
 
@@ -322,7 +323,15 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
     else:
         values.update(count=nums.get("count"), n=nums.get("n"))
     needed = exposure_needed(claim, record, level) if record["decision"] == "not_decided" else None
-    values["needed"] = f"about {needed:.1f}x the present exposure" if needed else "far more exposure than this run had"
+    no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
+                 if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
+    if no_trials:
+        values["needed"] = (f"valid trials of {' and '.join(values[x] for x in no_trials)}, "
+                            f"which had none in this run")
+    elif needed:
+        values["needed"] = f"about {needed:.1f}x the present exposure"
+    else:
+        values["needed"] = "far more exposure than this run had"
     template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
     text = template.format_map(_Missing(values))
     when = f", decided at look {record['look']}" if record["decision"] != "not_decided" else ""

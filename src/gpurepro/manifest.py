@@ -98,7 +98,7 @@ class Claim:
     ``reference`` defaults to the case's baseline. The three sentences are what the verdict
     prints for each decision; they may use {arm}, {reference} and the numbers the harness
     computes ({rate}, {reference_rate}, {ratio}, {ratio_ci}, {p}, {count}, {n}, {exposure},
-    {upper}, {needed}); an empty sentence gets the harness's own wording.
+    {upper}, {needed}, {reference_count}, {reference_n}); an empty sentence gets the harness's own wording.
     """
 
     name: str

@@ -284,16 +284,17 @@ def decide_claims(case: Case, header: Mapping[str, Any],
 
 def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
-    sentences of its decided claims. An owner may rest only on supported claims."""
+    sentences of its decided claims. An owner may rest only on decided claims (supported, or
+    contradicted: "plain modules crash more" is a decision too), never on undecided ones."""
     verdict = dict(given)
     decided = {c["name"]: c["decision"] for c in claims}
     because = list(verdict.get("owner_because") or [])
     if verdict.get("owner"):
-        weak = [n for n in because if decided.get(n) != "supported"]
+        weak = [n for n in because if decided.get(n) not in ("supported", "contradicted")]
         if not because or weak:
             cited = ", ".join(f"{n} ({decided.get(n, 'not a claim of this run')})" for n in weak)
             raise RecordError(f"the verdict names an owner resting on {cited or 'no claim'}; "
-                              f"an owner may cite only supported claims")
+                              f"an owner may cite only decided claims")
     verdict["owner_because"] = because
     verdict["sentences"] = list(verdict.get("sentences") or []) + [
         c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
