@@ -33,7 +33,7 @@ def _lines(text: str) -> list[str]:
     (["--jobs", "-2"], "--jobs"),
     (["--jobs", "0"], "--jobs"),
     (["--timeout", "-5"], "--timeout"),
-    (["--max-cycles", "-1"], "--max-cycles"),
+    (["--max-exposure", "-1"], "--max-exposure"),
     (["--duration", "-1"], "--duration"),
     (["--duration", "0"], "--duration"),
     (["--duration", "nan"], "--duration"),

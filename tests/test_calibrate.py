@@ -38,7 +38,7 @@ def _document(path: Path) -> Path:
                    _trial("cuda-error", i < 9, 50 if i < 9 else 2000, "CUDA_ERROR_LAUNCH_FAILED",
                           "cuda_error")]
     path.write_text(json.dumps({"trials": trials,
-                                "plan": {"options": {"budget": {"duration_s": 1.0, "max_cycles": 0}}}}))
+                                "plan": {"options": {"budget": {"duration_s": 1.0, "max_exposure": 0}}}}))
     return path
 
 

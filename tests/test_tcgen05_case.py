@@ -38,7 +38,7 @@ def _ctx(case, arm):
     factors = case.resolved_arms()[arm]
     artifacts = {a.name: Path("/build") / a.name / a.outputs[0] for a in case.artifacts}
     return TrialContext(arm=arm, factors=factors, artifacts=artifacts,
-                        budget=TrialBudget(duration_s=0, max_cycles=0, timeout_s=120),
+                        budget=TrialBudget(duration_s=0, max_exposure=0, timeout_s=120),
                         native=ROOT / "native", case_dir=CASE_DIR)
 
 

@@ -13,7 +13,7 @@ from gpurepro.plan import PlannedTrial
 from gpurepro.run import RunOptions, execute_trial
 from gpurepro.trial import run_trial
 
-BUDGET = TrialBudget(duration_s=0.3, max_cycles=0, timeout_s=3.0)
+BUDGET = TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=3.0)
 
 
 def _trial(fake_case, fake_build, root, mode: str, budget: TrialBudget = BUDGET) -> dict:
@@ -84,7 +84,7 @@ def _live_members(pgid: int) -> list[int]:
 
 def test_hang_classifies_as_hung(fake_case, fake_build, root):
     rec = _trial(fake_case, fake_build, root, "hang",
-                 TrialBudget(duration_s=0.3, max_cycles=0, timeout_s=1.0))
+                 TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=1.0))
     assert rec["outcome"] == "hung" and rec["exit"]["killed_by_harness"]
 
 

@@ -272,7 +272,7 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
         argv += ["--cubin", c]
     argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--context", f["context"],
              "--api", f["api"], "--seconds", str(ctx.budget.duration_s),
-             "--max-cycles", str(ctx.budget.max_cycles)]
+             "--max-cycles", str(ctx.budget.max_exposure)]
     if f["serialize"]:
         argv.append("--serialize")
     return TrialCommand(argv=tuple(argv))
@@ -299,7 +299,7 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="cycles"),
     # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
     failure_outcomes=("crashed",),
-    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_cycles=0),
+    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0),
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
     claims=CLAIMS,

@@ -161,7 +161,8 @@ def load_rates(case: Case, root: Path, paths: Sequence[str | Path] | None = None
     trials = [t for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE]
     durations = [float(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("duration_s") or 0)
                  for _, d in docs]
-    cycles = [int(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_cycles") or 0)
+    cycles = [int(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_exposure")
+                  or ((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_cycles") or 0)
               for _, d in docs]
     duration = statistics.median(durations) if any(durations) else 0.0
     max_cycles = min((c for c in cycles if c > 0), default=0)

@@ -244,7 +244,8 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arms", help="comma-separated arms to run (default: all)")
     p.add_argument("--trials", type=positive_int, help="trials per arm (default: the manifest's)")
     p.add_argument("--duration", type=positive_float, help="seconds per trial (budget)")
-    p.add_argument("--max-cycles", type=nonneg_int, help="cycle budget per trial (0: none)")
+    p.add_argument("--max-exposure", type=nonneg_int,
+                   help="budget per trial in the case's exposure counter, e.g. cycles (0: none)")
     p.add_argument("--timeout", type=positive_float,
                    help="wall-clock limit per trial; the process group is killed after it")
     p.add_argument("--seed", type=nonneg_int, help="shuffle seed (default: random, recorded)")

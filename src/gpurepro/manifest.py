@@ -117,9 +117,13 @@ class Claim:
 @dataclass(frozen=True)
 class Defaults:
     trials_per_arm: int = 25
+    # The wall-clock limit of one trial at the default duration; a longer --duration keeps
+    # the same margin. A case whose arms may hang sets it short.
     trial_timeout_s: float = 60.0
     duration_s: float = 20.0
-    max_cycles: int = 0  # 0: no cycle budget, only the duration
+    # A budget in the case's own exposure counter (e.g. load/launch/unload cycles), which the
+    # case's trial_command hands to its driver; 0: none, only the duration.
+    max_exposure: int = 0
     jobs: int = 1
 
 
@@ -149,7 +153,7 @@ class Exposure:
 @dataclass(frozen=True)
 class TrialBudget:
     duration_s: float
-    max_cycles: int
+    max_exposure: int  # in the unit of the case's exposure counter; 0: none
     timeout_s: float
 
 
@@ -350,7 +354,11 @@ def _check_defaults(d: Defaults, path: Path | str) -> None:
     number("trials_per_arm", d.trials_per_arm, 1, False, True)
     number("trial_timeout_s", d.trial_timeout_s, 0, True, False)
     number("duration_s", d.duration_s, 0, True, False)
-    number("max_cycles", d.max_cycles, 0, False, True)
+    number("max_exposure", d.max_exposure, 0, False, True)
+    if d.trial_timeout_s <= d.duration_s:
+        raise ManifestError(path, "defaults.trial_timeout_s",
+                            f"{d.trial_timeout_s!r} must exceed defaults.duration_s "
+                            f"({d.duration_s!r}): a trial needs its whole budget before the limit")
     number("jobs", d.jobs, 1, False, True)
 
 

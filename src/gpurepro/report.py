@@ -130,7 +130,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
     out.append(
         f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
         f"per trial {budget.get('duration_s')} s"
-        + (f" or {budget.get('max_cycles')} cycles" if budget.get("max_cycles") else "")
+        + (f" or {budget_exposure} {unit}" if (budget_exposure := budget.get("max_exposure") or budget.get("max_cycles")) else "")
         + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
         + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
         + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")

@@ -43,7 +43,7 @@ from .run import (
 from .watchdog import Watchdog, kill_run
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
-PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_cycles", "timeout", "seed", "jobs",
+PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
               "gpus", "max_trials", "look_every", "alpha", "journal")
 DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
 
@@ -115,8 +115,9 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                              f"comparison is made against it")
     d = case.defaults
     duration = args.duration if args.duration is not None else d.duration_s
-    cycles = args.max_cycles if args.max_cycles is not None else d.max_cycles
-    timeout = args.timeout if args.timeout is not None else max(d.trial_timeout_s, duration + 30)
+    exposure = args.max_exposure if args.max_exposure is not None else d.max_exposure
+    # The manifest's limit, keeping its margin over the duration when --duration changes it.
+    timeout = args.timeout if args.timeout is not None else d.trial_timeout_s + (duration - d.duration_s)
     if timeout <= duration:
         raise UsageError(f"--timeout {timeout:g} must exceed the trial duration ({duration:g} s): "
                          f"a trial needs its whole budget before the limit kills it")
@@ -143,7 +144,7 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
             raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
         trials = args.trials or d.trials_per_arm
     return Checked(target=target, build_dir=build_dir,
-                   budget=TrialBudget(duration_s=float(duration), max_cycles=int(cycles),
+                   budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
                                       timeout_s=float(timeout)),
                    jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials, stopping=stopping)
 
