@@ -91,6 +91,22 @@ def tcgen05_ablation(session: nox.Session) -> None:
     _run_case(session, "tcgen05_alloc_order")
 
 
+def _case_session(case: str):
+    def session_fn(session: nox.Session) -> None:
+        _run_case(session, case)
+
+    session_fn.__doc__ = f"Case {case}: build, run, record and report (cases/{case}/README.md)."
+    return session_fn
+
+
+# Every other case folder gets a session named after it: a new case (`python -m gpurepro new
+# NAME`) needs no edit here. tcgen05_alloc_order keeps its own session name above.
+for _manifest in sorted(ROOT.glob("cases/*/manifest.py")):
+    _case = _manifest.parent.name
+    if _case not in ("tile_unload_race", "tcgen05_alloc_order"):
+        nox.session(python=PYTHON, name=_case)(_case_session(_case))
+
+
 @nox.session(python=PYTHON)
 def tcgen05_sass(session: nox.Session) -> None:
     """Case 2: PTX -> SASS table and tcgen05.alloc lowering from the pinned ptxas/nvdisasm (no GPU)."""

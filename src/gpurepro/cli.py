@@ -214,6 +214,16 @@ def cmd_scrub(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    from .scaffold import create
+
+    root = _root()
+    for path in create(args.name, root):
+        _say(f"wrote {path.relative_to(root)}")
+    _say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
+    return EXIT_OK
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     print(json.dumps(envmod.fingerprint(_root(), redact=args.redact), indent=2))
     return EXIT_OK
@@ -343,6 +353,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_calibrate)
+
+    p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
+    p.add_argument("name", help="lower-case name: the folder and the nox session")
+    p.set_defaults(fn=cmd_new)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
     p.add_argument("--redact", action="store_true")
