@@ -92,117 +92,153 @@ def claims_table(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
-    case = doc["case"]
-    verdict = doc["verdict"]
-    unit = case["exposure"]["unit"]
-    per = case["exposure"]["per"]
-    out: list[str] = []
-    out.append(f"## gpurepro: `{case['name']}` — {verdict['status']}\n")
-    out.append(f"**Question.** {case['question']}\n")
+# ---------------------------------------------------------------- sections of the Markdown report
+
+
+def _verdict_section(doc: Mapping[str, Any]) -> list[str]:
+    case, verdict = doc["case"], doc["verdict"]
+    out = [f"## gpurepro: `{case['name']}` — {verdict['status']}\n",
+           f"**Question.** {case['question']}\n"]
     if case.get("report_url"):
         out.append(f"Report: {case['report_url']}\n")
     out.append("### Verdict\n")
-    for s in verdict["sentences"]:
-        out.append(f"- {s}")
+    out += [f"- {s}" for s in verdict["sentences"]]
     if verdict.get("not_decided"):
         out.append("\n**Not decided:**")
-        for s in verdict["not_decided"]:
-            out.append(f"- {s}")
+        out += [f"- {s}" for s in verdict["not_decided"]]
     if verdict.get("owner"):
         because = verdict.get("owner_because") or []
         out.append(f"\n**Owner:** {verdict['owner']}"
-                   + (f" (supported claims: {', '.join(f'`{c}`' for c in because)})" if because else ""))
+                   + (f" (decided claims: {', '.join(f'`{c}`' for c in because)})" if because else ""))
     if verdict.get("hypotheses"):
         out.append("\n**Hypotheses** (not shown by any arm of this run):")
-        for s in verdict["hypotheses"]:
-            out.append(f"- {s}")
+        out += [f"- {s}" for s in verdict["hypotheses"]]
     if verdict.get("next"):
         out.append("\n**Next:**")
-        for s in verdict["next"]:
-            out.append(f"- {s}")
+        out += [f"- {s}" for s in verdict["next"]]
     out.append("")
+    return out
 
-    base_factors = doc["summary"].get(case["baseline"], {}).get("factors", {})
+
+def _plan_line(doc: Mapping[str, Any]) -> str:
     opts = doc["plan"].get("options", {})
     budget = opts.get("budget", {})
-    out.append("### Arms\n")
-    out.append(
-        f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
-        f"per trial {budget.get('duration_s')} s"
-        + (f" or {budget_exposure} {unit}" if (budget_exposure := budget.get("max_exposure") or budget.get("max_cycles")) else "")
-        + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
-        + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
-        + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
-        + ".\n"
-    )
-    out.append(
-        f"| arm | differs from baseline | outcomes | failed / valid | proportion (95% CI) "
-        f"| exposure ({unit}) | failures per {_fmt(per)} {unit} (95% CI) | median {unit} to failure |"
-    )
-    out.append("|---|---|---|---|---|---|---|---|")
+    unit = doc["case"]["exposure"]["unit"]
+    budget_exposure = budget.get("max_exposure") or budget.get("max_cycles")
+    return (f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
+            f"per trial {budget.get('duration_s')} s"
+            + (f" or {budget_exposure} {unit}" if budget_exposure else "")
+            + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
+            + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
+            + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
+            + ".\n")
+
+
+def _errors_by_arm(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Per arm, the CUDA errors its trials ended with, and at which call: 'NAME at call ×n'."""
+    from collections import Counter
+
+    counts: dict[str, Counter[str]] = {}
+    for t in doc["trials"]:
+        if t.get("outcome") == "cuda_error":
+            where = f" at {t['call']}" if t.get("call") else ""
+            counts.setdefault(t["arm"], Counter())[f"{t.get('detail')}{where}"] += 1
+    return {arm: "; ".join(f"{k} ×{n}" for k, n in c.most_common()) for arm, c in counts.items()}
+
+
+def _arms_section(doc: Mapping[str, Any]) -> list[str]:
+    case = doc["case"]
+    unit, per = case["exposure"]["unit"], case["exposure"]["per"]
+    base_factors = doc["summary"].get(case["baseline"], {}).get("factors", {})
+    # Arms whose claims are about an outcome (they are meant to fail at once): a rate per unit
+    # of exposure says nothing there.
+    claims = doc.get("claims") or []
+    rate_arms = {a for c in claims if c["kind"] != "outcome" for a in (c["arm"], c.get("reference"))}
+    outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
+    errors = _errors_by_arm(doc)
+    out = ["### Arms\n", _plan_line(doc),
+           f"| arm | differs from baseline | outcomes | failed / valid | CUDA errors (at call) "
+           f"| proportion (95% CI) | exposure ({unit}) | failures per {_fmt(per)} {unit} (95% CI) "
+           f"| median {unit} to failure |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for arm, s in doc["summary"].items():
         outcomes = ", ".join(f"{k} {v}" for k, v in s["outcomes"].items())
-        prop = s["proportion"]
-        rate = s["exposure"]["rate"]
+        head = f"| `{arm}` | {_differs(s['factors'], base_factors)} | {outcomes} |"
+        if s["n_valid"] == 0:
+            out.append(f"{head} no valid trial: nothing to measure | | | | | |")
+            continue
+        prop, rate = s["proportion"], s["exposure"]["rate"]
         km = (s.get("time_to_failure") or {}).get("exposure") or {}
+        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0
         out.append(
-            f"| `{arm}` | {_differs(s['factors'], base_factors)} | {outcomes} | "
-            f"{s['failures']} / {s['n_valid']} | {_fmt(prop['estimate'])} {_ci(prop['ci95'])} | "
-            f"{_fmt(s['exposure']['total'])} | {_fmt(rate['estimate'])} {_ci(rate['ci95'])} | "
-            f"{_fmt(km.get('median'))} |"
-        )
+            f"{head} {s['failures']} / {s['n_valid']} | {errors.get(arm, '–')} | "
+            f"{_fmt(prop['estimate'])} {_ci(prop['ci95'])} | "
+            + (f"{_fmt(s['exposure']['total'])} | {_fmt(rate['estimate'])} {_ci(rate['ci95'])} | "
+               f"{_fmt(km.get('median')) if km.get('median') is not None else 'not reached' if s['failures'] else '–'} |"
+               if meaningful else "– | – (an outcome arm) | – |"))
     out.append("")
+    return out
 
-    if doc.get("claims"):
-        out.append(claims_table(doc))
-    decisions = (opts.get("stopping") or {}).get("decisions") or {}
-    if decisions and not doc.get("claims"):  # documents from before claims
-        out.append("### Sequential stopping\n")
-        out.append("| arm | decision | at trials (baseline) | p | threshold |")
-        out.append("|---|---|---|---|---|")
-        for arm, d in decisions.items():
-            out.append(f"| `{arm}` | {d['decision']} ({d.get('test', 'fisher')}) | "
-                       f"{d['at_trials']} ({d['baseline_trials']}) | {_p(d['p_value'])} | {d['threshold']:.3g} |")
-        out.append("")
 
-    if doc["comparisons"]:
-        out.append(f"### Each arm against `{case['baseline']}`\n")
-        out.append("| arm | Fisher exact p (trials) | odds ratio | rate ratio (95% CI) | rate p |")
-        out.append("|---|---|---|---|---|")
-        for arm, c in doc["comparisons"].items():
-            rr = c["rate_ratio"]
-            out.append(
-                f"| `{arm}` | {_p(c['fisher']['p_value'])} | {_fmt(c['fisher']['odds_ratio'])} | "
-                f"{_fmt(rr['estimate'])} {_ci(rr['ci95'])} | {_p(rr['p_value'])} |"
-            )
-        out.append("")
+def _comparisons_section(doc: Mapping[str, Any]) -> list[str]:
+    if not doc["comparisons"]:
+        return []
+    out = [f"### Each arm against `{doc['case']['baseline']}` (descriptive; decisions are the claims')\n",
+           "| arm | Fisher exact p (trials) | odds ratio | rate ratio (95% CI) | rate p |",
+           "|---|---|---|---|---|"]
+    for arm, c in doc["comparisons"].items():
+        rr = c["rate_ratio"]
+        out.append(f"| `{arm}` | {_p(c['fisher']['p_value'])} | {_fmt(c['fisher']['odds_ratio'])} | "
+                   f"{_fmt(rr['estimate'])} {_ci(rr['ci95'])} | {_p(rr['p_value'])} |")
+    out.append("")
+    return out
 
-    if doc.get("per_gpu") and len(doc["per_gpu"]) > 1:
-        out.append("### Per GPU (failures / valid trials)\n")
-        arms = list(doc["summary"])
-        out.append("| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |")
-        out.append("|---|" + "---|" * len(arms))
-        for gpu, cells in doc["per_gpu"].items():
-            row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
-            out.append(f"| {gpu} | " + " | ".join(row) + " |")
-        out.append("")
 
-    if doc["crash_sites"]:
-        out.append("### Crash sites\n")
-        out.append("| count | signal | faulting PC | fault address in | first frames | arms |")
-        out.append("|---|---|---|---|---|---|")
-        for b in doc["crash_sites"]:
-            frames = " ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4])
-            fault = b.get("fault_in") or {}
-            arms = ", ".join(f"{a} {n}" for a, n in b["arms"].items())
-            out.append(
-                f"| {b['count']} | {b.get('signal')} {b.get('code_name') or ''} | "
-                f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'}) | "
-                f"{fault.get('module', '–')} | {frames or '–'} | {arms} |"
-            )
-        out.append("")
+def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
+    """Documents from before claims carried per-arm stopping decisions."""
+    decisions = ((doc["plan"].get("options", {}).get("stopping")) or {}).get("decisions") or {}
+    if not decisions or doc.get("claims"):
+        return []
+    out = ["### Sequential stopping\n", "| arm | decision | at trials (baseline) | p | threshold |",
+           "|---|---|---|---|---|"]
+    for arm, d in decisions.items():
+        out.append(f"| `{arm}` | {d['decision']} ({d.get('test', 'fisher')}) | "
+                   f"{d['at_trials']} ({d['baseline_trials']}) | {_p(d['p_value'])} | {d['threshold']:.3g} |")
+    out.append("")
+    return out
 
+
+def _per_gpu_section(doc: Mapping[str, Any]) -> list[str]:
+    if not doc.get("per_gpu") or len(doc["per_gpu"]) <= 1:
+        return []
+    arms = list(doc["summary"])
+    out = ["### Per GPU (failures / valid trials)\n",
+           "| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |", "|---|" + "---|" * len(arms)]
+    for gpu, cells in doc["per_gpu"].items():
+        row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
+        out.append(f"| {gpu} | " + " | ".join(row) + " |")
+    out.append("")
+    return out
+
+
+def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
+    if not doc["crash_sites"]:
+        return []
+    out = ["### Crash sites\n", "| count | signal | faulting PC | fault address in | first frames | arms |",
+           "|---|---|---|---|---|---|"]
+    for b in doc["crash_sites"]:
+        frames = " ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4])
+        fault = b.get("fault_in") or {}
+        arms = ", ".join(f"{a} {n}" for a, n in b["arms"].items())
+        out.append(f"| {b['count']} | {b.get('signal')} {b.get('code_name') or ''} | "
+                   f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'}) | "
+                   f"{fault.get('module', '–')} | {frames or '–'} | {arms} |")
+    out.append("")
+    return out
+
+
+def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
+    out = []
     for name, analysis in (doc.get("analyses") or {}).items():
         out.append(f"### Analysis: {name}\n")
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
@@ -210,28 +246,40 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
         else:
             out.append("```json\n" + json.dumps(analysis, indent=1)[:4000] + "\n```")
         out.append("")
+    return out
 
-    if doc.get("probe"):
-        p = doc["probe"]
-        out.append("### Device probe\n")
-        out.append(f"The case cannot run here; one trial command was run to show what happens: "
-                   f"`{' '.join(p.get('command', []))}` → {p.get('outcome')} ({p.get('detail')}).\n")
-        if p.get("stdout_tail"):
-            out.append("```\n" + p["stdout_tail"][-1500:] + "\n```\n")
 
+def _probe_section(doc: Mapping[str, Any]) -> list[str]:
+    p = doc.get("probe")
+    if not p:
+        return []
+    out = ["### Device probe\n",
+           f"The case cannot run here; one trial command was run to show what happens: "
+           f"`{' '.join(p.get('command', []))}` → {p.get('outcome')} ({p.get('detail')}).\n"]
+    if p.get("stdout_tail"):
+        out.append("```\n" + p["stdout_tail"][-1500:] + "\n```\n")
+    return out
+
+
+def _environment_section(doc: Mapping[str, Any]) -> list[str]:
+    out = ["### Environment\n", "| | |\n|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in environment_rows(doc)]
+    out += ["", "### Artifacts\n", "| artifact | sha256 |\n|---|---|"]
+    out += [f"| `{name}` ({a['path']}) | `{a['sha256'][:16]}…` |" for name, a in doc["artifacts"].items()]
+    out += ["", f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n"]
+    return out
+
+
+def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
+    """The report, section by section; each section renders from the document alone."""
+    out = _verdict_section(doc) + _arms_section(doc)
+    if doc.get("claims"):
+        out.append(claims_table(doc))
+    out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc)
+            + _crash_sites_section(doc) + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![survival curves per arm]({plot_name})\n")
-    out.append("### Environment\n")
-    out.append("| | |\n|---|---|")
-    for k, v in environment_rows(doc):
-        out.append(f"| {k} | {v} |")
-    out.append("")
-    out.append("### Artifacts\n")
-    out.append("| artifact | sha256 |\n|---|---|")
-    for name, a in doc["artifacts"].items():
-        out.append(f"| `{name}` ({a['path']}) | `{a['sha256'][:16]}…` |")
-    out.append("")
-    out.append(f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n")
+    out += _environment_section(doc)
     return "\n".join(out)
 
 
@@ -250,19 +298,36 @@ def plot(doc: Mapping[str, Any], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     unit = doc["case"]["exposure"]["unit"]
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
-    for arm, km in curves.items():
+    fig, ax = plt.subplots(figsize=(8, 6), dpi=110)
+    colours = plt.get_cmap("tab10").colors
+    styles = ("-", "--", ":", "-.")
+    # Arms that never failed would lie on top of each other along 1.0: they are named in the
+    # legend instead of drawn.
+    survivors = [a for a in curves if not doc["summary"][a]["failures"]]
+    # Arms whose counter is too coarse to be an exposure axis (a once-a-second printout) would
+    # draw crashes at 1 cycle: left out, and named.
+    coarse = [a for a in curves
+              if str(curves[a].get("median_method", "")).startswith("none: the exposure counter is coarse")]
+    drawn = [a for a in curves if a not in survivors and a not in coarse]
+    for i, arm in enumerate(drawn):
+        km = curves[arm]
         xs = [max(x, 1.0) for x, _ in km["curve"]]
         ys = [y for _, y in km["curve"]]
         n = doc["summary"][arm]["n_valid"]
-        ax.step(xs, ys, where="post", label=f"{arm} (n={n})")
+        ax.step(xs, ys, where="post", label=f"{arm} (n={n})", color=colours[i % len(colours)],
+                linestyle=styles[(i // len(colours)) % len(styles)], linewidth=1.6)
+    if survivors:
+        ax.plot([], [], " ", label="no failure: " + ", ".join(survivors))
+    if coarse:
+        ax.plot([], [], " ", label="not drawn (coarse counter): " + ", ".join(coarse))
     ax.set_xscale("log")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(f"{unit} until failure (log scale; survivors censored at their exposure)")
     ax.set_ylabel("fraction of trials not yet failed")
     ax.set_title(f"{doc['case']['name']}: Kaplan–Meier per arm")
-    ax.legend(fontsize=7, loc="lower left")
     ax.grid(True, which="both", alpha=0.3)
+    # The legend below the axes, so it hides no curve.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
