@@ -28,16 +28,11 @@ typedef CUresult (*GetProcAddressFn)(const char *symbol, void **pfn, int cuda_ve
                                      unsigned long long flags,
                                      CUdriverProcAddressQueryResult *status);
 
-struct Entry {
-  void **slot;
-  const char *name;     // base name, as cuGetProcAddress wants it
-  int abi;              // CUDA version that introduced the ABI we declare (cudaTypedefs.h)
-  const char *export_;  // the same ABI's export name, for dlsym
-  bool required;
-};
+void *g_lib;               // the dlopen handle
+GetProcAddressFn g_gpa;    // cuGetProcAddress_v2, or nullptr (pre-12.0 drivers)
 
-#define E(field, abi, exp, req) {reinterpret_cast<void **>(&cu.field), #field, abi, exp, req}
-const Entry kEntries[] = {
+#define E(field, abi, exp, req) CUDA_ENTRY(cu, field, abi, exp, req)
+const CudaEntry kEntries[] = {
     E(cuInit, 2000, "cuInit", true),
     E(cuDriverGetVersion, 2020, "cuDriverGetVersion", true),
     E(cuGetErrorName, 6000, "cuGetErrorName", true),
@@ -49,10 +44,20 @@ const Entry kEntries[] = {
     E(cuCtxDestroy, 4000, "cuCtxDestroy_v2", true),
     E(cuCtxSynchronize, 2000, "cuCtxSynchronize", true),  // 13000 takes a context argument
     E(cuMemAlloc, 3020, "cuMemAlloc_v2", true),            // 2000 is the 32-bit one
+    E(cuMemFree, 3020, "cuMemFree_v2", true),
+    E(cuMemsetD8, 3020, "cuMemsetD8_v2", true),
+    E(cuMemsetD32, 3020, "cuMemsetD32_v2", true),
+    E(cuMemcpyHtoD, 3020, "cuMemcpyHtoD_v2", true),
+    E(cuMemcpyDtoH, 3020, "cuMemcpyDtoH_v2", true),
+    E(cuMemcpyDtoD, 3020, "cuMemcpyDtoD_v2", true),
     E(cuModuleLoadData, 2000, "cuModuleLoadData", true),
     E(cuModuleGetFunction, 2000, "cuModuleGetFunction", true),
+    E(cuModuleGetGlobal, 3020, "cuModuleGetGlobal_v2", true),
     E(cuModuleUnload, 2000, "cuModuleUnload", true),
     E(cuLaunchKernel, 4000, "cuLaunchKernel", true),  // flags 0: legacy default stream
+    E(cuStreamCreate, 2000, "cuStreamCreate", true),
+    E(cuStreamSynchronize, 2000, "cuStreamSynchronize", true),
+    E(cuStreamDestroy, 4000, "cuStreamDestroy_v2", true),
     E(cuLibraryLoadData, 12000, "cuLibraryLoadData", false),
     E(cuLibraryGetKernel, 12000, "cuLibraryGetKernel", false),
     E(cuLibraryUnload, 12000, "cuLibraryUnload", false),
@@ -61,26 +66,45 @@ const Entry kEntries[] = {
 
 }  // namespace
 
-void cuda_load() {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *err = dlerror();
-    emit_final("no_driver", "\"reason\":" + json_quote(err ? err : "dlopen failed"));
-    exit(3);
-  }
-  auto gpa = reinterpret_cast<GetProcAddressFn>(dlsym(lib, "cuGetProcAddress_v2"));
-  for (const Entry &e : kEntries) {
-    void *fn = nullptr;
-    CUdriverProcAddressQueryResult st = 0;
-    if (gpa && gpa(e.name, &fn, e.abi, 0, &st) != CUDA_SUCCESS) fn = nullptr;
-    if (!fn) fn = dlsym(lib, e.export_);
+void *cuda_proc(const char *name, int abi_version, const char *export_name) {
+  if (!g_lib) return nullptr;
+  void *fn = nullptr;
+  CUdriverProcAddressQueryResult st = 0;
+  if (g_gpa && g_gpa(name, &fn, abi_version, 0, &st) != CUDA_SUCCESS) fn = nullptr;
+  if (!fn) fn = dlsym(g_lib, export_name ? export_name : name);
+  return fn;
+}
+
+void cuda_load_entries(const CudaEntry *entries, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const CudaEntry &e = entries[i];
+    void *fn = cuda_proc(e.name, e.abi, e.export_name);
     if (!fn && e.required) {
+      const char *what = e.export_name ? e.export_name : e.name;
       emit_final("unsupported",
-                 "\"reason\":" + json_quote((std::string("libcuda lacks ") + e.export_).c_str()));
+                 "\"reason\":" + json_quote((std::string("libcuda lacks ") + what).c_str()));
       exit(3);
     }
     *e.slot = fn;
   }
+}
+
+void cuda_load() {
+  g_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!g_lib) {
+    const char *err = dlerror();
+    emit_final("no_driver", "\"reason\":" + json_quote(err ? err : "dlopen failed"));
+    exit(3);
+  }
+  g_gpa = reinterpret_cast<GetProcAddressFn>(dlsym(g_lib, "cuGetProcAddress_v2"));
+  cuda_load_entries(kEntries);
+}
+
+bool cu_ok(CUresult r, const char *call) {
+  if (r == CUDA_SUCCESS) return true;
+  errors_record(r);
+  stop_with("cuda_error", cu_error_name(r), call);
+  return false;
 }
 
 const char *cu_error_name(int code) {

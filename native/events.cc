@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <mutex>
+#include <vector>
 
 #include "cuda_types.h"
 
@@ -130,6 +131,8 @@ bool stop_with(const char *status, const char *error, const char *call, const ch
   return true;
 }
 
+void request_stop() { g_stop_flag.store(1, std::memory_order_release); }
+
 uint64_t elapsed_ns() { return mono_ns() - g_t0_ns; }
 double elapsed_s() { return double(elapsed_ns()) * 1e-9; }
 
@@ -190,6 +193,7 @@ int finish(const std::string &observations_json) {
   std::string st = status;
   if (st == "ok") return 0;
   if (st == "unsupported" || st == "no_driver") return 3;
+  if (st == "hung") return 4;
   return 1;
 }
 
@@ -212,6 +216,47 @@ void run_until(double duration_s, const Counter *cycles, uint64_t max_cycles, in
     if (step > 0.010) step = 0.010;
     if (step < 0.0001) step = 0.0001;
     timespec ts{0, long(step * 1e9)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+int join_workers(const pthread_t *threads, int n, double deadline_s, int heartbeat_ms) {
+  request_stop();
+  const double hb = heartbeat_ms > 0 ? heartbeat_ms / 1000.0 : 1.0;
+  const double stopped_at = elapsed_s();
+  double next_hb = stopped_at + hb;
+  std::vector<char> joined(size_t(n > 0 ? n : 0), 0);
+  int running = n;
+  for (;;) {
+    for (int i = 0; i < n; ++i)
+      if (!joined[size_t(i)] && pthread_tryjoin_np(threads[i], nullptr) == 0) {
+        joined[size_t(i)] = 1;
+        --running;
+      }
+    if (running <= 0) return 0;
+    double now = elapsed_s();
+    if (deadline_s > 0 && now - stopped_at >= deadline_s) {
+      // Lives for the process: finish() reads it after we return.
+      static char reason[160];
+      snprintf(reason, sizeof reason, "%d of %d worker threads still running %.3g s after the stop",
+               running, n, now - stopped_at);
+      // "hung" also replaces an "ok" a worker decided (its cycle budget) while another stuck;
+      // a cuda_error or unsupported decided first stays: it is the first thing that went wrong.
+      std::lock_guard<std::mutex> lock(g_stop_mu);
+      if (!g_stop_status || std::string(g_stop_status) == "ok") {
+        g_stop_status = "hung";
+        g_stop_error = g_stop_call = nullptr;
+        g_stop_reason = reason;
+        g_stop_flag.store(1, std::memory_order_release);
+      }
+      return running;
+    }
+    if (now >= next_hb) {
+      emit_heartbeat();
+      next_hb += hb;
+      if (next_hb <= now) next_hb = now + hb;
+    }
+    timespec ts{0, 2 * 1000 * 1000};  // 2 ms: a finished worker is noticed at once
     nanosleep(&ts, nullptr);
   }
 }

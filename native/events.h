@@ -3,6 +3,8 @@
 // native/README.md. Everything a hot loop touches here is a relaxed atomic: no locks, no
 // syscalls, no allocation.
 #pragma once
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -33,10 +35,15 @@ void errors_record(int code);
 void set_error_namer(const char *(*namer)(int code));
 
 // Ask every loop to stop. The first call wins and decides the `final` record that finish()
-// writes: status "ok" (budget used up), "cuda_error" (error + call), "unsupported" (reason)...
-// Pointers must stay valid (literals or cu_error_name results). Returns true if this call won.
+// writes: status "ok" (budget used up), "cuda_error" (error + call), "unsupported" (reason),
+// "hung" (join_workers' deadline passed)... Pointers must stay valid (literals or cu_error_name
+// results). Returns true if this call won.
 bool stop_with(const char *status, const char *error = nullptr, const char *call = nullptr,
                const char *reason = nullptr);
+
+// Ask every loop to stop without deciding the final status: a worker that fails while finishing
+// its last iteration still wins with its cuda_error; finish() says "ok" if nobody decided.
+void request_stop();
 
 extern std::atomic<int> g_stop_flag;
 // One relaxed load: cheap enough for every iteration of a hot loop.
@@ -57,10 +64,24 @@ void emit_final(const char *status, const std::string &extra_fields = "");
 
 // Emit the `final` record for whichever stop_with() won ("ok" if none did), with an optional
 // "observations" object (a JSON object text, or empty). Returns the exit status per the
-// contract: 0 ok, 1 cuda_error, 3 unsupported / no_driver.
+// contract: 0 ok, 1 cuda_error, 3 unsupported / no_driver, 4 hung. Call it only once every
+// worker has returned (join_workers), or a kernel that never returns would end as "ok".
 int finish(const std::string &observations_json = "");
 
 // Main-thread loop: heartbeat every heartbeat_ms until duration_s has passed (<= 0: no time
 // limit), `cycles` reaches max_cycles (0 or nullptr: no cycle budget), or a stop was requested.
 // Sleeps in steps of at most 10 ms, so a worker's stop is noticed quickly.
 void run_until(double duration_s, const Counter *cycles, uint64_t max_cycles, int heartbeat_ms);
+
+// Main thread, after run_until() and before finish(): request_stop(), then wait for each of the
+// n threads to return, heartbeating every heartbeat_ms meanwhile (heartbeats keep coming while a
+// worker is stuck, with its counters frozen). A kernel that never returns keeps its worker in
+// cuCtxSynchronize (or wherever it waits), so the final record is not written:
+//   deadline_s <= 0: wait for ever; the harness kills the trial at its wall-clock limit -> `hung`;
+//   deadline_s > 0:  once deadline_s seconds have passed since the stop, the final status
+//                    becomes "hung" (reason "N of M worker threads still running D s after the
+//                    stop"; it replaces an "ok" a worker decided, never a cuda_error decided
+//                    first) and it returns; finish() writes it (exit status 4) -> `hung`.
+// Returns how many threads were still running (0: all joined; they are then joined for good).
+// Only the main thread's wait is added: the workers' loops are untouched.
+int join_workers(const pthread_t *threads, int n, double deadline_s, int heartbeat_ms);

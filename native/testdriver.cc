@@ -1,9 +1,12 @@
 // A fake trial driver for the harness's own tests: speaks the protocol (native/README.md) and
 // fails in each way a real trial can, without CUDA or a GPU.
-//   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS]
-//   MODE: ok crash abort hang cuda_error unsupported silent noprogress no_driver garbage
+//   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]
+//   MODE: ok crash abort hang stuck cuda_error unsupported silent noprogress no_driver garbage
+//   stuck: a worker makes progress, then never returns (a kernel that never ends, as seen from
+//   cuCtxSynchronize); main joins its workers with join_workers (--join-timeout, 0: for ever).
 // Build:
 //   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc native/testdriver.cc native/events.cc native/crash.cc -o testdriver -ldl
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,10 +54,22 @@ void progress_then(void (*fail)()) {
   fail();
 }
 
+// Worker for ok / noprogress / stuck: cycles until the stop; `stuck` blocks in its 20th cycle.
+void *cycle_worker(void *arg) {
+  const std::string mode = static_cast<const char *>(arg);
+  if (mode == "noprogress") return nullptr;  // counters stay at zero
+  for (unsigned n = 0; !stop_requested(); ++n) {
+    if (mode == "stuck" && n == 20)
+      for (;;) pause();  // the synchronize that never returns
+    fake_cycle(n);
+  }
+  return nullptr;
+}
+
 int usage() {
   fprintf(stderr,
-          "usage: testdriver ok|crash|abort|hang|cuda_error|unsupported|silent|noprogress|"
-          "no_driver|garbage [--seconds S] [--cycles N] [--heartbeat-ms MS]\n");
+          "usage: testdriver ok|crash|abort|hang|stuck|cuda_error|unsupported|silent|noprogress|"
+          "no_driver|garbage [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]\n");
   return 2;
 }
 
@@ -67,12 +82,14 @@ int main(int argc, char **argv) {
   double seconds = 1.0;
   unsigned long long cycles = 0;
   int heartbeat_ms = 100;
+  double join_timeout_s = 0;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) return usage();
     if (a == "--seconds") seconds = atof(argv[++i]);
     else if (a == "--cycles") cycles = strtoull(argv[++i], nullptr, 10);
     else if (a == "--heartbeat-ms") heartbeat_ms = atoi(argv[++i]);
+    else if (a == "--join-timeout") join_timeout_s = atof(argv[++i]);
     else return usage();
   }
   if (mode == "silent") return 0;
@@ -123,15 +140,13 @@ int main(int argc, char **argv) {
                 "CUDA_ERROR_NO_BINARY_FOR_GPU at the first cuModuleLoadData (simulated)");
     return finish();
   }
-  if (mode == "ok" || mode == "noprogress") {
-    std::thread t([&] {
-      if (mode == "noprogress") return;  // counters stay at zero
-      for (unsigned n = 0; !stop_requested(); ++n) fake_cycle(n);
-    });
-    t.detach();
+  if (mode == "ok" || mode == "noprogress" || mode == "stuck") {
+    // As a host driver does it: workers, heartbeats until the budget, join, final record.
+    pthread_t workers[2];
+    for (pthread_t &t : workers) pthread_create(&t, nullptr, cycle_worker, argv[1]);
     run_until(seconds, &c_cycles, cycles, heartbeat_ms);
-    int rc = finish();
-    _exit(rc);  // like a host driver: never tear down under a running worker
+    join_workers(workers, 2, join_timeout_s, heartbeat_ms);
+    _exit(finish());  // a stuck worker (final "hung") is left for _exit
   }
   return usage();
 }

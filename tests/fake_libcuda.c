@@ -7,6 +7,9 @@
  *   FAKE_CUDA_FAIL=NAME:CODE:AFTER  the call NAME returns CODE once it has succeeded AFTER times
  *   FAKE_CUDA_CRASH=NAME:AFTER      the call NAME writes through a bad pointer (SIGSEGV inside
  *                                    "libcuda", as in the tile unload race)
+ *   FAKE_CUDA_BLOCK=NAME:AFTER      the call NAME after AFTER returns never returns; later calls
+ *                                    (other threads) do (a kernel that never ends, seen from
+ *                                    cuCtxSynchronize)
  *   FAKE_CUDA_NO_GPA=1              cuGetProcAddress_v2 finds nothing (tests the dlsym fallback)
  * cuGetProcAddress_v2 hands out the variant of a name that the requested version selects, as a
  * real driver does (asking "cuCtxCreate" at 12000 yields the _v3 ABI, which fails here with
@@ -23,14 +26,16 @@
 static int gpa_hits;
 
 struct rule { char name[64]; int code; long after; long calls; int crash; };
-static struct rule fail_rule, crash_rule;
+static struct rule fail_rule, crash_rule, block_rule;
 static int rules_read;
 
 static void read_rules(void) {
   if (__atomic_exchange_n(&rules_read, 1, __ATOMIC_ACQ_REL)) return;
   const char *f = getenv("FAKE_CUDA_FAIL"), *c = getenv("FAKE_CUDA_CRASH");
+  const char *b = getenv("FAKE_CUDA_BLOCK");
   if (f) sscanf(f, "%63[^:]:%d:%ld", fail_rule.name, &fail_rule.code, &fail_rule.after);
   if (c && sscanf(c, "%63[^:]:%ld", crash_rule.name, &crash_rule.after) == 2) crash_rule.crash = 1;
+  if (b && sscanf(b, "%63[^:]:%ld", block_rule.name, &block_rule.after) != 2) block_rule.name[0] = 0;
 }
 
 /* Called at the top of every entry point: returns the injected error, or 0. */
@@ -43,6 +48,9 @@ static int hook(const char *name) {
     static volatile unsigned long where = 0x18; /* volatile: not provably bad at compile time */
     *(volatile int *)where = 1;
   }
+  if (block_rule.name[0] && !strcmp(name, block_rule.name) &&
+      __atomic_fetch_add(&block_rule.calls, 1, __ATOMIC_RELAXED) == block_rule.after)
+    for (;;) pause(); /* the kernel never finishes */
   return 0;
 }
 
@@ -66,6 +74,28 @@ int cuCtxSetCurrent(void *c) { (void)c; return hook("cuCtxSetCurrent"); }
 int cuCtxDestroy_v2(void *c) { (void)c; return 0; }
 int cuCtxSynchronize(void) { return hook("cuCtxSynchronize"); }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 0x100000; return hook("cuMemAlloc"); }
+int cuMemFree_v2(unsigned long long p) { (void)p; return hook("cuMemFree"); }
+int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD8"); }
+int cuMemsetD32_v2(unsigned long long d, unsigned v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD32"); }
+/* Host copies move real bytes through a small fake device memory, so a test can read back. */
+static unsigned char fake_mem[4096];
+int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
+  if (n > sizeof fake_mem) return 1;
+  (void)d; memcpy(fake_mem, s, n); return hook("cuMemcpyHtoD");
+}
+int cuMemcpyDtoH_v2(void *h, unsigned long long s, size_t n) {
+  if (n > sizeof fake_mem) return 1;
+  (void)s; memcpy(h, fake_mem, n); return hook("cuMemcpyDtoH");
+}
+int cuMemcpyDtoD_v2(unsigned long long d, unsigned long long s, size_t n) { (void)d; (void)s; (void)n; return hook("cuMemcpyDtoD"); }
+int cuModuleGetGlobal_v2(unsigned long long *p, size_t *b, void *m, const char *n) {
+  (void)m; (void)n; *p = 0x200000; if (b) *b = 4; return hook("cuModuleGetGlobal");
+}
+int cuStreamCreate(void **s, unsigned f) { (void)f; *s = HANDLE; return hook("cuStreamCreate"); }
+int cuStreamSynchronize(void *s) { (void)s; return hook("cuStreamSynchronize"); }
+int cuStreamDestroy_v2(void *s) { (void)s; return hook("cuStreamDestroy"); }
+/* Not in native/'s table: what a case adds from its own folder (tests/test_native.py). */
+int cuEventCreate(void **e, unsigned f) { (void)f; *e = (void *)0x2000; return hook("cuEventCreate"); }
 int cuModuleLoadData(void **m, const void *img) { (void)img; *m = HANDLE; return hook("cuModuleLoadData"); }
 int cuModuleGetFunction(void **f, void *m, const char *n) { (void)m; (void)n; *f = HANDLE; return hook("cuModuleGetFunction"); }
 int cuModuleUnload(void *m) { (void)m; return hook("cuModuleUnload"); }
@@ -96,6 +126,15 @@ static void *variant(const char *sym, int version) {
     {"cuCtxCreate", 11040, (void *)wrong_abi_ctx_create},
     {"cuCtxCreate", 12050, (void *)wrong_abi_ctx_create},
     {"cuMemAlloc", 2000, (void *)wrong_abi}, {"cuMemAlloc", 3020, (void *)cuMemAlloc_v2},
+    {"cuMemFree", 2000, (void *)wrong_abi}, {"cuMemFree", 3020, (void *)cuMemFree_v2},
+    {"cuMemsetD8", 2000, (void *)wrong_abi}, {"cuMemsetD8", 3020, (void *)cuMemsetD8_v2},
+    {"cuMemsetD32", 2000, (void *)wrong_abi}, {"cuMemsetD32", 3020, (void *)cuMemsetD32_v2},
+    {"cuMemcpyHtoD", 2000, (void *)wrong_abi}, {"cuMemcpyHtoD", 3020, (void *)cuMemcpyHtoD_v2},
+    {"cuMemcpyDtoH", 2000, (void *)wrong_abi}, {"cuMemcpyDtoH", 3020, (void *)cuMemcpyDtoH_v2},
+    {"cuMemcpyDtoD", 2000, (void *)wrong_abi}, {"cuMemcpyDtoD", 3020, (void *)cuMemcpyDtoD_v2},
+    {"cuModuleGetGlobal", 2000, (void *)wrong_abi},
+    {"cuModuleGetGlobal", 3020, (void *)cuModuleGetGlobal_v2},
+    {"cuStreamDestroy", 2000, (void *)wrong_abi}, {"cuStreamDestroy", 4000, (void *)cuStreamDestroy_v2},
     {"cuCtxDestroy", 2000, (void *)wrong_abi}, {"cuCtxDestroy", 4000, (void *)cuCtxDestroy_v2},
     {"cuCtxSynchronize", 2000, (void *)cuCtxSynchronize},
     {"cuCtxSynchronize", 13000, (void *)wrong_abi},

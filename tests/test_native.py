@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro.classify import Observed, classify
+from gpurepro.trial import run_trial
+
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
 CASE = ROOT / "cases" / "tile_unload_race"
@@ -36,12 +39,53 @@ def _have_libcuda() -> bool:
         return False
 
 
+# A case's own driver that needs entry points native/ does not list: it extends the table from
+# its own source file (CUDA_ENTRY + cuda_load_entries, cuda_proc_as) without editing native/.
+EXT_DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include "cuda_loader.h"
+#include "events.h"
+
+struct {
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuNotInThisDriver)(void);
+} ext;
+const CudaEntry kExt[] = {
+    CUDA_ENTRY(ext, cuEventCreate, 2000, "cuEventCreate", true),
+    CUDA_ENTRY(ext, cuNotInThisDriver, 2000, "cuNotInThisDriver", false),
+};
+const CudaEntry kMissing[] = {CUDA_ENTRY(ext, cuNotInThisDriver, 2000, "cuNotInThisDriver", true)};
+
+int main(int argc, char **argv) {
+  cuda_load();
+  cuda_load_entries(kExt);
+  if (argc > 1) cuda_load_entries(kMissing);  // a required entry the driver lacks
+  CUevent ev = nullptr;
+  CUcontext ctx;
+  CUdeviceptr d;
+  char in[8] = "abcdefg", out[8] = {};
+  int ok = cu.cuInit(0) == 0 && cu.cuCtxCreate(&ctx, 0, 0) == 0 && cu.cuMemAlloc(&d, 8) == 0 &&
+           cu.cuMemsetD8(d, 0, 8) == 0 && cu.cuMemcpyHtoD(d, in, 8) == 0 &&
+           cu.cuMemcpyDtoH(out, d, 8) == 0 && cu.cuMemFree(d) == 0 &&
+           ext.cuEventCreate(&ev, 0) == 0;
+  auto typed = cuda_proc_as<CUresult (*)(CUevent *, unsigned)>("cuEventCreate", 2000);
+  printf("{\"ok\":%d,\"roundtrip\":%d,\"event\":%d,\"missing_optional\":%d,\"typed\":%d,"
+         "\"absent\":%d}\n", ok, !strcmp(in, out), ev == (CUevent)0x2000,
+         ext.cuNotInThisDriver == nullptr, typed == ext.cuEventCreate,
+         cuda_proc("cuNotInThisDriver", 2000) == nullptr);
+  return 0;
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def bins(tmp_path_factory) -> dict[str, Path]:
     """Every binary the tests run, compiled in parallel into one temporary folder."""
     out = tmp_path_factory.mktemp("native")
     (out / "fake").mkdir()
     (out / "null.c").write_text("int main(void) { volatile int *p = 0; return *p; }\n")
+    (out / "ext.cc").write_text(EXT_DRIVER)
     n = lambda f: str(NATIVE / f)  # noqa: E731
     jobs = {
         "testdriver": ["g++", *CXXFLAGS, n("testdriver.cc"), n("events.cc"), n("crash.cc"),
@@ -54,6 +98,8 @@ def bins(tmp_path_factory) -> dict[str, Path]:
         "fake": ["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
                  str(out / "fake" / "libcuda.so.1"), str(ROOT / "tests" / "fake_libcuda.c")],
         "null": ["cc", "-O0", str(out / "null.c"), "-o", str(out / "null")],
+        "ext": ["g++", *CXXFLAGS, f"-I{NATIVE}", str(out / "ext.cc"), n("cuda_loader.cc"),
+                n("events.cc"), "-o", str(out / "ext"), "-ldl"],
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
         outs = list(pool.map(
@@ -69,6 +115,7 @@ def bins(tmp_path_factory) -> dict[str, Path]:
         "host": out / "host",
         "fake": out / "fake",
         "null": out / "null",
+        "ext": out / "ext",
         "cubin": out / "kernel.cubin",
     }
 
@@ -264,7 +311,7 @@ def test_host_fake_driver_ok_and_budget(bins):
     # One thread: exactly the budget, and repro.cc's accounting (unload unless n % 4 == 0).
     assert c == {"cycles": 1000, "loads": 1000, "launches": 1000, "unloads": 750}
     # Every entry point came through cuGetProcAddress_v2 (the fake counts them).
-    assert final["observations"]["device"]["cuda_driver_version"] == 18
+    assert final["observations"]["device"]["cuda_driver_version"] == 28
     assert final["observations"]["device"]["compute_capability"] == "9.0"
 
 
@@ -308,3 +355,91 @@ def test_host_crash_inside_driver(bins):
     assert rec["pc_map"]["path"].endswith("/fake/libcuda.so.1")
     assert any(f["path"] == str(bins["host"].resolve()) for f in rec["frames"])
     assert rec["counters"]["launches"] >= 500
+
+
+# ---- hangs: a worker that never returns is `hung`, never `ok` ----
+
+def test_stuck_worker_without_deadline_runs_into_the_harness_limit(bins):
+    # The worker blocks for ever after 20 cycles; main joins with no deadline, so no final
+    # record is written and the harness kills the trial at its wall-clock limit.
+    done = run_trial([str(bins["testdriver"]), "stuck", "--seconds", "0.2"], dict(os.environ),
+                     ROOT, timeout_s=1.5)
+    assert done.observed.timed_out
+    assert not [e for e in done.observed.events if e["event"] == "final"]
+    beats = [e for e in done.observed.events if e["event"] == "heartbeat"]
+    assert len(beats) >= 5 and beats[-1]["t"] > 1.0  # heartbeats go on while it waits
+    assert classify(done.observed, "cycles").outcome == "hung"
+
+
+def test_stuck_worker_past_the_join_deadline_is_a_final_hung(bins):
+    done = run_trial([str(bins["testdriver"]), "stuck", "--seconds", "0.2", "--join-timeout",
+                      "0.3"], dict(os.environ), ROOT, timeout_s=10)
+    assert not done.observed.timed_out and done.observed.returncode == 4
+    final = done.observed.events[-1]
+    assert final["status"] == "hung" and "still running" in final["reason"]
+    c = classify(done.observed, "cycles")
+    assert (c.outcome, c.counters["cycles"]) == ("hung", 40) and "still running" in c.detail
+
+
+def test_ok_mode_joins_its_workers(bins):
+    r = run([bins["testdriver"], "ok", "--seconds", "0.2", "--join-timeout", "5"])
+    assert r.returncode == 0 and events(r.stdout)[-1]["status"] == "ok"
+
+
+@pytest.mark.parametrize("join_timeout, timed_out", [("0", True), ("0.3", False)])
+def test_host_kernel_that_never_returns_is_hung(bins, join_timeout, timed_out):
+    # The fake libcuda blocks in the 101st cuCtxSynchronize (a kernel that never ends); the
+    # other worker goes on until the stop, then finishes.
+    env = {**os.environ, "LD_LIBRARY_PATH": str(bins["fake"]),
+           "FAKE_CUDA_BLOCK": "cuCtxSynchronize:100"}
+    done = run_trial([str(bins["host"]), "--cubin", str(bins["cubin"]), "--seconds", "0.2",
+                      "--heartbeat-ms", "50", "--join-timeout", join_timeout], env, ROOT,
+                     timeout_s=2.0)
+    assert done.observed.timed_out is timed_out
+    finals = [e for e in done.observed.events if e["event"] == "final"]
+    assert [f["status"] for f in finals] == ([] if timed_out else ["hung"])
+    c = classify(done.observed, "cycles")
+    assert c.outcome == "hung" and c.counters["cycles"] > 100
+
+
+def test_host_budget_stop_with_a_stuck_worker_is_hung_not_ok(bins):
+    # One worker reaches the cycle budget (stop_with "ok") while the other is stuck: the join
+    # deadline turns the decided "ok" into "hung".
+    env = {**os.environ, "LD_LIBRARY_PATH": str(bins["fake"]),
+           "FAKE_CUDA_BLOCK": "cuCtxSynchronize:100"}
+    done = run_trial([str(bins["host"]), "--cubin", str(bins["cubin"]), "--seconds", "5",
+                      "--max-cycles", "1000", "--threads", "2", "--join-timeout", "0.3"], env,
+                     ROOT, timeout_s=10)
+    assert done.observed.events[-1]["status"] == "hung", done.observed.events[-1]
+    assert classify(done.observed, "cycles").outcome == "hung"
+
+
+def test_host_cuda_error_keeps_the_failing_call(bins):
+    env = {**os.environ, "LD_LIBRARY_PATH": str(bins["fake"]),
+           "FAKE_CUDA_FAIL": "cuCtxSynchronize:700:5"}
+    done = run_trial([str(bins["host"]), "--cubin", str(bins["cubin"]), "--seconds", "5"], env,
+                     ROOT, timeout_s=10)
+    c = classify(done.observed, "cycles")
+    assert (c.outcome, c.detail, c.call) == ("cuda_error", "CUDA_ERROR_ILLEGAL_ADDRESS",
+                                             "cuCtxSynchronize")
+
+
+# ---- entry points a case adds from its own folder ----
+
+def test_case_extends_the_entry_point_table(bins):
+    r = run([bins["ext"]], env={"LD_LIBRARY_PATH": str(bins["fake"])})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout) == {"ok": 1, "roundtrip": 1, "event": 1, "missing_optional": 1,
+                                    "typed": 1, "absent": 1}
+    # The same through dlsym of the export, on a driver without cuGetProcAddress_v2.
+    r = run([bins["ext"]], env={"LD_LIBRARY_PATH": str(bins["fake"]), "FAKE_CUDA_NO_GPA": "1"})
+    assert json.loads(r.stdout)["ok"] == 1 and json.loads(r.stdout)["event"] == 1
+
+
+def test_missing_required_case_entry_is_unsupported(bins):
+    r = run([bins["ext"], "missing"], env={"LD_LIBRARY_PATH": str(bins["fake"])})
+    assert r.returncode == 3
+    final = events(r.stdout)[-1]
+    assert final["status"] == "unsupported" and "cuNotInThisDriver" in final["reason"]
+    c = classify(Observed(r.returncode, False, events(r.stdout)), "cycles")
+    assert c.outcome == "unsupported"

@@ -8,17 +8,22 @@
 // Run:
 //   host --cubin K.cubin [--cubin K2.cubin ...] [--threads 2] [--unload three-in-four]
 //        [--serialize] [--context shared] [--api module] [--seconds 20] [--max-cycles 0]
-//        [--heartbeat-ms 1000]
+//        [--heartbeat-ms 1000] [--join-timeout 10]
 //   --cubin (repeatable)   thread i loads cubin i % count (distinct-modules arm)
 //   --unload               never | three-in-four (as filed: `if (n & 3)`) | always
 //   --serialize            one global mutex around each whole iteration (no concurrency)
 //   --context              shared (as filed) | per-thread (own context and buffers per thread)
 //   --api                  module (as filed) | library (cuLibraryLoadData / cuLibraryGetKernel)
+//   --join-timeout         seconds to wait for the workers after the stop (0: for ever)
 //
 // Hot loop: only CUDA calls, relaxed counter increments (the cycles one also checks the
 // --max-cycles budget) and one relaxed load of the stop flag per iteration: no locks unless
 // --serialize, no syscalls, no allocation, so it runs as fast as repro.cc.
-// Like repro.cc, main never tears down contexts under running workers: it _exit()s.
+// After the budget, main waits for every worker to finish its iteration (join_workers, still
+// heartbeating) before the final record: a kernel that never returns keeps its worker in
+// cuCtxSynchronize, so the trial is `hung` (final "hung" after --join-timeout, or killed at the
+// harness's limit), never `ok`. The join adds nothing to the loop. Like repro.cc, main never
+// tears down contexts: once the workers are done it _exit()s.
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +56,7 @@ struct Options {
   double seconds = 20;
   unsigned long long max_cycles = 0;
   int heartbeat_ms = 1000;
+  double join_timeout_s = 10;
 };
 
 const int M = 128;                   // as in repro.cc: three M x M float arrays
@@ -177,7 +183,8 @@ void *worker(void *arg) {
   fprintf(stderr,
           "host: %s\nusage: host --cubin PATH [--cubin PATH ...] [--threads N] "
           "[--unload never|three-in-four|always] [--serialize] [--context shared|per-thread] "
-          "[--api module|library] [--seconds S] [--max-cycles N] [--heartbeat-ms MS]\n",
+          "[--api module|library] [--seconds S] [--max-cycles N] [--heartbeat-ms MS] "
+          "[--join-timeout S]\n",
           msg);
   exit(2);
 }
@@ -196,6 +203,7 @@ Options parse(int argc, char **argv) {
     else if (a == "--seconds") o.seconds = atof(val().c_str());
     else if (a == "--max-cycles") o.max_cycles = strtoull(val().c_str(), nullptr, 10);
     else if (a == "--heartbeat-ms") o.heartbeat_ms = atoi(val().c_str());
+    else if (a == "--join-timeout") o.join_timeout_s = atof(val().c_str());
     else if (a == "--unload") {
       std::string v = val();
       if (v == "never") o.unload = Unload::never;
@@ -229,11 +237,12 @@ std::string config_json() {
   char tail[400];
   snprintf(tail, sizeof tail,
            "],\"threads\":%d,\"unload\":\"%s\",\"serialize\":%s,\"context\":\"%s\","
-           "\"api\":\"%s\",\"seconds\":%g,\"max_cycles\":%llu,\"heartbeat_ms\":%d}",
+           "\"api\":\"%s\",\"seconds\":%g,\"max_cycles\":%llu,\"heartbeat_ms\":%d,"
+           "\"join_timeout_s\":%g}",
            g_opt.threads, unload_names[int(g_opt.unload)], g_opt.serialize ? "true" : "false",
            g_opt.per_thread_context ? "per-thread" : "shared",
            g_opt.api == Api::library ? "library" : "module", g_opt.seconds, g_opt.max_cycles,
-           g_opt.heartbeat_ms);
+           g_opt.heartbeat_ms, g_opt.join_timeout_s);
   return s + tail;
 }
 
@@ -305,5 +314,11 @@ int main(int argc, char **argv) {
   for (Worker &w : g_workers) pthread_create(&w.thread, nullptr, worker, &w);
 
   run_until(g_opt.seconds, &c_cycles, g_opt.max_cycles, g_opt.heartbeat_ms);
-  _exit(finish(device_json()));  // workers keep running until _exit, as in repro.cc
+  // The measured loop is over; from here on only main waits (for each worker's last iteration).
+  std::vector<pthread_t> threads;
+  for (Worker &w : g_workers) threads.push_back(w.thread);
+  int stuck = join_workers(threads.data(), int(threads.size()), g_opt.join_timeout_s,
+                           g_opt.heartbeat_ms);
+  // A stuck worker (final "hung") is left for _exit; no more driver calls beside it.
+  _exit(finish(stuck ? "" : device_json()));
 }

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterable, Mapping
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 CRASH_PREFIX = "GPUREPRO_CRASH "
+STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
 
 # Outcomes that are evidence: the trial ran the code under test. Those not among a case's
 # failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
@@ -27,6 +30,7 @@ _FINAL_STATUS = {
     "cuda_error": "cuda_error",
     "unsupported": "unsupported",
     "no_driver": "unsupported",
+    "hung": "hung",  # native join_workers: a worker still running at its deadline
 }
 
 
@@ -50,6 +54,39 @@ class Classified:
     counters: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     observations: dict[str, Any] = field(default_factory=dict)
+    call: str | None = None  # the API function that failed (final.call), when the driver says
+
+
+class StdoutTail:
+    """The last ``limit`` characters of a trial's standard output, every line kept as written
+    (protocol events and anything else), so a record can show what the driver said last.
+
+    ``hook(on_line)`` returns a line callback for ``run_trial`` that keeps the tail and passes
+    each line on."""
+
+    def __init__(self, limit: int = STDOUT_TAIL):
+        self.limit = limit
+        self._lines: deque[str] = deque()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def add(self, line: str) -> None:
+        with self._lock:
+            self._lines.append(line)
+            self._chars += len(line)
+            while len(self._lines) > 1 and self._chars - len(self._lines[0]) >= self.limit:
+                self._chars -= len(self._lines.popleft())
+
+    def hook(self, on_line: Callable[[str], None] | None = None) -> Callable[[str], None]:
+        def keep(line: str) -> None:
+            self.add(line)
+            if on_line is not None:
+                on_line(line)
+        return keep
+
+    def text(self) -> str:
+        with self._lock:
+            return "".join(self._lines)[-self.limit:]
 
 
 def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
@@ -132,8 +169,11 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
     observations = dict(final.get("observations") or {}) if final else {}
     made_progress = counters.get(progress_counter, 0) > 0
 
+    call = final.get("call") if final else None
+    call = str(call) if call else None
+
     def out(outcome: str, detail: str) -> Classified:
-        return Classified(outcome, detail, counters, errors, observations)
+        return Classified(outcome, detail, counters, errors, observations, call)
 
     if obs.timed_out:
         return out("hung", "killed at the wall-clock limit")
@@ -153,6 +193,8 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
             return out("unsupported", str(final.get("reason") or status))
         if outcome == "cuda_error":
             return out("cuda_error", str(final.get("error") or "unknown CUDA error"))
+        if outcome == "hung":
+            return out("hung", str(final.get("reason") or "a worker never finished"))
         if outcome == "survived":
             if rc not in (0, None):
                 return out("harness_error", f"final record says ok but exit status is {rc}")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .classify import classify, exit_description, short_module
+from .classify import StdoutTail, classify, exit_description, short_module
 from .journal import Journal
 from .manifest import Case, TrialBudget, TrialContext
 from .plan import Plan, PlannedTrial
@@ -151,13 +151,15 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         env["CUDA_VISIBLE_DEVICES"] = gpu
     if opts.run_id:
         env[RUN_ID_VARIABLE] = opts.run_id
-    done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse, on_line=on_line,
-                     cancel=cancel)
+    stdout = StdoutTail()
+    done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse,
+                     on_line=stdout.hook(on_line), cancel=cancel)
     result = classify(done.observed, case.exposure.counter)
     record = {
         **base,
         "outcome": result.outcome,
         "detail": result.detail,
+        "call": result.call,
         "exit": exit_description(done.observed.returncode, done.observed.timed_out),
         "duration_s": round(done.duration_s, 4),
         "counters": result.counters,
@@ -166,6 +168,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "crash": crash_summary(done.observed.crash),
         "observations": result.observations,
         "stderr_tail": done.observed.stderr_tail[-2000:],
+        "stdout_tail": stdout.text(),
         "unparsed_lines": done.observed.unparsed_lines,
         "command": list(cmd.argv),
         "env": dict(cmd.env),
