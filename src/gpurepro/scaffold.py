@@ -168,8 +168,9 @@ void *work(void *) {{
   CUfunction fn;
   CUdeviceptr out;
   CUresult r;
-  if ((r = cu.cuDeviceGet(&dev, 0))) {{ errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuDeviceGet"); return nullptr; }}
-  if ((r = cu.cuCtxCreate(&ctx, 0, dev))) {{ errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuCtxCreate"); return nullptr; }}
+  // cu_ok records a failed call, stops everyone and names the call in the final record.
+  if (!cu_ok(cu.cuDeviceGet(&dev, 0), "cuDeviceGet")) return nullptr;
+  if (!cu_ok(cu.cuCtxCreate(&ctx, 0, dev), "cuCtxCreate")) return nullptr;
   if ((r = cu.cuModuleLoadData(&mod, g_image.data()))) {{
     errors_record(r);
     bool cannot = r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE;
@@ -177,17 +178,13 @@ void *work(void *) {{
               cannot ? "the device cannot load this cubin" : nullptr);
     return nullptr;
   }}
-  if ((r = cu.cuModuleGetFunction(&fn, mod, "kernel"))) {{ errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuModuleGetFunction"); return nullptr; }}
-  if ((r = cu.cuMemAlloc(&out, 32 * sizeof(float)))) {{ errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuMemAlloc"); return nullptr; }}
+  if (!cu_ok(cu.cuModuleGetFunction(&fn, mod, "kernel"), "cuModuleGetFunction")) return nullptr;
+  if (!cu_ok(cu.cuMemAlloc(&out, 32 * sizeof(float)), "cuMemAlloc")) return nullptr;
   void *args[] = {{&out, &g_trap}};
   const uint64_t budget = g_max_launches ? g_max_launches : UINT64_MAX;
   while (!stop_requested()) {{
-    if ((r = cu.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr))) {{
-      errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuLaunchKernel"); break;
-    }}
-    if ((r = cu.cuCtxSynchronize())) {{
-      errors_record(r); stop_with("cuda_error", cu_error_name(r), "cuCtxSynchronize"); break;
-    }}
+    if (!cu_ok(cu.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel")) break;
+    if (!cu_ok(cu.cuCtxSynchronize(), "cuCtxSynchronize")) break;
     if (c_launches.inc() >= budget) {{ stop_with("ok"); break; }}
   }}
   return nullptr;
@@ -217,8 +214,9 @@ int main(int argc, char **argv) {{
   pthread_t worker;
   pthread_create(&worker, nullptr, work, nullptr);
   run_until(seconds, nullptr, 0, 200);
-  stop_with("ok");
-  pthread_join(worker, nullptr);  // a hung kernel keeps us here until the harness's limit
+  // Stop the loop and wait for the worker, heartbeating: a kernel that never returns keeps it
+  // in cuCtxSynchronize, and with no deadline the harness's limit ends the trial as `hung`.
+  join_workers(&worker, 1, 0, 200);
   return finish();
 }}
 '''
