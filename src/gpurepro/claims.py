@@ -345,7 +345,7 @@ class _Missing(dict):
 
 def _default(claim: Claim, decision: str) -> str:
     what = {"lower": "fails at a lower rate than", "higher": "fails at a higher rate than",
-            "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind)
+            "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind, "")
     if claim.kind == "outcome":
         what_o = f"ends as {claim.outcome}" + (f" ({claim.detail})" if claim.detail else "")
         return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",

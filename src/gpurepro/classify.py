@@ -187,7 +187,7 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
         return out("crashed", name)
 
     if final is not None:
-        status = final.get("status")
+        status = str(final.get("status"))
         outcome = _FINAL_STATUS.get(status)
         if outcome == "unsupported":
             return out("unsupported", str(final.get("reason") or status))

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
 
 HOST_SECTION = ".nv.host"
 
@@ -31,7 +33,7 @@ def embedded_object(data: bytes) -> dict[str, Any]:
         return {"is_elf": False, "error": str(exc), "size": len(data)}
     symbols = []
     symtab = obj.get_section_by_name(".symtab")
-    if symtab is not None:
+    if isinstance(symtab, SymbolTableSection):
         for sym in symtab.iter_symbols():
             kind = sym["st_info"]["type"]
             if not sym.name or kind in ("STT_SECTION", "STT_FILE"):
@@ -39,7 +41,8 @@ def embedded_object(data: bytes) -> dict[str, Any]:
             symbols.append({"name": sym.name, "type": kind.removeprefix("STT_"),
                             "bind": sym["st_info"]["bind"].removeprefix("STB_"),
                             "size": sym["st_size"]})
-    relocs = sum(s.num_relocations() for s in obj.iter_sections() if s.name.startswith(".rela"))
+    relocs = sum(s.num_relocations() for s in obj.iter_sections()
+                 if isinstance(s, RelocationSection) and s.name.startswith(".rela"))
     return {
         "is_elf": True,
         "machine": obj["e_machine"],

@@ -139,7 +139,7 @@ def _privacy_errors(doc: Mapping[str, Any]) -> list[str]:
             if envmod.is_secret_name(str(name)):
                 out.append(f"{where}/{name}: no variable with a secret-looking name expected, "
                            f"found one (value not shown)")
-    environment = doc.get("environment") if isinstance(doc.get("environment"), Mapping) else {}
+    environment: Mapping[str, Any] = doc["environment"] if isinstance(doc.get("environment"), Mapping) else {}
     redacted = environment.get("redacted") is True
     if redacted:
         host = (environment.get("host") or {}).get("hostname") if isinstance(environment.get("host"), Mapping) else None

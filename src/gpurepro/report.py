@@ -299,7 +299,7 @@ def plot(doc: Mapping[str, Any], path: Path) -> bool:
 
     unit = doc["case"]["exposure"]["unit"]
     fig, ax = plt.subplots(figsize=(8, 6), dpi=110)
-    colours = plt.get_cmap("tab10").colors
+    colours = [plt.get_cmap("tab10")(i) for i in range(10)]
     styles = ("-", "--", ":", "-.")
     # Arms that never failed would lie on top of each other along 1.0: they are named in the
     # legend instead of drawn.

@@ -286,8 +286,8 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                for i, (g, _) in enumerate(slots)]
     with progress:
         try:
-            for t in threads:
-                t.start()
+            for thread in threads:
+                thread.start()
             _wait(threads)
         except (KeyboardInterrupt, Stopped):
             cancel.set()

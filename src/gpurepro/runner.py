@@ -137,12 +137,12 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         if not case.claims:
             raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
                              f"{case.name} declares no claims")
-        stopping, trials = design, design["max_trials"]
+        stopping, trials = design, int(design["max_trials"])
     else:
         loose = [f for f in ("max_trials", "look_every", "alpha") if getattr(args, f) is not None]
         if loose:
             raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
-        trials = args.trials or d.trials_per_arm
+        trials = int(args.trials or d.trials_per_arm)
     return Checked(target=target, build_dir=build_dir,
                    budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
                                       timeout_s=float(timeout)),
