@@ -176,6 +176,24 @@ def report(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def compare(session: nox.Session) -> None:
+    """Runs of one case side by side: nox -s compare -- A.json B.json [--json] [--fail-on-change]"""
+    _install_project(session)
+    if len(session.posargs) < 2:
+        session.error("give two or more result documents: nox -s compare -- A.json B.json")
+    _run_gpurepro(session, "compare", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def issue(session: nox.Session) -> None:
+    """The body of a GitHub comment for a result: nox -s issue -- RESULT.json [--out FILE]"""
+    _install_project(session)
+    if not session.posargs:
+        session.error("give a result document: nox -s issue -- results/<case>/<file>.json")
+    _run_gpurepro(session, "issue", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def env(session: nox.Session) -> None:
     """Print the environment fingerprint (add -- --redact to drop hostname and home paths)."""
     _install_project(session)

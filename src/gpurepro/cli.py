@@ -193,7 +193,27 @@ def cmd_validate(args: argparse.Namespace) -> int:
         else:
             _say(f"ok      {p}")
     _say(f"{len(paths) - bad} of {len(paths)} documents valid")
-    return EXIT_OK if bad == 0 else EXIT_ERROR
+    stale = _stale_indexes(args.paths or ["results"])
+    return EXIT_OK if bad == 0 and not stale else EXIT_ERROR
+
+
+def _stale_indexes(folders: list[str]) -> int:
+    """How many results indexes (results/README.md) differ from what their documents give."""
+    from .index import index_path, is_current, is_generated
+
+    root_results = (_root() / "results").resolve()
+    stale = 0
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            continue
+        index = index_path(folder)
+        if folder.resolve() != root_results and not is_generated(index):
+            continue
+        if not is_current(folder):
+            stale += 1
+            where = "" if folder.resolve() == root_results and str(folder) == "results" else f" {folder}"
+            _say(f"{index} is out of date: run python -m gpurepro index{where}")
+    return stale
 
 
 def cmd_scrub(args: argparse.Namespace) -> int:
@@ -226,6 +246,52 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_env(args: argparse.Namespace) -> int:
     print(json.dumps(envmod.fingerprint(_root(), redact=args.redact), indent=2))
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
+    flipped."""
+    from .compare import CompareError, compare, markdown
+
+    docs = [_read_result(Path(p)) for p in args.results]
+    try:
+        result = compare(docs, args.results)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(result, indent=2) if args.json else markdown(result))
+    return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
+
+
+def cmd_issue(args: argparse.Namespace) -> int:
+    """The body of a GitHub comment for a result document (printed, or written to --out)."""
+    from .comment import IssueError, issue_body
+
+    path = Path(args.result)
+    doc = _read_result(path)
+    try:
+        body = issue_body(doc, path)
+    except IssueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        from .record import write_atomic
+
+        write_atomic(Path(args.out), body)
+        _say(f"issue comment: {args.out} ({len(body)} characters)")
+    else:
+        sys.stdout.write(body)
+    return EXIT_OK
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Regenerate results/README.md, the index of every result document."""
+    from .index import write_index
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder")
+    path, changed = write_index(folder)
+    _say(f"{'wrote' if changed else 'unchanged'} {path}")
     return EXIT_OK
 
 
@@ -361,6 +427,27 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("env", help="print the environment fingerprint")
     p.add_argument("--redact", action="store_true")
     p.set_defaults(fn=cmd_env)
+
+    p = sub.add_parser("compare", help="result documents of one case side by side: rates, "
+                       "rate ratios, changed claims and verdict, what differs")
+    p.add_argument("results", nargs="+", metavar="RESULT.json",
+                   help="two or more result documents of one case; each later one is set against the first")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown")
+    p.add_argument("--fail-on-change", action="store_true",
+                   help="exit 1 when a claim decided in the first document is decided otherwise "
+                        "(or not decided) in a later one")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=cmd_compare)
+
+    p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=cmd_issue)
+
+    p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
+    p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")
+    p.set_defaults(fn=cmd_index)
     return ap
 
 

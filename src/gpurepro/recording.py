@@ -54,4 +54,21 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     _say("verdict: " + doc["verdict"]["status"])
     for s in doc["verdict"]["sentences"]:
         _say(f"  - {s}")
+    _refresh_index(out, root)
     return out
+
+
+def _refresh_index(out: Path, root: Path) -> None:
+    """Rewrite the results index (results/README.md) that lists the new document, if any."""
+    from .index import indexed_folder, write_index
+
+    folder = indexed_folder(out, root)
+    if folder is None:
+        return
+    try:
+        path, changed = write_index(folder)
+    except OSError as exc:
+        _say(f"the results index could not be rewritten ({exc}); run python -m gpurepro index")
+        return
+    if changed:
+        _say(f"index: {path}")
