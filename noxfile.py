@@ -28,7 +28,7 @@ TEST_TOOLCHAINS = [
 ]
 
 
-def _install_project(session: nox.Session, extras: str = "") -> None:
+def _install_project(session: nox.Session, extras: str = "[analysis]") -> None:
     session.install("-e", f".{extras}")
 
 

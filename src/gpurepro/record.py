@@ -32,11 +32,8 @@ class RecordError(ValueError):
 
 
 def schema_path(name: str = "result.schema.json") -> Path:
-    # The repository's schema/ folder is the source of truth; the package carries a copy
-    # for installs outside the repository.
-    repo = Path(__file__).resolve().parents[2] / "schema" / name
-    if repo.is_file():
-        return repo
+    # The schemas are package data (the repository's top-level schema/ links to them), so an
+    # installed gpurepro validates without a checkout.
     return Path(str(resources.files("gpurepro") / "schema" / name))
 
 
