@@ -326,7 +326,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                    help="wall-clock limit per trial; the process group is killed after it")
     p.add_argument("--seed", type=nonneg_int, help="shuffle seed (default: random, recorded)")
     p.add_argument("--jobs", type=positive_int, help="trials at a time per GPU (each its own process; recorded)")
-    p.add_argument("--gpus", help="'all' or a list like 0,1: one worker set per GPU via CUDA_VISIBLE_DEVICES")
+    p.add_argument("--gpus", help="'all' (every GPU, by UUID) or a list of UUIDs or indices: one worker set per GPU via CUDA_VISIBLE_DEVICES")
     p.add_argument("--until-decided", action="store_true",
                    help="stop an arm once its comparison with the baseline is decided (group-sequential)")
     p.add_argument("--max-trials", type=positive_int, help="with --until-decided: most trials per arm (default 25)")

@@ -69,7 +69,8 @@ def gate(case: Case, gpu_info: Mapping[str, Any], requested_target: str | None,
         target = requested_target or next(iter(case.devices.targets.values()))
         return Gate(True, target, {"name": None, "compute_capability": None}, None)
     listed = gpu_info.get("gpus") or []
-    chosen = [g for g in listed if not gpus or str(g.get("index")) in gpus] or listed
+    chosen = [g for g in listed
+              if not gpus or str(g.get("index")) in gpus or str(g.get("uuid")) in gpus] or listed
     device = dict(chosen[0]) if chosen else {}
     cc = device.get("compute_capability")
     native_target = case.devices.target_for(cc) if cc else None

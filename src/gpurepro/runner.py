@@ -164,7 +164,9 @@ def _gpus(spec: str | None, gpu_info: dict[str, Any]) -> tuple[str, ...]:
         return ()
     listed = gpu_info.get("gpus") or []
     if spec == "all":
-        return tuple(str(g["index"]) for g in listed)
+        # By UUID: NVML and CUDA may order devices differently (CUDA puts the fastest first by
+        # default); a UUID in CUDA_VISIBLE_DEVICES names the same GPU both ways.
+        return tuple(str(g.get("uuid") or g["index"]) for g in listed)
     wanted = tuple(s.strip() for s in spec.split(",") if s.strip())
     known = {str(g.get("index")) for g in listed} | {str(g.get("uuid")) for g in listed}
     unknown = [w for w in wanted if listed and w not in known]
