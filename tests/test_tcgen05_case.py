@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import record, stats
+from gpurepro import instruments, record, stats, toolchain
 from gpurepro.manifest import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT, toolchain_venv
@@ -34,8 +34,8 @@ def parse(case):
     return case.parsers["seed"]
 
 
-def _ctx(case, arm):
-    factors = case.resolved_arms()[arm]
+def _ctx(case, arm, **override):
+    factors = {**case.resolved_arms()[arm], **override}
     artifacts = {a.name: Path("/build") / a.name / a.outputs[0] for a in case.artifacts}
     return TrialContext(arm=arm, factors=factors, artifacts=artifacts,
                         budget=TrialBudget(duration_s=0, max_exposure=0, timeout_s=120),
@@ -75,8 +75,11 @@ def test_every_arm_gets_a_command(case):
         assert cmd.argv, arm
         if f["instrument"] == "none":
             assert Path(cmd.argv[0]).parent.name in {a.name for a in case.artifacts}
-        else:
-            assert cmd.argv[1].endswith("instrument.py") and cmd.argv[3] == f["instrument"]
+        else:  # the harness's wrapper, applying the level, then the same program
+            assert cmd.argv[2] == str(Path(instruments.__file__).resolve()) and cmd.argv[3:5] == ("--name", f["instrument"])
+            assert "--tool-path" in cmd.argv or "--not-found" in cmd.argv or f["instrument"] == "coredump"
+            plain = case.trial_command(_ctx(case, arm, instrument="none"))
+            assert cmd.argv[-len(plain.argv):] == plain.argv and cmd.argv[-len(plain.argv) - 1] == "--"
         assert cmd.parser == ("seed" if f["build"] == "seed" else "jsonl")
 
 
@@ -136,21 +139,36 @@ def test_seed_parser_folds_in_the_instrument(parse):
 
 
 # ----------------------------------------------------------------------------- the wrapper
+#
+# gpurepro.instruments applies the "instrument" factor (tests/test_instruments.py covers it
+# in general); here, with the case's own arms and output.
 
 
-def _wrapper(tool, program, env=None):
-    return subprocess.run([sys.executable, str(CASE_DIR / "instrument.py"), "--tool", tool, "--",
-                           *program], capture_output=True, text=True, env=env, check=False)
+def _wrapper(case, arm, program):
+    plain = case.trial_command(_ctx(case, arm, instrument="none"))
+    cmd = case.trial_command(_ctx(case, arm))
+    argv = cmd.argv[: len(cmd.argv) - len(plain.argv)] + tuple(program)
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
-def test_wrapper_reports_a_missing_tool(tmp_path):
-    if any(Path(d, "compute-sanitizer").exists() for d in ("/usr/local/cuda/bin",)):
-        pytest.skip("compute-sanitizer is installed in /usr/local/cuda here")
-    env = {"PATH": str(tmp_path), "CUDA_HOME": str(tmp_path)}
-    proc = _wrapper("compute-sanitizer", ["/bin/true"], env)
+def test_wrapper_reports_a_missing_tool(case, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    monkeypatch.setattr(toolchain, "HOST_DEFAULT_ROOT", str(tmp_path))
+    monkeypatch.setattr(toolchain, "_wheel_file", lambda tool, venv: None)
+    toolchain.locate.cache_clear()
+    try:
+        proc = _wrapper(case, "instr-compute-sanitizer", ["/bin/true"])
+    finally:
+        toolchain.locate.cache_clear()
     assert proc.returncode == 3
-    final = json.loads(proc.stdout.splitlines()[-1])
+    events = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert events[0]["event"] == "instrument" and events[0]["found"] is False
+    assert "nvidia-cuda-sanitizer-api" in events[0]["reason"]
+    final = events[-1]
     assert final["status"] == "unsupported" and "tool not found" in final["reason"]
+    assert final["observations"]["instrument"]["found"] is False
 
 
 # What repro_instrumented printed on the H200 (tcgen05 cannot run there).
@@ -163,16 +181,18 @@ H200_INSTRUMENTED = [
 ]
 
 
-def test_wrapper_puts_findings_into_a_json_final(tmp_path):
+def test_wrapper_puts_findings_into_a_json_final(case, tmp_path, monkeypatch):
+    monkeypatch.setattr(instruments, "_DRIVER_VERSION", tmp_path / "no-driver")
     script = tmp_path / "prog.py"
     script.write_text("import sys\nfor line in sys.argv[1:]:\n    print(line)\nsys.exit(3)\n")
-    proc = _wrapper("coredump", [sys.executable, str(script), *H200_INSTRUMENTED])
+    proc = _wrapper(case, "instr-coredump", [sys.executable, str(script), *H200_INSTRUMENTED])
     assert proc.returncode == 3
     events = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [e["event"] for e in events] == ["start", "instrument", "final"]
     assert events[-1]["status"] == "unsupported"
-    assert events[-1]["observations"]["instrument"] == {"tool": "coredump", "exit_code": 3,
-                                                       "coredumps": [], "tool_tail": []}
+    found = events[-1]["observations"]["instrument"]
+    assert found["name"] == "coredump" and found["found"] is True and found["exit_code"] == 3
+    assert found["coredumps"] == [] and "version" in found
 
 
 def test_instrumented_output_is_protocol_json():
@@ -403,28 +423,27 @@ def pinned_venv() -> Path | None:
     return venv if venv.is_dir() else None
 
 
-def _nvcc(target):
-    sys.path.insert(0, str(CASE_DIR))
-    import cudatools
-
-    nvcc = cudatools.find_tool("nvcc", pinned_venv()) or cudatools.find_tool("nvcc")
-    if nvcc is None:
-        pytest.skip("pinned nvidia-cuda-nvcc==13.0.88 not installed (nox -s tests installs it; "
-                    "GPUREPRO_TOOLCHAINS names its venv)")
-    return nvcc, cudatools
+def _nvcc(case):
+    for venv in (pinned_venv(), None):
+        try:
+            return toolchain.find_tool("nvcc", case.tools, venv), venv
+        except toolchain.ToolNotFound:
+            continue
+    pytest.skip("pinned nvidia-cuda-nvcc==13.0.88 not installed (nox -s tests installs it; "
+                "GPUREPRO_TOOLCHAINS names its venv)")
 
 
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["sm_103a", "sm_100a"])
-def test_builds_from_pinned_wheels(tmp_path, target):
-    nvcc, cudatools = _nvcc(target)
-    assert cudatools.tool_version(nvcc) == "13.0.88"
+def test_builds_from_pinned_wheels(case, tmp_path, target):
+    nvcc, venv = _nvcc(case)
+    assert toolchain.release(toolchain.tool_version("nvcc", case.tools, venv)) == "13.0.88"
     for src, defines in (("seed/repro.cu", []), ("repro_instrumented.cu", []),
                          ("repro_instrumented.cu", ["NO_DEALLOC"]),
                          ("controls/remote_arrive_after_exit.cu", [])):
         out = tmp_path / f"{Path(src).stem}_{'_'.join(defines)}_{target}"
         cmd = [sys.executable, str(CASE_DIR / "build.py"), "--nvcc", str(nvcc), "--nvcc-lib",
-               str(cudatools.nvcc_lib_dir(nvcc)), "--arch", target, "--src", str(CASE_DIR / src),
+               str(toolchain.nvcc_lib_dir(nvcc)), "--arch", target, "--src", str(CASE_DIR / src),
                "--out", str(out)]
         for d in defines:
             cmd += ["-D", d]

@@ -8,7 +8,6 @@ and disassemble afresh with the pinned wheels and skip, naming the pins, when th
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
@@ -83,14 +82,14 @@ def test_no_split_without_parity_branch():
 @pytest.fixture(scope="module")
 def analysis(tmp_path_factory):
     sass = _load("sass")
-    venv = pinned_venv()
-    cudatools = sys.modules.get("cudatools") or _load("cudatools")
-    missing = cudatools.missing(["nvcc", "ptxas", "cuobjdump"], venv)
-    if missing and venv is not None:
-        missing = cudatools.missing(["nvcc", "ptxas", "cuobjdump"])
-        venv = None
-    if missing:
-        pytest.skip(f"pinned CUDA tools not installed ({', '.join(missing)}); need {sass.PINS}")
+    for venv in (pinned_venv(), None):
+        try:
+            sass.tools(venv)
+            break
+        except sass.ToolMissing as exc:
+            why = str(exc)
+    else:
+        pytest.skip(f"pinned CUDA tools not installed: {why}")
     out = tmp_path_factory.mktemp("sass")
     sass.run(out, ["sm_103a", "sm_100a"], None, venv)
     return out, json.loads((out / "sass_analysis.json").read_text())

@@ -1,19 +1,21 @@
 """Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
 
 The experiment's design (factors, arms, the comparisons the claims make) lives in design.py; the
-reporter's text output is parsed by seed_parser.py; instruments are applied by instrument.py; the
-verdict (status, owner, measurement sentences; no statistics) is in verdict.py; the SASS analysis
-in sass.py. This file only wires them into a gpurepro Case, and words the claims.
-Standard library + gpurepro.manifest only: it is imported on GPU nodes with no network.
+reporter's text output is parsed by seed_parser.py; instruments are the harness's
+(gpurepro.instruments: the "instrument" factor's levels); the verdict (status, owner, measurement
+sentences; no statistics) is in verdict.py; the SASS analysis in sass.py. This file wires them into
+a gpurepro Case, words the claims, and writes the pins and the tools taken from them (sass.py
+reads both from here). Standard library + gpurepro only: it is imported on GPU nodes with no
+network.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpurepro import instruments
 from gpurepro.manifest import (
     Arm,
     Artifact,
@@ -23,6 +25,7 @@ from gpurepro.manifest import (
     Devices,
     Exposure,
     Factor,
+    Tool,
     TrialCommand,
     TrialContext,
     load_sibling,
@@ -51,6 +54,18 @@ PINS = (
     "nvidia-cuda-cuobjdump==13.2.51",
     "nvidia-cuda-nvdisasm==13.2.51",
 )
+# The tools the case uses, and the pinned wheel each comes from: nvcc builds the programs,
+# ptxas/cuobjdump (and nvdisasm) make the SASS analysis. The instruments' tools are on the GPU
+# node: compute-sanitizer from its wheel if installed there, else the host's; cuda-gdb has no
+# wheel.
+TOOLS = {
+    "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"),
+    "ptxas": Tool("ptxas", "nvidia-cuda-nvcc"),
+    "cuobjdump": Tool("cuobjdump", "nvidia-cuda-cuobjdump"),
+    "nvdisasm": Tool("nvdisasm", "nvidia-cuda-nvdisasm"),
+    "compute-sanitizer": Tool("compute-sanitizer", "nvidia-cuda-sanitizer-api", host=True),
+    "cuda-gdb": Tool("cuda-gdb"),
+}
 
 
 def _build(name: str, src: str, defines: list[str], description: str) -> Artifact:
@@ -77,7 +92,7 @@ ARTIFACTS = [
         command=("{python}", "{case}/sass.py", "--out", "{out}", "--arch", "{arch}",
                  "--repro", "{artifact:repro}/repro"),
         outputs=("sass_analysis.json", "sass_analysis.md"),
-        sources=("sass.py", "sass_parse.py", "snippets.py", "cudatools.py"),
+        sources=("sass.py", "sass_parse.py", "snippets.py"),
         tools=("ptxas", "cuobjdump"),
         archs=TARGETS,
         description="PTX->SASS table and the leader/follower lowering of tcgen05.alloc.cta_group::2",
@@ -127,7 +142,8 @@ def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | 
 CLAIMS = [_claim(*row) for row in design.COMPARISONS]
 
 
-def trial_command(ctx: TrialContext) -> TrialCommand:
+def program_command(ctx: TrialContext) -> TrialCommand:
+    """The trial's program; the "instrument" factor's level is applied by the harness."""
     f = ctx.factors
     artifact = design.ARTIFACT[(f["build"], f["variant"])]
     if f["build"] == "control":  # SPIN MODE OP
@@ -136,13 +152,10 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
     else:  # DELAY SPIN MODE, as the seed takes them
         program = [str(ctx.artifacts[artifact]), str(design.DELAY[f["delay"]]), str(f["spin"]),
                    str(design.MODE[f["mode"]])]
-    parser = "seed" if f["build"] == "seed" else "jsonl"
-    if f["instrument"] == "none":
-        return TrialCommand(argv=tuple(program), parser=parser)
-    # sys.executable: the harness's own interpreter, present on the GPU node.
-    argv = (sys.executable, str(ctx.case_dir / "instrument.py"), "--tool", f["instrument"], "--",
-            *program)
-    return TrialCommand(argv=argv, parser=parser)
+    return TrialCommand(argv=tuple(program), parser="seed" if f["build"] == "seed" else "jsonl")
+
+
+trial_command = instruments.instrumented(program_command, "instrument", tools=TOOLS)
 
 
 def _sass_analysis(paths: Mapping[str, Path]) -> Mapping[str, Any]:
@@ -166,6 +179,7 @@ CASE = Case(
     ),
     report_url="reports/tcgen05-alloc-order.txt",
     toolchains={"*": PINS},
+    tools=TOOLS,
     artifacts=ARTIFACTS,
     factors={
         "build": Factor(design.BUILDS, "seed", "the reporter's binary or the instrumented one"),
@@ -173,7 +187,7 @@ CASE = Case(
         "mode": Factor(tuple(design.MODE), "baseline", "where barrier.cluster is inserted"),
         "spin": Factor(design.SPINS, design.BASE_SPIN, "delay length, x __nanosleep(1000)"),
         "variant": Factor(design.VARIANTS, "as_filed", "compile-time variant (instrumented only)"),
-        "instrument": Factor(design.INSTRUMENTS, "none", "tool the trial runs under"),
+        "instrument": instruments.factor(*design.INSTRUMENTS, description="tool the trial runs under"),
         "op": Factor(tuple(design.OPS), "arrive", "controls only: the late remote operation"),
     },
     arms=[Arm(name, factors, desc) for name, factors, desc in design.arms()],

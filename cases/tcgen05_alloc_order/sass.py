@@ -11,9 +11,10 @@
    or ``--repro BIN``), compared with the snippet's.
 4. The report's claims about the lowering, each checked against 1-3, and findings derived from
    them (does the leader wait for the follower? does dealloc synchronise with the peer?).
-Writes DIR/sass_analysis.json and DIR/sass_analysis.md. Needs the pinned wheels in this
-interpreter's site-packages (see cudatools.py); exits 2 naming what is missing otherwise.
-Standard library only.
+Writes DIR/sass_analysis.json and DIR/sass_analysis.md. Needs the pinned wheels (manifest.py's
+PINS; the tools from them, manifest.py's TOOLS, found by gpurepro.toolchain) in this
+interpreter's environment or in ``--venv``; exits 2 naming what is missing otherwise.
+Standard library and gpurepro only.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # run as a script: its siblings are plain modules
+from gpurepro import toolchain
+from gpurepro.manifest import load_sibling
 
-import cudatools  # noqa: E402
-import sass_parse  # noqa: E402
-import snippets  # noqa: E402
-from sass_parse import Instr  # noqa: E402
+HERE = Path(__file__).resolve().parent
+sass_parse = load_sibling(__file__, "sass_parse")
+snippets = load_sibling(__file__, "snippets")
+manifest = load_sibling(__file__, "manifest")  # the pins and the tools taken from them
+Instr = sass_parse.Instr
 
 TARGETS = ("sm_103a", "sm_100a")
 
@@ -64,18 +66,27 @@ class ToolMissing(RuntimeError):
     pass
 
 
-PINS = ("nvidia-cuda-nvcc==13.0.88 nvidia-cuda-crt==13.0.88 nvidia-nvvm==13.0.88 "
-        "nvidia-cuda-runtime==13.0.96 nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51")
+NEEDS = ("nvcc", "ptxas", "cuobjdump")
 
 
 def tools(venv: Path | None = None) -> dict[str, Path]:
-    found = {n: cudatools.find_tool(n, venv) for n in ("nvcc", "ptxas", "cuobjdump")}
-    missing = [n for n, p in found.items() if p is None]
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for name in NEEDS:
+        try:
+            found[name] = toolchain.find_tool(name, manifest.TOOLS, venv)
+        except toolchain.ToolNotFound:
+            missing.append(name)
     if missing:
-        raise ToolMissing(
-            f"not found in site-packages/nvidia/*/bin: {', '.join(missing)}; install the pins {PINS}"
-        )
-    return found  # type: ignore[return-value]
+        where = venv or sys.prefix
+        raise ToolMissing(f"not found in {where}: {', '.join(missing)}; install the pins "
+                          + " ".join(manifest.PINS))
+    return found
+
+
+def versions(venv: Path | None = None) -> dict[str, str]:
+    """``13.0.88``-style release of each tool, as the analysis records them."""
+    return {n: toolchain.release(toolchain.tool_version(n, manifest.TOOLS, venv)) for n in NEEDS}
 
 
 def _run(cmd: list[str]) -> str:
@@ -102,7 +113,7 @@ def build_repro(t: dict[str, Path], target: str, work: Path) -> Path:
     out = work / f"repro_{target}"
     virtual = "compute_" + target[3:]
     _run([str(t["nvcc"]), "-gencode", f"arch={virtual},code={target}",
-          f"-L{cudatools.nvcc_lib_dir(t['nvcc'])}", "-o", str(out), str(HERE / "seed" / "repro.cu")])
+          f"-L{toolchain.nvcc_lib_dir(t['nvcc'])}", "-o", str(out), str(HERE / "seed" / "repro.cu")])
     return out
 
 
@@ -312,7 +323,7 @@ def run(out_dir: Path, targets: list[str], repro: Path | None,
         venv: Path | None = None) -> dict[str, Any]:
     t = tools(venv)
     doc: dict[str, Any] = {
-        "tools": {n: cudatools.tool_version(p) for n, p in t.items()},
+        "tools": versions(venv),
         "tool_paths": {n: str(p) for n, p in t.items()},
         "targets": [],
     }

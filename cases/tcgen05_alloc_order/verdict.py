@@ -9,30 +9,17 @@ appends the decided claims' sentences and lists the undecided ones. The sentence
 are measurements (counts per arm, the build's SASS findings, the documentation audit); what no
 arm isolates goes to ``hypotheses``. The one fixed input is DOC_AUDIT, the conclusion of the
 documentation audit in README.md, which decides how a reproduced ordering failure is classified.
-Standard library only.
+Standard library and gpurepro.manifest only.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from gpurepro.manifest import load_sibling
 
-def _sibling(name: str):
-    """Import a module of this case folder by path, under a name unique to this case."""
-    modname = f"gpurepro_case_tcgen05_alloc_order_{name}"
-    if modname not in sys.modules:
-        spec = importlib.util.spec_from_file_location(modname, Path(__file__).with_name(f"{name}.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[modname] = module
-        spec.loader.exec_module(module)
-    return sys.modules[modname]
-
-
-design = _sibling("design")
+design = load_sibling(__file__, "design")
 
 # Conclusion of the documentation audit (README.md, "Documentation audit") and the status a
 # reproduced ordering failure then gets: "documented" (the reproducer breaks a stated rule: usage

@@ -47,7 +47,6 @@ from . import toolchain
 from .manifest import PLACEHOLDER, Artifact, Case
 
 INDEX_NAME = "artifacts.json"
-PLACEHOLDER_TOOLS = {"python", "nvcc", "tileiras", "gxx", "cuobjdump", "nvdisasm", "ptxas"}
 # Bump when the way commands run changes their outputs: it is part of every key.
 RECIPE = "reproducible-1"
 # The name Python build scripts' code carries: gpurepro/<path from the repository root>.
@@ -146,9 +145,8 @@ def build_case(
     entries: dict[str, dict[str, Any]] = {}
     tools_used: dict[str, str] = {}
     for art in _order(case, target):
-        names = art.placeholders()
-        tools = sorted((names & PLACEHOLDER_TOOLS) | set(art.tools))
-        versions = {t: toolchain.tool_version(t) for t in tools}
+        tools = sorted(_tool_placeholders(case, art) | set(art.tools))
+        versions = {t: toolchain.tool_version(t, case.tools) for t in tools}
         tools_used.update(versions)
         key = _key(case, art, target, root, versions, resolved, entries)
         out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
@@ -183,6 +181,11 @@ def build_case(
     tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
     os.replace(tmp, path)
     return index
+
+
+def _tool_placeholders(case: Case, art: Artifact) -> set[str]:
+    """The placeholders of ``art``'s command that name a tool (the case's table or the defaults)."""
+    return {name for name in art.placeholders() if toolchain.is_tool(name, case.tools)}
 
 
 def _key(
@@ -233,10 +236,10 @@ def _run_command(
         "arch": target,
     }
     names = art.placeholders()
-    for tool in names & PLACEHOLDER_TOOLS:
-        values[tool] = str(toolchain.find_tool(tool))
+    for tool in _tool_placeholders(case, art):
+        values[tool] = str(toolchain.find_tool(tool, case.tools))
     if "nvcc_lib" in names:
-        values["nvcc_lib"] = str(toolchain.nvcc_lib_dir())
+        values["nvcc_lib"] = str(toolchain.nvcc_lib_dir(toolchain.find_tool("nvcc", case.tools)))
     for dep in art.dependencies():
         values[f"artifact:{dep}"] = entries[dep]["dir"]
     unknown = names - set(values)

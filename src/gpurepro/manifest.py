@@ -42,7 +42,9 @@ class Artifact:
     ``{nvcc}``, ``{tileiras}``, ``{gxx}``, ``{case}`` (case folder), ``{native}`` (the shared
     ``native/`` folder), ``{out}`` (this artifact's output folder), ``{arch}`` (target, e.g.
     ``sm_90``), ``{nvcc_lib}`` (the nvcc wheel's library folder) and ``{artifact:NAME}`` (the
-    output folder of another artifact, which is then built first).
+    output folder of another artifact, which is then built first); any other tool of the
+    case's table (see ``Tool``: ``{ptxas}``, ``{cuobjdump}``, ``{nvdisasm}``, or one the case
+    declares in ``Case.tools``) expands to its absolute path.
     ``outputs`` are file names inside ``{out}``; the first one is the artifact's main file.
     ``tools`` names the tools whose exact version strings enter the build key and the record.
     ``archs``: the targets this artifact exists for (empty: all).
@@ -62,6 +64,26 @@ class Artifact:
 
     def dependencies(self) -> list[str]:
         return sorted(p.split(":", 1)[1] for p in self.placeholders() if p.startswith("artifact:"))
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A program a case uses, and where it comes from.
+
+    ``binary`` is the file name; ``package`` the PyPI distribution whose installed files
+    include it (one of the case's pins): the tool is taken from that wheel and nowhere else.
+    With no package the tool is the host's: PATH, then ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``
+    and ``/usr/local/cuda/bin`` (g++, or cuda-gdb, which has no wheel). ``host``: a wheel tool
+    that may also come from the host when its wheel is not installed (an instrument on a GPU
+    node, never a build input a case pins). gpurepro.toolchain has the defaults (nvcc,
+    tileiras, ptxas, cuobjdump, nvdisasm, compute-sanitizer, cuda-gdb, g++); ``Case.tools``
+    adds to them or replaces them by name, and a name usable as a placeholder (``[a-z_]+``)
+    may appear in artifact commands as ``{name}``.
+    """
+
+    binary: str
+    package: str = ""
+    host: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +226,9 @@ class Case:
     claims: Sequence[Claim] = ()
     # Set by load_case.
     path: Path | None = None
+    # Tools by name, beyond (or replacing) gpurepro.toolchain.DEFAULT_TOOLS: what artifact
+    # commands name as {placeholders} or in Artifact.tools, and what instruments run.
+    tools: Mapping[str, Tool] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
@@ -309,6 +334,19 @@ def validate(case: Case, path: Path | str) -> None:
     for target in case.toolchains:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+    _check_tools(case, path)
+
+
+def _check_tools(case: Case, path: Path | str) -> None:
+    for name, tool in case.tools.items():
+        if not isinstance(tool, Tool):
+            raise ManifestError(path, f"tools.{name}", "must be a gpurepro.manifest.Tool")
+        if not _TOOL_NAME.match(name):
+            raise ManifestError(path, f"tools.{name}", "is not a tool name (lower case, digits, _ -)")
+        if name in _RESERVED_PLACEHOLDERS:
+            raise ManifestError(path, f"tools.{name}", "is a placeholder the harness fills itself")
+        if not tool.binary or "/" in tool.binary:
+            raise ManifestError(path, f"tools.{name}.binary", f"{tool.binary!r} is not a file name")
 
 
 def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
@@ -338,6 +376,8 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
 
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_+-]*$")
+_RESERVED_PLACEHOLDERS = {"python", "case", "native", "out", "arch", "nvcc_lib"}
 
 
 def _check_defaults(d: Defaults, path: Path | str) -> None:
