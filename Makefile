@@ -9,7 +9,7 @@ NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
 .PHONY: test tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
 test: $(NOX)
-	$(NOX) -s tests -- $(ARGS)
+	$(NOX) -s toolchain tests -- $(ARGS)
 
 tile-unload-race: $(NOX)
 	$(NOX) -s tile_unload_race -- $(ARGS)
@@ -40,4 +40,4 @@ list: $(NOX)
 
 .venv/bin/nox:
 	$(PYTHON) -m venv .venv
-	.venv/bin/python -m pip install -q --disable-pip-version-check "nox==$(NOX_VERSION)"
+	.venv/bin/python -m pip install -q --disable-pip-version-check "nox[uv]==$(NOX_VERSION)"

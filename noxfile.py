@@ -13,7 +13,9 @@ from pathlib import Path
 
 import nox
 
-nox.options.default_venv_backend = "venv"
+# uv where it is installed (the Makefile installs nox[uv]): environments and the ~1 GB of
+# toolchain wheels install several times faster; virtualenv otherwise.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests"]
 
@@ -116,37 +118,40 @@ def tcgen05_sass(session: nox.Session) -> None:
     session.run("python", "cases/tcgen05_alloc_order/sass.py", "--out", out)
 
 
-def _toolchain_venv(session: nox.Session, case: str, target: str) -> Path:
-    """A virtualenv of its own for one case/target toolchain, with gpurepro installed in it."""
-    venv = ROOT / ".nox" / "toolchains" / f"{case}-{target}"
-    py = venv / "bin" / "python"
-    if not py.exists():
-        session.run("python", "-m", "venv", str(venv))
-    session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                "-e", ".", "--no-deps", external=True)
-    session.run(str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                *_pins(session, case, target), external=True)
-    return venv
+TOOLCHAIN_RECORDS = ROOT / ".nox" / "toolchains"
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize(("case", "target"), TEST_TOOLCHAINS,
+                 ids=[f"{case}-{target}" for case, target in TEST_TOOLCHAINS])
+def toolchain(session: nox.Session, case: str, target: str) -> None:
+    """A case's pinned toolchain for one target, in an environment of its own (pins conflict)."""
+    session.install("-e", ".", "--no-deps")  # the build runs gpurepro from inside this env
+    session.install(*_pins(session, case, target))
+    # The tests find this environment through a file, not through printed output.
+    TOOLCHAIN_RECORDS.mkdir(parents=True, exist_ok=True)
+    (TOOLCHAIN_RECORDS / f"{case}@{target}").write_text(str(session.virtualenv.location) + "\n")
 
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite (no GPU needed; GPU tests skip with the reason)."""
+    """The test suite (no GPU needed; GPU tests skip with the reason). Run after `toolchain`
+    (make test runs both) for the build tests; without it they skip and say so."""
     _install_project(session, "[test]")
-    toolchains = []
-    if not os.environ.get("GPUREPRO_SKIP_TOOLCHAINS"):
-        for case, target in TEST_TOOLCHAINS:
-            venv = _toolchain_venv(session, case, target)
-            toolchains.append(f"{case}@{target}={venv}")
+    toolchains = [f"{record.name}={record.read_text().strip()}"
+                  for record in sorted(TOOLCHAIN_RECORDS.glob("*@*"))
+                  if Path(record.read_text().strip(), "bin", "python").exists()]
     session.run("pytest", *(session.posargs or ["-q"]),
                 env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the harness, cases and tests (the reporters' seed files are left as filed)."""
-    session.install("ruff>=0.6")
+    """ruff over the harness, cases and tests (the reporters' seed files are left as filed);
+    mypy over src/."""
+    session.install("-e", ".[analysis,lint]")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
+    session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
 
 
 @nox.session(python=PYTHON)
