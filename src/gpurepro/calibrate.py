@@ -231,7 +231,7 @@ def _matches(claim: Claim, outcome: str, detail: str) -> bool:
 def _other_label(claim: Claim, failure_outcomes: Sequence[str]) -> tuple[str, str] | None:
     """A failure label that does not match the outcome claim."""
     for outcome in [claim.outcome, *failure_outcomes]:
-        if outcome in failure_outcomes and not _matches(claim, outcome, OTHER_DETAIL):
+        if outcome is not None and outcome in failure_outcomes and not _matches(claim, outcome, OTHER_DETAIL):
             return outcome, OTHER_DETAIL
     return None
 
@@ -403,8 +403,8 @@ def _summarize(results: Sequence[tuple[dict[str, str], int]], claims: Sequence[C
     runs = len(results)
     any_false = 0
     per_claim: dict[str, dict[str, Any]] = {}
-    counts = {c.name: Counter() for c in claims}
-    false_by = Counter()
+    counts: dict[str, Counter[str]] = {c.name: Counter() for c in claims}
+    false_by: Counter[str] = Counter()
     for decisions, _ in results:
         wrong = False
         for name, d in decisions.items():

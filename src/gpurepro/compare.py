@@ -196,14 +196,14 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
     runs = []
     for label, doc, path in zip(names, docs, paths, strict=True):
         gpu_name, cc = _gpu(doc)
-        claims = doc.get("claims")
+        doc_claims = doc.get("claims")
         runs.append({
             "label": label, "path": str(path), "started_at": doc.get("started_at"),
             "created_at": doc.get("created_at"), "gpu": gpu_name, "compute_capability": cc,
             "driver": doc["environment"]["gpu"].get("driver_version"),
             "jobs": (doc["plan"].get("options") or {}).get("jobs", 1),
             "design": design(doc), "trials": len(doc.get("trials") or []),
-            "claims": None if claims is None else len(claims),
+            "claims": None if doc_claims is None else len(doc_claims),
             "verdict": {"status": doc["verdict"].get("status"), "owner": doc["verdict"].get("owner")},
         })
 
@@ -226,16 +226,16 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
                               "changed": [], "unchanged": 0, "flips": []}
     if claim_docs[0] is not None:
         all_names: list[str] = []
-        for c in claim_docs:
-            all_names += [n for n in (c or {}) if n not in all_names]
+        for by_name in claim_docs:
+            all_names += [n for n in (by_name or {}) if n not in all_names]
         for claim in all_names:
             decisions = [None if c is None or claim not in c else c[claim]["decision"]
                          for c in claim_docs]
             p_values = [None if c is None or claim not in c else c[claim].get("p_value")
                         for c in claim_docs]
             changes = []
-            for label, c, dec in zip(names[1:], claim_docs[1:], decisions[1:], strict=True):
-                if c is None:
+            for label, by_name, dec in zip(names[1:], claim_docs[1:], decisions[1:], strict=True):
+                if by_name is None:
                     continue  # a document without claims: said once, above
                 change = _claim_change(decisions[0], dec)
                 if change:
@@ -260,7 +260,8 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
     keys: list[str] = []
     for f in facts:
         keys += [k for k in f if k not in keys]
-    differs, same = [], []
+    differs: list[dict[str, Any]] = []
+    same: list[dict[str, Any]] = []
     for key in keys:
         values = [f.get(key, "–") for f in facts]
         (differs if len(set(values)) > 1 else same).append({"name": key, "values": values})
