@@ -111,7 +111,7 @@ def test_document_from_before_claims():
 
 def test_sessions():
     assert session_for("tile_unload_race") == "tile_unload_race"
-    assert session_for("tcgen05_alloc_order") == "tcgen05_ablation"
+    assert session_for("tcgen05_alloc_order") == "tcgen05_alloc_order"
     assert session_for("my_case") == "my_case"
 
 

@@ -161,11 +161,10 @@ def load_rates(case: Case, root: Path, paths: Sequence[str | Path] | None = None
     trials = [t for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE]
     durations = [float(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("duration_s") or 0)
                  for _, d in docs]
-    cycles = [int(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_exposure")
-                  or ((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_cycles") or 0)
+    exposures = [int(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("max_exposure") or 0)
               for _, d in docs]
     duration = statistics.median(durations) if any(durations) else 0.0
-    max_cycles = min((c for c in cycles if c > 0), default=0)
+    max_exposure = min((c for c in exposures if c > 0), default=0)
     failure = set(case.failure_outcomes)
     any_exposure = any(float(t.get("exposure") or 0) > 0 for t in trials if t["arm"] in arms)
     summary: dict[str, dict[str, Any]] = {}
@@ -185,8 +184,8 @@ def load_rates(case: Case, root: Path, paths: Sequence[str | Path] | None = None
             if speeds and duration > 0:
                 budget = statistics.median(speeds) * duration
                 how = f"median exposure per second of its failures x {duration:g} s"
-                if max_cycles:
-                    budget, how = min(budget, max_cycles), how + f", at most {max_cycles}"
+                if max_exposure:
+                    budget, how = min(budget, max_exposure), how + f", at most {max_exposure}"
             elif exposure > 0:
                 budget, how = max(float(t.get("exposure") or 0) for t in ts), "largest exposure seen"
             else:

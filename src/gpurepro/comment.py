@@ -24,16 +24,13 @@ from .report import _ci, _fmt, _p, claims_table, environment_rows
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
 
-# The nox session that runs a case, where it is not named after the case.
-SESSIONS = {"tcgen05_alloc_order": "tcgen05_ablation"}
-
-
 class IssueError(ValueError):
     """The document is not a case result."""
 
 
 def session_for(case: str) -> str:
-    return SESSIONS.get(case, case)
+    """Every case has a nox session of its own name (noxfile.py)."""
+    return case
 
 
 # ---------------------------------------------------------------- the head
@@ -174,7 +171,7 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
         args += ["--duration", _num(budget["duration_s"])]
     if budget.get("timeout_s") is not None:
         args += ["--timeout", _num(budget["timeout_s"])]
-    exposure = budget.get("max_exposure", budget.get("max_cycles"))
+    exposure = budget.get("max_exposure")
     if exposure is not None:
         args += ["--max-exposure", str(int(exposure))]
     args += ["--jobs", str(opts.get("jobs", 1))]

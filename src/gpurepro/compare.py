@@ -42,7 +42,7 @@ def labels(n: int) -> list[str]:
 
 def _budget(doc: Mapping[str, Any]) -> dict[str, Any]:
     b = (doc["plan"].get("options") or {}).get("budget") or {}
-    exposure = b.get("max_exposure", b.get("max_cycles"))
+    exposure = b.get("max_exposure")
     return {"duration_s": b.get("duration_s"), "timeout_s": b.get("timeout_s"),
             "max_exposure": exposure}
 

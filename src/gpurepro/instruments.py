@@ -90,7 +90,7 @@ class Instrument:
 BUILTIN: dict[str, Instrument] = {
     "coredump": Instrument("coredump", "coredump", None,
                            description="CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1 (GPU core dump)"),
-    # compute-sanitizer's default tool; the name the tcgen05 case's arms use.
+    # compute-sanitizer's default tool, under its own name.
     "compute-sanitizer": Instrument("compute-sanitizer", "sanitizer", "compute-sanitizer",
                                     ("--tool", "memcheck"), description="compute-sanitizer (memcheck)"),
     **{t: Instrument(t, "sanitizer", "compute-sanitizer", ("--tool", t),

@@ -416,7 +416,7 @@ def repo_root(start: Path) -> Path:
 
 
 def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:
-    """Accept a case name (``tile_unload_race``), its folder, or its manifest file."""
+    """Accept a case name (a folder under cases/), its folder, or its manifest file."""
     p = Path(name_or_path)
     if p.is_file():
         return p

@@ -124,7 +124,7 @@ def _plan_line(doc: Mapping[str, Any]) -> str:
     opts = doc["plan"].get("options", {})
     budget = opts.get("budget", {})
     unit = doc["case"]["exposure"]["unit"]
-    budget_exposure = budget.get("max_exposure") or budget.get("max_cycles")
+    budget_exposure = budget.get("max_exposure")
     return (f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
             f"per trial {budget.get('duration_s')} s"
             + (f" or {budget_exposure} {unit}" if budget_exposure else "")
