@@ -371,4 +371,6 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     perf = Path(str(stem) + ".pyperf.json")
     if pyperf_suite(doc, perf):
         written["pyperf"] = perf
+    else:
+        perf.unlink(missing_ok=True)  # a suite from an earlier rendering no longer applies
     return written
