@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from . import __version__, stats
+from . import __version__, tally
 from . import env as envmod
 from .build import sha256_file
 from .journal import result_name  # noqa: F401  (re-exported: the name of a run)
@@ -76,11 +76,11 @@ def _summary_errors(doc: Mapping[str, Any]) -> list[str]:
     failure_outcomes = case.get("failure_outcomes") or []
     plan_arms = (doc.get("plan") or {}).get("arms") or {}
     out = []
-    by_arm = stats.trials_by_arm(trials, [*summary, *plan_arms])
+    by_arm = tally.trials_by_arm(trials, [*summary, *plan_arms])
     for arm, ts in by_arm.items():
         got = summary.get(arm)
         try:
-            want = stats.arm_counts(ts, failure_outcomes)
+            want = tally.arm_counts(ts, failure_outcomes)
         except (TypeError, ValueError) as exc:
             out.append(f"summary/{arm}: counts recomputable from trials expected, found {exc}")
             continue
@@ -208,6 +208,8 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                    root: Path, journal_path: Path | None = None) -> dict[str, Any]:
     plan = header["plan"]
+    from . import stats  # scipy: only recording needs it, not validating or reporting
+
     analysis = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
     device = dict(header.get("device") or {})

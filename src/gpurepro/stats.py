@@ -24,6 +24,7 @@ from typing import Any
 from scipy import stats
 
 from .classify import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
+from .tally import arm_counts, split_trials, trials_by_arm  # noqa: F401  (re-exported)
 
 CONFIDENCE = 0.95
 
@@ -145,33 +146,6 @@ def _observation_counts(trials: Sequence[Mapping[str, Any]]) -> dict[str, dict[s
             elif isinstance(value, str | int | float | bool):
                 counts[key][str(value)] += 1
     return {k: dict(sorted(v.items())) for k, v in counts.items()}
-
-
-def split_trials(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]
-                 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]], list[Mapping[str, Any]]]:
-    """(valid, failed, censored): the trials that are evidence, and of those the failures and
-    the right-censored rest."""
-    valid = [t for t in trials if t["outcome"] in EVIDENCE]
-    failed = [t for t in valid if t["outcome"] in failure_outcomes]
-    censored = [t for t in valid if t["outcome"] not in failure_outcomes]
-    return valid, failed, censored
-
-
-def arm_counts(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]) -> dict[str, Any]:
-    """The counts of an arm's summary: n, outcomes, n_valid, failures, exposure total."""
-    valid, failed, _ = split_trials(trials, failure_outcomes)
-    return {"n": len(trials), "outcomes": dict(sorted(Counter(t["outcome"] for t in trials).items())),
-            "n_valid": len(valid), "failures": len(failed),
-            "exposure_total": float(sum(t.get("exposure") or 0 for t in valid))}
-
-
-def trials_by_arm(trials: Sequence[Mapping[str, Any]], arms: Sequence[str]
-                  ) -> dict[str, list[Mapping[str, Any]]]:
-    """Trials grouped by arm: every arm in ``arms`` (maybe with none), then any other arm met."""
-    by_arm: dict[str, list[Mapping[str, Any]]] = {a: [] for a in arms}
-    for t in trials:
-        by_arm.setdefault(t["arm"], []).append(t)
-    return by_arm
 
 
 def arm_summary(trials: Sequence[Mapping[str, Any]], factors: Mapping[str, Any],
