@@ -94,7 +94,8 @@ def report(args: argparse.Namespace) -> None:
                "versus_fixed": walls[seq] / walls["fixed"] if "fixed" in walls else None},
         goal={"op": "<=", "value": 90.0},
         notes=["one run per configuration on one GPU, --jobs 1; the case's trials are the "
-               "repetitions; claims decided by gpurepro.record.decide_claims from the journals"],
+               "repetitions; claims decided by gpurepro.record.decide_claims from the journals",
+               *args.note],
     )
     write(doc, args.out)
 
@@ -114,6 +115,7 @@ def main() -> None:
     p = sub.add_parser("report")
     p.add_argument("dir", type=Path)
     p.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
+    p.add_argument("--note", action="append", default=[], help="a note for the document")
     p.set_defaults(fn=report)
     args = ap.parse_args()
     args.fn(args)
