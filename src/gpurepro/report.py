@@ -1,4 +1,5 @@
-"""Report: a result document -> GitHub-flavoured Markdown, a survival plot, a pyperf suite.
+"""Report: a result document -> GitHub-flavoured Markdown, a forest plot of the failure rate per
+arm (PNG and SVG), a survival plot, a pyperf suite.
 
 Everything here is derived from the validated document alone, so anyone can regenerate the
 report from an attached JSON with ``nox -s report -- results/<case>/<file>.json``.
@@ -270,9 +271,18 @@ def _environment_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def markdown(doc: Mapping[str, Any], plot_name: str | None = None) -> str:
+def _alt(text: str) -> str:
+    """Text safe inside Markdown image brackets."""
+    return " ".join(text.replace("[", "(").replace("]", ")").split())
+
+
+def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
+             forest_name: str | None = None) -> str:
     """The report, section by section; each section renders from the document alone."""
-    out = _verdict_section(doc) + _arms_section(doc)
+    out = _verdict_section(doc)
+    if forest_name:
+        out.append(f"![{_alt(forest_headline(doc))}]({forest_name})\n")
+    out += _arms_section(doc)
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc)
@@ -335,6 +345,329 @@ def plot(doc: Mapping[str, Any], path: Path) -> bool:
     return True
 
 
+# ---------------------------------------------------------------- the forest plot
+
+# Each claim decision has a marker shape and a colour (Okabe-Ito, safe for colour blindness);
+# the shape alone tells them apart in greyscale. Rows with no claim of their own (a reference
+# arm) get a plain square.
+DECISION_STYLE: dict[str, dict[str, str]] = {
+    "supported": {"marker": "o", "color": "#0072B2", "label": "claim supported"},
+    "contradicted": {"marker": "X", "color": "#D55E00", "label": "claim contradicted"},
+    "not_decided": {"marker": "D", "color": "#7F7F7F", "label": "claim not decided"},
+    "no_claim": {"marker": "s", "color": "#000000", "label": "no claim on the arm"},
+}
+
+
+def _per_text(per: float) -> str:
+    """1e6 -> '10^6' (as the reports write it); anything else as a number."""
+    import math
+
+    exponent = round(math.log10(per)) if per > 0 else None
+    return f"10^{exponent}" if exponent is not None and 10 ** exponent == per else _fmt(per)
+
+
+def _num(x: float) -> str:
+    """A rate in a picture's column: three significant digits, thousands grouped, no
+    exponent below a million."""
+    if x == 0:
+        return "0"
+    if 1000 <= abs(x) < 1e6:
+        return f"{float(f'{x:.3g}'):,.0f}"
+    return f"{x:.3g}"
+
+
+def _coarse_counter(s: Mapping[str, Any]) -> bool:
+    """The run found the arm's exposure counter too coarse to place failures on (a counter
+    printed once a second): its exposure, and so its rate, is not a measurement."""
+    km = (s.get("time_to_failure") or {}).get("exposure") or {}
+    return str(km.get("median_method", "")).startswith("none: the exposure counter is coarse")
+
+
+def _claim_text(c: Mapping[str, Any], baseline: str) -> str:
+    ref = c.get("reference")
+    than = "baseline" if ref in (None, baseline) else ref
+    kind = c["kind"]
+    vs = "" if than == "baseline" else f" than {than}"  # the column head names the baseline
+    if kind == "outcome":
+        what = f"{c.get('outcome')}" + (f" {c['detail']}" if c.get("detail") else "")
+    elif kind == "equivalent":
+        what = (f"within ×{c['margin']:g}" if c.get("margin") else "alike") + (f" of {than}" if vs else "")
+    else:
+        what = f"{kind}{vs}"
+    return f"{what}: {c['decision'].replace('_', ' ')}"
+
+
+def _row_decision(claims: list[Mapping[str, Any]]) -> str:
+    """One marker per row: supported if any of the arm's claims is, else contradicted if any
+    is, else not decided; the label column spells out every claim."""
+    decisions = {c["decision"] for c in claims}
+    for d in ("supported", "contradicted", "not_decided"):
+        if d in decisions:
+            return d
+    return "no_claim"
+
+
+def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The arms the forest plot draws, grouped by the factor(s) they vary from the baseline
+    (the baseline first), and a note per arm it leaves out."""
+    case = doc["case"]
+    baseline = case["baseline"]
+    summary = doc["summary"]
+    base_factors = summary.get(baseline, {}).get("factors", {})
+    claims = doc.get("claims") or []
+    rows: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    for arm, s in summary.items():
+        arm_claims = [c for c in claims if c["arm"] == arm]
+        rate = (s.get("exposure") or {}).get("rate") or {}
+        why = None
+        if s["n_valid"] == 0:
+            why = "no valid trial"
+        elif not (s.get("exposure") or {}).get("total") or not rate.get("ci95"):
+            why = "no exposure counted"
+        elif _coarse_counter(s):
+            why = "exposure counter too coarse"
+        if why:
+            decided = "; ".join(f"{c['name']} {c['decision'].replace('_', ' ')}" for c in arm_claims)
+            left_out.append(f"{arm} ({why}" + (f"; claim {decided}" if decided else "") + ")")
+            continue
+        diff = sorted(k for k, v in s.get("factors", {}).items() if base_factors.get(k) != v)
+        lo, hi = rate["ci95"]
+        rows.append({
+            "arm": arm,
+            "group": "baseline" if arm == baseline else (" + ".join(diff) if diff else "same factors"),
+            "differs": ", ".join(f"{k}={s['factors'][k]}" for k in diff),
+            "estimate": rate["estimate"], "lo": lo, "hi": hi,
+            "failures": s["failures"], "n_valid": s["n_valid"],
+            "zero": s["failures"] == 0,
+            "decision": _row_decision(arm_claims),
+            "claims": [_claim_text(c, baseline) for c in arm_claims],
+        })
+    order: dict[str, int] = {"baseline": -1}
+    for r in rows:
+        order.setdefault(r["group"], len(order))
+    rows.sort(key=lambda r: order[r["group"]])  # stable: arms keep the document's order
+    return rows, left_out
+
+
+def forest_headline(doc: Mapping[str, Any]) -> str:
+    """The forest plot in words (its alt text): the reference, the claims, which arms lie
+    below, inside or above the reference's interval, and what is not drawn."""
+    case = doc["case"]
+    unit, per = case["exposure"]["unit"], _per_text(case["exposure"]["per"])
+    rows, left_out = forest_rows(doc)
+    base = next((r for r in rows if r["arm"] == case["baseline"]), None)
+    parts = [f"Forest plot: failures per {per} {unit} per arm with exact 95% intervals"
+             + (f", against the baseline's {_fmt(base['estimate'])} ({_fmt(base['lo'])}–{_fmt(base['hi'])})"
+                if base else " (the baseline is not drawn)")]
+    claims = doc.get("claims") or []
+    if claims:
+        n_sup = sum(c["decision"] == "supported" for c in claims)
+        n_con = sum(c["decision"] == "contradicted" for c in claims)
+        parts.append(f"{n_sup + n_con} of {len(claims)} claims decided ({n_sup} supported, "
+                     f"{n_con} contradicted)")
+    if base:
+        below = [r["arm"] for r in rows if r is not base and r["hi"] < base["lo"]]
+        above = [r["arm"] for r in rows if r is not base and r["lo"] > base["hi"]]
+        within = [r["arm"] for r in rows if r is not base and r["arm"] not in below + above]
+        for words, arms in (("entirely below the baseline's interval", below),
+                            ("overlapping it", within), ("entirely above it", above)):
+            if arms:
+                parts.append(f"{words}: {', '.join(arms)}")
+    if left_out:
+        parts.append(f"not drawn: {', '.join(left_out)}")
+    return "; ".join(parts) + "."
+
+
+def forest_figure(doc: Mapping[str, Any]):
+    """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
+    and the marker artist that carries its decision); None if no arm can be drawn."""
+    import math
+
+    rows, left_out = forest_rows(doc)
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.transforms import blended_transform_factory
+
+    case = doc["case"]
+    unit = case["exposure"]["unit"]
+    per = _per_text(case["exposure"]["per"])
+    if per.startswith("10^"):  # 10⁶: the picture's fonts have the superscript digits
+        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    has_claims = bool(doc.get("claims"))
+    baseline = case["baseline"]
+
+    # Rows top to bottom: the baseline first, then a header line before each group.
+    y, headers, last_group = 0.0, [], None
+    for r in rows:
+        if r["group"] != last_group and r["group"] != "baseline":
+            y += 0.3 if last_group is not None else 0.0
+            headers.append((y, r["group"]))
+            y += 1.0
+        last_group = r["group"]
+        r["y"] = y
+        y += 1.0
+    n_lines = y
+
+    # The x range: every interval and every zero-failure arrow, with a margin.
+    arrow = 10 ** 0.4
+    positives = [v for r in rows for v in (r["lo"], r["hi"], r["hi"] / arrow if r["zero"] else None)
+                 if v and v > 0]
+    xmin = 10 ** (math.log10(min(positives)) - 0.2)
+    xmax = 10 ** (math.log10(max(positives)) + 0.2)
+    base = next((r for r in rows if r["arm"] == baseline), None)
+
+    # The text columns, measured so that none runs into the next.
+    for r in rows:
+        r["rate_text"] = (f"< {_num(r['hi'])}" if r["zero"]
+                          else f"{_num(r['estimate'])} ({_num(r['lo'])}–{_num(r['hi'])})")
+        r["claim_text"] = "; ".join(r["claims"]) if r["claims"] else (
+            "(the reference)" if r["arm"] == baseline else "no claim")
+    used = {r["decision"] for r in rows}
+    n_handles = len(used) * bool(doc.get("claims")) + any(r["zero"] for r in rows) + (base is not None)
+    legend_rows = 1 if n_handles <= 4 else 2
+
+    # Layout in inches, 9 in wide at 100 dpi: GitHub's ~900 px.
+    width, row_in = 9.0, 0.27
+    top_in, note_in = 0.75, (0.3 if left_out else 0.0)
+    legend_in, axis_in = 0.1 + 0.24 * legend_rows, 0.55
+    bottom_in = note_in + legend_in + axis_in
+    fig_h = top_in + row_in * n_lines + bottom_in
+    fig = plt.figure(figsize=(width, fig_h), dpi=100)
+    renderer = fig.canvas.get_renderer()
+
+    def measure(strings: list[str], **kw: Any) -> float:
+        """The widest of strings, as a fraction of the figure's width."""
+        widest = 0.0
+        for string in strings:
+            t = fig.text(0, 0, string, **{"fontsize": 9, **kw})
+            widest = max(widest, t.get_window_extent(renderer).width / fig.bbox.width)
+            t.remove()
+        return widest
+
+    gap, name_x = 0.012, 0.012
+    names_w = max(measure([r["arm"] for r in rows]) + 0.012,
+                  measure([f"varies {g}" for _, g in headers], fontweight="bold"))
+    count_w = measure(["failed/valid"], fontsize=8.5)
+    count_x = name_x + names_w + gap + count_w
+    left = count_x + gap
+    rate_w = max(measure([r["rate_text"] for r in rows]), measure([f"per {per} (95% CI)"], fontsize=8.5))
+    claim_head = f"claim vs {baseline}: decision"
+    claim_w = (min(max(measure([r["claim_text"] for r in rows]), measure([claim_head], fontsize=8.5)),
+                   0.3) if has_claims else -gap)  # a document without claims: no such column
+    right = max(1 - 0.01 - claim_w - gap - rate_w - gap, left + 0.3)
+    rate_x = right + gap
+    claim_x = rate_x + rate_w + gap
+    room = 0.995 - claim_x
+    for r in rows:  # a claim column that does not fit is cut, with an ellipsis
+        while len(r["claim_text"]) > 4 and measure([r["claim_text"]]) > room:
+            r["claim_text"] = r["claim_text"][:-2] + "…"
+    ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
+    ax.set_xscale("log")
+    ax.set_xlim(xmin, xmax)
+    ax.set_ylim(n_lines - 0.4, -0.6)
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.grid(True, axis="x", which="major", alpha=0.4)
+    ax.grid(True, axis="x", which="minor", alpha=0.12)
+
+    band = "#E69F00"
+    if base:
+        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color=band, alpha=0.2,
+                   lw=0, zorder=0)
+        if base["estimate"] > 0:
+            ax.axvline(base["estimate"], color=band, lw=1.2, ls="--", zorder=1)
+
+    lab = blended_transform_factory(fig.transFigure, ax.transData)
+    text = {"transform": lab, "va": "center", "fontsize": 9}
+    for hy, group in headers:
+        ax.text(name_x, hy, f"varies {group}", **text, ha="left", fontweight="bold",
+                color="#333333")
+    for r in rows:
+        style = DECISION_STYLE[r["decision"]]
+        colour, yy = style["color"], r["y"]
+        if r["zero"]:
+            ax.annotate("", xy=(r["hi"] / arrow, yy), xytext=(r["hi"], yy),
+                        arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.5,
+                                    "shrinkA": 0, "shrinkB": 0, "mutation_scale": 11})
+            (marker,) = ax.plot([r["hi"]], [yy], linestyle="none", marker=style["marker"],
+                                markersize=8, markerfacecolor="white", markeredgecolor=colour,
+                                markeredgewidth=1.7, zorder=3)
+        else:
+            ax.errorbar([r["estimate"]], [yy], xerr=[[r["estimate"] - r["lo"]], [r["hi"] - r["estimate"]]],
+                        fmt="none", ecolor=colour, elinewidth=1.8, capsize=4, capthick=1.5)
+            (marker,) = ax.plot([r["estimate"]], [yy], linestyle="none", marker=style["marker"],
+                                markersize=8, color=colour, markeredgecolor=colour, zorder=3)
+        r["artist"] = marker
+        ax.text(name_x + (0.0 if r["arm"] == baseline else 0.012), yy, r["arm"], **text, ha="left",
+                fontweight="bold" if r["arm"] == baseline else "normal")
+        ax.text(count_x, yy, f"{r['failures']}/{r['n_valid']}", **text, ha="right", color="#555555")
+        ax.text(rate_x, yy, r["rate_text"], **text, ha="left")
+        if has_claims:
+            ax.text(claim_x, yy, r["claim_text"], **text, ha="left",
+                    color=colour if r["claims"] else "#555555")
+    head = {**text, "va": "bottom", "fontsize": 8.5, "color": "#555555"}
+    hy = -0.75
+    ax.text(count_x, hy, "failed/valid", **head, ha="right")
+    ax.text(rate_x, hy, f"per {per} (95% CI)", **head, ha="left")
+    if has_claims:
+        ax.text(claim_x, hy, claim_head, **head, ha="left")
+
+    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    claims = doc.get("claims") or []
+    decided = sum(c["decision"] in ("supported", "contradicted") for c in claims)
+    fig.text(name_x, 1 - 0.1 / fig_h, f"{case['name']}: failure rate per arm against {baseline}"
+             + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+
+    handles = [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
+                      label=s["label"]) for d, s in DECISION_STYLE.items() if d in used and has_claims]
+    if any(r["zero"] for r in rows):
+        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+                              markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
+                              label="no failure: upper bound (arrow toward 0)"))
+    if base:
+        handles.append(Patch(facecolor=band, alpha=0.35, label=f"{baseline}'s 95% interval"))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(name_x - 0.005, note_in / fig_h),
+               ncol=len(handles) if legend_rows == 1 else 3, fontsize=8.5, frameon=False, handletextpad=0.3,
+               columnspacing=1.2, borderaxespad=0.2)
+    if left_out:
+        note = "Not drawn: " + "; ".join(left_out)
+        if len(note) > 160:
+            note = note[:159] + "…"
+        fig.text(name_x, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
+    return fig, rows
+
+
+def forest_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
+    """Write the forest plot (PNG, and SVG beside it); False if no arm can be drawn."""
+    made = forest_figure(doc)
+    if made is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    fig, _ = made
+    png.parent.mkdir(parents=True, exist_ok=True)
+    # Twice GitHub's width in pixels, so it stays sharp when shown at ~900 px.
+    fig.savefig(png, dpi=200, metadata={"Software": None})
+    if svg is not None:
+        with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
+            fig.savefig(svg, metadata={"Date": None})
+    plt.close(fig)
+    return True
+
+
 def pyperf_suite(doc: Mapping[str, Any], path: Path) -> bool:
     """Per arm, the seconds to failure of its failed trials, as a pyperf suite
     (`python -m pyperf stats|compare_to` read it). Survivors are left out: their durations are
@@ -365,8 +698,16 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     has_plot = plot(doc, png)
     if has_plot:
         written["plot"] = png
+    forest_png, forest_svg = Path(str(stem) + ".forest.png"), Path(str(stem) + ".forest.svg")
+    has_forest = forest_plot(doc, forest_png, forest_svg)
+    if has_forest:
+        written["forest"], written["forest_svg"] = forest_png, forest_svg
+    else:  # pictures from an earlier rendering no longer apply
+        forest_png.unlink(missing_ok=True)
+        forest_svg.unlink(missing_ok=True)
     md = stem.with_suffix(".md")
-    write_atomic(md, markdown(doc, png.name if has_plot else None))
+    write_atomic(md, markdown(doc, png.name if has_plot else None,
+                              forest_png.name if has_forest else None))
     written["markdown"] = md
     perf = Path(str(stem) + ".pyperf.json")
     if pyperf_suite(doc, perf):
