@@ -96,3 +96,31 @@ def test_no_forest_when_no_arm_has_valid_trials(fake_result):
     for s in doc["summary"].values():
         s["n_valid"] = 0
     assert forest_figure(doc) is None
+
+
+def test_compare_paired_forest_has_a_row_per_run_and_arm(root, tmp_path):
+    from gpurepro.compare import RUN_STYLE, compare
+    from gpurepro.compare import forest_figure as paired
+    from gpurepro.compare import plot as paired_plot
+
+    paths = [root / "results/tile_unload_race/20261130T031305Z_NVIDIA-H200_redacted.json",
+             root / "results/tile_unload_race/20261130T032141Z_NVIDIA-H200_redacted.json"]
+    result = compare([json.loads(p.read_text()) for p in paths], paths)
+    fig, rows = paired(result)
+    try:
+        drawn = {(r["arm"], r["run"]) for r in rows}
+        # as-filed's counter is coarse in both runs: left out, the 12 other arms drawn twice.
+        assert len(rows) == len(drawn) == 24 and not any(arm == "as-filed" for arm, _ in drawn)
+        for r in rows:
+            _, shape = RUN_STYLE["AB".index(r["run"])]
+            assert r["artist"].get_marker() == shape
+        # A run's rows of one arm sit together, A above B.
+        by_arm: dict[str, dict[str, float]] = {}
+        for r in rows:
+            by_arm.setdefault(r["arm"], {})[r["run"]] = r["y"]
+        assert all(0 < ys["B"] - ys["A"] < 1 for ys in by_arm.values())
+        assert any("as-filed (A: coarse counter; B: coarse counter)" in t.get_text() for t in fig.texts)
+    finally:
+        _close(fig)
+    assert paired_plot(result, tmp_path / "ab.png")
+    assert (tmp_path / "ab.png").stat().st_size > 0 and (tmp_path / "ab.svg").stat().st_size > 0

@@ -385,3 +385,184 @@ def markdown(result: Mapping[str, Any]) -> str:
         out.append("Nothing recorded differs.\n")
     out.append("The same in every run: " + ", ".join(env["same"]) + ".\n")
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the paired forest plot
+
+# One colour and marker shape per run (Okabe-Ito colours; the shape alone tells runs apart).
+RUN_STYLE = [("#0072B2", "o"), ("#D55E00", "s"), ("#009E73", "^"), ("#CC79A7", "D"),
+             ("#56B4E9", "v"), ("#E69F00", "P")]
+
+
+def _drawable(r: Mapping[str, Any] | None) -> str | None:
+    """Why a run's arm has no rate to draw (None: it has one)."""
+    if r is None:
+        return "not run"
+    if not r["n_valid"]:
+        return "no valid trial"
+    if r["exposure"] <= 0 or not r.get("rate_ci95"):
+        return "no exposure"
+    if r["coarse_failures"]:
+        return "coarse counter"
+    return None
+
+
+def forest_figure(result: Mapping[str, Any]):
+    """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
+    log axis, A's baseline interval as a band, each later run's rate ratio against A in a
+    column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
+    rows_in: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    runs = result["runs"]
+    names = [r["label"] for r in runs]
+    for arm, a in result["arms"].items():
+        whys = []
+        for label, r in zip(names, a["runs"], strict=True):
+            why = _drawable(r)
+            if why:
+                whys.append(f"{label}: {why}")
+                continue
+            lo, hi = r["rate_ci95"]
+            rows_in.append({"arm": arm, "run": label, "estimate": r["rate"], "lo": lo, "hi": hi,
+                            "zero": r["failures"] == 0, "failures": r["failures"],
+                            "n_valid": r["n_valid"]})
+        if whys:
+            left_out.append(f"{arm} ({'; '.join(whys)})")
+    if not rows_in:
+        return None
+    import math
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.transforms import blended_transform_factory
+
+    from .report import _num
+
+    baseline, unit = result["baseline"], result["exposure"]["unit"]
+    per = per_label(result["exposure"]["per"])
+    if per.startswith("10^"):
+        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    # The baseline first, then the arms in the comparison's order; within an arm, A, B, ...
+    arms = [baseline] + [a for a in result["arms"] if a != baseline]
+    step = 0.42  # between the runs of one arm
+    y, centres = 0.0, {}
+    for arm in arms:
+        mine = [r for r in rows_in if r["arm"] == arm]
+        if not mine:
+            continue
+        for i, r in enumerate(mine):
+            r["y"] = y + i * step
+        centres[arm] = y + (len(mine) - 1) * step / 2
+        y += (len(mine) - 1) * step + 1.0
+    rows = sorted(rows_in, key=lambda r: r["y"])
+    n_lines = y
+
+    arrow = 10 ** 0.4
+    positives = [v for r in rows for v in (r["lo"], r["hi"], r["hi"] / arrow if r["zero"] else None)
+                 if v and v > 0]
+    xmin = 10 ** (math.log10(min(positives)) - 0.2)
+    xmax = 10 ** (math.log10(max(positives)) + 0.2)
+
+    width, row_in = 9.0, 0.34
+    note_in = 0.3 if left_out else 0.0
+    bottom_in = note_in + 0.4 + 0.55
+    fig_h = 0.75 + row_in * n_lines + bottom_in
+    fig = plt.figure(figsize=(width, fig_h), dpi=100)
+    left, right, ratio_x = 0.25, 0.68, 0.70
+    ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
+    ax.set_xscale("log")
+    ax.set_xlim(xmin, xmax)
+    ax.set_ylim(n_lines - 0.4, -0.6)
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.grid(True, axis="x", which="major", alpha=0.4)
+    ax.grid(True, axis="x", which="minor", alpha=0.12)
+    base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
+    if base:
+        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color="#999999",
+                   alpha=0.18, lw=0, zorder=0)
+
+    lab = blended_transform_factory(fig.transFigure, ax.transData)
+    text = {"transform": lab, "va": "center"}
+    style = {label: RUN_STYLE[i % len(RUN_STYLE)] for i, label in enumerate(names)}
+    for r in rows:
+        colour, shape = style[r["run"]]
+        yy = r["y"]
+        if r["zero"]:
+            ax.annotate("", xy=(r["hi"] / arrow, yy), xytext=(r["hi"], yy),
+                        arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.4,
+                                    "shrinkA": 0, "shrinkB": 0, "mutation_scale": 10})
+            (marker,) = ax.plot([r["hi"]], [yy], linestyle="none", marker=shape, markersize=7,
+                                markerfacecolor="white", markeredgecolor=colour,
+                                markeredgewidth=1.6, zorder=3)
+        else:
+            ax.errorbar([r["estimate"]], [yy],
+                        xerr=[[r["estimate"] - r["lo"]], [r["hi"] - r["estimate"]]],
+                        fmt="none", ecolor=colour, elinewidth=1.6, capsize=3)
+            (marker,) = ax.plot([r["estimate"]], [yy], linestyle="none", marker=shape,
+                                markersize=7, color=colour, zorder=3)
+        r["artist"] = marker
+        ax.text(left - 0.01, yy, f"{r['run']} {r['failures']}/{r['n_valid']}", **text, ha="right",
+                color=colour, fontsize=8.5)
+    for arm, cy in centres.items():
+        ax.text(0.012, cy, arm, **text, ha="left", fontsize=9,
+                fontweight="bold" if arm == baseline else "normal")
+        ratios = []
+        for c in result["arms"][arm]["against_A"]:
+            if c.get("note") and c.get("p_value") is None:
+                ratios.append(f"{c['run']}/A – ({c['note']})")
+            elif c.get("estimate") is not None and not str(c.get("test", "")).startswith("odds"):
+                ci = c.get("ci95") or [None, None]
+                ratios.append(f"{c['run']}/A {_num(c['estimate'])}"
+                              + (f" ({_num(ci[0])}–{_num(ci[1])})" if ci[1] is not None else ""))
+        if ratios:
+            ax.text(ratio_x, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
+    ax.text(ratio_x, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
+            ha="left", fontsize=8.5, color="#555555")
+    ax.text(left - 0.01, -0.75, "run failed/valid", **{**text, "va": "bottom"}, ha="right",
+            fontsize=8.5, color="#555555")
+    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    flips = len(result["claims"]["flips"])
+    fig.text(0.012, 1 - 0.1 / fig_h,
+             f"{result['case']}: " + " vs ".join(names) + " per arm"
+             + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
+                if not result["claims"]["without_claims"] else ""),
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    handles = [Line2D([], [], linestyle="none", marker=style[n][1], color=style[n][0], markersize=7,
+                      label=f"{n}: {Path(run['path']).name}") for n, run in zip(names, runs, strict=True)]
+    handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+                          markeredgecolor="#333333", markersize=7, label="no failure: upper bound"))
+    if base:
+        handles.append(Patch(facecolor="#999999", alpha=0.35, label=f"A's {baseline} 95% interval"))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, note_in / fig_h),
+               ncol=2, fontsize=8, frameon=False, handletextpad=0.3, columnspacing=1.2)
+    if left_out:
+        note = "Not drawn: " + "; ".join(left_out)
+        fig.text(0.012, 0.08 / fig_h, note if len(note) <= 160 else note[:159] + "…",
+                 fontsize=8.5, ha="left", va="bottom", color="#555555")
+    return fig, rows
+
+
+def plot(result: Mapping[str, Any], path: Path) -> bool:
+    """The paired forest plot as path (PNG) and an SVG beside it; False if nothing to draw."""
+    made = forest_figure(result)
+    if made is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    fig, _ = made
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=200, metadata={"Software": None})
+    with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
+        fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
+    plt.close(fig)
+    return True
