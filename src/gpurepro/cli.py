@@ -260,6 +260,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except CompareError as exc:
         raise UsageError(str(exc)) from None
     print(json.dumps(result, indent=2) if args.json else markdown(result))
+    if args.plot:
+        from .compare import plot
+
+        drawn = plot(result, Path(args.plot))
+        _say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
 
 
@@ -436,6 +441,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-change", action="store_true",
                    help="exit 1 when a claim decided in the first document is decided otherwise "
                         "(or not decided) in a later one")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the paired forest plot (runs side by side per arm), SVG beside it")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_compare)
 

@@ -247,6 +247,9 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     stem = path.with_suffix("")
     attach = [f"`{path.name}` (the result document; `python -m gpurepro report {path.name}` "
               f"regenerates the full report from it)"]
+    if (path.parent / f"{stem.name}.forest.png").is_file():
+        attach.append(f"`{stem.name}.forest.png` (failure rate per arm against the baseline, "
+                      f"with each claim's decision)")
     if has_plot(doc):
         attach.append(f"`{stem.name}.png` (Kaplan–Meier survival per arm)")
     out += ["**Attachments:** " + " and ".join(attach) + ".", ""]

@@ -491,7 +491,7 @@ def forest_figure(result: Mapping[str, Any]):
                    alpha=0.18, lw=0, zorder=0)
 
     lab = blended_transform_factory(fig.transFigure, ax.transData)
-    text = {"transform": lab, "va": "center"}
+    text: dict[str, Any] = {"transform": lab, "va": "center"}
     style = {label: RUN_STYLE[i % len(RUN_STYLE)] for i, label in enumerate(names)}
     for r in rows:
         colour, shape = style[r["run"]]
@@ -537,7 +537,7 @@ def forest_figure(result: Mapping[str, Any]):
              + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
                 if not result["claims"]["without_claims"] else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
-    handles = [Line2D([], [], linestyle="none", marker=style[n][1], color=style[n][0], markersize=7,
+    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[n][1], color=style[n][0], markersize=7,
                       label=f"{n}: {Path(run['path']).name}") for n, run in zip(names, runs, strict=True)]
     handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
                           markeredgecolor="#333333", markersize=7, label="no failure: upper bound"))

@@ -541,7 +541,7 @@ def forest_figure(doc: Mapping[str, Any]):
     bottom_in = note_in + legend_in + axis_in
     fig_h = top_in + row_in * n_lines + bottom_in
     fig = plt.figure(figsize=(width, fig_h), dpi=100)
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas
 
     def measure(strings: list[str], **kw: Any) -> float:
         """The widest of strings, as a fraction of the figure's width."""
@@ -589,7 +589,7 @@ def forest_figure(doc: Mapping[str, Any]):
             ax.axvline(base["estimate"], color=band, lw=1.2, ls="--", zorder=1)
 
     lab = blended_transform_factory(fig.transFigure, ax.transData)
-    text = {"transform": lab, "va": "center", "fontsize": 9}
+    text: dict[str, Any] = {"transform": lab, "va": "center", "fontsize": 9}
     for hy, group in headers:
         ax.text(name_x, hy, f"varies {group}", **text, ha="left", fontweight="bold",
                 color="#333333")
@@ -631,7 +631,7 @@ def forest_figure(doc: Mapping[str, Any]):
              + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
 
-    handles = [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
+    handles: list[Any] = [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
                       label=s["label"]) for d, s in DECISION_STYLE.items() if d in used and has_claims]
     if any(r["zero"] for r in rows):
         handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
