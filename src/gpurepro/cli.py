@@ -35,6 +35,7 @@ from .run import (
     HarnessError,
     Stopped,
     exit_for_signal,
+    ignore_stop_signals,
     stop_signals,
 )
 from .runner import resolve_target, run_case
@@ -507,9 +508,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is,
-        # so a stop at any moment ends with the cleanup of the step it interrupted and one line.
-        with stop_signals():
-            status = _dispatch(args)
+        # so a stop at any moment ends with the cleanup of the step it interrupted and one line;
+        # once the work is done they are ignored, never restored to their default (a SIGTERM
+        # in that window would end the process by the signal, with the run complete).
+        try:
+            with stop_signals():
+                status = _dispatch(args)
+        finally:
+            ignore_stop_signals()
+    except Stopped as exc:  # arrived between the work's end and the line above
+        status = exit_for_signal(exc.signum)
     except SystemExit as exc:  # argparse: usage error (2), --help / --version (0)
         status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
     status_file = _status_file(argv)

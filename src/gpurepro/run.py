@@ -226,6 +226,17 @@ def stop_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def ignore_stop_signals() -> None:
+    """Once a command's work is done: a late stop must neither interrupt the exit nor end the
+    process by the signal's default action (it would read as 'stopped', or leave no status)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
 def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                  journal: Journal, opts: RunOptions, done: Sequence[dict[str, Any]] = (),
                  arm_still_needed: ArmFilter | None = None,
