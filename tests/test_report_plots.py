@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.report import DECISION_STYLE, forest_figure, forest_headline, forest_rows
+from gpurepro.report import (
+    DECISION_STYLE,
+    facets,
+    forest_figure,
+    forest_headline,
+    forest_rows,
+    per_gpu_figure,
+    per_gpu_headline,
+    survival_headline,
+)
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 
@@ -88,7 +97,102 @@ def test_report_writes_forest_png_svg_and_references_it_with_a_headline(root, fa
     doc = json.loads(fake_result.read_text())
     assert f"![{forest_headline(doc)}]({png.name})" in md
     assert "1 of 4 claims decided" in forest_headline(doc)
-    assert f"({stem.name}.png)" in md  # the survival plot is kept
+    # The survival plot is kept, SVG beside it, its alt text the headline in words.
+    assert f"![{survival_headline(doc)}]({stem.name}.png)" in md
+    assert b"<svg" in Path(f"{stem}.svg").read_bytes()[:2000]
+    assert "the baseline crash 3/3 failed, median" in survival_headline(doc)
+    assert "no failure (in the legend): ok" in survival_headline(doc)
+
+
+@pytest.fixture(scope="module")
+def two_gpu_result(root, fake_build, tmp_path_factory) -> Path:
+    """The fake case on two GPUs (with no GPU here, any value is accepted: trials only carry
+    it, and CUDA_VISIBLE_DEVICES)."""
+    build_dir, _ = fake_build
+    out = tmp_path_factory.mktemp("per-gpu")
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    proc = subprocess.run([sys.executable, "-m", "gpurepro", "run", FAKE, "--gpus", "0,1",
+                           "--arms", "crash,ok,abort", "--trials", "4", "--duration", "0.2",
+                           "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return next(p for p in (out / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
+
+
+def test_two_gpu_forest_has_one_panel_per_gpu_with_rates_from_its_own_trials(two_gpu_result):
+    from gpurepro.classify import EVIDENCE
+    from gpurepro.stats import poisson_rate
+
+    doc = json.loads(two_gpu_result.read_text())
+    assert {t["gpu"] for t in doc["trials"]} == {"0", "1"}
+    fig, panels = per_gpu_figure(doc)
+    try:
+        assert [p["label"] for p in panels] == ["GPU 0", "GPU 1"]
+        assert len(fig.axes) == 2 and [p["ax"] for p in panels] == fig.axes
+        assert panels[0]["ax"].get_xlim() == panels[1]["ax"].get_xlim()  # one x axis
+        rows, _ = forest_rows(doc)
+        case = doc["case"]
+        for p in panels:
+            gpu = p["label"].removeprefix("GPU ")
+            counts = doc["per_gpu"][gpu]
+            assert set(p["rows"]) == {r["arm"] for r in rows if counts.get(r["arm"], {}).get("valid")}
+            for arm, cell in p["rows"].items():
+                trials = [t for t in doc["trials"] if t["arm"] == arm and t["gpu"] == gpu
+                          and t["outcome"] in EVIDENCE]
+                assert (cell["failures"], cell["n_valid"]) == (counts[arm]["failures"], counts[arm]["valid"])
+                rate = poisson_rate(cell["failures"], sum(t["exposure"] or 0 for t in trials),
+                                    case["exposure"]["per"])
+                assert [cell["lo"], cell["hi"]] == pytest.approx(rate["ci95"])
+                assert cell["artist"] in p["ax"].lines
+                x = cell["hi"] if cell["zero"] else cell["estimate"]
+                assert list(cell["artist"].get_xdata()) == pytest.approx([x])
+                assert cell["artist"].get_marker() == DECISION_STYLE[next(
+                    r["decision"] for r in rows if r["arm"] == arm)]["marker"]
+    finally:
+        _close(fig)
+    # Written beside the document, referenced from the per-GPU section with its headline.
+    stem = two_gpu_result.with_suffix("")
+    png, svg = Path(f"{stem}.forest-per-gpu.png"), Path(f"{stem}.forest-per-gpu.svg")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and b"<svg" in svg.read_bytes()[:2000]
+    md = two_gpu_result.with_suffix(".md").read_text()
+    headline = per_gpu_headline(doc)
+    assert headline.startswith("Forest plot per GPU, one panel each (GPU 0, GPU 1)")
+    section = md.split("### Per GPU", 1)[1]
+    assert f"![{headline}]({png.name})" in section
+
+
+def test_one_gpu_document_gets_no_faceted_plot(fake_result, two_gpu_result):
+    # A run without --gpus: trials name no GPU.
+    doc = json.loads(fake_result.read_text())
+    assert per_gpu_figure(doc) is None and per_gpu_headline(doc) == ""
+    stem = fake_result.with_suffix("")
+    assert not Path(f"{stem}.forest-per-gpu.png").exists()
+    assert not Path(f"{stem}.forest-per-gpu.svg").exists()
+    assert "forest-per-gpu" not in fake_result.with_suffix(".md").read_text()
+    # A run on one GPU named: no facet either.
+    one = copy.deepcopy(json.loads(two_gpu_result.read_text()))
+    for t in one["trials"]:
+        t["gpu"] = "0"
+    assert facets(one)[1] == {} and per_gpu_figure(one) is None
+
+
+def test_facets_by_host_and_gpu(two_gpu_result):
+    doc = copy.deepcopy(json.loads(two_gpu_result.read_text()))
+    for i, t in enumerate(doc["trials"]):
+        t["host"], t["gpu"] = f"node{i % 2 + 1}", str(i // 2 % 2)
+    kind, groups = facets(doc)
+    assert kind == "host · GPU"
+    assert list(groups) == ["node1 · GPU 0", "node1 · GPU 1", "node2 · GPU 0", "node2 · GPU 1"]
+    assert sum(len(ts) for ts in groups.values()) == len(doc["trials"])
+    for t in doc["trials"]:
+        t["gpu"] = "0"
+    kind, groups = facets(doc)
+    assert kind == "host" and list(groups) == ["node1", "node2"]
+    fig, panels = per_gpu_figure(doc)
+    try:
+        assert [p["label"] for p in panels] == ["node1", "node2"]
+    finally:
+        _close(fig)
 
 
 def test_no_forest_when_no_arm_has_valid_trials(fake_result):

@@ -209,15 +209,20 @@ def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _per_gpu_section(doc: Mapping[str, Any]) -> list[str]:
-    if not doc.get("per_gpu") or len(doc["per_gpu"]) <= 1:
+def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) -> list[str]:
+    """The failures per GPU, as a table and (when drawn) the forest plot faceted by GPU."""
+    multi = bool(doc.get("per_gpu")) and len(doc["per_gpu"]) > 1
+    if not multi and not per_gpu_name:
         return []
-    arms = list(doc["summary"])
-    out = ["### Per GPU (failures / valid trials)\n",
-           "| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |", "|---|" + "---|" * len(arms)]
-    for gpu, cells in doc["per_gpu"].items():
-        row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
-        out.append(f"| {gpu} | " + " | ".join(row) + " |")
+    out = ["### Per GPU (failures / valid trials)\n" if multi else "### Per host\n"]
+    if per_gpu_name:
+        out.append(f"![{_alt(per_gpu_headline(doc))}]({per_gpu_name})\n")
+    if multi:
+        arms = list(doc["summary"])
+        out += ["| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |", "|---|" + "---|" * len(arms)]
+        for gpu, cells in doc["per_gpu"].items():
+            row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
+            out.append(f"| {gpu} | " + " | ".join(row) + " |")
     out.append("")
     return out
 
@@ -277,24 +282,81 @@ def _alt(text: str) -> str:
 
 
 def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
-             forest_name: str | None = None) -> str:
-    """The report, section by section; each section renders from the document alone."""
+             forest_name: str | None = None, per_gpu_name: str | None = None) -> str:
+    """The report, section by section; each section renders from the document alone. Each
+    picture named is referenced with its headline in words as the alt text."""
     out = _verdict_section(doc)
     if forest_name:
         out.append(f"![{_alt(forest_headline(doc))}]({forest_name})\n")
     out += _arms_section(doc)
     if doc.get("claims"):
         out.append(claims_table(doc))
-    out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc)
+    out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
             + _crash_sites_section(doc) + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
-        out.append(f"![survival curves per arm]({plot_name})\n")
+        out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
     return "\n".join(out)
 
 
-def plot(doc: Mapping[str, Any], path: Path) -> bool:
-    """Kaplan-Meier survival of exposure-to-failure per arm; False if there is nothing to plot."""
+def _survival_curves(doc: Mapping[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """The survival plot's arms: (drawn, survivors, coarse). Arms that never failed would lie
+    on top of each other along 1.0: they are named in the legend instead of drawn. Arms whose
+    counter is too coarse to be an exposure axis (a once-a-second printout) would draw crashes
+    at 1 cycle: left out, and named."""
+    curves = [arm for arm, s in doc["summary"].items() if (s.get("time_to_failure") or {}).get("exposure")]
+    survivors = [a for a in curves if not doc["summary"][a]["failures"]]
+    coarse_arms = _coarse_arms(doc)
+    coarse = [a for a in curves if a not in survivors and a in coarse_arms]
+    drawn = [a for a in curves if a not in survivors and a not in coarse]
+    return drawn, survivors, coarse
+
+
+def survival_headline(doc: Mapping[str, Any]) -> str:
+    """The survival plot in words (its alt text): which arms fail, and how much exposure the
+    baseline and each other failing arm take to fail (the Kaplan-Meier median)."""
+    case = doc["case"]
+    unit, baseline, summary = case["exposure"]["unit"], case["baseline"], doc["summary"]
+    drawn, survivors, coarse = _survival_curves(doc)
+
+    def median(arm: str, short: bool = False) -> str:
+        km = summary[arm]["time_to_failure"]["exposure"]
+        if km.get("median") is None:
+            return "median not reached"
+        if short:
+            return f"median {_fmt(km['median'])}"
+        ci = km.get("median_ci95")
+        return (f"median {_fmt(km['median'])} {unit} to failure"
+                + (f" (95% CI {_fmt(ci[0])}–{_fmt(ci[1]) if ci[1] is not None else '∞'})"
+                   if ci and ci[0] is not None else ""))
+
+    def counts(arm: str) -> str:
+        return f"{summary[arm]['failures']}/{summary[arm]['n_valid']} failed"
+
+    parts = [f"Kaplan–Meier survival, {unit} to failure on a log axis: "
+             f"{len(drawn)} of {len(summary)} arms drawn"]
+    named = "the baseline" + ("" if baseline == "baseline" else f" {baseline}")
+    if baseline in drawn:
+        parts.append(f"{named} {counts(baseline)}, {median(baseline)}")
+    elif baseline in summary:
+        parts.append(f"{named} not drawn ("
+                     + ("no failure" if baseline in survivors else "counter too coarse"
+                        if baseline in coarse else "no exposure counted") + ")")
+    others = [f"{a} ({counts(a)}, {median(a, short=True)})" for a in drawn if a != baseline]
+    if others:
+        parts.append("also failing: " + ", ".join(others))
+    if survivors:
+        parts.append(f"no failure ({'named in the legend' if len(survivors) > 1 else 'in the legend'}): "
+                     + ", ".join(survivors))
+    if coarse:
+        parts.append("failing but not drawn, the exposure counter too coarse: "
+                     + ", ".join(f"{a} ({counts(a)})" for a in coarse))
+    return "; ".join(parts) + "."
+
+
+def plot(doc: Mapping[str, Any], path: Path, svg: Path | None = None) -> bool:
+    """Kaplan-Meier survival of exposure-to-failure per arm (PNG, and SVG beside it when
+    given); False if there is nothing to plot."""
     curves = {
         arm: s["time_to_failure"]["exposure"]
         for arm, s in doc["summary"].items()
@@ -311,14 +373,7 @@ def plot(doc: Mapping[str, Any], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(8, 6), dpi=110)
     colours = [plt.get_cmap("tab10")(i) for i in range(10)]
     styles = ("-", "--", ":", "-.")
-    # Arms that never failed would lie on top of each other along 1.0: they are named in the
-    # legend instead of drawn.
-    survivors = [a for a in curves if not doc["summary"][a]["failures"]]
-    # Arms whose counter is too coarse to be an exposure axis (a once-a-second printout) would
-    # draw crashes at 1 cycle: left out, and named.
-    coarse = [a for a in curves
-              if str(curves[a].get("median_method", "")).startswith("none: the exposure counter is coarse")]
-    drawn = [a for a in curves if a not in survivors and a not in coarse]
+    drawn, survivors, coarse = _survival_curves(doc)
     for i, arm in enumerate(drawn):
         km = curves[arm]
         xs = [max(x, 1.0) for x, _ in km["curve"]]
@@ -339,9 +394,7 @@ def plot(doc: Mapping[str, Any], path: Path) -> bool:
     # The legend below the axes, so it hides no curve.
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    _save(fig, path, svg, dpi=110)
     return True
 
 
@@ -383,6 +436,18 @@ def _coarse_counter(s: Mapping[str, Any]) -> bool:
     return str(km.get("median_method", "")).startswith("none: the exposure counter is coarse")
 
 
+def _coarse_arms(doc: Mapping[str, Any]) -> set[str]:
+    """The arms whose exposure counter is too coarse: as the summary says, or, for documents
+    recorded before summaries said so, as the trials show (a failure with no counter reading
+    at all, as stats.coarse_counter counts them)."""
+    failure = set(doc["case"]["failure_outcomes"])
+    coarse = {a for a, s in doc["summary"].items() if _coarse_counter(s)}
+    coarse |= {t["arm"] for t in doc.get("trials") or []
+               if t.get("outcome") in failure and not (t.get("exposure") or 0)
+               and "counters" in t and not t["counters"]}
+    return coarse
+
+
 def _claim_text(c: Mapping[str, Any], baseline: str) -> str:
     ref = c.get("reference")
     than = "baseline" if ref in (None, baseline) else ref
@@ -417,6 +482,7 @@ def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     claims = doc.get("claims") or []
     rows: list[dict[str, Any]] = []
     left_out: list[str] = []
+    coarse_arms = _coarse_arms(doc)
     for arm, s in summary.items():
         arm_claims = [c for c in claims if c["arm"] == arm]
         rate = (s.get("exposure") or {}).get("rate") or {}
@@ -425,7 +491,7 @@ def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]
             why = "no valid trial"
         elif not (s.get("exposure") or {}).get("total") or not rate.get("ci95"):
             why = "no exposure counted"
-        elif _coarse_counter(s):
+        elif arm in coarse_arms:
             why = "exposure counter too coarse"
         if why:
             decided = "; ".join(f"{c['name']} {c['decision'].replace('_', ' ')}" for c in arm_claims)
@@ -479,6 +545,33 @@ def forest_headline(doc: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
+def _layout_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[float, str]], float]:
+    """Rows top to bottom: the baseline first, then a header line before each group. Sets
+    each row's y; returns the headers (y, group) and the number of lines."""
+    y, headers, last_group = 0.0, [], None
+    for r in rows:
+        if r["group"] != last_group and r["group"] != "baseline":
+            y += 0.3 if last_group is not None else 0.0
+            headers.append((y, r["group"]))
+            y += 1.0
+        last_group = r["group"]
+        r["y"] = y
+        y += 1.0
+    return headers, y
+
+
+def _save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
+    """PNG (byte-stable: no software stamp) and SVG beside it (stable ids, text as text)."""
+    import matplotlib.pyplot as plt
+
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=dpi, metadata={"Software": None})
+    if svg is not None:
+        with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
+            fig.savefig(svg, metadata={"Date": None})
+    plt.close(fig)
+
+
 def forest_figure(doc: Mapping[str, Any]):
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
@@ -504,17 +597,7 @@ def forest_figure(doc: Mapping[str, Any]):
     has_claims = bool(doc.get("claims"))
     baseline = case["baseline"]
 
-    # Rows top to bottom: the baseline first, then a header line before each group.
-    y, headers, last_group = 0.0, [], None
-    for r in rows:
-        if r["group"] != last_group and r["group"] != "baseline":
-            y += 0.3 if last_group is not None else 0.0
-            headers.append((y, r["group"]))
-            y += 1.0
-        last_group = r["group"]
-        r["y"] = y
-        y += 1.0
-    n_lines = y
+    headers, n_lines = _layout_rows(rows)
 
     # The x range: every interval and every zero-failure arrow, with a margin.
     arrow = 10 ** 0.4
@@ -655,16 +738,322 @@ def forest_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> b
     made = forest_figure(doc)
     if made is None:
         return False
-    import matplotlib.pyplot as plt
-
     fig, _ = made
-    png.parent.mkdir(parents=True, exist_ok=True)
     # Twice GitHub's width in pixels, so it stays sharp when shown at ~900 px.
-    fig.savefig(png, dpi=200, metadata={"Software": None})
-    if svg is not None:
-        with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
-            fig.savefig(svg, metadata={"Date": None})
-    plt.close(fig)
+    _save(fig, png, svg)
+    return True
+
+
+# ---------------------------------------------------------------- the forest plot per GPU or host
+
+MAX_PANELS = 8  # small multiples beyond this are unreadable at GitHub's width
+
+
+def _natural(key: str) -> tuple[tuple[int, int, str], ...]:
+    """'GPU 10' after 'GPU 2'."""
+    import re
+
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", key) if p)
+
+
+def facets(doc: Mapping[str, Any]) -> tuple[str, dict[str, list[Mapping[str, Any]]]]:
+    """What the trials ran on, when more than one took part: (kind, {panel label: trials}),
+    kind 'GPU', 'host' or 'host · GPU'. Per host and GPU while that gives at most MAX_PANELS
+    panels, else per host. One GPU and one host (or trials that name neither): no panel."""
+    trials = doc.get("trials") or []
+    hosts = {str(t["host"]) for t in trials if t.get("host") is not None}
+    gpus = {str(t["gpu"]) for t in trials if t.get("gpu") is not None}
+
+    def by(label: Any) -> dict[str, list[Mapping[str, Any]]]:
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for t in trials:
+            key = label(t)
+            if key is not None:
+                groups.setdefault(key, []).append(t)
+        return dict(sorted(groups.items(), key=lambda kv: _natural(kv[0])))
+
+    if len(hosts) > 1:
+        pairs = by(lambda t: f"{t['host']} · GPU {t['gpu']}"
+                   if t.get("host") is not None and t.get("gpu") is not None else None)
+        if len(pairs) > len(hosts) and len(pairs) <= MAX_PANELS:
+            return "host · GPU", pairs
+        return "host", by(lambda t: str(t["host"]) if t.get("host") is not None else None)
+    if len(gpus) > 1:
+        return "GPU", by(lambda t: f"GPU {t['gpu']}" if t.get("gpu") is not None else None)
+    return "GPU", {}
+
+
+def _plural(kind: str) -> str:
+    return {"host · GPU": "GPUs and hosts"}.get(kind, kind + "s")
+
+
+def per_gpu_rows(doc: Mapping[str, Any]) -> tuple[str, list[str], list[dict[str, Any]], list[str]]:
+    """The faceted forest plot's content: (kind, panel labels, rows, arms left out). The rows
+    are the forest plot's (same arms, groups and order); each carries a cell per panel with
+    that panel's trials' failures, valid trials and exposure, and the rate recomputed from
+    them with its exact Poisson interval."""
+    from .stats import poisson_rate
+    from .tally import arm_counts
+
+    kind, groups = facets(doc)
+    if len(groups) <= 1:
+        return kind, [], [], []
+    rows, left_out = forest_rows(doc)
+    case = doc["case"]
+    failure, per = case["failure_outcomes"], case["exposure"]["per"]
+    for r in rows:
+        r["cells"] = {}
+        for label, trials in groups.items():
+            c = arm_counts([t for t in trials if t["arm"] == r["arm"]], failure)
+            rate = poisson_rate(c["failures"], c["exposure_total"], per) if c["n_valid"] else {}
+            lo, hi = rate.get("ci95") or (None, None)
+            r["cells"][label] = {"failures": c["failures"], "n_valid": c["n_valid"],
+                                 "exposure": c["exposure_total"], "estimate": rate.get("estimate"),
+                                 "lo": lo, "hi": hi, "zero": c["failures"] == 0}
+    return kind, list(groups), rows, left_out
+
+
+def _overlap(cells: list[dict[str, Any]]) -> bool:
+    """Whether every pair of these intervals overlaps (the largest lower bound is below the
+    smallest upper bound)."""
+    drawn = [c for c in cells if c["hi"] is not None]
+    return len(drawn) < 2 or max(c["lo"] for c in drawn) <= min(c["hi"] for c in drawn)
+
+
+def per_gpu_headline(doc: Mapping[str, Any]) -> str:
+    """The faceted forest plot in words: the baseline's rate on each GPU (or host), which
+    arms fail everywhere, somewhere or nowhere, and whether any arm's intervals disagree."""
+    kind, labels, rows, left_out = per_gpu_rows(doc)
+    if not rows:
+        return ""
+    case = doc["case"]
+    unit, per = case["exposure"]["unit"], _per_text(case["exposure"]["per"])
+    parts = [f"Forest plot per {kind}, one panel each ({', '.join(labels)}) on one x axis: "
+             f"failures per {per} {unit} per arm with exact 95% intervals"]
+
+    def cell_text(label: str, c: dict[str, Any]) -> str:
+        if not c["n_valid"]:
+            return f"{label} no valid trial"
+        rate = (f"< {_fmt(c['hi'])}" if c["zero"] else
+                f"{_fmt(c['estimate'])} ({_fmt(c['lo'])}–{_fmt(c['hi'])})") if c["hi"] is not None else "no exposure"
+        return f"{label} {c['failures']}/{c['n_valid']}, {rate}"
+
+    base = next((r for r in rows if r["arm"] == case["baseline"]), None)
+    if base:
+        parts.append(f"the baseline{'' if base['arm'] == 'baseline' else ' ' + base['arm']}: "
+                     + ", ".join(cell_text(lab, base["cells"][lab]) for lab in labels))
+    everywhere, somewhere, nowhere = [], [], []
+    for r in rows:
+        if r is base:
+            continue
+        failed = [lab for lab in labels if r["cells"][lab]["failures"]]
+        if not failed:
+            nowhere.append(r["arm"])
+        elif len(failed) == sum(bool(r["cells"][lab]["n_valid"]) for lab in labels):
+            everywhere.append(r["arm"])
+        else:
+            somewhere.append(f"{r['arm']} (on {', '.join(failed)} only)")
+    for words, arms in ((f"failing on every {kind}", everywhere), ("failing on some", somewhere),
+                        ("no failure anywhere", nowhere)):
+        if arms:
+            parts.append(f"{words}: {', '.join(arms)}")
+    apart = [r["arm"] for r in rows if not _overlap(list(r["cells"].values()))]
+    parts.append(f"intervals that do not overlap between {_plural(kind)}: {', '.join(apart)}" if apart
+                 else f"every arm's intervals overlap across {_plural(kind)}")
+    if left_out:
+        parts.append(f"not drawn: {', '.join(left_out)}")
+    return "; ".join(parts) + "."
+
+
+def per_gpu_figure(doc: Mapping[str, Any]):
+    """The forest plot faceted by GPU (or host): small multiples, one panel per GPU with the
+    same arms as rows and the same x axis, each panel's rates recomputed from its own trials
+    and its own baseline's interval as the band. Returns (figure, panels), each panel a dict
+    with its label, axes and per-row cells (each drawn cell with its marker artist); None for
+    a run on one GPU or with no arm to draw."""
+    import math
+
+    kind, labels, rows, left_out = per_gpu_rows(doc)
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch, Rectangle
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    from matplotlib.transforms import blended_transform_factory
+
+    case = doc["case"]
+    unit, baseline = case["exposure"]["unit"], case["baseline"]
+    per = _per_text(case["exposure"]["per"])
+    if per.startswith("10^"):
+        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    has_claims = bool(doc.get("claims"))
+    headers, n_lines = _layout_rows(rows)
+
+    cells = [c for r in rows for c in r["cells"].values() if c["hi"] is not None]
+    ends = [v for c in cells for v in (c["lo"], c["hi"]) if v and v > 0]
+    if not ends:
+        return None
+
+    # The grid of panels: at most four side by side, rows of panels balanced.
+    n = len(labels)
+    grid_rows = math.ceil(n / 4)
+    grid_cols = math.ceil(n / grid_rows)
+
+    # Layout in inches, 9 in wide at 100 dpi: GitHub's ~900 px.
+    width, row_in = 9.0, 0.25
+    title_in, panel_head_in, axis_in, between_in = 0.45, 0.45, 0.3, 0.3
+    used = {r["decision"] for r in rows}
+    n_handles = len(used) * has_claims + any(c["zero"] for c in cells) + 1
+    legend_rows = 1 if n_handles <= 3 else 2
+    label_in, legend_in = 0.25, 0.08 + 0.24 * legend_rows
+    note_in = 0.3 if left_out else 0.0
+    block_in = panel_head_in + row_in * n_lines + axis_in
+    fig_h = title_in + grid_rows * block_in + (grid_rows - 1) * between_in + label_in + legend_in + note_in
+    fig = plt.figure(figsize=(width, fig_h), dpi=100)
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas
+
+    def measure(strings: list[str], **kw: Any) -> float:
+        widest = 0.0
+        for string in strings:
+            t = fig.text(0, 0, string, **{"fontsize": 9, **kw})
+            widest = max(widest, t.get_window_extent(renderer).width / fig.bbox.width)
+            t.remove()
+        return widest
+
+    name_x, gap, indent = 0.012, 0.008, 0.012
+    names_w = max(measure([r["arm"] for r in rows]) + indent,
+                  measure([f"varies {g}" for _, g in headers], fontweight="bold"))
+    count_head = "failed/valid" if grid_cols <= 2 else "k/n"
+    count_w = max(measure([f"{c['failures']}/{c['n_valid']}" for c in cells]),
+                  measure([count_head], fontsize=8))
+    start = name_x + names_w + 0.015
+    panel_w = (0.99 - start) / grid_cols
+    axes_w = panel_w - count_w - 2 * gap - 0.02
+
+    # One x axis for every panel: every interval and zero-failure arrow of every panel, the
+    # arrow about 0.3 in long however many decades the panels span.
+    span = max(math.log10(max(ends)) - math.log10(min(ends)), 1.0) + 0.3
+    arrow = 10 ** max(0.4, 0.3 * span / max(axes_w * width - 0.3, 0.5))
+    positives = ends + [c["hi"] / arrow for c in cells if c["zero"]]
+    xmin = 10 ** (math.log10(min(positives)) - 0.15)
+    xmax = 10 ** (math.log10(max(positives)) + 0.15)
+
+    band = "#E69F00"
+    stripe = "#F2F2F2"
+    stripe_end = start + (grid_cols - 1) * panel_w + count_w + 2 * gap + axes_w
+    panels: list[dict[str, Any]] = []
+    for i, label in enumerate(labels):
+        gr, gc = divmod(i, grid_cols)
+        top_in = title_in + gr * (block_in + between_in) + panel_head_in
+        x0 = start + gc * panel_w + count_w + 2 * gap
+        ax = fig.add_axes((x0, 1 - (top_in + row_in * n_lines) / fig_h, axes_w, row_in * n_lines / fig_h))
+        ax.set_xscale("log")
+        ax.set_xlim(xmin, xmax)
+        ax.set_ylim(n_lines - 0.5, -0.5)
+        ax.set_yticks([])
+        ax.patch.set_visible(False)  # the row stripes, drawn from the first panel, show through
+        for side in ("top", "right", "left"):
+            ax.spines[side].set_visible(False)
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.tick_params(axis="x", labelsize=9)
+        ax.grid(True, axis="x", which="major", alpha=0.4)
+        ax.grid(True, axis="x", which="minor", alpha=0.12)
+        trials = sum(c["n_valid"] for r in rows for lab, c in r["cells"].items() if lab == label)
+        # The panel's name, shrunk to the panel's width if need be, and its trials below it.
+        room = axes_w + count_w
+        size = min(10.0, 10.0 * room / max(measure([label], fontsize=10, fontweight="bold"), 1e-9))
+        ax.text(0.5, 1.0 + 0.22 / (row_in * n_lines), label, transform=ax.transAxes, ha="center",
+                va="bottom", fontsize=size, fontweight="bold")
+        ax.text(0.5, 1.0 + 0.06 / (row_in * n_lines), f"{trials} valid trials", transform=ax.transAxes,
+                ha="center", va="bottom", fontsize=8, color="#555555")
+        base = next((r["cells"][label] for r in rows if r["arm"] == baseline), None)
+        if base and base["hi"] is not None:
+            ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color=band, alpha=0.2, lw=0, zorder=0)
+            if base["estimate"]:
+                ax.axvline(base["estimate"], color=band, lw=1.2, ls="--", zorder=1)
+        count = blended_transform_factory(fig.transFigure, ax.transData)
+        ax.text(x0 - gap, -0.5, count_head, transform=count, ha="right", va="bottom", fontsize=8,
+                color="#555555")
+        drawn: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            yy, c = r["y"], r["cells"][label]
+            style = DECISION_STYLE[r["decision"]]
+            colour = style["color"]
+            ax.text(x0 - gap, yy, f"{c['failures']}/{c['n_valid']}" if c["n_valid"] else "–",
+                    transform=count, ha="right", va="center", fontsize=9, color="#555555")
+            if not c["n_valid"] or c["hi"] is None:
+                ax.text(xmin * 1.15, yy, "no valid trial" if not c["n_valid"] else "no exposure",
+                        va="center", ha="left", fontsize=8, color="#777777", style="italic")
+                continue
+            if c["zero"]:
+                ax.annotate("", xy=(c["hi"] / arrow, yy), xytext=(c["hi"], yy),
+                            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.4,
+                                        "shrinkA": 0, "shrinkB": 0, "mutation_scale": 10})
+                (marker,) = ax.plot([c["hi"]], [yy], linestyle="none", marker=style["marker"],
+                                    markersize=7, markerfacecolor="white", markeredgecolor=colour,
+                                    markeredgewidth=1.6, zorder=3)
+            else:
+                ax.errorbar([c["estimate"]], [yy], xerr=[[c["estimate"] - c["lo"]], [c["hi"] - c["estimate"]]],
+                            fmt="none", ecolor=colour, elinewidth=1.6, capsize=3, capthick=1.4)
+                (marker,) = ax.plot([c["estimate"]], [yy], linestyle="none", marker=style["marker"],
+                                    markersize=7, color=colour, markeredgecolor=colour, zorder=3)
+            drawn[r["arm"]] = {**c, "y": yy, "artist": marker}
+        if gc == 0:  # the arm names, once per row of panels, and a stripe on every other arm
+            names = blended_transform_factory(fig.transFigure, ax.transData)  # to follow it across
+            for k, r in enumerate(rows):
+                if k % 2 == 1:
+                    ax.add_patch(Rectangle((name_x / 2, r["y"] - 0.5), stripe_end - name_x / 2, 1.0,
+                                           transform=names, color=stripe, lw=0, zorder=-5,
+                                           clip_on=False))
+            for hy, group in headers:
+                ax.text(name_x, hy, f"varies {group}", transform=names, va="center", ha="left",
+                        fontsize=9, fontweight="bold", color="#333333")
+            for r in rows:
+                ax.text(name_x + (0.0 if r["arm"] == baseline else indent), r["y"], r["arm"],
+                        transform=names, va="center", ha="left", fontsize=9,
+                        fontweight="bold" if r["arm"] == baseline else "normal")
+        panels.append({"label": label, "ax": ax, "rows": drawn})
+
+    fig.text(name_x, 1 - 0.1 / fig_h,
+             f"{case['name']}: failure rate per arm on each {kind} ({n} {_plural(kind)})",
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    fig.text(start + (0.99 - start) / 2, (legend_in + note_in + 0.02) / fig_h,
+             f"failures per {per} {unit} (log scale, the same in every panel; exact Poisson 95% interval)",
+             ha="center", va="bottom", fontsize=9)
+    handles: list[Any] = []
+    if has_claims:
+        handles += [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
+                           label=s["label"] + (f" (all {_plural(kind)} together)" if d != "no_claim" else ""))
+                    for d, s in DECISION_STYLE.items() if d in used]
+    if any(c["zero"] for c in cells):
+        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+                              markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
+                              label="no failure: upper bound (arrow toward 0)"))
+    handles.append(Patch(facecolor=band, alpha=0.35, label=f"{baseline}'s 95% interval on that {kind}"))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(name_x - 0.005, note_in / fig_h),
+               ncol=len(handles) if legend_rows == 1 else 3, fontsize=8.5, frameon=False,
+               handletextpad=0.3, columnspacing=1.2, borderaxespad=0.2)
+    if left_out:
+        note = "Not drawn: " + "; ".join(left_out)
+        if len(note) > 160:
+            note = note[:159] + "…"
+        fig.text(name_x, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
+    return fig, panels
+
+
+def per_gpu_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
+    """Write the forest plot faceted by GPU or host (PNG, and SVG beside it); False for a run
+    on one GPU, or with no arm to draw."""
+    made = per_gpu_figure(doc)
+    if made is None:
+        return False
+    fig, _ = made
+    _save(fig, png, svg)
     return True
 
 
@@ -694,20 +1083,19 @@ def pyperf_suite(doc: Mapping[str, Any], path: Path) -> bool:
 def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     stem = result_path.with_suffix("")
     written: dict[str, Path] = {}
-    png = stem.with_suffix(".png")
-    has_plot = plot(doc, png)
-    if has_plot:
-        written["plot"] = png
-    forest_png, forest_svg = Path(str(stem) + ".forest.png"), Path(str(stem) + ".forest.svg")
-    has_forest = forest_plot(doc, forest_png, forest_svg)
-    if has_forest:
-        written["forest"], written["forest_svg"] = forest_png, forest_svg
-    else:  # pictures from an earlier rendering no longer apply
-        forest_png.unlink(missing_ok=True)
-        forest_svg.unlink(missing_ok=True)
+    drawn: dict[str, str | None] = {}
+    for kind, suffix, draw in (("plot", "", plot), ("forest", ".forest", forest_plot),
+                               ("forest_per_gpu", ".forest-per-gpu", per_gpu_plot)):
+        png, svg = Path(f"{stem}{suffix}.png"), Path(f"{stem}{suffix}.svg")
+        if draw(doc, png, svg):
+            written[kind], written[f"{kind}_svg"] = png, svg
+            drawn[kind] = png.name
+        else:  # pictures from an earlier rendering no longer apply
+            png.unlink(missing_ok=True)
+            svg.unlink(missing_ok=True)
+            drawn[kind] = None
     md = stem.with_suffix(".md")
-    write_atomic(md, markdown(doc, png.name if has_plot else None,
-                              forest_png.name if has_forest else None))
+    write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
     written["markdown"] = md
     perf = Path(str(stem) + ".pyperf.json")
     if pyperf_suite(doc, perf):
