@@ -250,6 +250,8 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     if (path.parent / f"{stem.name}.forest.png").is_file():
         attach.append(f"`{stem.name}.forest.png` (failure rate per arm against the baseline, "
                       f"with each claim's decision)")
+    if (path.parent / f"{stem.name}.forest-per-gpu.png").is_file():
+        attach.append(f"`{stem.name}.forest-per-gpu.png` (the same, one panel per GPU)")
     if has_plot(doc):
         attach.append(f"`{stem.name}.png` (Kaplan–Meier survival per arm)")
     out += ["**Attachments:** " + " and ".join(attach) + ".", ""]

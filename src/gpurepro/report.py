@@ -716,8 +716,13 @@ def forest_figure(doc: Mapping[str, Any]):
 
     handles: list[Any] = [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
                       label=s["label"]) for d, s in DECISION_STYLE.items() if d in used and has_claims]
+    if not has_claims:  # a document without claims: every row is drawn in the no-claim style
+        handles.append(Line2D([], [], linestyle="none", marker=DECISION_STYLE["no_claim"]["marker"],
+                              color=DECISION_STYLE["no_claim"]["color"], markersize=7,
+                              label="rate with its exact 95% interval"))
     if any(r["zero"] for r in rows):
-        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+        open_marker = "o" if has_claims else DECISION_STYLE["no_claim"]["marker"]
+        handles.append(Line2D([], [], linestyle="none", marker=open_marker, markerfacecolor="white",
                               markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
                               label="no failure: upper bound (arrow toward 0)"))
     if base:
@@ -1030,8 +1035,13 @@ def per_gpu_figure(doc: Mapping[str, Any]):
         handles += [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
                            label=s["label"] + (f" (all {_plural(kind)} together)" if d != "no_claim" else ""))
                     for d, s in DECISION_STYLE.items() if d in used]
+    else:  # a document without claims: every cell is drawn in the no-claim style
+        handles.append(Line2D([], [], linestyle="none", marker=DECISION_STYLE["no_claim"]["marker"],
+                              color=DECISION_STYLE["no_claim"]["color"], markersize=7,
+                              label="rate with its exact 95% interval"))
     if any(c["zero"] for c in cells):
-        handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+        open_marker = "o" if has_claims else DECISION_STYLE["no_claim"]["marker"]
+        handles.append(Line2D([], [], linestyle="none", marker=open_marker, markerfacecolor="white",
                               markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
                               label="no failure: upper bound (arrow toward 0)"))
     handles.append(Patch(facecolor=band, alpha=0.35, label=f"{baseline}'s 95% interval on that {kind}"))
