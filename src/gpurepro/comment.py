@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .compare import per_label, stopping_numbers
-from .report import _ci, _fmt, _p, claims_table, environment_rows
+from .compare import stopping_numbers
+from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block

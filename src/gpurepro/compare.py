@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
-from .report import _ci, _fmt, _p
+from .report import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
 
 DECIDED = ("supported", "contradicted")
 
@@ -111,12 +111,6 @@ def factors(doc: Mapping[str, Any]) -> dict[str, str]:
     for name, value in sorted((env.get("environment") or {}).items()):
         out[f"env {name}"] = str(value)
     return out
-
-
-def per_label(per: float) -> str:
-    """1e6 -> '10^6' (as the reports write it); anything else as a number."""
-    exponent = round(math.log10(per)) if per > 0 else None
-    return f"10^{exponent}" if exponent is not None and 10 ** exponent == per else _fmt(per)
 
 
 def _arm_run(doc: Mapping[str, Any], arm: str) -> dict[str, Any] | None:
@@ -430,7 +424,6 @@ def forest_figure(result: Mapping[str, Any]):
             left_out.append(f"{arm} ({'; '.join(whys)})")
     if not rows_in:
         return None
-    import math
 
     import matplotlib
 
@@ -438,15 +431,12 @@ def forest_figure(result: Mapping[str, Any]):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter, LogLocator
     from matplotlib.transforms import blended_transform_factory
 
     from .report import _num
 
     baseline, unit = result["baseline"], result["exposure"]["unit"]
-    per = per_label(result["exposure"]["per"])
-    if per.startswith("10^"):
-        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    per = per_superscript(result["exposure"]["per"])
     # The baseline first, then the arms in the comparison's order; within an arm, A, B, ...
     arms = [baseline] + [a for a in result["arms"] if a != baseline]
     step = 0.42  # between the runs of one arm
@@ -475,16 +465,7 @@ def forest_figure(result: Mapping[str, Any]):
     fig = plt.figure(figsize=(width, fig_h), dpi=100)
     left, right, ratio_x = 0.25, 0.68, 0.70
     ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
-    ax.set_xscale("log")
-    ax.set_xlim(xmin, xmax)
-    ax.set_ylim(n_lines - 0.4, -0.6)
-    ax.set_yticks([])
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.xaxis.set_major_locator(LogLocator(base=10))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.grid(True, axis="x", which="major", alpha=0.4)
-    ax.grid(True, axis="x", which="minor", alpha=0.12)
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
     base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
     if base:
         ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color="#999999",
@@ -496,20 +477,7 @@ def forest_figure(result: Mapping[str, Any]):
     for r in rows:
         colour, shape = style[r["run"]]
         yy = r["y"]
-        if r["zero"]:
-            ax.annotate("", xy=(r["hi"] / arrow, yy), xytext=(r["hi"], yy),
-                        arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.4,
-                                    "shrinkA": 0, "shrinkB": 0, "mutation_scale": 10})
-            (marker,) = ax.plot([r["hi"]], [yy], linestyle="none", marker=shape, markersize=7,
-                                markerfacecolor="white", markeredgecolor=colour,
-                                markeredgewidth=1.6, zorder=3)
-        else:
-            ax.errorbar([r["estimate"]], [yy],
-                        xerr=[[r["estimate"] - r["lo"]], [r["hi"] - r["estimate"]]],
-                        fmt="none", ecolor=colour, elinewidth=1.6, capsize=3)
-            (marker,) = ax.plot([r["estimate"]], [yy], linestyle="none", marker=shape,
-                                markersize=7, color=colour, zorder=3)
-        r["artist"] = marker
+        r["artist"] = draw_rate(ax, yy, r, colour, shape, arrow, {**ROW_SMALL, "capthick": None})
         ax.text(left - 0.01, yy, f"{r['run']} {r['failures']}/{r['n_valid']}", **text, ha="right",
                 color=colour, fontsize=8.5)
     for arm, cy in centres.items():

@@ -411,12 +411,21 @@ DECISION_STYLE: dict[str, dict[str, str]] = {
 }
 
 
-def _per_text(per: float) -> str:
+def per_label(per: float) -> str:
     """1e6 -> '10^6' (as the reports write it); anything else as a number."""
     import math
 
     exponent = round(math.log10(per)) if per > 0 else None
     return f"10^{exponent}" if exponent is not None and 10 ** exponent == per else _fmt(per)
+
+
+def per_superscript(per: float) -> str:
+    """1e6 -> '10⁶' for a picture's labels (its fonts have the superscript digits); anything
+    else as per_label writes it."""
+    text = per_label(per)
+    if text.startswith("10^"):
+        return "10" + text[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    return text
 
 
 def _num(x: float) -> str:
@@ -520,7 +529,7 @@ def forest_headline(doc: Mapping[str, Any]) -> str:
     """The forest plot in words (its alt text): the reference, the claims, which arms lie
     below, inside or above the reference's interval, and what is not drawn."""
     case = doc["case"]
-    unit, per = case["exposure"]["unit"], _per_text(case["exposure"]["per"])
+    unit, per = case["exposure"]["unit"], per_label(case["exposure"]["per"])
     rows, left_out = forest_rows(doc)
     base = next((r for r in rows if r["arm"] == case["baseline"]), None)
     parts = [f"Forest plot: failures per {per} {unit} per arm with exact 95% intervals"
@@ -572,6 +581,52 @@ def _save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
     plt.close(fig)
 
 
+def rate_axis(ax: Any, xmin: float, xmax: float, ylim: tuple[float, float]) -> None:
+    """A forest plot's axis: log scale of rates, rows top down, no y ticks, light grid."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_xscale("log")
+    ax.set_xlim(xmin, xmax)
+    ax.set_ylim(*ylim)
+    ax.set_yticks([])
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.grid(True, axis="x", which="major", alpha=0.4)
+    ax.grid(True, axis="x", which="minor", alpha=0.12)
+
+
+# Marker and line sizes of one forest row: the single plot's, and the smaller panels' (per GPU,
+# or several runs per arm in compare).
+ROW_LARGE = {"markersize": 8, "arrow_lw": 1.5, "mutation_scale": 11, "edge": 1.7,
+             "elinewidth": 1.8, "capsize": 4, "capthick": 1.5}
+ROW_SMALL = {"markersize": 7, "arrow_lw": 1.4, "mutation_scale": 10, "edge": 1.6,
+             "elinewidth": 1.6, "capsize": 3, "capthick": 1.4}
+
+
+def draw_rate(ax: Any, y: float, cell: Mapping[str, Any], colour: Any, marker: str, arrow: float,
+              size: Mapping[str, Any]) -> Any:
+    """One row's rate: the estimate with its interval, or, with no failure, an open marker at
+    the upper bound and an arrow toward 0. Returns the marker's artist."""
+    if cell["zero"]:
+        ax.annotate("", xy=(cell["hi"] / arrow, y), xytext=(cell["hi"], y),
+                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": size["arrow_lw"],
+                                "shrinkA": 0, "shrinkB": 0, "mutation_scale": size["mutation_scale"]})
+        (artist,) = ax.plot([cell["hi"]], [y], linestyle="none", marker=marker,
+                            markersize=size["markersize"], markerfacecolor="white",
+                            markeredgecolor=colour, markeredgewidth=size["edge"], zorder=3)
+    else:
+        est = cell["estimate"]
+        ax.errorbar([est], [y], xerr=[[est - cell["lo"]], [cell["hi"] - est]], fmt="none",
+                    ecolor=colour, elinewidth=size["elinewidth"], capsize=size["capsize"],
+                    capthick=size["capthick"])
+        (artist,) = ax.plot([est], [y], linestyle="none", marker=marker,
+                            markersize=size["markersize"], color=colour, markeredgecolor=colour,
+                            zorder=3)
+    return artist
+
+
 def forest_figure(doc: Mapping[str, Any]):
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
@@ -586,14 +641,11 @@ def forest_figure(doc: Mapping[str, Any]):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    from matplotlib.ticker import FuncFormatter, LogLocator
     from matplotlib.transforms import blended_transform_factory
 
     case = doc["case"]
     unit = case["exposure"]["unit"]
-    per = _per_text(case["exposure"]["per"])
-    if per.startswith("10^"):  # 10⁶: the picture's fonts have the superscript digits
-        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    per = per_superscript(case["exposure"]["per"])
     has_claims = bool(doc.get("claims"))
     baseline = case["baseline"]
 
@@ -653,16 +705,7 @@ def forest_figure(doc: Mapping[str, Any]):
         while len(r["claim_text"]) > 4 and measure([r["claim_text"]]) > room:
             r["claim_text"] = r["claim_text"][:-2] + "…"
     ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
-    ax.set_xscale("log")
-    ax.set_xlim(xmin, xmax)
-    ax.set_ylim(n_lines - 0.4, -0.6)
-    ax.set_yticks([])
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
-    ax.xaxis.set_major_locator(LogLocator(base=10))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.grid(True, axis="x", which="major", alpha=0.4)
-    ax.grid(True, axis="x", which="minor", alpha=0.12)
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
 
     band = "#E69F00"
     if base:
@@ -679,19 +722,7 @@ def forest_figure(doc: Mapping[str, Any]):
     for r in rows:
         style = DECISION_STYLE[r["decision"]]
         colour, yy = style["color"], r["y"]
-        if r["zero"]:
-            ax.annotate("", xy=(r["hi"] / arrow, yy), xytext=(r["hi"], yy),
-                        arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.5,
-                                    "shrinkA": 0, "shrinkB": 0, "mutation_scale": 11})
-            (marker,) = ax.plot([r["hi"]], [yy], linestyle="none", marker=style["marker"],
-                                markersize=8, markerfacecolor="white", markeredgecolor=colour,
-                                markeredgewidth=1.7, zorder=3)
-        else:
-            ax.errorbar([r["estimate"]], [yy], xerr=[[r["estimate"] - r["lo"]], [r["hi"] - r["estimate"]]],
-                        fmt="none", ecolor=colour, elinewidth=1.8, capsize=4, capthick=1.5)
-            (marker,) = ax.plot([r["estimate"]], [yy], linestyle="none", marker=style["marker"],
-                                markersize=8, color=colour, markeredgecolor=colour, zorder=3)
-        r["artist"] = marker
+        r["artist"] = draw_rate(ax, yy, r, colour, style["marker"], arrow, ROW_LARGE)
         ax.text(name_x + (0.0 if r["arm"] == baseline else 0.012), yy, r["arm"], **text, ha="left",
                 fontweight="bold" if r["arm"] == baseline else "normal")
         ax.text(count_x, yy, f"{r['failures']}/{r['n_valid']}", **text, ha="right", color="#555555")
@@ -832,7 +863,7 @@ def per_gpu_headline(doc: Mapping[str, Any]) -> str:
     if not rows:
         return ""
     case = doc["case"]
-    unit, per = case["exposure"]["unit"], _per_text(case["exposure"]["per"])
+    unit, per = case["exposure"]["unit"], per_label(case["exposure"]["per"])
     parts = [f"Forest plot per {kind}, one panel each ({', '.join(labels)}) on one x axis: "
              f"failures per {per} {unit} per arm with exact 95% intervals"]
 
@@ -887,14 +918,11 @@ def per_gpu_figure(doc: Mapping[str, Any]):
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
-    from matplotlib.ticker import FuncFormatter, LogLocator
     from matplotlib.transforms import blended_transform_factory
 
     case = doc["case"]
     unit, baseline = case["exposure"]["unit"], case["baseline"]
-    per = _per_text(case["exposure"]["per"])
-    if per.startswith("10^"):
-        per = "10" + per[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    per = per_superscript(case["exposure"]["per"])
     has_claims = bool(doc.get("claims"))
     headers, n_lines = _layout_rows(rows)
 
@@ -956,18 +984,9 @@ def per_gpu_figure(doc: Mapping[str, Any]):
         top_in = title_in + gr * (block_in + between_in) + panel_head_in
         x0 = start + gc * panel_w + count_w + 2 * gap
         ax = fig.add_axes((x0, 1 - (top_in + row_in * n_lines) / fig_h, axes_w, row_in * n_lines / fig_h))
-        ax.set_xscale("log")
-        ax.set_xlim(xmin, xmax)
-        ax.set_ylim(n_lines - 0.5, -0.5)
-        ax.set_yticks([])
+        rate_axis(ax, xmin, xmax, (n_lines - 0.5, -0.5))
         ax.patch.set_visible(False)  # the row stripes, drawn from the first panel, show through
-        for side in ("top", "right", "left"):
-            ax.spines[side].set_visible(False)
-        ax.xaxis.set_major_locator(LogLocator(base=10))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.tick_params(axis="x", labelsize=9)
-        ax.grid(True, axis="x", which="major", alpha=0.4)
-        ax.grid(True, axis="x", which="minor", alpha=0.12)
         trials = sum(c["n_valid"] for r in rows for lab, c in r["cells"].items() if lab == label)
         # The panel's name, shrunk to the panel's width if need be, and its trials below it.
         room = axes_w + count_w
@@ -995,18 +1014,7 @@ def per_gpu_figure(doc: Mapping[str, Any]):
                 ax.text(xmin * 1.15, yy, "no valid trial" if not c["n_valid"] else "no exposure",
                         va="center", ha="left", fontsize=8, color="#777777", style="italic")
                 continue
-            if c["zero"]:
-                ax.annotate("", xy=(c["hi"] / arrow, yy), xytext=(c["hi"], yy),
-                            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.4,
-                                        "shrinkA": 0, "shrinkB": 0, "mutation_scale": 10})
-                (marker,) = ax.plot([c["hi"]], [yy], linestyle="none", marker=style["marker"],
-                                    markersize=7, markerfacecolor="white", markeredgecolor=colour,
-                                    markeredgewidth=1.6, zorder=3)
-            else:
-                ax.errorbar([c["estimate"]], [yy], xerr=[[c["estimate"] - c["lo"]], [c["hi"] - c["estimate"]]],
-                            fmt="none", ecolor=colour, elinewidth=1.6, capsize=3, capthick=1.4)
-                (marker,) = ax.plot([c["estimate"]], [yy], linestyle="none", marker=style["marker"],
-                                    markersize=7, color=colour, markeredgecolor=colour, zorder=3)
+            marker = draw_rate(ax, yy, c, colour, style["marker"], arrow, ROW_SMALL)
             drawn[r["arm"]] = {**c, "y": yy, "artist": marker}
         if gc == 0:  # the arm names, once per row of panels, and a stripe on every other arm
             names = blended_transform_factory(fig.transFigure, ax.transData)  # to follow it across
