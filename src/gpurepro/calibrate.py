@@ -58,8 +58,8 @@ from .args import UsageError
 from .classify import EVIDENCE
 from .manifest import Case, Claim, load_case
 from .plan import make_plan
+from .runner import DEFAULT_ALPHA, sequential_design
 
-DEFAULT_ALPHA, DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY = 0.05, 25, 5
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
 
@@ -509,21 +509,9 @@ def cmd_calibrate(args: Any, root: Path) -> int:
     case = load_case(args.case, root)
     if not case.claims:
         raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
+    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
     alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
-    if args.until_decided:
-        if args.trials is not None:
-            raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
-        step = args.look_every or DEFAULT_LOOK_EVERY
-        most = args.max_trials or DEFAULT_MAX_TRIALS
-        if step > most:
-            raise UsageError(f"--look-every {step} exceeds --max-trials {most}: no look would be "
-                             f"taken before the end")
-        design, trials = Design(alpha=alpha, step=step, max_trials=most), most
-    else:
-        loose = [f for f in ("max_trials", "look_every") if getattr(args, f) is not None]
-        if loose:
-            raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
-        design, trials = Design(alpha=alpha), args.trials or case.defaults.trials_per_arm
+    design = Design.from_description(stopping) if stopping else Design(alpha=alpha)
     rates = load_rates(case, root, args.rates_from)
     started = time.monotonic()
     result = calibrate(case, rates, args.runs, args.seed, design, args.until_decided, trials,

@@ -32,7 +32,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from .manifest import Claim
+from .manifest import Case, Claim
 from .stats import EVIDENCE
 
 
@@ -354,3 +354,16 @@ def _default(claim: Claim, decision: str) -> str:
     return {"supported": f"{{arm}} {what} {{reference}}: {{rate}} against {{reference_rate}} (rate ratio {{ratio}}, 95% CI {{ratio_ci}}).",
             "contradicted": f"Contrary to the claim, {{arm}} does not {what.replace('fails', 'fail')} {{reference}}: {{rate}} against {{reference_rate}}.",
             "not_decided": f"Whether {{arm}} {what} {{reference}} is not decided: {{rate}} against {{reference_rate}}; deciding it needs {{needed}}."}[decision]
+
+
+def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
+    """The decider of a run's claims: the design its journal recorded (one look at the default
+    alpha for a fixed-size run), continued from the decisions it journaled."""
+    from .runner import DEFAULT_ALPHA
+
+    stopping = header["options"].get("stopping")
+    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
+                      list(header["plan"]["arms"]))
+    decider.restore(header.get("stopping_result"))
+    return decider

@@ -261,10 +261,9 @@ def decide_claims(case: Case, header: Mapping[str, Any],
                   trials: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every claim of the run's family with its decision: journaled by a sequential run, or
     taken now in the one look of a fixed-size run."""
-    from .claims import sentence
-    from .runner import make_decider
+    from .claims import decider_for, sentence
 
-    decider = make_decider(case, dict(header))
+    decider = decider_for(case, header)
     if decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
         decider.final(trials)
     level = decider.design.alpha_per_look / max(1, len(decider.claims))

@@ -22,7 +22,7 @@ from . import env as envmod
 from .args import UsageError, checked_build_dir
 from .build import BuildError, load_index
 from .classify import EVIDENCE
-from .journal import Journal, check_trials, plan_sha256, result_name, verify_identity
+from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
 from .manifest import Case, TrialBudget
 from .plan import Plan, make_plan
 from .run import (
@@ -94,8 +94,6 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         if given:
             raise UsageError(f"--resume continues the journal's own plan and options; "
                              f"{', '.join(given)} cannot be given with it")
-        from .journal import read
-
         header = read(Path(args.resume)).header
         verify_identity(header, case.name, manifest_sha256(case), args.resume)
         o = header["options"]
@@ -124,25 +122,10 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     if args.journal and Path(args.journal).exists():
         raise UsageError(f"--journal {args.journal} exists; continue it with --resume {args.journal}")
 
-    stopping = None
-    if args.until_decided:
-        if args.trials is not None:
-            raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
-        design = {"alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
-                  "step": args.look_every or DEFAULT_LOOK_EVERY,
-                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS}
-        if design["step"] > design["max_trials"]:
-            raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
-                             f"{design['max_trials']}: no look would be taken before the end")
-        if not case.claims:
-            raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
-                             f"{case.name} declares no claims")
-        stopping, trials = design, int(design["max_trials"])
-    else:
-        loose = [f for f in ("max_trials", "look_every", "alpha") if getattr(args, f) is not None]
-        if loose:
-            raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
-        trials = int(args.trials or d.trials_per_arm)
+    if args.until_decided and not case.claims:
+        raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
+                         f"{case.name} declares no claims")
+    stopping, trials = sequential_design(case, args)
     return Checked(target=target, build_dir=build_dir,
                    budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
                                       timeout_s=float(timeout)),
@@ -153,6 +136,28 @@ def _relative_to(path: Path | None, root: Path) -> str | None:
     if path is None:
         return None
     return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else None
+
+
+def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: bool = False
+                      ) -> tuple[dict[str, Any] | None, int]:
+    """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
+    the trials per arm, from --until-decided, --max-trials, --look-every, --alpha and --trials.
+    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``)."""
+    if args.until_decided:
+        if args.trials is not None:
+            raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
+        design = {"alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
+                  "step": args.look_every or DEFAULT_LOOK_EVERY,
+                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS}
+        if design["step"] > design["max_trials"]:
+            raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
+                             f"{design['max_trials']}: no look would be taken before the end")
+        return design, int(design["max_trials"])
+    flags = ("max_trials", "look_every") + (() if alpha_for_fixed else ("alpha",))
+    loose = [f for f in flags if getattr(args, f) is not None]
+    if loose:
+        raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
+    return None, int(args.trials or case.defaults.trials_per_arm)
 
 
 def manifest_sha256(case: Case) -> str | None:
@@ -302,7 +307,9 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     decider = None
     stopping = run.header["options"].get("stopping")
     if stopping:
-        decider = make_decider(case, run.header)
+        from .claims import decider_for
+
+        decider = decider_for(case, run.header)
         journaled = [decider.to_json()]
         max_trials = int(stopping["max_trials"])
 
@@ -327,26 +334,12 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 journal.append_stopping(decider.to_json())
     except (Stopped, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
-        from .journal import read
-
         now = read(journal.path).trials
         _say(f"\nstopped by {signal.Signals(signum).name}: {len(now)} of {len(plan.order)} trials "
              f"are in {journal.path}; the trials that were running were killed and rerun on "
              f"resume. Continue with: python -m gpurepro run {case_arg} --resume {journal.path}")
         return exit_for_signal(signum)
     return EXIT_OK
-
-
-def make_decider(case: Case, header: dict[str, Any]):
-    """The claims' decider for a run, continued from what its journal recorded."""
-    from .claims import Decider, Design
-
-    stopping = header["options"].get("stopping")
-    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
-    decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
-                      list(header["plan"]["arms"]))
-    decider.restore(header.get("stopping_result"))
-    return decider
 
 
 def run_case(args: argparse.Namespace, root: Path, build: bool,
@@ -371,7 +364,7 @@ def run_case(args: argparse.Namespace, root: Path, build: bool,
     finally:
         started.journal.close()
     if status == EXIT_OK:
-        harness_errors = [t for t in _read_trials(started.journal.path)
+        harness_errors = [t for t in read(started.journal.path).trials
                           if t["outcome"] == "harness_error"]
         if harness_errors:
             _say(f"gpurepro: harness error: {len(harness_errors)} trial(s) ended as harness_error "
@@ -383,9 +376,3 @@ def run_case(args: argparse.Namespace, root: Path, build: bool,
 
         record_journals(case, [started.journal.path], root, None, force=False)
     return status
-
-
-def _read_trials(path: Path) -> list[dict[str, Any]]:
-    from .journal import read
-
-    return read(path).trials
