@@ -334,7 +334,34 @@ void handler(int sig, siginfo_t *si, void *ucv) {
     put_char(':');
     put_u64(counter_value(i));
   }
-  put("}}");
+  put_char('}');
+  // Every worker's phase (events.h): which call it was in, or last left, at the fault.
+  if (int nthreads = phase_threads()) {
+    put(",\"threads\":[");
+    bool first = true;
+    for (int i = 0; i < nthreads; ++i) {
+      int ptid;
+      const char *call;
+      bool inside;
+      uint64_t calls;
+      if (!phase_read(i, &ptid, &call, &inside, &calls)) continue;
+      if (!first) put_char(',');
+      first = false;
+      put("{\"thread\":");
+      put_i64(i);
+      put(",\"call\":");
+      if (call) put_json_str(call); else put("null");
+      put(",\"inside\":");
+      put(inside ? "true" : "false");
+      put(",\"calls\":");
+      put_u64(calls);
+      put(",\"faulting\":");
+      put(ptid == tid ? "true" : "false");
+      put_char('}');
+    }
+    put_char(']');
+  }
+  put_char('}');
   g_out[g_len++] = '\n';  // put_char keeps one byte free for this
 
   for (size_t off = 0; off < g_len;) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <mutex>
@@ -100,6 +101,49 @@ Counter counter(const char *name) {
   g_counter_names[n] = name;
   g_ncounters.store(n + 1);  // publish after the name is set (the crash handler reads both)
   return Counter{&g_counters[n].v};
+}
+
+namespace {
+PhaseSlot g_phases[kMaxPhaseThreads];
+const char *const *g_phase_names;
+int g_nphase_names;
+std::atomic<int> g_nphases{0};
+}  // namespace
+
+void phase_names(const char *const *names, int n) {
+  g_phase_names = names;
+  g_nphase_names = n;
+}
+
+void phase_reserve(int n) {
+  int have = g_nphases.load(std::memory_order_relaxed);
+  while (have < n && !g_nphases.compare_exchange_weak(have, n)) {
+  }
+}
+
+PhaseSlot *phase_slot(int index) {
+  if (index < 0 || index >= kMaxPhaseThreads) {
+    fprintf(stderr, "phase_slot: index %d outside 0..%d\n", index, kMaxPhaseThreads - 1);
+    abort();
+  }
+  PhaseSlot *s = &g_phases[index];
+  s->tid.store(int(syscall(SYS_gettid)), std::memory_order_relaxed);
+  phase_reserve(index + 1);
+  return s;
+}
+
+int phase_threads() { return g_nphases.load(std::memory_order_acquire); }
+
+bool phase_read(int index, int *tid, const char **call, bool *inside, uint64_t *calls) {
+  if (index < 0 || index >= phase_threads()) return false;
+  const PhaseSlot &s = g_phases[index];
+  *tid = s.tid.load(std::memory_order_relaxed);
+  uint64_t w = s.word.load(std::memory_order_relaxed);
+  unsigned id = unsigned(w >> 1) & 0x7fffu;
+  *calls = w >> 16;
+  *inside = w & 1u;
+  *call = (*calls && g_phase_names && int(id) < g_nphase_names) ? g_phase_names[id] : nullptr;
+  return true;
 }
 
 int counters_count() { return g_ncounters.load(std::memory_order_acquire); }

@@ -28,6 +28,39 @@ int counters_count();
 const char *counter_name(int i);
 uint64_t counter_value(int i);
 
+// Where each worker thread is: the API call it is in (or last left) and how many calls it has
+// entered, published with relaxed stores so the crash handler can say what every thread was
+// doing at the fault. One 64-bit word per thread, written only by its owner:
+//   bits 63..16: calls entered, bits 15..1: call id (index into the names), bit 0: inside.
+// Cost per call: two plain stores to a line only this thread writes (no fetch_add, no fence).
+enum { kMaxPhaseThreads = 64 };
+struct alignas(64) PhaseSlot {
+  std::atomic<uint64_t> word{0};
+  uint64_t mine = 0;  // the owner's copy of word (only the owner touches it)
+  std::atomic<int> tid{0};
+};
+// Register the call names once, before any thread publishes (ids index `names`; id 0 is the
+// state before the first call). `names` must outlive the process (literals).
+void phase_names(const char *const *names, int n);
+// Announce n slots before starting the threads, so a crash record lists every one of them,
+// a thread that has not reached its first call as call null, 0 calls.
+void phase_reserve(int n);
+// The calling thread's slot for worker `index` (0 <= index < kMaxPhaseThreads; records its tid).
+PhaseSlot *phase_slot(int index);
+inline void phase_enter(PhaseSlot *s, unsigned call) {
+  s->mine = (((s->mine >> 16) + 1) << 16) | (uint64_t(call) << 1) | 1u;
+  s->word.store(s->mine, std::memory_order_relaxed);
+}
+inline void phase_exit(PhaseSlot *s) {
+  s->mine &= ~uint64_t(1);
+  s->word.store(s->mine, std::memory_order_relaxed);
+}
+// For the crash handler (async-signal-safe): the highest registered index + 1, and one slot.
+int phase_threads();
+// False past phase_threads(). `call` is null before a thread's first call; `tid` 0 before the
+// thread took its slot.
+bool phase_read(int index, int *tid, const char **call, bool *inside, uint64_t *calls);
+
 // Count one failed call returning `code` (lock-free; not counted once kMaxErrorCodes distinct
 // codes are taken). Names come from the namer (default: cuda_types.h's table, else
 // "CUDA_ERROR_<n>"); host drivers install cu_error_name.

@@ -357,6 +357,67 @@ def test_host_crash_inside_driver(bins):
     assert rec["counters"]["launches"] >= 500
 
 
+def test_host_crash_record_names_every_threads_call(bins):
+    # Each worker publishes the call it is in; the crash record carries all of them, the
+    # faulting thread inside the call that crashed.
+    r = host_fake(bins, "--seconds", "5", "--threads", "3", FAKE_CUDA_CRASH="cuModuleUnload:20000")
+    assert r.returncode == -signal.SIGSEGV
+    threads = crash_record(r.stderr)["threads"]
+    assert [t["thread"] for t in threads] == [0, 1, 2]
+    faulting = [t for t in threads if t["faulting"]]
+    assert len(faulting) == 1
+    assert faulting[0]["call"] == "cuModuleUnload" and faulting[0]["inside"] is True
+    # A thread that had not reached its first call yet (the fake driver is fast) says so.
+    assert all((t["calls"] > 0 and t["call"].startswith(("cu", "lock")))
+               or (t["calls"] == 0 and t["call"] is None) for t in threads)
+
+
+def test_host_crash_while_preloading_names_main(bins):
+    r = host_fake(bins, "--seconds", "5", "--preload", "50", FAKE_CUDA_CRASH="cuLaunchKernel:20")
+    assert r.returncode == -signal.SIGSEGV
+    rec = crash_record(r.stderr)
+    # Main's slot comes after the workers' (none started yet): index --threads.
+    assert [(t["thread"], t["call"], t["faulting"]) for t in rec["threads"]] == [
+        (0, None, False), (1, None, False), (2, "cuLaunchKernel", True)]
+    assert rec["counters"]["launches"] == 0
+
+
+@pytest.mark.parametrize("lock", ["none", "iteration", "unload-launch", "unload-load"])
+def test_host_lock_levels_run(bins, lock):
+    r = host_fake(bins, "--seconds", "0.2", "--lock", lock)
+    assert r.returncode == 0, r.stderr
+    ev = events(r.stdout)
+    assert ev[0]["config"]["lock"] == lock
+    assert ev[-1]["counters"]["cycles"] > 0
+
+
+def test_host_preload_and_prime_load_before_the_workers(bins):
+    # 30 primed, back down to 10 held: 30 loads and 20 unloads before any worker cycle.
+    r = host_fake(bins, "--threads", "1", "--seconds", "0", "--max-cycles", "20",
+                  "--preload", "10", "--prime", "30", FAKE_CUDA_FAIL="cuModuleLoadData:999:38")
+    assert r.returncode == 1, r.stdout + r.stderr
+    final = events(r.stdout)[-1]
+    # The 39th load fails: 30 by main, then the worker's ninth (before its budget of 20).
+    assert (final["call"], final["counters"]["loads"]) == ("cuModuleLoadData", 8)
+    assert events(r.stdout)[0]["config"]["preload"] == 10
+    assert events(r.stdout)[0]["config"]["prime"] == 30
+
+
+def test_host_context_groups(bins):
+    r = host_fake(bins, "--seconds", "0.2", "--threads", "4", "--contexts", "2")
+    assert r.returncode == 0, r.stderr
+    cfg = events(r.stdout)[0]["config"]
+    assert (cfg["context"], cfg["contexts"], cfg["threads"]) == ("groups", 2, 4)
+
+
+@pytest.mark.parametrize("args", [["--prime", "5", "--preload", "10"],
+                                  ["--preload", "3", "--context", "per-thread"],
+                                  ["--preload", "3", "--api", "library"],
+                                  ["--contexts", "3"], ["--lock", "sometimes"]])
+def test_host_rejects_inconsistent_options(bins, args):
+    assert host_fake(bins, *args).returncode == 2
+
+
 # ---- hangs: a worker that never returns is `hung`, never `ok` ----
 
 def test_stuck_worker_without_deadline_runs_into_the_harness_limit(bins):

@@ -7,18 +7,33 @@
 //
 // Run:
 //   host --cubin K.cubin [--cubin K2.cubin ...] [--threads 2] [--unload three-in-four]
-//        [--serialize] [--context shared] [--api module] [--seconds 20] [--max-cycles 0]
-//        [--heartbeat-ms 1000] [--join-timeout 10]
+//        [--lock none] [--context shared] [--contexts N] [--api module] [--preload K]
+//        [--prime P] [--seconds 20] [--max-cycles 0] [--heartbeat-ms 1000] [--join-timeout 10]
 //   --cubin (repeatable)   thread i loads cubin i % count (distinct-modules arm)
 //   --unload               never | three-in-four (as filed: `if (n & 3)`) | always
-//   --serialize            one global mutex around each whole iteration (no concurrency)
-//   --context              shared (as filed) | per-thread (own context and buffers per thread)
+//   --lock                 none (as filed) | iteration (one mutex around each whole iteration:
+//                          no concurrency; --serialize is the same) | unload-launch (one mutex
+//                          around cuModuleUnload and around cuModuleGetFunction+cuLaunchKernel:
+//                          the two never overlap, loads and synchronizes still do) |
+//                          unload-load (around cuModuleUnload and around cuModuleLoadData)
+//   --context              shared (as filed: one context, created by main) | per-thread (each
+//                          worker creates its own context and buffers)
+//   --contexts N           N contexts created by main, each with its own buffers; worker i
+//                          uses context i % N (N = 1 is `shared`)
 //   --api                  module (as filed) | library (cuLibraryLoadData / cuLibraryGetKernel)
+//   --preload K            before the workers start, main loads K more modules of the first
+//                          cubin into the first context, fetches, launches and synchronises each
+//                          once (the state a cycled module has) and keeps them loaded, so the
+//                          live module count is K + loads - unloads
+//   --prime P              (P > K) load P that way first, then unload the newest P - K before
+//                          the workers start: the count has been to P and comes back to K
 //   --join-timeout         seconds to wait for the workers after the stop (0: for ever)
 //
 // Hot loop: only CUDA calls, relaxed counter increments (the cycles one also checks the
-// --max-cycles budget) and one relaxed load of the stop flag per iteration: no locks unless
-// --serialize, no syscalls, no allocation, so it runs as fast as repro.cc.
+// --max-cycles budget), one relaxed load of the stop flag per iteration, and two plain stores
+// per call publishing where the thread is (events.h, PhaseSlot: read by the crash handler): no
+// locks unless --lock, no syscalls, no allocation, so it runs as fast as repro.cc
+// (bench/loop_rate.py measures it).
 // After the budget, main waits for every worker to finish its iteration (join_workers, still
 // heartbeating) before the final record: a kernel that never returns keeps its worker in
 // cuCtxSynchronize, so the trial is `hung` (final "hung" after --join-timeout, or killed at the
@@ -45,14 +60,18 @@ namespace {
 
 enum class Unload { never, three_in_four, always };
 enum class Api { module, library };
+enum class Lock { none, iteration, unload_launch, unload_load };
+const char *const kLockNames[] = {"none", "iteration", "unload-launch", "unload-load"};
 
 struct Options {
   std::vector<std::string> cubins;
   int threads = 2;
   Unload unload = Unload::three_in_four;
-  bool serialize = false;
-  bool per_thread_context = false;
+  Lock lock = Lock::none;
+  int contexts = 1;                  // 0: one per worker, created by the worker (per-thread)
   Api api = Api::module;
+  unsigned preload = 0;
+  unsigned prime = 0;
   double seconds = 20;
   unsigned long long max_cycles = 0;
   int heartbeat_ms = 1000;
@@ -61,6 +80,16 @@ struct Options {
 
 const int M = 128;                   // as in repro.cc: three M x M float arrays
 int g_dim[4] = {M, M, M, 1};         // shape0, shape1, stride0, stride1 (int32)
+
+// Phase ids (PhaseSlot): index into kCallNames.
+enum Call : unsigned {
+  kStart, kModuleLoadData, kModuleGetFunction, kLaunchKernel, kCtxSynchronize, kModuleUnload,
+  kLibraryLoadData, kLibraryGetKernel, kLibraryUnload, kLockWait, kCallCount
+};
+const char *const kCallNames[kCallCount] = {
+    "start", "cuModuleLoadData", "cuModuleGetFunction", "cuLaunchKernel", "cuCtxSynchronize",
+    "cuModuleUnload", "cuLibraryLoadData", "cuLibraryGetKernel", "cuLibraryUnload",
+    "lock-wait"};
 
 struct Worker {
   int index = 0;
@@ -76,7 +105,7 @@ Options g_opt;
 CUdevice g_dev;
 std::vector<std::string> g_images;
 std::vector<Worker> g_workers;
-std::mutex g_serial;                 // used only under --serialize
+std::mutex g_lock;                   // used only under --lock
 Counter c_cycles, c_loads, c_launches, c_unloads;
 
 // Record a failed call and stop everyone. A load the device cannot run at all (checked on each
@@ -110,48 +139,74 @@ bool alloc_buffers(CUdeviceptr *bufs, Worker &w) {
   return true;
 }
 
-// Holds g_serial for one iteration, only under --serialize.
-struct SerialGuard {
+// Holds g_lock for its scope when `on`; the wait is published as the phase "lock-wait".
+struct MaybeLock {
   bool on;
-  explicit SerialGuard(bool s) : on(s) { if (on) g_serial.lock(); }
-  ~SerialGuard() { if (on) g_serial.unlock(); }
+  MaybeLock(bool o, PhaseSlot *ps) : on(o) {
+    if (!on) return;
+    phase_enter(ps, kLockWait);
+    g_lock.lock();
+    phase_exit(ps);
+  }
+  ~MaybeLock() { if (on) g_lock.unlock(); }
 };
 
+// One driver call with the thread's phase published around it.
+#define PHASED(ps, id, expr) (phase_enter(ps, id), r = (expr), phase_exit(ps), r)
+
 template <Api kApi>
-void loop(Worker &w) {
+void loop(Worker &w, PhaseSlot *ps) {
   const void *image = w.image->data();
   const Unload unload = g_opt.unload;
-  const bool serialize = g_opt.serialize;
+  const bool lock_iteration = g_opt.lock == Lock::iteration;
+  const bool lock_launch = g_opt.lock == Lock::unload_launch;
+  const bool lock_load = g_opt.lock == Lock::unload_load;
+  const bool lock_unload = lock_launch || lock_load;
   const uint64_t budget = g_opt.max_cycles ? g_opt.max_cycles : UINT64_MAX;
   for (unsigned n = 0; !stop_requested(); ++n) {
-    SerialGuard guard(serialize);
+    MaybeLock whole(lock_iteration, ps);
     CUresult r;
     CUfunction f;
     CUmodule m = nullptr;
     CUlibrary lib = nullptr;
-    if constexpr (kApi == Api::module) {
-      if ((r = cu.cuModuleLoadData(&m, image))) return fail(w, r, "cuModuleLoadData", n == 0);
-      c_loads.inc();
-      if ((r = cu.cuModuleGetFunction(&f, m, "repro_kernel")))
-        return fail(w, r, "cuModuleGetFunction", false);
-    } else {
-      if ((r = cu.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0)))
-        return fail(w, r, "cuLibraryLoadData", n == 0);
-      c_loads.inc();
-      CUkernel k;
-      if ((r = cu.cuLibraryGetKernel(&k, lib, "repro_kernel")))
-        return fail(w, r, "cuLibraryGetKernel", false);
-      f = reinterpret_cast<CUfunction>(k);  // a CUkernel launches in the current context
-    }
-    if ((r = cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, w.args, nullptr)))
-      return fail(w, r, "cuLaunchKernel", false);
-    c_launches.inc();
-    if ((r = cu.cuCtxSynchronize())) return fail(w, r, "cuCtxSynchronize", false);
-    if (unload == Unload::always || (unload == Unload::three_in_four && (n & 3))) {
+    {
+      MaybeLock held(lock_load, ps);
       if constexpr (kApi == Api::module) {
-        if ((r = cu.cuModuleUnload(m))) return fail(w, r, "cuModuleUnload", false);
+        if (PHASED(ps, kModuleLoadData, cu.cuModuleLoadData(&m, image)))
+          return fail(w, r, "cuModuleLoadData", n == 0);
       } else {
-        if ((r = cu.cuLibraryUnload(lib))) return fail(w, r, "cuLibraryUnload", false);
+        if (PHASED(ps, kLibraryLoadData,
+                   cu.cuLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0)))
+          return fail(w, r, "cuLibraryLoadData", n == 0);
+      }
+    }
+    c_loads.inc();
+    {
+      MaybeLock held(lock_launch, ps);
+      if constexpr (kApi == Api::module) {
+        if (PHASED(ps, kModuleGetFunction, cu.cuModuleGetFunction(&f, m, "repro_kernel")))
+          return fail(w, r, "cuModuleGetFunction", false);
+      } else {
+        CUkernel k;
+        if (PHASED(ps, kLibraryGetKernel, cu.cuLibraryGetKernel(&k, lib, "repro_kernel")))
+          return fail(w, r, "cuLibraryGetKernel", false);
+        f = reinterpret_cast<CUfunction>(k);  // a CUkernel launches in the current context
+      }
+      if (PHASED(ps, kLaunchKernel,
+                 cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, w.args, nullptr)))
+        return fail(w, r, "cuLaunchKernel", false);
+    }
+    c_launches.inc();
+    if (PHASED(ps, kCtxSynchronize, cu.cuCtxSynchronize()))
+      return fail(w, r, "cuCtxSynchronize", false);
+    if (unload == Unload::always || (unload == Unload::three_in_four && (n & 3))) {
+      MaybeLock held(lock_unload, ps);
+      if constexpr (kApi == Api::module) {
+        if (PHASED(ps, kModuleUnload, cu.cuModuleUnload(m)))
+          return fail(w, r, "cuModuleUnload", false);
+      } else {
+        if (PHASED(ps, kLibraryUnload, cu.cuLibraryUnload(lib)))
+          return fail(w, r, "cuLibraryUnload", false);
       }
       c_unloads.inc();
     }
@@ -162,7 +217,8 @@ void loop(Worker &w) {
 void *worker(void *arg) {
   Worker &w = *static_cast<Worker *>(arg);
   install_thread_altstack();
-  if (g_opt.per_thread_context) {
+  PhaseSlot *ps = phase_slot(w.index);  // first: a crash from here on names this thread
+  if (g_opt.contexts == 0) {
     if (CUresult r = cu.cuCtxCreate(&w.ctx, 0, g_dev)) {
       fail(w, r, "cuCtxCreate", false);
       return nullptr;
@@ -175,16 +231,17 @@ void *worker(void *arg) {
     fail(w, r, "cuCtxSetCurrent", false);
     return nullptr;
   }
-  if (g_opt.api == Api::module) loop<Api::module>(w); else loop<Api::library>(w);
+  if (g_opt.api == Api::module) loop<Api::module>(w, ps); else loop<Api::library>(w, ps);
   return nullptr;
 }
 
 [[noreturn]] void usage(const char *msg) {
   fprintf(stderr,
           "host: %s\nusage: host --cubin PATH [--cubin PATH ...] [--threads N] "
-          "[--unload never|three-in-four|always] [--serialize] [--context shared|per-thread] "
-          "[--api module|library] [--seconds S] [--max-cycles N] [--heartbeat-ms MS] "
-          "[--join-timeout S]\n",
+          "[--unload never|three-in-four|always] "
+          "[--lock none|iteration|unload-launch|unload-load] [--context shared|per-thread] "
+          "[--contexts N] [--api module|library] [--preload K] [--prime P] [--seconds S] "
+          "[--max-cycles N] [--heartbeat-ms MS] [--join-timeout S]\n",
           msg);
   exit(2);
 }
@@ -199,7 +256,10 @@ Options parse(int argc, char **argv) {
     };
     if (a == "--cubin") o.cubins.push_back(val());
     else if (a == "--threads") o.threads = atoi(val().c_str());
-    else if (a == "--serialize") o.serialize = true;
+    else if (a == "--serialize") o.lock = Lock::iteration;
+    else if (a == "--contexts") o.contexts = atoi(val().c_str());
+    else if (a == "--preload") o.preload = unsigned(strtoul(val().c_str(), nullptr, 10));
+    else if (a == "--prime") o.prime = unsigned(strtoul(val().c_str(), nullptr, 10));
     else if (a == "--seconds") o.seconds = atof(val().c_str());
     else if (a == "--max-cycles") o.max_cycles = strtoull(val().c_str(), nullptr, 10);
     else if (a == "--heartbeat-ms") o.heartbeat_ms = atoi(val().c_str());
@@ -210,10 +270,16 @@ Options parse(int argc, char **argv) {
       else if (v == "three-in-four") o.unload = Unload::three_in_four;
       else if (v == "always") o.unload = Unload::always;
       else usage("bad --unload");
+    } else if (a == "--lock") {
+      std::string v = val();
+      int i = 0;
+      while (i < 4 && v != kLockNames[i]) ++i;
+      if (i == 4) usage("bad --lock");
+      o.lock = Lock(i);
     } else if (a == "--context") {
       std::string v = val();
       if (v != "shared" && v != "per-thread") usage("bad --context");
-      o.per_thread_context = v == "per-thread";
+      o.contexts = v == "per-thread" ? 0 : 1;
     } else if (a == "--api") {
       std::string v = val();
       if (v != "module" && v != "library") usage("bad --api");
@@ -223,7 +289,13 @@ Options parse(int argc, char **argv) {
     }
   }
   if (o.cubins.empty()) usage("at least one --cubin is required");
-  if (o.threads < 1 || o.threads > 256) usage("--threads must be 1..256");
+  // One phase slot per worker, and one for main while it preloads.
+  if (o.threads < 1 || o.threads >= kMaxPhaseThreads)
+    usage("--threads must be 1..63");
+  if (o.contexts < 0 || o.contexts > o.threads) usage("--contexts must be 1..threads");
+  if (o.prime && o.prime <= o.preload) usage("--prime must be larger than --preload");
+  if ((o.preload || o.prime) && (o.contexts == 0 || o.api != Api::module))
+    usage("--preload/--prime need contexts created by main and --api module");
   if (o.heartbeat_ms < 1) usage("--heartbeat-ms must be >= 1");
   return o;
 }
@@ -234,15 +306,16 @@ std::string config_json() {
   for (size_t i = 0; i < g_images.size(); ++i)
     s += std::string(i ? "," : "") + "{\"path\":" + json_quote(g_opt.cubins[i].c_str()) +
          ",\"bytes\":" + std::to_string(g_images[i].size()) + "}";
-  char tail[400];
+  char tail[500];
   snprintf(tail, sizeof tail,
-           "],\"threads\":%d,\"unload\":\"%s\",\"serialize\":%s,\"context\":\"%s\","
-           "\"api\":\"%s\",\"seconds\":%g,\"max_cycles\":%llu,\"heartbeat_ms\":%d,"
-           "\"join_timeout_s\":%g}",
-           g_opt.threads, unload_names[int(g_opt.unload)], g_opt.serialize ? "true" : "false",
-           g_opt.per_thread_context ? "per-thread" : "shared",
-           g_opt.api == Api::library ? "library" : "module", g_opt.seconds, g_opt.max_cycles,
-           g_opt.heartbeat_ms, g_opt.join_timeout_s);
+           "],\"threads\":%d,\"unload\":\"%s\",\"lock\":\"%s\",\"context\":\"%s\","
+           "\"contexts\":%d,\"api\":\"%s\",\"preload\":%u,\"prime\":%u,\"seconds\":%g,"
+           "\"max_cycles\":%llu,\"heartbeat_ms\":%d,\"join_timeout_s\":%g}",
+           g_opt.threads, unload_names[int(g_opt.unload)], kLockNames[int(g_opt.lock)],
+           g_opt.contexts == 0 ? "per-thread" : g_opt.contexts == 1 ? "shared" : "groups",
+           g_opt.contexts == 0 ? g_opt.threads : g_opt.contexts,
+           g_opt.api == Api::library ? "library" : "module", g_opt.preload, g_opt.prime,
+           g_opt.seconds, g_opt.max_cycles, g_opt.heartbeat_ms, g_opt.join_timeout_s);
   return s + tail;
 }
 
@@ -271,6 +344,37 @@ std::string device_json() {
   _exit(finish());
 }
 
+// --preload / --prime, on the main thread in the first context before any worker starts: each
+// module loaded, its function fetched, launched once and synchronised, like a cycled module.
+// Main publishes its phase in the slot after the workers' (a crash here names its call).
+void preload_modules() {
+  const unsigned total = g_opt.prime ? g_opt.prime : g_opt.preload;
+  if (!total) return;
+  PhaseSlot *ps = phase_slot(g_opt.threads);
+  Worker &w = g_workers[0];
+  static std::vector<CUmodule> held;  // kept loaded until _exit
+  held.reserve(total);
+  CUresult r;
+  for (unsigned i = 0; i < total; ++i) {
+    CUmodule m;
+    CUfunction f;
+    if (PHASED(ps, kModuleLoadData, cu.cuModuleLoadData(&m, w.image->data())))
+      setup_failed(r, "cuModuleLoadData");
+    held.push_back(m);
+    if (PHASED(ps, kModuleGetFunction, cu.cuModuleGetFunction(&f, m, "repro_kernel")))
+      setup_failed(r, "cuModuleGetFunction");
+    if (PHASED(ps, kLaunchKernel,
+               cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, w.args, nullptr)))
+      setup_failed(r, "cuLaunchKernel");
+    if (PHASED(ps, kCtxSynchronize, cu.cuCtxSynchronize())) setup_failed(r, "cuCtxSynchronize");
+  }
+  while (held.size() > g_opt.preload) {  // --prime: back down to K, newest first
+    if (PHASED(ps, kModuleUnload, cu.cuModuleUnload(held.back())))
+      setup_failed(r, "cuModuleUnload");
+    held.pop_back();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -296,20 +400,30 @@ int main(int argc, char **argv) {
     _exit(finish());
   }
 
+  phase_names(kCallNames, kCallCount);
+  phase_reserve(g_opt.threads);
   g_workers.resize(size_t(g_opt.threads));  // never resized again: workers hold references
-  CUcontext shared_ctx = nullptr;
-  CUdeviceptr shared_bufs[3] = {};
-  if (!g_opt.per_thread_context) {
-    if (CUresult r = cu.cuCtxCreate(&shared_ctx, 0, g_dev)) setup_failed(r, "cuCtxCreate");
-    for (CUdeviceptr &b : shared_bufs)
-      if (CUresult r = cu.cuMemAlloc(&b, M * M * 4)) setup_failed(r, "cuMemAlloc");
+  // Contexts made by main (--contexts N; N = 1 is `shared`), each with its own buffers.
+  std::vector<CUcontext> contexts(size_t(g_opt.contexts));
+  std::vector<CUdeviceptr> bufs(3 * contexts.size());
+  for (size_t c = 0; c < contexts.size(); ++c) {
+    if (CUresult r = cu.cuCtxCreate(&contexts[c], 0, g_dev)) setup_failed(r, "cuCtxCreate");
+    for (size_t b = 0; b < 3; ++b)
+      if (CUresult r = cu.cuMemAlloc(&bufs[3 * c + b], M * M * 4)) setup_failed(r, "cuMemAlloc");
   }
   for (int i = 0; i < g_opt.threads; ++i) {
     Worker &w = g_workers[size_t(i)];
     w.index = i;
     w.image = &g_images[size_t(i) % g_images.size()];
-    w.ctx = shared_ctx;
-    if (!g_opt.per_thread_context) setup_buffers(w, shared_bufs);
+    if (!contexts.empty()) {
+      size_t c = size_t(i) % contexts.size();
+      w.ctx = contexts[c];
+      setup_buffers(w, &bufs[3 * c]);
+    }
+  }
+  if (!contexts.empty()) {
+    if (CUresult r = cu.cuCtxSetCurrent(contexts[0])) setup_failed(r, "cuCtxSetCurrent");
+    preload_modules();
   }
   for (Worker &w : g_workers) pthread_create(&w.thread, nullptr, worker, &w);
 

@@ -127,6 +127,11 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "pc_perms": pc["perms"],
         "frames": frames,
         "t": crash.get("t"),
+        # Every worker's published call at the fault (native/events.h, PhaseSlot), where the
+        # driver publishes them; thread ids are left out (they differ every run).
+        **({"threads": [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
+                        for t in crash["threads"]]}
+           if isinstance(crash.get("threads"), list) else {}),
     }
 
 
