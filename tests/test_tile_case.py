@@ -78,15 +78,21 @@ def _text(v):
 # ---------------------------------------------------------------- claims in the manifest
 
 
-def test_every_arm_but_the_baseline_has_a_claim(case):
-    claimed = {c.arm for c in case.claims}
+def test_every_arm_is_in_a_claim(case):
+    claimed = {c.arm for c in case.claims} | {c.reference for c in case.claims if c.reference}
     assert claimed == {a.name for a in case.arms}
     kinds = {c.name: (c.kind, c.reference) for c in case.claims}
     for name in ("control-cuda", "as-filed-cuda", "cuda-module-globals", "one-thread", "serialized",
-                 "context-per-thread", "never-unload"):
+                 "context-per-thread", "never-unload", "lock-unload-launch", "lock-unload-load",
+                 "control-cuda-lineinfo"):
         assert kinds[name] == ("lower", None)  # against the baseline
-    for name in ("always-unload", "distinct-cubins", "other-tile-kernel", "library-api"):
+    for name in ("always-unload", "distinct-cubins", "other-tile-kernel", "library-api", "tile-nodebug"):
         assert kinds[name] == ("equivalent", None)
+    # The interventions compare with their own controls.
+    assert kinds["hold-near-pow2"] == ("higher", "hold-far")
+    assert kinds["primed-grow-from-2000"] == ("lower", "grow-from-2000")
+    assert kinds["two-contexts-two-threads"] == ("higher", "context-per-thread")
+    assert kinds["grow-crossings-live"] == ("concentrated", None)
     # The seed program's counters are coarse: no rate claim about as-filed, only that it crashes.
     assert kinds["as-filed-crashes"] == ("outcome", None)
     assert all(c.supported and c.not_decided for c in case.claims)
@@ -276,8 +282,23 @@ def test_trial_commands(case):
     assert cmd("as-filed").argv[1] == "/b/tile_cubin_as_filed"
     distinct = cmd("distinct-cubins").argv
     assert distinct.count("--cubin") == 2
-    assert "--serialize" in cmd("serialized").argv
-    assert cmd("library-api").argv[cmd("library-api").argv.index("--api") + 1] == "library"
+    def flag(arm: str, name: str) -> str:
+        argv = cmd(arm).argv
+        return argv[argv.index(name) + 1]
+
+    assert flag("serialized", "--lock") == "iteration"
+    assert flag("lock-unload-launch", "--lock") == "unload-launch"
+    assert flag("library-api", "--api") == "library"
+    assert (flag("hold-near-pow2", "--preload"), flag("hold-near-pow2", "--unload")) == ("4095", "always")
+    assert (flag("primed-grow-from-2000", "--preload"), flag("primed-grow-from-2000", "--prime")) == (
+        "2000", "9000")
+    assert "--preload" not in cmd("baseline").argv and "--prime" not in cmd("grow-from-2000").argv
+    assert (flag("two-contexts-two-threads", "--contexts"), flag("two-contexts-two-threads", "--threads")) == (
+        "2", "4")
+    # The seed program cannot take the new factors either.
+    with pytest.raises(ValueError):
+        case.trial_command(TrialContext("as-filed", {**arms["as-filed"], "preload": 4095}, arts,
+                                        budget, ROOT / "native", case.directory))
 
 
 def test_seed_output_parser(case):

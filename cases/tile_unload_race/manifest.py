@@ -23,6 +23,7 @@ from gpurepro.manifest import (
 _verdict = load_sibling(__file__, "verdict")
 _sections = load_sibling(__file__, "sections")
 _seed_output = load_sibling(__file__, "seed_output")
+_strata = load_sibling(__file__, "strata")
 
 # cuda-tile 1.5.0 as filed. tileiras refuses to run beside nvcc/nvvm wheels of another
 # release, so the whole CUDA family is pinned together. tileiras 13.2 (the report's CUDA)
@@ -99,6 +100,16 @@ ARTIFACTS = [
         tools=("tileiras",),
     ),
     Artifact(
+        name="tile_cubin_nodebug",
+        description=("the reporter's Tile IR kernel compiled by tileiras without --lineinfo (cuda.tile "
+                     "always passes it): no line tables, same .text and .nv.host"),
+        command=("{python}", "{case}/kernel_tile.py", "--kernel", "add", "--gpu-code", "{arch}",
+                 "--no-lineinfo", "{tileiras}", "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin", "kernel.tileirbc"),
+        sources=("kernel_tile.py",),
+        tools=("tileiras",),
+    ),
+    Artifact(
         name="tile_cubin_other",
         description="a different Tile IR kernel with the same argument ABI",
         command=("{python}", "{case}/kernel_tile.py", "--kernel", "other", "--gpu-code", "{arch}",
@@ -124,6 +135,15 @@ ARTIFACTS = [
         sources=("kernel_cuda.cu",),
     ),
     Artifact(
+        name="cuda_cubin_lineinfo",
+        description=("the reporter's plain CUDA kernel, nvcc -cubin -lineinfo: line tables like the "
+                     "Tile IR cubin's, so Tile IR vs plain differs only where it must"),
+        command=("{nvcc}", "-arch={arch}", "-cubin", "-lineinfo", "-o", "{out}/kernel.cubin",
+                 "{case}/kernel_cuda.cu"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_cuda.cu",),
+    ),
+    Artifact(
         name="cuda_cubin_globals",
         description="plain CUDA kernel with initialised __device__ module data (.nv.global.init)",
         command=("{nvcc}", "-arch={arch}", "-cubin", "-DWITH_MODULE_GLOBALS", "-o",
@@ -135,13 +155,19 @@ ARTIFACTS = [
 
 FACTORS = {
     "driver": Factor(("host", "seed"), "host", "host.cc (instrumented) or seed/repro.cc as filed"),
-    "module": Factor(("tile", "cuda", "cuda_globals", "tile_other", "tile_distinct"), "tile",
-                     "which cubin(s) the loop loads"),
+    "module": Factor(("tile", "cuda", "cuda_globals", "tile_other", "tile_distinct", "tile_nodebug",
+                      "cuda_lineinfo"), "tile", "which cubin(s) the loop loads"),
     "threads": Factor((1, 2, 4), 2, "worker threads"),
     "unload": Factor(("never", "three-in-four", "always"), "three-in-four", "which iterations unload"),
-    "serialize": Factor((False, True), False, "one mutex around each whole iteration"),
-    "context": Factor(("shared", "per-thread"), "shared", "one context for all threads, or one each"),
+    "lock": Factor(("none", "iteration", "unload-launch", "unload-load"), "none",
+                   "one mutex around: nothing, each whole iteration, unload vs get-function+launch, "
+                   "or unload vs load"),
+    "context": Factor(("shared", "per-thread", "two"), "shared",
+                      "one context for all threads, one each, or two shared by alternate threads"),
     "api": Factor(("module", "library"), "module", "cuModule* or cuLibrary* entry points"),
+    "preload": Factor((0, 2000, 3000, 4095), 0,
+                      "modules main loads, launches once and holds before the workers start"),
+    "prime": Factor((0, 9000), 0, "modules main loads first, then unloads back down to preload"),
 }
 
 ARMS = [
@@ -153,11 +179,30 @@ ARMS = [
     Arm("one-thread", {"threads": 1}, "no concurrency"),
     Arm("never-unload", {"unload": "never"}),
     Arm("always-unload", {"unload": "always"}),
-    Arm("serialized", {"serialize": True}, "two threads, but never overlapping"),
+    Arm("serialized", {"lock": "iteration"}, "two threads, but never overlapping"),
     Arm("context-per-thread", {"context": "per-thread"}),
     Arm("other-tile-kernel", {"module": "tile_other"}),
     Arm("distinct-cubins", {"module": "tile_distinct"}, "thread 0 the add kernel, thread 1 the other"),
     Arm("library-api", {"api": "library"}, "cuLibraryLoadData / GetKernel / Unload, as cuda-tile uses"),
+    # The mechanism, by intervention.
+    Arm("hold-near-pow2", {"preload": 4095, "unload": "always"},
+        "4095 modules held: the live count oscillates across 4096"),
+    Arm("hold-far", {"preload": 3000, "unload": "always"},
+        "3000 modules held: the live count stays far from any power of two"),
+    Arm("grow-from-2000", {"preload": 2000},
+        "2000 modules held, unload 3 in 4: the live count rises through 2048, 4096 and 8192"),
+    Arm("primed-grow-from-2000", {"preload": 2000, "prime": 9000},
+        "as grow-from-2000 after 9000 modules were loaded and unloaded back to 2000: any table "
+        "sized by the count has already grown past 8192"),
+    Arm("lock-unload-launch", {"lock": "unload-launch"},
+        "one mutex around cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel"),
+    Arm("lock-unload-load", {"lock": "unload-load"},
+        "one mutex around cuModuleUnload and around cuModuleLoadData"),
+    Arm("tile-nodebug", {"module": "tile_nodebug"},
+        "the Tile IR cubin without line tables (.text and .nv.host byte-identical)"),
+    Arm("control-cuda-lineinfo", {"module": "cuda_lineinfo"}, "plain nvcc cubin with -lineinfo"),
+    Arm("two-contexts-two-threads", {"threads": 4, "context": "two"},
+        "two contexts with two threads each"),
 ]
 
 _CUBINS = {
@@ -166,6 +211,8 @@ _CUBINS = {
     "cuda_globals": ("cuda_cubin_globals",),
     "tile_other": ("tile_cubin_other",),
     "tile_distinct": ("tile_cubin", "tile_cubin_other"),
+    "tile_nodebug": ("tile_cubin_nodebug",),
+    "cuda_lineinfo": ("cuda_cubin_lineinfo",),
 }
 
 
@@ -180,6 +227,11 @@ _RATIO = "rate ratio {ratio}, 95% CI {ratio_ci}"
 # baseline's rate about fourfold between committed runs, so a factor of 4 is the resolution at
 # which two arms can be called the same race here.
 EQUIVALENCE_MARGIN = 4.0
+
+
+def _rate_vs(reference: str) -> str:
+    """_RATE for a claim whose reference is another arm than the baseline."""
+    return _RATE.replace("the baseline's", f"{reference}'s")
 
 
 def _lower(name: str, what: str, meaning: str) -> Claim:
@@ -246,6 +298,89 @@ CLAIMS = [
     _same("distinct-cubins", "each thread loading a different Tile IR cubin"),
     _same("other-tile-kernel", "a different Tile IR kernel"),
     _same("library-api", "the cuLibrary* entry points cuda-tile itself uses"),
+    # ---- the mechanism, by intervention (see strata.py for the power-of-two strata)
+    Claim("hold-near-pow2", arm="hold-near-pow2", reference="hold-far", kind="higher",
+          supported=("Holding the live module count at a power of two raises the rate: 4095 modules "
+                     "held, unloading every module (hold-near-pow2: 4095-4097 loaded), crashes more often "
+                     f"than 3000 held (hold-far): {_rate_vs('hold-far')} ({_RATIO})."),
+          contradicted=("Holding the live module count at a power of two lowers the rate: hold-near-pow2 "
+                        f"crashes less often than hold-far: {_rate_vs('hold-far')} ({_RATIO})."),
+          not_decided=("Whether holding the live count at 4095-4097 (hold-near-pow2) crashes more often "
+                       f"than at 3000-3002 (hold-far) is not decided: {_rate_vs('hold-far')}; "
+                       "deciding it needs {needed}.")),
+    Claim("hold-near-pow2-like-far", arm="hold-near-pow2", reference="hold-far", kind="equivalent",
+          margin=EQUIVALENCE_MARGIN,
+          supported=("Where the live count sits does not matter within a factor of "
+                     f"{EQUIVALENCE_MARGIN:g}: hold-near-pow2 (4095-4097 loaded) crashes at a rate within "
+                     f"{EQUIVALENCE_MARGIN:g}x of hold-far's (3000-3002): "
+                     f"{_rate_vs('hold-far')} ({_RATIO})."),
+          contradicted=(f"hold-near-pow2 crashes at a rate more than {EQUIVALENCE_MARGIN:g}x away from "
+                        f"hold-far's: {_rate_vs('hold-far')} ({_RATIO})."),
+          not_decided=(f"Whether hold-near-pow2 crashes within {EQUIVALENCE_MARGIN:g}x of hold-far's rate "
+                       f"is not decided: {_rate_vs('hold-far')}; deciding it needs {{needed}}.")),
+    Claim("grow-crossings-live", arm="grow-from-2000", kind="concentrated", stratum="live-near-pow2",
+          supported=("Crashes fall where the live module count crosses a power of two: of grow-from-2000's "
+                     "{n} crashes, {count} came within ±0.7% of 2048, 4096 or 8192 loaded modules, where "
+                     "its trials spent {share} of their cycles."),
+          contradicted=("grow-from-2000's crashes avoid the power-of-two crossings of the live count: "
+                        "{count} of {n} there, where its trials spent {share} of their cycles."),
+          not_decided=("Whether grow-from-2000's crashes fall at the crossings of the live count more "
+                       "often than a count-independent hazard predicts is not decided: {count} of {n} "
+                       "crashes there, {share} of the cycles.")),
+    Claim("grow-crossings-loads", arm="grow-from-2000", kind="concentrated", stratum="loads-near-pow2",
+          supported=("Crashes fall where the number of modules ever loaded crosses a power of two: of "
+                     "grow-from-2000's {n} crashes, {count} came within ±0.7% of one (main's 2000 "
+                     "included), where its trials spent {share} of their cycles."),
+          contradicted=("grow-from-2000's crashes avoid the power-of-two crossings of the loads count: "
+                        "{count} of {n} there, where its trials spent {share} of their cycles."),
+          not_decided=("Whether grow-from-2000's crashes fall where the loads count crosses a power of "
+                       "two more often than a count-independent hazard predicts is not decided: {count} "
+                       "of {n} crashes there, {share} of the cycles.")),
+    Claim("primed-crossings-live", arm="primed-grow-from-2000", kind="concentrated",
+          stratum="live-near-pow2",
+          supported=("After the count had been to 9000, crashes still fall at the live count's crossings: "
+                     "of primed-grow-from-2000's {n} crashes, {count} came within ±0.7% of a power of "
+                     "two, where its trials spent {share} of their cycles."),
+          contradicted=("primed-grow-from-2000's crashes avoid the live count's crossings: {count} of {n} "
+                        "there, {share} of the cycles."),
+          not_decided=("Whether primed-grow-from-2000's crashes fall at the live count's crossings is not "
+                       "decided: {count} of {n} crashes there, {share} of the cycles.")),
+    Claim("baseline-crossings-live", arm="baseline", kind="concentrated", stratum="live-near-pow2",
+          supported=("In the report's own loop too, crashes fall where the live module count crosses a "
+                     "power of two: {count} of the baseline's {n} crashes, where its trials spent {share} "
+                     "of their cycles."),
+          contradicted=("The baseline's crashes avoid the live count's power-of-two crossings: {count} of "
+                        "{n}, {share} of the cycles."),
+          not_decided=("Whether the baseline's crashes fall at the live count's crossings is not decided: "
+                       "{count} of {n} crashes there, {share} of the cycles.")),
+    Claim("primed-grow-from-2000", arm="primed-grow-from-2000", reference="grow-from-2000", kind="lower",
+          supported=("Having been to 9000 modules protects: primed-grow-from-2000 crashes less often than "
+                     f"grow-from-2000: {_rate_vs('grow-from-2000')} ({_RATIO})."),
+          contradicted=("Having been to 9000 modules makes it worse: primed-grow-from-2000 crashes more "
+                        f"often than grow-from-2000: {_rate_vs('grow-from-2000')} ({_RATIO})."),
+          not_decided=("Whether having been to 9000 modules changes grow-from-2000's rate is not decided: "
+                       f"{_rate_vs('grow-from-2000')}; deciding it needs {{needed}}.")),
+    _lower("lock-unload-launch",
+           "one mutex around cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
+           "synchronizes still concurrent",
+           "Unload racing with get-function/launch is needed for the baseline's rate"),
+    _lower("lock-unload-load",
+           "one mutex around cuModuleUnload and around cuModuleLoadData, launches still concurrent",
+           "Unload racing with load is needed for the baseline's rate"),
+    _same("tile-nodebug", "the Tile IR cubin without line tables (same .text and .nv.host)"),
+    _lower("control-cuda-lineinfo", "the plain nvcc cubin with line tables (-lineinfo)",
+           "Line tables do not bring the crash to plain modules"),
+    Claim("two-contexts-two-threads", arm="two-contexts-two-threads", reference="context-per-thread",
+          kind="higher",
+          supported=("Threads sharing a context, not the number of contexts, bring the crash back: two "
+                     "contexts with two threads each (two-contexts-two-threads) crash more often than one "
+                     f"thread per context (context-per-thread): {_rate_vs('context-per-thread')} "
+                     f"({_RATIO})."),
+          contradicted=("two-contexts-two-threads crashes less often than context-per-thread: "
+                        f"{_rate_vs('context-per-thread')} ({_RATIO})."),
+          not_decided=("Whether two contexts with two threads each crash more often than one thread per "
+                       f"context is not decided: {_rate_vs('context-per-thread')}; deciding "
+                       "it needs {needed}.")),
 ]
 
 
@@ -258,7 +393,7 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
     if f["driver"] == "seed":
         # As filed: `./repro kernel.cubin SECONDS`. Only the cubin and the duration vary; the
         # crash handler comes in by LD_PRELOAD so the program itself stays unchanged.
-        fixed = {k: FACTORS[k].default for k in ("threads", "unload", "serialize", "context", "api")}
+        fixed = {k: FACTORS[k].default for k in FACTORS if k not in ("driver", "module")}
         changed = {k: v for k, v in fixed.items() if f[k] != v}
         if changed or len(cubins) != 1:
             raise ValueError(f"seed/repro.cc cannot vary {sorted(changed) or 'the cubin count'}")
@@ -270,11 +405,14 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
     argv = [str(ctx.artifacts["host"])]
     for c in cubins:
         argv += ["--cubin", c]
-    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--context", f["context"],
+    context = ["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]]
+    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
              "--api", f["api"], "--seconds", str(ctx.budget.duration_s),
              "--max-cycles", str(ctx.budget.max_exposure)]
-    if f["serialize"]:
-        argv.append("--serialize")
+    if f["preload"]:
+        argv += ["--preload", str(f["preload"])]
+    if f["prime"]:
+        argv += ["--prime", str(f["prime"])]
     return TrialCommand(argv=tuple(argv))
 
 
@@ -303,4 +441,5 @@ CASE = Case(
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
     claims=CLAIMS,
+    strata=_strata.STRATA,
 )

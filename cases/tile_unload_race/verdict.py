@@ -14,6 +14,7 @@ harness appends their sentences to the verdict itself. What is written here:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,10 @@ PER = "10^6 cycles"
 REPRODUCED = ("baseline-crashes", "as-filed-crashes")
 TILE = "control-cuda"
 OVERLAP = ("one-thread", "serialized")
+LOCKS = ("lock-unload-launch", "lock-unload-load")
+POW2_CLAIMS = ("hold-near-pow2", "hold-near-pow2-like-far", "grow-crossings-live",
+               "grow-crossings-loads", "primed-crossings-live", "baseline-crossings-live",
+               "primed-grow-from-2000")
 
 # Cubin labels of the sections analysis -> the arm that loads that cubin alone.
 MODULE_ARMS = {"tile": "baseline", "tile_other": "other-tile-kernel", "cuda": "control-cuda",
@@ -252,13 +257,54 @@ def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+def phase_pairs(analysis: Mapping[str, Any], arm: str) -> tuple[Counter[str], int]:
+    """The calls the threads were in at each crash of `arm` (records that carry every thread's
+    published call), as "faulting thread | the others" labels, and how many crashes had none."""
+    pairs: Counter[str] = Counter()
+    without = 0
+    for t in analysis.get("trials") or []:
+        if t.get("arm") != arm or t.get("outcome") != "crashed":
+            continue
+        threads = (t.get("crash") or {}).get("threads")
+        if not threads:
+            without += 1
+            continue
+        pairs[phase_label(threads)] += 1
+    return pairs, without
+
+
+def phase_label(threads: list[Mapping[str, Any]]) -> str:
+    def one(t: Mapping[str, Any]) -> str:
+        if not t.get("call"):
+            return "not started"
+        return f"{'in' if t.get('inside') else 'after'} {t['call']}"
+
+    fault = [one(t) for t in threads if t.get("faulting")]
+    others = sorted(one(t) for t in threads if not t.get("faulting"))
+    return f"{fault[0] if fault else 'no worker'} | {', '.join(others) or '–'}"
+
+
+def phase_sentence(analysis: Mapping[str, Any], arm: str) -> str | None:
+    pairs, without = phase_pairs(analysis, arm)
+    total = sum(pairs.values())
+    if not total:
+        return None
+    top = "; ".join(f"{label} in {n}" for label, n in pairs.most_common(4))
+    more = f" ({len(pairs) - 4} other combinations)" if len(pairs) > 4 else ""
+    return (f"Where the threads were at the fault, {arm} ({total} crash records with every "
+            f"thread's call{f', {without} without' if without else ''}; faulting thread | the "
+            f"others): {top}{more}.")
+
+
 # ---------------------------------------------------------------- hypotheses
 
 
 def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                sections: Mapping[str, Any] | None) -> list[str]:
     out = []
-    if supported(analysis, "never-unload") and any(supported(analysis, n) for n in OVERLAP):
+    locks_run = any(decision(analysis, n) is not None for n in LOCKS)
+    if (supported(analysis, "never-unload") and any(supported(analysis, n) for n in OVERLAP)
+            and not locks_run):
         gap = ""
         if cc and cc["gaps"]:
             gap = (f" At the crash snapshots loads − launches was "
@@ -271,16 +317,25 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                    "alone." + gap)
     if sections and sections["only"] and decision(analysis, TILE) == "supported":
         main = [k for k in sections["only"] if not k.startswith(".rela")]
+        others = ", ".join(k for k in main if k != ".nv.host")
+        if decision(analysis, "tile-nodebug") == "supported":
+            ruled_out = ("tile-nodebug (no line tables, same .text and .nv.host) crashes like the "
+                         "baseline, so the line tables are not what matters; ")
+        else:
+            ruled_out = f"the Tile IR cubins alone also carry {others}; "
         out.append("Hypothesis (no arm isolates it): of what the Tile IR cubins add, the .nv.host host "
                    "object (by its symbol names, callbacks the driver runs on the CPU before load and "
-                   "when arguments change) is what the race involves. "
-                   f"The Tile IR cubins alone also carry {', '.join(k for k in main if k != '.nv.host')}; "
-                   "no arm removes one section at a time.")
-    if any(decision(analysis, n) is not None for n in OVERLAP):
+                   "when arguments change) is what the race involves. " + ruled_out +
+                   "no arm removes .nv.host: tileiras has no option to omit it (--host-arch and "
+                   "--host-os only change what it holds) and binutils do not rewrite CUDA ELF files.")
+    if any(decision(analysis, n) is not None for n in OVERLAP) and not locks_run:
         out.append("Hypothesis (not run): serialising only unloads against launches, with loads and "
                    "launches still concurrent, avoids the crash. The serialized arm put one mutex "
                    "around each whole iteration, which removes all overlap.")
-    if cc and cc["big"] >= POW2_MIN_CRASHES and cc["near"]:
+    # The interventions' claims (baseline-crossings-live is decided whenever the baseline runs).
+    mechanism_run = any(decision(analysis, n) is not None for n in POW2_CLAIMS
+                        if n != "baseline-crossings-live")
+    if cc and cc["big"] >= POW2_MIN_CRASHES and cc["near"] and not mechanism_run:
         against = f"{cc['big'] - cc['near']} of {cc['big']} such crashes were off powers of two"
         if cc["always_unload_max_live"] is not None:
             against += (f", and always-unload crashed with at most {cc['always_unload_max_live']} "
@@ -290,12 +345,33 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                    "power of two, as a per-context table of module records resized at powers of two "
                    "while another thread still reads the old copy would make them. It cannot be the "
                    f"whole story: {against}.")
-    if decision(analysis, "context-per-thread") == "supported":
+    if (decision(analysis, "context-per-thread") == "supported"
+            and decision(analysis, "two-contexts-two-threads") in (None, "not_decided")):
         out.append("Hypothesis (confounded): the state that races is per context. context-per-thread "
                    "gives each thread its own context, so every context also has a single thread; "
                    "the arm cannot tell separate contexts from one thread per context. Two threads "
-                   "in each of two contexts would separate them.")
+                   "in each of two contexts (two-contexts-two-threads) separate them"
+                   + (" but did not decide it in this run." if decision(analysis, "two-contexts-two-threads")
+                      else "."))
+    if mechanism_run:
+        out += pow2_hypothesis(analysis)
     return out
+
+
+def pow2_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
+    """What is left of the power-of-two table hypothesis once its arms have been run: the
+    decided claims speak for themselves (their sentences are in the verdict); this says which
+    part stays open."""
+    d = {n: decision(analysis, n) for n in POW2_CLAIMS}
+    tested = ", ".join(f"{n} {v.replace('_', ' ')}" for n, v in d.items() if v)
+    if d.get("hold-near-pow2") == "supported" and d.get("grow-crossings-live") == "supported":
+        return [f"Hypothesis (for the driver team; its predictions held where tested: {tested}): a "
+                "per-context table of module records, resized as the live count crosses a power of "
+                "two while a launch in another thread reads it. The arms do not show the table "
+                "itself, only that the count's position matters."]
+    return [f"Hypothesis (for the driver team, weakened by its own tests: {tested}): a per-context "
+            "table of module records resized at powers of two of the live count. Where a prediction "
+            "was not supported, the crash does not depend on that count as the table would make it."]
 
 
 # ---------------------------------------------------------------- verdict
@@ -336,6 +412,9 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
         sentences.append(text)
     cc = crash_counters(analysis)
     sentences += counters_sentences(cc)
+    phases = phase_sentence(analysis, base_name)
+    if phases:
+        sentences.append(phases)
     lib = arms.get("library-api")
     if lib and lib["failures"]:
         sentences.append(f"library-api (cuLibraryLoadData / GetKernel / Unload, the entry points "
@@ -390,6 +469,13 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
                 nxt.append(f"one-thread crashed ({one['failures']} of {one['n_valid']} valid trials): if "
                            "the Tile IR module fails without concurrency, cuda-tile/tileiras would own "
                            "it; this run does not decide that.")
+        lul = arms.get("lock-unload-launch")
+        if supported(analysis, "lock-unload-launch") and lul:
+            nxt.append(f"A workaround users can adopt (claim lock-unload-launch): one mutex around "
+                       f"cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
+                       f"synchronizes left concurrent, lowered the crash rate ({lul['failures']} crashes "
+                       f"in {lul['n_valid']} valid trials). Whether it holds with other cuda-tile / "
+                       f"tileiras releases is what the toolchain matrix (tile_matrix) runs.")
         if supported(analysis, "serialized"):
             nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
                        "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "

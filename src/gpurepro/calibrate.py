@@ -56,7 +56,7 @@ import numpy as np
 
 from .args import UsageError
 from .classify import EVIDENCE
-from .manifest import Case, Claim, load_case
+from .manifest import SINGLE_ARM_KINDS, Case, Claim, load_case
 from .plan import make_plan
 from .runner import DEFAULT_ALPHA, sequential_design
 
@@ -88,7 +88,8 @@ class Rates:
 def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
     """The arms the claims are about, claim arms and references, in the case's arm order."""
     claims = case.claims if claims is None else claims
-    used = {c.arm for c in claims} | {c.reference or case.baseline for c in claims if c.kind != "outcome"}
+    used = {c.arm for c in claims} | {c.reference or case.baseline for c in claims
+                                      if c.kind not in SINGLE_ARM_KINDS}
     return [a for a in case.resolved_arms() if a in used]
 
 
@@ -145,19 +146,26 @@ def load_rates(case: Case, root: Path, paths: Sequence[str | Path] | None = None
             raise UsageError(f"--from: no valid trial of arm(s) {', '.join(missing)} in "
                              f"{', '.join(str(p) for p, _ in docs)}; the claims need them")
     else:
+        # The newest committed results, newest first, each taken only if it adds an arm the
+        # ones before it lack (runs of new arms seldom repeat every old one); claims whose
+        # arms no committed result has drop out of the simulated family.
         docs = []
+        covered: set[str] = set()
         for f in committed_results(case, root):
             try:
                 doc = json.loads(f.read_text())
             except (OSError, ValueError):
                 continue
-            if set(arms) <= _valid_arms(doc):
-                docs = [(f, doc)]
+            adds = (_valid_arms(doc) & set(arms)) - covered
+            if adds:
+                docs.append((f, doc))
+                covered |= adds
+            if covered >= set(arms):
                 break
-        if not docs:
+        if case.baseline not in covered:
             raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "
-                             f"valid trials in every arm of its claims ({', '.join(arms)}); give "
-                             f"result documents with --from")
+                             f"valid trials of its baseline; give result documents with --from")
+        arms = [a for a in arms if a in covered]
     trials = [t for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE]
     durations = [float(((d.get("plan") or {}).get("options") or {}).get("budget", {}).get("duration_s") or 0)
                  for _, d in docs]
@@ -246,6 +254,11 @@ def null_models(case: Case, claims: Sequence[Claim], rates: Rates
     left_out: dict[str, str] = {}
     done: dict[str, str] = {}
     for c in claims:
+        if c.kind == "concentrated":
+            left_out[c.name] = ("the simulation draws counts, not trajectories: where along a "
+                                "trial a failure falls is not simulated (the claim stays in the "
+                                "family, undecided, which only makes Holm stricter)")
+            continue
         if c.kind != "outcome":
             continue
         m = models[c.arm]
@@ -279,6 +292,8 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
     """The decision that is right under ``models``: "supported", "contradicted", or None where
     neither is (no direction: a decision either way is false)."""
     a = models[claim.arm]
+    if claim.kind == "concentrated":
+        return None
     if claim.kind == "outcome":
         pf = p_fail(a, mode)
         q = pf * sum(p for o, d, p in a.labels if _matches(claim, o, d))
@@ -447,7 +462,7 @@ def calibrate(case: Case, rates: Rates, runs: int, seed: int, design: Any, seque
                 scenarios={"null": null, "observed": rates.observed}, decider=decider)
 
     def ref(c: Claim) -> str | None:
-        return None if c.kind == "outcome" else (c.reference or case.baseline)
+        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
 
     out: dict[str, Any] = {}
     for name, models, skip in (("null", null, left_out), ("observed", rates.observed, {})):

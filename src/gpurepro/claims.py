@@ -21,19 +21,25 @@ Tests, with scipy.stats:
   Binomial(k, e_arm r_arm / (e_arm r_arm + e_ref r_ref)), at ratio 1 (lower/higher) or at the
   margin's ratios (equivalence: two one-sided tests, both must reject);
 - rate claims without exposure: Fisher's exact test on the trials, one-sided;
-- outcome claims: the exact binomial test of the share of trials with that outcome.
+- outcome claims: the exact binomial test of the share of trials with that outcome;
+- concentrated claims: with a constant hazard per unit of exposure, each failure falls inside
+  the stratum with probability (exposure inside) / (all exposure), summed along every trial's
+  own trajectory; the exact binomial test of the failures that did.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as sps
 
-from .manifest import Case, Claim
+from .manifest import SINGLE_ARM_KINDS, Case, Claim
 from .stats import EVIDENCE
+
+# name -> (trial record, arm factors) -> (exposure inside the stratum, failed inside it)
+Strata = Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], "tuple[float, bool]"]]
 
 
 @dataclass(frozen=True)
@@ -90,8 +96,38 @@ class Evidence:
         return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
 
 
+def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
+                   inside: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]],
+                   factors: Mapping[str, Any]) -> dict[str, Any]:
+    """An arm's failures and exposure, all and inside one stratum (valid trials only)."""
+    k = k_in = 0
+    e = e_in = 0.0
+    for r in records:
+        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
+            continue
+        exposed_in, failed_in = inside(r, factors)
+        failed = r["outcome"] in failure_outcomes
+        k += int(failed)
+        k_in += int(failed and failed_in)
+        e += float(r.get("exposure") or 0)
+        e_in += float(exposed_in)
+    return {"count": k_in, "n": k, "exposure_inside": e_in, "exposure": e,
+            "share": e_in / e if e else 0.0}
+
+
 def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
-             failure_outcomes: Sequence[str], per: float) -> Evidence:
+             failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
+             factors: Mapping[str, Mapping[str, Any]] | None = None) -> Evidence:
+    if claim.kind == "concentrated":
+        if not strata or claim.stratum not in strata:
+            return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
+        c = stratum_counts(records, claim.arm, failure_outcomes, strata[claim.stratum],
+                           (factors or {}).get(claim.arm, {}))
+        if not c["exposure"]:
+            return Evidence("none (the arm has no exposure)", 1.0, 1.0, c)
+        return Evidence("binomial share of failures inside the stratum (constant-hazard null)",
+                        _binom_p(c["count"], c["n"], c["share"], "greater"),
+                        _binom_p(c["count"], c["n"], c["share"], "less"), c)
     a = arm_counts(records, claim.arm, failure_outcomes, claim)
     if claim.kind == "outcome":
         m = a.outcome_counts["matching"]
@@ -173,10 +209,14 @@ class Decider:
     """Takes the looks of one run and decides its claims; journaled, and resumable."""
 
     def __init__(self, claims: Sequence[Claim], baseline: str, design: Design,
-                 failure_outcomes: Sequence[str], per: float, arms_in_plan: Sequence[str]):
+                 failure_outcomes: Sequence[str], per: float, arms_in_plan: Sequence[str],
+                 strata: Strata | None = None,
+                 factors: Mapping[str, Mapping[str, Any]] | None = None):
         # The family: the claims whose arms are all in this run's plan.
         self.claims = [c for c in claims
-                       if c.arm in arms_in_plan and (c.kind == "outcome" or (c.reference or baseline) in arms_in_plan)]
+                       if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
+        self.strata = strata or {}
+        self.factors = factors or {}
         self.baseline = baseline
         self.design = design
         self.failure_outcomes = tuple(failure_outcomes)
@@ -185,7 +225,7 @@ class Decider:
         self.decisions: dict[str, dict[str, Any]] = {}
 
     def reference(self, claim: Claim) -> str | None:
-        return None if claim.kind == "outcome" else (claim.reference or self.baseline)
+        return None if claim.kind in SINGLE_ARM_KINDS else (claim.reference or self.baseline)
 
     def arms_needed(self) -> set[str]:
         """The arms of the claims not yet decided (claim arms and their references)."""
@@ -208,6 +248,10 @@ class Decider:
         slowest = min(arm_counts(records, a, self.failure_outcomes).n_valid for a in needed)
         return slowest >= thresholds[self.looks_taken]
 
+    def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
+        return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
+                        self.per, self.strata, self.factors)
+
     def look(self, records: Sequence[Mapping[str, Any]], final: bool = False) -> list[str]:
         """Take one look: Holm over the undecided claims at alpha / L. Returns the newly decided."""
         if self.looks_taken >= self.design.looks:
@@ -215,7 +259,7 @@ class Decider:
         self.looks_taken += 1
         level = self.design.alpha_per_look
         open_claims = [c for c in self.claims if c.name not in self.decisions]
-        scored = sorted(((evidence(c, self.reference(c) or "", records, self.failure_outcomes, self.per), c)
+        scored = sorted(((self.evidence(c, records), c)
                          for c in open_claims), key=lambda ec: ec[0].p_value)
         decided = []
         m = len(scored)
@@ -246,7 +290,7 @@ class Decider:
         else:
             for c in self.claims:  # every look spent: what is left stays undecided
                 if c.name not in self.decisions:
-                    ev = evidence(c, self.reference(c) or "", records, self.failure_outcomes, self.per)
+                    ev = self.evidence(c, records)
                     self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
 
     def to_json(self) -> dict[str, Any]:
@@ -322,6 +366,10 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
             values["upper"] = _f(-__import__("math").log(0.05) / a["exposure"] * per)
     else:
         values.update(count=nums.get("count"), n=nums.get("n"))
+        if "share" in nums:  # concentrated: failures inside the stratum against its exposure
+            values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
+                          exposure_inside=_f(nums.get("exposure_inside")),
+                          stratum=claim.stratum or "")
     needed = exposure_needed(claim, record, level) if record["decision"] == "not_decided" else None
     no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
                  if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
@@ -346,6 +394,13 @@ class _Missing(dict):
 def _default(claim: Claim, decision: str) -> str:
     what = {"lower": "fails at a lower rate than", "higher": "fails at a higher rate than",
             "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind, "")
+    if claim.kind == "concentrated":
+        return {"supported": ("{arm}'s failures concentrate in {stratum}: {count} of {n} fell there, "
+                              "where it spent {share} of its exposure."),
+                "contradicted": ("{arm}'s failures avoid {stratum}: {count} of {n} fell there, "
+                                 "where it spent {share} of its exposure."),
+                "not_decided": ("Whether {arm}'s failures concentrate in {stratum} is not decided: "
+                                "{count} of {n} fell there, where it spent {share} of its exposure.")}[decision]
     if claim.kind == "outcome":
         what_o = f"ends as {claim.outcome}" + (f" ({claim.detail})" if claim.detail else "")
         return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",
@@ -364,6 +419,6 @@ def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     stopping = header["options"].get("stopping")
     design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
-                      list(header["plan"]["arms"]))
+                      list(header["plan"]["arms"]), case.strata, case.resolved_arms())
     decider.restore(header.get("stopping_result"))
     return decider

@@ -104,7 +104,9 @@ class Arm:
     description: str = ""
 
 
-CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome")
+CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome", "concentrated")
+# Claims about one arm alone: no reference arm.
+SINGLE_ARM_KINDS = ("outcome", "concentrated")
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,10 @@ class Claim:
       of exposure where exposure is recorded, per trial otherwise);
     - ``equivalent``: the rate ratio arm/reference lies within [1/``margin``, ``margin``];
     - ``outcome``: more than ``share`` of ``arm``'s valid trials end as ``outcome`` (and, with
-      ``detail``, with that text in their detail, e.g. a CUDA error name).
+      ``detail``, with that text in their detail, e.g. a CUDA error name);
+    - ``concentrated``: ``arm``'s failures fall in the case's ``stratum`` (a named part of each
+      trial's exposure, ``Case.strata``) more often than the share of its exposure spent there
+      predicts, i.e. the hazard is higher inside the stratum than outside it.
     ``reference`` defaults to the case's baseline. The three sentences are what the verdict
     prints for each decision; they may use {arm}, {reference} and the numbers the harness
     computes ({rate}, {reference_rate}, {ratio}, {ratio_ci}, {p}, {count}, {n}, {exposure},
@@ -131,6 +136,7 @@ class Claim:
     outcome: str | None = None
     detail: str | None = None
     share: float = 0.5
+    stratum: str | None = None
     supported: str = ""
     contradicted: str = ""
     not_decided: str = ""
@@ -224,6 +230,12 @@ class Case:
     )
     # What the case wants to show, decided by the harness under one family-wise error rate.
     claims: Sequence[Claim] = ()
+    # Named parts of a trial's exposure, for `concentrated` claims: name -> function of (the
+    # trial record, the arm's factors) giving (exposure spent in the stratum, whether the trial
+    # failed inside it). Arithmetic on the case's own counters, no statistics: the harness
+    # tests the counts (gpurepro.claims).
+    strata: Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]] = field(
+        default_factory=dict)
     # Set by load_case.
     path: Path | None = None
     # Tools by name, beyond (or replacing) gpurepro.toolchain.DEFAULT_TOOLS: what artifact
@@ -364,10 +376,13 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
             arm = getattr(c, field_name)
             if arm is not None and arm not in arms:
                 raise ManifestError(path, f"{where}.{field_name}", f"{arm!r} is not an arm")
-        if c.kind != "outcome" and (c.reference or case.baseline) == c.arm:
+        if c.kind not in SINGLE_ARM_KINDS and (c.reference or case.baseline) == c.arm:
             raise ManifestError(path, f"{where}.reference", "an arm compared with itself")
         if c.kind == "equivalent" and not (isinstance(c.margin, (int, float)) and c.margin > 1):
             raise ManifestError(path, f"{where}.margin", f"must be a ratio above 1, got {c.margin!r}")
+        if c.kind == "concentrated" and c.stratum not in case.strata:
+            raise ManifestError(path, f"{where}.stratum",
+                                f"{c.stratum!r} is not one of the case's strata {sorted(case.strata)}")
         if c.kind == "outcome":
             if c.outcome not in OUTCOMES:
                 raise ManifestError(path, f"{where}.outcome", f"{c.outcome!r} is not an outcome")

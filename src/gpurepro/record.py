@@ -275,6 +275,7 @@ def decide_claims(case: Case, header: Mapping[str, Any],
                     **({"margin": c.margin} if c.kind == "equivalent" else {}),
                     **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
                        if c.kind == "outcome" else {}),
+                    **({"stratum": c.stratum} if c.kind == "concentrated" else {}),
                     **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
                     "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit, level)})
     return out

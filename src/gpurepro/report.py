@@ -85,7 +85,8 @@ def claims_table(doc: Mapping[str, Any]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for c in claims:
         kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
-            f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "")
+            f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "") + (
+            f" in {c['stratum']}" if c.get("stratum") else "")
         lines.append(f"| `{c['name']}` | `{c['arm']}` | {kind} | {('`' + c['reference'] + '`') if c.get('reference') else '–'} | "
                      f"{c['test']} | {_p(c['p_value'])} | {_fmt(c['threshold'])} | "
                      f"**{c['decision'].replace('_', ' ')}** ({c['look']}) |")
@@ -154,7 +155,8 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
     # Arms whose claims are about an outcome (they are meant to fail at once): a rate per unit
     # of exposure says nothing there.
     claims = doc.get("claims") or []
-    rate_arms = {a for c in claims if c["kind"] != "outcome" for a in (c["arm"], c.get("reference"))}
+    rate_arms = {a for c in claims if c["kind"] not in ("outcome", "concentrated")
+                 for a in (c["arm"], c.get("reference"))}
     outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
     errors = _errors_by_arm(doc)
     out = ["### Arms\n", _plan_line(doc),
@@ -464,6 +466,8 @@ def _claim_text(c: Mapping[str, Any], baseline: str) -> str:
     vs = "" if than == "baseline" else f" than {than}"  # the column head names the baseline
     if kind == "outcome":
         what = f"{c.get('outcome')}" + (f" {c['detail']}" if c.get("detail") else "")
+    elif kind == "concentrated":
+        what = f"failures in {c.get('stratum')}"
     elif kind == "equivalent":
         what = (f"within ×{c['margin']:g}" if c.get("margin") else "alike") + (f" of {than}" if vs else "")
     else:
