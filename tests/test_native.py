@@ -382,7 +382,7 @@ def test_host_crash_while_preloading_names_main(bins):
     assert rec["counters"]["launches"] == 0
 
 
-@pytest.mark.parametrize("lock", ["none", "iteration", "unload-launch", "unload-load"])
+@pytest.mark.parametrize("lock", ["none", "iteration", "unload-launch", "unload-load", "launch"])
 def test_host_lock_levels_run(bins, lock):
     r = host_fake(bins, "--seconds", "0.2", "--lock", lock)
     assert r.returncode == 0, r.stderr

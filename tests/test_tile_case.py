@@ -83,7 +83,7 @@ def test_every_arm_is_in_a_claim(case):
     assert claimed == {a.name for a in case.arms}
     kinds = {c.name: (c.kind, c.reference) for c in case.claims}
     for name in ("control-cuda", "as-filed-cuda", "cuda-module-globals", "one-thread", "serialized",
-                 "context-per-thread", "never-unload", "lock-unload-launch", "lock-unload-load",
+                 "context-per-thread", "never-unload", "lock-unload-launch", "lock-unload-load", "lock-launch",
                  "control-cuda-lineinfo"):
         assert kinds[name] == ("lower", None)  # against the baseline
     for name in ("always-unload", "distinct-cubins", "other-tile-kernel", "library-api", "tile-nodebug"):

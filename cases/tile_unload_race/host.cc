@@ -15,7 +15,9 @@
 //                          no concurrency; --serialize is the same) | unload-launch (one mutex
 //                          around cuModuleUnload and around cuModuleGetFunction+cuLaunchKernel:
 //                          the two never overlap, loads and synchronizes still do) |
-//                          unload-load (around cuModuleUnload and around cuModuleLoadData)
+//                          unload-load (around cuModuleUnload and around cuModuleLoadData) |
+//                          launch (around cuModuleGetFunction+cuLaunchKernel only: the threads'
+//                          launches never overlap each other, unloads and loads run free)
 //   --context              shared (as filed: one context, created by main) | per-thread (each
 //                          worker creates its own context and buffers)
 //   --contexts N           N contexts created by main, each with its own buffers; worker i
@@ -60,8 +62,9 @@ namespace {
 
 enum class Unload { never, three_in_four, always };
 enum class Api { module, library };
-enum class Lock { none, iteration, unload_launch, unload_load };
-const char *const kLockNames[] = {"none", "iteration", "unload-launch", "unload-load"};
+enum class Lock { none, iteration, unload_launch, unload_load, launch };
+const char *const kLockNames[] = {"none", "iteration", "unload-launch", "unload-load", "launch"};
+const int kLockCount = 5;
 
 struct Options {
   std::vector<std::string> cubins;
@@ -159,9 +162,9 @@ void loop(Worker &w, PhaseSlot *ps) {
   const void *image = w.image->data();
   const Unload unload = g_opt.unload;
   const bool lock_iteration = g_opt.lock == Lock::iteration;
-  const bool lock_launch = g_opt.lock == Lock::unload_launch;
+  const bool lock_launch = g_opt.lock == Lock::unload_launch || g_opt.lock == Lock::launch;
   const bool lock_load = g_opt.lock == Lock::unload_load;
-  const bool lock_unload = lock_launch || lock_load;
+  const bool lock_unload = g_opt.lock == Lock::unload_launch || lock_load;
   const uint64_t budget = g_opt.max_cycles ? g_opt.max_cycles : UINT64_MAX;
   for (unsigned n = 0; !stop_requested(); ++n) {
     MaybeLock whole(lock_iteration, ps);
@@ -239,7 +242,7 @@ void *worker(void *arg) {
   fprintf(stderr,
           "host: %s\nusage: host --cubin PATH [--cubin PATH ...] [--threads N] "
           "[--unload never|three-in-four|always] "
-          "[--lock none|iteration|unload-launch|unload-load] [--context shared|per-thread] "
+          "[--lock none|iteration|unload-launch|unload-load|launch] [--context shared|per-thread] "
           "[--contexts N] [--api module|library] [--preload K] [--prime P] [--seconds S] "
           "[--max-cycles N] [--heartbeat-ms MS] [--join-timeout S]\n",
           msg);
@@ -273,8 +276,8 @@ Options parse(int argc, char **argv) {
     } else if (a == "--lock") {
       std::string v = val();
       int i = 0;
-      while (i < 4 && v != kLockNames[i]) ++i;
-      if (i == 4) usage("bad --lock");
+      while (i < kLockCount && v != kLockNames[i]) ++i;
+      if (i == kLockCount) usage("bad --lock");
       o.lock = Lock(i);
     } else if (a == "--context") {
       std::string v = val();

@@ -159,9 +159,9 @@ FACTORS = {
                       "cuda_lineinfo"), "tile", "which cubin(s) the loop loads"),
     "threads": Factor((1, 2, 4), 2, "worker threads"),
     "unload": Factor(("never", "three-in-four", "always"), "three-in-four", "which iterations unload"),
-    "lock": Factor(("none", "iteration", "unload-launch", "unload-load"), "none",
+    "lock": Factor(("none", "iteration", "unload-launch", "unload-load", "launch"), "none",
                    "one mutex around: nothing, each whole iteration, unload vs get-function+launch, "
-                   "or unload vs load"),
+                   "unload vs load, or get-function+launch alone (launches never overlap)"),
     "context": Factor(("shared", "per-thread", "two"), "shared",
                       "one context for all threads, one each, or two shared by alternate threads"),
     "api": Factor(("module", "library"), "module", "cuModule* or cuLibrary* entry points"),
@@ -198,6 +198,9 @@ ARMS = [
         "one mutex around cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel"),
     Arm("lock-unload-load", {"lock": "unload-load"},
         "one mutex around cuModuleUnload and around cuModuleLoadData"),
+    Arm("lock-launch", {"lock": "launch"},
+        "one mutex around cuModuleGetFunction + cuLaunchKernel only: the two threads' launches never "
+        "overlap, unloads and loads run free"),
     Arm("tile-nodebug", {"module": "tile_nodebug"},
         "the Tile IR cubin without line tables (.text and .nv.host byte-identical)"),
     Arm("control-cuda-lineinfo", {"module": "cuda_lineinfo"}, "plain nvcc cubin with -lineinfo"),
@@ -367,6 +370,10 @@ CLAIMS = [
     _lower("lock-unload-load",
            "one mutex around cuModuleUnload and around cuModuleLoadData, launches still concurrent",
            "Unload racing with load is needed for the baseline's rate"),
+    _lower("lock-launch",
+           "one mutex around cuModuleGetFunction + cuLaunchKernel alone (the threads' launches never "
+           "overlap; unloads, loads and synchronizes run free)",
+           "Two launches overlapping is needed for the baseline's rate"),
     _same("tile-nodebug", "the Tile IR cubin without line tables (same .text and .nv.host)"),
     _lower("control-cuda-lineinfo", "the plain nvcc cubin with line tables (-lineinfo)",
            "Line tables do not bring the crash to plain modules"),
