@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from gpurepro import phases
+
 PER = "10^6 cycles"
 
 # Claims of manifest.py the verdict reads.
@@ -257,35 +259,8 @@ def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def phase_pairs(analysis: Mapping[str, Any], arm: str) -> tuple[Counter[str], int]:
-    """The calls the threads were in at each crash of `arm` (records that carry every thread's
-    published call), as "faulting thread | the others" labels, and how many crashes had none."""
-    pairs: Counter[str] = Counter()
-    without = 0
-    for t in analysis.get("trials") or []:
-        if t.get("arm") != arm or t.get("outcome") != "crashed":
-            continue
-        threads = (t.get("crash") or {}).get("threads")
-        if not threads:
-            without += 1
-            continue
-        pairs[phase_label(threads)] += 1
-    return pairs, without
-
-
-def phase_label(threads: list[Mapping[str, Any]]) -> str:
-    def one(t: Mapping[str, Any]) -> str:
-        if not t.get("call"):
-            return "not started"
-        return f"{'in' if t.get('inside') else 'after'} {t['call']}"
-
-    fault = [one(t) for t in threads if t.get("faulting")]
-    others = sorted(one(t) for t in threads if not t.get("faulting"))
-    return f"{fault[0] if fault else 'no worker'} | {', '.join(others) or '–'}"
-
-
 def phase_sentence(analysis: Mapping[str, Any], arm: str) -> str | None:
-    pairs, without = phase_pairs(analysis, arm)
+    pairs, without = phases.by_arm(analysis.get("trials") or []).get(arm, (Counter(), 0))
     total = sum(pairs.values())
     if not total:
         return None

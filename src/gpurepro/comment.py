@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import phases
 from .compare import stopping_numbers
 from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
@@ -295,6 +296,9 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
             rows.append(f"| {b['count']} | `{b['signature']}` | "
                         f"{(b.get('fault_in') or {}).get('module', '–')} | {arms} |")
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
+    threads = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if threads:
+        blocks.append(("Threads at the fault (the driver call each worker was in)", "\n".join(threads)))
     env = ["| | |", "|---|---|"] + ["| " + k + " | " + str(v).replace("|", "\\|") + " |"
                                     for k, v in environment_rows(doc)]
     env += ["", "| variable | value |", "|---|---|"]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import phases
 from .record import write_atomic
 
 
@@ -245,6 +246,17 @@ def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _threads_section(doc: Mapping[str, Any]) -> list[str]:
+    """Where each thread was at the fault, per arm (drivers that publish their calls)."""
+    rows = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if not rows:
+        return []
+    return ["### Threads at the fault\n",
+            "The driver call each worker thread was in (or last left) when the process faulted, "
+            "as the crash record read it (relaxed stores, published around every call).\n",
+            *rows, ""]
+
+
 def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for name, analysis in (doc.get("analyses") or {}).items():
@@ -294,7 +306,8 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + _crash_sites_section(doc) + _analyses_section(doc) + _probe_section(doc))
+            + _crash_sites_section(doc) + _threads_section(doc) + _analyses_section(doc)
+            + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
