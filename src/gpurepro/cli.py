@@ -163,6 +163,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise UsageError(f"{path} is a benchmark document; `report` renders case results "
                          f"(benchmarks are summarised in the README)")
+    if str(doc.get("schema", "")).startswith("gpurepro/matrix"):
+        raise UsageError(f"{path} is a toolchain matrix document; `python -m gpurepro matrix "
+                         f"table {path}` renders it")
     validate_document(doc, str(path))
     for kind, p in write_report(doc, path).items():
         _say(f"{kind}: {p}")

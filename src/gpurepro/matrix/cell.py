@@ -13,6 +13,7 @@ else.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
@@ -40,8 +41,10 @@ BYTECODE_SUFFIX = ".tileirbc"
 TILEIRAS_FLAGS = ("-O3",)
 
 
-def cell_dir(spec: Spec, cell: Cell, root: Path) -> Path:
-    return root / build_root(spec) / "cells" / cell.id
+def cell_dir(spec: Spec, cell: Cell, root: Path, into: Path | None = None) -> Path:
+    """Where a cell builds and keeps its record: ``into`` (inside the repository; default the
+    matrix's build root) / cells / <cell>."""
+    return (into or root / build_root(spec)) / "cells" / cell.id
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -105,6 +108,17 @@ def _tool(name: str, case: Case) -> str | None:
         return None
 
 
+def declared_toolchain(front_end_pin: str) -> list[str] | None:
+    """The front-end's requirements under its ``tileiras`` extra, from its installed metadata
+    (None when it is not installed; [] when it declares none)."""
+    name = front_end_pin.split("==")[0]
+    try:
+        requires = importlib.metadata.requires(name) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    return [r.split(";")[0].strip() for r in requires if 'extra == "tileiras"' in r]
+
+
 def lineinfo_check(case: Case, spec: Spec, export: dict[str, Any], root: Path, out: Path) -> dict[str, Any]:
     """tileiras on the exported bytecode, with --lineinfo (as cuda.tile runs it) and without:
     the two cubins, for `collect` to compare section by section."""
@@ -136,10 +150,10 @@ def lineinfo_check(case: Case, spec: Spec, export: dict[str, Any], root: Path, o
 
 
 def run_cell(spec: Spec, cell: Cell, root: Path, install_failed: bool = False,
-             install_log: str = "") -> dict[str, Any]:
+             install_log: str = "", into: Path | None = None) -> dict[str, Any]:
     """Everything one cell records; written to ``cells/<cell>/cell.json`` and returned."""
     root = root.resolve()
-    out = cell_dir(spec, cell, root)
+    out = cell_dir(spec, cell, root, into)
     # A fresh folder each time: the bytecode dumps and logs then belong to this run only.
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -151,6 +165,9 @@ def run_cell(spec: Spec, cell: Cell, root: Path, install_failed: bool = False,
                     "reason": reasons.install_reason(install_log) if install_failed else None},
         # From this environment's installed metadata, never from an installer's printout.
         "resolved": toolchain.installed_versions(list(cell.pins)),
+        # What the front-end's own [tileiras] extra would install beside it: whether its
+        # release declares this family (the cell pins the family whatever it declares).
+        "declared": declared_toolchain(cell.pins[0]),
         "tools": {}, "exports": [], "control": None, "lineinfo_check": None,
     }
     if not install_failed:
@@ -170,11 +187,11 @@ def run_cell(spec: Spec, cell: Cell, root: Path, install_failed: bool = False,
     return record
 
 
-def read_cells(spec: Spec, root: Path) -> list[dict[str, Any]]:
+def read_cells(spec: Spec, root: Path, into: Path | None = None) -> list[dict[str, Any]]:
     """Every cell record of the matrix that has one, in the spec's order."""
     records = []
     for cell in spec.cells():
-        path = cell_dir(spec, cell, root) / CELL_FILE
+        path = cell_dir(spec, cell, root, into) / CELL_FILE
         if path.is_file():
             records.append(json.loads(path.read_text()))
     return records

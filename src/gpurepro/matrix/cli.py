@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..args import UsageError, nonneg_int, positive_float
+from ..args import UsageError, checked_build_dir, nonneg_int, positive_float
 
 
 def _say(msg: str) -> None:
@@ -24,6 +24,10 @@ def _arms(text: str) -> tuple[str, ...]:
     return arms
 
 
+def _build_dir(args: argparse.Namespace, root: Path) -> Path | None:
+    return root / checked_build_dir(args.build_dir, root) if args.build_dir else None
+
+
 def cmd_cell(args: argparse.Namespace, root: Path) -> int:
     from .cell import run_cell
     from .spec import load
@@ -33,7 +37,8 @@ def cmd_cell(args: argparse.Namespace, root: Path) -> int:
     log = Path(args.install_log).read_text(errors="replace") if args.install_log else ""
     if args.install_failed and not log:
         raise UsageError("--install-failed needs --install-log (the installer's output)")
-    record = run_cell(spec, cell, root, install_failed=args.install_failed, install_log=log)
+    record = run_cell(spec, cell, root, install_failed=args.install_failed, install_log=log,
+                      into=_build_dir(args, root))
     if record["install"]["status"] != "ok":
         _say(f"{cell.id}: install failed: {record['install']['reason']}")
     for e in record["exports"]:
@@ -45,7 +50,8 @@ def cmd_cell(args: argparse.Namespace, root: Path) -> int:
 def cmd_collect(args: argparse.Namespace, root: Path) -> int:
     from .collect import write_cpu_document
 
-    path = write_cpu_document(args.case, root, Path(args.out) if args.out else None)
+    path = write_cpu_document(args.case, root, Path(args.out) if args.out else None,
+                              into=_build_dir(args, root))
     _say(f"CPU matrix document: {path.relative_to(root) if path.is_relative_to(root) else path}")
     return 0
 
@@ -95,11 +101,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.add_argument("--family", required=True, help="toolchain family, e.g. 13.5")
     s.add_argument("--install-failed", action="store_true", help="the installer failed (its log says why)")
     s.add_argument("--install-log", help="the installer's output")
+    s.add_argument("--build-dir", help="inside the repository (default: build/matrix/<case>/<target>)")
     s.set_defaults(stage_fn=cmd_cell)
 
     s = stages.add_parser("collect", help="cell records + ELF facts -> the CPU matrix document")
     s.add_argument("case")
     s.add_argument("--out", help="document path (default: <build root>/matrix.cpu.json)")
+    s.add_argument("--build-dir", help="where the cells built (default: build/matrix/<case>/<target>)")
     s.set_defaults(stage_fn=cmd_collect)
 
     s = stages.add_parser("run", help="GPU stage: the harness on each distinct cubin (standard library only)")

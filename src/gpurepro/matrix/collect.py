@@ -59,7 +59,7 @@ def _cell_json(rec: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": rec["cell"], "release": rec["release"], "family": rec["family"],
         "requested": rec["requested"], "resolved": rec["resolved"], "tools": rec["tools"],
-        "python": rec["python"], "install": rec["install"],
+        "python": rec["python"], "install": rec["install"], "declared": rec.get("declared"),
         "exports": [built(e) for e in rec["exports"]],
         "control": built(rec["control"]),
     }
@@ -119,9 +119,10 @@ def _runs(spec: Spec, cubins: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     return _order(runs, spec, {c.id: c.family for c in spec.cells()})
 
 
-def cpu_document(spec: Spec, root: Path) -> dict[str, Any]:
+def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, Any]:
+    """The CPU document from the cell records under ``into`` (default: the build root)."""
     root = root.resolve()
-    records = read_cells(spec, root)
+    records = read_cells(spec, root, into)
     if not records:
         raise FileNotFoundError(f"no cell records under {build_root(spec)}/cells: run the cells "
                                 f"first (nox -s tile_matrix)")
@@ -130,7 +131,7 @@ def cpu_document(spec: Spec, root: Path) -> dict[str, Any]:
     newest = next((r for r in records if r["cell"] == spec.newest().id), None)
     check = (newest or {}).get("lineinfo_check")
     if check and check.get("status") == "ok":
-        lineinfo = {"cell": newest["cell"], "status": "ok", **emitted.lineinfo_comparison(check, root)}
+        lineinfo = {"cell": spec.newest().id, "status": "ok", **emitted.lineinfo_comparison(check, root)}
     else:
         lineinfo = {"cell": spec.newest().id, "status": "not run",
                     "reason": (check or {}).get("reason") or "the newest cell exported nothing"}
@@ -157,10 +158,11 @@ def cpu_document(spec: Spec, root: Path) -> dict[str, Any]:
     return envmod.portable_value(doc, root, redact=True)
 
 
-def write_cpu_document(case: str, root: Path, out: Path | None = None) -> Path:
+def write_cpu_document(case: str, root: Path, out: Path | None = None,
+                       into: Path | None = None) -> Path:
     spec = load(case, root)
-    doc = cpu_document(spec, root)
+    doc = cpu_document(spec, root, into)
     validate_matrix(doc, "the CPU matrix document")
-    path = out or (root / build_root(spec) / "matrix.cpu.json")
+    path = out or ((into or root / build_root(spec)) / "matrix.cpu.json")
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path

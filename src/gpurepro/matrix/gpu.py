@@ -160,13 +160,13 @@ def run_gpu_stage(document: Path, out: Path, root: Path, opts: Options) -> int:
         spent = time.monotonic() - started
         need = len(arms) * d["trials"] * (d["duration_s"] + TRIAL_OVERHEAD_S) + RUN_OVERHEAD_S
         cubin = root / run["path"]
-        if not cubin.is_file() or _sha256(cubin) != run["sha256"]:
-            entry.update(status="not run", reason=f"not run: {run['path']} is missing or not the "
-                         f"CPU stage's cubin here (carry build/matrix/{doc['case']['name']})")
-        elif spent + need > opts.budget_s:
+        if spent + need > opts.budget_s:
             entry.update(status="not run", reason=f"not run: the GPU stage's budget of "
                          f"{opts.budget_s:g} s would be exceeded ({spent:.0f} s spent, about "
                          f"{need:.0f} s more needed)")
+        elif not cubin.is_file() or _sha256(cubin) != run["sha256"]:
+            entry.update(status="not run", reason=f"not run: {run['path']} is missing or not the "
+                         f"CPU stage's cubin here (carry build/matrix/{doc['case']['name']})")
         else:
             journal, log = out / f"{run['id']}.journal.jsonl", out / f"{run['id']}.log"
             _say(f"matrix: {run['id']} ({', '.join(run['cells'][:3])}"

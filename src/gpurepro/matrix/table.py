@@ -84,8 +84,9 @@ def combinations(doc: Mapping[str, Any]) -> list[str]:
         merged.setdefault((variant, tuple(fams), what, outcome), []).append(release)
     out = ["| cuda-tile | tileiras | export | emits (cubin sha256, size, `.nv.host`, debug sections) | trials on the GPU |",
            "|---|---|---|---|---|"]
-    for (variant, fams, what, outcome), rels in merged.items():
-        out.append(f"| {_ranges(rels, releases)} | {_ranges(fams, families)} | {variant} | {what} | {outcome} |")
+    for (variant, row_families, what, outcome), rels in merged.items():
+        out.append(f"| {_ranges(rels, releases)} | {_ranges(row_families, families)} | {variant} | "
+                   f"{what} | {outcome} |")
     return out
 
 
