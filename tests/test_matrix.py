@@ -19,7 +19,7 @@ from gpurepro.journal import Journal
 from gpurepro.matrix import gpu as gpustage
 from gpurepro.matrix.assemble import assemble, write_document
 from gpurepro.matrix.cell import run_cell
-from gpurepro.matrix.collect import cpu_document
+from gpurepro.matrix.collect import _runs, cpu_document
 from gpurepro.matrix.document import cell_results
 from gpurepro.matrix.spec import load
 from gpurepro.matrix.table import markdown
@@ -52,7 +52,7 @@ def _subset(doc: dict, cells: list[str]) -> dict:
     sub["cubins"] = {sha: c for sha, c in sub["cubins"].items() if sha in used}
     for c in sub["cubins"].values():
         c["emitted_by"] = [b for b in c["emitted_by"] if b["cell"] in cells]
-    sub["runs"] = [r for r in sub["runs"] if r["sha256"] in used]
+    sub["runs"] = _runs(load("tile_unload_race", ROOT), sub["cubins"])
     sub["results"] = cell_results(sub)
     return sub
 
@@ -124,44 +124,63 @@ def test_an_install_failure_records_the_installers_reason_and_nothing_is_built()
     assert "install failed: error: No solution found" in markdown(doc)
 
 
-def _journal(path: Path, run: dict, arm: str, trials: list[tuple[str, str, int]]) -> None:
-    """A journal as `gpurepro run --artifact` writes it, with the given (outcome, detail,
-    exposure) trials."""
+def _journal(path: Path, run: dict, trials: list[tuple[str, str, str, int]]) -> None:
+    """A journal as `gpurepro run --artifact ...` writes it, with the given (arm, outcome,
+    detail, exposure) trials."""
+    arms = dict.fromkeys(arm for arm, *_ in trials)
     header = {"case": "tile_unload_race", "run_id": "test", "started_at": "2026-11-30T06:00:00Z",
-              "plan": {"arms": {arm: {}}, "order": [{"index": i, "arm": arm} for i in range(len(trials))]},
-              "artifacts": {run["artifact"]: {"path": run["path"], "sha256": run["sha256"]}},
+              "plan": {"arms": {a: {} for a in arms},
+                       "order": [{"index": i, "arm": t[0]} for i, t in enumerate(trials)]},
+              "artifacts": {a: dict(sub) for a, sub in run["substitutes"].items()},
               "environment": {"host": {"hostname": "redacted"}, "redacted": True},
               "device": {"name": "NVIDIA H200", "target": "sm_90"}}
     with Journal.create(path, header) as j:
-        for i, (outcome, detail, exposure) in enumerate(trials):
+        for i, (arm, outcome, detail, exposure) in enumerate(trials):
             j.append_trial({"index": i, "arm": arm, "outcome": outcome, "detail": detail,
                             "exposure": exposure, "duration_s": 1.0})
 
 
+NEWEST_TRIALS = [("baseline", "crashed", "SIGSEGV", 10_000), ("control-cuda", "survived", "", 250_000),
+                 ("baseline", "crashed", "SIGSEGV", 20_000), ("baseline", "crashed", "SIGSEGV", 30_000),
+                 ("baseline", "survived", "", 100_000), ("control-cuda", "survived", "", 250_000),
+                 ("baseline", "invalid", "", 0)]
+
+
 def _gpu_out(tmp: Path, doc: dict) -> Path:
-    """A GPU stage's folder: the newest Tile IR cubin and its family's control ran, the next
-    cubin was past the budget, the rest never reached."""
-    runs = doc["runs"]
-    tile, control, late = runs[0], runs[1], runs[2]
-    _journal(tmp / f"{tile['id']}.journal.jsonl", tile, "baseline",
-             [("crashed", "SIGSEGV", 10_000), ("crashed", "SIGSEGV", 20_000),
-              ("crashed", "SIGSEGV", 30_000), ("survived", "", 100_000), ("invalid", "", 0)])
-    _journal(tmp / f"{control['id']}.journal.jsonl", control, "control-cuda",
-             [("survived", "", 250_000), ("survived", "", 250_000)])
-    entry = {"seed": 0, "exit": 0, "wall_s": 10.0}
+    """A GPU stage's folder: the first run (the newest Tile IR cubin and its family's plain
+    cubin) ran, the second was past the budget, the rest never reached."""
+    first, late = doc["runs"][0], doc["runs"][1]
+    _journal(tmp / f"{first['id']}.journal.jsonl", first, NEWEST_TRIALS)
+    entry = {"seed": 0, "exit": 0, "wall_s": 10.0, "arms": ["baseline", "control-cuda"]}
     record = {"schema": gpustage.GPU_SCHEMA, "document_sha256": "0" * 64,
               "started_at": "2026-11-30T06:00:00Z", "options": {"trials": 5}, "status": "ran",
               "reason": None, "detail": None, "wall_s": 30.0,
               "device": {"name": "NVIDIA H200", "driver_version": "580.159.04"},
-              "runs": [{**entry, "id": tile["id"], "arms": ["baseline"], "status": "ran",
-                        "reason": None, "journal": f"{tile['id']}.journal.jsonl"},
-                       {**entry, "id": control["id"], "arms": ["control-cuda"], "status": "ran",
-                        "reason": None, "journal": f"{control['id']}.journal.jsonl"},
-                       {**entry, "id": late["id"], "arms": ["baseline"], "status": "not run",
-                        "exit": None, "reason": "not run: the GPU stage's budget of 60 s would be exceeded",
+              "runs": [{**entry, "id": first["id"], "status": "ran", "reason": None,
+                        "journal": f"{first['id']}.journal.jsonl"},
+                       {**entry, "id": late["id"], "status": "not run", "exit": None,
+                        "reason": "not run: the GPU stage's budget of 60 s would be exceeded",
                         "journal": None}]}
     (tmp / gpustage.GPU_FILE).write_text(json.dumps(record))
     return tmp
+
+
+def test_the_plan_runs_the_newest_cubin_first_with_its_familys_control():
+    doc = _subset(_committed(), SUBSET)
+    first = doc["runs"][0]
+    assert first["newest"] and "1.7.0-13.5" in first["cells"]
+    assert set(first["substitutes"]) == {"tile_cubin", "cuda_cubin"}
+    assert first["arms"] == ["baseline", "control-cuda"]
+    # Every distinct cubin is in exactly one run as what it is.
+    planned = [(a, s["sha256"]) for r in doc["runs"] for a, s in r["substitutes"].items()]
+    tiles = [sha for a, sha in planned if a == "tile_cubin"]
+    controls = [sha for a, sha in planned if a == "cuda_cubin"]
+    assert len(set(controls)) == len(controls)
+    assert set(tiles) | set(controls) == set(doc["cubins"])
+    # A family with no Tile IR cubin (13.2 here) runs its plain cubin beside the newest baseline.
+    last = doc["runs"][-1]
+    assert last["substitutes"]["tile_cubin"] == first["substitutes"]["tile_cubin"]
+    assert "1.3.0-13.2" in last["cells"]
 
 
 def test_assembly_turns_journals_into_counts_exposure_and_exact_poisson_rates(tmp_path):
@@ -170,9 +189,12 @@ def test_assembly_turns_journals_into_counts_exposure_and_exact_poisson_rates(tm
     record = json.loads((gpu_out / gpustage.GPU_FILE).read_text())
     doc = assemble(cpu, record, gpu_out, SCRATCH / "journals", ROOT)
     assert validation_errors(doc) == []
-    tile, control, late = doc["runs"][:3]
+    first, late = doc["runs"][:2]
+    tile_sha = first["substitutes"]["tile_cubin"]["sha256"]
+    control_sha = first["substitutes"]["cuda_cubin"]["sha256"]
 
-    base = tile["summary"]["baseline"]
+    base = doc["cubins"][tile_sha]["trials"]["arms"]["baseline"]
+    assert set(doc["cubins"][tile_sha]["trials"]["arms"]) == {"baseline"}  # the control is not its
     assert base["n"] == 5 and base["n_valid"] == 4 and base["failures"] == 3
     assert base["outcomes"] == {"crashed": 3, "invalid": 1, "survived": 1}
     assert base["details"]["crashed"] == {"SIGSEGV": 3}
@@ -182,21 +204,23 @@ def test_assembly_turns_journals_into_counts_exposure_and_exact_poisson_rates(tm
     low, high = base["rate"]["ci95"]
     assert low == pytest.approx(sps.chi2.ppf(0.025, 6) / 2 / e)
     assert high == pytest.approx(sps.chi2.ppf(0.975, 8) / 2 / e)
+    assert first["summary"]["baseline"] == base
 
-    ctl = control["summary"]["control-cuda"]
-    assert ctl["failures"] == 0 and ctl["rate"]["estimate"] == 0
+    ctl = doc["cubins"][control_sha]["trials"]["arms"]["control-cuda"]
+    assert ctl["failures"] == 0 and ctl["n_valid"] == 2 and ctl["rate"]["estimate"] == 0
     assert ctl["rate"]["ci95"][1] == pytest.approx(sps.chi2.ppf(0.975, 2) / 2 / 0.5)
 
     assert late["status"] == "not run" and "budget" in late["reason"]
-    assert all(r["status"] == "not run" for r in doc["runs"][3:])
-    assert (ROOT / tile["journal"]).is_file() and not tile["journal"].startswith("/")
+    assert all(r["status"] == "not run" for r in doc["runs"][2:])
+    assert (ROOT / first["journal"]).is_file() and not first["journal"].startswith("/")
 
     results = {r["cell"]: r for r in doc["results"]}
     newest = results["1.7.0-13.5"]
     assert newest["tile"][0]["status"] == "ran" and newest["tile"][0]["arms"]["baseline"] == base
     assert newest["control"]["arms"]["control-cuda"] == ctl
     assert results["1.0.0-13.5"]["tile"][0]["status"] == "could not run"
-    assert results["1.0.0-13.5"]["control"]["status"] == "ran"  # the same plain cubin as 13.5's
+    assert results["1.0.0-13.5"]["control"]["status"] == "ran"  # the same plain cubin as 1.7.0's
+    assert "budget" in results["1.7.0-13.4"]["tile"][0]["reason"]
 
     table = markdown(doc)
     assert "3/4 crashed: **18.8** per 10^6 cycles (95% CI" in table
@@ -208,7 +232,9 @@ def test_a_journal_of_another_cubin_is_refused(tmp_path):
     gpu_out = _gpu_out(tmp_path, cpu)
     journal = gpu_out / f"{cpu['runs'][0]['id']}.journal.jsonl"
     journal.unlink()
-    _journal(journal, dict(cpu["runs"][0], sha256="f" * 64), "baseline", [])
+    other = copy.deepcopy(cpu["runs"][0])
+    other["substitutes"]["tile_cubin"]["sha256"] = "f" * 64
+    _journal(journal, other, NEWEST_TRIALS)
     with pytest.raises(UsageError, match="not the run's cubin"):
         assemble(cpu, json.loads((gpu_out / gpustage.GPU_FILE).read_text()), gpu_out,
                  SCRATCH / "journals-wrong", ROOT)
@@ -266,3 +292,20 @@ def test_the_gpu_stage_needs_no_third_party_module(tmp_path):
     assert done.returncode in (0, 5), done.stderr
     assert "blocked for this test" not in done.stderr
     assert json.loads((tmp_path / "gpu" / gpustage.GPU_FILE).read_text())["schema"] == gpustage.GPU_SCHEMA
+
+
+def test_a_matrix_document_is_indexed_as_a_matrix_and_refused_by_report(tmp_path):
+    from gpurepro.index import render
+
+    results = tmp_path / "results"
+    (results / "tile_unload_race").mkdir(parents=True)
+    (results / "tile_unload_race" / "matrix_20261130T060000Z_no-gpu.json").write_text(
+        json.dumps(_subset(_committed(), SUBSET)))
+    text = render(results)
+    assert "## Toolchain matrices (1)" in text and "## Case results (0)" in text
+    assert "| [matrix_20261130T060000Z_no-gpu](tile_unload_race/matrix_20261130T060000Z_no-gpu.json) |" in text
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "report",
+                           str(results / "tile_unload_race" / "matrix_20261130T060000Z_no-gpu.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 2 and "gpurepro matrix table" in done.stderr

@@ -166,8 +166,8 @@ def render(folder: Path) -> str:
                 "A case's kernel exported by every release of its toolchain "
                 "(`python -m gpurepro matrix`): what each combination emits, and the trials of "
                 "each distinct cubin.", "",
-                "| case | GPU stage | combinations | exported | distinct cubins (Tile IR + plain) | runs | links |",
-                "|---|---|---|---|---|---|---|", *[row for _, row in sorted(matrices)], ""]
+                "| matrix | case | GPU stage | combinations | exported | distinct cubins (Tile IR + plain) | runs | links |",
+                "|---|---|---|---|---|---|---|---|", *[row for _, row in sorted(matrices)], ""]
     out += ["Benchmark documents (`bench/`) are not case results; the repository's README "
            "summarises them.", ""]
     if others:
@@ -187,8 +187,9 @@ def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
     runs = doc.get("runs") or []
     ran = sum(1 for r in runs if r.get("status") == "ran")
     name = (doc.get("case") or {}).get("name")
-    return (f"| `{_cell(str(name))}` | {_cell(stage)} | {len(cells)} | {exported} | "
-            f"{kinds.count('tile')} + {kinds.count('cuda')} | {ran} of {len(runs)} ran | "
+    rel = path.relative_to(folder).as_posix()
+    return (f"| [{path.stem}]({rel}) | `{_cell(str(name))}` | {_cell(stage)} | {len(cells)} | "
+            f"{exported} | {kinds.count('tile')} + {kinds.count('cuda')} | {ran} of {len(runs)} ran | "
             f"{_links(folder, path)} |")
 
 

@@ -47,20 +47,44 @@ def arm_summary(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[
     }
 
 
-def run_summary(journal: Path, run: Mapping[str, Any], case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(per-arm summaries, the journal's header) of one run."""
+def run_trials(journal: Path, run: Mapping[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(trials, header) of one run's journal, which must have run the run's cubins."""
     contents = read(journal)
-    header = contents.header
-    recorded = (header.get("artifacts") or {}).get(run["artifact"]) or {}
-    if recorded.get("sha256") != run["sha256"]:
-        raise UsageError(f"{journal}: its trials ran {run['artifact']} with sha256 "
-                         f"{str(recorded.get('sha256'))[:12]}…, not the run's cubin {run['sha256'][:12]}…")
+    recorded = contents.header.get("artifacts") or {}
+    for artifact, sub in run["substitutes"].items():
+        got = (recorded.get(artifact) or {}).get("sha256")
+        if got != sub["sha256"]:
+            raise UsageError(f"{journal}: its trials ran {artifact} with sha256 {str(got)[:12]}…, "
+                             f"not the run's cubin {sub['sha256'][:12]}…")
+    return contents.trials, contents.header
+
+
+def summarize(trials: Sequence[Mapping[str, Any]], arms: Sequence[str],
+              case: Mapping[str, Any]) -> dict[str, Any]:
     exposure = case["exposure"]
-    arms = list(header.get("plan", {}).get("arms") or run["arms"])
-    by_arm = tally.trials_by_arm(contents.trials, arms)
-    summary = {arm: arm_summary(ts, case["failure_outcomes"], exposure["unit"], exposure["per"])
-               for arm, ts in by_arm.items()}
-    return summary, header
+    return {arm: arm_summary(ts, case["failure_outcomes"], exposure["unit"], exposure["per"])
+            for arm, ts in tally.trials_by_arm(trials, list(arms)).items() if ts}
+
+
+def pool(doc: Mapping[str, Any], trials_by_run: Mapping[str, list[dict[str, Any]]]) -> None:
+    """Each cubin's trials over every run that used it, per arm: the control arm's trials count
+    for the plain cubin a run substituted, every other arm's for its Tile IR cubin."""
+    m = doc["matrix"]
+    for sha, cubin in doc["cubins"].items():
+        artifact = m["tile_artifact"] if cubin["kind"] == "tile" else m["control_artifact"]
+        wants_control = artifact == m["control_artifact"]
+        pooled: list[dict[str, Any]] = []
+        runs = []
+        for run in doc["runs"]:
+            if run["id"] not in trials_by_run or \
+                    (run["substitutes"].get(artifact) or {}).get("sha256") != sha:
+                continue
+            mine = [t for t in trials_by_run[run["id"]] if (t["arm"] == m["control_arm"]) == wants_control]
+            if mine:
+                pooled += mine
+                runs.append(run["id"])
+        arms = dict.fromkeys(t["arm"] for t in pooled)
+        cubin["trials"] = {"runs": runs, "arms": summarize(pooled, list(arms), doc["case"])} if runs else None
 
 
 def _read_gpu(gpu_out: Path) -> dict[str, Any]:
@@ -80,9 +104,11 @@ def _gpu_section(gpu: Mapping[str, Any] | None, header: Mapping[str, Any] | None
         return {"status": "not run", "reason": "not run: no GPU stage output was given",
                 "device": None, "environment": None, "options": None, "started_at": None,
                 "wall_s": None}
-    ran = gpu["status"] == "ran"
+    # A stage stopped part way ran what it ran; its reason says where it stopped.
+    ran = gpu["status"] == "ran" or any(r.get("status") == "ran" for r in gpu.get("runs") or [])
+    reason = None if gpu["status"] == "ran" else gpu.get("reason") or f"not run ({gpu['status']})"
     return {"status": "ran" if ran else "not run",
-            "reason": None if ran else gpu.get("reason") or f"not run ({gpu['status']})",
+            "reason": reason,
             "detail": gpu.get("detail"),
             "device": gpu.get("device"),
             "environment": (header or {}).get("environment"),
@@ -96,6 +122,7 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
     doc = json.loads(json.dumps(cpu))  # a deep copy
     by_id = {r["id"]: r for r in (gpu or {}).get("runs", [])}
     header = None
+    trials_by_run: dict[str, list[dict[str, Any]]] = {}
     for run in doc["runs"]:
         g = by_id.get(run["id"])
         if gpu is None or (gpu["status"] != "ran" and g is None):
@@ -110,14 +137,16 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
             continue
         assert gpu_out is not None
         source = gpu_out / g["journal"]
-        summary, run_header = run_summary(source, run, doc["case"])
+        trials, run_header = run_trials(source, run)
         header = header or run_header
         journals_dir.mkdir(parents=True, exist_ok=True)
         kept = journals_dir / source.name
         shutil.copyfile(source, kept)
-        run.update(status="ran", reason=None, summary=summary,
+        trials_by_run[run["id"]] = trials
+        run.update(status="ran", reason=None, summary=summarize(trials, run["arms"], doc["case"]),
                    journal=str(kept.resolve().relative_to(root.resolve())),
                    journal_sha256=sha256_file(kept))
+    pool(doc, trials_by_run)
     doc["gpu"] = _gpu_section(gpu, header)
     doc["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["results"] = cell_results(doc)

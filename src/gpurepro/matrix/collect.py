@@ -77,46 +77,60 @@ def _cubins(records: list[dict[str, Any]], root: Path) -> dict[str, dict[str, An
                 continue
             entry = out.get(e["sha256"])
             if entry is None:
+                # "trials": the GPU stage's, pooled per arm over its runs (assemble fills it).
                 entry = out[e["sha256"]] = {"kind": kind, "path": e["path"],
-                                            **emitted.facts(root / e["path"]), "emitted_by": []}
+                                            **emitted.facts(root / e["path"]), "emitted_by": [],
+                                            "trials": None}
             entry["emitted_by"].append({"cell": rec["cell"], "variant": variant})
     return out
 
 
-def _order(runs: list[dict[str, Any]], spec: Spec, families: dict[str, str]) -> list[dict[str, Any]]:
-    """The order the GPU stage runs them in, so that a budget cut drops what matters least:
-    Tile IR cubins newest first, each family's control right after the first Tile IR cubin of
-    that family, and last the controls of families that exported no Tile IR cubin at all."""
-    tile = sorted((r for r in runs if r["artifact"] == spec.tile_artifact),
-                  key=lambda r: -spec.rank(r["cells"][0]))
-    controls = sorted((r for r in runs if r["artifact"] != spec.tile_artifact),
-                      key=lambda r: -spec.rank(r["cells"][0]))
-    ordered: list[dict[str, Any]] = []
-    for r in tile:
-        ordered.append(r)
-        family = families[r["cells"][0]]
-        ordered += [c for c in controls if families[c["cells"][0]] == family and c not in ordered]
-    return ordered + [c for c in controls if c not in ordered]
+def _run(spec: Spec, i: int, subs: dict[str, tuple[str, dict[str, Any]]], arms: list[str],
+         newest: bool) -> dict[str, Any]:
+    cells = sorted({b["cell"] for _, c in subs.values() for b in c["emitted_by"]},
+                   key=spec.rank, reverse=True)
+    return {
+        "id": f"{i:02d}-" + "+".join(f"{c['kind']}-{sha[:12]}" for sha, c in subs.values()),
+        "substitutes": {art: {"sha256": sha, "path": c["path"]} for art, (sha, c) in subs.items()},
+        "arms": arms, "newest": newest, "cells": cells,
+        "status": "not run", "reason": NOT_RUN_YET,
+    }
 
 
 def _runs(spec: Spec, cubins: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The GPU stage's plan: each distinct Tile IR cubin under the matrix's arms, each distinct
-    plain cubin under the control arm (see ``_order``)."""
-    newest = spec.newest().id
-    runs = []
-    for sha, c in cubins.items():
-        cells = sorted({b["cell"] for b in c["emitted_by"]}, key=spec.rank, reverse=True)
-        tile = c["kind"] == "tile"
-        runs.append({
-            "id": f"{c['kind']}-{sha[:12]}",
-            "artifact": spec.tile_artifact if tile else spec.control_artifact,
-            "sha256": sha, "path": c["path"],
-            "arms": list(spec.arms) if tile else [spec.control_arm],
-            "newest": tile and newest in cells,
-            "cells": cells,
-            "status": "not run", "reason": NOT_RUN_YET,
-        })
-    return _order(runs, spec, {c.id: c.family for c in spec.cells()})
+    """The GPU stage's plan, one harness run each: every distinct Tile IR cubin as the case's
+    Tile IR artifact under the matrix's arms, newest first (a budget cut drops the oldest);
+    each family's plain cubin under the control arm in the run of that family's first Tile IR
+    cubin. The harness runs no plan without the baseline arm, so the plain cubin of a family
+    that exported no Tile IR cubin runs, last, beside the newest Tile IR cubin's baseline."""
+    family = {c.id: c.family for c in spec.cells()}
+
+    def newest_cell(c: dict[str, Any]) -> int:
+        return max(spec.rank(b["cell"]) for b in c["emitted_by"])
+
+    tiles = sorted(((sha, c) for sha, c in cubins.items() if c["kind"] == "tile"),
+                   key=lambda sc: -newest_cell(sc[1]))
+    controls = sorted(((sha, c) for sha, c in cubins.items() if c["kind"] == "cuda"),
+                      key=lambda sc: -newest_cell(sc[1]))
+    pending = list(controls)
+    runs: list[dict[str, Any]] = []
+    for sha, c in tiles:
+        fams = {family[b["cell"]] for b in c["emitted_by"]}
+        subs = {spec.tile_artifact: (sha, c)}
+        arms = list(spec.arms)
+        ctl = next((x for x in pending if fams & {family[b["cell"]] for b in x[1]["emitted_by"]}), None)
+        if ctl is not None:
+            pending.remove(ctl)
+            subs[spec.control_artifact] = ctl
+            arms.append(spec.control_arm)
+        newest = spec.newest().id in {b["cell"] for b in c["emitted_by"]}
+        runs.append(_run(spec, len(runs) + 1, subs, arms, newest))
+    for ctl in pending:
+        subs = {spec.control_artifact: ctl}
+        if tiles:
+            subs = {spec.tile_artifact: tiles[0], **subs}
+        runs.append(_run(spec, len(runs) + 1, subs, [*spec.arms, spec.control_arm], False))
+    return runs
 
 
 def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, Any]:

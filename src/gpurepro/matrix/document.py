@@ -2,8 +2,9 @@
 
 A cell's result follows from the rest of the document (never recorded apart from it): a cell
 whose pins did not install, or whose export failed, could not run, with that reason; an export
-whose cubin's run ran has that run's per-arm counts and rates; any other has its run's reason
-for not running (no GPU, a spent budget, ...). Standard library only up to validation.
+whose cubin ran has the cubin's per-arm counts and rates (``cubins.<sha>.trials``: its trials
+pooled over the runs that used it); any other has the reason of the run planned for it (no GPU,
+a spent budget, ...). Standard library only (validate uses it without scipy).
 """
 
 from __future__ import annotations
@@ -24,40 +25,53 @@ def document_name(started_at: str | None, gpu_name: str | None) -> str:
 
 
 def _could_not(reason: str) -> dict[str, Any]:
-    return {"status": "could not run", "reason": reason, "run": None, "arms": None}
+    return {"status": "could not run", "reason": reason, "runs": [], "arms": None}
 
 
-def _from_run(run: Mapping[str, Any] | None, sha: str) -> dict[str, Any]:
-    if run is None:
-        return {"status": "not run", "reason": f"no run planned for cubin {sha[:12]}",
-                "run": None, "arms": None}
-    if run["status"] == "ran":
-        return {"status": "ran", "reason": None, "run": run["id"], "arms": run.get("summary")}
-    return {"status": run["status"], "reason": run["reason"], "run": run["id"], "arms": None}
+def _artifact(doc: Mapping[str, Any], sha: str) -> str:
+    kind = doc["cubins"][sha]["kind"] if sha in doc["cubins"] else "tile"
+    return doc["matrix"]["tile_artifact"] if kind == "tile" else doc["matrix"]["control_artifact"]
 
 
-def _result(built: Mapping[str, Any] | None, cell: Mapping[str, Any],
-            runs: Mapping[str, Mapping[str, Any]], what: str) -> dict[str, Any]:
+def cubin_result(doc: Mapping[str, Any], sha: str) -> dict[str, Any]:
+    """One cubin on the GPU: its trials, pooled over the runs that used it, or why there are
+    none (the reason of the first run planned for it)."""
+    trials = (doc["cubins"].get(sha) or {}).get("trials")
+    artifact = _artifact(doc, sha)
+    planned = [r for r in doc["runs"] if (r["substitutes"].get(artifact) or {}).get("sha256") == sha]
+    if trials:
+        return {"status": "ran", "reason": None, "runs": list(trials["runs"]), "arms": trials["arms"]}
+    if not planned:
+        return {"status": "not run", "reason": f"no run planned for cubin {sha[:12]}", "runs": [],
+                "arms": None}
+    first = planned[0]
+    reason = first["reason"] if first["status"] != "ran" else \
+        "not run: its run recorded no trial of the arms that use it"
+    return {"status": "failed" if first["status"] == "failed" else "not run", "reason": reason,
+            "runs": [r["id"] for r in planned], "arms": None}
+
+
+def _result(doc: Mapping[str, Any], built: Mapping[str, Any] | None, cell: Mapping[str, Any],
+            what: str) -> dict[str, Any]:
     if cell["install"]["status"] != "ok":
         return _could_not(f"install failed: {cell['install']['reason']}")
     if built is None:
         return _could_not(f"no {what} built")
     if built["status"] != "ok":
         return _could_not(f"{what} failed: {built['reason']}")
-    return {"sha256": built["sha256"], **_from_run(runs.get(built["sha256"]), built["sha256"])}
+    return {"sha256": built["sha256"], **cubin_result(doc, built["sha256"])}
 
 
 def cell_results(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Per cell: each export's and the control's result (see the module docstring)."""
-    runs = {r["sha256"]: r for r in doc["runs"]}
     out = []
     for cell in doc["cells"]:
         exports = cell["exports"] or [None]
         out.append({
             "cell": cell["id"],
-            "tile": [{"variant": e["variant"] if e else None,
-                      **_result(e, cell, runs, "export")} for e in exports],
-            "control": _result(cell["control"], cell, runs, "control build"),
+            "tile": [{"variant": e["variant"] if e else None, **_result(doc, e, cell, "export")}
+                     for e in exports],
+            "control": _result(doc, cell["control"], cell, "control build"),
         })
     return out
 
@@ -78,9 +92,12 @@ def consistency_errors(doc: Any) -> list[str]:
                 out.append(f"cells/{i}/{where}/sha256: a cubin listed under cubins expected, "
                            f"found {str(e.get('sha256'))[:12]}… listed nowhere")
     for i, run in enumerate(doc["runs"]):
-        if isinstance(run, Mapping) and run.get("sha256") not in cubins:
-            out.append(f"runs/{i}/sha256: a cubin listed under cubins expected, found "
-                       f"{str(run.get('sha256'))[:12]}… listed nowhere")
+        subs = run.get("substitutes") if isinstance(run, Mapping) else None
+        for artifact, sub in (subs.items() if isinstance(subs, Mapping) else ()):
+            sha = sub.get("sha256") if isinstance(sub, Mapping) else None
+            if sha not in cubins:
+                out.append(f"runs/{i}/substitutes/{artifact}/sha256: a cubin listed under cubins "
+                           f"expected, found {str(sha)[:12]}… listed nowhere")
     if not out:
         try:
             want = cell_results(doc)

@@ -75,12 +75,14 @@ def _write(out: Path, record: dict[str, Any]) -> None:
     os.replace(tmp, out / GPU_FILE)
 
 
-def _arms_for(run: dict[str, Any], tile_artifact: str, opts: Options,
+def _arms_for(run: dict[str, Any], control_arm: str, opts: Options,
               defaults: tuple[str, ...]) -> tuple[str, ...]:
-    if run["artifact"] != tile_artifact:
-        return tuple(run["arms"])  # the control arm
+    """The run's arms: the matrix's (or --arms; --newest-arms for the newest cell's cubin), and
+    the control arm where the run carries a plain cubin."""
     arms = opts.arms or defaults
-    return (opts.newest_arms or arms) if run["newest"] else arms
+    if run["newest"]:
+        arms = opts.newest_arms or arms
+    return (*arms, *(a for a in run["arms"] if a == control_arm and a not in arms))
 
 
 def _check_arms(doc: dict[str, Any], wanted: list[tuple[str, ...]], root: Path) -> None:
@@ -99,8 +101,9 @@ def _harness(doc: dict[str, Any], run: dict[str, Any], arms: tuple[str, ...], se
             "--arch", doc["matrix"]["target"], "--arms", ",".join(arms),
             "--trials", str(d["trials"]), "--duration", f"{d['duration_s']:g}",
             "--timeout", f"{d['trial_timeout_s']:g}", "--jobs", str(d["jobs"]),
-            "--seed", str(seed), "--no-record", "--redact", "--journal", str(journal),
-            "--artifact", f"{run['artifact']}={run['path']}"]
+            "--seed", str(seed), "--no-record", "--redact", "--journal", str(journal)]
+    for artifact, sub in run["substitutes"].items():
+        argv += ["--artifact", f"{artifact}={sub['path']}"]
     # The harness is this very package, wherever it was imported from (PYTHONPATH=src on a node).
     package_dir = str(Path(__file__).resolve().parents[2])
     env = {**os.environ,
@@ -123,9 +126,9 @@ def _last_line(log: Path) -> str:
 
 def run_gpu_stage(document: Path, out: Path, root: Path, opts: Options) -> int:
     doc = read_document(document)
-    tile_artifact = doc["matrix"]["tile_artifact"]
+    control_arm = doc["matrix"]["control_arm"]
     defaults = tuple(doc["matrix"]["gpu_defaults"]["arms"])
-    plan = [(r, _arms_for(r, tile_artifact, opts, defaults)) for r in doc["runs"]]
+    plan = [(r, _arms_for(r, control_arm, opts, defaults)) for r in doc["runs"]]
     _check_arms(doc, [arms for _, arms in plan], root)
     if (out / GPU_FILE).exists():
         raise UsageError(f"{out / GPU_FILE} exists: give the GPU stage a new --out folder")
@@ -154,25 +157,35 @@ def run_gpu_stage(document: Path, out: Path, root: Path, opts: Options) -> int:
     d = doc["matrix"]["gpu_defaults"]
     status = EXIT_OK
     for i, (run, arms) in enumerate(plan):
-        entry: dict[str, Any] = {"id": run["id"], "sha256": run["sha256"], "artifact": run["artifact"],
+        entry: dict[str, Any] = {"id": run["id"], "substitutes": run["substitutes"],
                                  "arms": list(arms), "seed": opts.seed + i, "journal": None,
                                  "exit": None, "wall_s": None}
         spent = time.monotonic() - started
         need = len(arms) * d["trials"] * (d["duration_s"] + TRIAL_OVERHEAD_S) + RUN_OVERHEAD_S
-        cubin = root / run["path"]
+        absent = [s["path"] for s in run["substitutes"].values()
+                  if not (root / s["path"]).is_file() or _sha256(root / s["path"]) != s["sha256"]]
         if spent + need > opts.budget_s:
             entry.update(status="not run", reason=f"not run: the GPU stage's budget of "
                          f"{opts.budget_s:g} s would be exceeded ({spent:.0f} s spent, about "
                          f"{need:.0f} s more needed)")
-        elif not cubin.is_file() or _sha256(cubin) != run["sha256"]:
-            entry.update(status="not run", reason=f"not run: {run['path']} is missing or not the "
+        elif absent:
+            entry.update(status="not run", reason=f"not run: {absent[0]} is missing or not the "
                          f"CPU stage's cubin here (carry build/matrix/{doc['case']['name']})")
         else:
             journal, log = out / f"{run['id']}.journal.jsonl", out / f"{run['id']}.log"
             _say(f"matrix: {run['id']} ({', '.join(run['cells'][:3])}"
                  f"{', ...' if len(run['cells']) > 3 else ''}): {', '.join(arms)}")
             t0 = time.monotonic()
-            rc = _harness(doc, run, arms, opts.seed + i, journal, log, root)
+            try:
+                rc = _harness(doc, run, arms, opts.seed + i, journal, log, root)
+            except (Stopped, KeyboardInterrupt):
+                # Said in the record too: assemble then reports the runs done and this one.
+                entry.update(status="failed", reason="stopped by a signal while it ran",
+                             journal=journal.name if journal.is_file() else None)
+                record["runs"].append(entry)
+                record.update(status="stopped", reason=f"stopped by a signal during {run['id']}")
+                _write(out, record)
+                raise
             entry.update(exit=rc, wall_s=round(time.monotonic() - t0, 1),
                          journal=journal.name if journal.is_file() else None)
             if rc == EXIT_OK and journal.is_file():

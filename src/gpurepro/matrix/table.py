@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .document import cubin_result
+
 
 def _num(x: float) -> str:
     """Three significant digits, no exponent below 10^6."""
@@ -91,7 +93,6 @@ def combinations(doc: Mapping[str, Any]) -> list[str]:
 
 
 def cubins_table(doc: Mapping[str, Any], kind: str) -> list[str]:
-    runs = {r["sha256"]: r for r in doc["runs"]}
     out = ["| cubin | emitted by | size | code (`.text`) | `.nv.host` | debug sections | trials on the GPU |",
            "|---|---|---|---|---|---|---|"]
     for sha, c in doc["cubins"].items():
@@ -104,10 +105,7 @@ def cubins_table(doc: Mapping[str, Any], kind: str) -> list[str]:
         host_txt = (f"{host['size']} B, {_short(host['sha256'])}, {len(symbols)} symbols"
                     if host["present"] else "–")
         debug = ", ".join(f"`{n}` {s}" for n, s in c["debug_sections"].items()) or "–"
-        run = runs.get(sha)
-        trials = "–" if run is None else (
-            "; ".join(f"{a}: {arm_cell(s)}" for a, s in (run.get("summary") or {}).items())
-            if run["status"] == "ran" else str(run["reason"]))
+        trials = _result_cell(cubin_result(doc, sha))
         out.append(f"| {_short(sha)} | {', '.join(by)} | {c['size']} B | {_short(c['code_sha256'])} | "
                    f"{host_txt} | {debug} | {trials} |")
     return out
