@@ -116,9 +116,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.add_argument("--arms", type=_arms, help="arms for every Tile IR cubin (default: the matrix's, baseline)")
     s.add_argument("--newest-arms", type=_arms, help="arms for the newest cell's cubin (default: --arms), "
                    "e.g. baseline,lock-unload-launch")
-    s.add_argument("--budget-s", type=positive_float, default=450.0,
-                   help="wall-clock budget: a cubin whose trials would not fit is not run, and "
-                        "the document says so (default 450)")
+    s.add_argument("--budget-s", type=positive_float, default=420.0,
+                   help="wall-clock budget: a run whose trials would not fit is not started, and "
+                        "the document says so (default 420: the stage ends within 8 minutes)")
     s.add_argument("--seed", type=nonneg_int, default=0, help="plan seed of the first run (then +1 each)")
     s.set_defaults(stage_fn=cmd_run)
 
