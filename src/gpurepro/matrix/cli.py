@@ -74,10 +74,10 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_table(args: argparse.Namespace, root: Path) -> int:
-    from ..cli import _read_result
+    from .gpu import read_document
     from .table import markdown
 
-    text = markdown(_read_result(Path(args.document)))
+    text = markdown(read_document(Path(args.document)))
     if args.out:
         from ..record import write_atomic
 

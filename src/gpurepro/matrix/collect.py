@@ -138,8 +138,9 @@ def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, 
     root = root.resolve()
     records = read_cells(spec, root, into)
     if not records:
-        raise FileNotFoundError(f"no cell records under {build_root(spec)}/cells: run the cells "
-                                f"first (nox -s tile_matrix)")
+        where = (into or root / build_root(spec)).resolve().relative_to(root)
+        raise FileNotFoundError(f"no cell records under {where}/cells: run the cells first "
+                                f"(nox -s tile_matrix)")
     case = load_case(spec.case, root)
     cubins = _cubins(records, root)
     newest = next((r for r in records if r["cell"] == spec.newest().id), None)

@@ -91,7 +91,7 @@ def load(case: str | Path, root: Path | None = None) -> Spec:
     manifest = find_case(case, root)
     path = manifest.parent / SPEC_FILE
     if not path.is_file():
-        raise ManifestError(path, SPEC_FILE, f"case {manifest.parent.name} has no toolchain matrix")
+        raise ManifestError(path, "file", f"case {manifest.parent.name} has no toolchain matrix")
     try:
         ns = runpy.run_path(str(path))
     except Exception as exc:  # any error in the case's file: named, one line
