@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
+import subprocess
 from pathlib import Path
 
 import nox
+from nox.command import CommandFailed
 
 # uv where it is installed (the Makefile installs nox[uv]): environments and the ~1 GB of
 # toolchain wheels install several times faster; virtualenv otherwise.
@@ -131,6 +134,51 @@ def toolchain(session: nox.Session, case: str, target: str) -> None:
     # The tests find this environment through a file, not through printed output.
     TOOLCHAIN_RECORDS.mkdir(parents=True, exist_ok=True)
     (TOOLCHAIN_RECORDS / f"{case}@{target}").write_text(str(session.virtualenv.location) + "\n")
+
+
+# The toolchain matrix of tile_unload_race (cases/tile_unload_race/matrix.py): one session, in
+# its own environment, per cuda-tile release x tileiras family.
+MATRIX = runpy.run_path(str(ROOT / "cases" / "tile_unload_race" / "matrix.py"))
+MATRIX_CELLS = MATRIX["cells"]()
+
+
+@nox.session(python=PYTHON)
+@nox.parametrize(("cuda_tile", "family"), MATRIX_CELLS,
+                 ids=[MATRIX["cell_id"](c, f) for c, f in MATRIX_CELLS])
+def tile_matrix(session: nox.Session, cuda_tile: str, family: str) -> None:
+    """Toolchain matrix, one cell: install the pins, export the kernel for sm_90, record what it
+    emits (then tile_matrix_collect writes the CPU document). No GPU needed."""
+    session.install("-e", ".", "--no-deps")  # the cell runs gpurepro from inside this env
+    log = Path(session.create_tmp()) / "install.log"
+    failed = []
+    # An install that fails is a finding of the cell, not an error of the session: the
+    # installer's output goes to a file, and the cell records its reason from there.
+    with open(log, "w") as out:
+        try:
+            session.install(*MATRIX["pins"](cuda_tile, family), silent=False, stdout=out,
+                            stderr=subprocess.STDOUT)
+        except CommandFailed:
+            failed = ["--install-failed"]
+    _run_gpurepro(session, "matrix", "cell", "tile_unload_race", "--release", cuda_tile,
+                  "--family", family, "--install-log", str(log), *failed)
+    session.notify("tile_matrix_collect")
+
+
+@nox.session(python=PYTHON)
+def tile_matrix_collect(session: nox.Session) -> None:
+    """Toolchain matrix: the cells' records and ELF facts -> the CPU document the GPU stage reads
+    (build/matrix/tile_unload_race/sm_90/matrix.cpu.json)."""
+    _install_project(session)
+    _run_gpurepro(session, "matrix", "collect", "tile_unload_race", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def tile_matrix_assemble(session: nox.Session) -> None:
+    """Toolchain matrix: CPU document + the GPU stage's folder -> results/tile_unload_race/
+    matrix_<stamp>_<gpu>.json: nox -s tile_matrix_assemble -- GPU_OUT [--force]"""
+    _install_project(session)
+    _run_gpurepro(session, "matrix", "assemble",
+                  "build/matrix/tile_unload_race/sm_90/matrix.cpu.json", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -54,6 +54,30 @@ def alpha_value(text: str) -> float:
     return value
 
 
+def artifact_override(text: str) -> tuple[str, str]:
+    """``NAME=PATH`` for --artifact: a prebuilt file to use instead of the built artifact NAME."""
+    name, sep, path = text.partition("=")
+    if not sep or not name.strip() or not path.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH (e.g. tile_cubin=build/x.cubin), got {text!r}")
+    return name.strip(), path.strip()
+
+
+def checked_artifact_file(name: str, given: str, root: Path) -> Path:
+    """A substitute artifact file, relative to the repository.
+
+    Like the build folder, it is recorded relative to the repository (a copied tree finds it,
+    and no machine path reaches a result document), so a file elsewhere is refused.
+    """
+    path = Path(given)
+    absolute = (path if path.is_absolute() else root / path).resolve()
+    if not absolute.is_relative_to(root.resolve()):
+        raise UsageError(f"--artifact {name}={given}: must be inside the repository ({root.name}/); "
+                         f"artifact paths are recorded relative to it")
+    if not absolute.is_file():
+        raise UsageError(f"--artifact {name}={given}: no such file")
+    return absolute.relative_to(root.resolve())
+
+
 def checked_build_dir(given: str | Path, root: Path) -> Path:
     """The build folder, relative to the repository.
 

@@ -74,7 +74,11 @@ exec(code, main.__dict__)
 
 
 class BuildError(RuntimeError):
-    pass
+    """A build step failed; ``log`` is its build log when it got as far as running."""
+
+    def __init__(self, message: str, log: Path | None = None):
+        super().__init__(message)
+        self.log = log
 
 
 def sha256_file(path: Path) -> str:
@@ -271,7 +275,7 @@ def _run_command(
     if done.returncode != 0 or missing:
         tail = log.read_text(errors="replace")[-3000:]
         why = f"exit status {done.returncode}" if done.returncode else f"missing {missing}"
-        raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}")
+        raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}", log=log)
 
 
 def reproducible_env(root: Path, keep_dir: Path) -> dict[str, str]:

@@ -20,6 +20,7 @@ from . import env as envmod
 from .args import (
     UsageError,
     alpha_value,
+    artifact_override,
     checked_build_dir,
     nonneg_int,
     positive_float,
@@ -162,6 +163,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise UsageError(f"{path} is a benchmark document; `report` renders case results "
                          f"(benchmarks are summarised in the README)")
+    if str(doc.get("schema", "")).startswith("gpurepro/matrix"):
+        raise UsageError(f"{path} is a toolchain matrix document; `python -m gpurepro matrix "
+                         f"table {path}` renders it")
     validate_document(doc, str(path))
     for kind, p in write_report(doc, path).items():
         _say(f"{kind}: {p}")
@@ -310,6 +314,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_calibration(args, _root())
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    return int(args.stage_fn(args, _root()))
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2), not the whole usage block."""
 
@@ -342,6 +350,9 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--journal", help="journal path (default: results/<case>/<stamp>_<gpu>_<host>.journal.jsonl)")
     p.add_argument("--out-dir", default="results", help="folder for journals and results")
     p.add_argument("--build-dir", default="build", help="prebuilt artifacts, inside the repository (default: build/)")
+    p.add_argument("--artifact", action="append", type=artifact_override, metavar="NAME=PATH",
+                   help="use this prebuilt file (inside the repository) instead of the built "
+                        "artifact NAME; recorded with its sha256 (repeatable)")
     p.add_argument("--redact", action="store_true", help="drop the hostname and home paths from the record")
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
@@ -452,6 +463,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_issue)
+
+    from .matrix.cli import add_parser as add_matrix_parser
+
+    add_matrix_parser(sub).set_defaults(fn=cmd_matrix)
 
     p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
     p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")

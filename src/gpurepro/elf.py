@@ -8,6 +8,7 @@ module asks of the driver that a plain nvcc module does not.
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,6 +68,15 @@ def sections(path: Path) -> dict[str, Any]:
             if sec.name == HOST_SECTION:
                 out["host_object"] = embedded_object(sec.data())
     return out
+
+
+def section_digests(path: Path) -> dict[str, str]:
+    """sha256 of each section's bytes (sections that occupy no file space left out): whether two
+    cubins that differ as files carry the same code (``.text.*``) or host object (``.nv.host``)."""
+    with open(path, "rb") as fh:
+        elf = ELFFile(fh)
+        return {sec.name: hashlib.sha256(sec.data()).hexdigest() for sec in elf.iter_sections()
+                if sec.name and sec["sh_type"] != "SHT_NOBITS"}
 
 
 def _kind(name: str) -> str:

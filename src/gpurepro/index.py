@@ -125,6 +125,7 @@ def render(folder: Path) -> str:
     folder = Path(folder)
     others: list[str] = []
     rows: list[tuple[str, str, str]] = []
+    matrices: list[tuple[str, str]] = []
     for path in documents(folder):
         rel = path.relative_to(folder).as_posix()
         doc = _load(path)
@@ -134,6 +135,9 @@ def render(folder: Path) -> str:
         schema = str(doc.get("schema", ""))
         if schema.startswith("gpurepro/bench"):
             continue  # benchmarks are summarised in the repository's README
+        if schema.startswith("gpurepro/matrix"):
+            matrices.append((rel, _matrix_row(folder, path, doc)))
+            continue
         if not isinstance(doc.get("case"), Mapping) or not isinstance(doc.get("summary"), Mapping):
             others.append(f"- [`{rel}`]({rel}): not a result document")
             continue
@@ -156,12 +160,37 @@ def render(folder: Path) -> str:
            "exposure counter is coarse).", "",
            f"## Case results ({len(results)})", "",
            "| case | started | GPU (compute capability) | driver | arms | verdict | baseline | links |",
-           "|---|---|---|---|---|---|---|---|", *results, "",
-           "Benchmark documents (`bench/`) are not case results; the repository's README "
+           "|---|---|---|---|---|---|---|---|", *results, ""]
+    if matrices:
+        out += [f"## Toolchain matrices ({len(matrices)})", "",
+                "A case's kernel exported by every release of its toolchain "
+                "(`python -m gpurepro matrix`): what each combination emits, and the trials of "
+                "each distinct cubin.", "",
+                "| matrix | case | GPU stage | combinations | exported | distinct cubins (Tile IR + plain) | runs | links |",
+                "|---|---|---|---|---|---|---|---|", *[row for _, row in sorted(matrices)], ""]
+    out += ["Benchmark documents (`bench/`) are not case results; the repository's README "
            "summarises them.", ""]
     if others:
         out += ["## Other files", "", *others, ""]
     return "\n".join(out)
+
+
+def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
+    """One toolchain matrix document (gpurepro.matrix) as a row."""
+    gpu = doc.get("gpu") or {}
+    device = gpu.get("device") or {}
+    stage = (f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"
+             if gpu.get("status") == "ran" else str(gpu.get("reason") or "not run"))
+    cells = doc.get("cells") or []
+    exported = sum(1 for c in cells if any(e.get("status") == "ok" for e in c.get("exports") or []))
+    kinds = [c.get("kind") for c in (doc.get("cubins") or {}).values()]
+    runs = doc.get("runs") or []
+    ran = sum(1 for r in runs if r.get("status") == "ran")
+    name = (doc.get("case") or {}).get("name")
+    rel = path.relative_to(folder).as_posix()
+    return (f"| [{path.stem}]({rel}) | `{_cell(str(name))}` | {_cell(stage)} | {len(cells)} | "
+            f"{exported} | {kinds.count('tile')} + {kinds.count('cuda')} | {ran} of {len(runs)} ran | "
+            f"{_links(folder, path)} |")
 
 
 def index_path(folder: Path) -> Path:

@@ -52,6 +52,10 @@ def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list
         out.append(f"{where}: {err.message[:300]}")
     if _schema_for(doc) == "result.schema.json":
         out += meaning_errors(doc)
+    elif _schema_for(doc) == "matrix.schema.json":
+        from .matrix.document import consistency_errors
+
+        out += consistency_errors(doc) + _privacy_errors(doc)
     return out
 
 
@@ -162,8 +166,11 @@ def _privacy_errors(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _schema_for(doc: Any) -> str:
-    if isinstance(doc, Mapping) and str(doc.get("schema", "")).startswith("gpurepro/bench"):
+    kind = str(doc.get("schema", "")) if isinstance(doc, Mapping) else ""
+    if kind.startswith("gpurepro/bench"):
         return "bench.schema.json"
+    if kind.startswith("gpurepro/matrix"):
+        return "matrix.schema.json"
     return "result.schema.json"
 
 

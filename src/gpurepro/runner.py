@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .args import UsageError, checked_build_dir
-from .build import BuildError, load_index
+from .args import UsageError, checked_artifact_file, checked_build_dir
+from .build import BuildError, load_index, sha256_file
 from .classify import EVIDENCE
 from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
 from .manifest import Case, TrialBudget
@@ -44,7 +44,7 @@ from .watchdog import Watchdog, kill_run
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
 PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
-              "gpus", "max_trials", "look_every", "alpha", "journal")
+              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
 DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
 
 
@@ -65,6 +65,9 @@ class Checked:
     arms: tuple[str, ...] | None
     trials_per_arm: int
     stopping: dict[str, Any] | None  # the sequential design: alpha, step, max_trials
+    # --artifact NAME=PATH: prebuilt files used instead of built artifacts (path relative to
+    # the repository), e.g. a cubin exported by another toolchain release.
+    substitutes: tuple[tuple[str, Path], ...] = ()
 
 
 def resolve_target(case: Case, arch: str | None, gpu_info: dict[str, Any] | None = None) -> str:
@@ -88,7 +91,8 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out-dir {args.out_dir}: exists and is not a folder")
     if args.resume:
-        given = [f"--{f.replace('_', '-')}" for f in PLAN_FLAGS if getattr(args, f) is not None]
+        given = [f"--{f.replace('_', '-')}" for f in PLAN_FLAGS
+                 if getattr(args, f, None) is not None]
         if args.until_decided:
             given.append("--until-decided")
         if given:
@@ -129,7 +133,45 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     return Checked(target=target, build_dir=build_dir,
                    budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
                                       timeout_s=float(timeout)),
-                   jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials, stopping=stopping)
+                   jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials, stopping=stopping,
+                   substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root))
+
+
+def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,
+                        root: Path) -> tuple[tuple[str, Path], ...]:
+    """--artifact NAME=PATH values: NAME one of the case's artifacts for ``target``, PATH a file
+    inside the repository, each NAME once."""
+    known = [a.name for a in case.artifacts if not a.archs or target in a.archs]
+    out: dict[str, Path] = {}
+    for name, path in given or ():
+        if name not in known:
+            raise UsageError(f"--artifact {name}=...: {case.name} has no artifact {name!r} for "
+                             f"{target} (known: {', '.join(known)})")
+        if name in out:
+            raise UsageError(f"--artifact {name}=... is given twice")
+        out[name] = checked_artifact_file(name, path, root)
+    return tuple(out.items())
+
+
+def substitute_artifacts(artifacts: dict[str, Any], substitutes: tuple[tuple[str, Path], ...],
+                         root: Path) -> dict[str, Any]:
+    """The build index's artifacts with each --artifact file in place of the built one.
+
+    The entry keeps the built file's sha256 beside the substitute's own, and drops what
+    described the build (its command, key and tool versions): they are not where this file
+    came from. The trial commands read artifact paths from here, so every trial uses it."""
+    out = dict(artifacts)
+    for name, rel in substitutes:
+        built = artifacts.get(name) or {}
+        out[name] = {
+            "path": str(rel),
+            "dir": str(rel.parent),
+            "outputs": {rel.name: sha256_file(root / rel)},
+            "sha256": sha256_file(root / rel),
+            "description": f"substituted with --artifact for: {built.get('description', name)}",
+            "substituted": {"built_sha256": built.get("sha256")},
+        }
+    return out
 
 
 def _relative_to(path: Path | None, root: Path) -> str | None:
@@ -240,13 +282,13 @@ def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
         "device": {**{k: g.device.get(k) for k in ("name", "compute_capability", "uuid", "index")},
                    "supported": g.supported, "target": g.target, "reason": g.reason},
         "toolchain": index["toolchain"],
-        "artifacts": index["artifacts"],
+        "artifacts": substitute_artifacts(index["artifacts"], checked.substitutes, root),
         "probe": None,
     }
     path = Path(args.journal) if args.journal else Path(args.out_dir) / case.name / f"{result_name(header)}.journal.jsonl"
     _ensure_writable(path.parent)
     if not g.supported:
-        header["probe"] = _probe(case, plan, index, root, opts)
+        header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
     journal = Journal.create(path, header)
     _say(f"journal: {journal.path}")
     return Started(journal, header, plan, opts, g, [])
