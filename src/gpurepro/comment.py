@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import merge
 from .compare import stopping_numbers
 from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
@@ -49,6 +50,10 @@ def environment_line(doc: Mapping[str, Any]) -> str:
         where = f"{names} × {len(gpus)}, compute capability {ccs}"
     else:
         where = f"no GPU ({gpu.get('reason') or 'none found'})"
+    if doc.get("cluster"):
+        c = doc["cluster"]
+        where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
+                 f"{', '.join(c['partitions'])}: {where}")
     driver = gpu.get("driver_version") or "–"
     api = f" (CUDA driver API {gpu['cuda_driver_api']})" if gpu.get("cuda_driver_api") else ""
     pins = ", ".join(f"`{p}`" for p in _pins(doc)) or "none"
@@ -160,7 +165,9 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
     plan = doc["plan"]
     opts = plan.get("options") or {}
     budget = opts.get("budget") or {}
-    args = ["--arch", str(doc["device"]["target"]), "--arms", ",".join(plan["arms"])]
+    # A cluster run reruns on its partitions, each with its own target.
+    where = merge.rerun_arguments(doc) if doc.get("cluster") else ["--arch", str(doc["device"]["target"])]
+    args = [*where, "--arms", ",".join(plan["arms"])]
     stopping = opts.get("stopping") or {}
     if not stopping:
         per_arm = set((plan.get("trials_per_arm") or {}).values())

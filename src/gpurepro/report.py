@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import cluster_report
 from .record import write_atomic
 
 
@@ -292,7 +293,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + _crash_sites_section(doc) + _analyses_section(doc) + _probe_section(doc))
+            + cluster_report.section(doc) + _crash_sites_section(doc) + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
