@@ -200,3 +200,44 @@ def test_array_tasks_run_from_a_staged_tree_merge_into_one_valid_document(
     assert "--slurm --partition alpha=host" in body
     if redact:
         assert "nodeA" not in json.dumps(doc) and "nodeB" not in json.dumps(doc)
+
+
+def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
+        fake_case, fake_build, tmp_path):
+    """A case that needs a GPU of compute capability 1.0 (no machine has one): the task
+    journals every trial of its share as unsupported, and the document says why."""
+    from gpurepro.manifest import load_case
+
+    _, index = fake_build
+    folder = ROOT / "build" / "tests" / "gpu_case"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = (ROOT / FAKE).read_text()
+    old = 'Devices(targets={"0.0": "host"}, requires_gpu=False)'
+    assert old in text
+    (folder / "manifest.py").write_text(text.replace('name="fake_case"', 'name="gpu_case"')
+                                        .replace(old, 'Devices(targets={"1.0": "host"})'))
+    case = load_case(folder / "manifest.py", ROOT)
+    plan, header = _identity(case, index, redact=False)
+    run_dir = tmp_path / "run"
+    stage(ROOT, run_dir / "tree", case, {"host": index})
+    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
+                                       "run_id", "plan", "options")}
+    spec = spec_path(run_dir, 1, "alpha")
+    spec.parent.mkdir(parents=True)
+    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
+                                "header": identity, "index": index,
+                                "tasks": [[t.index for t in plan.order]]}))
+    env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"), "SLURM_ARRAY_JOB_ID": "5",
+           "SLURM_ARRAY_TASK_ID": "0", "SLURMD_NODENAME": "nodeC"}
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
+                          cwd=run_dir / "tree", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (shard,), _ = read_shards(run_dir, header)
+    assert {t["outcome"] for t in shard.trials} == {"unsupported"} and len(shard.trials) == 6
+    nodes: dict = {}
+    add_node(nodes, shard.header)
+    doc = build_document(case, {**header, "scheduler_state": {"nodes": nodes, "jobs": {}}},
+                         [annotate(t, shard.header) for t in shard.trials], ROOT)
+    assert validation_errors(doc) == []
+    assert doc["device"]["supported"] is False
+    assert doc["device"]["reason"].startswith("1 of 1 node(s) cannot run it")

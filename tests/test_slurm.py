@@ -28,7 +28,7 @@ from gpurepro.record import validation_errors
 from gpurepro.shard import spec_path
 
 from .conftest import ROOT
-from .slurm_cluster import LocalCluster, StartError, unavailable
+from .slurm_cluster import LocalCluster, StartError, install
 
 pytestmark = pytest.mark.slurm
 
@@ -39,15 +39,17 @@ FAKE = "tests/fixtures/fake_case/manifest.py"
 def cluster(tmp_path_factory):
     if not os.environ.get("GPUREPRO_SLURM_TEST"):
         pytest.skip("starts Slurm daemons: run by make test-slurm (nox -s slurm_test)")
-    why = unavailable()
+    why = install()
     if why:
         pytest.fail(f"Slurm cannot run here: {why}")
     local = LocalCluster(tmp_path_factory.mktemp("slurm"))
     try:
         local.start()
-    except StartError as exc:
+    except (StartError, OSError) as exc:
         local.stop()
-        pytest.fail(str(exc))
+        pytest.fail(f"Slurm did not start: {exc}")
+    print(f"\na one-node Slurm on localhost (config {local.conf}):\n"
+          + subprocess.run(["sinfo"], env=local.env, capture_output=True, text=True).stdout)
     try:
         yield local
     finally:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
+from . import __version__, cluster_args
 from . import env as envmod
 from .args import (
     UsageError,
@@ -26,7 +26,7 @@ from .args import (
     positive_int,
 )
 from .build import BuildError, build_case
-from .cluster import ClusterError
+from .cluster_args import ClusterError
 from .journal import JournalError, JournalMismatch, read
 from .manifest import Case, ManifestError, find_repo_root, load_case
 from .run import (
@@ -101,23 +101,22 @@ def cmd_pins(args: argparse.Namespace) -> int:
 def cmd_prepare(args: argparse.Namespace) -> int:
     """For nox: check every case argument as `case` will, then write the target and pins to a
     file (a value read from a file, never from a session's printed output)."""
-    from . import cluster
     from .runner import check_arguments
 
     root = _root()
     case = load_case(args.case, root)
-    if cluster.wanted(args) and not args.resume:
+    if cluster_args.wanted(args) and not args.resume:
         # A cluster run: every partition's target (probed where not given), the pins of each,
         # and the --partition flags with their targets for the run itself.
-        opts = cluster.check_flags(args, case)
-        checked = check_arguments(case, args, root, cluster.NO_TRIALS_HERE)
-        cluster.check_time(opts, checked.budget.timeout_s)
-        cluster.check_partitions(opts)
-        targets = cluster.resolve_targets(case, opts, args.arch)
+        opts = cluster_args.check_flags(args, case)
+        checked = check_arguments(case, args, root, cluster_args.NO_TRIALS_HERE)
+        cluster_args.check_time(opts, checked.budget.timeout_s)
+        cluster_args.check_partitions(opts)
+        targets = cluster_args.resolve_targets(case, opts, args.arch)
         first = next(iter(targets.values()))
         out = {"case": case.name, "target": first, "pins": case.pins_for(first),
                "builds": {t: case.pins_for(t) for t in dict.fromkeys(targets.values())},
-               "partitions": cluster.partition_arguments(targets)}
+               "partitions": cluster_args.partition_arguments(targets)}
     else:
         checked = check_arguments(case, args, root)
         out = {"case": case.name, "target": checked.target, "pins": case.pins_for(checked.target)}
@@ -129,18 +128,18 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from . import cluster
+    if cluster_args.wanted(args):
+        from . import cluster
 
-    if cluster.wanted(args):
         return cluster.run(args, _root(), build=False)
     return run_case(args, _root(), build=False)
 
 
 def cmd_case(args: argparse.Namespace) -> int:
     """Build, run, record and report: what `nox -s <case>` does."""
-    from . import cluster
+    if cluster_args.wanted(args):
+        from . import cluster
 
-    if cluster.wanted(args):
         return cluster.run(args, _root(), build=True, builder=do_build)
     return run_case(args, _root(), build=True, builder=do_build)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .journal import Journal, check_trials, read, verify_identity
+from .journal import Journal, JournalMismatch, check_trials, read, verify_identity
 from .manifest import TrialBudget, find_repo_root, load_case
 from .plan import Plan
 from .run import (
@@ -36,6 +36,7 @@ from .run import (
     gate,
     unsupported_record,
 )
+from .runner import gate_json, manifest_sha256
 from .watchdog import Watchdog, kill_run
 
 # Signals with which Slurm ends a job (scancel, preemption, the time limit). A trial that
@@ -116,6 +117,9 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
     root = root or find_repo_root(Path.cwd()) or Path.cwd()
     identity = spec["header"]
     case = load_case(root / identity["manifest"], root)
+    if manifest_sha256(case) != identity["manifest_sha256"]:
+        raise JournalMismatch(f"{case.path}: the staged manifest differs from the run's; the "
+                              f"shared tree was changed after submission")
     plan = Plan.from_json(identity["plan"])
     mine = set(spec["tasks"][task])
     share = Plan(plan.case, plan.seed, plan.arms, plan.trials_per_arm,
@@ -145,8 +149,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                   "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                   "environment": envmod.fingerprint(root, redact=bool(o.get("redact")),
                                                     gpu_info=gpu_info),
-                  "device": {**{k: g.device.get(k) for k in ("name", "compute_capability", "uuid", "index")},
-                             "supported": g.supported, "target": g.target, "reason": g.reason},
+                  "device": gate_json(g),
                   "toolchain": spec["index"]["toolchain"], "artifacts": spec["index"]["artifacts"],
                   "probe": None,
                   "shard": {"round": spec["round"], "partition": spec["partition"], "task": task,
@@ -155,6 +158,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                             "gpus": list(gpus), "tag": tag}}
         journal = ShardJournal.create(path, header)
         done = []
+    assert isinstance(journal, ShardJournal)  # Journal's constructors build their own class
     journal.stopping = stopping
     try:
         d = header["device"]
