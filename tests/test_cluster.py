@@ -241,3 +241,26 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
     assert validation_errors(doc) == []
     assert doc["device"]["supported"] is False
     assert doc["device"]["reason"].startswith("1 of 1 node(s) cannot run it")
+
+
+def test_gpus_of_a_cluster_run_are_named_with_their_host():
+    """GPU 0 of one node is not GPU 0 of another: per-GPU cells are per host and GPU."""
+    from gpurepro.merge import per_host
+
+    trials = [{"host": "n1", "gpu": "0", "arm": "a", "outcome": "crashed"},
+              {"host": "n2", "gpu": "0", "arm": "a", "outcome": "survived"},
+              {"host": "n2", "gpu": None, "arm": "a", "outcome": "survived"}]
+    assert per_host(trials, ["crashed"], gpus=True) == {
+        "n1 · 0": {"a": {"failures": 1, "valid": 1}}, "n2 · 0": {"a": {"failures": 0, "valid": 1}}}
+    assert per_host(trials, ["crashed"])["n2"] == {"a": {"failures": 0, "valid": 2}}
+
+
+def test_a_task_runs_one_worker_set_per_gpu_slurm_gave_it(monkeypatch):
+    from gpurepro.shard import _slurm_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    monkeypatch.delenv("SLURM_JOB_GPUS", raising=False)
+    monkeypatch.delenv("SLURM_STEP_GPUS", raising=False)
+    assert _slurm_gpus() == ()  # not Slurm's choice: left as it is
+    monkeypatch.setenv("SLURM_JOB_GPUS", "4,5")
+    assert _slurm_gpus() == ("0", "1")

@@ -173,6 +173,13 @@ def test_resume_of_a_stopped_cluster_run_submits_only_what_is_missing(cluster, t
     before = {t["index"] for t in read(journal).trials}
     assert 2 <= len(before) < 12
 
+    refused = subprocess.run(
+        [sys.executable, "-m", "gpurepro", "run", FAKE, "--resume", str(journal), "--partition",
+         "alpha"], cwd=ROOT, env={**cluster.env, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "--resume continues the run's own partitions" in refused.stderr
+
     resumed = _start(cluster, tmp_path, "--resume", str(journal), command="run")
     out = _finish(resumed)
     assert resumed.returncode == 0, out
@@ -199,3 +206,27 @@ def test_until_decided_across_jobs_stops_decided_arms(cluster, tmp_path):
     assert len(doc["trials"]) < 24  # the arms stopped before their maximum
     assert sorted(doc["cluster"]["stopped_arms"]) == ["crash", "ok"]
     assert "no longer needed" in out
+
+
+def test_flags_are_checked_against_the_cluster(cluster, tmp_path):
+    """A partition Slurm does not have, and one whose GPUs a probe job (srun) cannot map to a
+    target, are one line and exit 2 before anything is built or submitted."""
+    env = {**cluster.env, "PYTHONPATH": str(ROOT / "src")}
+
+    def gpurepro(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    done = gpurepro("run", FAKE, "--slurm", "--partition", "gamma")
+    assert done.returncode == 2
+    assert "--partition gamma: no such partition (this cluster has alpha, beta)" in done.stderr
+    done = gpurepro("prepare", "tile_unload_race", "--slurm", "--partition", "alpha",
+                    "--prepare-out", str(tmp_path / "prepared.json"))
+    assert done.returncode == 2, done.stderr
+    assert "a job there saw no GPU" in done.stderr and "--partition alpha=TARGET" in done.stderr
+    done = gpurepro("prepare", "tile_unload_race", "--slurm", "--partition", "alpha=sm_90",
+                    "--partition", "beta=sm_120", "--prepare-out", str(tmp_path / "prepared.json"))
+    assert done.returncode == 0, done.stderr
+    prepared = json.loads((tmp_path / "prepared.json").read_text())
+    assert prepared["partitions"] == ["alpha=sm_90", "beta=sm_120"]
+    assert set(prepared["builds"]) == {"sm_90", "sm_120"}

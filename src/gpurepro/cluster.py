@@ -293,10 +293,13 @@ class Watch:
         self._print_jobs()
         if self.lost:
             _say(f"gpurepro: {len(self.lost)} trial(s) were never journaled after "
-                 f"{1 + self.opts.max_resubmits} submission(s) each (see the task logs in "
-                 f"{self.run_dir / 'logs'}); the document covers the rest. Submit them again "
-                 f"with: python -m gpurepro run {self.args.case} --resume {self.journal.path}")
+                 f"{1 + self.opts.max_resubmits} submission(s) each{self._last_log_line()}; "
+                 f"submit them again with: python -m gpurepro run {self.args.case} "
+                 f"--resume {self.journal.path}")
         status = EXIT_ERROR if self.lost else EXIT_OK
+        if not records:
+            _say("gpurepro: no trial was journaled; no result document is written")
+            return status
         errors = [r for r in records if r["outcome"] == "harness_error"]
         if errors:
             _say(f"gpurepro: harness error: {len(errors)} trial(s) ended as harness_error; first: "
@@ -466,6 +469,21 @@ class Watch:
         if text != self.saved:
             self.journal.append_scheduler(self.state)
             self.saved = text
+
+    def _last_log_line(self) -> str:
+        """Where to look, and what the last failed task said last (its Slurm log's last line)."""
+        failed = [f"{job_id}_{task}" for job_id, job in self.state["jobs"].items()
+                  for task, s in job["tasks"].items()
+                  if s.get("ended") and s.get("exit_code") not in (None, "0:0")]
+        where = f" (task logs: {self.run_dir / 'logs'})"
+        for label in reversed(failed):
+            try:
+                lines = (self.run_dir / "logs" / f"{label}.out").read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            if lines:
+                return f"{where}; task {label} ended with: {lines[-1].strip()[:300]}"
+        return where
 
     def _print_jobs(self) -> None:
         if not self.state["jobs"]:

@@ -138,14 +138,17 @@ def cluster_header(header: Mapping[str, Any]) -> dict[str, Any]:
     return {**header, "environment": env, "device": device}
 
 
-def per_host(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]) -> dict[str, Any]:
-    """Failures and valid trials per host and arm (the per-GPU table's shape, by host)."""
+def per_host(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str],
+             gpus: bool = False) -> dict[str, Any]:
+    """Failures and valid trials per host and arm (the per-GPU table's shape, by host); with
+    ``gpus``, per host and GPU ('node · 0': GPU indices repeat from node to node)."""
     table: dict[str, dict[str, dict[str, int]]] = defaultdict(
         lambda: defaultdict(lambda: {"failures": 0, "valid": 0}))
     for t in trials:
-        if t.get("host") is None:
+        if t.get("host") is None or (gpus and t.get("gpu") is None):
             continue
-        cell = table[str(t["host"])][t["arm"]]
+        key = f"{t['host']} · {t['gpu']}" if gpus else str(t["host"])
+        cell = table[key][t["arm"]]
         if t["outcome"] in EVIDENCE:
             cell["valid"] += 1
             cell["failures"] += int(t["outcome"] in failure_outcomes)
@@ -180,9 +183,11 @@ def cluster_section(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any
 
 def document_fields(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                     failure_outcomes: Sequence[str]) -> dict[str, Any]:
-    """What a cluster run's document adds: the cluster section and the per-host table."""
+    """What a cluster run's document adds: the cluster section and the per-host table, and
+    its per-GPU table keyed by host and GPU."""
     return {"cluster": cluster_section(header, trials),
-            "per_host": per_host(trials, failure_outcomes)}
+            "per_host": per_host(trials, failure_outcomes),
+            "per_gpu": per_host(trials, failure_outcomes, gpus=True)}
 
 
 def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
