@@ -60,8 +60,8 @@ SETTLE_POLLS = 2
 # The time limit asked for when --time is not given: the share's trials one after the other
 # per worker set, plus this for starting Python and taking the node's fingerprint.
 TASK_OVERHEAD_S = 120
-
-
+# Seconds between looks (--poll): often enough to follow minutes-long tasks, rarely enough
+# not to load a busy controller with squeue calls.
 DEFAULT_POLL_S = 10.0
 
 

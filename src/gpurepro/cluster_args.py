@@ -27,7 +27,9 @@ FLAGS = ("partition", "gres", "time", "account", "jobs_per_partition", "shared_d
 DEFAULT_SHARED_DIR = "build/slurm"
 DEFAULT_TASKS, DEFAULT_RESUBMITS = 4, 2
 PARTITION = re.compile(r"^([A-Za-z0-9_.-]+)(?:=(\S+))?$")
-GRES = re.compile(r"^[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*$")
+GRES = re.compile(r"^[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*(?:,[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*)*$")
+# Folders that are node-local on almost every cluster.
+NODE_LOCAL = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 # The submitting side runs no trial: its GPUs (if any) are not the run's.
 NO_TRIALS_HERE = {"available": False, "reason": "the submitting side runs no trial", "gpus": []}
 
@@ -50,7 +52,7 @@ class ClusterOptions:
     time: str | None = None
     account: str | None = None
     jobs_per_partition: int = DEFAULT_TASKS
-    shared_dir: str = DEFAULT_SHARED_DIR  # as recorded: relative to the repository, ~, or absolute
+    shared_dir: str = DEFAULT_SHARED_DIR  # relative to the repository, or absolute (~ expanded)
     max_resubmits: int = DEFAULT_RESUBMITS
     node_python: str = "python3"
 
@@ -121,10 +123,16 @@ def check_flags(args: argparse.Namespace, case: Case) -> ClusterOptions:
                          f"HH:MM:SS, D-HH:MM, ...)")
     if args.node_python is not None and not args.node_python.strip():
         raise UsageError("--node-python: empty")
+    if args.shared_dir and any(Path(args.shared_dir).resolve().is_relative_to(p) for p in NODE_LOCAL):
+        _say(f"note: --shared-dir {args.shared_dir} is in a folder that compute nodes usually "
+             f"do not share; the run works only where they do (a single node, or a shared /tmp)")
     return ClusterOptions(
         partitions=partitions, gres=args.gres, time=args.time, account=args.account,
         jobs_per_partition=args.jobs_per_partition or DEFAULT_TASKS,
-        shared_dir=args.shared_dir or DEFAULT_SHARED_DIR,
+        # Given: relative to where the command runs, as every path flag; the default is the
+        # repository's build/ (fine where the checkout is on a shared file system).
+        shared_dir=str(Path(args.shared_dir).expanduser().resolve()) if args.shared_dir
+        else DEFAULT_SHARED_DIR,
         max_resubmits=DEFAULT_RESUBMITS if args.max_resubmits is None else args.max_resubmits,
         node_python=args.node_python or "python3")
 
