@@ -264,3 +264,39 @@ def test_a_task_runs_one_worker_set_per_gpu_slurm_gave_it(monkeypatch):
     assert _slurm_gpus() == ()  # not Slurm's choice: left as it is
     monkeypatch.setenv("SLURM_JOB_GPUS", "4,5")
     assert _slurm_gpus() == ("0", "1")
+
+
+def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_name(
+        fake_case, fake_build, tmp_path):
+    """Slurm requeues a task (preempted, node failure) onto another node: the new attempt
+    skips what the first journaled, and each trial names the node that really ran it."""
+    _, index = fake_build
+    plan, header = _identity(fake_case, index, redact=False)
+    run_dir = tmp_path / "run"
+    stage(ROOT, run_dir / "tree", fake_case, {"host": index})
+    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
+                                       "run_id", "plan", "options")}
+    spec = spec_path(run_dir, 1, "alpha")
+    spec.parent.mkdir(parents=True)
+    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
+                                "header": identity, "index": index,
+                                "tasks": [[t.index for t in plan.order]]}))
+
+    def attempt(node: str, restart: int) -> None:
+        env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"),
+               "SLURM_ARRAY_JOB_ID": "9", "SLURM_ARRAY_TASK_ID": "0", "SLURMD_NODENAME": node,
+               "SLURM_RESTART_COUNT": str(restart)}
+        done = subprocess.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
+                              cwd=run_dir / "tree", env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+
+    attempt("nodeA", 0)
+    first = shard_path(run_dir, 1, "alpha", 0)
+    lines = first.read_text().splitlines(keepends=True)
+    first.write_text("".join(lines[:3]))  # the first attempt was preempted after two trials
+    attempt("nodeB", 1)
+    shards, _ = read_shards(run_dir, header)
+    trials = [annotate(t, s.header) for s in shards for t in s.trials]
+    assert sorted(t["index"] for t in trials) == list(range(6))  # each once
+    assert Counter(t["host"] for t in trials) == {"nodeA": 2, "nodeB": 4}

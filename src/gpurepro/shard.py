@@ -3,8 +3,9 @@ journaled in a shard journal of its own (`python -m gpurepro slurm-task SPEC`).
 
 The shard journal is an ordinary journal (journal.py): the merged run's identity in its header
 (case, manifest and plan hashes, run id), this node's fingerprint and device gate, and the
-task's place (round, partition, array job and task, node). A task that Slurm requeues finds its
-journal and continues it; the submitting side merges what every shard journaled.
+task's place (round, partition, array job and task, node). A task that Slurm requeues starts a
+journal of its own attempt (on whichever node it lands) and skips what earlier attempts
+journaled; the submitting side merges what every shard journaled.
 
 Standard library only: this runs on GPU nodes with nothing installed.
 """
@@ -23,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .journal import Journal, JournalMismatch, check_trials, read, verify_identity
+from .journal import (
+    Journal,
+    JournalError,
+    JournalMismatch,
+    check_trials,
+    read,
+    verify_identity,
+)
 from .manifest import TrialBudget, find_repo_root, load_case
 from .plan import Plan
 from .run import (
@@ -48,8 +56,16 @@ SETTLE_S = 2.0
 SKIP_FILE = "stopped_arms.json"
 
 
-def shard_path(run_dir: Path, round_: int, partition: str, task: int) -> Path:
-    return run_dir / "shards" / f"r{round_}-{partition}-{task}.journal.jsonl"
+def shard_path(run_dir: Path, round_: int, partition: str, task: int, restart: int = 0) -> Path:
+    again = f".restart{restart}" if restart else ""
+    return run_dir / "shards" / f"r{round_}-{partition}-{task}{again}.journal.jsonl"
+
+
+def _journaled(path: Path) -> list[dict[str, Any]]:
+    try:
+        return read(path).trials
+    except (JournalError, OSError):
+        return []  # that attempt never got as far as its header
 
 
 def spec_path(run_dir: Path, round_: int, partition: str) -> Path:
@@ -125,12 +141,18 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
     share = Plan(plan.case, plan.seed, plan.arms, plan.trials_per_arm,
                  tuple(t for t in plan.order if t.index in mine))
     o = identity["options"]
-    tag = f"{identity['run_id']}.r{spec['round']}.{spec['partition']}.{task}"
-    path = shard_path(run_dir, spec["round"], spec["partition"], task)
+    # Slurm requeues a preempted task, or one whose node failed, possibly onto another node:
+    # each attempt journals in a file of its own, under its own node's fingerprint, and skips
+    # what the earlier attempts of the task journaled.
+    restart = int(os.environ.get("SLURM_RESTART_COUNT") or 0)
+    tag = f"{identity['run_id']}.r{spec['round']}.{spec['partition']}.{task}.{restart}"
+    path = shard_path(run_dir, spec["round"], spec["partition"], task, restart)
+    done = [t for r in range(restart)
+            for t in _journaled(shard_path(run_dir, spec["round"], spec["partition"], task, r))]
     gpus = _slurm_gpus()
     stopping = threading.Event()
 
-    if path.exists():  # Slurm requeued this task: continue its journal
+    if path.exists():  # this very attempt started before: continue its journal
         journal, contents = ShardJournal.resume(path)
         try:
             verify_identity(contents.header, case.name, identity["manifest_sha256"], str(path))
@@ -138,10 +160,9 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
         except BaseException:
             journal.close()
             raise
-        header, done = contents.header, contents.trials
-        kill_run(tag)  # what the earlier attempt left running on this node, if it ran here
-        print(f"continuing {path.name}: {len(done)} of {len(share.order)} trials journaled",
-              flush=True)
+        header = contents.header
+        done += contents.trials
+        kill_run(tag)  # what it left running, if anything
     else:
         gpu_info = envmod.gpus()
         g = gate(case, gpu_info, spec["target"], gpus)
@@ -153,11 +174,13 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                   "toolchain": spec["index"]["toolchain"], "artifacts": spec["index"]["artifacts"],
                   "probe": None,
                   "shard": {"round": spec["round"], "partition": spec["partition"], "task": task,
+                            "restart": restart,
                             "job_id": os.environ.get("SLURM_ARRAY_JOB_ID"),
                             "node": os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
                             "gpus": list(gpus), "tag": tag}}
         journal = ShardJournal.create(path, header)
-        done = []
+    if done:
+        print(f"{path.name}: {len(done)} of {len(share.order)} trials journaled before", flush=True)
     assert isinstance(journal, ShardJournal)  # Journal's constructors build their own class
     journal.stopping = stopping
     try:
