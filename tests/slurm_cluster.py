@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
@@ -150,12 +151,12 @@ NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={CPU
 """
 
     def _spawn(self, name: str, argv: list[str]) -> None:
-        log = open(self.folder / "log" / f"{name}.stdout", "wb")  # noqa: SIM115 - held by the daemon
-        # A session of its own: a Ctrl-C meant for the tests does not reach the daemons
-        # before stop() ends them in order.
-        self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True,
-                                            env={**os.environ, "SLURM_CONF": str(self.conf)})
+        with open(self.folder / "log" / f"{name}.stdout", "wb") as log:
+            # A session of its own: a Ctrl-C meant for the tests does not reach the daemons
+            # before stop() ends them in order.
+            self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                                stderr=subprocess.STDOUT, start_new_session=True,
+                                                env={**os.environ, "SLURM_CONF": str(self.conf)})
 
     def _idle(self) -> bool:
         done = subprocess.run(["sinfo", "--noheader", "--format=%t"], env=self.env,
@@ -163,7 +164,7 @@ NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={CPU
         return done.returncode == 0 and done.stdout.split() != [] and all(
             s.startswith(("idle", "mix", "alloc")) for s in done.stdout.split())
 
-    def _wait(self, ready, name: str, timeout_s: float) -> None:  # type: ignore[no-untyped-def]
+    def _wait(self, ready: Callable[[], bool], name: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             dead = [n for n, p in self.procs.items() if p.poll() is not None]

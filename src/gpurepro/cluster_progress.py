@@ -37,7 +37,7 @@ class ClusterProgress(Progress):
         self._said: dict[str, str] = {}
         super().__init__(*args, **kwargs)
 
-    def _table(self):  # type: ignore[no-untyped-def]
+    def _table(self):
         arms = super()._table()
         if Table is None or not self.jobs:
             return arms

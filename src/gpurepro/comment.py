@@ -242,7 +242,7 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     out.append("### Arms\n")
     opts = doc["plan"].get("options") or {}
     out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {doc['plan']['seed']}), "
-               f"{opts.get('jobs', 1)} at a time; "
+               f"{opts.get('jobs', 1)} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
                + ("stopped arm by arm once their claims were decided."
                   if opts.get("stopping") else "a fixed number per arm.") + "\n")
     table, left_out = arms_table(doc)

@@ -131,6 +131,7 @@ def _plan_line(doc: Mapping[str, Any]) -> str:
             f"per trial {budget.get('duration_s')} s"
             + (f" or {budget_exposure} {unit}" if budget_exposure else "")
             + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
+            + (" per Slurm array task and GPU" if doc.get("cluster") else "")
             + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
             + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
             + ".\n")
