@@ -4,7 +4,8 @@ partitions (tests/slurm_cluster.py), the fake case submitted with --slurm as job
 - an array task cancelled with scancel mid-run: its finished trials kept, the missing ones
   resubmitted, every trial merged once into one valid document;
 - the submitting side stopped mid-run: --resume submits only the trials still missing;
-- --until-decided across jobs: decided arms stop, their remaining work is cancelled.
+- --until-decided across jobs: decided arms stop, their remaining work is cancelled;
+- flags checked against the cluster: partitions, probe jobs.
 
 Run by `make test-slurm` (nox -s slurm_test), which sets GPUREPRO_SLURM_TEST=1; elsewhere
 these tests skip, saying so. Output (-s) shows the jobs as squeue and the harness see them.
@@ -196,8 +197,10 @@ def test_resume_of_a_stopped_cluster_run_submits_only_what_is_missing(cluster, t
 
 
 def test_until_decided_across_jobs_stops_decided_arms(cluster, tmp_path):
+    """And --redact: no node name reaches the document."""
     proc = _start(cluster, tmp_path, *_plan_args(
-        tmp_path, "--until-decided", "--max-trials", "12", "--look-every", "3", "--seed", "13"))
+        tmp_path, "--until-decided", "--max-trials", "12", "--look-every", "3", "--seed", "13",
+        "--redact"))
     out = _finish(proc)
     assert proc.returncode == 0, out
     doc = _document(tmp_path)
@@ -207,6 +210,8 @@ def test_until_decided_across_jobs_stops_decided_arms(cluster, tmp_path):
     assert len(doc["trials"]) < 24  # the arms stopped before their maximum
     assert sorted(doc["cluster"]["stopped_arms"]) == ["crash", "ok"]
     assert "no longer needed" in out
+    assert doc["environment"]["host"]["hostname"] == "redacted"
+    assert "localnode" not in json.dumps(doc) and len(doc["per_host"]) == 1
 
 
 def test_flags_are_checked_against_the_cluster(cluster, tmp_path):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import env as envmod
 from . import slurm
 from .args import UsageError
 from .journal import JournalError, read
@@ -68,9 +69,11 @@ class ClusterOptions:
         return 0
 
     def to_json(self) -> dict[str, Any]:
+        # The home folder as ~: a result document may be posted (the task script, written
+        # once when the run starts, keeps the path as given).
         return {"gres": self.gres, "time": self.time, "account": self.account,
                 "jobs_per_partition": self.jobs_per_partition, "max_resubmits": self.max_resubmits,
-                "node_python": self.node_python}
+                "node_python": envmod.portable_text(self.node_python)}
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:
