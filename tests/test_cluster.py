@@ -300,3 +300,21 @@ def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_na
     trials = [annotate(t, s.header) for s in shards for t in s.trials]
     assert sorted(t["index"] for t in trials) == list(range(6))  # each once
     assert Counter(t["host"] for t in trials) == {"nodeA": 2, "nodeB": 4}
+
+
+def test_a_shard_journal_works_on_a_file_system_without_flock(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    from gpurepro.journal import Journal
+
+    def no_flock(fd, op):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    with pytest.raises(OSError):
+        Journal.create(tmp_path / "plain.jsonl", {"case": "x"})
+    journal = ShardJournal.create(tmp_path / "shard.jsonl", {"case": "x"})
+    journal.append_trial({"index": 0, "arm": "a", "outcome": "survived", "exit": {}})
+    journal.close()
+    assert [t["index"] for t in read(tmp_path / "shard.jsonl").trials] == [0]

@@ -12,6 +12,7 @@ Standard library only: this runs on GPU nodes with nothing installed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -73,9 +74,19 @@ def spec_path(run_dir: Path, round_: int, partition: str) -> Path:
 
 
 class ShardJournal(Journal):
-    """A journal that leaves out trials killed by the task's own stop (see SETTLE_S)."""
+    """A journal that leaves out trials killed by the task's own stop (see SETTLE_S), and that
+    does without flock where the shared file system has none."""
 
     stopping: threading.Event | None = None
+
+    def _lock(self) -> None:
+        try:
+            super()._lock()
+        except OSError as exc:
+            # Lustre mounted without flock, for one, answers ENOSYS. A shard file has one
+            # writer by construction (one per round, partition, array task and attempt).
+            if exc.errno not in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK):
+                raise
 
     def append_trial(self, record: Mapping[str, Any]) -> None:
         signal_name = (record.get("exit") or {}).get("signal")
