@@ -6,10 +6,13 @@ PYTHON ?= python3
 NOX_VERSION := 2026.10.20
 NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
 
-.PHONY: test tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: test test-slurm tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
 test: $(NOX)
 	$(NOX) -s toolchain tests -- $(ARGS)
+
+test-slurm: $(NOX)
+	$(NOX) -s slurm_test -- $(ARGS)
 
 tile-unload-race: $(NOX)
 	$(NOX) -s tile_unload_race -- $(ARGS)

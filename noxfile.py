@@ -78,10 +78,51 @@ def _run_case(session: nox.Session, case: str) -> None:
     _install_project(session)
     args = list(session.posargs)
     prepared = _prepare(session, case, args)
+    if "builds" in prepared:
+        _run_cluster_case(session, case, args, prepared)
+        return
     session.install(*prepared["pins"])
     if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
         args += ["--arch", prepared["target"]]
     _run_gpurepro(session, "case", case, *args)
+
+
+def _flag_value(args: list[str], flag: str) -> str | None:
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def _with_partitions(args: list[str], partitions: list[str]) -> list[str]:
+    """``args`` with every --partition replaced by the prepared NAME=TARGET ones."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--partition":
+            skip = True
+        elif not a.startswith("--partition="):
+            out.append(a)
+    for p in partitions:
+        out += ["--partition", p]
+    return out
+
+
+def _run_cluster_case(session: nox.Session, case: str, args: list[str], prepared: dict) -> None:
+    """A cluster run (--slurm): each partition's target built here with its own pins, one
+    install after the other (pins of two targets may conflict), then `run --slurm` submits
+    from the prebuilt build/ with the targets prepare resolved (probed at most once)."""
+    build_dir = _flag_value(args, "--build-dir") or "build"
+    for target, pins in prepared["builds"].items():
+        if pins:
+            session.install(*pins)
+        session.run("python", "-m", "gpurepro", "build", case, "--arch", target,
+                    "--build-dir", build_dir)
+    _run_gpurepro(session, "run", case, *_with_partitions(args, prepared["partitions"]))
 
 
 @nox.session(python=PYTHON)
@@ -191,6 +232,16 @@ def tests(session: nox.Session) -> None:
                   if Path(record.read_text().strip(), "bin", "python").exists()]
     session.run("pytest", *(session.posargs or ["-q"]),
                 env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
+
+
+@nox.session(python=PYTHON)
+def slurm_test(session: nox.Session) -> None:
+    """Cluster runs through a real Slurm: a one-node cluster on localhost started and stopped
+    by the tests (Debian's slurm-wlm and munge installed first when missing, as root), job
+    arrays on two partitions, a task cancelled mid-run, --resume, --until-decided."""
+    _install_project(session, "[test]")
+    session.run("pytest", "-v", "-s", "tests/test_slurm.py", *session.posargs,
+                env={"GPUREPRO_SLURM_TEST": "1"})
 
 
 @nox.session(python=PYTHON)

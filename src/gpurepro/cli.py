@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
+from . import __version__, cluster_args
 from . import env as envmod
 from .args import (
     UsageError,
@@ -27,6 +27,7 @@ from .args import (
     positive_int,
 )
 from .build import BuildError, build_case
+from .cluster_args import ClusterError
 from .journal import JournalError, JournalMismatch, read
 from .manifest import Case, ManifestError, find_repo_root, load_case
 from .run import (
@@ -40,6 +41,7 @@ from .run import (
     stop_signals,
 )
 from .runner import resolve_target, run_case
+from .slurm import SlurmError
 from .toolchain import ToolNotFound
 
 EPILOG = """\
@@ -104,8 +106,21 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
     root = _root()
     case = load_case(args.case, root)
-    checked = check_arguments(case, args, root)
-    out = {"case": case.name, "target": checked.target, "pins": case.pins_for(checked.target)}
+    if cluster_args.wanted(args) and not args.resume:
+        # A cluster run: every partition's target (probed where not given), the pins of each,
+        # and the --partition flags with their targets for the run itself.
+        opts = cluster_args.check_flags(args, case)
+        checked = check_arguments(case, args, root, cluster_args.NO_TRIALS_HERE)
+        cluster_args.check_time(opts, checked.budget.timeout_s)
+        cluster_args.check_partitions(opts)
+        targets = cluster_args.resolve_targets(case, opts, args.arch)
+        first = next(iter(targets.values()))
+        out = {"case": case.name, "target": first, "pins": case.pins_for(first),
+               "builds": {t: case.pins_for(t) for t in dict.fromkeys(targets.values())},
+               "partitions": cluster_args.partition_arguments(targets)}
+    else:
+        checked = check_arguments(case, args, root)
+        out = {"case": case.name, "target": checked.target, "pins": case.pins_for(checked.target)}
     Path(args.prepare_out).write_text(json.dumps(out) + "\n")
     return EXIT_OK
 
@@ -114,12 +129,27 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if cluster_args.wanted(args):
+        from . import cluster
+
+        return cluster.run(args, _root(), build=False)
     return run_case(args, _root(), build=False)
 
 
 def cmd_case(args: argparse.Namespace) -> int:
     """Build, run, record and report: what `nox -s <case>` does."""
+    if cluster_args.wanted(args):
+        from . import cluster
+
+        return cluster.run(args, _root(), build=True, builder=do_build)
     return run_case(args, _root(), build=True, builder=do_build)
+
+
+def cmd_slurm_task(args: argparse.Namespace) -> int:
+    """One array task of a cluster run (Slurm runs this on a node; see shard.py)."""
+    from .shard import run_task
+
+    return run_task(Path(args.spec), args.task)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -357,6 +387,29 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox sessions
+    g = p.add_argument_group("cluster (Slurm)", "run the trials as Slurm job arrays and merge "
+                             "them into one document (README: Running across a cluster)")
+    g.add_argument("--slurm", action="store_true",
+                   help="submit the trials to Slurm: one job array per --partition")
+    g.add_argument("--partition", action="append", metavar="NAME[=TARGET]",
+                   help="a partition to run on (repeat for more); TARGET, e.g. sm_90, is what "
+                        "its GPUs need (default: --arch, the case's only target, or a probe job)")
+    g.add_argument("--gres", help="generic resources per array task, e.g. gpu:1 (one worker "
+                   "set per GPU it gets)")
+    g.add_argument("--time", help="time limit per array task, in Slurm's format (default: "
+                   "its trials' limits one after the other, plus 2 minutes)")
+    g.add_argument("--account", help="the Slurm account to charge")
+    g.add_argument("--jobs-per-partition", type=positive_int,
+                   help="array tasks per partition, each with its share of the trials (default 4)")
+    g.add_argument("--shared-dir", help="a folder every node sees, for the staged tree and the "
+                   "shard journals (default: build/slurm in the repository)")
+    g.add_argument("--max-resubmits", type=nonneg_int,
+                   help="times a trial that a failed, preempted or cancelled task left undone "
+                        "is submitted again (default 2)")
+    g.add_argument("--node-python", help="Python 3.11+ on the nodes (default: python3); the "
+                   "run stage needs only its standard library")
+    g.add_argument("--poll", type=positive_float,
+                   help="seconds between looks at squeue and the shard journals (default 10)")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -382,6 +435,11 @@ def parser() -> argparse.ArgumentParser:
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
     p.set_defaults(fn=cmd_prepare)
+
+    p = sub.add_parser("slurm-task", help="one array task of a cluster run (Slurm runs it)")
+    p.add_argument("spec", help="the round's task list, written by the submitting side")
+    p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
+    p.set_defaults(fn=cmd_slurm_task)
 
     p = sub.add_parser("build", help="build a case's artifacts with the pinned toolchain")
     p.add_argument("case")
@@ -481,6 +539,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         _say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
     except (ManifestError, BuildError, ToolNotFound, JournalError) as exc:
+        _say(f"gpurepro: error: {exc}")
+        return EXIT_ERROR
+    except (ClusterError, SlurmError) as exc:
         _say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except HarnessError as exc:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import phases
+from . import merge, phases
 from .compare import stopping_numbers
 from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
@@ -50,6 +50,10 @@ def environment_line(doc: Mapping[str, Any]) -> str:
         where = f"{names} × {len(gpus)}, compute capability {ccs}"
     else:
         where = f"no GPU ({gpu.get('reason') or 'none found'})"
+    if doc.get("cluster"):
+        c = doc["cluster"]
+        where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
+                 f"{', '.join(c['partitions'])}: {where}")
     driver = gpu.get("driver_version") or "–"
     api = f" (CUDA driver API {gpu['cuda_driver_api']})" if gpu.get("cuda_driver_api") else ""
     pins = ", ".join(f"`{p}`" for p in _pins(doc)) or "none"
@@ -161,7 +165,9 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
     plan = doc["plan"]
     opts = plan.get("options") or {}
     budget = opts.get("budget") or {}
-    args = ["--arch", str(doc["device"]["target"]), "--arms", ",".join(plan["arms"])]
+    # A cluster run reruns on its partitions, each with its own target.
+    where = merge.rerun_arguments(doc) if doc.get("cluster") else ["--arch", str(doc["device"]["target"])]
+    args = [*where, "--arms", ",".join(plan["arms"])]
     stopping = opts.get("stopping") or {}
     if not stopping:
         per_arm = set((plan.get("trials_per_arm") or {}).values())
@@ -236,7 +242,7 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     out.append("### Arms\n")
     opts = doc["plan"].get("options") or {}
     out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {doc['plan']['seed']}), "
-               f"{opts.get('jobs', 1)} at a time; "
+               f"{opts.get('jobs', 1)} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
                + ("stopped arm by arm once their claims were decided."
                   if opts.get("stopping") else "a fixed number per arm.") + "\n")
     table, left_out = arms_table(doc)

@@ -77,6 +77,15 @@ def _gpu(doc: Mapping[str, Any]) -> tuple[str, str]:
             ", ".join(sorted({str(g.get("compute_capability")) for g in gpus})))
 
 
+def _scheduler(doc: Mapping[str, Any]) -> str:
+    """Where the trials ran: one host, or a cluster's partitions and node count."""
+    cluster = doc.get("cluster")
+    if not cluster:
+        return "one host"
+    return (f"{cluster['scheduler']}: partitions {', '.join(cluster['partitions'])}; "
+            f"{len(cluster.get('nodes') or {})} node(s)")
+
+
 def factors(doc: Mapping[str, Any]) -> dict[str, str]:
     """What could explain a difference between runs, one printable value per name."""
     env = doc["environment"]
@@ -101,6 +110,7 @@ def factors(doc: Mapping[str, Any]) -> dict[str, str]:
         "design": design(doc),
         "seed": str(doc["plan"].get("seed")),
         "gpurepro commit": (str(repo.get("commit") or "–")[:12] + (" (dirty)" if repo.get("dirty") else "")),
+        "scheduler": _scheduler(doc),
         "OS / kernel": f"{host.get('os')} / {host.get('kernel')}",
         "glibc": str(host.get("glibc")),
     }

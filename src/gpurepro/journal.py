@@ -32,6 +32,9 @@ from typing import Any
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
 STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a run ends
+# A cluster run's jobs, tasks and nodes as the submitting side last saw them (cluster.py);
+# appended when they change, the last one stands.
+SCHEDULER_KIND = "scheduler"
 FORMAT = 2  # 2: identity (manifest_sha256, plan_sha256, run_id) in the header
 
 
@@ -65,6 +68,7 @@ def parse(data: bytes, where: str) -> Contents:
     body, torn = data[:cut], len(data) - cut
     header: dict[str, Any] | None = None
     stopping: dict[str, Any] | None = None
+    scheduler: dict[str, Any] | None = None
     trials: list[dict[str, Any]] = []
     seen: set[int] = set()
     duplicates = 0
@@ -89,12 +93,16 @@ def parse(data: bytes, where: str) -> Contents:
             trials.append(obj)
         elif kind == STOPPING_KIND:
             stopping = obj  # the last one written stands
+        elif kind == SCHEDULER_KIND:
+            scheduler = obj
         else:
             raise JournalError(f"{where}: line {number} is neither a trial nor a stopping record")
     if header is None:
         raise JournalError(f"{where}: empty or not a gpurepro journal")
     if stopping is not None:
         header = {**header, "stopping_result": {k: v for k, v in stopping.items() if k != "kind"}}
+    if scheduler is not None:
+        header = {**header, "scheduler_state": {k: v for k, v in scheduler.items() if k != "kind"}}
     return Contents(header, trials, torn, duplicates)
 
 
@@ -179,6 +187,9 @@ class Journal:
     def append_stopping(self, decisions: Mapping[str, Any]) -> None:
         self._append({"kind": STOPPING_KIND, **decisions})
 
+    def append_scheduler(self, state: Mapping[str, Any]) -> None:
+        self._append({"kind": SCHEDULER_KIND, **state})
+
     def _append(self, obj: Mapping[str, Any]) -> None:
         line = _line(obj)
         size = os.fstat(self._fd).st_size
@@ -246,4 +257,7 @@ def result_name(header: Mapping[str, Any]) -> str:
     host = header.get("environment", {}).get("host", {})
     hostname = "redacted" if header.get("environment", {}).get("redacted") else host.get("hostname")
     stamp = str(header.get("started_at", "")).replace("-", "").replace(":", "")
-    return f"{stamp}_{_slug(device.get('name') or 'no-gpu')}_{_slug(hostname)}"
+    where = device.get("name") or "no-gpu"
+    if header.get("cluster"):  # a cluster run: its partitions, not the submitting node's GPU
+        where = "slurm-" + "-".join(header["cluster"]["partitions"])
+    return f"{stamp}_{_slug(where)}_{_slug(hostname)}"

@@ -214,6 +214,10 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                    root: Path, journal_path: Path | None = None) -> dict[str, Any]:
+    if header.get("cluster"):
+        from .merge import cluster_header
+
+        header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
     from . import stats  # scipy: only recording needs it, not validating or reporting
 
@@ -261,6 +265,10 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "verdict": verdict,
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
+    if header.get("cluster"):
+        from .merge import document_fields
+
+        doc.update(document_fields(header, trials, case.failure_outcomes))
     return json.loads(json.dumps(doc, default=_jsonable))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import phases
+from . import cluster_report, phases
 from .record import write_atomic
 
 
@@ -132,6 +132,7 @@ def _plan_line(doc: Mapping[str, Any]) -> str:
             f"per trial {budget.get('duration_s')} s"
             + (f" or {budget_exposure} {unit}" if budget_exposure else "")
             + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
+            + (" per Slurm array task and GPU" if doc.get("cluster") else "")
             + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
             + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
             + ".\n")
@@ -306,8 +307,8 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + _crash_sites_section(doc) + _threads_section(doc) + _analyses_section(doc)
-            + _probe_section(doc))
+            + cluster_report.section(doc) + _crash_sites_section(doc) + _threads_section(doc)
+            + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)

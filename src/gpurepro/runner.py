@@ -264,27 +264,12 @@ def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
     if absolute:
         raise BuildError(f"the build index for {case.name}/{g.target} records absolute paths "
                          f"({', '.join(absolute)}); rebuild it inside the repository")
-    run_id = uuid.uuid4().hex
     opts = RunOptions(budget=checked.budget, jobs=checked.jobs, gpus=gpus, redact=args.redact,
-                      run_id=run_id)
-    header: dict[str, Any] = {
-        "case": case.name,
-        # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
-        "manifest": _relative_to(case.path, root),
-        "manifest_sha256": manifest_sha256(case),
-        "plan_sha256": plan_sha256(plan.to_json()),
-        "run_id": run_id,
-        "started_at": _stamp(),
-        "plan": plan.to_json(),
-        "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
-                    "redact": opts.redact, "stopping": checked.stopping},
-        "environment": envmod.fingerprint(root, redact=args.redact, gpu_info=gpu_info),
-        "device": {**{k: g.device.get(k) for k in ("name", "compute_capability", "uuid", "index")},
-                   "supported": g.supported, "target": g.target, "reason": g.reason},
-        "toolchain": index["toolchain"],
-        "artifacts": substitute_artifacts(index["artifacts"], checked.substitutes, root),
-        "probe": None,
-    }
+                      run_id=uuid.uuid4().hex)
+    index = {**index, "artifacts": substitute_artifacts(index["artifacts"], checked.substitutes, root)}
+    header = journal_header(case, root, plan, opts, checked.stopping,
+                            envmod.fingerprint(root, redact=args.redact, gpu_info=gpu_info),
+                            gate_json(g), index)
     path = Path(args.journal) if args.journal else Path(args.out_dir) / case.name / f"{result_name(header)}.journal.jsonl"
     _ensure_writable(path.parent)
     if not g.supported:
@@ -292,6 +277,37 @@ def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
     journal = Journal.create(path, header)
     _say(f"journal: {journal.path}")
     return Started(journal, header, plan, opts, g, [])
+
+
+def gate_json(g: Gate) -> dict[str, Any]:
+    """A device gate as journal headers hold it."""
+    return {**{k: g.device.get(k) for k in ("name", "compute_capability", "uuid", "index")},
+            "supported": g.supported, "target": g.target, "reason": g.reason}
+
+
+def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
+                   stopping: dict[str, Any] | None, environment: dict[str, Any],
+                   device: dict[str, Any], index: dict[str, Any]) -> dict[str, Any]:
+    """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
+    what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
+    assert opts.run_id is not None
+    return {
+        "case": case.name,
+        # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
+        "manifest": _relative_to(case.path, root),
+        "manifest_sha256": manifest_sha256(case),
+        "plan_sha256": plan_sha256(plan.to_json()),
+        "run_id": opts.run_id,
+        "started_at": _stamp(),
+        "plan": plan.to_json(),
+        "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
+                    "redact": opts.redact, "stopping": stopping},
+        "environment": environment,
+        "device": device,
+        "toolchain": index["toolchain"],
+        "artifacts": index["artifacts"],
+        "probe": None,
+    }
 
 
 def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunOptions) -> dict[str, Any]:

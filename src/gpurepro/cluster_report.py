@@ -1,0 +1,63 @@
+"""The report's section for a cluster run: which scheduler, partitions, jobs and nodes produced
+the trials, each node's fingerprint, and failures per host beside each other.
+
+Renders from the document alone, like every report section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _gpus(node: Mapping[str, Any]) -> str:
+    gpus = (node.get("gpu") or {}).get("gpus") or []
+    if not gpus:
+        return "none"
+    names = sorted({str(g.get("name")) for g in gpus})
+    ccs = sorted({str(g.get("compute_capability")) for g in gpus})
+    return f"{', '.join(names)} × {len(gpus)} ({', '.join(ccs)})"
+
+
+def section(doc: Mapping[str, Any]) -> list[str]:
+    cluster = doc.get("cluster")
+    if not cluster:
+        return []
+    jobs = cluster.get("jobs") or []
+    tasks = sum(len(j["tasks"]) for j in jobs)
+    parts = ", ".join(f"`{name}` ({p['target']}, {p['trials']} trials)"
+                      for name, p in cluster["partitions"].items())
+    out = ["### Cluster\n",
+           f"Run on {cluster['scheduler'].capitalize()} {cluster.get('scheduler_version') or ''}"
+           f" as {len(jobs)} job array(s) of {tasks} task(s) in all, over the partitions {parts}; "
+           f"{cluster.get('resubmitted', 0)} trial(s) resubmitted after a task ended without "
+           f"them. The nodes ran from `{cluster.get('shared_dir') or '–'}`.\n"]
+    if cluster.get("stopped_arms"):
+        out.append(f"Arms stopped once their claims were decided: "
+                   f"{', '.join(f'`{a}`' for a in cluster['stopped_arms'])}.\n")
+    if cluster.get("missing"):
+        out.append(f"**{len(cluster['missing'])} planned trial(s) were never journaled** "
+                   f"(indices {', '.join(map(str, cluster['missing'][:20]))}).\n")
+    arms = list(doc.get("summary") or {})
+    per_host = doc.get("per_host") or {}
+    out += ["| host | partitions | GPUs | driver | target | "
+            + " | ".join(f"`{a}`" for a in arms) + " |",
+            "|---|---|---|---|---|" + "---|" * len(arms)]
+    for host, node in (cluster.get("nodes") or {}).items():
+        cells = per_host.get(host) or {}
+        device = node.get("device") or {}
+        target = str(device.get("target")) + ("" if device.get("supported") else " (unsupported)")
+        row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
+        out.append(f"| {host} | {', '.join(node.get('partitions') or [])} | {_gpus(node)} | "
+                   f"{(node.get('gpu') or {}).get('driver_version') or '–'} | {target} | "
+                   + " | ".join(row) + " |")
+    out += ["", "Failures / valid trials per host. Jobs and array tasks:\n",
+            "| job | partition | round | task | state | node | exit | trials journaled / assigned |",
+            "|---|---|---|---|---|---|---|---|"]
+    for j in jobs:
+        for t in j["tasks"]:
+            out.append(f"| {j['job_id']} | {j['partition']} | {j['round']} | {t['task']} | "
+                       f"{t.get('state') or '–'} | {t.get('node') or '–'} | "
+                       f"{t.get('exit_code') or '–'} | {t['journaled']} / {t['trials']} |")
+    out.append("")
+    return out
