@@ -119,7 +119,7 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
              failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
              factors: Mapping[str, Mapping[str, Any]] | None = None) -> Evidence:
     if claim.kind == "concentrated":
-        if not strata or claim.stratum not in strata:
+        if not strata or claim.stratum is None or claim.stratum not in strata:
             return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
         c = stratum_counts(records, claim.arm, failure_outcomes, strata[claim.stratum],
                            (factors or {}).get(claim.arm, {}))
