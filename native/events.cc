@@ -231,8 +231,28 @@ int finish(const std::string &observations_json) {
     add("call", g_stop_call);
     add("reason", g_stop_reason);
   }
-  if (!observations_json.empty())
-    extra += (extra.empty() ? "" : ",") + std::string("\"observations\":") + observations_json;
+  std::string observations = observations_json;
+  // A hang: where each worker is stuck (the calls they published), as for a crash record.
+  if (std::string(status) == "hung" && phase_threads()) {
+    std::string threads = "\"threads\":[";
+    for (int i = 0, n = phase_threads(); i < n; ++i) {
+      int tid;
+      const char *call;
+      bool inside;
+      uint64_t calls;
+      if (!phase_read(i, &tid, &call, &inside, &calls)) continue;
+      if (threads.back() != '[') threads += ',';
+      threads += "{\"thread\":" + std::to_string(i) + ",\"call\":" +
+                 (call ? json_quote(call) : std::string("null")) + ",\"inside\":" +
+                 (inside ? "true" : "false") + ",\"calls\":" + std::to_string(calls) + "}";
+    }
+    threads += ']';
+    observations = observations.empty() || observations == "{}"
+                       ? "{" + threads + "}"
+                       : observations.substr(0, observations.rfind('}')) + "," + threads + "}";
+  }
+  if (!observations.empty())
+    extra += (extra.empty() ? "" : ",") + std::string("\"observations\":") + observations;
   emit_final(status, extra);
   std::string st = status;
   if (st == "ok") return 0;

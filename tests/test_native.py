@@ -472,7 +472,13 @@ def test_host_budget_stop_with_a_stuck_worker_is_hung_not_ok(bins):
                       "--max-cycles", "1000", "--threads", "2", "--join-timeout", "0.3"], env,
                      ROOT, timeout_s=10)
     assert done.observed.events[-1]["status"] == "hung", done.observed.events[-1]
-    assert classify(done.observed, "cycles").outcome == "hung"
+    c = classify(done.observed, "cycles")
+    assert c.outcome == "hung"
+    # Where each worker is stuck, as a crash record would say: one inside the synchronize.
+    threads = c.observations["threads"]
+    assert [t["thread"] for t in threads] == [0, 1]
+    assert {"call": "cuCtxSynchronize", "inside": True} in [
+        {k: t[k] for k in ("call", "inside")} for t in threads]
 
 
 def test_host_cuda_error_keeps_the_failing_call(bins):

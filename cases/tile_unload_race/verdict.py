@@ -25,7 +25,9 @@ PER = "10^6 cycles"
 # Claims of manifest.py the verdict reads.
 REPRODUCED = ("baseline-crashes", "as-filed-crashes")
 TILE = "control-cuda"
-OVERLAP = ("one-thread", "serialized")
+# Claims that the same calls without overlap crash less (each supports "two threads calling the
+# driver at once" when supported).
+OVERLAP = ("one-thread", "serialized", "lock-unload-launch")
 LOCKS = ("lock-unload-launch", "lock-unload-load")
 POW2_CLAIMS = ("hold-near-pow2", "hold-near-pow2-like-far", "grow-crossings-live",
                "grow-crossings-loads", "primed-crossings-live", "baseline-crossings-live",
@@ -293,11 +295,17 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
     if sections and sections["only"] and decision(analysis, TILE) == "supported":
         main = [k for k in sections["only"] if not k.startswith(".rela")]
         others = ", ".join(k for k in main if k != ".nv.host")
-        if decision(analysis, "tile-nodebug") == "supported":
-            ruled_out = ("tile-nodebug (no line tables, same .text and .nv.host) crashes like the "
-                         "baseline, so the line tables are not what matters; ")
+        arms = analysis["arms"]
+        nodebug, lineinfo = arms.get("tile-nodebug"), arms.get("control-cuda-lineinfo")
+        if nodebug and nodebug["n_valid"]:
+            ruled_out = (f"The line tables are not needed: tile-nodebug (no line tables, same .text "
+                         f"and .nv.host) crashed in {nodebug['failures']} of {nodebug['n_valid']} valid "
+                         f"trials (its claim of a rate like the baseline's: "
+                         f"{decision(analysis, 'tile-nodebug')})"
+                         + (f", and a plain cubin with line tables (control-cuda-lineinfo) in "
+                            f"{lineinfo['failures']} of {lineinfo['n_valid']}" if lineinfo else "") + "; ")
         else:
-            ruled_out = f"the Tile IR cubins alone also carry {others}; "
+            ruled_out = f"The Tile IR cubins alone also carry {others}; "
         out.append("Hypothesis (no arm isolates it): of what the Tile IR cubins add, the .nv.host host "
                    "object (by its symbol names, callbacks the driver runs on the CPU before load and "
                    "when arguments change) is what the race involves. " + ruled_out +
@@ -330,23 +338,64 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                       else "."))
     if mechanism_run:
         out += pow2_hypothesis(analysis)
+    if locks_run:
+        out += race_pair_hypothesis(analysis)
     return out
 
 
+def race_pair_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
+    """Which pair of calls races, as far as the lock arms bound it."""
+    if decision(analysis, "lock-unload-launch") != "supported":
+        return []
+    arms = analysis["arms"]
+    lul = arms.get("lock-unload-launch") or {"failures": 0, "n_valid": 0}
+    parts = ["Hypothesis (bounded by the lock arms; no arm shows the state itself): the racing "
+             "pair is cuModuleUnload in one thread against cuModuleGetFunction + cuLaunchKernel "
+             "in the other, and the launch faults on what the unload left: with one mutex around "
+             f"exactly those (lock-unload-launch) {lul['failures']} of {lul['n_valid']} valid trials "
+             "crashed (its claim of a lower rate supported)"]
+    ll = arms.get("lock-launch")
+    if ll and decision(analysis, "lock-launch") != "supported":
+        parts.append(f"a mutex around get-function + launch alone, so that launches never overlap "
+                     f"but unloads run free (lock-launch), did not lower it in a decided claim "
+                     f"({ll['failures']} crashes in {ll['n_valid']} valid trials; claim "
+                     f"{decision(analysis, 'lock-launch')})")
+    if decision(analysis, "lock-unload-load") == "contradicted":
+        parts.append("and a mutex around unload and load (lock-unload-load) raised the rate "
+                     "(its claim contradicted)")
+    text = "; ".join(parts) + "."
+    pairs, _ = phases.by_arm(analysis.get("trials") or []).get("lock-launch", (Counter(), 0))
+    if pairs:
+        top, n = pairs.most_common(1)[0]
+        fault, other = top.split(" | ", 1)
+        text += (f" Under lock-launch the faulting thread was {fault} while the other was {other} "
+                 f"in {n} of {sum(pairs.values())} crash records: no other driver call was running "
+                 f"at those faults, so what the launch faults on was left by a call that had returned.")
+    return [text]
+
+
 def pow2_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
-    """What is left of the power-of-two table hypothesis once its arms have been run: the
-    decided claims speak for themselves (their sentences are in the verdict); this says which
-    part stays open."""
+    """What is left of the power-of-two table hypothesis once its arms have been run: which of
+    its predictions were supported, contradicted or not decided (their sentences are in the
+    verdict), and what no arm shows."""
     d = {n: decision(analysis, n) for n in POW2_CLAIMS}
-    tested = ", ".join(f"{n} {v.replace('_', ' ')}" for n, v in d.items() if v)
-    if d.get("hold-near-pow2") == "supported" and d.get("grow-crossings-live") == "supported":
-        return [f"Hypothesis (for the driver team; its predictions held where tested: {tested}): a "
-                "per-context table of module records, resized as the live count crosses a power of "
-                "two while a launch in another thread reads it. The arms do not show the table "
-                "itself, only that the count's position matters."]
-    return [f"Hypothesis (for the driver team, weakened by its own tests: {tested}): a per-context "
-            "table of module records resized at powers of two of the live count. Where a prediction "
-            "was not supported, the crash does not depend on that count as the table would make it."]
+
+    def names(v: str) -> str:
+        return ", ".join(n for n, x in d.items() if x == v) or "none"
+
+    text = ("Hypothesis (for the driver team; no arm shows the structure itself): a per-context "
+            "table of module records, resized as the live module count crosses a power of two "
+            "while a launch in another thread reads it. Its predictions, as claims of this run: "
+            f"supported {names('supported')}; contradicted {names('contradicted')}; not decided "
+            f"{names('not_decided')}.")
+    if d.get("primed-crossings-live") == "supported":
+        text += (" Crashes still fall at the crossings after the count had been to 9000 "
+                 "(primed-crossings-live), which a table that only grows would not do; one that "
+                 "also shrinks, or is rebuilt, as the count falls would.")
+    if d.get("grow-crossings-live") == "supported" and d.get("grow-crossings-loads") != "supported":
+        text += (" The live count (loads − unloads), not the number of modules ever loaded "
+                 "(grow-crossings-loads), is the count whose crossings the crashes follow.")
+    return [text]
 
 
 # ---------------------------------------------------------------- verdict
@@ -449,8 +498,10 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
             nxt.append(f"A workaround users can adopt (claim lock-unload-launch): one mutex around "
                        f"cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
                        f"synchronizes left concurrent, lowered the crash rate ({lul['failures']} crashes "
-                       f"in {lul['n_valid']} valid trials). Whether it holds with other cuda-tile / "
-                       f"tileiras releases is what the toolchain matrix (tile_matrix) runs.")
+                       f"in {lul['n_valid']} valid trials). Its mutex also keeps the two threads' "
+                       f"launches apart; lock-launch (launches apart, unloads free) separates the "
+                       f"two. Whether it holds with other cuda-tile / tileiras releases is what "
+                       f"the toolchain matrix (nox -s tile_matrix) runs.")
         if supported(analysis, "serialized"):
             nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
                        "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
