@@ -148,3 +148,22 @@ def test_quoting_is_shell_safe():
     doc = json.loads(UNTIL.read_text())
     args = rerun_arguments(doc)
     assert shlex.split(" ".join(shlex.quote(a) for a in args)) == args
+
+
+def test_issue_with_the_toolchain_matrix(tmp_path):
+    matrices = sorted(TILE.glob("matrix_*.json"))
+    if not matrices:
+        pytest.skip("no committed toolchain matrix of tile_unload_race")
+    # The largest tile result: the matrix block must fit beside its own blocks.
+    path = max((p for p in _results() if p.parent == TILE), key=lambda p: p.stat().st_size)
+    done = _cli("issue", str(path), "--matrix", str(matrices[-1]))
+    assert done.returncode == 0, done.stderr
+    body = done.stdout
+    assert len(body) <= LIMIT and f"Toolchain matrix ({matrices[-1].name}" in body
+    _balanced(body)
+    # A matrix of another case, or a file that is not a matrix, is one line and exit 2.
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**json.loads(matrices[-1].read_text()), "case": {"name": "x"}}))
+    for bad in (other, UNTIL):
+        done = _cli("issue", str(path), "--matrix", str(bad))
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -303,14 +304,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
 
 
+def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
+    """A <details> block with a toolchain matrix document's table, for `issue --matrix`."""
+    from .matrix.table import markdown as matrix_markdown
+
+    try:
+        matrix = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--matrix {path}: not a readable matrix document ({exc})") from None
+    if not isinstance(matrix, dict) or not str(matrix.get("schema", "")).startswith("gpurepro/matrix"):
+        raise UsageError(f"--matrix {path}: not a matrix document (schema gpurepro/matrix/...)")
+    case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
+    if case != doc["case"].get("name"):
+        raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
+    return (f"Toolchain matrix ({path.name}; attach it beside the result)", matrix_markdown(matrix))
+
+
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
     from .comment import IssueError, issue_body
 
     path = Path(args.result)
     doc = _read_result(path)
+    extra: list[tuple[str, str]] = []
+    if args.matrix:
+        extra.append(_matrix_block(Path(args.matrix), doc))
     try:
-        body = issue_body(doc, path)
+        body = issue_body(doc, path, extra_blocks=extra)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
@@ -519,6 +539,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
     p.add_argument("result", metavar="RESULT.json")
     p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
+    p.add_argument("--matrix", metavar="MATRIX.json",
+                   help="add the case's toolchain matrix table (a matrix document) as a <details> block")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_issue)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -332,7 +332,8 @@ def _cut(body: str, room: int) -> str:
     return cut
 
 
-def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT) -> str:
+def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
+               extra_blocks: Sequence[tuple[str, str]] = ()) -> str:
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
     for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
@@ -341,6 +342,10 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT) -> str:
     text = head(doc, path)
     footer = f"\n_Made by `python -m gpurepro issue {path.name}` (gpurepro {doc.get('gpurepro_version')})._\n"
     blocks = detail_blocks(doc)
+    # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
+    at = next((i for i, (summary, _) in enumerate(blocks) if summary.startswith("Full environment")),
+              len(blocks))
+    blocks[at:at] = list(extra_blocks)
     left: list[str] = []
     for i, (summary, body) in enumerate(blocks):
         block = _details(summary, body)
