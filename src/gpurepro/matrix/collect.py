@@ -90,7 +90,8 @@ def _run(spec: Spec, i: int, subs: dict[str, tuple[str, dict[str, Any]]], arms: 
     cells = sorted({b["cell"] for _, c in subs.values() for b in c["emitted_by"]},
                    key=spec.rank, reverse=True)
     return {
-        "id": f"{i:02d}-" + "+".join(f"{c['kind']}-{sha[:12]}" for sha, c in subs.values()),
+        # Plain characters only: the id names journal files that are copied between machines.
+        "id": f"{i:02d}-" + "_and_".join(f"{c['kind']}-{sha[:12]}" for sha, c in subs.values()),
         "substitutes": {art: {"sha256": sha, "path": c["path"]} for art, (sha, c) in subs.items()},
         "arms": arms, "newest": newest, "cells": cells,
         "status": "not run", "reason": NOT_RUN_YET,
