@@ -234,6 +234,8 @@ int finish(const std::string &observations_json) {
   std::string observations = observations_json;
   // A hang: where each worker is stuck (the calls they published), as for a crash record.
   if (std::string(status) == "hung" && phase_threads()) {
+    // Appends only (no operator+ on strings): the crash preload must export no libstdc++
+    // template instance (tests/test_native.py).
     std::string threads = "\"threads\":[";
     for (int i = 0, n = phase_threads(); i < n; ++i) {
       int tid;
@@ -242,14 +244,25 @@ int finish(const std::string &observations_json) {
       uint64_t calls;
       if (!phase_read(i, &tid, &call, &inside, &calls)) continue;
       if (threads.back() != '[') threads += ',';
-      threads += "{\"thread\":" + std::to_string(i) + ",\"call\":" +
-                 (call ? json_quote(call) : std::string("null")) + ",\"inside\":" +
-                 (inside ? "true" : "false") + ",\"calls\":" + std::to_string(calls) + "}";
+      threads += "{\"thread\":";
+      threads += std::to_string(i);
+      threads += ",\"call\":";
+      threads += call ? json_quote(call) : std::string("null");
+      threads += ",\"inside\":";
+      threads += inside ? "true" : "false";
+      threads += ",\"calls\":";
+      threads += std::to_string(calls);
+      threads += '}';
     }
     threads += ']';
-    observations = observations.empty() || observations == "{}"
-                       ? "{" + threads + "}"
-                       : observations.substr(0, observations.rfind('}')) + "," + threads + "}";
+    if (observations.empty() || observations == "{}") {
+      observations = "{";
+    } else {
+      observations.resize(observations.rfind('}'));
+      observations += ',';
+    }
+    observations += threads;
+    observations += '}';
   }
   if (!observations.empty())
     extra += (extra.empty() ? "" : ",") + std::string("\"observations\":") + observations;

@@ -36,7 +36,8 @@ def test_artifacts_build_from_pinned_wheels(target):
     index = _build(target)
     arts = index["artifacts"]
     expected = {"host", "crash_preload", "libcuda_stub", "seed_repro", "tile_cubin",
-                "tile_cubin_other", "cuda_cubin", "cuda_cubin_globals"}
+                "tile_cubin_other", "cuda_cubin", "cuda_cubin_globals", "tile_cubin_nodebug",
+                "cuda_cubin_lineinfo"}
     if target == "sm_120":
         expected.add("tile_cubin_as_filed")  # seed/export_kernel.py runs unchanged for sm_120
     assert expected <= set(arts)
@@ -53,6 +54,15 @@ def test_artifacts_build_from_pinned_wheels(target):
     assert "__CUDA_TILEIR_ON_PRE_LOAD" in names
     assert plain["host_object"] is None
     assert ".nv.global.init" in elf.sections(ROOT / arts["cuda_cubin_globals"]["path"])["sections"]
+    # tile-nodebug's cubin differs from the baseline's only in line tables: same code, same
+    # .nv.host; the plain -lineinfo control gains them.
+    full = elf.section_digests(ROOT / arts["tile_cubin"]["path"])
+    nodebug = elf.section_digests(ROOT / arts["tile_cubin_nodebug"]["path"])
+    for name in (".text.repro_kernel", ".nv.host"):
+        assert full[name] == nodebug[name], name
+    assert ".debug_line" in full and ".debug_line" not in nodebug
+    assert ".debug_line" in elf.section_digests(ROOT / arts["cuda_cubin_lineinfo"]["path"])
+    assert ".debug_line" not in elf.section_digests(ROOT / arts["cuda_cubin"]["path"])
     # Reproducible builds (test_build_reproducible.py builds sm_90 twice): no artifact, the
     # as-filed sm_120 export included, carries the checkout's absolute path.
     for name, entry in arts.items():

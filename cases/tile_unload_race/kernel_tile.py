@@ -8,19 +8,11 @@
                 argument ABI and symbol, so the same host driver launches either; used to ask
                 whether the crash needs distinct modules in flight.
 
---no-lineinfo TILEIRAS
-                export the Tile IR bytecode (beside the cubin, as kernel.tileirbc) and compile
-                it with this tileiras without --lineinfo: cuda.tile always passes --lineinfo
-                (or --device-debug) and has no option against it; the optimisation level is
-                the one cuda.tile would pass. Used to ask whether the debug sections matter.
-
 No GPU is needed: tileiras compiles ahead of time. It refuses to run when the nvcc/nvvm wheels
 do not match its own version, so install the whole family at one version.
 """
 
 import argparse
-import subprocess
-from pathlib import Path
 
 import cuda.tile as ct
 from cuda.tile.compilation import (
@@ -66,24 +58,14 @@ def main() -> None:
     ap.add_argument("--kernel", choices=sorted(KERNELS), default="add")
     ap.add_argument("--gpu-code", default="sm_120", help="e.g. sm_90, sm_120 (seed: sm_120)")
     ap.add_argument("--out", required=True, help="cubin path to write")
-    ap.add_argument("--no-lineinfo", metavar="TILEIRAS",
-                    help="compile the exported bytecode with this tileiras, without --lineinfo")
     args = ap.parse_args()
     # Symbol "repro_kernel" for both: the host looks the kernel up by that name.
     sig = KernelSignature(
         [arr(), arr(), arr()], CallingConvention.cutile_python_v2(), symbol="repro_kernel"
     )
-    kernel = KERNELS[args.kernel]
-    if args.no_lineinfo:
-        bytecode = Path(args.out).with_name("kernel.tileirbc")
-        export_kernel(kernel, [sig], str(bytecode), gpu_code=args.gpu_code,
-                      output_format="tileir_bytecode")
-        # The flags cuda.tile's compile_cubin passes, less --lineinfo.
-        opt = kernel._compiler_options.opt_level_for_target(args.gpu_code)
-        subprocess.run([args.no_lineinfo, str(bytecode), "-o", args.out, "--gpu-name",
-                        args.gpu_code, f"-O{opt}"], check=True)
-    else:
-        export_kernel(kernel, [sig], args.out, gpu_code=args.gpu_code, output_format="cubin")
+    export_kernel(
+        KERNELS[args.kernel], [sig], args.out, gpu_code=args.gpu_code, output_format="cubin"
+    )
     print("wrote", args.out)
 
 

@@ -103,10 +103,10 @@ ARTIFACTS = [
         name="tile_cubin_nodebug",
         description=("the reporter's Tile IR kernel compiled by tileiras without --lineinfo (cuda.tile "
                      "always passes it): no line tables, same .text and .nv.host"),
-        command=("{python}", "{case}/kernel_tile.py", "--kernel", "add", "--gpu-code", "{arch}",
-                 "--no-lineinfo", "{tileiras}", "--out", "{out}/kernel.cubin"),
-        outputs=("kernel.cubin", "kernel.tileirbc"),
-        sources=("kernel_tile.py",),
+        command=("{python}", "{case}/kernel_tile_nodebug.py", "--tileiras", "{tileiras}",
+                 "--gpu-code", "{arch}", "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin",),
+        sources=("kernel_tile_nodebug.py", "kernel_tile.py"),
         tools=("tileiras",),
     ),
     Artifact(
@@ -138,10 +138,12 @@ ARTIFACTS = [
         name="cuda_cubin_lineinfo",
         description=("the reporter's plain CUDA kernel, nvcc -cubin -lineinfo: line tables like the "
                      "Tile IR cubin's, so Tile IR vs plain differs only where it must"),
-        command=("{nvcc}", "-arch={arch}", "-cubin", "-lineinfo", "-o", "{out}/kernel.cubin",
-                 "{case}/kernel_cuda.cu"),
+        # Device line info names the source's folder and mtime: compiled from a fixed folder
+        # (native/nvcc_fixed_dir.py) so the cubin is the same in every checkout.
+        command=("{python}", "native/nvcc_fixed_dir.py", "{nvcc}", "{case}/kernel_cuda.cu", "--",
+                 "-arch={arch}", "-cubin", "-lineinfo", "-o", "{out}/kernel.cubin"),
         outputs=("kernel.cubin",),
-        sources=("kernel_cuda.cu",),
+        sources=("kernel_cuda.cu", "native/nvcc_fixed_dir.py"),
     ),
     Artifact(
         name="cuda_cubin_globals",
