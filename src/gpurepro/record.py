@@ -20,6 +20,7 @@ import jsonschema
 
 from . import __version__, tally
 from . import env as envmod
+from .analysis import Analysis
 from .build import sha256_file
 from .journal import result_name  # noqa: F401  (re-exported: the name of a run)
 from .manifest import Case
@@ -224,18 +225,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     analysis = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
     device = dict(header.get("device") or {})
-    analysis["case"] = case.name
-    analysis["device"] = device
-    analysis["analyses"] = run_analyses(case, header, root)
-    analysis["run"] = {"budget": header.get("options", {}).get("budget"),
-                       "jobs": header.get("options", {}).get("jobs"),
-                       "planned": plan.get("trials_per_arm"),
-                       "stopping": header.get("options", {}).get("stopping")}
     claims = decide_claims(case, header, trials)
-    analysis["claims"] = {c["name"]: c for c in claims}
-    # The verdict may look at single trials too (e.g. counters at the crash); they are stored
-    # once, under "trials", not inside the analysis.
-    verdict = compose_verdict(case.verdict({**analysis, "trials": list(trials)}), claims)
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
@@ -259,17 +249,21 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "comparisons": analysis["comparisons"],
         "crash_sites": analysis["crash_sites"],
         "per_gpu": analysis["per_gpu"],
-        "analyses": analysis["analyses"],
+        "analyses": run_analyses(case, header, root),
         "probe": header.get("probe"),
         "claims": claims,
-        "verdict": verdict,
+        "verdict": None,  # below: from the document's own fields
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
     if header.get("cluster"):
         from .merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
-    return json.loads(json.dumps(doc, default=_jsonable))
+    doc = json.loads(json.dumps(doc, default=_jsonable))
+    # The verdict reads the document as recorded, through its typed views (analysis.py).
+    verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+    doc["verdict"] = json.loads(json.dumps(verdict, default=_jsonable))
+    return doc
 
 
 def decide_claims(case: Case, header: Mapping[str, Any],
