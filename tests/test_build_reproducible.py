@@ -3,7 +3,7 @@
 Each test copies the parts of the repository a build reads into two folders with different
 names and path lengths, gives the copies' sources different mtimes (a fresh clone's mtimes are
 its checkout time), builds both, and compares every output's sha256 and every key. A committed
-run's sha256 can then be checked against anyone's build (record.run_analyses does).
+run's sha256 can then be checked against anyone's build (document.run_analyses does).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpurepro import instruments, record, stats, toolchain
+from gpurepro.analysis import Analysis
 from gpurepro.manifest import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT, toolchain_venv
@@ -241,20 +242,21 @@ def _decided(case, trials):
 def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None):
     """The analysis the verdict gets; claims decided by the harness, or as given (name -> decision,
     every other claim supported)."""
-    analysis = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
-                             "launches")
+    s = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
+                      "launches")
     supported = cc in ("10.3", "10.0")
-    analysis["device"] = {"name": name, "compute_capability": cc, "supported": supported,
-                          "reason": None if supported else f"{name} has compute capability {cc}; "
-                                                           "this case needs 10.3 (sm_103a), 10.0 (sm_100a)"}
-    analysis["analyses"] = {"sass": sass} if sass else {}
+    device = {"name": name, "compute_capability": cc, "supported": supported,
+              "reason": None if supported else f"{name} has compute capability {cc}; "
+                                               "this case needs 10.3 (sm_103a), 10.0 (sm_100a)"}
     if decisions is None:
         claims = _decided(case, trials)
     else:
         claims = [{"name": c.name, "decision": decisions.get(c.name, "supported"), "sentence": c.name}
                   for c in case.claims]
-    analysis["claims"] = {c["name"]: c for c in claims}
-    return analysis, claims
+    doc = {"case": {"name": case.name, "baseline": case.baseline}, "device": device,
+           "summary": s["arms"], "crash_sites": s["crash_sites"],
+           "analyses": {"sass": sass} if sass else {}, "claims": claims, "trials": trials}
+    return Analysis.of(doc), claims
 
 
 def _verdict(case, trials=None, **kw):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpurepro import journal, record, stats
+from gpurepro.analysis import Analysis
 from gpurepro.manifest import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT
@@ -44,15 +45,17 @@ def _survive(arm, exposure):
 
 
 def _analysis(case, trials, sections=None):
-    """What record hands the verdict: statistics, decided claims, trials (no verdict yet)."""
+    """What record hands the verdict: the typed views of a document with its statistics,
+    decided claims and trials (no verdict yet)."""
     resolved = case.resolved_arms()
     arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
     claims = record.decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
-    analysis = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, "cycles")
-    analysis.update(device={"name": "Test GPU", "compute_capability": "9.0"},
-                    analyses={"sections": sections} if sections else {},
-                    claims={c["name"]: c for c in claims}, trials=trials)
-    return analysis, claims
+    s = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, "cycles")
+    doc = {"case": {"name": case.name, "baseline": case.baseline},
+           "device": {"name": "Test GPU", "compute_capability": "9.0"},
+           "summary": s["arms"], "crash_sites": s["crash_sites"],
+           "analyses": {"sections": sections} if sections else {}, "claims": claims, "trials": trials}
+    return Analysis.of(doc), claims
 
 
 def _verdict(case, trials, sections=None):
@@ -61,7 +64,7 @@ def _verdict(case, trials, sections=None):
 
 
 def _decisions(analysis):
-    return {n: c["decision"] for n, c in analysis["claims"].items()}
+    return {n: c.decision for n, c in analysis.claims.items()}
 
 
 def _tile_only(site="libcuda.so.1"):

@@ -1,22 +1,23 @@
 """The verdict: status, owner and next steps from the harness's claim decisions; measurements
 as sentences.
 
-``verdict(analysis)`` gets the harness's analysis: per-arm counts (``arms``), the device, the
-build analyses, and ``claims`` (name -> decision: supported / contradicted / not_decided) for the
-claims that manifest.py declares from design.COMPARISONS. It computes no statistics: every
+``verdict(analysis)`` gets the harness's typed views of the result (gpurepro.analysis): per-arm
+counts (``analysis.arms``), the device, the build analyses, and the claims that manifest.py
+declares from design.COMPARISONS with their decisions (``analysis.decision(name)``: supported /
+contradicted / not_decided). It computes no statistics: every
 comparison is a claim the harness decides under one family-wise error rate, and the harness
 appends the decided claims' sentences and lists the undecided ones. The sentences written here
 are measurements (counts per arm, the build's SASS findings, the documentation audit); what no
 arm isolates goes to ``hypotheses``. The one fixed input is DOC_AUDIT, the conclusion of the
 documentation audit in README.md, which decides how a reproduced ordering failure is classified.
-Standard library and gpurepro.manifest only.
+Standard library, gpurepro.analysis and gpurepro.manifest only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from gpurepro.analysis import Analysis, ArmSummary
 from gpurepro.manifest import load_sibling
 
 design = load_sibling(__file__, "design")
@@ -62,40 +63,40 @@ RUN_HINT = "`python -m gpurepro run tcgen05_alloc_order --until-decided`"
 # ----------------------------------------------------------------------------- reading
 
 
-def _decision(analysis: Mapping[str, Any], name: str) -> str:
+def _decision(analysis: Analysis, name: str) -> str:
     """The harness's decision on a claim; "absent" when it was not part of this run."""
-    return ((analysis.get("claims") or {}).get(name) or {}).get("decision", "absent")
+    return analysis.decision(name) or "absent"
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.0f}%"
 
 
-def _valid(arm: Mapping[str, Any] | None) -> bool:
-    return bool(arm) and arm.get("n_valid", 0) > 0
+def _valid(arm: ArmSummary | None) -> bool:
+    return arm is not None and arm.valid
 
 
-def _fails(arm: Mapping[str, Any]) -> tuple[int, int]:
-    return int(arm.get("failures", 0)), int(arm.get("n_valid", 0))
+def _fails(arm: ArmSummary) -> tuple[int, int]:
+    return arm.failures, arm.n_valid
 
 
-def _prop(arm: Mapping[str, Any]) -> str:
+def _prop(arm: ArmSummary) -> str:
     """'k/n failed (p%, 95% CI a-b%); errors' from the harness's per-arm summary."""
     f, n = _fails(arm)
-    prop = arm.get("proportion") or {}
-    ci = prop.get("ci95")
+    prop = arm.proportion
+    ci = prop.ci95
     text = f"{f}/{n} failed"
-    if prop.get("estimate") is not None:
-        text += f" ({_pct(prop['estimate'])}" + (f", 95% CI {_pct(ci[0])}-{_pct(ci[1])}" if ci else "") + ")"
-    errors = arm.get("errors") or {}
+    if prop.estimate is not None:
+        text += f" ({_pct(prop.estimate)}" + (f", 95% CI {_pct(ci[0])}-{_pct(ci[1])}" if ci else "") + ")"
+    errors = arm.errors
     if errors:
         text += "; " + ", ".join(f"{k} x{v}" for k, v in sorted(errors.items(), key=lambda kv: -kv[1]))
     return text
 
 
-def _stage_summary(arm: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
+def _stage_summary(arm: ArmSummary) -> dict[str, tuple[str, int]]:
     """cta -> (most common last stage, count) from observations.stages {"cta1:before_alloc": n}."""
-    stages = ((arm.get("observations") or {}).get("stages")) or {}
+    stages = arm.observations.get("stages") or {}
     best: dict[str, tuple[str, int]] = {}
     for key, count in stages.items():
         if ":" not in key:
@@ -109,17 +110,17 @@ def _stage_summary(arm: Mapping[str, Any]) -> dict[str, tuple[str, int]]:
 # ----------------------------------------------------------------------------- measurements
 
 
-def _measure(analysis: Mapping[str, Any], out: list[str], arms: list[str], label: str) -> None:
+def _measure(analysis: Analysis, out: list[str], arms: list[str], label: str) -> None:
     """One sentence listing the arms of a group that ran, each named, with its counts."""
-    data = analysis.get("arms") or {}
+    data = analysis.arms
     shown = [a for a in arms if _valid(data.get(a))]
     if shown:
         out.append(f"{label}: " + "; ".join(f"{a}: {_prop(data[a])}" for a in shown) + ".")
 
 
-def _grid(analysis: Mapping[str, Any], out: list[str]) -> None:
+def _grid(analysis: Analysis, out: list[str]) -> None:
     out.append(f"Baseline {design.BASELINE} (seed binary, follower CTA delayed "
-               f"{design.BASE_SPIN} x 1 us, no barrier): {_prop(analysis['arms'][design.BASELINE])}.")
+               f"{design.BASE_SPIN} x 1 us, no barrier): {_prop(analysis.arms[design.BASELINE])}.")
     _measure(analysis, out, [f"follower-{m.replace('_', '-')}" for m in design.GRID_MODES[1:]],
              "Follower delayed, with a barrier.cluster (before alloc, after alloc, before dealloc)")
     _measure(analysis, out, [f"{d}-{m.replace('_', '-')}" for d in ("leader", "neither")
@@ -129,14 +130,14 @@ def _grid(analysis: Mapping[str, Any], out: list[str]) -> None:
              f"Spin sweep (x 1 us; {design.BASE_SPIN} is the baseline)")
 
 
-def _markers(analysis: Mapping[str, Any], out: list[str]) -> bool:
+def _markers(analysis: Analysis, out: list[str]) -> bool:
     """The instrumented arms and the per-CTA stages; True if CTA1 never returned from alloc."""
-    arms = analysis["arms"]
+    arms = analysis.arms
     _measure(analysis, out, [design.INSTR_BASELINE, "instr-leader-baseline",
                              "instr-follower-barrier-before-dealloc", "instr-no-relinquish",
                              "instr-no-dealloc", "instr-linger"], "Instrumented build (progress markers)")
     ib = arms.get(design.INSTR_BASELINE)
-    if not _valid(ib):
+    if ib is None or not ib.valid:
         return False
     stages = _stage_summary(ib)
     if not stages:
@@ -153,38 +154,38 @@ def _markers(analysis: Mapping[str, Any], out: list[str]) -> bool:
     return False
 
 
-def _instruments(analysis: Mapping[str, Any], out: list[str]) -> list[str]:
+def _instruments(analysis: Analysis, out: list[str]) -> list[str]:
     """Instrument arms: counts, or why they did not run. Returns arms whose tool was missing."""
-    arms = analysis["arms"]
+    arms = analysis.arms
     missing_tool: list[str] = []
     for name in (*design.INSTRUMENT_LOWER, *design.CONTROL_INSTRUMENT_LOWER):
         a = arms.get(name)
-        if a is None or not a.get("n"):  # not part of this run at all
+        if a is None or not a.n:  # not part of this run at all
             continue
-        inst = (a.get("factors") or {}).get("instrument", "")
+        inst = a.factors.get("instrument", "")
         label = design.INSTRUMENT_LABEL.get(inst, inst or "an instrument")
-        if _valid(a):
+        if a.valid:
             out.append(f"Instrument {label} on {name}: {_prop(a)}.")
             continue
-        missing = ((a.get("observations") or {}).get("instrument") or {}).get("found:False", 0)
+        missing = (a.observations.get("instrument") or {}).get("found:False", 0)
         if missing:
             missing_tool.append(name)
         why = (f"the tool was not found on the GPU node in {missing} of them" if missing
                else "none produced a valid outcome")
-        out.append(f"Instrument {label} on {name}: not run; {a.get('n', 0)} trials, {why}.")
+        out.append(f"Instrument {label} on {name}: not run; {a.n} trials, {why}.")
     return missing_tool
 
 
-def _controls(analysis: Mapping[str, Any], out: list[str]) -> None:
+def _controls(analysis: Analysis, out: list[str]) -> None:
     _measure(analysis, out, ["control-arrive-after-exit", "control-store-after-exit",
                              "control-store-barrier-before-exit"],
              "Controls without tcgen05 (the odd CTA touches the even CTA's shared memory "
              f"{design.BASE_SPIN} x 1 us after the even CTA could exit)")
 
 
-def _sass(analysis: Mapping[str, Any]) -> list[str]:
+def _sass(analysis: Analysis) -> list[str]:
     """What the build's SASS analysis found (analyses.sass), in words; nothing if absent."""
-    sass = (analysis.get("analyses") or {}).get("sass") or {}
+    sass = analysis.analyses.get("sass") or {}
     if not sass.get("available"):
         return []
     claims = sass.get("claims") or []
@@ -206,7 +207,7 @@ def _audit() -> str:
            f"{DOC_AUDIT['summary']}"
 
 
-def _hypotheses(analysis: Mapping[str, Any], cta1_in_alloc: bool) -> list[str]:
+def _hypotheses(analysis: Analysis, cta1_in_alloc: bool) -> list[str]:
     """What the SASS and the markers suggest but no arm isolates."""
     out = []
     support = []
@@ -236,25 +237,25 @@ def _hypotheses(analysis: Mapping[str, Any], cta1_in_alloc: bool) -> list[str]:
 # ----------------------------------------------------------------------------- entry points
 
 
-def _not_run(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    dev = analysis.get("device") or {}
-    arms = analysis.get("arms") or {}
+def _not_run(analysis: Analysis) -> dict[str, Any]:
+    dev = analysis.device
+    arms = analysis.arms
     outcomes: dict[str, int] = {}
     for a in arms.values():
-        for k, v in (a.get("outcomes") or {}).items():
+        for k, v in a.outcomes.items():
             outcomes[k] = outcomes.get(k, 0) + v
     n_total = sum(outcomes.values())
-    where = dev.get("name") or "this machine"
-    if dev.get("compute_capability"):
-        where += f" (compute capability {dev['compute_capability']})"
-    reason = (dev.get("reason") or "").strip().rstrip(".")
+    where = dev.name or "this machine"
+    if dev.compute_capability:
+        where += f" (compute capability {dev.compute_capability})"
+    reason = (dev.reason or "").strip().rstrip(".")
     if len(outcomes) == 1:
         recorded = f"all {n_total} trials were recorded as {next(iter(outcomes))}"
     else:
         recorded = f"of {n_total} trials, " + ", ".join(
             f"{v} were recorded as {k}" for k, v in sorted(outcomes.items(), key=lambda kv: -kv[1]))
-    hardware = dev.get("supported") is False or (
-        bool(dev.get("compute_capability")) and dev["compute_capability"] not in ("10.3", "10.0"))
+    hardware = dev.supported is False or (
+        bool(dev.compute_capability) and dev.compute_capability not in ("10.3", "10.0"))
     sentences = [
         f"Not run: none of the {len(arms)} arms ran a valid trial on {where}; "
         f"{recorded if n_total else 'no trial was recorded'}" + (f" ({reason})." if reason else "."),
@@ -283,7 +284,7 @@ def _not_run(analysis: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _status(analysis: Mapping[str, Any]) -> tuple[str, list[str], str]:
+def _status(analysis: Analysis) -> tuple[str, list[str], str]:
     """(status, the supported claims the owner rests on, a next step) from the decisions."""
     base = _decision(analysis, design.BASELINE_FAILS)
     barriers = {c: _decision(analysis, c) for c in design.BARRIER_LOWER.values()}
@@ -311,16 +312,16 @@ def _status(analysis: Mapping[str, Any]) -> tuple[str, list[str], str]:
             f"arms with more trials ({RUN_HINT}).")
 
 
-def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    arms = analysis.get("arms") or {}
-    if not any(_valid(a) for a in arms.values()):
+def verdict(analysis: Analysis) -> dict[str, Any]:
+    arms = analysis.arms
+    if not any(a.valid for a in arms.values()):
         return _not_run(analysis)
 
-    dev = analysis.get("device") or {}
+    dev = analysis.device
     sentences: list[str] = []
-    if dev.get("name"):
-        sentences.append(f"Measured on {dev['name']} (compute capability "
-                         f"{dev.get('compute_capability') or 'unknown'}).")
+    if dev.name:
+        sentences.append(f"Measured on {dev.name} (compute capability "
+                         f"{dev.compute_capability or 'unknown'}).")
     if not _valid(arms.get(design.BASELINE)):
         sentences.append(f"The baseline arm {design.BASELINE} ran no valid trial, so nothing can be "
                          "compared with it.")
@@ -336,7 +337,7 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
 
     status, because, step = _status(analysis)
     nxt = [step]
-    cc = dev.get("compute_capability")
+    cc = dev.compute_capability
     if cc == "10.3":
         nxt.append("Repeat on a B200 (compute capability 10.0, sm_100a build); the report covers "
                    "sm_103a only.")
@@ -344,11 +345,10 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
         nxt.append("Repeat on a B300 (compute capability 10.3), the reporter's device.")
     if missing_tool:
         nxt.append("Install the missing tools on the GPU node and rerun: " + ", ".join(missing_tool) + ".")
-    idle = [n for n, a in arms.items() if not _valid(a) and n not in missing_tool]
+    idle = [n for n, a in arms.items() if not a.valid and n not in missing_tool]
     if idle:
         nxt.append("Arms with no valid trial: " + ", ".join(idle) + ".")
-    undecided = [n for n, c in (analysis.get("claims") or {}).items()
-                 if c.get("decision") == "not_decided"]
+    undecided = analysis.undecided()
     if undecided and status not in ("inconclusive", "reproduced_ordering_not_decided"):
         nxt.append(f"Claims not decided: {', '.join(undecided)}; rerun their arms ({RUN_HINT}).")
     return {"status": status, "sentences": sentences,

@@ -14,11 +14,10 @@ harness appends their sentences to the verdict itself. What is written here:
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from gpurepro import phases
+from gpurepro.analysis import Analysis, ArmSummary, CrashSite
 
 PER = "10^6 cycles"
 
@@ -56,45 +55,36 @@ def _f(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def decision(analysis: Mapping[str, Any], name: str) -> str | None:
-    """A claim's decision in this run (None: the claim is not in this run's family)."""
-    claim = (analysis.get("claims") or {}).get(name)
-    return claim.get("decision") if claim else None
-
-
-def supported(analysis: Mapping[str, Any], *names: str) -> bool:
-    return all(decision(analysis, n) == "supported" for n in names)
-
-
 # ---------------------------------------------------------------- measurements
 
 
-def _instrumented(analysis: Mapping[str, Any], arm: str) -> bool:
-    return ((analysis["arms"].get(arm) or {}).get("factors") or {}).get("driver", "host") == "host"
+def _instrumented(analysis: Analysis, arm: str) -> bool:
+    s = analysis.arms.get(arm)
+    return (s.factors.get("driver", "host") if s else "host") == "host"
 
 
-def _coarse(analysis: Mapping[str, Any], arm: str) -> bool:
+def _coarse(analysis: Analysis, arm: str) -> bool:
     """The seed program's counters come from a once-a-second printout."""
     return not _instrumented(analysis, arm)
 
 
-def _rate(s: Mapping[str, Any]) -> str:
-    r = s["exposure"]["rate"]
-    if r["estimate"] is None:
+def _rate(s: ArmSummary) -> str:
+    r = s.exposure.rate
+    if r.estimate is None:
         return "no exposure"
-    ci = r.get("ci95")
-    return (f"{_f(r['estimate'])} per {PER}"
+    ci = r.ci95
+    return (f"{_f(r.estimate)} per {PER}"
             + (f" (95% CI {_f(ci[0])}–{_f(ci[1])})" if ci else ""))
 
 
-def km_median(s: Mapping[str, Any]) -> str:
+def km_median(s: ArmSummary) -> str:
     """Which median: the first exposure at which the Kaplan-Meier survival estimate is 0.5 or
     below, as the harness computed it; 'not reached' when it never got there."""
-    if s["failures"] == 0:
+    if s.failures == 0:
         return "no crash, so no median"
-    ttf = s.get("time_to_failure") or {}
-    cycles = (ttf.get("exposure") or {}).get("median")
-    seconds = (ttf.get("seconds") or {}).get("median")
+    ttf = s.time_to_failure
+    cycles = ttf.exposure.median if ttf.exposure else None
+    seconds = ttf.seconds.median if ttf.seconds else None
     if cycles is None:
         return ("Kaplan–Meier median not reached (the survival estimate never fell to 0.5: "
                 "fewer than half of the trials crashed)")
@@ -102,36 +92,35 @@ def km_median(s: Mapping[str, Any]) -> str:
             f"exposure at which the survival estimate is 0.5 or below)")
 
 
-def _arm_sentence(analysis: Mapping[str, Any], arm: str, what: str, on: str = "") -> str | None:
-    s = analysis["arms"].get(arm)
-    if not s or s["n_valid"] == 0:
+def _arm_sentence(analysis: Analysis, arm: str, what: str, on: str = "") -> str | None:
+    s = analysis.arms.get(arm)
+    if not s or s.n_valid == 0:
         return None
-    text = f"{on}{arm} ({what}): {s['failures']} of {s['n_valid']} valid trials crashed"
-    signals = sorted({t.get("detail") for t in analysis.get("trials") or []
-                      if t.get("arm") == arm and t.get("outcome") == "crashed" and t.get("detail")})
+    text = f"{on}{arm} ({what}): {s.failures} of {s.n_valid} valid trials crashed"
+    signals = sorted({t.detail for t in analysis.trials_of(arm, "crashed") if t.detail})
     if signals:
         text += f" ({', '.join(signals)})"
     if _coarse(analysis, arm):
         # The seed program prints its counters once a second: a survivor's cycles are counted up
         # to its last printout, a crash within the first second shows 0 cycles.
-        if s["failures"]:
+        if s.failures:
             return (text + "; no rate and no median for it: its cycle counts come from the program's "
                     "once-a-second printout, so a crash within the first second shows 0 cycles.")
-        return (text + f", {_f(s['exposure']['total'])} cycles counted up to each trial's last "
+        return (text + f", {_f(s.exposure.total)} cycles counted up to each trial's last "
                 "once-a-second printout (an undercount); no median.")
-    return (text + f", {_f(s['exposure']['total'])} cycles in all, {_rate(s)}; {km_median(s)}.")
+    return (text + f", {_f(s.exposure.total)} cycles in all, {_rate(s)}; {km_median(s)}.")
 
 
-def crashes_by_arm(analysis: Mapping[str, Any], skip: tuple[str, ...]) -> str | None:
-    parts = [f"{a} {s['failures']}/{s['n_valid']}" for a, s in analysis["arms"].items()
-             if a not in skip and s["n_valid"]]
+def crashes_by_arm(analysis: Analysis, skip: tuple[str, ...]) -> str | None:
+    parts = [f"{a} {s.failures}/{s.n_valid}" for a, s in analysis.arms.items()
+             if a not in skip and s.n_valid]
     if not parts:
         return None
     return "Crashed / valid trials, per arm: " + ", ".join(parts) + "."
 
 
-def no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
-    counts = {a: {k: v for k, v in s["outcomes"].items() if k in ("invalid", "unsupported")}
+def no_evidence_sentence(arms: Mapping[str, ArmSummary]) -> str | None:
+    counts = {a: {k: v for k, v in s.outcomes.items() if k in ("invalid", "unsupported")}
               for a, s in arms.items()}
     counts = {a: c for a, c in counts.items() if c}
     if not counts:
@@ -141,33 +130,33 @@ def no_evidence_sentence(arms: Mapping[str, Any]) -> str | None:
                                     for a, c in counts.items()) + ".")
 
 
-def site_sentence(sites: list[Mapping[str, Any]]) -> tuple[str | None, bool]:
+def site_sentence(sites: tuple[CrashSite, ...]) -> tuple[str | None, bool]:
     """Where it faults, with the arms of each signature; and whether every crash record puts the
     PC inside libcuda."""
     if not sites:
         return None, False
-    total = sum(b["count"] for b in sites)
-    recorded = [b for b in sites if b.get("pc_module")]
-    in_libcuda = bool(recorded) and all(str(b["pc_module"]).startswith("libcuda") for b in recorded)
+    total = sum(b.count for b in sites)
+    recorded = [b for b in sites if b.pc_module]
+    in_libcuda = bool(recorded) and all(str(b.pc_module).startswith("libcuda") for b in recorded)
     top = sites[0]
-    arms = ", ".join(f"{a} {n}" for a, n in sorted((top.get("arms") or {}).items()))
-    share = f"{top['count']} of {total} crashes" if len(sites) > 1 else f"all {total} crashes"
-    module = top.get("pc_module")
+    arms = ", ".join(f"{a} {n}" for a, n in sorted(top.arms.items()))
+    share = f"{top.count} of {total} crashes" if len(sites) > 1 else f"all {total} crashes"
+    module = top.pc_module
     if module is None:
-        text = f"Crash site: {share} ({arms}) died of {top.get('signal')} without a crash record."
+        text = f"Crash site: {share} ({arms}) died of {top.signal} without a crash record."
     else:
         if str(module).startswith("libcuda"):
-            where = f"inside the driver library {module} at offset {top.get('pc_offset')}"
+            where = f"inside the driver library {module} at offset {top.pc_offset}"
         elif module == "[anonymous]":
             where = "in anonymous executable memory (code mapped at run time, from no file)"
         elif module == "[unmapped]":
             where = "at an address mapped nowhere"
         else:
-            where = f"in {module}+{top.get('pc_offset')}"
-        fault = (top.get("fault_in") or {}).get("module")
-        frames = " <- ".join(f"{f['module']}+{f['offset']}" for f in (top.get("frames") or [])[1:4])
-        text = (f"Crash site: {share} ({arms}) share one signature, {top.get('signal')} "
-                f"({top.get('code_name') or 'code ?'}) with the PC {where}"
+            where = f"in {module}+{top.pc_offset}"
+        fault = top.fault_module
+        frames = " <- ".join(f"{f.module}+{f.offset}" for f in top.frames[1:4])
+        text = (f"Crash site: {share} ({arms}) share one signature, {top.signal} "
+                f"({top.code_name or 'code ?'}) with the PC {where}"
                 + (f"; the faulting address lies in {fault}" if fault else "")
                 + (f"; callers {frames}" if frames else "") + ".")
     if len(sites) > 1:
@@ -176,9 +165,9 @@ def site_sentence(sites: list[Mapping[str, Any]]) -> tuple[str | None, bool]:
     return text, in_libcuda
 
 
-def tile_only_sections(analysis: Mapping[str, Any]) -> dict[str, Any] | None:
+def tile_only_sections(analysis: Analysis) -> dict[str, Any] | None:
     """Sections every Tile IR cubin carries and no plain one does, from the sections analysis."""
-    sec = (analysis.get("analyses") or {}).get("sections") or {}
+    sec = analysis.analyses.get("sections") or {}
     modules = list(sec.get("modules") or {})
     diffs = sec.get("differences") or {}
     if not modules or not diffs:
@@ -219,14 +208,14 @@ def sections_sentence(found: Mapping[str, Any] | None) -> str | None:
     return text
 
 
-def crash_counters(analysis: Mapping[str, Any]) -> dict[str, Any] | None:
+def crash_counters(analysis: Analysis) -> dict[str, Any] | None:
     """The last counter snapshot before each crash of the instrumented (host.cc) arms."""
     rows = []
-    for t in analysis.get("trials") or []:
-        c = t.get("counters") or {}
-        if (t.get("outcome") == "crashed" and _instrumented(analysis, t.get("arm", ""))
+    for t in analysis.trials:
+        c = t.counters
+        if (t.outcome == "crashed" and _instrumented(analysis, t.arm)
                 and all(k in c for k in ("loads", "launches", "unloads"))):
-            rows.append((t["arm"], c["loads"], c["launches"], c["unloads"]))
+            rows.append((t.arm, c["loads"], c["launches"], c["unloads"]))
     if not rows:
         return None
     gaps: dict[int, int] = {}
@@ -261,8 +250,8 @@ def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
-def phase_sentence(analysis: Mapping[str, Any], arm: str) -> str | None:
-    pairs, without = phases.by_arm(analysis.get("trials") or []).get(arm, (Counter(), 0))
+def phase_sentence(analysis: Analysis, arm: str) -> str | None:
+    pairs, without = analysis.thread_phases(arm)
     total = sum(pairs.values())
     if not total:
         return None
@@ -276,12 +265,12 @@ def phase_sentence(analysis: Mapping[str, Any], arm: str) -> str | None:
 # ---------------------------------------------------------------- hypotheses
 
 
-def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
+def hypotheses(analysis: Analysis, cc: Mapping[str, Any] | None,
                sections: Mapping[str, Any] | None) -> list[str]:
     out = []
-    locks_run = any(decision(analysis, n) is not None for n in LOCKS)
-    if (supported(analysis, "never-unload") and any(supported(analysis, n) for n in OVERLAP)
-            and not locks_run):
+    decision, supported = analysis.decision, analysis.supported
+    locks_run = any(decision(n) is not None for n in LOCKS)
+    if supported("never-unload") and any(supported(n) for n in OVERLAP) and not locks_run:
         gap = ""
         if cc and cc["gaps"]:
             gap = (f" At the crash snapshots loads − launches was "
@@ -292,18 +281,18 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                    "other thread's load or launch. never-unload shows that unloads are needed and "
                    "one-thread/serialized that overlapping threads are; no arm serialises the unload "
                    "alone." + gap)
-    if sections and sections["only"] and decision(analysis, TILE) == "supported":
+    if sections and sections["only"] and decision(TILE) == "supported":
         main = [k for k in sections["only"] if not k.startswith(".rela")]
         others = ", ".join(k for k in main if k != ".nv.host")
-        arms = analysis["arms"]
+        arms = analysis.arms
         nodebug, lineinfo = arms.get("tile-nodebug"), arms.get("control-cuda-lineinfo")
-        if nodebug and nodebug["n_valid"]:
+        if nodebug and nodebug.n_valid:
             ruled_out = (f"The line tables are not needed: tile-nodebug (no line tables, same .text "
-                         f"and .nv.host) crashed in {nodebug['failures']} of {nodebug['n_valid']} valid "
+                         f"and .nv.host) crashed in {nodebug.failures} of {nodebug.n_valid} valid "
                          f"trials (its claim of a rate like the baseline's: "
-                         f"{decision(analysis, 'tile-nodebug')})"
+                         f"{decision('tile-nodebug')})"
                          + (f", and a plain cubin with line tables (control-cuda-lineinfo) in "
-                            f"{lineinfo['failures']} of {lineinfo['n_valid']}" if lineinfo else "") + "; ")
+                            f"{lineinfo.failures} of {lineinfo.n_valid}" if lineinfo else "") + "; ")
         else:
             ruled_out = f"The Tile IR cubins alone also carry {others}; "
         out.append("Hypothesis (no arm isolates it): of what the Tile IR cubins add, the .nv.host host "
@@ -311,12 +300,12 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                    "when arguments change) is what the race involves. " + ruled_out +
                    "no arm removes .nv.host: tileiras has no option to omit it (--host-arch and "
                    "--host-os only change what it holds) and binutils do not rewrite CUDA ELF files.")
-    if any(decision(analysis, n) is not None for n in OVERLAP) and not locks_run:
+    if any(decision(n) is not None for n in OVERLAP) and not locks_run:
         out.append("Hypothesis (not run): serialising only unloads against launches, with loads and "
                    "launches still concurrent, avoids the crash. The serialized arm put one mutex "
                    "around each whole iteration, which removes all overlap.")
     # The interventions' claims (baseline-crossings-live is decided whenever the baseline runs).
-    mechanism_run = any(decision(analysis, n) is not None for n in POW2_CLAIMS
+    mechanism_run = any(decision(n) is not None for n in POW2_CLAIMS
                         if n != "baseline-crossings-live")
     if cc and cc["big"] >= POW2_MIN_CRASHES and cc["near"] and not mechanism_run:
         against = f"{cc['big'] - cc['near']} of {cc['big']} such crashes were off powers of two"
@@ -328,13 +317,13 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
                    "power of two, as a per-context table of module records resized at powers of two "
                    "while another thread still reads the old copy would make them. It cannot be the "
                    f"whole story: {against}.")
-    if (decision(analysis, "context-per-thread") == "supported"
-            and decision(analysis, "two-contexts-two-threads") in (None, "not_decided")):
+    if (decision("context-per-thread") == "supported"
+            and decision("two-contexts-two-threads") in (None, "not_decided")):
         out.append("Hypothesis (confounded): the state that races is per context. context-per-thread "
                    "gives each thread its own context, so every context also has a single thread; "
                    "the arm cannot tell separate contexts from one thread per context. Two threads "
                    "in each of two contexts (two-contexts-two-threads) separate them"
-                   + (" but did not decide it in this run." if decision(analysis, "two-contexts-two-threads")
+                   + (" but did not decide it in this run." if decision("two-contexts-two-threads")
                       else "."))
     if mechanism_run:
         out += pow2_hypothesis(analysis)
@@ -343,28 +332,30 @@ def hypotheses(analysis: Mapping[str, Any], cc: Mapping[str, Any] | None,
     return out
 
 
-def race_pair_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
+def race_pair_hypothesis(analysis: Analysis) -> list[str]:
     """Which pair of calls races, as far as the lock arms bound it."""
-    if decision(analysis, "lock-unload-launch") != "supported":
+    decision = analysis.decision
+    if decision("lock-unload-launch") != "supported":
         return []
-    arms = analysis["arms"]
-    lul = arms.get("lock-unload-launch") or {"failures": 0, "n_valid": 0}
+    arms = analysis.arms
+    lul = arms.get("lock-unload-launch")
+    lul_failures, lul_valid = (lul.failures, lul.n_valid) if lul else (0, 0)
     parts = ["Hypothesis (bounded by the lock arms; no arm shows the state itself): the racing "
              "pair is cuModuleUnload in one thread against cuModuleGetFunction + cuLaunchKernel "
              "in the other, and the launch faults on what the unload left: with one mutex around "
-             f"exactly those (lock-unload-launch) {lul['failures']} of {lul['n_valid']} valid trials "
+             f"exactly those (lock-unload-launch) {lul_failures} of {lul_valid} valid trials "
              "crashed (its claim of a lower rate supported)"]
     ll = arms.get("lock-launch")
-    if ll and decision(analysis, "lock-launch") != "supported":
+    if ll and decision("lock-launch") != "supported":
         parts.append(f"a mutex around get-function + launch alone, so that launches never overlap "
                      f"but unloads run free (lock-launch), did not lower it in a decided claim "
-                     f"({ll['failures']} crashes in {ll['n_valid']} valid trials; claim "
-                     f"{decision(analysis, 'lock-launch')})")
-    if decision(analysis, "lock-unload-load") == "contradicted":
+                     f"({ll.failures} crashes in {ll.n_valid} valid trials; claim "
+                     f"{decision('lock-launch')})")
+    if decision("lock-unload-load") == "contradicted":
         parts.append("and a mutex around unload and load (lock-unload-load) raised the rate "
                      "(its claim contradicted)")
     text = "; ".join(parts) + "."
-    pairs, _ = phases.by_arm(analysis.get("trials") or []).get("lock-launch", (Counter(), 0))
+    pairs, _ = analysis.thread_phases("lock-launch")
     if pairs:
         top, n = pairs.most_common(1)[0]
         fault, other = top.split(" | ", 1)
@@ -374,11 +365,11 @@ def race_pair_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
     return [text]
 
 
-def pow2_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
+def pow2_hypothesis(analysis: Analysis) -> list[str]:
     """What is left of the power-of-two table hypothesis once its arms have been run: which of
     its predictions were supported, contradicted or not decided (their sentences are in the
     verdict), and what no arm shows."""
-    d = {n: decision(analysis, n) for n in POW2_CLAIMS}
+    d = {n: analysis.decision(n) for n in POW2_CLAIMS}
 
     def names(v: str) -> str:
         return ", ".join(n for n, x in d.items() if x == v) or "none"
@@ -401,17 +392,18 @@ def pow2_hypothesis(analysis: Mapping[str, Any]) -> list[str]:
 # ---------------------------------------------------------------- verdict
 
 
-def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    arms = analysis["arms"]
-    base_name = analysis["baseline"]
+def verdict(analysis: Analysis) -> dict[str, Any]:
+    arms = analysis.arms
+    decision, supported = analysis.decision, analysis.supported
+    base_name = analysis.baseline
     base = arms.get(base_name)
-    device = analysis.get("device") or {}
-    on = (f" on {device.get('name')} (compute capability {device.get('compute_capability')})"
-          if device.get("name") else "")
+    device = analysis.device
+    on = (f" on {device.name} (compute capability {device.compute_capability})"
+          if device.name else "")
     no_evidence = no_evidence_sentence(arms)
 
-    if base is None or base["n_valid"] == 0:
-        why = ", ".join(f"{k} {v}" for k, v in (base or {}).get("outcomes", {}).items()) or "no trials"
+    if base is None or base.n_valid == 0:
+        why = ", ".join(f"{k} {v}" for k, v in (base.outcomes if base else {}).items()) or "no trials"
         return {"status": "inconclusive", "owner": None, "owner_because": [],
                 "sentences": [f"No valid baseline trial{on} ({why}); nothing can be concluded."]
                 + ([no_evidence] if no_evidence else []),
@@ -427,7 +419,7 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
         crashes_by_arm(analysis, (base_name, "as-filed", "as-filed-cuda")),
         no_evidence,
     ) if s]
-    site, in_libcuda = site_sentence(list(analysis.get("crash_sites") or []))
+    site, in_libcuda = site_sentence(analysis.crash_sites)
     if site:
         sentences.append(site)
     sections = tile_only_sections(analysis)
@@ -440,16 +432,15 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
     if phases:
         sentences.append(phases)
     lib = arms.get("library-api")
-    if lib and lib["failures"]:
+    if lib and lib.failures:
         sentences.append(f"library-api (cuLibraryLoadData / GetKernel / Unload, the entry points "
-                         f"cuda-tile itself uses) crashed in {lib['failures']} of {lib['n_valid']} valid "
+                         f"cuda-tile itself uses) crashed in {lib.failures} of {lib.n_valid} valid "
                          f"trials.")
 
-    reproduced = any(supported(analysis, n) for n in REPRODUCED)
-    overlap = [n for n in OVERLAP if decision(analysis, n) is not None]
-    overlap_needed = bool(overlap) and supported(analysis, *overlap)
-    undecided = sorted(n for n, c in (analysis.get("claims") or {}).items()
-                       if c.get("decision") == "not_decided")
+    reproduced = any(supported(n) for n in REPRODUCED)
+    overlap = [n for n in OVERLAP if decision(n) is not None]
+    overlap_needed = bool(overlap) and supported(*overlap)
+    undecided = sorted(analysis.undecided())
     nxt: list[str] = []
     owner = None
     because: list[str] = []
@@ -459,10 +450,10 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
         nxt.append("Raise the cycle budget, or run on the reporter's architecture (sm_120, driver 595.84).")
     else:
         status = "reproduced"
-        repro = [n for n in REPRODUCED if supported(analysis, n)]
-        if overlap_needed and in_libcuda and decision(analysis, TILE) in ("supported", "contradicted"):
+        repro = [n for n in REPRODUCED if supported(n)]
+        if overlap_needed and in_libcuda and decision(TILE) in ("supported", "contradicted"):
             because = [*repro, *overlap]
-            if decision(analysis, TILE) == "supported":
+            if decision(TILE) == "supported":
                 because.append(TILE)
                 owner = ("NVIDIA CUDA driver (libcuda), in its handling of Tile IR modules when two "
                          "threads call it at once: every crash record has its PC inside libcuda, the "
@@ -478,31 +469,31 @@ def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
                        "to see whether the site is the same.")
         else:
             needs = []
-            if decision(analysis, TILE) in (None, "not_decided"):
-                needs.append(f"{TILE} decided ({decision(analysis, TILE) or 'arm not in this run'})")
+            if decision(TILE) in (None, "not_decided"):
+                needs.append(f"{TILE} decided ({decision(TILE) or 'arm not in this run'})")
             if not overlap:
                 needs.append("one-thread and serialized supported (arms not in this run)")
-            needs += [f"{n} supported ({decision(analysis, n)})" for n in overlap
-                      if decision(analysis, n) != "supported"]
+            needs += [f"{n} supported ({decision(n)})" for n in overlap
+                      if decision(n) != "supported"]
             if not in_libcuda:
                 needs.append("every crash record with its PC inside libcuda (measured otherwise)")
             nxt.append("Owner not established by this run: naming the CUDA driver needs "
                        + "; ".join(needs) + ".")
             one = arms.get("one-thread")
-            if decision(analysis, TILE) == "supported" and one and one["failures"]:
-                nxt.append(f"one-thread crashed ({one['failures']} of {one['n_valid']} valid trials): if "
+            if decision(TILE) == "supported" and one and one.failures:
+                nxt.append(f"one-thread crashed ({one.failures} of {one.n_valid} valid trials): if "
                            "the Tile IR module fails without concurrency, cuda-tile/tileiras would own "
                            "it; this run does not decide that.")
         lul = arms.get("lock-unload-launch")
-        if supported(analysis, "lock-unload-launch") and lul:
+        if supported("lock-unload-launch") and lul:
             nxt.append(f"A workaround users can adopt (claim lock-unload-launch): one mutex around "
                        f"cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
-                       f"synchronizes left concurrent, lowered the crash rate ({lul['failures']} crashes "
-                       f"in {lul['n_valid']} valid trials). Its mutex also keeps the two threads' "
+                       f"synchronizes left concurrent, lowered the crash rate ({lul.failures} crashes "
+                       f"in {lul.n_valid} valid trials). Its mutex also keeps the two threads' "
                        f"launches apart; lock-launch (launches apart, unloads free) separates the "
                        f"two. Whether it holds with other cuda-tile / tileiras releases is what "
                        f"the toolchain matrix (nox -s tile_matrix) runs.")
-        if supported(analysis, "serialized"):
+        if supported("serialized"):
             nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
                        "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
                        "all concurrency in the context.")

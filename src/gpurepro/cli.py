@@ -186,8 +186,8 @@ def _read_result(path: Path) -> dict[str, Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .record import validate_document
     from .report import write_report
+    from .validation import validate_document
 
     path = Path(args.result)
     doc = _read_result(path)
@@ -204,7 +204,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .record import validation_errors
+    from .validation import validation_errors
 
     paths: list[Path] = []
     for p in args.paths or ["results"]:
@@ -334,7 +334,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
-        from .record import write_atomic
+        from .atomic import write_atomic
 
         write_atomic(Path(args.out), body)
         _say(f"issue comment: {args.out} ({len(body)} characters)")

@@ -17,7 +17,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
@@ -216,7 +219,7 @@ class Case:
     arms: Sequence[Arm]
     baseline: str
     trial_command: Callable[[TrialContext], TrialCommand]
-    verdict: Callable[[Mapping[str, Any]], Mapping[str, Any]]
+    verdict: Callable[[Analysis], Mapping[str, Any]]  # the document's typed views -> verdict
     devices: Devices
     exposure: Exposure
     defaults: Defaults = Defaults()

@@ -21,7 +21,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     An existing document is never replaced unless ``force``: a committed result holds
     analyses that a re-record from another checkout may not be able to redo."""
     try:
-        from .record import build_document, write_document
+        from .document import build_document, write_document
         from .report import write_report
     except ImportError as exc:
         _say(f"analysis packages are missing here ({exc.name}); the journal is complete. "

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import cluster_report, phases
-from .record import write_atomic
+from .atomic import write_atomic
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:

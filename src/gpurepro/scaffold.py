@@ -111,19 +111,20 @@ VERDICT = '''"""The {name} verdict: measurements and decisions, no statistics (t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from gpurepro.analysis import Analysis
 
-def verdict(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    arms = analysis["arms"]
-    base = arms[analysis["baseline"]]
-    sentences = [f"{{arm}}: {{', '.join(f'{{k}} {{v}}' for k, v in s['outcomes'].items())}}."
-                 for arm, s in arms.items()]
-    decided = {{n: c["decision"] for n, c in analysis["claims"].items()}}
-    status = "reproduced" if base["failures"] else "not_reproduced"
+
+def verdict(analysis: Analysis) -> dict[str, Any]:
+    """analysis.arms[name] (counts per arm), analysis.decision(claim), analysis.trials, ...:
+    the result document's typed views (gpurepro/analysis.py)."""
+    base = analysis.arms[analysis.baseline]
+    sentences = [f"{{arm}}: {{', '.join(f'{{k}} {{v}}' for k, v in s.outcomes.items())}}."
+                 for arm, s in analysis.arms.items()]
+    status = "reproduced" if base.failures else "not_reproduced"
     return {{"status": status, "sentences": sentences, "owner": None, "owner_because": [],
-            "next": [] if decided.get("trap-is-launch-failure") == "supported" else
+            "next": [] if analysis.supported("trap-is-launch-failure") else
             ["The trap control was not decided: check that the driver reports kernel faults."],
             "hypotheses": []}}
 '''

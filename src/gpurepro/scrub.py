@@ -5,7 +5,7 @@ paths into any other checkout (an absolute path up to a build/, cases/ or native
 relative too, home directories as ``~``, environment variables with secret-looking names
 dropped and secret-looking tokens masked; with ``redact``, also the hostname (the field and every
 whole-token mention of it). Everything else is left as it was, in the same key order and the
-same layout as the writer's (``record.write_document``: ``indent=1``; ``journal.Journal``: one
+same layout as the writer's (``document.write_document``: ``indent=1``; ``journal.Journal``: one
 sorted, compact JSON object per line). The file is replaced atomically, and only if a rule
 changed something. Standard library only.
 """

@@ -22,9 +22,9 @@ from typing import Any
 from .. import env as envmod
 from .. import stats, tally
 from ..args import UsageError
+from ..atomic import write_atomic
 from ..build import sha256_file
 from ..journal import read
-from ..record import write_atomic
 from .document import cell_results, document_name, validate_matrix
 from .gpu import GPU_FILE, GPU_SCHEMA, read_document
 from .table import markdown

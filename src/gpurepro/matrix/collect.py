@@ -14,8 +14,8 @@ from typing import Any
 
 from .. import __version__
 from .. import env as envmod
+from ..atomic import write_atomic
 from ..manifest import load_case
-from ..record import write_atomic
 from . import emitted
 from .cell import read_cells
 from .document import MATRIX_SCHEMA, cell_results, validate_matrix

@@ -111,7 +111,7 @@ def consistency_errors(doc: Any) -> list[str]:
 
 def validate_matrix(doc: Any, where: str = "matrix document") -> None:
     """Raise RecordError naming every violation (schema, then consistency)."""
-    from ..record import RecordError, validation_errors
+    from ..validation import RecordError, validation_errors
 
     errors = validation_errors(doc)
     if errors:
