@@ -46,7 +46,7 @@ def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
     return json.loads(out.read_text())
 
 
-def _run_gpurepro(session: nox.Session, *args: str) -> None:
+def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> None:
     """Run `python -m gpurepro ...`; its exit status becomes nox's (see the README's table).
 
     nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
@@ -54,7 +54,7 @@ def _run_gpurepro(session: nox.Session, *args: str) -> None:
     each other, so the status is read from a file and nox exits with it."""
     status_file = Path(session.create_tmp()) / "exit-status"
     status_file.unlink(missing_ok=True)
-    session.run("python", "-m", "gpurepro", *args, "--exit-status-file", str(status_file),
+    session.run(python, "-m", "gpurepro", *args, "--exit-status-file", str(status_file),
                 success_codes=range(256))
     status = int(status_file.read_text()) if status_file.is_file() else 1
     if status != 0:
@@ -205,21 +205,19 @@ def tile_matrix(session: nox.Session, cuda_tile: str, family: str) -> None:
     session.notify("tile_matrix_collect")
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def tile_matrix_collect(session: nox.Session) -> None:
     """Toolchain matrix: the cells' records and ELF facts -> the CPU document the GPU stage reads
     (build/matrix/tile_unload_race/sm_90/matrix.cpu.json)."""
-    _install_project(session)
-    _run_gpurepro(session, "matrix", "collect", "tile_unload_race", *session.posargs)
+    _analysis(session, "matrix", "collect", "tile_unload_race", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def tile_matrix_assemble(session: nox.Session) -> None:
     """Toolchain matrix: CPU document + the GPU stage's folder -> results/tile_unload_race/
     matrix_<stamp>_<gpu>.json: nox -s tile_matrix_assemble -- GPU_OUT [--force]"""
-    _install_project(session)
-    _run_gpurepro(session, "matrix", "assemble",
-                  "build/matrix/tile_unload_race/sm_90/matrix.cpu.json", *session.posargs)
+    _analysis(session, "matrix", "assemble",
+              "build/matrix/tile_unload_race/sm_90/matrix.cpu.json", *session.posargs)
 
 
 @nox.session(python=PYTHON)
@@ -230,7 +228,9 @@ def tests(session: nox.Session) -> None:
     toolchains = [f"{record.name}={record.read_text().strip()}"
                   for record in sorted(TOOLCHAIN_RECORDS.glob("*@*"))
                   if Path(record.read_text().strip(), "bin", "python").exists()]
-    session.run("pytest", *(session.posargs or ["-q"]),
+    # Four workers on two cores: most tests wait on subprocesses (crashes, hangs, builds);
+    # a file's tests stay together (module fixtures).
+    session.run("pytest", *(session.posargs or ["-q", "-n", "4", "--dist", "loadfile"]),
                 env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
 
 
@@ -253,55 +253,73 @@ def lint(session: nox.Session) -> None:
     session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
 
 
+# One analysis environment (gpurepro[analysis]: scipy, matplotlib, jsonschema, rich, pyperf,
+# pyelftools) serves every session that reads or writes documents: `analysis` builds it and
+# writes where it is; the others need it (`requires`), make no environment of their own, and
+# run its interpreter.
+ANALYSIS_RECORD = ROOT / ".nox" / "analysis.location"
+
+
 @nox.session(python=PYTHON)
+def analysis(session: nox.Session) -> None:
+    """The shared analysis environment of validate, calibrate, report, compare, issue, env and
+    tile_matrix_collect / tile_matrix_assemble (they require it)."""
+    _install_project(session)
+    ANALYSIS_RECORD.write_text(str(Path(session.virtualenv.location).resolve()))
+
+
+def _analysis(session: nox.Session, *args: str, status: bool = True) -> None:
+    """Run `python -m gpurepro ARGS` in the shared analysis environment."""
+    python = str(Path(ANALYSIS_RECORD.read_text().strip(), "bin", "python"))
+    if status:
+        _run_gpurepro(session, *args, python=python)
+    else:
+        session.run(python, "-m", "gpurepro", *args)
+
+
+@nox.session(python=False, requires=["analysis"])
 def validate(session: nox.Session) -> None:
     """Validate every result document under results/ against schema/."""
-    _install_project(session)
-    session.run("python", "-m", "gpurepro", "validate", *(session.posargs or ["results"]))
+    _analysis(session, "validate", *(session.posargs or ["results"]), status=False)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def calibrate(session: nox.Session) -> None:
     """Simulate a case's claims on its design: nox -s calibrate -- tile_unload_race --runs 2000 --json"""
-    _install_project(session)
     if not session.posargs:
         session.error("give a case: nox -s calibrate -- <case> [--runs N --seed S --json ...]")
-    _run_gpurepro(session, "calibrate", *session.posargs)
+    _analysis(session, "calibrate", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def report(session: nox.Session) -> None:
     """Regenerate Markdown, plot and pyperf suite: nox -s report -- results/<case>/<file>.json"""
-    _install_project(session)
     if not session.posargs:
         session.error("give a result document: nox -s report -- results/<case>/<file>.json")
     for path in session.posargs:
-        session.run("python", "-m", "gpurepro", "report", path)
+        _analysis(session, "report", path, status=False)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def compare(session: nox.Session) -> None:
     """Runs of one case side by side: nox -s compare -- A.json B.json [--json] [--fail-on-change]"""
-    _install_project(session)
     if len(session.posargs) < 2:
         session.error("give two or more result documents: nox -s compare -- A.json B.json")
-    _run_gpurepro(session, "compare", *session.posargs)
+    _analysis(session, "compare", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def issue(session: nox.Session) -> None:
-    """The body of a GitHub comment for a result: nox -s issue -- RESULT.json [--out FILE]"""
-    _install_project(session)
+    """The body of a GitHub comment for a result: nox -s issue -- RESULT.json [--out FILE] [--matrix M.json]"""
     if not session.posargs:
         session.error("give a result document: nox -s issue -- results/<case>/<file>.json")
-    _run_gpurepro(session, "issue", *session.posargs)
+    _analysis(session, "issue", *session.posargs)
 
 
-@nox.session(python=PYTHON)
+@nox.session(python=False, requires=["analysis"])
 def env(session: nox.Session) -> None:
     """Print the environment fingerprint (add -- --redact to drop hostname and home paths)."""
-    _install_project(session)
-    session.run("python", "-m", "gpurepro", "env", *session.posargs)
+    _analysis(session, "env", *session.posargs, status=False)
 
 
 @nox.session(python=PYTHON)

@@ -32,6 +32,7 @@ cwd = repository root and placeholders expand to paths relative to it; on top of
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -155,13 +156,18 @@ def build_case(
         key = _key(case, art, target, root, versions, resolved, entries)
         out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
         stamp = out_dir / ".artifact.json"
-        if stamp.is_file() and all((out_dir / o).is_file() for o in art.outputs):
-            say(art.name, "cached")
-        else:
-            say(art.name, "building")
-            _run_command(case, art, target, root, out_dir, entries)
-            stamp.write_text(json.dumps({"key": key}, indent=1))
-            say(art.name, "built")
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        # Two builds of one tree at once (two sessions, parallel tests) take turns per artifact:
+        # the second finds the first's stamp instead of deleting its folder mid-build.
+        with open(out_dir.parent / f"{key[:20]}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if stamp.is_file() and all((out_dir / o).is_file() for o in art.outputs):
+                say(art.name, "cached")
+            else:
+                say(art.name, "building")
+                _run_command(case, art, target, root, out_dir, entries)
+                stamp.write_text(json.dumps({"key": key}, indent=1))
+                say(art.name, "built")
         entries[art.name] = {
             "path": _rel(out_dir / art.outputs[0], root),
             "dir": _rel(out_dir, root),
@@ -181,7 +187,7 @@ def build_case(
     }
     path = index_path(build_dir, case, target)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".tmp{os.getpid()}")  # per process: concurrent builds each replace whole
     tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
     os.replace(tmp, path)
     return index
