@@ -54,11 +54,11 @@ from typing import Any
 
 import numpy as np
 
-from .args import UsageError
+from .args import DEFAULT_ALPHA, UsageError
 from .classify import EVIDENCE
 from .manifest import SINGLE_ARM_KINDS, Case, Claim, load_case
 from .plan import make_plan
-from .runner import DEFAULT_ALPHA, sequential_design
+from .runner import sequential_design
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")

@@ -35,6 +35,7 @@ from typing import Any
 
 from scipy import stats as sps
 
+from .args import DEFAULT_ALPHA
 from .manifest import SINGLE_ARM_KINDS, Case, Claim
 from .stats import EVIDENCE
 
@@ -414,8 +415,6 @@ def _default(claim: Claim, decision: str) -> str:
 def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     """The decider of a run's claims: the design its journal recorded (one look at the default
     alpha for a fixed-size run), continued from the decisions it journaled."""
-    from .runner import DEFAULT_ALPHA
-
     stopping = header["options"].get("stopping")
     design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,

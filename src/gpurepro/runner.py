@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .args import UsageError, checked_artifact_file, checked_build_dir
+from .args import (
+    DEFAULT_ALPHA,
+    DEFAULT_LOOK_EVERY,
+    DEFAULT_MAX_TRIALS,
+    UsageError,
+    checked_artifact_file,
+    checked_build_dir,
+)
 from .build import BuildError, load_index, sha256_file
 from .classify import EVIDENCE
 from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
@@ -45,7 +52,6 @@ from .watchdog import Watchdog, kill_run
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
 PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
               "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
-DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
 
 
 def _say(msg: str) -> None:

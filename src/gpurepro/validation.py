@@ -173,3 +173,11 @@ def validate_document(doc: Any, where: str = "document") -> None:
     errors = validation_errors(doc)
     if errors:
         raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))
+
+
+def validate_matrix(doc: Any, where: str = "matrix document") -> None:
+    """Raise RecordError naming every violation of a toolchain matrix document (schema, then
+    consistency: validation_errors checks both)."""
+    errors = validation_errors(doc)
+    if errors:
+        raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))

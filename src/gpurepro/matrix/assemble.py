@@ -25,7 +25,8 @@ from ..args import UsageError
 from ..atomic import write_atomic
 from ..build import sha256_file
 from ..journal import read
-from .document import cell_results, document_name, validate_matrix
+from ..validation import validate_matrix
+from .document import cell_results, document_name
 from .gpu import GPU_FILE, GPU_SCHEMA, read_document
 from .table import markdown
 

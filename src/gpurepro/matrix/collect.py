@@ -16,9 +16,10 @@ from .. import __version__
 from .. import env as envmod
 from ..atomic import write_atomic
 from ..manifest import load_case
+from ..validation import validate_matrix
 from . import emitted
 from .cell import read_cells
-from .document import MATRIX_SCHEMA, cell_results, validate_matrix
+from .document import MATRIX_SCHEMA, cell_results
 from .spec import Spec, build_root, load
 
 NOT_RUN_YET = "not run: the GPU stage has not run on this document"

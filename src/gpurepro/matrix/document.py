@@ -107,12 +107,3 @@ def consistency_errors(doc: Any) -> list[str]:
             out.append("results: what cells and runs give expected, found something else "
                        "(recompute with gpurepro.matrix.document.cell_results)")
     return out
-
-
-def validate_matrix(doc: Any, where: str = "matrix document") -> None:
-    """Raise RecordError naming every violation (schema, then consistency)."""
-    from ..validation import RecordError, validation_errors
-
-    errors = validation_errors(doc)
-    if errors:
-        raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))
