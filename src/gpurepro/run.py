@@ -210,13 +210,16 @@ class Stopped(Exception):
 
 
 @contextmanager
-def stop_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP (like SIGINT) into an exception in the main thread.
+def stop_signals(stopping: threading.Event | None = None) -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP (like SIGINT) into an exception in the main thread, setting
+    ``stopping`` (when given) the moment a stop arrives, for threads that must notice it.
 
     Without this, SIGTERM would end the interpreter at once and leave the running trials'
     process groups behind (the watchdog would still sweep them, but the harness should not
     rely on its backstop)."""
     def raise_stopped(signum: int, _frame: object) -> None:
+        if stopping is not None:
+            stopping.set()
         raise Stopped(signum)
 
     if threading.current_thread() is not threading.main_thread():

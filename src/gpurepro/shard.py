@@ -19,8 +19,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from .run import (
     execute_plan,
     exit_for_signal,
     gate,
+    stop_signals,
     unsupported_record,
 )
 from .runner import gate_json, manifest_sha256
@@ -95,22 +95,6 @@ class ShardJournal(Journal):
                 and self.stopping.wait(SETTLE_S)):
             return  # it reruns when the missing trials are resubmitted
         super().append_trial(record)
-
-
-@contextmanager
-def _stop_flag(stopping: threading.Event) -> Iterator[None]:
-    """Like run.stop_signals, but also sets ``stopping`` the moment a stop arrives."""
-    def on_stop(signum: int, _frame: object) -> None:
-        stopping.set()
-        raise Stopped(signum)
-
-    previous = {sig: signal.signal(sig, on_stop)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _slurm_gpus() -> tuple[str, ...]:
@@ -209,7 +193,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                           redact=bool(o.get("redact")), run_id=tag)
         index = {"artifacts": header["artifacts"], "toolchain": header["toolchain"]}
         try:
-            with Watchdog(tag), _stop_flag(stopping):
+            with Watchdog(tag), stop_signals(stopping):
                 execute_plan(case, share, index, root, journal, opts, done,
                              _arm_filter(run_dir) if o.get("stopping") else None)
         except Stopped as exc:
