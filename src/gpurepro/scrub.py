@@ -13,11 +13,11 @@ changed something. Standard library only.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from . import env as envmod
+from .atomic import write_atomic
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 
@@ -53,12 +53,12 @@ def scrub_file(path: Path, root: Path, redact: bool) -> bool:
         new = _scrub_journal(text, root, redact)
     else:
         doc = json.loads(text)
-        scrubbed = scrub_value(_migrate(doc, (("plan", "options", "budget"),)), root, redact)
+        scrubbed = scrub_value(doc, root, redact)
         new = text if scrubbed == doc else json.dumps(scrubbed, indent=1, sort_keys=False,
                                                       allow_nan=False) + "\n"
     if new == text:
         return False
-    _write_atomic(path, new)
+    write_atomic(path, new)
     return True
 
 
@@ -76,41 +76,10 @@ def _scrub_journal(text: str, root: Path, redact: bool) -> str:
             continue
         if hostname is None:
             hostname = _hostname(obj)  # the header's fingerprint; trial lines use it too
-        scrubbed = scrub_value(_migrate(obj, (("options", "budget"),)), root, redact, hostname or "")
+        scrubbed = scrub_value(obj, root, redact, hostname or "")
         if scrubbed == obj:
             lines.append(line)
         else:
             end = line[len(line.rstrip("\r\n")):]
             lines.append(json.dumps(scrubbed, sort_keys=True, separators=(",", ":")) + end)
     return "".join(lines)
-
-
-# Field renames since documents were first written: (old name, new name), where they occur.
-RENAMED = (("max_cycles", "max_exposure"),)  # a budget in the case's own exposure counter
-
-
-def _migrate(obj: Any, where: tuple[tuple[str, ...], ...]) -> Any:
-    """A copy of a document or journal line with renamed fields under their new names."""
-    out = json.loads(json.dumps(obj))
-    for keys in where:
-        node = out
-        for k in keys:
-            node = node.get(k) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            for old, new in RENAMED:
-                if old in node:
-                    node.setdefault(new, node.pop(old))
-    return out
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
