@@ -90,6 +90,9 @@ def _one_stop(i: int, delay: float, sig: signal.Signals, jobs: int, build_dir: P
         deadline = time.monotonic() + 20
         while not journal.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+        # Within the first 0.75 s of trials: the plan takes longer than that even with two
+        # jobs, so these stops land mid-run however loaded the machine is.
+        delay /= 2
     time.sleep(delay)  # ... the other half from the start (imports, fingerprint, planning)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
