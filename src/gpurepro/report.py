@@ -599,6 +599,18 @@ def _save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
     plt.close(fig)
 
 
+def text_width(fig: Any, strings: list[str], **kw: Any) -> float:
+    """The widest of strings at 9 pt (or as ``kw`` says), as a fraction of the figure's width,
+    measured on the figure's own (Agg) renderer: layouts size their columns by it."""
+    renderer = fig.canvas.get_renderer()
+    widest = 0.0
+    for string in strings:
+        t = fig.text(0, 0, string, **{"fontsize": 9, **kw})
+        widest = max(widest, t.get_window_extent(renderer).width / fig.bbox.width)
+        t.remove()
+    return widest
+
+
 def rate_axis(ax: Any, xmin: float, xmax: float, ylim: tuple[float, float]) -> None:
     """A forest plot's axis: log scale of rates, rows top down, no y ticks, light grid."""
     from matplotlib.ticker import FuncFormatter, LogLocator
@@ -694,33 +706,23 @@ def forest_figure(doc: Mapping[str, Any]):
     bottom_in = note_in + legend_in + axis_in
     fig_h = top_in + row_in * n_lines + bottom_in
     fig = plt.figure(figsize=(width, fig_h), dpi=100)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas
-
-    def measure(strings: list[str], **kw: Any) -> float:
-        """The widest of strings, as a fraction of the figure's width."""
-        widest = 0.0
-        for string in strings:
-            t = fig.text(0, 0, string, **{"fontsize": 9, **kw})
-            widest = max(widest, t.get_window_extent(renderer).width / fig.bbox.width)
-            t.remove()
-        return widest
 
     gap, name_x = 0.012, 0.012
-    names_w = max(measure([r["arm"] for r in rows]) + 0.012,
-                  measure([f"varies {g}" for _, g in headers], fontweight="bold"))
-    count_w = measure(["failed/valid"], fontsize=8.5)
+    names_w = max(text_width(fig, [r["arm"] for r in rows]) + 0.012,
+                  text_width(fig, [f"varies {g}" for _, g in headers], fontweight="bold"))
+    count_w = text_width(fig, ["failed/valid"], fontsize=8.5)
     count_x = name_x + names_w + gap + count_w
     left = count_x + gap
-    rate_w = max(measure([r["rate_text"] for r in rows]), measure([f"per {per} (95% CI)"], fontsize=8.5))
+    rate_w = max(text_width(fig, [r["rate_text"] for r in rows]), text_width(fig, [f"per {per} (95% CI)"], fontsize=8.5))
     claim_head = f"claim vs {baseline}: decision"
-    claim_w = (min(max(measure([r["claim_text"] for r in rows]), measure([claim_head], fontsize=8.5)),
+    claim_w = (min(max(text_width(fig, [r["claim_text"] for r in rows]), text_width(fig, [claim_head], fontsize=8.5)),
                    0.3) if has_claims else -gap)  # a document without claims: no such column
     right = max(1 - 0.01 - claim_w - gap - rate_w - gap, left + 0.3)
     rate_x = right + gap
     claim_x = rate_x + rate_w + gap
     room = 0.995 - claim_x
     for r in rows:  # a claim column that does not fit is cut, with an ellipsis
-        while len(r["claim_text"]) > 4 and measure([r["claim_text"]]) > room:
+        while len(r["claim_text"]) > 4 and text_width(fig, [r["claim_text"]]) > room:
             r["claim_text"] = r["claim_text"][:-2] + "…"
     ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
     rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
@@ -965,22 +967,13 @@ def per_gpu_figure(doc: Mapping[str, Any]):
     block_in = panel_head_in + row_in * n_lines + axis_in
     fig_h = title_in + grid_rows * block_in + (grid_rows - 1) * between_in + label_in + legend_in + note_in
     fig = plt.figure(figsize=(width, fig_h), dpi=100)
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas
-
-    def measure(strings: list[str], **kw: Any) -> float:
-        widest = 0.0
-        for string in strings:
-            t = fig.text(0, 0, string, **{"fontsize": 9, **kw})
-            widest = max(widest, t.get_window_extent(renderer).width / fig.bbox.width)
-            t.remove()
-        return widest
 
     name_x, gap, indent = 0.012, 0.008, 0.012
-    names_w = max(measure([r["arm"] for r in rows]) + indent,
-                  measure([f"varies {g}" for _, g in headers], fontweight="bold"))
+    names_w = max(text_width(fig, [r["arm"] for r in rows]) + indent,
+                  text_width(fig, [f"varies {g}" for _, g in headers], fontweight="bold"))
     count_head = "failed/valid" if grid_cols <= 2 else "k/n"
-    count_w = max(measure([f"{c['failures']}/{c['n_valid']}" for c in cells]),
-                  measure([count_head], fontsize=8))
+    count_w = max(text_width(fig, [f"{c['failures']}/{c['n_valid']}" for c in cells]),
+                  text_width(fig, [count_head], fontsize=8))
     start = name_x + names_w + 0.015
     panel_w = (0.99 - start) / grid_cols
     axes_w = panel_w - count_w - 2 * gap - 0.02
@@ -1008,7 +1001,7 @@ def per_gpu_figure(doc: Mapping[str, Any]):
         trials = sum(c["n_valid"] for r in rows for lab, c in r["cells"].items() if lab == label)
         # The panel's name, shrunk to the panel's width if need be, and its trials below it.
         room = axes_w + count_w
-        size = min(10.0, 10.0 * room / max(measure([label], fontsize=10, fontweight="bold"), 1e-9))
+        size = min(10.0, 10.0 * room / max(text_width(fig, [label], fontsize=10, fontweight="bold"), 1e-9))
         ax.text(0.5, 1.0 + 0.22 / (row_in * n_lines), label, transform=ax.transAxes, ha="center",
                 va="bottom", fontsize=size, fontweight="bold")
         ax.text(0.5, 1.0 + 0.06 / (row_in * n_lines), f"{trials} valid trials", transform=ax.transAxes,
