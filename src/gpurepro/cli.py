@@ -169,20 +169,21 @@ def cmd_record(args: argparse.Namespace) -> int:
     return EXIT_OK if out else EXIT_ERROR
 
 
-def _read_result(path: Path) -> dict[str, Any]:
-    """A result document from a file, or one line saying why it is not one."""
+def _read_document(path: Path, what: str = "result document",
+                   written_by: str = "`gpurepro record`") -> dict[str, Any]:
+    """A JSON document from a file, or one line saying why it is not one."""
     if path.is_dir():
-        raise UsageError(f"{path} is a folder; give a result document (.json)")
+        raise UsageError(f"{path} is a folder; give a {what} (.json)")
     try:
         doc = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
-        raise UsageError(f"{path} is not a text file; give a result document (.json)") from None
+        raise UsageError(f"{path} is not a text file; give a {what} (.json)") from None
     except ValueError as exc:
-        raise UsageError(f"{path} is not JSON ({exc}); a result document is written by "
-                         f"`gpurepro record`") from None
+        raise UsageError(f"{path} is not JSON ({exc}); a {what} is written by {written_by}") from None
     if not isinstance(doc, dict):
-        raise UsageError(f"{path} holds JSON but not a result document (no object at the top)")
+        raise UsageError(f"{path} holds JSON but not a {what} (no object at the top)")
     return doc
+
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -190,7 +191,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .validation import validate_document
 
     path = Path(args.result)
-    doc = _read_result(path)
+    doc = _read_document(path)
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise UsageError(f"{path} is a benchmark document; `report` renders case results "
                          f"(benchmarks are summarised in the README)")
@@ -218,7 +219,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     bad = 0
     for p in paths:
         try:
-            errors = validation_errors(_read_result(p))
+            errors = validation_errors(_read_document(p))
         except UsageError as exc:
             errors = [str(exc)]
         if errors:
@@ -290,7 +291,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     flipped."""
     from .compare import CompareError, compare, markdown
 
-    docs = [_read_result(Path(p)) for p in args.results]
+    docs = [_read_document(Path(p)) for p in args.results]
     try:
         result = compare(docs, args.results)
     except CompareError as exc:
@@ -309,10 +310,10 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
     from .matrix.table import markdown as matrix_markdown
 
     try:
-        matrix = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
+    except (OSError, UsageError) as exc:
         raise UsageError(f"--matrix {path}: not a readable matrix document ({exc})") from None
-    if not isinstance(matrix, dict) or not str(matrix.get("schema", "")).startswith("gpurepro/matrix"):
+    if not str(matrix.get("schema", "")).startswith("gpurepro/matrix"):
         raise UsageError(f"--matrix {path}: not a matrix document (schema gpurepro/matrix/...)")
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
@@ -325,7 +326,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
     from .comment import IssueError, issue_body
 
     path = Path(args.result)
-    doc = _read_result(path)
+    doc = _read_document(path)
     extra: list[tuple[str, str]] = []
     if args.matrix:
         extra.append(_matrix_block(Path(args.matrix), doc))
