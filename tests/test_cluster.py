@@ -146,6 +146,19 @@ def _identity(fake_case, index, redact: bool):
     return plan, header
 
 
+def _staged_task_spec(case, index, header, run_dir: Path, tasks: list[list[int]]) -> Path:
+    """Stage the tree a task runs from and write round 1's spec for partition alpha, as the
+    submitting side does before sbatch."""
+    stage(ROOT, run_dir / "tree", case, {"host": index})
+    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
+                                       "run_id", "plan", "options")}
+    spec = spec_path(run_dir, 1, "alpha")
+    spec.parent.mkdir(parents=True)
+    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
+                                "header": identity, "index": index, "tasks": tasks}))
+    return spec
+
+
 @pytest.mark.parametrize("redact", [False, True], ids=["named", "redacted"])
 def test_array_tasks_run_from_a_staged_tree_merge_into_one_valid_document(
         fake_case, fake_build, tmp_path, redact):
@@ -155,14 +168,8 @@ def test_array_tasks_run_from_a_staged_tree_merge_into_one_valid_document(
     _, index = fake_build
     plan, header = _identity(fake_case, index, redact)
     run_dir = tmp_path / "run"
-    stage(ROOT, run_dir / "tree", fake_case, {"host": index})
     shares = to_tasks(plan, [t.index for t in plan.order], 2)
-    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
-                                       "run_id", "plan", "options")}
-    spec = spec_path(run_dir, 1, "alpha")
-    spec.parent.mkdir(parents=True)
-    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
-                                "header": identity, "index": index, "tasks": shares}))
+    spec = _staged_task_spec(fake_case, index, header, run_dir, shares)
     for task, node in enumerate(("nodeA", "nodeB")):
         env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"),
                "SLURM_ARRAY_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": str(task),
@@ -219,14 +226,7 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
     case = load_case(folder / "manifest.py", ROOT)
     plan, header = _identity(case, index, redact=False)
     run_dir = tmp_path / "run"
-    stage(ROOT, run_dir / "tree", case, {"host": index})
-    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
-                                       "run_id", "plan", "options")}
-    spec = spec_path(run_dir, 1, "alpha")
-    spec.parent.mkdir(parents=True)
-    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
-                                "header": identity, "index": index,
-                                "tasks": [[t.index for t in plan.order]]}))
+    spec = _staged_task_spec(case, index, header, run_dir, [[t.index for t in plan.order]])
     env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"), "SLURM_ARRAY_JOB_ID": "5",
            "SLURM_ARRAY_TASK_ID": "0", "SLURMD_NODENAME": "nodeC"}
     done = subprocess.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
@@ -273,14 +273,7 @@ def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_na
     _, index = fake_build
     plan, header = _identity(fake_case, index, redact=False)
     run_dir = tmp_path / "run"
-    stage(ROOT, run_dir / "tree", fake_case, {"host": index})
-    identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256", "plan_sha256",
-                                       "run_id", "plan", "options")}
-    spec = spec_path(run_dir, 1, "alpha")
-    spec.parent.mkdir(parents=True)
-    spec.write_text(json.dumps({"round": 1, "partition": "alpha", "target": "host",
-                                "header": identity, "index": index,
-                                "tasks": [[t.index for t in plan.order]]}))
+    spec = _staged_task_spec(fake_case, index, header, run_dir, [[t.index for t in plan.order]])
 
     def attempt(node: str, restart: int) -> None:
         env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"),
