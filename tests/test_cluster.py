@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -134,7 +135,9 @@ def test_a_trial_killed_by_the_tasks_own_stop_is_not_journaled(tmp_path, monkeyp
 
 def _identity(fake_case, index, redact: bool):
     plan = make_plan("fake_case", fake_case.resolved_arms(), 3, seed=5, selected=["ok", "crash"])
-    opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0), jobs=1, redact=redact, run_id="feed" * 8)
+    # A run id of its own per test: the watchdog of one run kills every process tagged with its
+    # id, so two tests sharing one would kill each other's trials when they run at once.
+    opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0), jobs=1, redact=redact, run_id=uuid.uuid4().hex)
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": "host", "reason": None}
     header = journal_header(fake_case, ROOT, plan, opts, None,
