@@ -17,8 +17,10 @@ crash is.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from gpurepro.manifest import Stratum
 
 # +-0.01 in log2 (+-0.7%): the window the hypothesis came from (verdict.POW2_WINDOW).
 WINDOW = 0.01
@@ -75,7 +77,7 @@ def loads_near_power_of_two(record: Mapping[str, Any], factors: Mapping[str, Any
     return cycles_near(v["primed"], v["loads"] / cycles, cycles), near_power_of_two(at_end)
 
 
-STRATA: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]] = {
+STRATA: dict[str, Stratum] = {
     "live-near-pow2": live_near_power_of_two,
     "loads-near-pow2": loads_near_power_of_two,
 }

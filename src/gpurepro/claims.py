@@ -29,18 +29,17 @@ Tests, with scipy.stats:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as sps
 
 from .args import DEFAULT_ALPHA
-from .manifest import SINGLE_ARM_KINDS, Case, Claim
+from .manifest import SINGLE_ARM_KINDS, Case, Claim, Stratum
 from .stats import EVIDENCE
 
-# name -> (trial record, arm factors) -> (exposure inside the stratum, failed inside it)
-Strata = Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], "tuple[float, bool]"]]
+Strata = Mapping[str, Stratum]  # a case's strata by name
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ class Evidence:
 
 
 def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
-                   inside: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]],
+                   inside: Stratum,
                    factors: Mapping[str, Any]) -> dict[str, Any]:
     """An arm's failures and exposure, all and inside one stratum (valid trials only)."""
     k = k_in = 0

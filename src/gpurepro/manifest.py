@@ -108,6 +108,8 @@ class Arm:
 
 
 CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome", "concentrated")
+# A case's stratum: (trial record, the arm's factors) -> (exposure inside it, failed inside it).
+Stratum = Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]
 # Claims about one arm alone: no reference arm.
 SINGLE_ARM_KINDS = ("outcome", "concentrated")
 
@@ -237,8 +239,7 @@ class Case:
     # trial record, the arm's factors) giving (exposure spent in the stratum, whether the trial
     # failed inside it). Arithmetic on the case's own counters, no statistics: the harness
     # tests the counts (gpurepro.claims).
-    strata: Mapping[str, Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]] = field(
-        default_factory=dict)
+    strata: Mapping[str, Stratum] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
     # Tools by name, beyond (or replacing) gpurepro.toolchain.DEFAULT_TOOLS: what artifact
