@@ -1,0 +1,104 @@
+"""Re-record every committed journal under results/ with the code of this checkout.
+
+A move or refactor proves itself behaviour-identical when every committed journal re-records to
+the committed document (`tests/test_rerecord.py`). Three fields describe the checkout that
+records rather than the run, and are taken from the committed document when comparing:
+`created_at` (when it was recorded), `analyses` (the case's analyses of its built artifacts,
+which a checkout without those builds cannot redo) and `case.manifest_sha256` (the manifest file
+that recorded it).
+
+    python tests/rerecord.py            # list the documents that differ (exit 1 if any)
+    python tests/rerecord.py --write    # re-record them: document, Markdown and pictures
+
+`--write` is for a change that means to change what documents say (a verdict sentence, a new
+field): it keeps each document's analyses and rewrites the rest with today's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from gpurepro import document, journal  # noqa: E402
+from gpurepro.manifest import load_case  # noqa: E402
+
+# Fields of a document that describe the recording checkout, not the run (see the docstring).
+CHECKOUT_FIELDS = ("created_at", "analyses", "manifest_sha256")
+
+
+def committed_journals(root: Path = ROOT) -> list[Path]:
+    """Every run journal under results/ that has its document beside it."""
+    return sorted(j for j in root.glob("results/*/*.journal.jsonl")
+                  if j.with_name(j.name.replace(".journal.jsonl", ".json")).is_file())
+
+
+def document_of(path: Path) -> Path:
+    return path.with_name(path.name.replace(".journal.jsonl", ".json"))
+
+
+def rerecord(path: Path, root: Path = ROOT) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(re-recorded document, committed document) for one committed journal; the re-recorded
+    one carries the committed analyses (the artifacts need not be built here)."""
+    committed = json.loads(document_of(path).read_text())
+    contents = journal.read(path)
+    case_field = contents.header["case"]
+    case = load_case(case_field if isinstance(case_field, str) else case_field["name"], root)
+    saved = document.run_analyses
+    document.run_analyses = lambda *_args, **_kw: committed["analyses"]
+    try:
+        doc = document.build_document(case, contents.header, contents.trials, root, path.resolve())
+    finally:
+        document.run_analyses = saved
+    return doc, committed
+
+
+def normalized(doc: dict[str, Any], committed: dict[str, Any]) -> str:
+    """The document's text with the checkout's fields taken from the committed one."""
+    doc = json.loads(json.dumps(doc))
+    doc["created_at"] = committed["created_at"]
+    doc["analyses"] = committed["analyses"]
+    doc["case"]["manifest_sha256"] = committed["case"]["manifest_sha256"]
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+def differences(root: Path = ROOT) -> Iterator[tuple[Path, list[str]]]:
+    """(document, top-level keys that differ) for every committed journal whose re-record is not
+    byte-identical to its document."""
+    for path in committed_journals(root):
+        doc, committed = rerecord(path, root)
+        if normalized(doc, committed) != document_of(path).read_text():
+            keys = [k for k in doc if json.dumps(doc.get(k)) != json.dumps(committed.get(k))
+                    and k not in CHECKOUT_FIELDS]
+            yield document_of(path), keys or ["(formatting)"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true",
+                    help="re-record the documents that differ, with their Markdown and pictures")
+    args = ap.parse_args(argv)
+    changed = list(differences())
+    for path, keys in changed:
+        print(f"{path.relative_to(ROOT)}: {', '.join(keys)}")
+    if not args.write:
+        return 1 if changed else 0
+    from gpurepro.report import write_report
+
+    for path, _keys in changed:
+        j = path.with_name(path.name.replace(".json", ".journal.jsonl"))
+        doc, _committed = rerecord(j)
+        document.write_document(doc, path)
+        write_report(doc, path)
+        print(f"re-recorded {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""Every committed journal re-records to its committed document, byte for byte.
+
+This is what proves a move or refactor behaviour-identical (tests/rerecord.py says which
+fields describe the recording checkout and are taken from the committed document)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import rerecord
+
+JOURNALS = rerecord.committed_journals()
+
+
+def test_there_are_committed_journals_to_re_record():
+    assert len(JOURNALS) >= 12
+
+
+@pytest.mark.parametrize("path", JOURNALS, ids=[p.name.split("_")[0] for p in JOURNALS])
+def test_committed_journal_re_records_to_its_document(path):
+    doc, committed = rerecord.rerecord(path)
+    assert rerecord.normalized(doc, committed) == rerecord.document_of(path).read_text(), (
+        f"{rerecord.document_of(path).name} differs when re-recorded: "
+        "run python tests/rerecord.py to see which fields")
