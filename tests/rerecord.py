@@ -79,6 +79,23 @@ def differences(root: Path = ROOT) -> Iterator[tuple[Path, list[str]]]:
             yield document_of(path), keys or ["(formatting)"]
 
 
+def render_differences(out: Path, root: Path = ROOT) -> list[str]:
+    """Each committed document rendered again into ``out``: the names of the files (Markdown,
+    pictures, pyperf suite) that are not byte-identical to the committed ones, or missing."""
+    from gpurepro.report import write_report
+
+    differing = []
+    for path in committed_journals(root):
+        doc = json.loads(document_of(path).read_text())
+        target = out / path.parent.name / document_of(path).name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for written in write_report(doc, target).values():
+            committed = document_of(path).parent / written.name
+            if not committed.is_file() or committed.read_bytes() != written.read_bytes():
+                differing.append(f"{path.parent.name}/{written.name}")
+    return differing
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true",

@@ -22,3 +22,7 @@ def test_committed_journal_re_records_to_its_document(path):
     assert rerecord.normalized(doc, committed) == rerecord.document_of(path).read_text(), (
         f"{rerecord.document_of(path).name} differs when re-recorded: "
         "run python tests/rerecord.py to see which fields")
+
+
+def test_committed_documents_render_to_their_committed_files(tmp_path):
+    assert rerecord.render_differences(tmp_path) == []
