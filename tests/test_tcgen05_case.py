@@ -445,8 +445,15 @@ def test_what_no_arm_isolates_is_a_labelled_hypothesis(case):
 
 
 def test_linger_not_decided_drops_it_from_the_hypothesis(case):
-    given, _ = _verdict(case, decisions={"linger-lower": "not_decided"})
+    given, _ = _verdict(case, decisions={"linger-lower": "not_decided", "linger-fails": "not_decided"})
     assert not any("instr-linger" in h for h in given["hypotheses"])
+
+
+def test_linger_failing_speaks_against_the_exit_hypothesis(case):
+    given, _ = _verdict(case, decisions=LINGER_FAILS)
+    hyp = next(h for h in given["hypotheses"] if "remote mbarrier arrive" in h)
+    assert "against it, instr-linger fails in most trials" in hyp
+    assert "early exit, not the early dealloc alone" not in hyp
 
 
 def test_missing_instrument_is_reported_as_not_run(case):

@@ -268,17 +268,21 @@ def _hypotheses(analysis: Analysis, cta1_in_alloc: bool) -> list[str]:
     """What the SASS and the markers suggest but no arm isolates."""
     out = []
     support = []
-    if _decision(analysis, design.LINGER_LOWER) == "supported":
+    lingers_fail = _decision(analysis, design.LINGER_FAILS) == "supported"
+    if _decision(analysis, design.LINGER_LOWER) == "supported" and not lingers_fail:
         support.append("instr-linger shows that the early exit, not the early dealloc alone, is "
                        "needed")
     if _decision(analysis, design.CONTROL_ARRIVE_FAILS) == "supported":
         support.append("control-arrive-after-exit shows that a late remote arrive into an exited "
                        "CTA faults by itself")
+    against = (f"; against it, instr-linger fails in most trials with the leader CTA resident "
+               f"(claim {design.LINGER_FAILS} supported)") if lingers_fail else ""
     out.append("Hypothesis (from the SASS analysis of the build, sass_analysis.md, a "
                f"{SASS_READING}; no arm removes the follower's acknowledgement alone): the failure "
                "is the follower's remote mbarrier arrive at the end of its tcgen05.alloc landing "
                "in the leader CTA's shared memory after the leader has exited"
-               + (f"; consistent with it, {' and '.join(support)}." if support else "."))
+               + (f"; consistent with it, {' and '.join(support)}" if support else "")
+               + against + ".")
     if cta1_in_alloc:
         out.append("Hypothesis: the fault is raised inside CTA1's tcgen05.alloc, as the report says; "
                    "the markers show only that CTA1 never recorded the alloc's return before the "
