@@ -239,13 +239,14 @@ def _decided(case, trials):
     return record.decide_claims(case, header, trials)
 
 
-def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None):
+def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None,
+              target=None):
     """The analysis the verdict gets; claims decided by the harness, or as given (name -> decision,
     every other claim supported)."""
     s = stats.analyze(trials, case.resolved_arms(), case.baseline, case.failure_outcomes,
                       "launches")
     supported = cc in ("10.3", "10.0")
-    device = {"name": name, "compute_capability": cc, "supported": supported,
+    device = {"name": name, "compute_capability": cc, "supported": supported, "target": target,
               "reason": None if supported else f"{name} has compute capability {cc}; "
                                                "this case needs 10.3 (sm_103a), 10.0 (sm_100a)"}
     if decisions is None:
@@ -266,19 +267,30 @@ def _verdict(case, trials=None, **kw):
 
 
 BARRIERS = ("barrier-before-alloc-lower", "barrier-after-alloc-lower", "barrier-before-dealloc-lower")
+ORDERING = ["baseline-launch-failure", *BARRIERS]
+# The claims that classify a reproduced ordering failure, decided as the SASS reading predicts:
+# instr-linger (dealloc early, exit late) does not fail, so the failure needs the exit, and a late
+# remote arrive into an exited CTA faults by itself.
+EXIT_NEEDED = {"linger-fails": "contradicted", "linger-lower": "supported",
+               "control-arrive-fails": "supported"}
+# ... and as a defect would have them: instr-linger, which meets every stated precondition, fails.
+LINGER_FAILS = {"linger-fails": "supported", "linger-lower": "contradicted"}
 
 
 def test_every_comparison_is_a_declared_claim_between_arms_of_the_case(case):
     names = [c.name for c in case.claims]
-    assert len(names) == len(set(names)) == 23
+    assert len(names) == len(set(names)) == 24
     arms = set(case.resolved_arms())
     for c in case.claims:
         assert c.arm in arms and (c.reference is None or c.reference in arms), c.name
     assert {"baseline-launch-failure", *BARRIERS, "markers-within-2x", "linger-lower",
-            "control-arrive-fails", "control-coredump-lower"} <= set(names)
+            "linger-fails", "control-arrive-fails", "control-coredump-lower"} <= set(names)
     base = next(c for c in case.claims if c.name == "baseline-launch-failure")
     assert (base.kind, base.arm, base.outcome, base.detail) == (
         "outcome", "follower-baseline", "cuda_error", "cudaErrorLaunchFailure")
+    linger = next(c for c in case.claims if c.name == "linger-fails")
+    assert (linger.kind, linger.arm, linger.outcome, linger.detail) == (
+        "outcome", "instr-linger", "cuda_error", "cudaErrorLaunchFailure")
 
 
 def test_case_code_computes_no_statistics():
@@ -290,14 +302,84 @@ def test_case_code_computes_no_statistics():
 
 def test_harness_decides_every_claim_on_b300_like_data(case):
     decisions = {c["name"]: c["decision"] for c in _decided(case, _b300_like(case))}
+    # instr-linger does not fail in the B300-like data: "it fails in most trials" is contradicted
+    assert decisions.pop("linger-fails") == "contradicted"
     assert set(decisions.values()) == {"supported"}, decisions
 
 
-def test_reproduced_and_removed_by_a_barrier_is_a_documentation_gap(case):
+def test_exit_needed_on_harness_decided_data_is_a_documentation_gap(case):
     given, v = _verdict(case)
     assert v["status"] == "documentation_gap"
-    assert v["owner"].startswith("NVIDIA") and "should state the ordering" in v["owner"]
-    assert v["owner_because"] == ["baseline-launch-failure", *BARRIERS]
+    assert v["owner"].startswith("NVIDIA, the documentation: PTX ISA 9.1 section 9.7.16.7.1")
+    assert "CUTLASS 147f5673" in v["owner"] and "section 2.2.2" in v["owner"]
+    assert v["owner_because"] == [*ORDERING, "linger-fails", "linger-lower", "control-arrive-fails"]
+    assert any(s.startswith("Classification: documentation gap: instr-linger does not fail")
+               for s in given["sentences"])
+
+
+# Each classification is the consequence of decided claims: flip them and it changes. The
+# constant-based verdict (DOC_AUDIT["conclusion"] -> one status for every ordering failure) fails
+# this test.
+@pytest.mark.parametrize(("decisions", "status", "because", "owner"), [
+    (EXIT_NEEDED, "documentation_gap",
+     [*ORDERING, "linger-fails", "linger-lower", "control-arrive-fails"],
+     "NVIDIA, the documentation: PTX ISA 9.1"),
+    (LINGER_FAILS, "defect", [*ORDERING, "linger-fails"],
+     "NVIDIA: the behaviour of tcgen05.alloc.cta_group::2 / tcgen05.dealloc.cta_group::2 on "
+     "sm_103a as lowered by ptxas 13.0.88 (CUDA 13.0), or the hardware"),
+    ({**EXIT_NEEDED, "control-arrive-fails": "not_decided"}, "class_not_decided", [], None),
+    ({**EXIT_NEEDED, "control-arrive-fails": "contradicted"}, "class_not_decided", [], None),
+    ({"linger-fails": "not_decided", "linger-lower": "supported"}, "class_not_decided", [], None),
+    ({"linger-fails": "contradicted", "linger-lower": "not_decided"}, "class_not_decided", [], None),
+    ({"linger-fails": "not_decided", "linger-lower": "not_decided"}, "class_not_decided", [], None),
+], ids=["exit-needed", "linger-fails", "control-open", "control-contradicted", "linger-fails-open",
+        "linger-lower-open", "both-open"])
+def test_classification_follows_the_decided_claims(case, decisions, status, because, owner):
+    given, v = _verdict(case, decisions=decisions, target="sm_103a")
+    assert v["status"] == status
+    assert v["owner_because"] == because
+    if owner is None:
+        assert v["owner"] is None
+        assert "linger-fails" in v["next"][0] and "--until-decided" in v["next"][0]
+        assert any(s.startswith("Classification not decided") for s in given["sentences"])
+    else:
+        assert v["owner"].startswith(owner)
+
+
+def test_defect_names_the_preconditions_met_and_the_lowering(case):
+    given, v = _verdict(case, decisions=LINGER_FAILS, target="sm_100a")
+    assert v["status"] == "defect"
+    for named in ("on sm_100a", "ptxas 13.0.88", "PTX ISA 9.1 sections 2.2.2, 9.7.16.5 (Tables 46 "
+                  "and 47) and 9.7.16.7.1", "CUTLASS 147f5673", "Allocator2Sm::allocate()/free() @pre"):
+        assert named in v["owner"], named
+    assert any(s.startswith("Classification: defect against the documentation as written: "
+                            "instr-linger") for s in given["sentences"])
+
+
+STILL_ACTIVE = ("'When .cta_group::2 is specified, the issuing warp must make sure that peer CTA "
+                "is launched and is still active' (tcgen05.alloc, a copy of unidentified version)")
+
+
+def test_usage_error_when_the_text_states_a_rule_against_the_condition_the_claims_show(case,
+                                                                                        monkeypatch):
+    """Under a text that forbids the exit, the claims that show the exit is needed give a usage
+    error; the same text with the claims showing a failure without the exit gives a defect."""
+    monkeypatch.setitem(case.verdict.__globals__["DOC_AUDIT"]["stated_rule"], "exit", STILL_ACTIVE)
+    _, v = _verdict(case, decisions=EXIT_NEEDED)
+    assert v["status"] == "usage_error"
+    assert v["owner"].startswith("the program's author") and STILL_ACTIVE in v["owner"]
+    assert v["owner_because"] == [*ORDERING, "linger-fails", "linger-lower"]
+    _, v = _verdict(case, decisions=LINGER_FAILS)
+    assert v["status"] == "defect"
+    _, v = _verdict(case, decisions={**EXIT_NEEDED, "linger-lower": "not_decided"})
+    assert v["status"] == "class_not_decided" and v["owner"] is None
+
+
+def test_the_documentation_read_states_no_rule_against_either_condition(case):
+    audit = case.verdict.__globals__["DOC_AUDIT"]
+    assert audit["stated_rule"] == {"exit": None, "dealloc": None}
+    assert audit["isa"] == "PTX ISA 9.1" and "147f5673" in audit["cutlass"]
+    assert "conclusion" not in audit  # a reading, not a switch
 
 
 def test_baseline_contradicted_is_not_reproduced_and_names_no_owner(case):
@@ -327,18 +409,11 @@ def test_barriers_contradicted_is_a_failure_not_explained_by_ordering(case):
 
 
 def test_owner_rests_only_on_the_supported_barrier_claims(case):
-    decisions = {BARRIERS[0]: "not_decided", BARRIERS[1]: "contradicted"}
+    decisions = {BARRIERS[0]: "not_decided", BARRIERS[1]: "contradicted", **EXIT_NEEDED}
     _, v = _verdict(case, decisions=decisions)
     assert v["status"] == "documentation_gap"
-    assert v["owner_because"] == ["baseline-launch-failure", BARRIERS[2]]
-
-
-def test_verdict_follows_the_documentation_audit(case, monkeypatch):
-    audit = case.verdict.__globals__["DOC_AUDIT"]
-    assert audit["conclusion"] == "arguably_implied"
-    monkeypatch.setitem(audit, "conclusion", "documented")
-    _, v = _verdict(case)
-    assert v["status"] == "usage_error" and v["owner"].startswith("the program's author")
+    assert v["owner_because"] == ["baseline-launch-failure", BARRIERS[2], "linger-fails",
+                                  "linger-lower", "control-arrive-fails"]
 
 
 def test_sentences_are_measurements_naming_their_arms(case):
@@ -349,7 +424,9 @@ def test_sentences_are_measurements_naming_their_arms(case):
     assert "follower-spin-0: 0/25 failed" in text and "follower-spin-10: 25/25 failed" in text
     assert "cudaErrorLaunchFailure x25" in text
     assert "p =" not in text and "p=" not in text and "Fisher" not in text
-    assert "not stated; arguably implied" in text and "2.2.2" in text
+    assert ("Documentation audit (README.md): PTX ISA 9.1 and CUTLASS 147f5673" in text
+            and "Section 2.2.2 (Cluster of Cooperative Thread Arrays)" in text)
+    assert "emits PTX ISA 9.0 (.version 9.0)" in text  # the version read, and why
     # the harness appends the decided claims' sentences after the case's own
     assert v["sentences"][: len(given["sentences"])] == given["sentences"]
     assert len(v["sentences"]) == len(given["sentences"]) + len(case.claims)
@@ -368,8 +445,15 @@ def test_what_no_arm_isolates_is_a_labelled_hypothesis(case):
 
 
 def test_linger_not_decided_drops_it_from_the_hypothesis(case):
-    given, _ = _verdict(case, decisions={"linger-lower": "not_decided"})
+    given, _ = _verdict(case, decisions={"linger-lower": "not_decided", "linger-fails": "not_decided"})
     assert not any("instr-linger" in h for h in given["hypotheses"])
+
+
+def test_linger_failing_speaks_against_the_exit_hypothesis(case):
+    given, _ = _verdict(case, decisions=LINGER_FAILS)
+    hyp = next(h for h in given["hypotheses"] if "remote mbarrier arrive" in h)
+    assert "against it, instr-linger fails in most trials" in hyp
+    assert "early exit, not the early dealloc alone" not in hyp
 
 
 def test_missing_instrument_is_reported_as_not_run(case):
@@ -394,6 +478,8 @@ def test_all_unsupported_decides_nothing_and_says_why(case):
     assert text.startswith("Not run: none of the 32 arms ran a valid trial on NVIDIA H200 "
                            "(compute capability 9.0); all 64 trials were recorded as unsupported")
     assert "Why: the hardware" in text and "10.3" in text and "10.0" in text
+    assert "the classification (usage error, documentation gap or defect) is not decided" in text
+    assert "linger-fails, linger-lower and control-arrive-fails" in text
     assert len(v["not_decided"]) == len(case.claims)
     assert v["sentences"] == given["sentences"]  # no decided claim to append
     assert any("B300" in s for s in v["next"])
@@ -409,6 +495,9 @@ def test_not_run_cites_the_sass_analysis(case):
     given, _ = _verdict(case, trials, cc="9.0", name="NVIDIA H200", sass=sass)
     text = " ".join(given["sentences"])
     assert "1 of 2 of the report's claims" in text
+    # what undocumented opcodes do is a reading, and every sentence that uses one says so
+    assert text.count("reading of undocumented SASS opcodes by differential compilation") == 2
+    assert all("reading" in h for h in given["hypotheses"] if "SASS" in h)
     assert "returns without waiting for the follower's acknowledgement" in text
     assert "never synchronises with the peer CTA" in text
 

@@ -15,12 +15,16 @@
 //   -DNO_DEALLOC             skip tcgen05.dealloc (marker still written there)
 //   -DLINGER_AFTER_DEALLOC   after dealloc every thread sleeps (2*spin + 1000) x 1 us before
 //                            exiting: the dealloc still happens early, only the CTA's exit is late.
+//                            The delayed CTA sleeps spin x 1 us before its alloc, so the CTA that
+//                            deallocated first is still resident (spin + 1000) x 1 us after the
+//                            peer's alloc is issued. This variant meets every precondition the
+//                            cited documentation states (README.md, "Documentation audit"). If the
+//                            trigger is the leader CTA *exiting* while the follower's alloc is in
+//                            flight, this removes the failure (claim linger-lower); if the trigger
+//                            is the early dealloc itself, it does not (claim linger-fails).
 //   -DSELFTEST_NO_TCGEN05    no tcgen05 instruction at all (alloc writes a dummy address): builds
 //                            for any sm_90+ target so the markers and JSON output can be tested on
 //                            a GPU without tcgen05. Never an arm of the ablation.
-//                            If the trigger is the leader CTA *exiting* while the follower's alloc
-//                            still has to signal the leader's shared memory (see sass.py), this
-//                            removes the failure; if the trigger is the dealloc itself, it does not.
 // Markers cost a few global stores and a __syncwarp per stage: the ablation compares this build
 // with the seed so that any perturbation is measured, not assumed.
 //

@@ -11,6 +11,10 @@
    or ``--repro BIN``), compared with the snippet's.
 4. The report's claims about the lowering, each checked against 1-3, and findings derived from
    them (does the leader wait for the follower? does dealloc synchronise with the peer?).
+SASS opcodes such as UTCATOMSWS, SYNCS.ARRIVE.TRANS64.*, SYNCS.PHASECHK.* and STAS have no public
+semantics. What is derived here is which opcodes and memory targets appear on which path; what an
+opcode does ("arrive on the peer's barrier", "allocates") is a reading by differential compilation
+against PTX with documented semantics (1), never documented semantics, and the Markdown says so.
 Writes DIR/sass_analysis.json and DIR/sass_analysis.md. Needs the pinned wheels (manifest.py's
 PINS; the tools from them, manifest.py's TOOLS, found by gpurepro.toolchain) in this
 interpreter's environment or in ``--venv``; exits 2 naming what is missing otherwise.
@@ -39,7 +43,9 @@ Instr = sass_parse.Instr
 
 TARGETS = ("sm_103a", "sm_100a")
 
-# The report's appendix, as claims to test (never as results).
+# The report's appendix, as claims to test (never as results). Each names opcodes and memory
+# targets (what is checked) and, in parentheses, the report's reading of what they do (not checked:
+# the opcodes have no public semantics).
 MBARRIER_CLAIMS = {
     "k_arrive": "SYNCS.ARRIVE.TRANS64.A1T0",
     "k_arrive_expect_tx": "SYNCS.ARRIVE.TRANS64",
@@ -50,7 +56,7 @@ MBARRIER_CLAIMS = {
 # (side, opcode regex, memory target or None, the report's wording)
 LOWERING_CLAIMS = [
     ("leader", r"UTCATOMSWS\..*FIND_AND_SET.*", None,
-     "leader: UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN allocates (spin + NANOSLEEP)"),
+     "leader: UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN, retried with NANOSLEEP (allocates)"),
     ("leader", r"SYNCS\.ARRIVE\.TRANS64\.RED", "peer",
      "leader: SYNCS.ARRIVE.TRANS64.RED [peer], 4 (expect_tx(4) + arrive on the peer's barrier)"),
     ("leader", r"STAS", "peer", "leader: STAS [peer_smem], addr (async store of the TMEM address)"),
@@ -196,23 +202,27 @@ def findings(low_alloc: dict[str, Any], dealloc: list[Instr], relinquish: list[I
     if low_alloc.get("leader"):
         f.append({"id": "leader_waits_before_signalling",
                   "value": low_alloc["leader_waits_before_signal"],
-                  "text": "The leader waits on its own mbarrier (SYNCS.PHASECHK...TRYWAIT, phase parity "
-                          "kept in reserved shared memory) after FIND_AND_SET and before it signals "
-                          "the follower, i.e. for the acknowledgement of the previous allocation."})
+                  "text": "Whether the leader's path has a SYNCS.PHASECHK...TRYWAIT on its own shared "
+                          "memory after FIND_AND_SET and before its first remote SYNCS/STAS; read "
+                          "as: it waits on its own mbarrier (phase parity kept in reserved shared "
+                          "memory) for the acknowledgement of the previous allocation."})
         f.append({"id": "leader_waits_after_signalling",
                   "value": low_alloc["leader_waits_after_signal"],
-                  "text": "Whether the leader's alloc waits for anything after signalling the follower "
-                          "(false: it returns without the follower's acknowledgement of this allocation)."})
+                  "text": "Whether the leader's path has any SYNCS.PHASECHK after its first remote "
+                          "SYNCS/STAS (false, read as: its alloc returns without the follower's "
+                          "acknowledgement of this allocation)."})
     follower = low_alloc.get("follower", [])
     fpeer = [r for r in follower if r["memory"] == "peer"]
     if fpeer:
         f.append({"id": "follower_last_peer_access", "value": fpeer[-1]["sass"],
-                  "text": "The follower's alloc ends with a remote operation on the leader's shared "
-                          "memory: it must still find the leader CTA resident."})
+                  "text": "The follower's last access to the peer CTA's shared memory (the address is "
+                          "the peer's); read as: its alloc ends with a remote operation on the "
+                          "leader's shared memory, which must still find the leader CTA resident."})
     dealloc_cross = [r for r in key_rows(dealloc) if r["memory"] in ("peer", "cluster") or r["opcode"].startswith("SYNCS")]
     f.append({"id": "dealloc_synchronises_with_peer", "value": bool(dealloc_cross),
-              "text": "Whether tcgen05.dealloc.cta_group::2 contains any cross-CTA access or mbarrier "
-                      "operation (false: a local UTCATOMSWS.AND; it never waits for the peer)."})
+              "text": "Whether tcgen05.dealloc.cta_group::2 contains any cross-CTA access or SYNCS "
+                      "instruction (false: a local UTCATOMSWS.AND; read as: it never waits for "
+                      "the peer)."})
     f.append({"id": "dealloc_splits_on_parity", "value": sass_parse.parity_split(dealloc) is not None,
               "text": "Whether the dealloc lowering branches on CTA parity."})
     relq_cross = [r for r in key_rows(relinquish) if r["memory"] in ("peer", "cluster") or r["opcode"].startswith("SYNCS")]
@@ -270,12 +280,20 @@ def markdown(doc: dict[str, Any]) -> str:
     out = ["# tcgen05 alloc-order: PTX -> SASS analysis", "",
            "Derived from the disassembly on every run by `cases/tcgen05_alloc_order/sass.py`; "
            "nothing here is typed by hand.", "",
+           "**Readings, not documented semantics.** NVIDIA documents no semantics for the SASS "
+           "opcodes below (`UTCATOMSWS`, `SYNCS.ARRIVE.TRANS64.*`, `SYNCS.PHASECHK.*`, `STAS`, "
+           "`UVIRTCOUNT`, ...). What this file derives is which opcodes, with which memory targets "
+           "(own or peer shared memory, from the address computation), appear on which path. What "
+           "an opcode does (\"allocates\", \"arrive on the peer's barrier\", \"async store of "
+           "the TMEM address\", \"waits\") is a reading by differential compilation: PTX with "
+           "documented semantics (the first table) compiled by the same ptxas, and its SASS read "
+           "back.", "",
            f"Tools: ptxas {tv['ptxas']}, nvcc {tv['nvcc']}, cuobjdump {tv['cuobjdump']} "
            "(from the pinned PyPI wheels).", ""]
     for a in doc["targets"]:
         tgt = a["target"]
         out += [f"## {tgt}", "", "### PTX -> SASS, differential compilation", "",
-                "| PTX | SASS (synchronisation/memory instructions) | report's claim | verified |",
+                "| PTX (documented) | SASS (synchronisation/memory instructions) | report's reading | verified |",
                 "| --- | --- | --- | --- |"]
         for r in a["mbarrier_table"]:
             sass = "<br>".join(f"`{s['sass']}`" + (f" ({s['memory']})" if s["memory"] and s["memory"] != "own" else "")
@@ -307,10 +325,16 @@ def markdown(doc: dict[str, Any]) -> str:
             out += ["Leader only:", "", "| offset | SASS | memory |", "| --- | --- | --- |",
                     *_md_rows(rp["lowering"]["leader"]), "", "Follower only:", "",
                     "| offset | SASS | memory |", "| --- | --- | --- |", *_md_rows(rp["lowering"]["follower"])]
-        out += ["", "### The report's claims", "", "| claim | verified | evidence |", "| --- | --- | --- |"]
+        out += ["", "### The report's claims", "",
+                "Verified: the opcode and memory target on that path; the words in parentheses "
+                "are the report's reading of what the opcode does.", "",
+                "| claim | verified | evidence |", "| --- | --- | --- |"]
         for c in a["claims"]:
             out.append(f"| {c['claim']} | {'yes' if c['verified'] else '**no**'} | {c['evidence']} |")
-        out += ["", "### Findings", "", "| finding | value | meaning |", "| --- | --- | --- |"]
+        out += ["", "### Findings", "",
+                "The value is derived from opcodes and memory targets; \"read as\" marks the "
+                "reading of undocumented opcodes.", "",
+                "| finding | value | meaning |", "| --- | --- | --- |"]
         for f in a["findings"]:
             out.append(f"| {f['id']} | `{f['value']}` | {f['text']} |")
         out.append("")
