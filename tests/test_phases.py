@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from gpurepro import phases
+from gpurepro.run import crash_summary
 
 from .conftest import ROOT
 
@@ -33,6 +34,24 @@ def test_by_arm_counts_labels_and_crashes_without_threads():
     assert "y" not in phases.by_arm(trials)
     rows = phases.table(trials)
     assert rows[2] == "| `x` | in cuLaunchKernel | in cuLaunchKernel | 3 of 3 (+1 without) |"
+
+
+def test_crash_summary_keeps_the_snapshot_and_the_late_read_apart():
+    threads = [{"thread": 0, "call": "cuLaunchKernel", "inside": True, "calls": 9, "faulting": True,
+                "tid": 4242}]
+    late = [{**threads[0], "calls": 12}]
+    record = {"signal": "SIGSEGV", "frames": [], "t": 2.31, "snapshot_ns": 2100, "threads": threads,
+              "threads_late": late, "late_read_ns": 210000}
+    summary = crash_summary(record)
+    assert summary["snapshot_ns"] == 2100 and summary["late_read_ns"] == 210000
+    assert [t["calls"] for t in summary["threads"]] == [9]
+    assert [t["calls"] for t in summary["threads_late"]] == [12]
+    assert "tid" not in summary["threads"][0]
+    # A record from before the snapshot gets no snapshot fields, and its threads as they were.
+    old = crash_summary({k: v for k, v in record.items()
+                         if k not in ("snapshot_ns", "threads_late", "late_read_ns")})
+    assert not {"snapshot_ns", "threads_late", "late_read_ns"} & set(old)
+    assert list(old)[-1] == "threads" and old["threads"] == summary["threads"]
 
 
 def test_the_committed_mechanism_run_has_every_threads_call_at_every_crash():
