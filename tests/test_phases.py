@@ -1,5 +1,6 @@
-"""Where each thread was at a fault (gpurepro.phases): labels, per-arm counts, the table, and
-the committed H200 run that carries them."""
+"""Where each thread was at a fault (gpurepro.phases): labels, per-arm counts, the table, records
+read at the fault against those read after the crash handler's slow work, and the committed H200
+run that carries them."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from gpurepro.run import crash_summary
 from .conftest import ROOT
 
 
-def _crash(arm: str, *threads: tuple[str | None, bool, bool]) -> dict:
+def _crash(arm: str, *threads: tuple[str | None, bool, bool], at_fault: bool = True) -> dict:
     return {"arm": arm, "outcome": "crashed",
-            "crash": {"threads": [{"thread": i, "call": c, "inside": inside, "calls": 5 if c else 0,
+            "crash": {**({"snapshot_ns": 2100} if at_fault else {}),
+                      "threads": [{"thread": i, "call": c, "inside": inside, "calls": 5 if c else 0,
                                    "faulting": f} for i, (c, inside, f) in enumerate(threads)]}}
 
 
@@ -33,7 +35,20 @@ def test_by_arm_counts_labels_and_crashes_without_threads():
     assert counts == {"in cuLaunchKernel | in cuLaunchKernel": 3} and without == 1
     assert "y" not in phases.by_arm(trials)
     rows = phases.table(trials)
-    assert rows[2] == "| `x` | in cuLaunchKernel | in cuLaunchKernel | 3 of 3 (+1 without) |"
+    assert rows[2] == ("| `x` | in cuLaunchKernel | in cuLaunchKernel | at the fault | 3 of 3 "
+                       "(+1 without) |")
+
+
+def test_records_without_a_snapshot_are_read_late_never_at_the_fault():
+    early = _crash("x", ("cuLaunchKernel", True, True), ("cuModuleUnload", True, False))
+    late = _crash("x", ("cuLaunchKernel", True, True), ("lock-wait", True, False), at_fault=False)
+    trials = [early, late, late]
+    assert phases.by_arm(trials)["x"] == ({"in cuLaunchKernel | in cuModuleUnload": 1}, 0)
+    assert phases.by_arm(trials, read_at_fault=False)["x"] == (
+        {"in cuLaunchKernel | in lock-wait": 2}, 0)
+    assert phases.table(trials)[2:] == [
+        "| `x` | in cuLaunchKernel | in cuModuleUnload | at the fault | 1 of 1 |",
+        "| `x` | in cuLaunchKernel | in lock-wait | after the handler's slow work | 2 of 2 |"]
 
 
 def test_crash_summary_keeps_the_snapshot_and_the_late_read_apart():
@@ -54,10 +69,11 @@ def test_crash_summary_keeps_the_snapshot_and_the_late_read_apart():
     assert list(old)[-1] == "threads" and old["threads"] == summary["threads"]
 
 
-def test_the_committed_mechanism_run_has_every_threads_call_at_every_crash():
+def test_the_committed_mechanism_run_has_every_threads_call_read_late_at_every_crash():
     doc = json.loads((ROOT / "results" / "tile_unload_race"
                       / "20261130T062707Z_NVIDIA-H200_redacted.json").read_text())
-    per_arm = phases.by_arm(doc["trials"])
+    assert phases.by_arm(doc["trials"]) == {}  # recorded before the handler's snapshot
+    per_arm = phases.by_arm(doc["trials"], read_at_fault=False)
     assert sum(sum(c.values()) for c, _ in per_arm.values()) == 68
     assert all(without == 0 for _, without in per_arm.values())
     assert per_arm["baseline"][0] == {"in cuLaunchKernel | in cuLaunchKernel": 10}
