@@ -381,7 +381,11 @@ def test_host_crash_record_names_every_threads_call(bins):
     # faulting thread inside the call that crashed.
     r = host_fake(bins, "--seconds", "5", "--threads", "3", FAKE_CUDA_CRASH="cuModuleUnload:20000")
     assert r.returncode == -signal.SIGSEGV
-    threads = crash_record(r.stderr)["threads"]
+    rec = crash_record(r.stderr)
+    threads = rec["threads"]
+    # The snapshot at the fault, and the same threads read again after the handler's slow part.
+    assert rec["snapshot_ns"] < rec["late_read_ns"]
+    assert [t["thread"] for t in rec["threads_late"]] == [0, 1, 2]
     assert [t["thread"] for t in threads] == [0, 1, 2]
     faulting = [t for t in threads if t["faulting"]]
     assert len(faulting) == 1
