@@ -232,7 +232,8 @@ int finish(const std::string &observations_json) {
     add("reason", g_stop_reason);
   }
   std::string observations = observations_json;
-  // A hang: where each worker is stuck (the calls they published), as for a crash record.
+  // A hang: where each worker is now, as the final record is written (the calls they published;
+  // a stuck worker stays put). Not a snapshot at a fault: there was none.
   if (std::string(status) == "hung" && phase_threads()) {
     // Appends only (no operator+ on strings): the crash preload must export no libstdc++
     // template instance (tests/test_native.py).

@@ -1,20 +1,28 @@
 // A fake trial driver for the harness's own tests: speaks the protocol (native/README.md) and
 // fails in each way a real trial can, without CUDA or a GPU.
 //   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]
+//                   [--mappings N]
 //   MODE: ok crash abort hang stuck cuda_error unsupported silent noprogress no_driver garbage
+//         crash_other_runs
 //   stuck: a worker makes progress, then never returns (a kernel that never ends, as seen from
 //   cuCtxSynchronize); main joins its workers with join_workers (--join-timeout, 0: for ever).
+//   crash_other_runs: worker 0 faults inside a published call while worker 1 goes on publishing
+//   calls through the crash handler's slow part (made slow by N extra mappings, default 20000,
+//   in /proc/self/maps); before the fault worker 0 prints what worker 1 had published then.
 // Build:
 //   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc native/testdriver.cc native/events.cc native/crash.cc -o testdriver -ldl
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -66,10 +74,73 @@ void *cycle_worker(void *arg) {
   return nullptr;
 }
 
+// ---- crash_other_runs: what a crash record says about a thread that runs on ----
+
+// Phase ids (PhaseSlot): worker 0 faults inside a fake launch, worker 1 loops over fake unloads.
+const char *const kRunOnCalls[] = {"none", "fake_launch", "fake_unload"};
+enum { kFakeLaunch = 1, kFakeUnload = 2 };
+// Worker 1 holds still (its slot unchanged) from g_other_held until g_fault_next, so the value
+// worker 0 reads just before faulting is what the slot holds at the fault.
+std::atomic<bool> g_other_held{false}, g_fault_next{false};
+// How long worker 1 waits after the fault before it publishes again: long beside the handler's
+// entry snapshot (microseconds), short beside its scan of a long /proc/self/maps (milliseconds).
+const long kSnapshotGraceUs = 2000;
+
+void fake_call(PhaseSlot *ps, unsigned call, const Counter &c) {
+  phase_enter(ps, call);
+  c.inc();
+  phase_exit(ps);
+}
+
+// Two mappings per step (PROT_READ pages between PROT_NONE ones do not merge): a long
+// /proc/self/maps, as a process with thousands of mappings has.
+void add_mappings(long n) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  void *mem = mmap(nullptr, size_t(2 * n) * page, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return;
+  for (long i = 0; i < n; ++i) mprotect(static_cast<char *>(mem) + size_t(2 * i) * page, page,
+                                        PROT_READ);
+}
+
+void *other_worker(void *) {
+  PhaseSlot *ps = phase_slot(1);
+  for (int i = 0; i < 1000; ++i) fake_call(ps, kFakeUnload, c_unloads);
+  g_other_held.store(true, std::memory_order_release);
+  while (!g_fault_next.load(std::memory_order_acquire)) sched_yield();
+  nap_us(kSnapshotGraceUs);
+  for (;;) fake_call(ps, kFakeUnload, c_unloads);  // until the process dies of the fault
+}
+
+// Worker 0: a few calls, then read worker 1's slot (held still), print it, fault inside a call.
+void fault_while_other_runs() {
+  install_thread_altstack();
+  PhaseSlot *ps = phase_slot(0);
+  for (int i = 0; i < 3; ++i) fake_call(ps, kFakeLaunch, c_launches);
+  while (!g_other_held.load(std::memory_order_acquire)) sched_yield();
+  int tid;
+  const char *call;
+  bool inside;
+  uint64_t calls;
+  phase_read(1, &tid, &call, &inside, &calls);
+  char line[200];
+  int n = snprintf(line, sizeof line,
+                   "{\"event\":\"before_fault\",\"other\":{\"call\":\"%s\",\"inside\":%s,"
+                   "\"calls\":%llu},\"unloads\":%llu,\"launches\":%llu}\n",
+                   call ? call : "", inside ? "true" : "false", (unsigned long long)calls,
+                   (unsigned long long)c_unloads.get(), (unsigned long long)c_launches.get());
+  (void)!write(1, line, size_t(n));
+  phase_enter(ps, kFakeLaunch);
+  c_launches.inc();
+  g_fault_next.store(true, std::memory_order_release);
+  crash_now();
+}
+
 int usage() {
   fprintf(stderr,
           "usage: testdriver ok|crash|abort|hang|stuck|cuda_error|unsupported|silent|noprogress|"
-          "no_driver|garbage [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]\n");
+          "no_driver|garbage|crash_other_runs [--seconds S] [--cycles N] [--heartbeat-ms MS] "
+          "[--join-timeout S] [--mappings N]\n");
   return 2;
 }
 
@@ -83,6 +154,7 @@ int main(int argc, char **argv) {
   unsigned long long cycles = 0;
   int heartbeat_ms = 100;
   double join_timeout_s = 0;
+  long mappings = 20000;
   for (int i = 2; i < argc; ++i) {
     std::string a = argv[i];
     if (i + 1 >= argc) return usage();
@@ -90,6 +162,7 @@ int main(int argc, char **argv) {
     else if (a == "--cycles") cycles = strtoull(argv[++i], nullptr, 10);
     else if (a == "--heartbeat-ms") heartbeat_ms = atoi(argv[++i]);
     else if (a == "--join-timeout") join_timeout_s = atof(argv[++i]);
+    else if (a == "--mappings") mappings = atol(argv[++i]);
     else return usage();
   }
   if (mode == "silent") return 0;
@@ -126,6 +199,16 @@ int main(int argc, char **argv) {
   emit_start("testdriver", config);
   if (mode == "crash" || mode == "abort") {
     std::thread t(progress_then, mode == "crash" ? crash_now : abort);
+    t.join();
+    return 1;  // not reached
+  }
+  if (mode == "crash_other_runs") {
+    phase_names(kRunOnCalls, 3);
+    phase_reserve(2);
+    add_mappings(mappings);
+    pthread_t other;
+    pthread_create(&other, nullptr, other_worker, nullptr);
+    std::thread t(fault_while_other_runs);
     t.join();
     return 1;  // not reached
   }

@@ -151,6 +151,25 @@ def test_crash_record_sigsegv(bins):
     assert isinstance(rec["t"], float) and rec["tid"] > 0
 
 
+def test_crash_record_threads_and_counters_are_the_snapshot_at_the_fault(bins):
+    # Worker 1 holds still while worker 0 reads its slot and faults, then publishes calls again
+    # 2 ms after the fault, while the handler scans a /proc/self/maps of 40000 mappings: the
+    # record's threads and counters are what worker 0 saw just before the fault, and only the
+    # late re-read sees worker 1 moved on.
+    r = run([bins["testdriver"], "crash_other_runs", "--mappings", "20000"])
+    assert r.returncode == -signal.SIGSEGV, r.stderr
+    seen = next(e for e in events(r.stdout) if e["event"] == "before_fault")
+    rec = crash_record(r.stderr)
+    faulting, other = rec["threads"]
+    assert (faulting["faulting"], faulting["call"], faulting["inside"], faulting["calls"]) == (
+        True, "fake_launch", True, seen["launches"] + 1)
+    assert {k: other[k] for k in ("call", "inside", "calls")} == seen["other"]
+    assert rec["counters"]["unloads"] == seen["unloads"] == other["calls"]
+    late_faulting, late_other = rec["threads_late"]
+    assert late_faulting == faulting and late_other["calls"] > other["calls"]
+    assert 0 < rec["snapshot_ns"] < rec["late_read_ns"]
+
+
 def test_crash_record_sigabrt(bins):
     r = run([bins["testdriver"], "abort"])
     assert r.returncode == -signal.SIGABRT
@@ -362,7 +381,11 @@ def test_host_crash_record_names_every_threads_call(bins):
     # faulting thread inside the call that crashed.
     r = host_fake(bins, "--seconds", "5", "--threads", "3", FAKE_CUDA_CRASH="cuModuleUnload:20000")
     assert r.returncode == -signal.SIGSEGV
-    threads = crash_record(r.stderr)["threads"]
+    rec = crash_record(r.stderr)
+    threads = rec["threads"]
+    # The snapshot at the fault, and the same threads read again after the handler's slow part.
+    assert rec["snapshot_ns"] < rec["late_read_ns"]
+    assert [t["thread"] for t in rec["threads_late"]] == [0, 1, 2]
     assert [t["thread"] for t in threads] == [0, 1, 2]
     faulting = [t for t in threads if t["faulting"]]
     assert len(faulting) == 1

@@ -325,3 +325,44 @@ def test_crash_counters_leave_out_the_seed_program(case):
     analysis, _ = _analysis(case, t)
     cc = verdict.crash_counters(analysis)
     assert cc["records"] == 5 and cc["big"] == 5 and cc["near"] == 3 and cc["gaps"] == {2: 5}
+
+
+def _with_threads(trial, other, at_fault=True):
+    """A crash record naming both threads' calls; at_fault False: one from before the handler's
+    snapshot at the fault (no snapshot_ns), whose threads were read after its slow work."""
+    threads = [{"thread": 0, "call": "cuLaunchKernel", "inside": True, "calls": 9, "faulting": True},
+               {"thread": 1, "call": other, "inside": True, "calls": 7, "faulting": False}]
+    return {**trial, "crash": {**trial["crash"], **({"snapshot_ns": 2100} if at_fault else {}),
+                               "threads": threads}}
+
+
+def _lock_launch_run(other, at_fault):
+    t = [_with_threads(x, "cuLaunchKernel", at_fault) if x["outcome"] == "crashed" else x
+         for x in _tile_only()]
+    t += [_survive("lock-unload-launch", 1_000_000)] * 10
+    return t + [_with_threads(_crash("lock-launch", 4000 + 100 * i), other, at_fault)
+                for i in range(10)]
+
+
+def test_thread_sentences_say_the_threads_were_read_at_the_fault(case):
+    text = _text(_verdict(case, _lock_launch_run("lock-wait", at_fault=True))[0])
+    assert ("Where the threads were at the fault, baseline (10 crash records with every thread's "
+            "call; faulting thread | the others): in cuLaunchKernel | in cuLaunchKernel in 10.") in text
+    assert ("Under lock-launch the faulting thread was in cuLaunchKernel while the other was in "
+            "lock-wait in 10 of 10 crash records: no other driver call was running at those "
+            "faults") in text
+    assert "Counters at the fault, as the crash handler copied them on entry, in each crash" in text
+    # The other thread inside a driver call at the fault: nothing about calls that had returned.
+    text = _text(_verdict(case, _lock_launch_run("cuModuleUnload", at_fault=True))[0])
+    assert "the other was in cuModuleUnload in 10 of 10 crash records at the fault." in text
+    assert "no other driver call was running" not in text
+
+
+def test_thread_sentences_of_records_before_the_snapshot_say_they_were_read_late(case):
+    text = _text(_verdict(case, _lock_launch_run("lock-wait", at_fault=False))[0])
+    assert "Where the threads were at the fault" not in text
+    assert ("Where the threads were as the crash handler read them after its backtrace and maps "
+            "scan, not at the fault") in text
+    assert "so they do not show what was running at the fault." in text
+    assert "no other driver call was running" not in text
+    assert "Counters at the last snapshot before each crash" in text

@@ -209,13 +209,16 @@ def sections_sentence(found: Mapping[str, Any] | None) -> str | None:
 
 
 def crash_counters(analysis: Analysis) -> dict[str, Any] | None:
-    """The last counter snapshot before each crash of the instrumented (host.cc) arms."""
+    """The last counter snapshot before each crash of the instrumented (host.cc) arms: the
+    crash handler's copy at the fault where the record has one (`at_fault` of them)."""
     rows = []
+    at_fault = 0
     for t in analysis.trials:
         c = t.counters
         if (t.outcome == "crashed" and _instrumented(analysis, t.arm)
                 and all(k in c for k in ("loads", "launches", "unloads"))):
             rows.append((t.arm, c["loads"], c["launches"], c["unloads"]))
+            at_fault += "snapshot_ns" in (t.record.get("crash") or {})
     if not rows:
         return None
     gaps: dict[int, int] = {}
@@ -228,15 +231,19 @@ def crash_counters(analysis: Analysis) -> dict[str, Any] | None:
     return {"records": len(rows), "gaps": dict(sorted(gaps.items())), "big": len(big),
             "near": len(near), "powers": sorted({2 ** round(math.log2(v)) for v in near}),
             "always_unload_max_live": max(always) if always else None,
-            "always_unload_crashes": len(always)}
+            "always_unload_crashes": len(always), "at_fault": at_fault}
 
 
 def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
     if not cc:
         return []
     gaps = ", ".join(f"{g} in {n}" for g, n in cc["gaps"].items())
-    out = [f"Counters at the last snapshot before each crash of the host.cc arms ({cc['records']} "
-           f"crash records; a snapshot may lag the crash): loads − launches was {gaps}."]
+    if cc["at_fault"] == cc["records"]:
+        out = [f"Counters at the fault, as the crash handler copied them on entry, in each crash of "
+               f"the host.cc arms ({cc['records']} crash records): loads − launches was {gaps}."]
+    else:
+        out = [f"Counters at the last snapshot before each crash of the host.cc arms ({cc['records']} "
+               f"crash records; a snapshot may lag the crash): loads − launches was {gaps}."]
     if cc["big"] >= POW2_MIN_CRASHES:
         out.append(
             f"Loaded modules (loads − unloads) at that snapshot: {cc['near']} of {cc['big']} crashes "
@@ -250,16 +257,26 @@ def counters_sentences(cc: Mapping[str, Any] | None) -> list[str]:
     return out
 
 
+# Said of thread tables from crash records that predate the handler's snapshot at the fault.
+READ_LATE = ("as the crash handler read them after its backtrace and maps scan, not at the fault "
+             "(records from before its snapshot on entry; the other threads ran on meanwhile)")
+
+
 def phase_sentence(analysis: Analysis, arm: str) -> str | None:
     pairs, without = analysis.thread_phases(arm)
+    late, _ = analysis.thread_phases(arm, at_fault=False)
+    when = "at the fault"
+    if not pairs:
+        pairs, when, late = late, READ_LATE, None
     total = sum(pairs.values())
     if not total:
         return None
     top = "; ".join(f"{label} in {n}" for label, n in pairs.most_common(4))
     more = f" ({len(pairs) - 4} other combinations)" if len(pairs) > 4 else ""
-    return (f"Where the threads were at the fault, {arm} ({total} crash records with every "
-            f"thread's call{f', {without} without' if without else ''}; faulting thread | the "
-            f"others): {top}{more}.")
+    older = f", {sum(late.values())} older records read late left out" if late else ""
+    return (f"Where the threads were {when}, {arm} ({total} crash records with every "
+            f"thread's call{f', {without} without' if without else ''}{older}; faulting thread | "
+            f"the others): {top}{more}.")
 
 
 # ---------------------------------------------------------------- hypotheses
@@ -355,14 +372,30 @@ def race_pair_hypothesis(analysis: Analysis) -> list[str]:
         parts.append("and a mutex around unload and load (lock-unload-load) raised the rate "
                      "(its claim contradicted)")
     text = "; ".join(parts) + "."
+    return [text + lock_launch_threads(analysis)]
+
+
+def lock_launch_threads(analysis: Analysis) -> str:
+    """Where the other thread was at lock-launch's faults; what follows from it only where the
+    records' threads were read at the fault."""
     pairs, _ = analysis.thread_phases("lock-launch")
     if pairs:
         top, n = pairs.most_common(1)[0]
         fault, other = top.split(" | ", 1)
-        text += (f" Under lock-launch the faulting thread was {fault} while the other was {other} "
-                 f"in {n} of {sum(pairs.values())} crash records: no other driver call was running "
-                 f"at those faults, so what the launch faults on was left by a call that had returned.")
-    return [text]
+        text = (f" Under lock-launch the faulting thread was {fault} while the other was {other} "
+                f"in {n} of {sum(pairs.values())} crash records")
+        if any(o.startswith("in cu") for o in other.split(", ")):
+            return text + " at the fault."
+        return text + (": no other driver call was running at those faults, so what the launch "
+                       "faults on was left by a call that had returned.")
+    late, _ = analysis.thread_phases("lock-launch", at_fault=False)
+    if not late:
+        return ""
+    top, n = late.most_common(1)[0]
+    fault, other = top.split(" | ", 1)
+    return (f" Under lock-launch the faulting thread was {fault} and the other {other} in {n} of "
+            f"{sum(late.values())} crash records, {READ_LATE}, so they do not show what was "
+            f"running at the fault.")
 
 
 def pow2_hypothesis(analysis: Analysis) -> list[str]:

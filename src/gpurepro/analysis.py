@@ -253,7 +253,10 @@ class Analysis:
     def trials_of(self, arm: str, outcome: str | None = None) -> Iterable[Trial]:
         return (t for t in self.trials if t.arm == arm and (outcome is None or t.outcome == outcome))
 
-    def thread_phases(self, arm: str) -> tuple[Counter[str], int]:
-        """Where the threads were at the arm's crashes (phases.by_arm): label -> crash records,
-        and how many crashed trials carried no threads."""
-        return phases.by_arm(t.record for t in self.trials).get(arm, (Counter(), 0))
+    def thread_phases(self, arm: str, at_fault: bool = True) -> tuple[Counter[str], int]:
+        """Where the threads were at the arm's crashes (phases.by_arm): label -> crash records
+        whose threads were read at the fault (at_fault False: only after the crash handler's
+        slow work, records from before its snapshot), and how many crashed trials carried no
+        threads."""
+        return phases.by_arm((t.record for t in self.trials), read_at_fault=at_fault).get(
+            arm, (Counter(), 0))

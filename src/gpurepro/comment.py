@@ -304,7 +304,8 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
     threads = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if threads:
-        blocks.append(("Threads at the fault (the driver call each worker was in)", "\n".join(threads)))
+        blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
+                       "was read at the fault)", "\n".join(threads)))
     env = ["| | |", "|---|---|"] + ["| " + k + " | " + str(v).replace("|", "\\|") + " |"
                                     for k, v in environment_rows(doc)]
     env += ["", "| variable | value |", "|---|---|"]

@@ -248,13 +248,16 @@ def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _threads_section(doc: Mapping[str, Any]) -> list[str]:
-    """Where each thread was at the fault, per arm (drivers that publish their calls)."""
+    """Where each thread was at each crash, per arm (drivers that publish their calls)."""
     rows = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if not rows:
         return []
-    return ["### Threads at the fault\n",
-            "The driver call each worker thread was in (or last left) when the process faulted, "
-            "as the crash record read it (relaxed stores, published around every call).\n",
+    return ["### Threads at the crash\n",
+            "The driver call each worker thread was in (or last left), from the crash record "
+            "(relaxed stores, published around every call). Read at the fault: the crash "
+            "handler's copy on entry, before anything slow. Read after the handler's slow work: "
+            "a record from before that copy, read after the backtrace and the /proc/self/maps "
+            "scan while the other threads ran on, so not the state at the fault.\n",
             *rows, ""]
 
 

@@ -127,12 +127,25 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "pc_perms": pc["perms"],
         "frames": frames,
         "t": crash.get("t"),
-        # Every worker's published call at the fault (native/events.h, PhaseSlot), where the
-        # driver publishes them; thread ids are left out (they differ every run).
-        **({"threads": [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
-                        for t in crash["threads"]]}
-           if isinstance(crash.get("threads"), list) else {}),
+        # Every worker's published call (native/events.h, PhaseSlot), where the driver
+        # publishes them: `threads` at the fault where the record says how long the snapshot
+        # took (snapshot_ns; older handlers read them late), `threads_late` as read again after
+        # the handler's slow part. Thread ids are left out (they differ every run).
+        **_int_field(crash, "snapshot_ns"),
+        **({"threads": _threads(crash["threads"])} if isinstance(crash.get("threads"), list) else {}),
+        **({"threads_late": _threads(crash["threads_late"])}
+           if isinstance(crash.get("threads_late"), list) else {}),
+        **_int_field(crash, "late_read_ns"),
     }
+
+
+def _int_field(crash: Mapping[str, Any], key: str) -> dict[str, int]:
+    return {key: crash[key]} if isinstance(crash.get(key), int) else {}
+
+
+def _threads(threads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
+            for t in threads]
 
 
 def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
