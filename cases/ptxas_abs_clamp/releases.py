@@ -151,8 +151,20 @@ def sass_of(cubin: Path, tools: dict[str, Path]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- one release
 
 
+def same_code(nvdisasm: Path, a: Path, b: Path) -> bool | None:
+    """Whether two cubins hold the same instructions in every kernel (None: unreadable)."""
+    listings = []
+    for cubin in (a, b):
+        done = subprocess.run([str(nvdisasm), str(cubin)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        if done.returncode != 0:
+            return None
+        listings.append({k: [i.text for i in v] for k, v in sass_facts.parse(done.stdout).items()})
+    return listings[0] == listings[1] and bool(listings[0])
+
+
 def measure(label: str, ptxas: Path, origin: dict[str, Any], ptx: dict[str, Any], arch: str,
-            work: Path) -> tuple[dict[str, Any], Path | None]:
+            work: Path, nvdisasm: Path) -> tuple[dict[str, Any], Path | None]:
     """Compile the lowered PTX (the arm's cubin), without -O3, and as emitted."""
     d = work / re.sub(r"[^A-Za-z0-9_.=-]", "_", label)
     flags = compile_cubin.arch_flags(arch)
@@ -161,6 +173,11 @@ def measure(label: str, ptxas: Path, origin: dict[str, Any], ptx: dict[str, Any]
     if main["status"] == "ok":
         plain = compile_cubin.run_ptxas(ptxas, ptx["lowered"], d / "plain.cubin", [f"-arch={arch}"])
         record["default_level_same_cubin"] = plain.get("cubin_sha256") == main["cubin_sha256"]
+        if plain["status"] == "ok" and not record["default_level_same_cubin"]:
+            # ptxas 13 writes its options into the cubin (.note.nv.tkinfo): the bytes differ
+            # when the flags are spelled differently, the code need not.
+            record["default_level_same_code"] = same_code(nvdisasm, d / "plain.cubin",
+                                                          d / "kernel.cubin")
     emitted = compile_cubin.run_ptxas(ptxas, ptx["emitted"], d / "emitted.cubin", flags)
     m = _MAX_ISA.search(emitted["stderr_first_line"])
     record["as_emitted"] = {
@@ -261,15 +278,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for item in args.ptxas:
         label, _, path = item.partition("=")
         program = Path(path)
-        todo.append((label, program, {"package": None, "requested": label, "resolved": None,
-                                      "ptxas_version": compile_cubin.tool_version(program)}))
+        version = compile_cubin.tool_version(program)
+        # A program at hand: what it says it is (ptxas --version) is its resolved version.
+        todo.append((label, program, {"package": None, "requested": label,
+                                      "resolved": version["release"], "ptxas_version": version}))
 
     for label, program, origin in todo:
         print(f"releases.py: {label}", file=sys.stderr, flush=True)
         if program is None:
             releases.append({"label": label, **origin})
             continue
-        record, cubin = measure(label, program, origin, ptx, args.arch, work)
+        record, cubin = measure(label, program, origin, ptx, args.arch, work, tools["nvdisasm"])
         if cubin is not None:
             sha = record["compile"]["cubin_sha256"]
             if sha not in cubins:
