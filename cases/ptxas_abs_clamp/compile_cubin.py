@@ -9,7 +9,8 @@ The ptxas of a release is taken out of its wheel (wheels.py; cached under build/
 XLA, where the report comes from, runs ``ptxas <ptx> -o <cubin> -arch=sm_90 --warn-on-spills``
 (that flag only adds warnings). Beside the cubin goes ``ptxas.json``: the release asked for, the
 version its wheel declares, ``ptxas --version``, the wheel's file and sha256, the argv, the exit
-status (or the signal that ended ptxas) and the first line of its standard error.
+status (or the signal that ended ptxas) and the first line of its standard error; with
+``--nvdisasm``, ``sass.json``: each kernel's IABS, clamp and what the clamp reads (sass_facts.py).
 Exit status 0 when ptxas made the cubin, 1 when it did not. Standard library only.
 """
 
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import sass_facts
 import wheels
 
 FLAGS = ("-O3",)
@@ -84,6 +86,22 @@ def run_ptxas(ptxas: Path, ptx: Path, cubin: Path, flags: list[str],
     return out
 
 
+def sass_record(nvdisasm: Path, cubin: Path) -> dict[str, Any]:
+    """nvdisasm's reading of the cubin: per kernel the IABS, the clamp and what it reads."""
+    done = subprocess.run([str(nvdisasm), str(cubin)], capture_output=True, text=True,
+                          timeout=120, check=False)
+    kernels = sass_facts.kernel_facts(done.stdout) if done.returncode == 0 else {}
+    record: dict[str, Any] = {"disassembler": "nvdisasm",
+                              "version": tool_version(nvdisasm)["release"],
+                              "exit_status": done.returncode,
+                              "stderr_first_line": first_line(done.stderr, cubin)}
+    if "abs_clamp" in kernels:
+        k = kernels["abs_clamp"]
+        record.update(abs_dropped=not k["iabs"], iabs_feeds_clamp=k["clamp_reads"] == "IABS")
+    record["kernels"] = kernels
+    return record
+
+
 def resolve_ptxas(release: str | None, ptxas: Path | None, cache: Path) -> tuple[Path, dict[str, Any]]:
     """The ptxas to run and where it came from."""
     if ptxas is not None:
@@ -109,12 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--out", type=Path, required=True, help="the cubin to write")
     ap.add_argument("--cache", type=Path, default=wheels.CACHE)
+    ap.add_argument("--nvdisasm", type=Path, help="also write sass.json beside the cubin")
     args = ap.parse_args(argv)
     program, origin = resolve_ptxas(args.release, args.ptxas, args.cache)
     flags = arch_flags(args.arch)
     result = run_ptxas(program, args.ptx, args.out, flags)
     record = {**origin, "flags": flags, "ptx": args.ptx.name, **result}
     (args.out.parent / "ptxas.json").write_text(json.dumps(record, indent=1) + "\n")
+    if result["status"] == "ok" and args.nvdisasm:
+        sass = sass_record(args.nvdisasm, args.out)
+        (args.out.parent / "sass.json").write_text(json.dumps(sass, indent=1) + "\n")
     if result["status"] != "ok":
         print(f"compile_cubin.py: ptxas {result['status']}: {result['stderr_first_line']}",
               file=sys.stderr)

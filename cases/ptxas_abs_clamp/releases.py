@@ -343,6 +343,60 @@ def write_cubins(folder: Path, cubins: dict[str, dict[str, Any]]) -> None:
     (folder / "index.json").write_text(json.dumps({"cubins": index}, indent=1) + "\n")
 
 
+def summarize(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document without what repeats: each distinct cubin's kernel facts once (from the
+    first disassembler that read it), each disassembler's run as its status line."""
+    cubins = []
+    for c in doc["distinct_cubins"]:
+        s = c["sass"]
+        cubins.append({
+            "sha256": c["sha256"], "releases": c["releases"], "read_by": s["read_by"],
+            **{k: s[k] for k in ("disassemblers_agree", "abs_dropped", "iabs_feeds_clamp",
+                                 "abs_clamp_same_as_clamp_only") if k in s},
+            "disassemblers": {n: {k: v for k, v in r.items() if k != "kernels"}
+                              for n, r in s["disassemblers"].items()},
+            "kernels": {k: {f: v for f, v in facts.items() if f != "instructions"}
+                        for k, facts in s.get("kernels", {}).items()},
+        })
+    keep = ("label", "package", "requested", "resolved", "unavailable", "wheel", "flags",
+            "compile", "default_level_same_cubin", "default_level_same_code", "as_emitted",
+            "abs_dropped", "sass_abs_clamp", "sass_read_by")
+    releases = [{k: r[k] for k in keep if k in r} for r in doc["releases"]]
+    for r in releases:
+        if "wheel" in r:
+            r["wheel"] = {"filename": r["wheel"]["filename"], "sha256": r["wheel"]["sha256"]}
+    return {**{k: v for k, v in doc.items() if k not in ("releases", "distinct_cubins")},
+            "releases": releases, "distinct_cubins": cubins}
+
+
+def markdown_table(doc: dict[str, Any]) -> str:
+    """The README's table: one row per release, identical cubins numbered once."""
+    number = {c["sha256"]: i + 1 for i, c in enumerate(doc["distinct_cubins"])}
+    read = {c["sha256"]: c["sass"]["read_by"] if "sass" in c else c["read_by"]
+            for c in doc["distinct_cubins"]}
+    rows = ["| release | ptxas on `.version 8.0` | cubin (sha256) | IABS in abs_clamp | "
+            "clamp reads | `.version 9.3` as emitted | read by (13.2.51) |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in doc["releases"]:
+        c = r.get("compile") or {}
+        sha = c.get("cubin_sha256")
+        ptxas = c.get("status") or f"unavailable: {r.get('unavailable')}"
+        cubin = f"#{number[sha]} `{sha[:12]}`" if sha else "–"
+        iabs = {True: "**absent**", False: "present"}.get(r.get("abs_dropped"), "–")
+        reads = (r.get("sass_abs_clamp") or {}).get("clamp_reads") or "–"
+        a = r.get("as_emitted") or {}
+        emitted = a.get("status", "–")
+        if a.get("signal"):
+            emitted += f" ({a['signal']})"
+        elif a.get("newest_isa_named"):
+            emitted += f" (names ISA {a['newest_isa_named']})"
+        readers = ", ".join(read.get(sha, [])) if sha else "–"
+        label = r["requested"] if r.get("package") in (None, "nvidia-cuda-nvcc-cu12") \
+            else f"{r['requested']} ({r['package']})"
+        rows.append(f"| {label} | {ptxas} | {cubin} | {iabs} | {reads} | {emitted} | {readers} |")
+    return "\n".join(rows) + "\n"
+
+
 def summary_rows(doc: dict[str, Any]) -> list[str]:
     """One line per release: release, ptxas, cubin sha256 prefix, IABS in abs_clamp."""
     rows = []
@@ -368,6 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nvdisasm", type=Path)
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--cubins", type=Path, help="copy the distinct cubins here, with index.json")
+    ap.add_argument("--summary", type=Path, help="also write the shorter document (summarize)")
+    ap.add_argument("--markdown", type=Path, help="also write the release table (Markdown)")
     ap.add_argument("--cache", type=Path, default=wheels.CACHE)
     ap.add_argument("--index", default=wheels.INDEX)
     ap.add_argument("--offline", action="store_true", help="ask PyPI nothing (--ptxas only)")
@@ -380,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = run(args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    if args.summary:
+        args.summary.write_text(json.dumps(summarize(doc), indent=1) + "\n")
+    if args.markdown:
+        args.markdown.write_text(markdown_table(doc))
     print("\n".join(summary_rows(doc)))
     for b in doc["boundaries"]:
         print(f"boundary: {b['package']} {b['between'][0]} -> {b['between'][1]}: {b['change']}")
