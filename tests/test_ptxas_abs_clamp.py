@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import hashlib
 import importlib
 import io
 import json
@@ -393,13 +394,18 @@ def test_gpu_check_without_a_gpu_writes_no_driver_runs(tmp_path):
     cubins = tmp_path / "cubins"
     cubins.mkdir()
     (cubins / "aa.cubin").write_bytes(b"x")
+    (cubins / "bb.cubin").write_bytes(b"y")
+    sha = hashlib.sha256(b"x").hexdigest()
     (cubins / "index.json").write_text(json.dumps({"cubins": [
-        {"file": "aa.cubin", "sha256": "aa", "releases": ["p==1"], "abs_dropped": True,
-         "kernels": ["abs_clamp", "abs_only"]}]}))
+        {"file": "aa.cubin", "sha256": sha, "releases": ["p==1"], "abs_dropped": True,
+         "kernels": ["abs_clamp", "abs_only"]},
+        {"file": "bb.cubin", "sha256": sha, "releases": ["p==2"], "abs_dropped": False,
+         "kernels": ["abs_clamp"]}]}))
     done = _run("gpu_check.py", str(tmp_path / "out"), "--cubins", str(cubins))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the skipped file has no final record
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert [r["status"] for r in summary["runs"]] == ["no_driver", "no_driver"]
+    assert [r["status"] for r in summary["runs"]] == ["no_driver", "no_driver", None]
+    assert "sha256" in summary["runs"][2]["skipped"]
     assert summary["agreement"]["cubins_checked"] == 0
     assert summary["agreement"]["wrong_exactly_where_iabs_dropped"] is None
     assert (tmp_path / "out" / "aa.abs_clamp.jsonl").is_file()

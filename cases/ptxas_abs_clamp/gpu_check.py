@@ -4,8 +4,8 @@
         [--jobs 4] [--launches 3] [--random 4096]
 
 Reads ``<cubins>/index.json`` (releases.py --cubins), runs ``driver.py`` once per cubin and
-kernel (abs_clamp and the two controls), a few at a time, each its own process with a
-60-second limit, and writes to OUT_DIR: ``<cubin>.<kernel>.jsonl`` (the driver's standard
+kernel (abs_clamp and the two controls; a file whose sha256 is not the index's is skipped), a
+few at a time, each its own process with a 60-second limit, and writes to OUT_DIR: ``<cubin>.<kernel>.jsonl`` (the driver's standard
 output) and ``.stderr.txt``, and ``summary.json``: per run the releases that made the cubin,
 the SASS fact (IABS dropped or not), the final status, the check and the report's six values;
 and whether, for abs_clamp, "wrong results" and "IABS dropped" go together on every cubin.
@@ -16,6 +16,7 @@ Exit status 0 when every run ended with a final record, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -42,7 +43,12 @@ def final_record(stdout: str) -> dict[str, Any] | None:
 
 def run_one(entry: dict[str, Any], kernel: str, args: argparse.Namespace) -> dict[str, Any]:
     stem = f"{Path(entry['file']).stem}.{kernel}"
-    argv = [sys.executable, str(HERE / "driver.py"), "--cubin", str(args.cubins / entry["file"]),
+    cubin = args.cubins / entry["file"]
+    if hashlib.sha256(cubin.read_bytes()).hexdigest() != entry["sha256"]:
+        return {"cubin": entry["file"], "sha256": entry["sha256"], "releases": entry["releases"],
+                "sass_abs_dropped": entry.get("abs_dropped"), "kernel": kernel,
+                "exit_status": None, "status": None, "skipped": "the file's sha256 is not the index's"}
+    argv = [sys.executable, str(HERE / "driver.py"), "--cubin", str(cubin),
             "--kernel", kernel, "--launches", str(args.launches), "--random", str(args.random)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
@@ -101,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         first = r["releases"][0].rpartition("==")[2] + (f" (+{len(r['releases']) - 1})"
                                                       if len(r["releases"]) > 1 else "")
         got = (r.get("report_m") or {}).get("got")
-        print(f"{first:18} {r['kernel']:10} {r['status'] or 'no final record':11} "
+        status = r["status"] or ("skipped" if r.get("skipped") else "no final record")
+        print(f"{first:18} {r['kernel']:10} {status:11} "
               f"mismatches {c.get('mismatches', '-')}/{c.get('n', '-')} m=-3..2 -> {got}")
     print(json.dumps({k: v for k, v in summary["agreement"].items() if k != "pairs"}))
     return 0 if all(r["status"] for r in rows) else 1
