@@ -6,10 +6,10 @@
 
 The ptxas of a release is taken out of its wheel (wheels.py; cached under build/). Flags:
 ``-arch=<arch> -O3`` (FLAGS). -O3 is ptxas's default level, written out so the command says it;
-XLA, where the report comes from, runs ``ptxas <ptx> -o <cubin> -arch=sm_90 --warn-on-spills``
-(that flag only adds warnings). Beside the cubin goes ``ptxas.json``: the release asked for, the
-version its wheel declares, ``ptxas --version``, the wheel's file and sha256, the argv, the exit
-status (or the signal that ended ptxas) and the first line of its standard error; with
+XLA, where the report comes from, runs ptxas as a program as
+``ptxas <ptx> -o <cubin> -arch=sm_90 --warn-on-spills`` (that flag only adds warnings). Beside
+the cubin goes ``ptxas.json``: the release asked for, the version its wheel declares,
+``ptxas --version``, the wheel's file and sha256, the flags, the exit status (or the signal that ended ptxas) and the first line of its standard error; with
 ``--nvdisasm``, ``sass.json``: each kernel's IABS, clamp and what the clamp reads (sass_facts.py).
 Exit status 0 when ptxas made the cubin, 1 when it did not. Standard library only.
 """
