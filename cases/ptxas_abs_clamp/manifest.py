@@ -1,0 +1,240 @@
+"""Case ptxas_abs_clamp: ptxas drops the abs() that feeds a clamp on sm_90 (NVIDIA bug 4826023).
+
+Report: jax-ml/jax PR 24438 (sph_harm gave wrong results on compute capability 9.0 with CUDA
+12.5.0 to 12.6.2), openxla/xla PR 19927, NVIDIA/JAX-Toolbox PR 1184/1185 (fixed in CUDA 12.6.3).
+Question: which ptxas releases compile clamp(abs(m), 0, 5) as if it were clamp(m, 0, 5) for
+sm_90, do those cubins return wrong results on a Hopper GPU, and do the releases on either side
+of the two boundaries return the reference?
+
+One PTX (nvcc 13.3 -arch=sm_90 -ptx on kernel.cu, its .version lowered to 8.0 by
+lower_ptx_version.py) compiled by each arm's ptxas (compile_cubin.py: the ptxas of an
+nvidia-cuda-nvcc-cu12 wheel, or the pinned 13.3 one) with -arch=sm_90 -O3. The arms' releases
+are the boundaries releases.py measured on the CPU (releases.cpu.json). A trial is driver.py:
+one process, a few launches, every output element checked against the host's reference.
+Standard library + gpurepro only: imported on GPU nodes with no network.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpurepro.manifest import (
+    OUTCOMES,
+    Arm,
+    Artifact,
+    Case,
+    Claim,
+    Defaults,
+    Devices,
+    Exposure,
+    Factor,
+    TrialCommand,
+    TrialContext,
+    load_sibling,
+)
+
+_verdict = load_sibling(__file__, "verdict")
+
+TARGET = "sm_90"
+# nvcc 13.3.73 and its family (as tile_unload_race pins it for Hopper) write the PTX; its ptxas
+# is the CUDA 13 arm. The disassemblers exist on PyPI from 13.2.51 on; nvdisasm 13.2.51 reads
+# every cubin of the arms (cuobjdump 13.2.51 does not read those of ptxas 12.0.76 ... 12.3.52).
+PINS = (
+    "nvidia-cuda-nvcc==13.3.73",
+    "nvidia-nvvm==13.3.73",
+    "nvidia-cuda-crt==13.3.73",
+    "nvidia-cuda-runtime==13.3.29",
+    "nvidia-cuda-cuobjdump==13.2.51",
+    "nvidia-cuda-nvdisasm==13.2.51",
+)
+CU12 = "nvidia-cuda-nvcc-cu12"
+PINNED_PTXAS = "13.3.73"
+# ptxas release -> (arm, what releases.cpu.json measured there). Every release of the package
+# between 12.0.76 and 12.9.86 was compiled; these are the two boundaries and the ends.
+RELEASES = {
+    "12.4.131": ("last-good", "the last release with IABS before the clamp (CUDA 12.4.1)"),
+    "12.5.40": ("first-bad", "the first release without it (CUDA 12.5.0)"),
+    "12.6.77": ("last-bad", "the last release without it (CUDA 12.6.2), the report's reproduction"),
+    "12.6.85": ("first-fixed", "the first release with it again (CUDA 12.6.3)"),
+    "12.9.86": ("newest-12", "the newest nvidia-cuda-nvcc-cu12 release"),
+    PINNED_PTXAS: ("cuda-13", "the ptxas of the pinned nvidia-cuda-nvcc 13.3.73"),
+}
+KERNELS = ("abs_clamp", "abs_only", "clamp_only")
+LAUNCHES = 3  # per trial, each checked; the budget's max_exposure overrides it
+RANDOM_INPUTS = 4096  # seeded inputs after the report's six, per launch
+
+
+def cubin_artifact(release: str) -> str:
+    return f"cubin_{release}"
+
+
+def _cubin(release: str) -> Artifact:
+    if release == PINNED_PTXAS:
+        source, tools = ("--ptxas", "{ptxas}"), ("ptxas", "nvdisasm")
+        what = "the pinned ptxas"
+    else:
+        source, tools = ("--release", f"{CU12}=={release}"), ("nvdisasm",)
+        what = f"ptxas from the {CU12} {release} wheel"
+    return Artifact(
+        name=cubin_artifact(release),
+        description=f"{what}, -arch={TARGET} -O3, on the lowered PTX; sass.json beside it",
+        command=("{python}", "{case}/compile_cubin.py", *source,
+                 "--ptx", "{artifact:ptx_lowered}/kernel.ptx", "--arch", "{arch}",
+                 "--nvdisasm", "{nvdisasm}", "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin", "ptxas.json", "sass.json"),
+        sources=("compile_cubin.py", "wheels.py", "sass_facts.py"),
+        tools=tools,
+    )
+
+
+ARTIFACTS = [
+    Artifact(
+        name="ptx",
+        description="kernel.cu -> PTX with the pinned nvcc (.version 9.3)",
+        command=("{nvcc}", "-arch={arch}", "-ptx", "-o", "{out}/kernel.ptx", "{case}/kernel.cu"),
+        outputs=("kernel.ptx",),
+        sources=("kernel.cu",),
+        tools=("nvcc",),
+    ),
+    Artifact(
+        name="ptx_lowered",
+        description="the PTX with .version 8.0, which every ptxas from CUDA 12.0 on accepts",
+        command=("{python}", "{case}/lower_ptx_version.py", "{artifact:ptx}/kernel.ptx",
+                 "{out}/kernel.ptx", "--to", "8.0"),
+        outputs=("kernel.ptx",),
+        sources=("lower_ptx_version.py",),
+    ),
+    *[_cubin(r) for r in RELEASES],
+]
+
+FACTORS = {
+    "ptxas": Factor(tuple(RELEASES), "12.6.77", "the ptxas release that compiled the cubin"),
+    "kernel": Factor(KERNELS, "abs_clamp",
+                     "abs_clamp (the report's index), abs_only (no clamp), clamp_only (no abs)"),
+}
+
+ARMS = [
+    *[Arm(arm, {"ptxas": release}, f"ptxas {release}: {why}")
+      for release, (arm, why) in RELEASES.items()],
+    Arm("control-abs-only", {"kernel": "abs_only"},
+        "ptxas 12.6.77, the kernel without the clamp: the abs alone"),
+    Arm("control-clamp-only", {"kernel": "clamp_only"},
+        "ptxas 12.6.77, the kernel without the abs: the clamp alone"),
+]
+BASELINE = "last-bad"
+
+# ---------------------------------------------------------------------------------- claims
+_COUNT = "{count} of {n} valid trials"
+
+
+def _wrong(arm: str, release: str) -> Claim:
+    return Claim(
+        f"{arm}-wrong", arm=arm, kind="outcome", outcome="wrong_result", share=0.5,
+        supported=f"ptxas {release} ({{arm}}) miscompiles clamp(abs(m), 0, 5) for sm_90: "
+                  f"wrong results in {_COUNT}.",
+        contradicted=f"ptxas {release} ({{arm}}) does not give wrong results in most trials: "
+                     f"{_COUNT} wrong.",
+        not_decided=f"Whether ptxas {release} ({{arm}}) gives wrong results in most trials is not "
+                    f"decided: {_COUNT} wrong.")
+
+
+def _right(arm: str, what: str) -> Claim:
+    return Claim(
+        f"{arm}-right", arm=arm, kind="outcome", outcome="survived", share=0.5,
+        supported=f"{what} ({{arm}}) returns the reference: every element right in {_COUNT}.",
+        contradicted=f"{what} ({{arm}}) does not return the reference in most trials: right in "
+                     f"{_COUNT}.",
+        not_decided=f"Whether {what} ({{arm}}) returns the reference is not decided: right in "
+                    f"{_COUNT}.")
+
+
+def _boundary(name: str, arm: str, reference: str, kind: str, sentence: str) -> Claim:
+    counts = ("{arm}: {count} of {n} trials failed; {reference}: {reference_count} of "
+              "{reference_n}")
+    return Claim(
+        name, arm=arm, reference=reference, kind=kind,
+        supported=f"{sentence}: {counts}.",
+        contradicted=f"Contrary to the boundary releases.py measured in the SASS: {counts}.",
+        not_decided=f"Whether {sentence[0].lower() + sentence[1:]} is not decided: {counts}; "
+                    "deciding it needs {needed}.")
+
+
+CLAIMS = [
+    _wrong("first-bad", "12.5.40"),
+    _wrong("last-bad", "12.6.77"),
+    _right("last-good", "ptxas 12.4.131"),
+    _right("first-fixed", "ptxas 12.6.85"),
+    _right("newest-12", "ptxas 12.9.86"),
+    _right("cuda-13", f"ptxas {PINNED_PTXAS}"),
+    _right("control-abs-only", "The abs without the clamp, ptxas 12.6.77"),
+    _right("control-clamp-only", "The clamp without the abs, ptxas 12.6.77"),
+    _boundary("breaks-at-12-5", "first-bad", "last-good", "higher",
+              "ptxas 12.5.40 (first-bad) fails more often than 12.4.131 (last-good)"),
+    _boundary("fixed-at-12-6-85", "first-fixed", "last-bad", "lower",
+              "ptxas 12.6.85 (first-fixed) fails less often than 12.6.77 (last-bad)"),
+]
+# The claims are about wrong results: a trial whose output differs from the reference. Until
+# gpurepro.manifest.OUTCOMES has that outcome, a wrong result is recorded as a survival, and
+# the claims would be rejected (outcome) or meaningless (survived, higher, lower); the case
+# then declares none.
+WRONG_RESULT_KNOWN = "wrong_result" in OUTCOMES
+FAILURES = ("wrong_result", "cuda_error", "crashed", "hung")
+
+
+# ---------------------------------------------------------------------------------- trials
+
+
+def trial_command(ctx: TrialContext) -> TrialCommand:
+    f = ctx.factors
+    cubin = ctx.artifacts[cubin_artifact(f["ptxas"])]
+    launches = ctx.budget.max_exposure or LAUNCHES
+    return TrialCommand(argv=(sys.executable, str(Path(ctx.case_dir) / "driver.py"),
+                              "--cubin", str(cubin), "--kernel", f["kernel"],
+                              "--launches", str(launches), "--random", str(RANDOM_INPUTS)))
+
+
+def _sass(paths: Mapping[str, Path]) -> Mapping[str, Any]:
+    """Each arm cubin's sass.json (nvdisasm's reading), by ptxas release."""
+    import json
+
+    by_release = {}
+    for release in RELEASES:
+        p = paths.get(cubin_artifact(release))
+        sass = Path(p).parent / "sass.json" if p is not None else None
+        if sass is not None and sass.is_file():
+            by_release[release] = json.loads(sass.read_text())
+    return {"available": bool(by_release), "by_ptxas": by_release}
+
+
+CASE = Case(
+    name="ptxas_abs_clamp",
+    question=(
+        "Does ptxas drop the abs() of a gather index clamp(abs(m), 0, 5) on sm_90, so that "
+        "negative indices read element 0; in which nvidia-cuda-nvcc-cu12 releases; and do the "
+        "releases on either side of each boundary, and the kernel without the clamp or without "
+        "the abs, return the reference on a Hopper GPU?"
+    ),
+    report_url="https://github.com/jax-ml/jax/pull/24438",
+    toolchains={TARGET: PINS},
+    artifacts=ARTIFACTS,
+    factors=FACTORS,
+    arms=ARMS,
+    baseline=BASELINE,
+    trial_command=trial_command,
+    verdict=_verdict.verdict,
+    devices=Devices(
+        targets={"9.0": TARGET},
+        why="the miscompile is reported for compute capability 9.0 (NVIDIA bug 4826023); the "
+            "cubins hold sm_90 SASS, which only a 9.0 device runs",
+    ),
+    exposure=Exposure(counter="launches", unit="launches"),
+    # One process per trial: load, three launches of 4102 elements, check, exit (about a second).
+    defaults=Defaults(trials_per_arm=20, duration_s=5.0, trial_timeout_s=60.0,
+                      max_exposure=LAUNCHES, jobs=1),
+    failure_outcomes=FAILURES if WRONG_RESULT_KNOWN else ("cuda_error", "crashed", "hung"),
+    analyses={"sass": _sass},
+    claims=CLAIMS if WRONG_RESULT_KNOWN else (),
+)

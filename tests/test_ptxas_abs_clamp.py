@@ -1,0 +1,529 @@
+"""ptxas_abs_clamp on a machine with no GPU: the PTX lowering, the trial driver's protocol and
+check, the SASS facts, the release facts on two releases, and the committed table.
+
+tests/data/ptxas_abs_clamp/ holds what the pinned tools gave: kernel.emitted.ptx (nvcc 13.3.73,
+``-arch=sm_90 -ptx`` on kernel.cu), nvdisasm 13.2.51 on the cubin of ptxas 12.6.77 and
+cuobjdump 13.2.51 on that of 12.6.85. The toolchain-marked tests run the tools from the
+environments `nox -s toolchain` makes, and one of them two 12.6 wheels from PyPI (42 MB, cached
+under build/ptxas_abs_clamp/); each skips, saying why, where those are missing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import hashlib
+import importlib
+import io
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT, toolchain_venv
+
+CASE_DIR = ROOT / "cases" / "ptxas_abs_clamp"
+DATA = ROOT / "tests" / "data" / "ptxas_abs_clamp"
+EMITTED_PTX = DATA / "kernel.emitted.ptx"
+SIBLINGS = ("protocol", "driver", "lower_ptx_version", "sass_facts", "wheels", "compile_cubin",
+            "releases", "gpu_check")
+
+
+@pytest.fixture(scope="module")
+def case_modules():
+    """The case's scripts as modules (they import each other by plain name, as when run)."""
+    sys.path.insert(0, str(CASE_DIR))
+    try:
+        yield {name: importlib.import_module(name) for name in SIBLINGS}
+    finally:
+        sys.path.remove(str(CASE_DIR))
+        for name in SIBLINGS:
+            sys.modules.pop(name, None)
+
+
+def _run(script: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CASE_DIR / script), *args], capture_output=True,
+                          text=True, timeout=600, **kw)
+
+
+def _has_libcuda() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- PTX lowering
+
+
+def test_lowering_rewrites_only_the_version_line(tmp_path):
+    out = tmp_path / "kernel.ptx"
+    done = _run("lower_ptx_version.py", str(EMITTED_PTX), str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ".version 9.3 -> 8.0"
+    before, after = EMITTED_PTX.read_text().splitlines(), out.read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert changed == [(".version 9.3", ".version 8.0")]
+
+
+def test_the_real_ptx_needs_nothing_newer_than_isa_8_0(case_modules):
+    low = case_modules["lower_ptx_version"]
+    needs = low.requirements(EMITTED_PTX.read_text())
+    assert {"abs", "min", "max", "ld", "st", "cvta"} <= set(needs)
+    assert needs[".target sm_90"] == "7.8"
+    assert max(low._v(v) for v in needs.values()) <= (8, 0)
+
+
+def test_lowering_refuses_an_instruction_it_has_no_version_for(tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(EMITTED_PTX.read_text().replace("\tret;", "\tfence.proxy.async;\n\tret;", 1))
+    done = _run("lower_ptx_version.py", str(src), str(tmp_path / "out.ptx"))
+    assert done.returncode == 2 and "fence" in done.stderr
+    assert not (tmp_path / "out.ptx").exists()
+
+
+def test_lowering_refuses_a_modifier_newer_than_the_target(tmp_path):
+    src = tmp_path / "k.ptx"
+    src.write_text(EMITTED_PTX.read_text().replace("max.s32", "max.relu.s32", 1))
+    done = _run("lower_ptx_version.py", str(src), str(tmp_path / "out.ptx"), "--to", "7.8")
+    assert done.returncode == 2 and "max.relu (ISA 8.0)" in done.stderr
+
+
+def test_lowering_leaves_an_older_version_alone(case_modules):
+    low = case_modules["lower_ptx_version"]
+    old = EMITTED_PTX.read_text().replace(".version 9.3", ".version 7.8")
+    assert low.lower(old) == (old, "7.8", "7.8")
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+def test_driver_without_libcuda_reports_no_driver(tmp_path):
+    if _has_libcuda():
+        pytest.skip("this machine has a libcuda.so.1: no_driver cannot be shown here")
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(b"\x7fELF not really")
+    done = _run("driver.py", "--cubin", str(cubin), "--kernel", "abs_clamp")
+    assert done.returncode == 3, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["start", "final"]
+    start, final = events
+    assert start["driver"] == "python" and start["config"]["kernel"] == "abs_clamp"
+    assert final["status"] == "no_driver" and "libcuda.so.1" in final["reason"]
+    assert "check" not in final and final["counters"] == {}
+
+
+def test_driver_no_driver_record_classifies_as_unsupported(tmp_path):
+    if _has_libcuda():
+        pytest.skip("this machine has a libcuda.so.1")
+    from gpurepro.classify import Observed, classify, parse_json_lines
+
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(b"x")
+    done = _run("driver.py", "--cubin", str(cubin))
+    events, bad = parse_json_lines(done.stdout.splitlines())
+    got = classify(Observed(done.returncode, False, events), "launches")
+    assert bad == 0 and got.outcome == "unsupported" and "libcuda.so.1" in got.detail
+
+
+def test_driver_usage_errors_exit_2_without_a_final_record(tmp_path):
+    done = _run("driver.py", "--cubin", str(tmp_path / "missing.cubin"))
+    assert done.returncode == 2 and done.stdout == ""
+
+
+def test_reference_of_the_report_and_the_inputs(case_modules):
+    drv = case_modules["driver"]
+    assert drv.reference("abs_clamp", drv.REPORT_M) == [9, 6, 3, 0, 3, 6]
+    assert drv.reference("clamp_only", drv.REPORT_M) == [0, 0, 0, 0, 3, 6]
+    assert drv.reference("abs_only", drv.REPORT_M) == [9, 6, 3, 0, 3, 6]
+    m = drv.inputs("abs_clamp", 4096, drv.DEFAULT_SEED)
+    assert m[:6] == drv.REPORT_M and m == drv.inputs("abs_clamp", 4096, drv.DEFAULT_SEED)
+    assert 1500 < sum(x < 0 for x in m) < 2600 and drv.INT_MIN not in m
+    assert max(abs(x) for x in drv.inputs("abs_only", 4096, 1)) == 5
+
+
+class FakeResult(int):
+    """A CUresult as the bindings return it: an int with a name."""
+
+    def __new__(cls, value: int, name: str):
+        obj = super().__new__(cls, value)
+        obj.name = name
+        return obj
+
+
+OK = FakeResult(0, "CUDA_SUCCESS")
+
+
+class FakeCuda:
+    """Just enough of cuda.bindings.driver, on host memory: cuLaunchKernel runs the kernel
+    here, dropping the abs when ``drop_abs`` (what ptxas 12.5.40 ... 12.6.77 compile)."""
+
+    class CUdevice_attribute:
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+
+    def __init__(self, drop_abs: bool, fail: dict[str, str] | None = None):
+        self.drop_abs, self.fail, self.mem, self.calls = drop_abs, fail or {}, {}, []
+
+    def __getattribute__(self, name):
+        attr = object.__getattribute__(self, name)
+        if name.startswith("cu"):
+            fail = object.__getattribute__(self, "fail")
+
+            def call(*args):
+                object.__getattribute__(self, "calls").append(name)
+                if name in fail:
+                    return (FakeResult(1, fail[name]),)
+                return attr(*args)
+            return call
+        return attr
+
+    def cuInit(self, flags): return (OK,)
+    def cuDeviceGet(self, i): return (OK, 0)
+    def cuDeviceGetAttribute(self, a, dev): return (OK, 9 if a == 75 else 0)
+    def cuDeviceGetName(self, n, dev): return (OK, b"Fake H200\0\0")
+    def cuDriverGetVersion(self): return (OK, 13000)
+    def cuDevicePrimaryCtxRetain(self, dev): return (OK, "ctx")
+    def cuCtxSetCurrent(self, ctx): return (OK,)
+    def cuModuleLoadData(self, image): return (OK, "module")
+    def cuModuleGetFunction(self, mod, name): return (OK, name.decode())
+    def cuCtxSynchronize(self): return (OK,)
+    def cuMemFree(self, d): return (OK,)
+    def cuModuleUnload(self, m): return (OK,)
+    def cuDevicePrimaryCtxRelease(self, d): return (OK,)
+
+    def cuMemAlloc(self, n):
+        buf = ctypes.create_string_buffer(n)
+        self.mem[ctypes.addressof(buf)] = buf
+        return (OK, ctypes.addressof(buf))
+
+    def cuMemcpyHtoD(self, dst, src, n):
+        ctypes.memmove(dst, src, n)
+        return (OK,)
+
+    def cuMemcpyDtoH(self, dst, src, n):
+        ctypes.memmove(dst, src, n)
+        return (OK,)
+
+    def cuMemsetD32(self, dst, value, n):
+        (ctypes.c_uint32 * n).from_address(dst)[:] = [value] * n
+        return (OK,)
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        ptrs = (ctypes.c_void_p * 4).from_address(params)
+        d_m, d_a, d_out = (ctypes.c_uint64.from_address(ptrs[i]).value for i in range(3))
+        n = ctypes.c_int32.from_address(ptrs[3]).value
+        m = (ctypes.c_int32 * n).from_address(d_m)
+        a = (ctypes.c_int32 * 18).from_address(d_a)
+        out = (ctypes.c_int32 * n).from_address(d_out)
+        for i in range(min(n, gx * bx)):
+            x = m[i] if f == "clamp_only" or (self.drop_abs and f == "abs_clamp") else abs(m[i])
+            out[i] = a[3 * x] if f == "abs_only" else a[3 * max(0, min(x, 5))]
+        return (OK,)
+
+
+def _drive(drv, monkeypatch, fake, *argv):
+    monkeypatch.setattr(drv, "libcuda_missing", lambda: None)
+    monkeypatch.setattr(drv, "import_bindings", lambda: (fake, "fake", "0"))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    rc = drv.main(["--cubin", str(EMITTED_PTX), *argv])
+    monkeypatch.undo()
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    return rc, events
+
+
+def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, monkeypatch):
+    drv = case_modules["driver"]
+    rc, events = _drive(drv, monkeypatch, FakeCuda(drop_abs=True), "--random", "1000")
+    final = events[-1]
+    assert rc == 0 and final["status"] == "ok"
+    m = drv.inputs("abs_clamp", 1000, drv.DEFAULT_SEED)
+    negative = sum(x < 0 for x in m)
+    check = final["check"]
+    assert check["kind"] == "exact" and check["n"] == 3 * len(m)
+    assert check["mismatches"] == 3 * negative
+    assert check["first"][0] == [0, 0, 9] and len(check["first"]) == 8
+    obs = final["observations"]
+    assert obs["report_m"] == {"m": [-3, -2, -1, 0, 1, 2], "got": [0, 0, 0, 0, 3, 6],
+                               "expected": [9, 6, 3, 0, 3, 6]}
+    assert obs["mismatches_by_sign"] == {"negative_m": 3 * negative, "nonnegative_m": 0}
+    assert obs["launches_agree"] is True and obs["first_m"][:3] == [-3, -2, -1]
+    assert final["counters"] == {"launches": 3, "checked": 3 * len(m)}
+    assert [e["event"] for e in events] == ["start", "heartbeat", "heartbeat", "heartbeat", "final"]
+
+
+@pytest.mark.parametrize("kernel", ["abs_clamp", "abs_only", "clamp_only"])
+def test_driver_right_answers_have_no_mismatches(case_modules, monkeypatch, kernel):
+    drv = case_modules["driver"]
+    rc, events = _drive(drv, monkeypatch, FakeCuda(drop_abs=False), "--kernel", kernel)
+    final = events[-1]
+    assert rc == 0 and final["check"]["mismatches"] == 0 and final["check"]["first"] == []
+    assert final["check"]["n"] == 3 * 4102
+
+
+def test_driver_names_the_failing_call(case_modules, monkeypatch):
+    drv = case_modules["driver"]
+    fake = FakeCuda(False, {"cuCtxSynchronize": "CUDA_ERROR_LAUNCH_FAILED"})
+    rc, events = _drive(drv, monkeypatch, fake)
+    final = events[-1]
+    assert rc == 1 and final["status"] == "cuda_error"
+    assert (final["error"], final["call"]) == ("CUDA_ERROR_LAUNCH_FAILED", "cuCtxSynchronize")
+    assert final["errors"] == {"CUDA_ERROR_LAUNCH_FAILED": 1} and "check" not in final
+
+
+def test_driver_a_cubin_the_device_cannot_load_is_unsupported(case_modules, monkeypatch):
+    drv = case_modules["driver"]
+    fake = FakeCuda(False, {"cuModuleLoadData": "CUDA_ERROR_NO_BINARY_FOR_GPU"})
+    rc, events = _drive(drv, monkeypatch, fake)
+    assert rc == 3 and events[-1]["status"] == "unsupported"
+    assert "CUDA_ERROR_NO_BINARY_FOR_GPU" in events[-1]["reason"]
+
+
+def test_check_keeps_the_first_eight_mismatches_across_calls(case_modules):
+    check = case_modules["protocol"].Check()
+    check.compare([0, 1, 2, 3], [0, 9, 2, 9], offset=0)
+    check.compare([5] * 10, [6] * 10, offset=4)
+    rec = check.record()
+    assert rec["n"] == 14 and rec["mismatches"] == 12
+    assert rec["first"] == [[1, 1, 9], [3, 3, 9], *[[i, 5, 6] for i in range(4, 10)]]
+
+
+# ----------------------------------------------------------------------------- SASS facts
+
+
+def test_sass_facts_of_the_two_sides_of_the_fix(case_modules):
+    sf = case_modules["sass_facts"]
+    bad = sf.kernel_facts((DATA / "ptxas-12.6.77.nvdisasm.txt").read_text())
+    good = sf.kernel_facts((DATA / "ptxas-12.6.85.cuobjdump-sass.txt").read_text())
+    assert set(bad) == set(good) == {"abs_clamp", "abs_only", "clamp_only"}
+    assert bad["abs_clamp"]["iabs"] == [] and bad["abs_clamp"]["clamp_reads"] == "LDG.E"
+    assert bad["abs_clamp"]["clamp"] == ["VIMNMX.RELU R0, R2, 0x5, PT"]
+    assert good["abs_clamp"]["iabs"] == ["IABS R0, R2"]
+    assert good["abs_clamp"]["clamp_reads"] == "IABS"
+    assert bad["abs_only"]["iabs"] and good["abs_only"]["iabs"]
+    assert bad["clamp_only"] == good["clamp_only"]
+
+
+# ----------------------------------------------------------------------------- wheels
+
+
+def test_version_ranges_and_wheel_choice(case_modules):
+    w = case_modules["wheels"]
+    assert w.in_range("12.6.77", ">=12.0,<13") and not w.in_range("13.0.88", ">=12.0,<13")
+    assert w.in_range("12.6.85", ">12.6.77,<=12.6.85") and not w.in_range("0.0.1.dev5", "")
+    files = [{"filename": "p-1-py3-none-win_amd64.whl"},
+             {"filename": "p-1-py3-none-manylinux2014_aarch64.whl"},
+             {"filename": "p-1-py3-none-manylinux1_x86_64.manylinux_2_5_x86_64.whl"}]
+    assert w.pick_wheel(files, "x86_64")["filename"].startswith("p-1-py3-none-manylinux1")
+    assert w.pick_wheel(files, "aarch64")["filename"].endswith("aarch64.whl")
+
+
+def test_relative_file_urls_are_made_absolute(case_modules, monkeypatch):
+    w = case_modules["wheels"]
+    body = json.dumps({"releases": {"1.0": [{"filename": "a.whl", "url": "../../packages/a.whl"}]}})
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: io.BytesIO(body.encode()))
+    doc = w.pypi_json("pkg", "https://mirror.example/root")
+    assert doc["releases"]["1.0"][0]["url"] == "https://mirror.example/root/packages/a.whl"
+
+
+# ----------------------------------------------------------------------------- the committed facts
+
+
+def _committed() -> dict:
+    return json.loads((CASE_DIR / "releases.cpu.json").read_text())
+
+
+def test_readme_table_is_the_committed_documents(case_modules):
+    table = case_modules["releases"].markdown_table(_committed())
+    readme = (CASE_DIR / "README.md").read_text()
+    start = readme.index("<!-- releases table")
+    block = readme[readme.index("\n", start) + 1: readme.index("<!-- end of releases table")]
+    assert block == table
+
+
+def test_committed_document_counts_identical_cubins_once():
+    doc = _committed()
+    made = [r["compile"]["cubin_sha256"] for r in doc["releases"] if "compile" in r]
+    assert sorted(c["sha256"] for c in doc["distinct_cubins"]) == sorted(set(made))
+    assert sum(len(c["releases"]) for c in doc["distinct_cubins"]) == len(made)
+    for r in doc["releases"]:
+        assert r["requested"] and r["resolved"], r["label"]
+    cu12 = doc["axes"][0]
+    assert cu12["package"] == "nvidia-cuda-nvcc-cu12" and len(cu12["considered"]) >= 2
+
+
+def test_arms_sit_on_the_committed_boundaries(case_modules):
+    from gpurepro.manifest import load_case
+
+    case = load_case(CASE_DIR / "manifest.py", ROOT)
+    arms = {a.name: case.resolved_arms()[a.name] for a in case.arms}
+    doc = _committed()
+    pairs = [tuple(b["between"]) for b in doc["boundaries"]]
+    assert pairs == [(arms["last-good"]["ptxas"], arms["first-bad"]["ptxas"]),
+                     (arms["last-bad"]["ptxas"], arms["first-fixed"]["ptxas"])]
+    cu12 = [r["requested"] for r in doc["releases"] if r.get("package") == "nvidia-cuda-nvcc-cu12"]
+    assert arms["newest-12"]["ptxas"] == cu12[-1]
+    assert case.baseline == "last-bad" and arms["control-abs-only"]["kernel"] == "abs_only"
+
+
+def test_claims_are_well_formed_once_wrong_result_is_an_outcome(monkeypatch):
+    from gpurepro import manifest as model
+
+    case = model.load_case(CASE_DIR / "manifest.py", ROOT)
+    manifest = case.trial_command.__globals__  # the manifest module's names
+    if "wrong_result" not in model.OUTCOMES:
+        assert case.claims == () and "wrong_result" not in case.failure_outcomes
+        monkeypatch.setattr(model, "OUTCOMES", (*model.OUTCOMES, "wrong_result"))
+    full = dataclasses.replace(case, claims=manifest["CLAIMS"],
+                               failure_outcomes=manifest["FAILURES"])
+    model.validate(full, case.path)
+    assert len(manifest["CLAIMS"]) == 10
+
+
+# ----------------------------------------------------------------------------- gpu_check
+
+
+def test_gpu_check_without_a_gpu_writes_no_driver_runs(tmp_path):
+    if _has_libcuda():
+        pytest.skip("this machine has a libcuda.so.1")
+    cubins = tmp_path / "cubins"
+    cubins.mkdir()
+    (cubins / "aa.cubin").write_bytes(b"x")
+    (cubins / "bb.cubin").write_bytes(b"y")
+    sha = hashlib.sha256(b"x").hexdigest()
+    (cubins / "index.json").write_text(json.dumps({"cubins": [
+        {"file": "aa.cubin", "sha256": sha, "releases": ["p==1"], "abs_dropped": True,
+         "kernels": ["abs_clamp", "abs_only"]},
+        {"file": "bb.cubin", "sha256": sha, "releases": ["p==2"], "abs_dropped": False,
+         "kernels": ["abs_clamp"]}]}))
+    done = _run("gpu_check.py", str(tmp_path / "out"), "--cubins", str(cubins))
+    assert done.returncode == 1, done.stderr  # the skipped file has no final record
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [r["status"] for r in summary["runs"]] == ["no_driver", "no_driver", None]
+    assert "sha256" in summary["runs"][2]["skipped"]
+    assert summary["agreement"]["cubins_checked"] == 0
+    assert summary["agreement"]["wrong_exactly_where_iabs_dropped"] is None
+    assert (tmp_path / "out" / "aa.abs_clamp.jsonl").is_file()
+
+
+# ----------------------------------------------------------------------------- release facts
+
+
+def _tools(venv: Path | None, *names: str) -> dict[str, Path]:
+    if venv is None:
+        pytest.skip("no toolchain environment (nox -s toolchain makes it)")
+    found = {n: next(venv.glob(f"lib*/python3*/site-packages/nvidia/cu13/bin/{n}"), None)
+             for n in names}
+    if not all(found.values()):
+        pytest.skip(f"{venv.name} lacks {[n for n, p in found.items() if p is None]}")
+    return found
+
+
+@pytest.mark.toolchain
+def test_the_ptx_fixture_is_what_the_pinned_nvcc_emits(tmp_path):
+    nvcc = _tools(toolchain_venv("tile_unload_race", "sm_90"), "nvcc")["nvcc"]
+    out = tmp_path / "k.ptx"
+    done = subprocess.run([str(nvcc), "-arch=sm_90", "-ptx", str(CASE_DIR / "kernel.cu"), "-o",
+                           str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == EMITTED_PTX.read_text()
+
+
+@pytest.mark.toolchain
+def test_release_facts_of_two_local_13x_ptxas(tmp_path):
+    tile = _tools(toolchain_venv("tile_unload_race", "sm_90"), "ptxas")
+    tc = _tools(toolchain_venv("tcgen05_alloc_order", "sm_103a"), "ptxas", "cuobjdump", "nvdisasm")
+    out = tmp_path / "facts.json"
+    done = _run("releases.py", "--out", str(out), "--offline", "--ptx", str(EMITTED_PTX),
+                "--ptxas", f"13.0.88={tc['ptxas']}", "--ptxas", f"13.3.73={tile['ptxas']}",
+                "--cuobjdump", str(tc["cuobjdump"]), "--nvdisasm", str(tc["nvdisasm"]),
+                "--cache", str(tmp_path), "--cubins", str(tmp_path / "cubins"))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    by = {r["label"]: r for r in doc["releases"]}
+    assert {lbl: r["resolved"] for lbl, r in by.items()} == {"13.0.88": "13.0.88", "13.3.73": "13.3.73"}
+    assert all(r["compile"]["status"] == "ok" and r["abs_dropped"] is False for r in by.values())
+    assert by["13.0.88"]["as_emitted"]["status"] == "refused"
+    assert by["13.0.88"]["as_emitted"]["newest_isa_named"] == "9.0"
+    assert by["13.3.73"]["as_emitted"]["status"] == "ok"
+    committed = {r["label"].split("==")[-1]: r["compile"]["cubin_sha256"]
+                 for r in _committed()["releases"]}
+    assert by["13.3.73"]["compile"]["cubin_sha256"] == committed["13.3.73"]
+    assert len(doc["distinct_cubins"]) == 2 and doc["boundaries"] == []
+    index = json.loads((tmp_path / "cubins" / "index.json").read_text())
+    assert len(index["cubins"]) == 2 and str(ROOT) not in out.read_text()
+
+
+def _pypi_reachable() -> bool:
+    try:
+        urllib.request.urlopen("https://pypi.org/pypi/nvidia-cuda-nvcc-cu12/json", timeout=10)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.toolchain
+def test_release_facts_find_the_fix_between_two_12_6_wheels(tmp_path):
+    tc = _tools(toolchain_venv("tcgen05_alloc_order", "sm_103a"), "cuobjdump", "nvdisasm")
+    if not _pypi_reachable():
+        pytest.skip("PyPI is not reachable from here")
+    out = tmp_path / "facts.json"
+    done = _run("releases.py", "--out", str(out), "--ptx", str(EMITTED_PTX),
+                "--spec", "nvidia-cuda-nvcc-cu12>=12.6.77,<=12.6.85",
+                "--cuobjdump", str(tc["cuobjdump"]), "--nvdisasm", str(tc["nvdisasm"]))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert [r["requested"] for r in doc["releases"]] == ["12.6.77", "12.6.85"]
+    assert [r["resolved"] for r in doc["releases"]] == ["12.6.77", "12.6.85"]
+    assert [b["between"] for b in doc["boundaries"]] == [["12.6.77", "12.6.85"]]
+    assert doc["boundaries"][0]["change"] == "IABS restored"
+    committed = {r["requested"]: r["compile"]["cubin_sha256"] for r in _committed()["releases"]}
+    for r in doc["releases"]:
+        assert r["compile"]["cubin_sha256"] == committed[r["requested"]]
+        assert r["as_emitted"]["status"] == "refused" and r["as_emitted"]["newest_isa_named"] == "8.5"
+
+
+# ----------------------------------------------------------------------------- verdict
+
+
+def _analysis(decisions: dict[str, str], sass: dict | None = None):
+    from gpurepro.analysis import Analysis
+
+    arm = {"factors": {}, "n": 20, "n_valid": 20, "failures": 0, "outcomes": {"survived": 20}}
+    return Analysis.of({
+        "case": {"name": "ptxas_abs_clamp", "baseline": "last-bad"},
+        "summary": {"last-bad": arm, "last-good": arm},
+        "claims": [{"name": n, "decision": d, "sentence": f"{n} {d}"} for n, d in decisions.items()],
+        "analyses": {"sass": sass or {}},
+    })
+
+
+def test_verdict_without_claims_decides_nothing():
+    from gpurepro.manifest import load_case
+
+    case = load_case(CASE_DIR / "manifest.py", ROOT)
+    v = case.verdict(_analysis({}))
+    assert v["status"] == "not_decided" and v["owner"] is None
+    assert "wrong results" in v["next"][0] and "last-bad: survived 20." in v["sentences"]
+
+
+def test_verdict_names_ptxas_only_on_every_decided_claim():
+    from gpurepro.manifest import load_case
+
+    case = load_case(CASE_DIR / "manifest.py", ROOT)
+    names = [c.name for c in case.trial_command.__globals__["CLAIMS"]]
+    sass = next(c for c in _committed()["distinct_cubins"]
+                if "nvidia-cuda-nvcc-cu12==12.6.77" in c["releases"])
+    v = case.verdict(_analysis(dict.fromkeys(names, "supported"),
+                               {"by_ptxas": {"12.6.77": {"version": "13.2.51",
+                                                         "kernels": sass["kernels"]}}}))
+    assert v["status"] == "reproduced" and v["owner"].startswith("NVIDIA ptxas")
+    assert set(v["owner_because"]) <= set(names)
+    assert any("VIMNMX.RELU R0, R2, 0x5, PT" in s and "LDG.E" in s for s in v["sentences"])
+    partial = dict.fromkeys(names, "supported") | {"first-fixed-right": "not_decided"}
+    assert case.verdict(_analysis(partial))["owner"] is None
