@@ -58,7 +58,8 @@ def test_the_decider_passes_each_arms_factors_to_the_stratum():
 def test_a_claim_naming_an_unknown_stratum_is_a_manifest_error():
     import dataclasses
 
-    from gpurepro.manifest import ManifestError, validate
+    from gpurepro.errors import ManifestError
+    from gpurepro.manifest import validate
 
     case = load_case(ROOT / "cases" / "tile_unload_race" / "manifest.py")
     claims = [dataclasses.replace(c, stratum="nowhere") if c.kind == "concentrated" else c

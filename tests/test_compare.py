@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpurepro import stats
-from gpurepro.compare import CompareError, compare, markdown
+from gpurepro.compare import compare, markdown
+from gpurepro.errors import CompareError
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.args import UsageError
+from gpurepro.errors import UsageError
 from gpurepro.runner import _gpus
 
 INFO = {"available": True, "gpus": [

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpurepro.manifest import Arm, Artifact, ManifestError, validate
+from gpurepro.errors import ManifestError
+from gpurepro.manifest import Arm, Artifact, validate
 
 from .conftest import ROOT
 

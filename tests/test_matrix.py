@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from gpurepro.args import UsageError
+from gpurepro.errors import UsageError
 from gpurepro.journal import Journal
 from gpurepro.matrix import gpu as gpustage
 from gpurepro.matrix.assemble import assemble, write_document

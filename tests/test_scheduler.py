@@ -7,11 +7,12 @@ from collections import Counter
 import pytest
 
 from gpurepro import run as runmod
+from gpurepro.errors import HarnessError
 from gpurepro.journal import Journal, merge, read
 from gpurepro.manifest import TrialBudget
 from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
-from gpurepro.run import HarnessError, RunOptions, execute_plan
+from gpurepro.run import RunOptions, execute_plan
 
 from .conftest import ROOT
 

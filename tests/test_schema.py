@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from gpurepro.record import RecordError, validate_document, validation_errors, write_document
+from gpurepro.errors import RecordError
+from gpurepro.record import validate_document, validation_errors, write_document
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,11 @@ import argparse
 import math
 from pathlib import Path
 
+from .errors import UsageError
+
 # The sequential design's defaults (--max-trials, --look-every, --alpha), defined once for the
 # run stage (runner) and for the analysis that re-reads a design (claims, calibrate).
 DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
-
-
-class UsageError(Exception):
-    """The user asked for something that cannot be done as asked (exit 2)."""
 
 
 def _number(text: str, kind: type) -> float | int:

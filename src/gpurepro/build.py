@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from . import toolchain
+from .errors import BuildError
 from .manifest import PLACEHOLDER, Artifact, Case
 
 INDEX_NAME = "artifacts.json"
@@ -72,14 +73,6 @@ sys.argv = [script, *sys.argv[3:]]
 sys.path[0] = os.path.dirname(os.path.realpath(script))
 exec(code, main.__dict__)
 """
-
-
-class BuildError(RuntimeError):
-    """A build step failed; ``log`` is its build log when it got as far as running."""
-
-    def __init__(self, message: str, log: Path | None = None):
-        super().__init__(message)
-        self.log = log
 
 
 def sha256_file(path: Path) -> str:

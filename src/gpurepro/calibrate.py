@@ -54,8 +54,9 @@ from typing import Any
 
 import numpy as np
 
-from .args import DEFAULT_ALPHA, UsageError
+from .args import DEFAULT_ALPHA
 from .classify import EVIDENCE
+from .errors import UsageError
 from .manifest import SINGLE_ARM_KINDS, Case, Claim, load_case
 from .plan import make_plan
 from .runner import sequential_design

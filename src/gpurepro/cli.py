@@ -19,7 +19,6 @@ from typing import Any, NoReturn
 from . import __version__, cluster_args
 from . import env as envmod
 from .args import (
-    UsageError,
     alpha_value,
     artifact_override,
     checked_build_dir,
@@ -27,23 +26,28 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .build import BuildError, build_case
-from .cluster_args import ClusterError
-from .journal import JournalError, JournalMismatch, read
-from .manifest import Case, ManifestError, find_repo_root, load_case
-from .run import (
+from .build import build_case
+from .errors import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
+    BuildError,
+    ClusterError,
     HarnessError,
+    JournalError,
+    JournalMismatch,
+    ManifestError,
+    RecordError,
+    SlurmError,
     Stopped,
+    ToolNotFound,
+    UsageError,
     exit_for_signal,
-    ignore_stop_signals,
-    stop_signals,
 )
+from .journal import read
+from .manifest import Case, find_repo_root, load_case
+from .run import ignore_stop_signals, stop_signals
 from .runner import resolve_target, run_case
-from .slurm import SlurmError
-from .toolchain import ToolNotFound
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -289,7 +293,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
     flipped."""
-    from .compare import CompareError, compare, markdown
+    from .compare import compare, markdown
+    from .errors import CompareError
 
     docs = [_read_document(Path(p)) for p in args.results]
     try:
@@ -323,7 +328,8 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
 
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
-    from .comment import IssueError, issue_body
+    from .comment import issue_body
+    from .errors import IssueError
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -561,7 +567,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except (UsageError, JournalMismatch) as exc:
         _say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
-    except (ManifestError, BuildError, ToolNotFound, JournalError) as exc:
+    except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError) as exc:
         _say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except (ClusterError, SlurmError) as exc:
@@ -581,10 +587,6 @@ def _dispatch(args: argparse.Namespace) -> int:
         _say("gpurepro: stopped by SIGINT")
         return 130
     except Exception as exc:
-        # RecordError lives with jsonschema, which a bare GPU node may not have.
-        if type(exc).__name__ == "RecordError":
-            _say(f"gpurepro: error: {exc}")
-            return EXIT_ERROR
         if os.environ.get("GPUREPRO_DEBUG"):
             raise
         _say(f"gpurepro: harness error (a bug in gpurepro, please report it): "

@@ -29,12 +29,10 @@ from typing import Any
 
 from . import env as envmod
 from . import slurm
-from .args import UsageError
-from .build import BuildError, load_index
+from .build import load_index
 from .classify import EVIDENCE
 from .cluster_args import (
     NO_TRIALS_HERE,
-    ClusterError,
     ClusterOptions,
     check_flags,
     check_partitions,
@@ -43,15 +41,26 @@ from .cluster_args import (
     resolve_targets,
 )
 from .cluster_progress import ClusterProgress, job_summary
+from .errors import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_UNSUPPORTED,
+    BuildError,
+    ClusterError,
+    StageError,
+    Stopped,
+    UsageError,
+    exit_for_signal,
+)
 from .journal import Journal, check_trials, result_name, verify_identity
 from .manifest import Case, load_case
 from .merge import add_node, annotate, host_label, read_shards
 from .plan import Plan, make_plan
-from .run import EXIT_ERROR, EXIT_OK, EXIT_UNSUPPORTED, RunOptions, Stopped, exit_for_signal
+from .run import RunOptions
 from .runner import check_arguments, journal_header, manifest_sha256
 from .shard import SKIP_FILE, spec_path
 from .sharding import by_partition, to_tasks
-from .stage import StageError, stage
+from .stage import stage
 
 # A task is taken as ended once squeue has not listed it at this many looks in a row: its
 # last journal lines may reach a network file system's readers a little after it exits, and

@@ -17,8 +17,8 @@ from typing import Any
 
 from . import env as envmod
 from . import slurm
-from .args import UsageError
-from .journal import JournalError, read
+from .errors import ClusterError, JournalError, UsageError
+from .journal import read
 from .manifest import Case
 
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
@@ -33,10 +33,6 @@ GRES = re.compile(r"^[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*(?:,[A-Za-z0-9_]+(?::[A-Z
 NODE_LOCAL = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 # The submitting side runs no trial: its GPUs (if any) are not the run's.
 NO_TRIALS_HERE = {"available": False, "reason": "the submitting side runs no trial", "gpus": []}
-
-
-class ClusterError(RuntimeError):
-    """Slurm could not be used as the run needs (a command failed, the tree is gone)."""
 
 
 def _say(msg: str) -> None:

@@ -20,14 +20,11 @@ from typing import Any
 
 from . import merge, phases
 from .compare import stopping_numbers
+from .errors import IssueError
 from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
-
-class IssueError(ValueError):
-    """The document is not a case result."""
-
 
 def session_for(case: str) -> str:
     """Every case has a nox session of its own name (noxfile.py)."""

@@ -22,13 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from . import stats
+from .errors import CompareError
 from .report import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
 
 DECIDED = ("supported", "contradicted")
-
-
-class CompareError(ValueError):
-    """The documents cannot be compared (another case, a benchmark document)."""
 
 
 def labels(n: int) -> list[str]:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .errors import JournalError, JournalMismatch
+
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
 STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a run ends
@@ -36,14 +38,6 @@ STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a
 # appended when they change, the last one stands.
 SCHEDULER_KIND = "scheduler"
 FORMAT = 2  # 2: identity (manifest_sha256, plan_sha256, run_id) in the header
-
-
-class JournalError(ValueError):
-    """The journal cannot be used as asked (corrupt, locked, another run's)."""
-
-
-class JournalMismatch(JournalError):
-    """The journal belongs to another case, manifest or plan: a usage error."""
 
 
 def plan_sha256(plan: Mapping[str, Any]) -> str:

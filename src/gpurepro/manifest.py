@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import ManifestError
+
 if TYPE_CHECKING:
     from .analysis import Analysis
 
@@ -26,15 +28,6 @@ if TYPE_CHECKING:
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 
 OUTCOMES = ("survived", "crashed", "cuda_error", "hung", "invalid", "unsupported", "harness_error")
-
-
-class ManifestError(ValueError):
-    """A manifest is malformed; the message names the file and the field."""
-
-    def __init__(self, path: Path | str, field_name: str, problem: str):
-        self.path = str(path)
-        self.field = field_name
-        super().__init__(f"{path}: {field_name}: {problem}")
 
 
 @dataclass(frozen=True)

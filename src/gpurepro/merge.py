@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .classify import EVIDENCE
-from .journal import JournalError, check_trials, plan_sha256, read
+from .errors import JournalError
+from .journal import check_trials, plan_sha256, read
 
 
 @dataclass

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from .atomic import write_atomic
 from .document import SCHEMA_ID, build_document, run_analyses, write_document
+from .errors import RecordError
 from .journal import result_name
 from .validation import (
-    RecordError,
     load_schema,
     meaning_errors,
     schema_path,

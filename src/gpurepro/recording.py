@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .args import UsageError
+from .errors import UsageError
 from .journal import merge, read, result_name
 from .manifest import Case
 

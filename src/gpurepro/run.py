@@ -21,25 +21,13 @@ from typing import Any
 
 from . import env as envmod
 from .classify import StdoutTail, classify, exit_description, short_module
+from .errors import HarnessError, Stopped
 from .journal import Journal
 from .manifest import Case, TrialBudget, TrialContext
 from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .trial import TrialCancelled, run_trial
 from .watchdog import RUN_ID_VARIABLE
-
-# Exit statuses of `gpurepro run` (and the nox sessions), documented in the README. 3 is
-# nox's own "no such session", so "no driver" is 5.
-EXIT_OK = 0
-EXIT_ERROR = 1  # bad manifest, failed build, harness error
-EXIT_USAGE = 2
-EXIT_UNSUPPORTED = 4  # a GPU is present but the case cannot run on it; result written
-EXIT_NO_DRIVER = 5  # no CUDA driver / no GPU: nothing was run
-EXIT_INTERRUPTED = 130  # 128 + SIGINT; SIGTERM gives 143, SIGHUP 129
-
-
-def exit_for_signal(signum: int) -> int:
-    return 128 + signum
 
 
 @dataclass(frozen=True)
@@ -195,18 +183,6 @@ def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
 # Decides, before a trial starts, whether its arm still needs it (sequential stopping);
 # gets the arm and every record so far.
 ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
-
-
-class HarnessError(RuntimeError):
-    """Our fault, never the bug's: a worker raised, or the journal could not be written."""
-
-
-class Stopped(Exception):
-    """SIGINT/SIGTERM/SIGHUP reached the harness; ``signum`` says which."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 @contextmanager

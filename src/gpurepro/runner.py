@@ -23,26 +23,29 @@ from .args import (
     DEFAULT_ALPHA,
     DEFAULT_LOOK_EVERY,
     DEFAULT_MAX_TRIALS,
-    UsageError,
     checked_artifact_file,
     checked_build_dir,
 )
-from .build import BuildError, load_index, sha256_file
+from .build import load_index, sha256_file
 from .classify import EVIDENCE
-from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
-from .manifest import Case, TrialBudget
-from .plan import Plan, make_plan
-from .run import (
+from .errors import (
     EXIT_ERROR,
     EXIT_NO_DRIVER,
     EXIT_OK,
     EXIT_UNSUPPORTED,
+    BuildError,
+    Stopped,
+    UsageError,
+    exit_for_signal,
+)
+from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
+from .manifest import Case, TrialBudget
+from .plan import Plan, make_plan
+from .run import (
     Gate,
     RunOptions,
-    Stopped,
     execute_plan,
     execute_trial,
-    exit_for_signal,
     gate,
     stop_signals,
     unsupported_record,

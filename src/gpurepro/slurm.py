@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import SlurmError
+
 # What the submitting side needs; sacct and srun are used when present (sacct needs Slurm's
 # accounting storage, which small clusters often run without).
 REQUIRED = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
@@ -25,10 +27,6 @@ REQUIRED = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 ENDED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
                    "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"})
 TIME_LIMIT = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
-
-
-class SlurmError(RuntimeError):
-    """A Slurm command failed or is missing; the message names it and what it said."""
 
 
 def missing_commands(names: Sequence[str] = REQUIRED) -> list[str]:

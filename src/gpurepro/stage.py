@@ -19,13 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from .build import sha256_file
+from .errors import StageError
 from .manifest import Case
 
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
-
-
-class StageError(RuntimeError):
-    """The tree could not be made as the run needs it."""
 
 
 def stage(root: Path, dest: Path, case: Case, indexes: Mapping[str, Mapping[str, Any]]) -> Path:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from .errors import ToolNotFound
 from .manifest import Tool
 
 DEFAULT_TOOLS: Mapping[str, Tool] = {
@@ -41,10 +42,6 @@ DEFAULT_TOOLS: Mapping[str, Tool] = {
 # Where a host tool is looked for after PATH: these variables' bin/, then /usr/local/cuda/bin.
 HOST_ROOTS = ("CUDA_HOME", "CUDA_PATH")
 HOST_DEFAULT_ROOT = "/usr/local/cuda"
-
-
-class ToolNotFound(RuntimeError):
-    pass
 
 
 def catalog(tools: Mapping[str, Tool] | None = None) -> dict[str, Tool]:

@@ -19,11 +19,7 @@ import jsonschema
 
 from . import env as envmod
 from . import tally
-
-
-class RecordError(ValueError):
-    """A document that cannot be recorded: it does not validate, or its verdict rests on
-    claims that were not decided."""
+from .errors import RecordError
 
 
 def schema_path(name: str = "result.schema.json") -> Path:

@@ -21,9 +21,9 @@ from typing import Any
 
 from .. import env as envmod
 from .. import stats, tally
-from ..args import UsageError
 from ..atomic import write_atomic
 from ..build import sha256_file
+from ..errors import UsageError
 from ..journal import read
 from ..validation import validate_matrix
 from .document import cell_results, document_name

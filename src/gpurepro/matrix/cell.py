@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import toolchain
-from ..build import BuildError, build_case, sha256_file
-from ..manifest import Artifact, Case, ManifestError, load_case
-from ..toolchain import ToolNotFound
+from ..build import build_case, sha256_file
+from ..errors import BuildError, ManifestError, ToolNotFound
+from ..manifest import Artifact, Case, load_case
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 

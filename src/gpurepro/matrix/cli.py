@@ -10,7 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..args import UsageError, checked_build_dir, nonneg_int, positive_float
+from ..args import checked_build_dir, nonneg_int, positive_float
+from ..errors import UsageError
 
 
 def _say(msg: str) -> None:
