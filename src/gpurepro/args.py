@@ -12,10 +12,6 @@ from pathlib import Path
 
 from .errors import UsageError
 
-# The sequential design's defaults (--max-trials, --look-every, --alpha), defined once for the
-# run stage (runner) and for the analysis that re-reads a design (claims, calibrate).
-DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
-
 
 def _number(text: str, kind: type) -> float | int:
     try:

@@ -54,11 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from .args import DEFAULT_ALPHA
 from .classify import EVIDENCE
 from .errors import UsageError
 from .manifest import SINGLE_ARM_KINDS, Case, Claim, load_case
-from .plan import make_plan
+from .plan import DEFAULT_ALPHA, make_plan
 from .runner import sequential_design
 
 OTHER_DETAIL = "simulated: not the claimed outcome"

@@ -35,8 +35,8 @@ from typing import Any
 
 from scipy import stats as sps
 
-from .args import DEFAULT_ALPHA
 from .manifest import SINGLE_ARM_KINDS, Case, Claim, Stratum
+from .plan import DEFAULT_ALPHA
 from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name

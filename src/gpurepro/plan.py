@@ -15,6 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+# The sequential design's defaults (--max-trials, --look-every, --alpha), defined once for the
+# flags that ask for one (the command line) and for the analysis that re-reads a design
+# (claims, calibrate).
+DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
+
 
 @dataclass(frozen=True)
 class PlannedTrial:

@@ -19,13 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
-from .args import (
-    DEFAULT_ALPHA,
-    DEFAULT_LOOK_EVERY,
-    DEFAULT_MAX_TRIALS,
-    checked_artifact_file,
-    checked_build_dir,
-)
+from .args import checked_artifact_file, checked_build_dir
 from .build import load_index, sha256_file
 from .classify import EVIDENCE
 from .errors import (
@@ -40,7 +34,7 @@ from .errors import (
 )
 from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
 from .manifest import Case, TrialBudget
-from .plan import Plan, make_plan
+from .plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS, Plan, make_plan
 from .run import (
     Gate,
     RunOptions,
