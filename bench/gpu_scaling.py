@@ -150,7 +150,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from gpurepro import env as envmod
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     case = load_case(args.case, ROOT)
     if args.arms is None:

@@ -20,8 +20,8 @@ from pathlib import Path
 from common import ROOT, document, median, write
 
 from gpurepro.build import build_case
+from gpurepro.case import TrialBudget, load_case
 from gpurepro.journal import Journal
-from gpurepro.manifest import TrialBudget, load_case
 from gpurepro.plan import PlannedTrial
 from gpurepro.run import RunOptions, execute_trial
 

@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
+    from gpurepro.case import load_case
     from gpurepro.journal import read
-    from gpurepro.manifest import load_case
     from gpurepro.record import decide_claims
 
     case = load_case("tile_unload_race", ROOT)

@@ -28,7 +28,7 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def fake_case():
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     return load_case(FAKE_CASE, ROOT)
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from gpurepro import calibrate as cal
+from gpurepro.case import Claim, load_case
 from gpurepro.claims import Design
 from gpurepro.cli import main
-from gpurepro.manifest import Claim, load_case
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"

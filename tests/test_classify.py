@@ -83,7 +83,7 @@ def test_trial_record_stores_call_and_stdout_tail(fake_case, fake_build, root):
 
     import jsonschema
 
-    from gpurepro.manifest import TrialBudget
+    from gpurepro.case import TrialBudget
     from gpurepro.plan import PlannedTrial
     from gpurepro.run import RunOptions, execute_trial
 

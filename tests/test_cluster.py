@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from gpurepro import env as envmod
+from gpurepro.case import TrialBudget
 from gpurepro.comment import issue_body
 from gpurepro.journal import read
-from gpurepro.manifest import TrialBudget
 from gpurepro.merge import add_node, annotate, host_label, read_shards
 from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
@@ -216,7 +216,7 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
         fake_case, fake_build, tmp_path):
     """A case that needs a GPU of compute capability 1.0 (no machine has one): the task
     journals every trial of its share as unsupported, and the document says why."""
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     _, index = fake_build
     folder = ROOT / "build" / "tests" / "gpu_case"

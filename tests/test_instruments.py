@@ -21,8 +21,8 @@ import pytest
 
 from gpurepro import instruments, toolchain
 from gpurepro.build import build_case
+from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
 from gpurepro.errors import BuildError, ManifestError
-from gpurepro.manifest import Arm, Tool, TrialBudget, TrialCommand, load_case
 from gpurepro.plan import PlannedTrial
 from gpurepro.run import RunOptions, execute_trial
 
@@ -192,7 +192,7 @@ def _fake_wheel(site: Path) -> Path:
 
 
 MANIFEST = '''
-from gpurepro.manifest import Arm, Artifact, Case, Devices, Exposure, Factor, Tool, TrialCommand
+from gpurepro.case import Arm, Artifact, Case, Devices, Exposure, Factor, Tool, TrialCommand
 
 CASE = Case(
     name="toolcase", question="Does the build find a tool the harness has never heard of?",

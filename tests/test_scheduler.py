@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 
 from gpurepro import run as runmod
+from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
 from gpurepro.journal import Journal, merge, read
-from gpurepro.manifest import TrialBudget
 from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
 from gpurepro.run import RunOptions, execute_plan

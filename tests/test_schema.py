@@ -13,8 +13,8 @@ from gpurepro.record import validate_document, validation_errors, write_document
 
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
+    from gpurepro.case import TrialBudget
     from gpurepro.journal import Journal, read
-    from gpurepro.manifest import TrialBudget
     from gpurepro.plan import make_plan
     from gpurepro.record import build_document
     from gpurepro.run import RunOptions, execute_plan

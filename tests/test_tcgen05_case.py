@@ -18,7 +18,7 @@ import pytest
 
 from gpurepro import instruments, record, stats, toolchain
 from gpurepro.analysis import Analysis
-from gpurepro.manifest import TrialBudget, TrialContext, load_case
+from gpurepro.case import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT, toolchain_venv
 

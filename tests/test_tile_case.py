@@ -15,7 +15,7 @@ import pytest
 
 from gpurepro import journal, record, stats
 from gpurepro.analysis import Analysis
-from gpurepro.manifest import TrialBudget, TrialContext, load_case
+from gpurepro.case import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT
 
@@ -316,7 +316,7 @@ def test_seed_output_parser(case):
 
 
 def test_crash_counters_leave_out_the_seed_program(case):
-    from gpurepro.manifest import load_sibling
+    from gpurepro.case import load_sibling
 
     verdict = load_sibling(case.path, "verdict")
     t = [_crash("baseline", 5000, live=lv) for lv in (512, 2049, 8190, 700, 3000)]

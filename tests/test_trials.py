@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.manifest import TrialBudget
+from gpurepro.case import TrialBudget
 from gpurepro.plan import PlannedTrial
 from gpurepro.run import RunOptions, execute_trial
 from gpurepro.trial import run_trial

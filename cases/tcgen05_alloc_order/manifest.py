@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpurepro import instruments
-from gpurepro.manifest import (
+from gpurepro.case import (
     Arm,
     Artifact,
     Case,

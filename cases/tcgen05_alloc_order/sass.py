@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpurepro import toolchain
-from gpurepro.manifest import load_sibling
+from gpurepro.case import load_sibling
 
 HERE = Path(__file__).resolve().parent
 sass_parse = load_sibling(__file__, "sass_parse")

@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from . import toolchain
+from .case.model import PLACEHOLDER, Artifact, Case
 from .errors import BuildError
-from .manifest import PLACEHOLDER, Artifact, Case
 
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.

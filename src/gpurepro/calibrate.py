@@ -54,9 +54,9 @@ from typing import Any
 
 import numpy as np
 
+from .case.model import SINGLE_ARM_KINDS, Case, Claim, load_case
 from .classify import EVIDENCE
 from .errors import UsageError
-from .manifest import SINGLE_ARM_KINDS, Case, Claim, load_case
 from .plan import DEFAULT_ALPHA, make_plan
 from .runner import sequential_design
 

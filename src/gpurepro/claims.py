@@ -35,7 +35,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from .manifest import SINGLE_ARM_KINDS, Case, Claim, Stratum
+from .case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
 from .plan import DEFAULT_ALPHA
 from .stats import EVIDENCE
 

@@ -27,6 +27,7 @@ from .args import (
     positive_int,
 )
 from .build import build_case
+from .case.model import Case, find_repo_root, load_case
 from .errors import (
     EXIT_ERROR,
     EXIT_OK,
@@ -45,7 +46,6 @@ from .errors import (
     exit_for_signal,
 )
 from .journal import read
-from .manifest import Case, find_repo_root, load_case
 from .run import ignore_stop_signals, stop_signals
 from .runner import resolve_target, run_case
 

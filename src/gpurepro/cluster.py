@@ -30,6 +30,7 @@ from typing import Any
 from . import env as envmod
 from . import slurm
 from .build import load_index
+from .case.model import Case, load_case
 from .classify import EVIDENCE
 from .cluster_args import (
     NO_TRIALS_HERE,
@@ -53,7 +54,6 @@ from .errors import (
     exit_for_signal,
 )
 from .journal import Journal, check_trials, result_name, verify_identity
-from .manifest import Case, load_case
 from .merge import add_node, annotate, host_label, read_shards
 from .plan import Plan, make_plan
 from .run import RunOptions

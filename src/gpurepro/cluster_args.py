@@ -17,9 +17,9 @@ from typing import Any
 
 from . import env as envmod
 from . import slurm
+from .case.model import Case
 from .errors import ClusterError, JournalError, UsageError
 from .journal import read
-from .manifest import Case
 
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .manifest import Factor, Tool, TrialCommand, TrialContext
+    from .case.model import Factor, Tool, TrialCommand, TrialContext
 
 NONE = "none"
 KINDS = ("coredump", "sanitizer", "debugger", "prefix")
@@ -121,7 +121,7 @@ def lookup(name: str, extra: Mapping[str, Instrument] | None = None) -> Instrume
 def factor(*names: str, default: str = NONE, description: str = "the instrument the trial runs under",
            extra: Mapping[str, Instrument] | None = None) -> Factor:
     """A factor whose levels are ``none`` and the instruments ``names``."""
-    from .manifest import Factor
+    from .case.model import Factor
 
     for n in names:
         if n != NONE:

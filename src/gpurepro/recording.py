@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .case.model import Case
 from .errors import UsageError
 from .journal import merge, read, result_name
-from .manifest import Case
 
 
 def _say(msg: str) -> None:

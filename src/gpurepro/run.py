@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
+from .case.model import Case, TrialBudget, TrialContext
 from .classify import StdoutTail, classify, exit_description, short_module
 from .errors import HarnessError, Stopped
 from .journal import Journal
-from .manifest import Case, TrialBudget, TrialContext
 from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .trial import TrialCancelled, run_trial

@@ -21,6 +21,7 @@ from typing import Any
 from . import env as envmod
 from .args import checked_artifact_file, checked_build_dir
 from .build import load_index, sha256_file
+from .case.model import Case, TrialBudget
 from .classify import EVIDENCE
 from .errors import (
     EXIT_ERROR,
@@ -33,7 +34,6 @@ from .errors import (
     exit_for_signal,
 )
 from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
-from .manifest import Case, TrialBudget
 from .plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS, Plan, make_plan
 from .run import (
     Gate,
@@ -406,7 +406,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
 def run_case(args: argparse.Namespace, root: Path, build: bool,
              builder: Callable[[Case, str, Path, Path], Any] | None = None) -> int:
     """`run` and `case`: check, (build,) start or resume, execute, record."""
-    from .manifest import load_case
+    from .case.model import load_case
 
     case = load_case(args.case, root)
     gpu_info = None if args.resume else envmod.gpus()

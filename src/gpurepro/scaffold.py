@@ -23,7 +23,7 @@ Report: <link to the issue>. Question: <what this case asks, and who could own t
 
 from __future__ import annotations
 
-from gpurepro.manifest import (
+from gpurepro.case import (
     Arm,
     Artifact,
     Case,

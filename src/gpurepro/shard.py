@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from . import env as envmod
+from .case.model import TrialBudget, find_repo_root, load_case
 from .errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
 from .journal import Journal, check_trials, read, verify_identity
-from .manifest import TrialBudget, find_repo_root, load_case
 from .plan import Plan
 from .run import RunOptions, execute_plan, gate, stop_signals, unsupported_record
 from .runner import gate_json, manifest_sha256

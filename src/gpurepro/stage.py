@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .build import sha256_file
+from .case.model import Case
 from .errors import StageError
-from .manifest import Case
 
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .analysis import Analysis
+from .case.model import Case
 from .errors import RecordError
-from .manifest import Case
 
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:

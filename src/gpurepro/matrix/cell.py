@@ -25,8 +25,8 @@ from typing import Any
 
 from .. import toolchain
 from ..build import build_case, sha256_file
+from ..case.model import Artifact, Case, load_case
 from ..errors import BuildError, ManifestError, ToolNotFound
-from ..manifest import Artifact, Case, load_case
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 

@@ -15,7 +15,7 @@ from typing import Any
 from .. import __version__
 from .. import env as envmod
 from ..atomic import write_atomic
-from ..manifest import load_case
+from ..case.model import load_case
 from ..validation import validate_matrix
 from . import emitted
 from .cell import read_cells

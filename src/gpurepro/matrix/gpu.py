@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import env as envmod
+from ..case.model import load_case
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
-from ..manifest import load_case
 from .document import MATRIX_SCHEMA
 
 GPU_FILE = "matrix-gpu.json"

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..case.model import find_case
 from ..errors import ManifestError
-from ..manifest import find_case
 
 SPEC_FILE = "matrix.py"
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ManifestError
+from ..errors import ManifestError
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
+    from ..analysis import Analysis
 
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
