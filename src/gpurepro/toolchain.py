@@ -1,7 +1,7 @@
 """The one tool finder: a case's tools from its pinned wheels (or the host), and their versions.
 
 nox installs the case's pins (``nvidia-cuda-nvcc``, ``nvidia-cuda-tileiras``, ...) into the
-session's virtualenv. A tool (``gpurepro.manifest.Tool``) names its binary and the PyPI
+session's virtualenv. A tool (``gpurepro.case.Tool``) names its binary and the PyPI
 package that provides it; it is looked up among that distribution's installed files (for the
 CUDA 13 wheels, ``site-packages/nvidia/cu13/bin/<binary>``) and nowhere else: a build must come
 from the pins it records, so we never fall back to an ``nvcc`` on PATH. Tools without a package

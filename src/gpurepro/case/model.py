@@ -267,7 +267,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 def validate(case: Case, path: Path | str) -> None:
     """Check a case for the mistakes a manifest author makes; raise ManifestError."""
     if not isinstance(case, Case):
-        raise ManifestError(path, "CASE", "must be a gpurepro.manifest.Case")
+        raise ManifestError(path, "CASE", "must be a gpurepro.case.Case")
     if not _NAME.match(case.name):
         raise ManifestError(path, "name", f"{case.name!r} is not a lower-case identifier")
     if not case.question.strip():
@@ -349,7 +349,7 @@ def validate(case: Case, path: Path | str) -> None:
 def _check_tools(case: Case, path: Path | str) -> None:
     for name, tool in case.tools.items():
         if not isinstance(tool, Tool):
-            raise ManifestError(path, f"tools.{name}", "must be a gpurepro.manifest.Tool")
+            raise ManifestError(path, f"tools.{name}", "must be a gpurepro.case.Tool")
         if not _TOOL_NAME.match(name):
             raise ManifestError(path, f"tools.{name}", "is not a tool name (lower case, digits, _ -)")
         if name in _RESERVED_PLACEHOLDERS:
@@ -363,7 +363,7 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
     for i, c in enumerate(case.claims):
         where = f"claims[{i}]"
         if not isinstance(c, Claim):
-            raise ManifestError(path, where, "must be a gpurepro.manifest.Claim")
+            raise ManifestError(path, where, "must be a gpurepro.case.Claim")
         if not _NAME.match(c.name) or c.name in names:
             raise ManifestError(path, f"{where}.name", f"{c.name!r} is not a new lower-case name")
         names.add(c.name)
@@ -461,7 +461,7 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     if case is None:
         raise ManifestError(path, "CASE", "is not defined")
     if not isinstance(case, Case):
-        raise ManifestError(path, "CASE", "must be a gpurepro.manifest.Case")
+        raise ManifestError(path, "CASE", "must be a gpurepro.case.Case")
     object.__setattr__(case, "path", path)
     validate(case, path)
     if case.name != path.parent.name:
