@@ -19,7 +19,7 @@ from pathlib import Path
 
 from common import ROOT, document, median, write
 
-from gpurepro.build import build_case
+from gpurepro.build.artifacts import build_case
 from gpurepro.case import TrialBudget, load_case
 from gpurepro.journal import Journal
 from gpurepro.plan import PlannedTrial

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import sha256_file
+from gpurepro.build.artifacts import sha256_file
 from gpurepro.journal import read
 
 from .conftest import ROOT

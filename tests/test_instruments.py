@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments, toolchain
-from gpurepro.build import build_case
+from gpurepro import instruments
+from gpurepro.build import toolchain
+from gpurepro.build.artifacts import build_case
 from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
 from gpurepro.errors import BuildError, ManifestError
 from gpurepro.plan import PlannedTrial

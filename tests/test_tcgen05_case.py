@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments, record, stats, toolchain
+from gpurepro import instruments, record, stats
 from gpurepro.analysis import Analysis
+from gpurepro.build import toolchain
 from gpurepro.case import TrialBudget, TrialContext, load_case
 
 from .conftest import ROOT, toolchain_venv

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpurepro import toolchain
+from gpurepro.build import toolchain
 from gpurepro.case import load_sibling
 
 HERE = Path(__file__).resolve().parent

@@ -26,7 +26,7 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .build import build_case
+from .build.artifacts import build_case
 from .case.model import Case, find_repo_root, load_case
 from .errors import (
     EXIT_ERROR,

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import env as envmod
 from . import slurm
-from .build import load_index
+from .build.artifacts import load_index
 from .case.model import Case, load_case
 from .classify import EVIDENCE
 from .cluster_args import (

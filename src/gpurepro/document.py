@@ -17,7 +17,7 @@ from typing import Any
 
 from . import __version__
 from .atomic import write_atomic
-from .build import sha256_file
+from .build.artifacts import sha256_file
 from .case.model import Case
 from .validation import validate_document
 from .verdict import decide_claims, verdict_for

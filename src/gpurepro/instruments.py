@@ -135,7 +135,7 @@ def wrap(cmd: TrialCommand, name: str | None, tools: Mapping[str, Tool] | None =
     """``cmd`` run under the instrument ``name`` (``none``/None: ``cmd`` itself)."""
     from dataclasses import replace
 
-    from . import toolchain
+    from .build import toolchain
 
     if name in (None, NONE):
         return cmd

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import env as envmod
 from .args import checked_artifact_file, checked_build_dir
-from .build import load_index, sha256_file
+from .build.artifacts import load_index, sha256_file
 from .case.model import Case, TrialBudget
 from .classify import EVIDENCE
 from .errors import (

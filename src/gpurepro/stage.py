@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .build import sha256_file
+from .build.artifacts import sha256_file
 from .case.model import Case
 from .errors import StageError
 

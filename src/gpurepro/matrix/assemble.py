@@ -22,7 +22,7 @@ from typing import Any
 from .. import env as envmod
 from .. import stats, tally
 from ..atomic import write_atomic
-from ..build import sha256_file
+from ..build.artifacts import sha256_file
 from ..errors import UsageError
 from ..journal import read
 from ..validation import validate_matrix

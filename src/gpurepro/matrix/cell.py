@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import toolchain
-from ..build import build_case, sha256_file
+from ..build import toolchain
+from ..build.artifacts import build_case, sha256_file
 from ..case.model import Artifact, Case, load_case
 from ..errors import BuildError, ManifestError, ToolNotFound
 from . import reasons

@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..case.model import PLACEHOLDER, Artifact, Case
+from ..errors import BuildError
 from . import toolchain
-from .case.model import PLACEHOLDER, Artifact, Case
-from .errors import BuildError
 
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.
