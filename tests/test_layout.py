@@ -13,6 +13,8 @@ from .conftest import ROOT
 # Old module -> (its new home, a name imported through it).
 SHIMS = {
     "gpurepro.manifest": ("gpurepro.case", "Case"),
+    "gpurepro.toolchain": ("gpurepro.build.toolchain", "find_tool"),
+    "gpurepro.elf": ("gpurepro.build.elf", "embedded_object"),
 }
 
 
