@@ -18,7 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro import env as envmod  # noqa: E402
+from gpurepro.env import fingerprint as envmod  # noqa: E402
 
 
 def median(values: list[float]) -> float:

@@ -149,8 +149,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
     args = ap.parse_args()
 
-    from gpurepro import env as envmod
     from gpurepro.case import load_case
+    from gpurepro.env import fingerprint as envmod
 
     case = load_case(args.case, ROOT)
     if args.arms is None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import env as envmod
 from gpurepro.case import TrialBudget
 from gpurepro.comment import issue_body
+from gpurepro.env import fingerprint as envmod
 from gpurepro.journal import read
 from gpurepro.merge import add_node, annotate, host_label, read_shards
 from gpurepro.plan import make_plan

@@ -18,7 +18,7 @@ from .conftest import ROOT
 
 
 def _header(plan, index, opts):
-    from gpurepro import env
+    from gpurepro.env import fingerprint as env
 
     return {"case": "fake_case", "started_at": "2026-01-01T00:00:00Z", "plan": plan.to_json(),
             "options": {"budget": opts.budget.__dict__, "jobs": opts.jobs, "gpus": list(opts.gpus),

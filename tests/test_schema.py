@@ -25,7 +25,7 @@ def good_doc(fake_case, fake_build, root):
     import tempfile
     from pathlib import Path
 
-    from gpurepro import env
+    from gpurepro.env import fingerprint as env
 
     with tempfile.TemporaryDirectory() as tmp:
         header = {"case": "fake_case", "started_at": "2026-01-01T00:00:00Z", "plan": plan.to_json(),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import env
+from gpurepro.env import fingerprint as env
 from gpurepro.scrub import scrub_file
 
 SECRETS = {"NVIDIA_API_KEY": "nvapi-" + "x" * 40, "CUDA_TOKEN": "abc", "NCCL_PASSWORD": "p",

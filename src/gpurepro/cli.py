@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, cluster_args
-from . import env as envmod
 from .args import (
     alpha_value,
     artifact_override,
@@ -28,6 +27,7 @@ from .args import (
 )
 from .build.artifacts import build_case
 from .case.model import Case, find_repo_root, load_case
+from .env import fingerprint as envmod
 from .errors import (
     EXIT_ERROR,
     EXIT_OK,

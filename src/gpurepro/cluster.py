@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from . import slurm
 from .build.artifacts import load_index
 from .case.model import Case, load_case
@@ -42,6 +41,7 @@ from .cluster_args import (
     resolve_targets,
 )
 from .cluster_progress import ClusterProgress, job_summary
+from .env import fingerprint as envmod
 from .errors import (
     EXIT_ERROR,
     EXIT_OK,

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from . import slurm
 from .case.model import Case
+from .env import fingerprint as envmod
 from .errors import ClusterError, JournalError, UsageError
 from .journal import read
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from .case.model import Case, TrialBudget, TrialContext
 from .classify import StdoutTail, classify, exit_description, short_module
+from .env import fingerprint as envmod
 from .errors import HarnessError, Stopped
 from .journal import Journal
 from .plan import Plan, PlannedTrial

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from .args import checked_artifact_file, checked_build_dir
 from .build.artifacts import load_index, sha256_file
 from .case.model import Case, TrialBudget
 from .classify import EVIDENCE
+from .env import fingerprint as envmod
 from .errors import (
     EXIT_ERROR,
     EXIT_NO_DRIVER,

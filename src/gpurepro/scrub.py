@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from .atomic import write_atomic
+from .env import fingerprint as envmod
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import env as envmod
 from .case.model import TrialBudget, find_repo_root, load_case
+from .env import fingerprint as envmod
 from .errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
 from .journal import Journal, check_trials, read, verify_identity
 from .plan import Plan

@@ -17,8 +17,8 @@ from typing import Any
 
 import jsonschema
 
-from . import env as envmod
 from . import tally
+from .env import fingerprint as envmod
 from .errors import RecordError
 
 

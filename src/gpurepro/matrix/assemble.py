@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import env as envmod
 from .. import stats, tally
 from ..atomic import write_atomic
 from ..build.artifacts import sha256_file
+from ..env import fingerprint as envmod
 from ..errors import UsageError
 from ..journal import read
 from ..validation import validate_matrix

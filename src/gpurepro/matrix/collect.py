@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .. import env as envmod
 from ..atomic import write_atomic
 from ..case.model import load_case
+from ..env import fingerprint as envmod
 from ..validation import validate_matrix
 from . import emitted
 from .cell import read_cells
