@@ -42,6 +42,7 @@ from .cluster_args import (
 )
 from .cluster_progress import ClusterProgress, job_summary
 from .env import fingerprint as envmod
+from .env import privacy
 from .errors import (
     EXIT_ERROR,
     EXIT_OK,
@@ -87,7 +88,7 @@ def _recorded_dir(path: Path, root: Path) -> str:
     resolved = path.resolve()
     if resolved.is_relative_to(root.resolve()):
         return str(resolved.relative_to(root.resolve()))
-    return envmod.portable_text(str(resolved), None)
+    return privacy.portable_text(str(resolved), None)
 
 
 def _resolved_dir(recorded: str, root: Path) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 
 from . import slurm
 from .case.model import Case
-from .env import fingerprint as envmod
+from .env import privacy
 from .errors import ClusterError, JournalError, UsageError
 from .journal import read
 
@@ -69,7 +69,7 @@ class ClusterOptions:
         # once when the run starts, keeps the path as given).
         return {"gres": self.gres, "time": self.time, "account": self.account,
                 "jobs_per_partition": self.jobs_per_partition, "max_resubmits": self.max_resubmits,
-                "node_python": envmod.portable_text(self.node_python)}
+                "node_python": privacy.portable_text(self.node_python)}
 
 
 def given_flags(args: argparse.Namespace) -> list[str]:

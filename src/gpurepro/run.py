@@ -21,7 +21,7 @@ from typing import Any
 
 from .case.model import Case, TrialBudget, TrialContext
 from .classify import StdoutTail, classify, exit_description, short_module
-from .env import fingerprint as envmod
+from .env import privacy
 from .errors import HarnessError, Stopped
 from .journal import Journal
 from .plan import Plan, PlannedTrial
@@ -169,7 +169,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
     }
     # Checkout paths relative, home as ~, secret-named variables dropped (and, with --redact,
     # the hostname): the record may end up on a public issue.
-    return envmod.portable_trial(record, root, opts.redact)
+    return privacy.portable_trial(record, root, opts.redact)
 
 
 def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Scrub: rewrite a committed result document or journal so it holds nothing private.
 
-The rules are the run stage's (``env.portable_value``): paths inside the checkout relative to it,
+The rules are the run stage's (``env.privacy.portable_value``): paths inside the checkout relative to it,
 paths into any other checkout (an absolute path up to a build/, cases/ or native/ component)
 relative too, home directories as ``~``, environment variables with secret-looking names
 dropped and secret-looking tokens masked; with ``redact``, also the hostname (the field and every
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomic
-from .env import fingerprint as envmod
+from .env import privacy
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 
@@ -27,7 +27,7 @@ def scrub_value(value: Any, root: Path, redact: bool, hostname: str | None = Non
     ``hostname`` is the one to redact (default: the one the value's own fingerprint names)."""
     if hostname is None:
         hostname = _hostname(value)
-    out = envmod.portable_value(value, root, redact, hostname=hostname or "", foreign=True)
+    out = privacy.portable_value(value, root, redact, hostname=hostname or "", foreign=True)
     if redact:
         environment = out.get("environment") if isinstance(out, dict) else None
         if isinstance(environment, dict) and "host" in environment:

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 
 from . import tally
-from .env import fingerprint as envmod
+from .env import privacy
 from .errors import RecordError
 
 
@@ -115,7 +115,7 @@ def _env_dicts(value: Any, path: str = "", key: str | None = None,
                parent: str | None = None) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(path, dict) for every environment dict: under "env"/"extra_env", environment/environment."""
     if isinstance(value, Mapping):
-        if key in envmod.ENV_KEYS or (key == "environment" and parent == "environment"):
+        if key in privacy.ENV_KEYS or (key == "environment" and parent == "environment"):
             yield path, value
         for k, v in value.items():
             yield from _env_dicts(v, f"{path}/{k}" if path else str(k), str(k), key)
@@ -128,7 +128,7 @@ def _privacy_errors(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for where, env in _env_dicts(doc):
         for name in env:
-            if envmod.is_secret_name(str(name)):
+            if privacy.is_secret_name(str(name)):
                 out.append(f"{where}/{name}: no variable with a secret-looking name expected, "
                            f"found one (value not shown)")
     environment: Mapping[str, Any] = doc["environment"] if isinstance(doc.get("environment"), Mapping) else {}
@@ -139,16 +139,16 @@ def _privacy_errors(doc: Mapping[str, Any]) -> list[str]:
             out.append(f"environment/host/hostname: 'redacted' expected in a redacted document, "
                        f"found {host!r}")
     for where, text in _strings(doc):
-        for token in envmod.secret_values(text):
+        for token in privacy.secret_values(text):
             out.append(f"{where}: no secret-looking value expected, found {token[:6]}… "
                        f"({len(token)} characters)")
         if not redacted:
             continue
-        home = envmod.HOME_PATH.search(text)
+        home = privacy.HOME_PATH.search(text)
         if home:
             out.append(f"{where}: no home directory expected in a redacted document, "
                        f"found {home.group(0)!r}")
-        checkout = envmod.CHECKOUT_PREFIX.search(text)
+        checkout = privacy.CHECKOUT_PREFIX.search(text)
         if checkout:
             found = checkout.group(0) + text[checkout.end():].split("/", 1)[0] + "/"
             out.append(f"{where}: no absolute checkout path expected in a redacted document, "

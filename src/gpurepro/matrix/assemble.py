@@ -22,7 +22,7 @@ from typing import Any
 from .. import stats, tally
 from ..atomic import write_atomic
 from ..build.artifacts import sha256_file
-from ..env import fingerprint as envmod
+from ..env import privacy
 from ..errors import UsageError
 from ..journal import read
 from ..validation import validate_matrix
@@ -151,7 +151,7 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
     doc["gpu"] = _gpu_section(gpu, header)
     doc["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["results"] = cell_results(doc)
-    return envmod.portable_value(doc, root, redact=True)
+    return privacy.portable_value(doc, root, redact=True)
 
 
 def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Path,
