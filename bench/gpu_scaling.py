@@ -71,7 +71,7 @@ def powers_of_two(n: int) -> list[int]:
 def breakdown(journal: Path, wall: float, startup: float | None, count: int,
               budget_s: float) -> dict[str, Any]:
     """Where one run's wall time went, from its journal's per-trial durations."""
-    from gpurepro.journal import read
+    from gpurepro.run.journal import read
 
     trials = read(journal).trials
     durations = [float(t["duration_s"]) for t in trials]

@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> None:
 
 def report(args: argparse.Namespace) -> None:
     from gpurepro.case import load_case
-    from gpurepro.journal import read
     from gpurepro.record import decide_claims
+    from gpurepro.run.journal import read
 
     case = load_case("tile_unload_race", ROOT)
     walls = json.loads((args.dir / "walls.json").read_text())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpurepro.build.artifacts import sha256_file
-from gpurepro.journal import read
+from gpurepro.run.journal import read
 
 from .conftest import ROOT
 

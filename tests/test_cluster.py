@@ -18,13 +18,13 @@ import pytest
 from gpurepro.case import TrialBudget
 from gpurepro.comment import issue_body
 from gpurepro.env import fingerprint as envmod
-from gpurepro.journal import read
 from gpurepro.merge import add_node, annotate, host_label, read_shards
-from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
 from gpurepro.report import markdown
-from gpurepro.run import RunOptions
-from gpurepro.runner import journal_header
+from gpurepro.run.execute import RunOptions
+from gpurepro.run.journal import read
+from gpurepro.run.plan import make_plan
+from gpurepro.run.session import journal_header
 from gpurepro.shard import ShardJournal, shard_path, spec_path
 from gpurepro.sharding import by_partition, to_tasks
 from gpurepro.slurm import time_limit_seconds
@@ -302,7 +302,7 @@ def test_a_shard_journal_works_on_a_file_system_without_flock(tmp_path, monkeypa
     import errno
     import fcntl
 
-    from gpurepro.journal import Journal
+    from gpurepro.run.journal import Journal
 
     def no_flock(fd, op):
         raise OSError(errno.ENOSYS, "Function not implemented")

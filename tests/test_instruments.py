@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments
 from gpurepro.build import toolchain
 from gpurepro.build.artifacts import build_case
 from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
 from gpurepro.errors import BuildError, ManifestError
-from gpurepro.plan import PlannedTrial
-from gpurepro.run import RunOptions, execute_trial
+from gpurepro.run import instruments
+from gpurepro.run.execute import RunOptions, execute_trial
+from gpurepro.run.plan import PlannedTrial
 
 from .conftest import ROOT, toolchain_venv
 

@@ -15,7 +15,6 @@ import pytest
 from scipy import stats as sps
 
 from gpurepro.errors import UsageError
-from gpurepro.journal import Journal
 from gpurepro.matrix import gpu as gpustage
 from gpurepro.matrix.assemble import assemble, write_document
 from gpurepro.matrix.cell import run_cell
@@ -24,6 +23,7 @@ from gpurepro.matrix.document import cell_results
 from gpurepro.matrix.spec import load
 from gpurepro.matrix.table import markdown
 from gpurepro.record import validation_errors
+from gpurepro.run.journal import Journal
 
 from .conftest import ROOT, toolchain_venv
 

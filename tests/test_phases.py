@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from gpurepro import phases
+from gpurepro.run import phases
 
 from .conftest import ROOT
 

@@ -6,13 +6,13 @@ from collections import Counter
 
 import pytest
 
-from gpurepro import run as runmod
 from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
-from gpurepro.journal import Journal, merge, read
-from gpurepro.plan import make_plan
 from gpurepro.record import build_document, validation_errors
-from gpurepro.run import RunOptions, execute_plan
+from gpurepro.run import execute as runmod
+from gpurepro.run.execute import RunOptions, execute_plan
+from gpurepro.run.journal import Journal, merge, read
+from gpurepro.run.plan import make_plan
 
 from .conftest import ROOT
 

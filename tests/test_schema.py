@@ -14,10 +14,10 @@ from gpurepro.record import validate_document, validation_errors, write_document
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
     from gpurepro.case import TrialBudget
-    from gpurepro.journal import Journal, read
-    from gpurepro.plan import make_plan
     from gpurepro.record import build_document
-    from gpurepro.run import RunOptions, execute_plan
+    from gpurepro.run.execute import RunOptions, execute_plan
+    from gpurepro.run.journal import Journal, read
+    from gpurepro.run.plan import make_plan
 
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 2, seed=1, selected=["crash", "ok"])

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.journal import read
 from gpurepro.record import validation_errors
+from gpurepro.run.journal import read
 from gpurepro.shard import spec_path
 
 from .conftest import ROOT

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments, record, stats
+from gpurepro import record, stats
 from gpurepro.analysis import Analysis
 from gpurepro.build import toolchain
 from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.run import instruments
 
 from .conftest import ROOT, toolchain_venv
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import journal, record, stats
+from gpurepro import record, stats
 from gpurepro.analysis import Analysis
 from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.run import journal
 
 from .conftest import ROOT
 

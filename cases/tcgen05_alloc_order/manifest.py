@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpurepro import instruments
 from gpurepro.case import (
     Arm,
     Artifact,
@@ -30,6 +29,7 @@ from gpurepro.case import (
     TrialContext,
     load_sibling,
 )
+from gpurepro.run import instruments
 
 HERE = Path(__file__).resolve().parent
 

@@ -45,9 +45,9 @@ from .errors import (
     UsageError,
     exit_for_signal,
 )
-from .journal import read
-from .run import ignore_stop_signals, stop_signals
-from .runner import resolve_target, run_case
+from .run.execute import ignore_stop_signals, stop_signals
+from .run.journal import read
+from .run.session import resolve_target, run_case
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -107,7 +107,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
 def cmd_prepare(args: argparse.Namespace) -> int:
     """For nox: check every case argument as `case` will, then write the target and pins to a
     file (a value read from a file, never from a session's printed output)."""
-    from .runner import check_arguments
+    from .run.session import check_arguments
 
     root = _root()
     case = load_case(args.case, root)
@@ -341,7 +341,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
-        from .atomic import write_atomic
+        from .run.atomic import write_atomic
 
         write_atomic(Path(args.out), body)
         _say(f"issue comment: {args.out} ({len(body)} characters)")

@@ -30,7 +30,6 @@ from typing import Any
 from . import slurm
 from .build.artifacts import load_index
 from .case.model import Case, load_case
-from .classify import EVIDENCE
 from .cluster_args import (
     NO_TRIALS_HERE,
     ClusterOptions,
@@ -54,11 +53,12 @@ from .errors import (
     UsageError,
     exit_for_signal,
 )
-from .journal import Journal, check_trials, result_name, verify_identity
 from .merge import add_node, annotate, host_label, read_shards
-from .plan import Plan, make_plan
-from .run import RunOptions
-from .runner import check_arguments, journal_header, manifest_sha256
+from .run.classify import EVIDENCE
+from .run.execute import RunOptions
+from .run.journal import Journal, check_trials, result_name, verify_identity
+from .run.plan import Plan, make_plan
+from .run.session import check_arguments, journal_header, manifest_sha256
 from .shard import SKIP_FILE, spec_path
 from .sharding import by_partition, to_tasks
 from .stage import stage

@@ -19,7 +19,7 @@ from . import slurm
 from .case.model import Case
 from .env import privacy
 from .errors import ClusterError, JournalError, UsageError
-from .journal import read
+from .run.journal import read
 
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).

@@ -18,10 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import merge, phases
+from . import merge
 from .compare import stopping_numbers
 from .errors import IssueError
 from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
+from .run import phases
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .atomic import write_atomic
 from .build.artifacts import sha256_file
 from .case.model import Case
+from .run.atomic import write_atomic
 from .validation import validate_document
 from .verdict import decide_claims, verdict_for
 

@@ -16,10 +16,10 @@ a result.
 
 from __future__ import annotations
 
-from .atomic import write_atomic
 from .document import SCHEMA_ID, build_document, run_analyses, write_document
 from .errors import RecordError
-from .journal import result_name
+from .run.atomic import write_atomic
+from .run.journal import result_name
 from .validation import (
     load_schema,
     meaning_errors,

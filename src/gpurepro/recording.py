@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .case.model import Case
 from .errors import UsageError
-from .journal import merge, read, result_name
+from .run.journal import merge, read, result_name
 
 
 def _say(msg: str) -> None:

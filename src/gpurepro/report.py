@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import cluster_report, phases
-from .atomic import write_atomic
+from . import cluster_report
+from .run import phases
+from .run.atomic import write_atomic
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import stats, tally
-from ..atomic import write_atomic
 from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError
-from ..journal import read
+from ..run.atomic import write_atomic
+from ..run.journal import read
 from ..validation import validate_matrix
 from .document import cell_results, document_name
 from .gpu import GPU_FILE, GPU_SCHEMA, read_document

@@ -80,7 +80,7 @@ def cmd_table(args: argparse.Namespace, root: Path) -> int:
 
     text = markdown(read_document(Path(args.document)))
     if args.out:
-        from ..atomic import write_atomic
+        from ..run.atomic import write_atomic
 
         write_atomic(Path(args.out), text)
         _say(f"table: {args.out}")

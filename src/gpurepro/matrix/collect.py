@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..atomic import write_atomic
 from ..case.model import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
+from ..run.atomic import write_atomic
 from ..validation import validate_matrix
 from . import emitted
 from .cell import read_cells

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .case.model import Case, TrialBudget, TrialContext
+from ..case.model import Case, TrialBudget, TrialContext
+from ..env import privacy
+from ..errors import HarnessError, Stopped
 from .classify import StdoutTail, classify, exit_description, short_module
-from .env import privacy
-from .errors import HarnessError, Stopped
 from .journal import Journal
 from .plan import Plan, PlannedTrial
 from .progress import Progress

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import JournalError, JournalMismatch
+from ..errors import JournalError, JournalMismatch
 
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"

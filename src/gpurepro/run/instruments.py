@@ -4,7 +4,7 @@
 is a factor level the harness knows how to apply. A case declares the factor and wraps its
 trial command::
 
-    from gpurepro import instruments
+    from gpurepro.run import instruments
 
     factors = {..., "instrument": instruments.factor("coredump", "compute-sanitizer", "cuda-gdb")}
     trial_command = instruments.instrumented(my_trial_command)   # reads factors["instrument"]
@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .case.model import Factor, Tool, TrialCommand, TrialContext
+    from ..case.model import Factor, Tool, TrialCommand, TrialContext
 
 NONE = "none"
 KINDS = ("coredump", "sanitizer", "debugger", "prefix")
@@ -121,7 +121,7 @@ def lookup(name: str, extra: Mapping[str, Instrument] | None = None) -> Instrume
 def factor(*names: str, default: str = NONE, description: str = "the instrument the trial runs under",
            extra: Mapping[str, Instrument] | None = None) -> Factor:
     """A factor whose levels are ``none`` and the instruments ``names``."""
-    from .case.model import Factor
+    from ..case.model import Factor
 
     for n in names:
         if n != NONE:
@@ -135,7 +135,7 @@ def wrap(cmd: TrialCommand, name: str | None, tools: Mapping[str, Tool] | None =
     """``cmd`` run under the instrument ``name`` (``none``/None: ``cmd`` itself)."""
     from dataclasses import replace
 
-    from .build import toolchain
+    from ..build import toolchain
 
     if name in (None, NONE):
         return cmd

@@ -18,12 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .args import checked_artifact_file, checked_build_dir
-from .build.artifacts import load_index, sha256_file
-from .case.model import Case, TrialBudget
-from .classify import EVIDENCE
-from .env import fingerprint as envmod
-from .errors import (
+from ..args import checked_artifact_file, checked_build_dir
+from ..build.artifacts import load_index, sha256_file
+from ..case.model import Case, TrialBudget
+from ..env import fingerprint as envmod
+from ..errors import (
     EXIT_ERROR,
     EXIT_NO_DRIVER,
     EXIT_OK,
@@ -33,9 +32,8 @@ from .errors import (
     UsageError,
     exit_for_signal,
 )
-from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
-from .plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS, Plan, make_plan
-from .run import (
+from .classify import EVIDENCE
+from .execute import (
     Gate,
     RunOptions,
     execute_plan,
@@ -44,6 +42,8 @@ from .run import (
     stop_signals,
     unsupported_record,
 )
+from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
+from .plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS, Plan, make_plan
 from .watchdog import Watchdog, kill_run
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
@@ -368,7 +368,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     decider = None
     stopping = run.header["options"].get("stopping")
     if stopping:
-        from .claims import decider_for
+        from ..claims import decider_for
 
         decider = decider_for(case, run.header)
         journaled = [decider.to_json()]
@@ -406,7 +406,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
 def run_case(args: argparse.Namespace, root: Path, build: bool,
              builder: Callable[[Case, str, Path, Path], Any] | None = None) -> int:
     """`run` and `case`: check, (build,) start or resume, execute, record."""
-    from .case.model import load_case
+    from ..case.model import load_case
 
     case = load_case(args.case, root)
     gpu_info = None if args.resume else envmod.gpus()
@@ -433,7 +433,7 @@ def run_case(args: argparse.Namespace, root: Path, build: bool,
                  f"{harness_errors[0]['arm']}: {harness_errors[0]['detail']}")
             status = EXIT_ERROR
     if not args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-        from .recording import record_journals
+        from ..recording import record_journals
 
         record_journals(case, [started.journal.path], root, None, force=False)
     return status
