@@ -15,6 +15,7 @@ SHIMS = {
     "gpurepro.manifest": ("gpurepro.case", "Case"),
     "gpurepro.toolchain": ("gpurepro.build.toolchain", "find_tool"),
     "gpurepro.elf": ("gpurepro.build.elf", "embedded_object"),
+    "gpurepro.instruments": ("gpurepro.run.instruments", "wrap"),
 }
 
 
