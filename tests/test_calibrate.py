@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import calibrate as cal
+from gpurepro.analyze import calibrate as cal
+from gpurepro.analyze.claims import Design
 from gpurepro.case import Claim, load_case
-from gpurepro.claims import Design
 from gpurepro.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

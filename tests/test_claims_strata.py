@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from gpurepro.analyze.claims import Decider, Design, evidence
 from gpurepro.case import Claim, load_case
-from gpurepro.claims import Decider, Design, evidence
 
 from .conftest import ROOT
 

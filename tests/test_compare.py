@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import stats
+from gpurepro.analyze import stats
 from gpurepro.compare import compare, markdown
 from gpurepro.errors import CompareError
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import record, stats
-from gpurepro.analysis import Analysis
+from gpurepro import record
+from gpurepro.analyze import stats
+from gpurepro.analyze.views import Analysis
 from gpurepro.case import TrialBudget, TrialContext, load_case
 from gpurepro.run import journal
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analysis import Analysis, ArmSummary
+from gpurepro.analyze.views import Analysis, ArmSummary
 from gpurepro.case import load_sibling
 
 design = load_sibling(__file__, "design")

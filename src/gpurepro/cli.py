@@ -366,7 +366,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .calibrate import cmd_calibrate as run_calibration
+    from .analyze.calibrate import cmd_calibrate as run_calibration
 
     return run_calibration(args, _root())
 

@@ -247,7 +247,7 @@ class Watch:
         stopping = header["options"].get("stopping")
         self.decider = None
         if stopping:
-            from .claims import decider_for  # scipy: only the sequential design needs it
+            from .analyze.claims import decider_for  # scipy: only the sequential design needs it
 
             self.decider = decider_for(case, header)
         self.max_trials = int(stopping["max_trials"]) if stopping else 0

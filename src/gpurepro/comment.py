@@ -89,7 +89,7 @@ def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
-    from .stats import coarse_counter
+    from .analyze.stats import coarse_counter
 
     failures = doc["case"]["failure_outcomes"]
     out: dict[str, int] = {}

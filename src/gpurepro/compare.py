@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import stats
+from .analyze import stats
 from .errors import CompareError
 from .report import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .analyze.verdict import decide_claims, verdict_for
 from .build.artifacts import sha256_file
 from .case.model import Case
 from .run.atomic import write_atomic
 from .validation import validate_document
-from .verdict import decide_claims, verdict_for
 
 SCHEMA_ID = "gpurepro/result/1"
 
@@ -54,7 +54,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
 
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
-    from . import stats  # scipy: only recording needs it, not validating or reporting
+    from .analyze import stats  # scipy: only recording needs it, not validating or reporting
 
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)

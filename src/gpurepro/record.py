@@ -16,6 +16,7 @@ a result.
 
 from __future__ import annotations
 
+from .analyze.verdict import compose_verdict, decide_claims
 from .document import SCHEMA_ID, build_document, run_analyses, write_document
 from .errors import RecordError
 from .run.atomic import write_atomic
@@ -27,7 +28,6 @@ from .validation import (
     validate_document,
     validation_errors,
 )
-from .verdict import compose_verdict, decide_claims
 
 __all__ = ["SCHEMA_ID", "RecordError", "build_document", "compose_verdict", "decide_claims",
            "load_schema", "meaning_errors", "result_name", "run_analyses", "schema_path",

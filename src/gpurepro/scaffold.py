@@ -113,7 +113,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analysis import Analysis
+from gpurepro.analyze.views import Analysis
 
 
 def verdict(analysis: Analysis) -> dict[str, Any]:

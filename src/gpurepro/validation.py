@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from . import tally
+from .analyze import tally
 from .env import privacy
 from .errors import RecordError
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ManifestError
 
 if TYPE_CHECKING:
-    from ..analysis import Analysis
+    from ..analyze.views import Analysis
 
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import stats, tally
+from ..analyze import stats, tally
 from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError

@@ -368,7 +368,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     decider = None
     stopping = run.header["options"].get("stopping")
     if stopping:
-        from ..claims import decider_for
+        from ..analyze.claims import decider_for
 
         decider = decider_for(case, run.header)
         journaled = [decider.to_json()]

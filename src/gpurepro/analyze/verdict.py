@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .analysis import Analysis
-from .case.model import Case
-from .errors import RecordError
+from ..case.model import Case
+from ..errors import RecordError
+from .views import Analysis
 
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .run import phases
+from ..run import phases
 
 # A claim's decision (claims.py); ``None`` from ``Analysis.decision`` for a claim outside the run.
 DECISIONS = ("supported", "contradicted", "not_decided")

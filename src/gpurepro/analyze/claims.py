@@ -35,8 +35,8 @@ from typing import Any
 
 from scipy import stats as sps
 
-from .case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
-from .run.plan import DEFAULT_ALPHA
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
+from ..run.plan import DEFAULT_ALPHA
 from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name

@@ -54,11 +54,11 @@ from typing import Any
 
 import numpy as np
 
-from .case.model import SINGLE_ARM_KINDS, Case, Claim, load_case
-from .errors import UsageError
-from .run.classify import EVIDENCE
-from .run.plan import DEFAULT_ALPHA, make_plan
-from .run.session import sequential_design
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim, load_case
+from ..errors import UsageError
+from ..run.classify import EVIDENCE
+from ..run.plan import DEFAULT_ALPHA, make_plan
+from ..run.session import sequential_design
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
