@@ -1,0 +1,12 @@
+"""The old name of gpurepro.analyze.views, kept for one release: import from gpurepro.analyze.views instead."""
+
+import sys
+import warnings
+
+from .analyze import views as _new
+
+warnings.warn("gpurepro.analysis is deprecated and goes in the next release: import from "
+              "gpurepro.analyze.views", DeprecationWarning, stacklevel=2)
+# The module itself under its old name: setting or reading one of its names through the old
+# name reaches the same object.
+sys.modules[__name__] = _new
