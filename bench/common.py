@@ -72,7 +72,7 @@ def finish(path: Path) -> None:
     """Validate against the schema and write the pyperf suite, where those packages exist."""
     doc = json.loads(path.read_text())
     try:
-        from gpurepro.record import validate_document
+        from gpurepro.record.validation import validate_document
     except ImportError:
         print("(jsonschema missing here: validate later with python bench/common.py finish)")
     else:

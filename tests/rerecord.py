@@ -26,8 +26,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro import document  # noqa: E402
 from gpurepro.case import load_case  # noqa: E402
+from gpurepro.record import document  # noqa: E402
 from gpurepro.run import journal  # noqa: E402
 
 # Fields of a document that describe the recording checkout, not the run (see the docstring).

@@ -19,7 +19,8 @@ from gpurepro.case import TrialBudget
 from gpurepro.comment import issue_body
 from gpurepro.env import fingerprint as envmod
 from gpurepro.merge import add_node, annotate, host_label, read_shards
-from gpurepro.record import build_document, validation_errors
+from gpurepro.record.document import build_document
+from gpurepro.record.validation import validation_errors
 from gpurepro.report import markdown
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.journal import read

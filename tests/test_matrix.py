@@ -22,7 +22,7 @@ from gpurepro.matrix.collect import _runs, cpu_document
 from gpurepro.matrix.document import cell_results
 from gpurepro.matrix.spec import load
 from gpurepro.matrix.table import markdown
-from gpurepro.record import validation_errors
+from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import Journal
 
 from .conftest import ROOT, toolchain_venv

@@ -8,7 +8,8 @@ import pytest
 
 from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
-from gpurepro.record import build_document, validation_errors
+from gpurepro.record.document import build_document
+from gpurepro.record.validation import validation_errors
 from gpurepro.run import execute as runmod
 from gpurepro.run.execute import RunOptions, execute_plan
 from gpurepro.run.journal import Journal, merge, read

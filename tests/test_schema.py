@@ -8,13 +8,14 @@ import json
 import pytest
 
 from gpurepro.errors import RecordError
-from gpurepro.record import validate_document, validation_errors, write_document
+from gpurepro.record.document import write_document
+from gpurepro.record.validation import validate_document, validation_errors
 
 
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
     from gpurepro.case import TrialBudget
-    from gpurepro.record import build_document
+    from gpurepro.record.document import build_document
     from gpurepro.run.execute import RunOptions, execute_plan
     from gpurepro.run.journal import Journal, read
     from gpurepro.run.plan import make_plan

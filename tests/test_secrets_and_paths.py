@@ -10,7 +10,7 @@ import pytest
 
 from gpurepro.env import fingerprint as env
 from gpurepro.env import privacy
-from gpurepro.scrub import scrub_file
+from gpurepro.record.scrub import scrub_file
 
 SECRETS = {"NVIDIA_API_KEY": "nvapi-" + "x" * 40, "CUDA_TOKEN": "abc", "NCCL_PASSWORD": "p",
            "cuda_secret": "s", "NVIDIA_AUTH": "a", "CUDA_COOKIE": "c", "GH_CREDENTIALS": "g"}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.record import validation_errors
+from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import read
 from gpurepro.shard import spec_path
 

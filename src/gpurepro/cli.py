@@ -158,7 +158,7 @@ def cmd_slurm_task(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .recording import record_journals
+    from .record.result import record_journals
 
     root = _root()
     journals = [Path(j) for j in args.journal]
@@ -191,8 +191,8 @@ def _read_document(path: Path, what: str = "result document",
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from .record.validation import validate_document
     from .report import write_report
-    from .validation import validate_document
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -209,7 +209,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .validation import validation_errors
+    from .record.validation import validation_errors
 
     paths: list[Path] = []
     for p in args.paths or ["results"]:
@@ -259,7 +259,7 @@ def _stale_indexes(folders: list[str]) -> int:
 
 def cmd_scrub(args: argparse.Namespace) -> int:
     """Rewrite committed journals and documents with the recording rules of today."""
-    from .scrub import scrub_file
+    from .record.scrub import scrub_file
 
     root = _root()
     changed = 0

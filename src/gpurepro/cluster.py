@@ -318,7 +318,7 @@ class Watch:
         elif records and all(r["outcome"] == "unsupported" for r in records) and not self.lost:
             status = EXIT_UNSUPPORTED
         if not self.args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-            from .recording import record_journals
+            from .record.result import record_journals
 
             record_journals(self.case, [self.journal.path], self.root, None, force=False)
         return status

@@ -23,9 +23,9 @@ from ..analyze import stats, tally
 from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError
+from ..record.validation import validate_matrix
 from ..run.atomic import write_atomic
 from ..run.journal import read
-from ..validation import validate_matrix
 from .document import cell_results, document_name
 from .gpu import GPU_FILE, GPU_SCHEMA, read_document
 from .table import markdown

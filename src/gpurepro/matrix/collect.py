@@ -16,8 +16,8 @@ from .. import __version__
 from ..case.model import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
+from ..record.validation import validate_matrix
 from ..run.atomic import write_atomic
-from ..validation import validate_matrix
 from . import emitted
 from .cell import read_cells
 from .document import MATRIX_SCHEMA, cell_results

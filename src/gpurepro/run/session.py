@@ -433,7 +433,7 @@ def run_case(args: argparse.Namespace, root: Path, build: bool,
                  f"{harness_errors[0]['arm']}: {harness_errors[0]['detail']}")
             status = EXIT_ERROR
     if not args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-        from ..recording import record_journals
+        from ..record.result import record_journals
 
         record_journals(case, [started.journal.path], root, None, force=False)
     return status

@@ -17,9 +17,9 @@ from typing import Any
 
 import jsonschema
 
-from .analyze import tally
-from .env import privacy
-from .errors import RecordError
+from ..analyze import tally
+from ..env import privacy
+from ..errors import RecordError
 
 
 def schema_path(name: str = "result.schema.json") -> Path:
@@ -44,7 +44,7 @@ def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list
     if _schema_for(doc) == "result.schema.json":
         out += meaning_errors(doc)
     elif _schema_for(doc) == "matrix.schema.json":
-        from .matrix.document import consistency_errors
+        from ..matrix.document import consistency_errors
 
         out += consistency_errors(doc) + _privacy_errors(doc)
     return out

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .env import privacy
-from .run.atomic import write_atomic
+from ..env import privacy
+from ..run.atomic import write_atomic
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .case.model import Case
-from .errors import UsageError
-from .run.journal import merge, read, result_name
+from ..case.model import Case
+from ..errors import UsageError
+from ..run.journal import merge, read, result_name
 
 
 def _say(msg: str) -> None:
@@ -21,8 +21,8 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     An existing document is never replaced unless ``force``: a committed result holds
     analyses that a re-record from another checkout may not be able to redo."""
     try:
+        from ..report import write_report
         from .document import build_document, write_document
-        from .report import write_report
     except ImportError as exc:
         _say(f"analysis packages are missing here ({exc.name}); the journal is complete. "
              f"Record it where gpurepro is installed: python -m gpurepro record "
@@ -60,7 +60,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
 
 def _refresh_index(out: Path, root: Path) -> None:
     """Rewrite the results index (results/README.md) that lists the new document, if any."""
-    from .index import indexed_folder, write_index
+    from ..index import indexed_folder, write_index
 
     folder = indexed_folder(out, root)
     if folder is None:

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .analyze.verdict import decide_claims, verdict_for
-from .build.artifacts import sha256_file
-from .case.model import Case
-from .run.atomic import write_atomic
+from .. import __version__
+from ..analyze.verdict import decide_claims, verdict_for
+from ..build.artifacts import sha256_file
+from ..case.model import Case
+from ..run.atomic import write_atomic
 from .validation import validate_document
 
 SCHEMA_ID = "gpurepro/result/1"
@@ -50,11 +50,11 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                    root: Path, journal_path: Path | None = None) -> dict[str, Any]:
     if header.get("cluster"):
-        from .merge import cluster_header
+        from ..merge import cluster_header
 
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
-    from .analyze import stats  # scipy: only recording needs it, not validating or reporting
+    from ..analyze import stats  # scipy: only recording needs it, not validating or reporting
 
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
@@ -90,7 +90,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
     if header.get("cluster"):
-        from .merge import document_fields
+        from ..merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
     doc = json.loads(json.dumps(doc, default=_jsonable))
