@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from gpurepro.case import TrialBudget
-from gpurepro.comment import issue_body
 from gpurepro.env import fingerprint as envmod
 from gpurepro.merge import add_node, annotate, host_label, read_shards
 from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
-from gpurepro.report import markdown
+from gpurepro.report.comment import issue_body
+from gpurepro.report.markdown import markdown
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.journal import read
 from gpurepro.run.plan import make_plan

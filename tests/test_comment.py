@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.comment import LIMIT, issue_body, rerun_arguments, session_for
+from gpurepro.report.comment import LIMIT, issue_body, rerun_arguments, session_for
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"

@@ -295,7 +295,7 @@ def test_the_gpu_stage_needs_no_third_party_module(tmp_path):
 
 
 def test_a_matrix_document_is_indexed_as_a_matrix_and_refused_by_report(tmp_path):
-    from gpurepro.index import render
+    from gpurepro.report.index import render
 
     results = tmp_path / "results"
     (results / "tile_unload_race").mkdir(parents=True)

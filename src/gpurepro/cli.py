@@ -192,7 +192,7 @@ def _read_document(path: Path, what: str = "result document",
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .record.validation import validate_document
-    from .report import write_report
+    from .report.markdown import write_report
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -240,7 +240,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _stale_indexes(folders: list[str]) -> int:
     """How many results indexes (results/README.md) differ from what their documents give."""
-    from .index import index_path, is_current, is_generated
+    from .report.index import index_path, is_current, is_generated
 
     root_results = (_root() / "results").resolve()
     stale = 0
@@ -293,8 +293,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
     flipped."""
-    from .compare import compare, markdown
     from .errors import CompareError
+    from .report.compare import compare, markdown
 
     docs = [_read_document(Path(p)) for p in args.results]
     try:
@@ -303,7 +303,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     if args.plot:
-        from .compare import plot
+        from .report.compare import plot
 
         drawn = plot(result, Path(args.plot))
         _say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
@@ -328,8 +328,8 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
 
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
-    from .comment import issue_body
     from .errors import IssueError
+    from .report.comment import issue_body
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -352,7 +352,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Regenerate results/README.md, the index of every result document."""
-    from .index import write_index
+    from .report.index import write_index
 
     folder = Path(args.folder)
     if not folder.is_dir():

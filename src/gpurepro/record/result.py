@@ -21,7 +21,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     An existing document is never replaced unless ``force``: a committed result holds
     analyses that a re-record from another checkout may not be able to redo."""
     try:
-        from ..report import write_report
+        from ..report.markdown import write_report
         from .document import build_document, write_document
     except ImportError as exc:
         _say(f"analysis packages are missing here ({exc.name}); the journal is complete. "
@@ -60,7 +60,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
 
 def _refresh_index(out: Path, root: Path) -> None:
     """Rewrite the results index (results/README.md) that lists the new document, if any."""
-    from ..index import indexed_folder, write_index
+    from ..report.index import indexed_folder, write_index
 
     folder = indexed_folder(out, root)
     if folder is None:

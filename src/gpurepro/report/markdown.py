@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from . import cluster_report
-from .run import phases
-from .run.atomic import write_atomic
+from ..run import phases
+from ..run.atomic import write_atomic
+from . import cluster as cluster_report
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -849,8 +849,8 @@ def per_gpu_rows(doc: Mapping[str, Any]) -> tuple[str, list[str], list[dict[str,
     are the forest plot's (same arms, groups and order); each carries a cell per panel with
     that panel's trials' failures, valid trials and exposure, and the rate recomputed from
     them with its exact Poisson interval."""
-    from .analyze.stats import poisson_rate
-    from .analyze.tally import arm_counts
+    from ..analyze.stats import poisson_rate
+    from ..analyze.tally import arm_counts
 
     kind, groups = facets(doc)
     if len(groups) <= 1:

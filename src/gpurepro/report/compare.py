@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .analyze import stats
-from .errors import CompareError
-from .report import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
+from ..analyze import stats
+from ..errors import CompareError
+from .markdown import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
 
 DECIDED = ("supported", "contradicted")
 
@@ -440,7 +440,7 @@ def forest_figure(result: Mapping[str, Any]):
     from matplotlib.patches import Patch
     from matplotlib.transforms import blended_transform_factory
 
-    from .report import _num
+    from .markdown import _num
 
     baseline, unit = result["baseline"], result["exposure"]["unit"]
     per = per_superscript(result["exposure"]["per"])

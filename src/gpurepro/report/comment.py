@@ -18,11 +18,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import merge
+from .. import merge
+from ..errors import IssueError
+from ..run import phases
 from .compare import stopping_numbers
-from .errors import IssueError
-from .report import _ci, _fmt, _p, claims_table, environment_rows, per_label
-from .run import phases
+from .markdown import _ci, _fmt, _p, claims_table, environment_rows, per_label
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
@@ -89,7 +89,7 @@ def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
-    from .analyze.stats import coarse_counter
+    from ..analyze.stats import coarse_counter
 
     failures = doc["case"]["failure_outcomes"]
     out: dict[str, int] = {}
