@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, cluster_args
+from . import __version__
 from .args import (
     alpha_value,
     artifact_override,
@@ -27,6 +27,7 @@ from .args import (
 )
 from .build.artifacts import build_case
 from .case.model import Case, find_repo_root, load_case
+from .cluster import options as cluster_args
 from .env import fingerprint as envmod
 from .errors import (
     EXIT_ERROR,
@@ -135,7 +136,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if cluster_args.wanted(args):
-        from . import cluster
+        from .cluster import submit as cluster
 
         return cluster.run(args, _root(), build=False)
     return run_case(args, _root(), build=False)
@@ -144,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_case(args: argparse.Namespace) -> int:
     """Build, run, record and report: what `nox -s <case>` does."""
     if cluster_args.wanted(args):
-        from . import cluster
+        from .cluster import submit as cluster
 
         return cluster.run(args, _root(), build=True, builder=do_build)
     return run_case(args, _root(), build=True, builder=do_build)
@@ -152,7 +153,7 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 def cmd_slurm_task(args: argparse.Namespace) -> int:
     """One array task of a cluster run (Slurm runs this on a node; see shard.py)."""
-    from .shard import run_task
+    from .cluster.task import run_task
 
     return run_task(Path(args.spec), args.task)
 

@@ -50,7 +50,7 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                    root: Path, journal_path: Path | None = None) -> dict[str, Any]:
     if header.get("cluster"):
-        from ..merge import cluster_header
+        from ..cluster.merge import cluster_header
 
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
@@ -90,7 +90,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
     if header.get("cluster"):
-        from ..merge import document_fields
+        from ..cluster.merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
     doc = json.loads(json.dumps(doc, default=_jsonable))

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import merge
+from ..cluster import merge
 from ..errors import IssueError
 from ..run import phases
 from .compare import stopping_numbers

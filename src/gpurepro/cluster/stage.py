@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .build.artifacts import sha256_file
-from .case.model import Case
-from .errors import StageError
+from ..build.artifacts import sha256_file
+from ..case.model import Case
+from ..errors import StageError
 
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 
@@ -29,7 +29,7 @@ def stage(root: Path, dest: Path, case: Case, indexes: Mapping[str, Mapping[str,
     """Copy what the run stage needs into ``dest`` (created; must not exist yet)."""
     if dest.exists():
         raise StageError(f"{dest} exists; a run's tree is made once")
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # the gpurepro package
     shutil.copytree(package, dest / "src" / "gpurepro", ignore=_SKIP)
     shutil.copytree(root / "native", dest / "native", ignore=_SKIP)
     (dest / "cases").mkdir(exist_ok=True)  # find_repo_root needs cases/ and native/

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..case.model import Case
+from ..env import privacy
+from ..errors import ClusterError, JournalError, UsageError
+from ..run.journal import read
 from . import slurm
-from .case.model import Case
-from .env import privacy
-from .errors import ClusterError, JournalError, UsageError
-from .run.journal import read
 
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).

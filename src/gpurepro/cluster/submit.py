@@ -27,22 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import slurm
-from .build.artifacts import load_index
-from .case.model import Case, load_case
-from .cluster_args import (
-    NO_TRIALS_HERE,
-    ClusterOptions,
-    check_flags,
-    check_partitions,
-    check_time,
-    given_flags,
-    resolve_targets,
-)
-from .cluster_progress import ClusterProgress, job_summary
-from .env import fingerprint as envmod
-from .env import privacy
-from .errors import (
+from ..build.artifacts import load_index
+from ..case.model import Case, load_case
+from ..env import fingerprint as envmod
+from ..env import privacy
+from ..errors import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_UNSUPPORTED,
@@ -53,15 +42,26 @@ from .errors import (
     UsageError,
     exit_for_signal,
 )
+from ..run.classify import EVIDENCE
+from ..run.execute import RunOptions
+from ..run.journal import Journal, check_trials, result_name, verify_identity
+from ..run.plan import Plan, make_plan
+from ..run.session import check_arguments, journal_header, manifest_sha256
+from . import slurm
 from .merge import add_node, annotate, host_label, read_shards
-from .run.classify import EVIDENCE
-from .run.execute import RunOptions
-from .run.journal import Journal, check_trials, result_name, verify_identity
-from .run.plan import Plan, make_plan
-from .run.session import check_arguments, journal_header, manifest_sha256
-from .shard import SKIP_FILE, spec_path
-from .sharding import by_partition, to_tasks
+from .options import (
+    NO_TRIALS_HERE,
+    ClusterOptions,
+    check_flags,
+    check_partitions,
+    check_time,
+    given_flags,
+    resolve_targets,
+)
+from .partition import by_partition, to_tasks
+from .progress import ClusterProgress, job_summary
 from .stage import stage
+from .task import SKIP_FILE, spec_path
 
 # A task is taken as ended once squeue has not listed it at this many looks in a row: its
 # last journal lines may reach a network file system's readers a little after it exits, and
@@ -106,7 +106,7 @@ def _write_json(path: Path, obj: Any) -> None:
 
 TASK_SCRIPT = """\
 #!/bin/sh
-# One array task of a gpurepro cluster run (gpurepro/shard.py): its share of the plan, run
+# One array task of a gpurepro cluster run (gpurepro/cluster/task.py): its share of the plan, run
 # from the tree staged for this run, journaled in a shard journal of its own.
 export PYTHONPATH={src}
 export GPUREPRO_COMMIT={commit}
@@ -247,7 +247,7 @@ class Watch:
         stopping = header["options"].get("stopping")
         self.decider = None
         if stopping:
-            from .analyze.claims import decider_for  # scipy: only the sequential design needs it
+            from ..analyze.claims import decider_for  # scipy: only the sequential design needs it
 
             self.decider = decider_for(case, header)
         self.max_trials = int(stopping["max_trials"]) if stopping else 0
@@ -318,7 +318,7 @@ class Watch:
         elif records and all(r["outcome"] == "unsupported" for r in records) and not self.lost:
             status = EXIT_UNSUPPORTED
         if not self.args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-            from .record.result import record_journals
+            from ..record.result import record_journals
 
             record_journals(self.case, [self.journal.path], self.root, None, force=False)
         return status

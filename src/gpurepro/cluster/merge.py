@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import JournalError
-from .run.classify import EVIDENCE
-from .run.journal import check_trials, plan_sha256, read
+from ..errors import JournalError
+from ..run.classify import EVIDENCE
+from ..run.journal import check_trials, plan_sha256, read
 
 
 @dataclass

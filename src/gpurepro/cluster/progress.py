@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from .run.progress import Progress
+from ..run.progress import Progress
 
 try:  # optional, as in progress.py
     from rich.console import Group

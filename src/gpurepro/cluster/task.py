@@ -23,14 +23,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .case.model import TrialBudget, find_repo_root, load_case
-from .env import fingerprint as envmod
-from .errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
-from .run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record
-from .run.journal import Journal, check_trials, read, verify_identity
-from .run.plan import Plan
-from .run.session import gate_json, manifest_sha256
-from .run.watchdog import Watchdog, kill_run
+from ..case.model import TrialBudget, find_repo_root, load_case
+from ..env import fingerprint as envmod
+from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
+from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record
+from ..run.journal import Journal, check_trials, read, verify_identity
+from ..run.plan import Plan
+from ..run.session import gate_json, manifest_sha256
+from ..run.watchdog import Watchdog, kill_run
 
 # Signals with which Slurm ends a job (scancel, preemption, the time limit). A trial that
 # died by one of them while the task was being stopped was ended by the stop, not by the bug.

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SlurmError
+from ..errors import SlurmError
 
 # What the submitting side needs; sacct and srun are used when present (sacct needs Slurm's
 # accounting storage, which small clusters often run without).
