@@ -15,7 +15,7 @@ import pytest
 from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze.claims import Design
 from gpurepro.case import Claim, load_case
-from gpurepro.cli import main
+from gpurepro.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"

@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..args import checked_artifact_file, checked_build_dir
 from ..build.artifacts import load_index, sha256_file
 from ..case.model import Case, TrialBudget
+from ..cli.args import checked_artifact_file, checked_build_dir
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,

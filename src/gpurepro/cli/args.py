@@ -10,7 +10,7 @@ import argparse
 import math
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 
 def _number(text: str, kind: type) -> float | int:

@@ -16,20 +16,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__
-from .args import (
-    alpha_value,
-    artifact_override,
-    checked_build_dir,
-    nonneg_int,
-    positive_float,
-    positive_int,
-)
-from .build.artifacts import build_case
-from .case.model import Case, find_repo_root, load_case
-from .cluster import options as cluster_args
-from .env import fingerprint as envmod
-from .errors import (
+from .. import __version__
+from ..build.artifacts import build_case
+from ..case.model import Case, find_repo_root, load_case
+from ..cluster import options as cluster_args
+from ..env import fingerprint as envmod
+from ..errors import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
@@ -46,9 +38,17 @@ from .errors import (
     UsageError,
     exit_for_signal,
 )
-from .run.execute import ignore_stop_signals, stop_signals
-from .run.journal import read
-from .run.session import resolve_target, run_case
+from ..run.execute import ignore_stop_signals, stop_signals
+from ..run.journal import read
+from ..run.session import resolve_target, run_case
+from .args import (
+    alpha_value,
+    artifact_override,
+    checked_build_dir,
+    nonneg_int,
+    positive_float,
+    positive_int,
+)
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -108,7 +108,7 @@ def cmd_pins(args: argparse.Namespace) -> int:
 def cmd_prepare(args: argparse.Namespace) -> int:
     """For nox: check every case argument as `case` will, then write the target and pins to a
     file (a value read from a file, never from a session's printed output)."""
-    from .run.session import check_arguments
+    from ..run.session import check_arguments
 
     root = _root()
     case = load_case(args.case, root)
@@ -136,7 +136,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     if cluster_args.wanted(args):
-        from .cluster import submit as cluster
+        from ..cluster import submit as cluster
 
         return cluster.run(args, _root(), build=False)
     return run_case(args, _root(), build=False)
@@ -145,7 +145,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_case(args: argparse.Namespace) -> int:
     """Build, run, record and report: what `nox -s <case>` does."""
     if cluster_args.wanted(args):
-        from .cluster import submit as cluster
+        from ..cluster import submit as cluster
 
         return cluster.run(args, _root(), build=True, builder=do_build)
     return run_case(args, _root(), build=True, builder=do_build)
@@ -153,13 +153,13 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 def cmd_slurm_task(args: argparse.Namespace) -> int:
     """One array task of a cluster run (Slurm runs this on a node; see shard.py)."""
-    from .cluster.task import run_task
+    from ..cluster.task import run_task
 
     return run_task(Path(args.spec), args.task)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from .record.result import record_journals
+    from ..record.result import record_journals
 
     root = _root()
     journals = [Path(j) for j in args.journal]
@@ -192,8 +192,8 @@ def _read_document(path: Path, what: str = "result document",
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .record.validation import validate_document
-    from .report.markdown import write_report
+    from ..record.validation import validate_document
+    from ..report.markdown import write_report
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -210,7 +210,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .record.validation import validation_errors
+    from ..record.validation import validation_errors
 
     paths: list[Path] = []
     for p in args.paths or ["results"]:
@@ -241,7 +241,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def _stale_indexes(folders: list[str]) -> int:
     """How many results indexes (results/README.md) differ from what their documents give."""
-    from .report.index import index_path, is_current, is_generated
+    from ..report.index import index_path, is_current, is_generated
 
     root_results = (_root() / "results").resolve()
     stale = 0
@@ -260,7 +260,7 @@ def _stale_indexes(folders: list[str]) -> int:
 
 def cmd_scrub(args: argparse.Namespace) -> int:
     """Rewrite committed journals and documents with the recording rules of today."""
-    from .record.scrub import scrub_file
+    from ..record.scrub import scrub_file
 
     root = _root()
     changed = 0
@@ -277,7 +277,7 @@ def cmd_scrub(args: argparse.Namespace) -> int:
 
 
 def cmd_new(args: argparse.Namespace) -> int:
-    from .scaffold import create
+    from ..case.scaffold import create
 
     root = _root()
     for path in create(args.name, root):
@@ -294,8 +294,8 @@ def cmd_env(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
     flipped."""
-    from .errors import CompareError
-    from .report.compare import compare, markdown
+    from ..errors import CompareError
+    from ..report.compare import compare, markdown
 
     docs = [_read_document(Path(p)) for p in args.results]
     try:
@@ -304,7 +304,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     if args.plot:
-        from .report.compare import plot
+        from ..report.compare import plot
 
         drawn = plot(result, Path(args.plot))
         _say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
@@ -313,7 +313,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
     """A <details> block with a toolchain matrix document's table, for `issue --matrix`."""
-    from .matrix.table import markdown as matrix_markdown
+    from ..matrix.table import markdown as matrix_markdown
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
@@ -329,8 +329,8 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
 
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
-    from .errors import IssueError
-    from .report.comment import issue_body
+    from ..errors import IssueError
+    from ..report.comment import issue_body
 
     path = Path(args.result)
     doc = _read_document(path)
@@ -342,7 +342,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
-        from .run.atomic import write_atomic
+        from ..run.atomic import write_atomic
 
         write_atomic(Path(args.out), body)
         _say(f"issue comment: {args.out} ({len(body)} characters)")
@@ -353,7 +353,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     """Regenerate results/README.md, the index of every result document."""
-    from .report.index import write_index
+    from ..report.index import write_index
 
     folder = Path(args.folder)
     if not folder.is_dir():
@@ -367,7 +367,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from .analyze.calibrate import cmd_calibrate as run_calibration
+    from ..analyze.calibrate import cmd_calibrate as run_calibration
 
     return run_calibration(args, _root())
 
@@ -552,7 +552,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_issue)
 
-    from .matrix.cli import add_parser as add_matrix_parser
+    from .matrix import add_parser as add_matrix_parser
 
     add_matrix_parser(sub).set_defaults(fn=cmd_matrix)
 

@@ -10,8 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..args import checked_build_dir, nonneg_int, positive_float
 from ..errors import UsageError
+from .args import checked_build_dir, nonneg_int, positive_float
 
 
 def _say(msg: str) -> None:
@@ -30,8 +30,8 @@ def _build_dir(args: argparse.Namespace, root: Path) -> Path | None:
 
 
 def cmd_cell(args: argparse.Namespace, root: Path) -> int:
-    from .cell import run_cell
-    from .spec import load
+    from ..matrix.cell import run_cell
+    from ..matrix.spec import load
 
     spec = load(args.case, root)
     cell = spec.cell(args.release, args.family)
@@ -49,7 +49,7 @@ def cmd_cell(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_collect(args: argparse.Namespace, root: Path) -> int:
-    from .collect import write_cpu_document
+    from ..matrix.collect import write_cpu_document
 
     path = write_cpu_document(args.case, root, Path(args.out) if args.out else None,
                               into=_build_dir(args, root))
@@ -58,7 +58,7 @@ def cmd_collect(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    from .gpu import Options, run_gpu_stage
+    from ..matrix.gpu import Options, run_gpu_stage
 
     opts = Options(arms=args.arms, newest_arms=args.newest_arms, budget_s=args.budget_s,
                    seed=args.seed)
@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
-    from .assemble import write_document
+    from ..matrix.assemble import write_document
 
     path = write_document(Path(args.document), Path(args.gpu_out) if args.gpu_out else None, root,
                           Path(args.out_dir), force=args.force)
@@ -75,8 +75,8 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_table(args: argparse.Namespace, root: Path) -> int:
-    from .gpu import read_document
-    from .table import markdown
+    from ..matrix.gpu import read_document
+    from ..matrix.table import markdown
 
     text = markdown(read_document(Path(args.document)))
     if args.out:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import UsageError
+from ..errors import UsageError
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
