@@ -331,7 +331,7 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "gpurepro", "build", "tile_unload_race", "--arch", target)
     session.run("python", "bench/harness_overhead.py")
     gpus = session.run("python", "-c",
-                       "from gpurepro.env import gpus; g = gpus(); print(len(g['gpus']) if g['available'] else 0)",
+                       "from gpurepro.env.fingerprint import gpus; g = gpus(); print(len(g['gpus']) if g['available'] else 0)",
                        silent=True)
     count = int(str(gpus).strip().splitlines()[-1])
     if count == 0:

@@ -18,7 +18,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro import env as envmod  # noqa: E402
+from gpurepro.env import fingerprint as envmod  # noqa: E402
 
 
 def median(values: list[float]) -> float:
@@ -72,7 +72,7 @@ def finish(path: Path) -> None:
     """Validate against the schema and write the pyperf suite, where those packages exist."""
     doc = json.loads(path.read_text())
     try:
-        from gpurepro.record import validate_document
+        from gpurepro.record.validation import validate_document
     except ImportError:
         print("(jsonschema missing here: validate later with python bench/common.py finish)")
     else:

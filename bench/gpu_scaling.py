@@ -71,7 +71,7 @@ def powers_of_two(n: int) -> list[int]:
 def breakdown(journal: Path, wall: float, startup: float | None, count: int,
               budget_s: float) -> dict[str, Any]:
     """Where one run's wall time went, from its journal's per-trial durations."""
-    from gpurepro.journal import read
+    from gpurepro.run.journal import read
 
     trials = read(journal).trials
     durations = [float(t["duration_s"]) for t in trials]
@@ -149,8 +149,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
     args = ap.parse_args()
 
-    from gpurepro import env as envmod
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
+    from gpurepro.env import fingerprint as envmod
 
     case = load_case(args.case, ROOT)
     if args.arms is None:

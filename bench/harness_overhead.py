@@ -19,11 +19,11 @@ from pathlib import Path
 
 from common import ROOT, document, median, write
 
-from gpurepro.build import build_case
-from gpurepro.journal import Journal
-from gpurepro.manifest import TrialBudget, load_case
-from gpurepro.plan import PlannedTrial
-from gpurepro.run import RunOptions, execute_trial
+from gpurepro.build.artifacts import build_case
+from gpurepro.case import TrialBudget, load_case
+from gpurepro.run.execute import RunOptions, execute_trial
+from gpurepro.run.journal import Journal
+from gpurepro.run.plan import PlannedTrial
 
 
 def main() -> None:

@@ -64,9 +64,9 @@ def run(args: argparse.Namespace) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
-    from gpurepro.journal import read
-    from gpurepro.manifest import load_case
-    from gpurepro.record import decide_claims
+    from gpurepro.analyze.verdict import decide_claims
+    from gpurepro.case import load_case
+    from gpurepro.run.journal import read
 
     case = load_case("tile_unload_race", ROOT)
     walls = json.loads((args.dir / "walls.json").read_text())
@@ -94,7 +94,7 @@ def report(args: argparse.Namespace) -> None:
                "versus_fixed": walls[seq] / walls["fixed"] if "fixed" in walls else None},
         goal={"op": "<=", "value": 90.0},
         notes=["one run per configuration on one GPU, --jobs 1; the case's trials are the "
-               "repetitions; claims decided by gpurepro.record.decide_claims from the journals",
+               "repetitions; claims decided by gpurepro.analyze.verdict.decide_claims from the journals",
                *args.note],
     )
     write(doc, args.out)

@@ -28,7 +28,7 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def fake_case():
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     return load_case(FAKE_CASE, ROOT)
 
@@ -37,7 +37,7 @@ def fake_case():
 def fake_build(fake_case):
     """The fake case built once per session (g++ compiles native/testdriver.cc) into build/,
     where a real build goes, so recorded paths stay relative to the repository."""
-    from gpurepro.build import build_case
+    from gpurepro.build.artifacts import build_case
 
     build_dir = ROOT / "build" / "tests"
     return build_dir, build_case(fake_case, "host", ROOT, build_dir)

@@ -26,8 +26,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro import document, journal  # noqa: E402
-from gpurepro.manifest import load_case  # noqa: E402
+from gpurepro.case import load_case  # noqa: E402
+from gpurepro.record import document  # noqa: E402
+from gpurepro.run import journal  # noqa: E402
 
 # Fields of a document that describe the recording checkout, not the run (see the docstring).
 CHECKOUT_FIELDS = ("created_at", "analyses", "manifest_sha256")
@@ -82,7 +83,7 @@ def differences(root: Path = ROOT) -> Iterator[tuple[Path, list[str]]]:
 def render_differences(out: Path, root: Path = ROOT) -> list[str]:
     """Each committed document rendered again into ``out``: the names of the files (Markdown,
     pictures, pyperf suite) that are not byte-identical to the committed ones, or missing."""
-    from gpurepro.report import write_report
+    from gpurepro.report.markdown import write_report
 
     differing = []
     for path in committed_journals(root):
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path.relative_to(ROOT)}: {', '.join(keys)}")
     if not args.write:
         return 1 if changed else 0
-    from gpurepro.report import write_report
+    from gpurepro.report.markdown import write_report
 
     for path, _keys in changed:
         j = path.with_name(path.name.replace(".json", ".journal.jsonl"))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import sha256_file
-from gpurepro.journal import read
+from gpurepro.build.artifacts import sha256_file
+from gpurepro.run.journal import read
 
 from .conftest import ROOT
 

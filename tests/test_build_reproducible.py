@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import build_case
-from gpurepro.manifest import load_case
+from gpurepro.build.artifacts import build_case
+from gpurepro.case import load_case
 
 from .conftest import ROOT, toolchain_venv
 

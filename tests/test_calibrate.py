@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import calibrate as cal
-from gpurepro.claims import Design
-from gpurepro.cli import main
-from gpurepro.manifest import Claim, load_case
+from gpurepro.analyze import calibrate as cal
+from gpurepro.analyze.claims import Design
+from gpurepro.case import Claim, load_case
+from gpurepro.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"

@@ -79,4 +79,4 @@ def test_no_case_file_imports_scipy_or_computes_a_test():
         except UnicodeDecodeError:
             continue  # a binary file computes nothing
         found += violations(p.relative_to(ROOT), text)
-    assert not found, "statistics belong to the harness (src/gpurepro/claims.py):\n" + "\n".join(found)
+    assert not found, "statistics belong to the harness (src/gpurepro/analyze/claims.py):\n" + "\n".join(found)

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from gpurepro.claims import Decider, Design, evidence
-from gpurepro.manifest import Claim, load_case
+from gpurepro.analyze.claims import Decider, Design, evidence
+from gpurepro.case import Claim, load_case
 
 from .conftest import ROOT
 
@@ -58,7 +58,8 @@ def test_the_decider_passes_each_arms_factors_to_the_stratum():
 def test_a_claim_naming_an_unknown_stratum_is_a_manifest_error():
     import dataclasses
 
-    from gpurepro.manifest import ManifestError, validate
+    from gpurepro.case import validate
+    from gpurepro.errors import ManifestError
 
     case = load_case(ROOT / "cases" / "tile_unload_race" / "manifest.py")
     claims = [dataclasses.replace(c, stratum="nowhere") if c.kind == "concentrated" else c
@@ -71,7 +72,7 @@ def test_a_claim_naming_an_unknown_stratum_is_a_manifest_error():
 
 @pytest.fixture(scope="module")
 def strata():
-    from gpurepro.manifest import load_sibling
+    from gpurepro.case import load_sibling
 
     return load_sibling(str(ROOT / "cases" / "tile_unload_race" / "manifest.py"), "strata")
 

@@ -1,6 +1,6 @@
 """Classification rules on synthetic observations (no processes)."""
 
-from gpurepro.classify import Observed, classify, find_crash_record, parse_json_lines
+from gpurepro.run.classify import Observed, classify, find_crash_record, parse_json_lines
 
 
 def test_survival_without_progress_is_invalid():
@@ -64,7 +64,7 @@ def test_cuda_error_keeps_the_failing_call():
 
 
 def test_stdout_tail_is_bounded_and_keeps_every_kind_of_line():
-    from gpurepro.classify import StdoutTail
+    from gpurepro.run.classify import StdoutTail
 
     seen: list[str] = []
     tail = StdoutTail(limit=50)
@@ -83,9 +83,9 @@ def test_trial_record_stores_call_and_stdout_tail(fake_case, fake_build, root):
 
     import jsonschema
 
-    from gpurepro.manifest import TrialBudget
-    from gpurepro.plan import PlannedTrial
-    from gpurepro.run import RunOptions, execute_trial
+    from gpurepro.case import TrialBudget
+    from gpurepro.run.execute import RunOptions, execute_trial
+    from gpurepro.run.plan import PlannedTrial
 
     _, index = fake_build
     opts = RunOptions(budget=TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=3.0))

@@ -15,20 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import env as envmod
-from gpurepro.comment import issue_body
-from gpurepro.journal import read
-from gpurepro.manifest import TrialBudget
-from gpurepro.merge import add_node, annotate, host_label, read_shards
-from gpurepro.plan import make_plan
-from gpurepro.record import build_document, validation_errors
-from gpurepro.report import markdown
-from gpurepro.run import RunOptions
-from gpurepro.runner import journal_header
-from gpurepro.shard import ShardJournal, shard_path, spec_path
-from gpurepro.sharding import by_partition, to_tasks
-from gpurepro.slurm import time_limit_seconds
-from gpurepro.stage import stage
+from gpurepro.case import TrialBudget
+from gpurepro.cluster.merge import add_node, annotate, host_label, read_shards
+from gpurepro.cluster.partition import by_partition, to_tasks
+from gpurepro.cluster.slurm import time_limit_seconds
+from gpurepro.cluster.stage import stage
+from gpurepro.cluster.task import ShardJournal, shard_path, spec_path
+from gpurepro.env import fingerprint as envmod
+from gpurepro.record.document import build_document
+from gpurepro.record.validation import validation_errors
+from gpurepro.report.comment import issue_body
+from gpurepro.report.markdown import markdown
+from gpurepro.run.execute import RunOptions
+from gpurepro.run.journal import read
+from gpurepro.run.plan import make_plan
+from gpurepro.run.session import journal_header
 
 from .conftest import ROOT
 from .test_stdlib_run import BLOCKER
@@ -119,7 +120,7 @@ def test_slurm_without_sbatch_on_path_is_a_usage_error(tmp_path):
 
 
 def test_a_trial_killed_by_the_tasks_own_stop_is_not_journaled(tmp_path, monkeypatch):
-    import gpurepro.shard as shard
+    import gpurepro.cluster.task as shard
 
     monkeypatch.setattr(shard, "SETTLE_S", 0.05)
     journal = ShardJournal.create(tmp_path / "j.jsonl", {"case": "x"})
@@ -216,7 +217,7 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
         fake_case, fake_build, tmp_path):
     """A case that needs a GPU of compute capability 1.0 (no machine has one): the task
     journals every trial of its share as unsupported, and the document says why."""
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     _, index = fake_build
     folder = ROOT / "build" / "tests" / "gpu_case"
@@ -248,7 +249,7 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
 
 def test_gpus_of_a_cluster_run_are_named_with_their_host():
     """GPU 0 of one node is not GPU 0 of another: per-GPU cells are per host and GPU."""
-    from gpurepro.merge import per_host
+    from gpurepro.cluster.merge import per_host
 
     trials = [{"host": "n1", "gpu": "0", "arm": "a", "outcome": "crashed"},
               {"host": "n2", "gpu": "0", "arm": "a", "outcome": "survived"},
@@ -259,7 +260,7 @@ def test_gpus_of_a_cluster_run_are_named_with_their_host():
 
 
 def test_a_task_runs_one_worker_set_per_gpu_slurm_gave_it(monkeypatch):
-    from gpurepro.shard import _slurm_gpus
+    from gpurepro.cluster.task import _slurm_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
     monkeypatch.delenv("SLURM_JOB_GPUS", raising=False)
@@ -302,7 +303,7 @@ def test_a_shard_journal_works_on_a_file_system_without_flock(tmp_path, monkeypa
     import errno
     import fcntl
 
-    from gpurepro.journal import Journal
+    from gpurepro.run.journal import Journal
 
     def no_flock(fd, op):
         raise OSError(errno.ENOSYS, "Function not implemented")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.comment import LIMIT, issue_body, rerun_arguments, session_for
+from gpurepro.report.comment import LIMIT, issue_body, rerun_arguments, session_for
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"
@@ -88,9 +88,9 @@ def test_tile_comment_has_what_a_maintainer_needs():
 
 def test_rerun_command_parses_as_the_case_command(root):
     """The command's arguments pass the same checks a run makes before anything is built."""
-    from gpurepro.cli import parser
-    from gpurepro.manifest import load_case
-    from gpurepro.runner import check_arguments
+    from gpurepro.case import load_case
+    from gpurepro.cli.main import parser
+    from gpurepro.run.session import check_arguments
 
     for path in _results():
         doc = json.loads(path.read_text())

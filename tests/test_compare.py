@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import stats
-from gpurepro.compare import CompareError, compare, markdown
+from gpurepro.analyze import stats
+from gpurepro.errors import CompareError
+from gpurepro.report.compare import compare, markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"

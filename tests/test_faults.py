@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.journal import read
+from gpurepro.run.journal import read
 
 from .conftest import ROOT
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import env as envmod
+from gpurepro.env import fingerprint as envmod
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = "tests/fixtures/fake_case/manifest.py"

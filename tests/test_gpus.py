@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.args import UsageError
-from gpurepro.runner import _gpus
+from gpurepro.errors import UsageError
+from gpurepro.run.session import _gpus
 
 INFO = {"available": True, "gpus": [
     {"index": 0, "uuid": "GPU-aaaa", "name": "H200", "compute_capability": "9.0"},

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpurepro.index import indexed_folder, is_current, render, write_index
+from gpurepro.report.index import indexed_folder, is_current, render, write_index
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"

@@ -19,11 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments, toolchain
-from gpurepro.build import BuildError, build_case
-from gpurepro.manifest import Arm, ManifestError, Tool, TrialBudget, TrialCommand, load_case
-from gpurepro.plan import PlannedTrial
-from gpurepro.run import RunOptions, execute_trial
+from gpurepro.build import toolchain
+from gpurepro.build.artifacts import build_case
+from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
+from gpurepro.errors import BuildError, ManifestError
+from gpurepro.run import instruments
+from gpurepro.run.execute import RunOptions, execute_trial
+from gpurepro.run.plan import PlannedTrial
 
 from .conftest import ROOT, toolchain_venv
 
@@ -191,8 +193,7 @@ def _fake_wheel(site: Path) -> Path:
 
 
 MANIFEST = '''
-from gpurepro.manifest import (Arm, Artifact, Case, Devices, Exposure, Factor, Tool,
-                               TrialCommand)
+from gpurepro.case import Arm, Artifact, Case, Devices, Exposure, Factor, Tool, TrialCommand
 
 CASE = Case(
     name="toolcase", question="Does the build find a tool the harness has never heard of?",

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from gpurepro.manifest import Arm, Artifact, ManifestError, validate
+from gpurepro.case import Arm, Artifact, validate
+from gpurepro.errors import ManifestError
 
 from .conftest import ROOT
 
@@ -59,7 +60,7 @@ def test_missing_source(fake_case):
 
 
 def test_real_cases_load():
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     for name in ("tile_unload_race",):
         case = load_case(name, ROOT)

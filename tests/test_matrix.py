@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from gpurepro.args import UsageError
-from gpurepro.journal import Journal
+from gpurepro.errors import UsageError
 from gpurepro.matrix import gpu as gpustage
 from gpurepro.matrix.assemble import assemble, write_document
 from gpurepro.matrix.cell import run_cell
@@ -23,7 +22,8 @@ from gpurepro.matrix.collect import _runs, cpu_document
 from gpurepro.matrix.document import cell_results
 from gpurepro.matrix.spec import load
 from gpurepro.matrix.table import markdown
-from gpurepro.record import validation_errors
+from gpurepro.record.validation import validation_errors
+from gpurepro.run.journal import Journal
 
 from .conftest import ROOT, toolchain_venv
 
@@ -295,7 +295,7 @@ def test_the_gpu_stage_needs_no_third_party_module(tmp_path):
 
 
 def test_a_matrix_document_is_indexed_as_a_matrix_and_refused_by_report(tmp_path):
-    from gpurepro.index import render
+    from gpurepro.report.index import render
 
     results = tmp_path / "results"
     (results / "tile_unload_race").mkdir(parents=True)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.classify import Observed, classify
-from gpurepro.trial import run_trial
+from gpurepro.run.classify import Observed, classify
+from gpurepro.run.trial import run_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"

@@ -358,7 +358,7 @@ def test_committed_document_counts_identical_cubins_once():
 
 
 def test_arms_sit_on_the_committed_boundaries(case_modules):
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     case = load_case(CASE_DIR / "manifest.py", ROOT)
     arms = {a.name: case.resolved_arms()[a.name] for a in case.arms}
@@ -372,7 +372,7 @@ def test_arms_sit_on_the_committed_boundaries(case_modules):
 
 
 def test_claims_are_well_formed_once_wrong_result_is_an_outcome(monkeypatch):
-    from gpurepro import manifest as model
+    from gpurepro.case import model
 
     case = model.load_case(CASE_DIR / "manifest.py", ROOT)
     manifest = case.trial_command.__globals__  # the manifest module's names
@@ -492,7 +492,7 @@ def test_release_facts_find_the_fix_between_two_12_6_wheels(tmp_path):
 
 
 def _analysis(decisions: dict[str, str], sass: dict | None = None):
-    from gpurepro.analysis import Analysis
+    from gpurepro.analyze.views import Analysis
 
     arm = {"factors": {}, "n": 20, "n_valid": 20, "failures": 0, "outcomes": {"survived": 20}}
     return Analysis.of({
@@ -504,7 +504,7 @@ def _analysis(decisions: dict[str, str], sass: dict | None = None):
 
 
 def test_verdict_without_claims_decides_nothing():
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     case = load_case(CASE_DIR / "manifest.py", ROOT)
     v = case.verdict(_analysis({}))
@@ -513,7 +513,7 @@ def test_verdict_without_claims_decides_nothing():
 
 
 def test_verdict_names_ptxas_only_on_every_decided_claim():
-    from gpurepro.manifest import load_case
+    from gpurepro.case import load_case
 
     case = load_case(CASE_DIR / "manifest.py", ROOT)
     names = [c.name for c in case.trial_command.__globals__["CLAIMS"]]

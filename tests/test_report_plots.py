@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.report import (
+from gpurepro.report.markdown import (
     DECISION_STYLE,
     facets,
     forest_figure,
@@ -120,8 +120,8 @@ def two_gpu_result(root, fake_build, tmp_path_factory) -> Path:
 
 
 def test_two_gpu_forest_has_one_panel_per_gpu_with_rates_from_its_own_trials(two_gpu_result):
-    from gpurepro.classify import EVIDENCE
-    from gpurepro.stats import poisson_rate
+    from gpurepro.analyze.stats import poisson_rate
+    from gpurepro.run.classify import EVIDENCE
 
     doc = json.loads(two_gpu_result.read_text())
     assert {t["gpu"] for t in doc["trials"]} == {"0", "1"}
@@ -203,9 +203,9 @@ def test_no_forest_when_no_arm_has_valid_trials(fake_result):
 
 
 def test_compare_paired_forest_has_a_row_per_run_and_arm(root, tmp_path):
-    from gpurepro.compare import RUN_STYLE, compare
-    from gpurepro.compare import forest_figure as paired
-    from gpurepro.compare import plot as paired_plot
+    from gpurepro.report.compare import RUN_STYLE, compare
+    from gpurepro.report.compare import forest_figure as paired
+    from gpurepro.report.compare import plot as paired_plot
 
     paths = [root / "results/tile_unload_race/20261130T031305Z_NVIDIA-H200_redacted.json",
              root / "results/tile_unload_race/20261130T032141Z_NVIDIA-H200_redacted.json"]

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpurepro.journal import read
+from gpurepro.run.journal import read
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 

@@ -6,18 +6,20 @@ from collections import Counter
 
 import pytest
 
-from gpurepro import run as runmod
-from gpurepro.journal import Journal, merge, read
-from gpurepro.manifest import TrialBudget
-from gpurepro.plan import make_plan
-from gpurepro.record import build_document, validation_errors
-from gpurepro.run import HarnessError, RunOptions, execute_plan
+from gpurepro.case import TrialBudget
+from gpurepro.errors import HarnessError
+from gpurepro.record.document import build_document
+from gpurepro.record.validation import validation_errors
+from gpurepro.run import execute as runmod
+from gpurepro.run.execute import RunOptions, execute_plan
+from gpurepro.run.journal import Journal, merge, read
+from gpurepro.run.plan import make_plan
 
 from .conftest import ROOT
 
 
 def _header(plan, index, opts):
-    from gpurepro import env
+    from gpurepro.env import fingerprint as env
 
     return {"case": "fake_case", "started_at": "2026-01-01T00:00:00Z", "plan": plan.to_json(),
             "options": {"budget": opts.budget.__dict__, "jobs": opts.jobs, "gpus": list(opts.gpus),

@@ -7,16 +7,18 @@ import json
 
 import pytest
 
-from gpurepro.record import RecordError, validate_document, validation_errors, write_document
+from gpurepro.errors import RecordError
+from gpurepro.record.document import write_document
+from gpurepro.record.validation import validate_document, validation_errors
 
 
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
-    from gpurepro.journal import Journal, read
-    from gpurepro.manifest import TrialBudget
-    from gpurepro.plan import make_plan
-    from gpurepro.record import build_document
-    from gpurepro.run import RunOptions, execute_plan
+    from gpurepro.case import TrialBudget
+    from gpurepro.record.document import build_document
+    from gpurepro.run.execute import RunOptions, execute_plan
+    from gpurepro.run.journal import Journal, read
+    from gpurepro.run.plan import make_plan
 
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 2, seed=1, selected=["crash", "ok"])
@@ -24,7 +26,7 @@ def good_doc(fake_case, fake_build, root):
     import tempfile
     from pathlib import Path
 
-    from gpurepro import env
+    from gpurepro.env import fingerprint as env
 
     with tempfile.TemporaryDirectory() as tmp:
         header = {"case": "fake_case", "started_at": "2026-01-01T00:00:00Z", "plan": plan.to_json(),

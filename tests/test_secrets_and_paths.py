@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import env
-from gpurepro.scrub import scrub_file
+from gpurepro.env import fingerprint as env
+from gpurepro.env import privacy
+from gpurepro.record.scrub import scrub_file
 
 SECRETS = {"NVIDIA_API_KEY": "nvapi-" + "x" * 40, "CUDA_TOKEN": "abc", "NCCL_PASSWORD": "p",
            "cuda_secret": "s", "NVIDIA_AUTH": "a", "CUDA_COOKIE": "c", "GH_CREDENTIALS": "g"}
@@ -26,7 +27,7 @@ def test_environment_keeps_only_allowed_names():
 
 
 def test_allow_list_holds_no_secret_looking_name():
-    assert not [n for n in env.ENV_ALLOWED if env.is_secret_name(n)]
+    assert not [n for n in env.ENV_ALLOWED if privacy.is_secret_name(n)]
 
 
 @pytest.mark.parametrize("redact", [False, True])
@@ -43,25 +44,25 @@ def test_secret_names_are_never_recorded(monkeypatch, redact):
 
 @pytest.mark.parametrize("redact", [False, True])
 def test_trial_env_drops_secret_names_and_masks_tokens(redact):
-    got = env.trial_env({**SECRETS, "LD_PRELOAD": "/repo/build/a.so", "X": "ghp_" + "a" * 36},
-                        root=Path("/repo"), redact=redact)
-    assert got == {"LD_PRELOAD": "build/a.so", "X": env.SECRET_MASK}
+    record = {"env": {**SECRETS, "LD_PRELOAD": "/repo/build/a.so", "X": "ghp_" + "a" * 36}}
+    got = privacy.portable_trial(record, root=Path("/repo"), redact=redact)["env"]
+    assert got == {"LD_PRELOAD": "build/a.so", "X": privacy.SECRET_MASK}
 
 
 def test_hostname_is_replaced_only_as_a_whole_token():
     text = "libnvvm.so vm.so vm-2 /opt/vm1 user@vm: ran on vm, /tmp/vm/x"
-    assert env.redact_text(text, hostname="vm", home="/home/bob") == (
+    assert privacy.redact_text(text, hostname="vm", home="/home/bob") == (
         "libnvvm.so vm.so vm-2 /opt/vm1 user@<host>: ran on <host>, /tmp/<host>/x")
 
 
 def test_redact_text_default_hostname_keeps_longer_words(monkeypatch):
     monkeypatch.setattr(socket, "gethostname", lambda: "vm")
-    assert env.redact_text("/usr/lib/libnvvm.so on vm") == "/usr/lib/libnvvm.so on <host>"
+    assert privacy.redact_text("/usr/lib/libnvvm.so on vm") == "/usr/lib/libnvvm.so on <host>"
 
 
 def test_home_directories_are_redacted():
     text = "/home/alice/x /Users/bob /root/.cache /rootfs/y https://github.com/root/z"
-    assert env.redact_text(text, hostname="", home="/home/carol") == (
+    assert privacy.redact_text(text, hostname="", home="/home/carol") == (
         "~/x ~ ~/.cache /rootfs/y https://github.com/root/z")
 
 
@@ -69,7 +70,7 @@ def test_portable_text():
     root = "/srv/ci/gpurepro"
     text = (f"{root}/build/a.so:{root}/cases/x --root={root} {root}line/x "
             "/home/u/.cache/y /home/u /home/uu")
-    assert env.portable_text(text, root, home="/home/u") == (
+    assert privacy.portable_text(text, root, home="/home/u") == (
         "build/a.so:cases/x --root=. /srv/ci/gpurepro" "line/x ~/.cache/y ~ /home/uu")
 
 
@@ -78,17 +79,17 @@ def test_portable_trial_record():
            "env": {"LD_PRELOAD": "/repo/build/p.so", "NVIDIA_API_KEY": "nvapi-" + "k" * 30},
            "stderr_tail": "fault in /repo/build/h on gpu7 (" + "sk-" + "z" * 30 + ")",
            "exposure": 3}
-    got = env.portable_trial(rec, Path("/repo"), redact=False)
+    got = privacy.portable_trial(rec, Path("/repo"), redact=False)
     assert got["command"] == ["build/h", "--cubin", "build/k.cubin"]
     assert got["env"] == {"LD_PRELOAD": "build/p.so"}
-    assert got["stderr_tail"] == f"fault in build/h on gpu7 ({env.SECRET_MASK})"
+    assert got["stderr_tail"] == f"fault in build/h on gpu7 ({privacy.SECRET_MASK})"
     assert got["exposure"] == 3 and rec["env"]["NVIDIA_API_KEY"]  # the input is left alone
 
 
 def test_foreign_checkout_paths():
     text = ("/builds/ci/clone/build/tests/build/x.so:/a/b/cases/c/manifest.py "
             "https://github.com/o/r/blob/main/native/x.cc build/y /usr/lib/libc.so.6")
-    assert env.foreign_checkout_text(text) == (
+    assert privacy.foreign_checkout_text(text) == (
         "build/tests/build/x.so:cases/c/manifest.py "
         "https://github.com/o/r/blob/main/native/x.cc build/y /usr/lib/libc.so.6")
 

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.journal import read
-from gpurepro.record import validation_errors
-from gpurepro.shard import spec_path
+from gpurepro.cluster.task import spec_path
+from gpurepro.record.validation import validation_errors
+from gpurepro.run.journal import read
 
 from .conftest import ROOT
 from .slurm_cluster import LocalCluster, StartError, install

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpurepro import stats
+from gpurepro.analyze import stats
 
 
 def test_clopper_pearson_closed_forms():

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from gpurepro.journal import read
+from gpurepro.run.journal import read
 
 from .conftest import ROOT
 

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import instruments, record, stats, toolchain
-from gpurepro.analysis import Analysis
-from gpurepro.manifest import TrialBudget, TrialContext, load_case
+from gpurepro.analyze import stats
+from gpurepro.analyze import verdict as verdicts
+from gpurepro.analyze.views import Analysis
+from gpurepro.build import toolchain
+from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.run import instruments
 
 from .conftest import ROOT, toolchain_venv
 
@@ -205,7 +208,7 @@ def test_instrumented_output_is_protocol_json():
 # ----------------------------------------------------------------------------- claims and verdict
 #
 # Synthetic B300-like data: every arm as the report (and the SASS analysis) would have it. The
-# harness decides the claims (gpurepro.record.decide_claims); the verdict only reads decisions.
+# harness decides the claims (gpurepro.analyze.verdict.decide_claims); the verdict only reads decisions.
 
 FAILING = {"follower-baseline", "follower-spin-10", "follower-spin-100", "follower-spin-1000",
            "instr-follower-baseline", "instr-no-relinquish", "control-arrive-after-exit",
@@ -236,7 +239,7 @@ def _b300_like(case):
 
 def _decided(case, trials):
     header = {"options": {}, "plan": {"arms": list(case.resolved_arms())}}
-    return record.decide_claims(case, header, trials)
+    return verdicts.decide_claims(case, header, trials)
 
 
 def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None,
@@ -263,7 +266,7 @@ def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, 
 def _verdict(case, trials=None, **kw):
     analysis, claims = _analysis(case, trials if trials is not None else _b300_like(case), **kw)
     given = case.verdict(analysis)
-    return given, record.compose_verdict(given, claims)
+    return given, verdicts.compose_verdict(given, claims)
 
 
 BARRIERS = ("barrier-before-alloc-lower", "barrier-after-alloc-lower", "barrier-before-dealloc-lower")

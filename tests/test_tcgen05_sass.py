@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from gpurepro.manifest import load_sibling
+from gpurepro.case import load_sibling
 
 from .conftest import ROOT
 from .test_tcgen05_case import pinned_venv

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from gpurepro import elf
+from gpurepro.build import elf
 
 from .conftest import ROOT, toolchain_venv
 

@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro import journal, record, stats
-from gpurepro.analysis import Analysis
-from gpurepro.manifest import TrialBudget, TrialContext, load_case
+from gpurepro.analyze import stats
+from gpurepro.analyze import verdict as verdicts
+from gpurepro.analyze.views import Analysis
+from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.errors import RecordError
+from gpurepro.record.document import build_document
+from gpurepro.run import journal
 
 from .conftest import ROOT
 
@@ -49,7 +53,7 @@ def _analysis(case, trials, sections=None):
     decided claims and trials (no verdict yet)."""
     resolved = case.resolved_arms()
     arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
-    claims = record.decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
+    claims = verdicts.decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
     s = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, "cycles")
     doc = {"case": {"name": case.name, "baseline": case.baseline},
            "device": {"name": "Test GPU", "compute_capability": "9.0"},
@@ -60,7 +64,7 @@ def _analysis(case, trials, sections=None):
 
 def _verdict(case, trials, sections=None):
     analysis, claims = _analysis(case, trials, sections)
-    return record.compose_verdict(case.verdict(analysis), claims), analysis
+    return verdicts.compose_verdict(case.verdict(analysis), claims), analysis
 
 
 def _decisions(analysis):
@@ -149,8 +153,8 @@ def test_an_owner_resting_on_an_undecided_claim_is_refused(case):
     analysis, claims = _analysis(case, _tile_only())
     given = case.verdict(analysis)
     weak = [{**c, "decision": "not_decided"} if c["name"] == "one-thread" else c for c in claims]
-    with pytest.raises(record.RecordError, match="one-thread"):
-        record.compose_verdict(given, weak)
+    with pytest.raises(RecordError, match="one-thread"):
+        verdicts.compose_verdict(given, weak)
 
 
 def test_nothing_crashes_is_not_reproduced(case):
@@ -254,7 +258,7 @@ def test_sentences_no_arm_isolates_are_hypotheses(case):
 
 def test_committed_run_recorded_again_decides_the_owner_from_claims(case):
     header, trials = journal.merge([RUN2.with_suffix(".journal.jsonl")])
-    doc = record.build_document(case, header, trials, ROOT)
+    doc = build_document(case, header, trials, ROOT)
     decided = {c["name"]: c["decision"] for c in doc["claims"]}
     for name in ("baseline-crashes", "as-filed-crashes", "control-cuda", "as-filed-cuda",
                  "cuda-module-globals", "one-thread", "serialized", "context-per-thread",
@@ -316,7 +320,7 @@ def test_seed_output_parser(case):
 
 
 def test_crash_counters_leave_out_the_seed_program(case):
-    from gpurepro.manifest import load_sibling
+    from gpurepro.case import load_sibling
 
     verdict = load_sibling(case.path, "verdict")
     t = [_crash("baseline", 5000, live=lv) for lv in (512, 2049, 8190, 700, 3000)]

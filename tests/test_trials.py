@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.manifest import TrialBudget
-from gpurepro.plan import PlannedTrial
-from gpurepro.run import RunOptions, execute_trial
-from gpurepro.trial import run_trial
+from gpurepro.case import TrialBudget
+from gpurepro.run.execute import RunOptions, execute_trial
+from gpurepro.run.plan import PlannedTrial
+from gpurepro.run.trial import run_trial
 
 BUDGET = TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=3.0)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.record import meaning_errors, validation_errors
+from gpurepro.record.validation import meaning_errors, validation_errors
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 

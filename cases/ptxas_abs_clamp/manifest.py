@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpurepro.manifest import (
+from gpurepro.case import (
     OUTCOMES,
     Arm,
     Artifact,
@@ -177,7 +177,7 @@ CLAIMS = [
               "ptxas 12.6.85 (first-fixed) fails less often than 12.6.77 (last-bad)"),
 ]
 # The claims are about wrong results: a trial whose output differs from the reference. Until
-# gpurepro.manifest.OUTCOMES has that outcome, a wrong result is recorded as a survival, and
+# gpurepro.case.OUTCOMES has that outcome, a wrong result is recorded as a survival, and
 # the claims would be rejected (outcome) or meaningless (survived, higher, lower); the case
 # then declares none.
 WRONG_RESULT_KNOWN = "wrong_result" in OUTCOMES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analysis import Analysis
+from gpurepro.analyze.views import Analysis
 
 WRONG = ("first-bad-wrong", "last-bad-wrong")
 RIGHT = ("last-good-right", "first-fixed-right")

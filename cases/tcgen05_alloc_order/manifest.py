@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpurepro import instruments
-from gpurepro.manifest import (
+from gpurepro.case import (
     Arm,
     Artifact,
     Case,
@@ -30,6 +29,7 @@ from gpurepro.manifest import (
     TrialContext,
     load_sibling,
 )
+from gpurepro.run import instruments
 
 HERE = Path(__file__).resolve().parent
 

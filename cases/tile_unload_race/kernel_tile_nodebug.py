@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cuda.tile.compilation import CallingConvention, KernelSignature, export_kernel
 
-from gpurepro.manifest import load_sibling
+from gpurepro.case import load_sibling
 
 kernel_tile = load_sibling(__file__, "kernel_tile")
 

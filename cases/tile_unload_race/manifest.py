@@ -6,7 +6,7 @@ Question: is the crash attributable to cuda-tile, and if not, who owns it?
 
 from __future__ import annotations
 
-from gpurepro.manifest import (
+from gpurepro.case import (
     Arm,
     Artifact,
     Case,

@@ -16,7 +16,7 @@ MODULES = {
 
 def analyze(artifacts: Mapping[str, Path]) -> dict[str, Any]:
     # Imported here: the manifest must load with the standard library alone (GPU nodes).
-    from gpurepro import elf
+    from gpurepro.build import elf
 
     present = {label: artifacts[name] for label, name in MODULES.items() if name in artifacts}
     if not present:

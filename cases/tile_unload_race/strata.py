@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from gpurepro.manifest import Stratum
+from gpurepro.case import Stratum
 
 # +-0.01 in log2 (+-0.7%): the window the hypothesis came from (verdict.POW2_WINDOW).
 WINDOW = 0.01

@@ -1,7 +1,7 @@
 import sys
 
 try:
-    from .cli import main
+    from .cli.main import main
 except KeyboardInterrupt:  # Ctrl-C while Python was still importing: nothing had started
     sys.exit(130)
 

@@ -10,7 +10,7 @@ each family, the export variants, the arms; see ``spec``). The stages, one modul
   variant and builds the plain control cubin through the case's own artifact recipes
   (``gpurepro.build``: reproducible, logged), and writes ``cells/<cell>.json``.
 - ``collect`` (CPU, analysis packages): every cell record, the ELF facts of every cubin
-  (``gpurepro.elf``), identical cubins grouped by sha256, the line-info check; writes the CPU
+  (``gpurepro.build.elf``), identical cubins grouped by sha256, the line-info check; writes the CPU
   matrix document, which lists the distinct cubins the GPU stage runs.
 - ``gpu`` (GPU node, standard library only): for each distinct cubin, the harness itself
   (``python -m gpurepro run ... --artifact NAME=PATH``), one journal per cubin; exit 5 without
@@ -19,4 +19,6 @@ each family, the export variants, the arms; see ``spec``). The stages, one modul
   document, ``results/<case>/matrix_<stamp>_<gpu>.json``, validated against
   ``schema/matrix.schema.json``.
 - ``table``: the README table (release → what it emits → crash rate) from a document.
+
+Their commands (`python -m gpurepro matrix ...`) are gpurepro.cli.matrix.
 """

@@ -19,13 +19,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import env as envmod
-from .. import stats, tally
-from ..args import UsageError
-from ..atomic import write_atomic
-from ..build import sha256_file
-from ..journal import read
-from ..validation import validate_matrix
+from ..analyze import stats, tally
+from ..build.artifacts import sha256_file
+from ..env import privacy
+from ..errors import UsageError
+from ..record.validation import validate_matrix
+from ..run.atomic import write_atomic
+from ..run.journal import read
 from .document import cell_results, document_name
 from .gpu import GPU_FILE, GPU_SCHEMA, read_document
 from .table import markdown
@@ -151,7 +151,7 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
     doc["gpu"] = _gpu_section(gpu, header)
     doc["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["results"] = cell_results(doc)
-    return envmod.portable_value(doc, root, redact=True)
+    return privacy.portable_value(doc, root, redact=True)
 
 
 def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Path,

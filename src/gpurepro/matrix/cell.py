@@ -23,10 +23,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import toolchain
-from ..build import BuildError, build_case, sha256_file
-from ..manifest import Artifact, Case, ManifestError, load_case
-from ..toolchain import ToolNotFound
+from ..build import toolchain
+from ..build.artifacts import build_case, sha256_file
+from ..case.model import Artifact, Case, load_case
+from ..errors import BuildError, ManifestError, ToolNotFound
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 

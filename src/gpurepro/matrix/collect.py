@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .. import env as envmod
-from ..atomic import write_atomic
-from ..manifest import load_case
-from ..validation import validate_matrix
+from ..case.model import load_case
+from ..env import fingerprint as envmod
+from ..env import privacy
+from ..record.validation import validate_matrix
+from ..run.atomic import write_atomic
 from . import emitted
 from .cell import read_cells
 from .document import MATRIX_SCHEMA, cell_results
@@ -172,7 +173,7 @@ def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, 
         "runs": _runs(spec, cubins),
     }
     doc["results"] = cell_results(doc)
-    return envmod.portable_value(doc, root, redact=True)
+    return privacy.portable_value(doc, root, redact=True)
 
 
 def write_cpu_document(case: str, root: Path, out: Path | None = None,

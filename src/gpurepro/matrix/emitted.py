@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import elf
+from ..build import elf
 
 DEBUG_PREFIXES = (".debug_", ".nv_debug", ".nv.tileir.debug")
 

@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import env as envmod
-from ..args import UsageError
-from ..manifest import load_case
-from ..run import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped
+from ..case.model import load_case
+from ..env import fingerprint as envmod
+from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
 from .document import MATRIX_SCHEMA
 
 GPU_FILE = "matrix-gpu.json"

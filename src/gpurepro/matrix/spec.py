@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..manifest import ManifestError, find_case
+from ..case.model import find_case
+from ..errors import ManifestError
 
 SPEC_FILE = "matrix.py"
 

@@ -1,0 +1,422 @@
+"""Claims decided under one family-wise error rate, over all claims and all looks.
+
+Each claim is a pair of one-sided hypotheses: "supported" (the effect it states) and
+"contradicted" (the opposite). Its p-value is twice the smaller one-sided p (so a claim can be
+falsely decided either way with probability at most its level), and the decision follows the
+smaller side.
+
+The design (recorded whole in the result document and the journal, and continued on resume):
+- looks: after every ``step`` valid trials of the slowest arm still needed, and a final look
+  at the end of the run; ``L`` looks at most (``len(thresholds) + 1``); a fixed-size run has
+  one look, at the end;
+- alpha split evenly over the looks (Bonferroni: alpha / L each), whatever the timing of the
+  looks, so data-dependent stopping cannot raise the error rate;
+- within a look, Holm's step-down over the claims still undecided at level alpha / L.
+At a look, no false decision can be made unless the smallest p-value among the true null
+claims is at most (alpha / L) / m0, so the chance of any false decision over the run is at
+most L * (alpha / L) = alpha (STATS.md; checked by simulation in `gpurepro calibrate`).
+
+Tests, with scipy.stats:
+- rate claims with exposure: the exact conditional test, k_arm | k_arm + k_ref ~
+  Binomial(k, e_arm r_arm / (e_arm r_arm + e_ref r_ref)), at ratio 1 (lower/higher) or at the
+  margin's ratios (equivalence: two one-sided tests, both must reject);
+- rate claims without exposure: Fisher's exact test on the trials, one-sided;
+- outcome claims: the exact binomial test of the share of trials with that outcome;
+- concentrated claims: with a constant hazard per unit of exposure, each failure falls inside
+  the stratum with probability (exposure inside) / (all exposure), summed along every trial's
+  own trajectory; the exact binomial test of the failures that did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats as sps
+
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
+from ..run.plan import DEFAULT_ALPHA
+from .stats import EVIDENCE
+
+Strata = Mapping[str, Stratum]  # a case's strata by name
+
+
+@dataclass(frozen=True)
+class ArmCounts:
+    failures: int
+    n_valid: int
+    exposure: float
+    outcome_counts: Mapping[str, int]
+
+
+def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
+               claim: Claim | None = None) -> ArmCounts:
+    k = n = 0
+    exposure = 0.0
+    matching = 0
+    for r in records:
+        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
+            continue
+        n += 1
+        k += int(r["outcome"] in failure_outcomes)
+        exposure += float(r.get("exposure") or 0)
+        if claim is not None and r["outcome"] == claim.outcome and (
+                not claim.detail or claim.detail in str(r.get("detail") or "")):
+            matching += 1
+    return ArmCounts(k, n, exposure, {"matching": matching})
+
+
+def _binom_p(k: int, n: int, p: float, alternative: str) -> float:
+    if n == 0:
+        return 1.0
+    return float(sps.binomtest(k, n, p=min(max(p, 0.0), 1.0), alternative=alternative).pvalue)
+
+
+def _share(ratio: float, e_arm: float, e_ref: float) -> float:
+    """The conditional probability that a failure is the arm's, at rate ratio ``ratio``."""
+    return e_arm * ratio / (e_arm * ratio + e_ref)
+
+
+@dataclass
+class Evidence:
+    """One-sided p-values for 'supported' and 'contradicted', and what they came from."""
+
+    test: str
+    p_supported: float
+    p_contradicted: float
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def p_value(self) -> float:
+        return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
+
+    @property
+    def direction(self) -> str:
+        return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
+
+
+def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
+                   inside: Stratum,
+                   factors: Mapping[str, Any]) -> dict[str, Any]:
+    """An arm's failures and exposure, all and inside one stratum (valid trials only)."""
+    k = k_in = 0
+    e = e_in = 0.0
+    for r in records:
+        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
+            continue
+        exposed_in, failed_in = inside(r, factors)
+        failed = r["outcome"] in failure_outcomes
+        k += int(failed)
+        k_in += int(failed and failed_in)
+        e += float(r.get("exposure") or 0)
+        e_in += float(exposed_in)
+    return {"count": k_in, "n": k, "exposure_inside": e_in, "exposure": e,
+            "share": e_in / e if e else 0.0}
+
+
+def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
+             failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
+             factors: Mapping[str, Mapping[str, Any]] | None = None) -> Evidence:
+    if claim.kind == "concentrated":
+        if not strata or claim.stratum is None or claim.stratum not in strata:
+            return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
+        c = stratum_counts(records, claim.arm, failure_outcomes, strata[claim.stratum],
+                           (factors or {}).get(claim.arm, {}))
+        if not c["exposure"]:
+            return Evidence("none (the arm has no exposure)", 1.0, 1.0, c)
+        return Evidence("binomial share of failures inside the stratum (constant-hazard null)",
+                        _binom_p(c["count"], c["n"], c["share"], "greater"),
+                        _binom_p(c["count"], c["n"], c["share"], "less"), c)
+    a = arm_counts(records, claim.arm, failure_outcomes, claim)
+    if claim.kind == "outcome":
+        m = a.outcome_counts["matching"]
+        return Evidence("binomial share", _binom_p(m, a.n_valid, claim.share, "greater"),
+                        _binom_p(m, a.n_valid, claim.share, "less"),
+                        {"count": m, "n": a.n_valid, "share": claim.share})
+    r = arm_counts(records, reference, failure_outcomes)
+    numbers: dict[str, Any] = {"arm": {"failures": a.failures, "n": a.n_valid, "exposure": a.exposure},
+                               "reference": {"failures": r.failures, "n": r.n_valid, "exposure": r.exposure}}
+    if a.n_valid == 0 or r.n_valid == 0:
+        return Evidence("none (an arm has no valid trial)", 1.0, 1.0, numbers)
+    if a.exposure > 0 and r.exposure > 0:
+        k = a.failures + r.failures
+        if claim.kind == "equivalent":
+            # Two one-sided tests: the ratio is below the margin AND above its inverse.
+            below = _binom_p(a.failures, k, _share(claim.margin, a.exposure, r.exposure), "less")
+            above = _binom_p(a.failures, k, _share(1 / claim.margin, a.exposure, r.exposure), "greater")
+            outside_high = _binom_p(a.failures, k, _share(claim.margin, a.exposure, r.exposure), "greater")
+            outside_low = _binom_p(a.failures, k, _share(1 / claim.margin, a.exposure, r.exposure), "less")
+            return Evidence("equivalence: two one-sided conditional rate tests",
+                            max(below, above), min(1.0, 2 * min(outside_high, outside_low)), numbers)
+        share = _share(1.0, a.exposure, r.exposure)
+        lower = _binom_p(a.failures, k, share, "less")
+        higher = _binom_p(a.failures, k, share, "greater")
+        sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
+        return Evidence("exact conditional rate test", sup, con, numbers)
+    if claim.kind == "equivalent":
+        return Evidence("none (equivalence needs exposure)", 1.0, 1.0, numbers)
+    table = [[a.failures, a.n_valid - a.failures], [r.failures, r.n_valid - r.failures]]
+    lower = float(sps.fisher_exact(table, alternative="less").pvalue)
+    higher = float(sps.fisher_exact(table, alternative="greater").pvalue)
+    sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
+    return Evidence("Fisher's exact test on trials", sup, con, numbers)
+
+
+@dataclass
+class Design:
+    """The sequential design: alpha, the look thresholds, the most trials per arm."""
+
+    alpha: float = 0.05
+    step: int | None = None  # None: a fixed-size run, one look at the end
+    max_trials: int | None = None
+
+    @property
+    def thresholds(self) -> list[int]:
+        if not self.step or not self.max_trials:
+            return []
+        return list(range(self.step, self.max_trials, self.step))
+
+    @property
+    def looks(self) -> int:
+        return len(self.thresholds) + 1
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha / self.looks
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": ("claims decided under one family-wise error rate: alpha split evenly "
+                           "over the looks (Bonferroni), Holm's step-down over the undecided "
+                           "claims at each look; a claim's p-value is twice its smaller "
+                           "one-sided p"),
+                "alpha": self.alpha, "step": self.step, "max_trials": self.max_trials,
+                "look_thresholds": self.thresholds, "looks": self.looks,
+                "alpha_per_look": self.alpha_per_look}
+
+    @classmethod
+    def from_description(cls, d: Mapping[str, Any]) -> Design:
+        if "look_thresholds" not in d and isinstance(d.get("looks"), list) and d["looks"]:
+            # Journals from before claims recorded their looks as a list of trial counts:
+            # the same number of looks, so the same alpha per look.
+            looks = [int(x) for x in d["looks"]]
+            return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
+                       max_trials=looks[-1])
+        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
+
+
+class Decider:
+    """Takes the looks of one run and decides its claims; journaled, and resumable."""
+
+    def __init__(self, claims: Sequence[Claim], baseline: str, design: Design,
+                 failure_outcomes: Sequence[str], per: float, arms_in_plan: Sequence[str],
+                 strata: Strata | None = None,
+                 factors: Mapping[str, Mapping[str, Any]] | None = None):
+        # The family: the claims whose arms are all in this run's plan.
+        self.claims = [c for c in claims
+                       if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
+        self.strata = strata or {}
+        self.factors = factors or {}
+        self.baseline = baseline
+        self.design = design
+        self.failure_outcomes = tuple(failure_outcomes)
+        self.per = per
+        self.looks_taken = 0
+        self.decisions: dict[str, dict[str, Any]] = {}
+
+    def reference(self, claim: Claim) -> str | None:
+        return None if claim.kind in SINGLE_ARM_KINDS else (claim.reference or self.baseline)
+
+    def arms_needed(self) -> set[str]:
+        """The arms of the claims not yet decided (claim arms and their references)."""
+        needed: set[str] = set()
+        for c in self.claims:
+            if c.name not in self.decisions:
+                needed.add(c.arm)
+                ref = self.reference(c)
+                if ref:
+                    needed.add(ref)
+        return needed
+
+    def look_due(self, records: Sequence[Mapping[str, Any]]) -> bool:
+        thresholds = self.design.thresholds
+        if self.looks_taken >= len(thresholds):
+            return False
+        needed = self.arms_needed()
+        if not needed:
+            return False
+        slowest = min(arm_counts(records, a, self.failure_outcomes).n_valid for a in needed)
+        return slowest >= thresholds[self.looks_taken]
+
+    def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
+        return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
+                        self.per, self.strata, self.factors)
+
+    def look(self, records: Sequence[Mapping[str, Any]], final: bool = False) -> list[str]:
+        """Take one look: Holm over the undecided claims at alpha / L. Returns the newly decided."""
+        if self.looks_taken >= self.design.looks:
+            return []
+        self.looks_taken += 1
+        level = self.design.alpha_per_look
+        open_claims = [c for c in self.claims if c.name not in self.decisions]
+        scored = sorted(((self.evidence(c, records), c)
+                         for c in open_claims), key=lambda ec: ec[0].p_value)
+        decided = []
+        m = len(scored)
+        for rank, (ev, c) in enumerate(scored):
+            threshold = level / (m - rank)
+            if ev.p_value > threshold:
+                break
+            self.decisions[c.name] = self._record(c, ev, ev.direction, threshold, records)
+            decided.append(c.name)
+        if final:
+            for ev, c in scored:
+                if c.name not in self.decisions:
+                    self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
+        return decided
+
+    def _record(self, claim: Claim, ev: Evidence, decision: str, threshold: float | None,
+                records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        return {"decision": decision, "look": self.looks_taken, "test": ev.test,
+                "p_value": ev.p_value, "p_supported": ev.p_supported,
+                "p_contradicted": ev.p_contradicted, "threshold": threshold,
+                "numbers": ev.numbers}
+
+    def final(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """The last look (at the end of the run, or when recording a fixed-size run)."""
+        if self.looks_taken < self.design.looks:
+            self.looks_taken = self.design.looks - 1
+            self.look(records, final=True)
+        else:
+            for c in self.claims:  # every look spent: what is left stays undecided
+                if c.name not in self.decisions:
+                    ev = self.evidence(c, records)
+                    self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.design.describe(), "family": [c.name for c in self.claims],
+                "looks_taken": self.looks_taken, "decisions": dict(self.decisions)}
+
+    def restore(self, journaled: Mapping[str, Any] | None) -> None:
+        if journaled and "looks_taken" in journaled:
+            self.looks_taken = int(journaled["looks_taken"])
+            self.decisions.update(journaled.get("decisions") or {})
+
+
+# ---------------------------------------------------------------- sentences
+
+
+def _f(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e4 or abs(x) < 1e-2:
+        return f"{x:.2e}"
+    return f"{x:.3g}"
+
+
+def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> float | None:
+    """How many times the present exposure would decide the claim at the observed rates
+    (None: not within 1000x, or no failure anywhere to estimate a rate from)."""
+    nums = record.get("numbers") or {}
+    if claim.kind == "outcome" or "arm" not in nums:
+        return None
+    a, r = nums["arm"], nums["reference"]
+    if a["failures"] + r["failures"] == 0 or not a["exposure"] or not r["exposure"]:
+        return None
+    for i in range(1, 40):
+        f = 1.2 ** i
+        if f > 1000:
+            return None
+        recs = ([{"arm": claim.arm, "outcome": "crashed", "exposure": 0}] * round(a["failures"] * f)
+                + [{"arm": claim.arm, "outcome": "survived", "exposure": a["exposure"] * f}]
+                + [{"arm": "ref", "outcome": "crashed", "exposure": 0}] * round(r["failures"] * f)
+                + [{"arm": "ref", "outcome": "survived", "exposure": r["exposure"] * f}])
+        ev = evidence(claim, "ref", recs, ("crashed",), 1.0)
+        if ev.p_value <= level:
+            return f
+    return None
+
+
+def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per: float,
+             unit: str, level: float) -> str:
+    """The verdict's sentence for a claim's decision: the case's wording, or the harness's."""
+    nums = record.get("numbers") or {}
+    values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"])}
+    if "arm" in nums:
+        a, r = nums["arm"], nums["reference"]
+
+        def rate(c: Mapping[str, Any]) -> str:
+            return (f"{_f(c['failures'] / c['exposure'] * per)} per {per:.0e} {unit}".replace("1e+06", "10^6")
+                    if c["exposure"] else f"{c['failures']}/{c['n']} trials")
+
+        values.update(rate=rate(a), reference_rate=rate(r), exposure=_f(a["exposure"]),
+                      count=a["failures"], n=a["n"], reference_count=r["failures"],
+                      reference_n=r["n"])
+        if a["exposure"] and r["exposure"] and (a["failures"] + r["failures"]):
+            ci = sps.binomtest(a["failures"], a["failures"] + r["failures"]).proportion_ci(method="exact")
+
+            def ratio(p: float) -> str:
+                return "∞" if p >= 1 else _f(p / (1 - p) * r["exposure"] / a["exposure"])
+
+            values.update(ratio=ratio(a["failures"] / (a["failures"] + r["failures"])),
+                          ratio_ci=f"{ratio(ci.low)}–{ratio(ci.high)}")
+        if a["exposure"] and a["failures"] == 0:
+            values["upper"] = _f(-__import__("math").log(0.05) / a["exposure"] * per)
+    else:
+        values.update(count=nums.get("count"), n=nums.get("n"))
+        if "share" in nums:  # concentrated: failures inside the stratum against its exposure
+            values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
+                          exposure_inside=_f(nums.get("exposure_inside")),
+                          stratum=claim.stratum or "")
+    needed = exposure_needed(claim, record, level) if record["decision"] == "not_decided" else None
+    no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
+                 if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
+    if no_trials:
+        values["needed"] = (f"valid trials of {' and '.join(values[x] for x in no_trials)}, "
+                            f"which had none in this run")
+    elif needed:
+        values["needed"] = f"about {needed:.1f}x the present exposure"
+    else:
+        values["needed"] = "far more exposure than this run had"
+    template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
+    text = template.format_map(_Missing(values))
+    when = f", decided at look {record['look']}" if record["decision"] != "not_decided" else ""
+    return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
+
+
+class _Missing(dict):
+    def __missing__(self, key: str) -> str:
+        return "–"
+
+
+def _default(claim: Claim, decision: str) -> str:
+    what = {"lower": "fails at a lower rate than", "higher": "fails at a higher rate than",
+            "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind, "")
+    if claim.kind == "concentrated":
+        return {"supported": ("{arm}'s failures concentrate in {stratum}: {count} of {n} fell there, "
+                              "where it spent {share} of its exposure."),
+                "contradicted": ("{arm}'s failures avoid {stratum}: {count} of {n} fell there, "
+                                 "where it spent {share} of its exposure."),
+                "not_decided": ("Whether {arm}'s failures concentrate in {stratum} is not decided: "
+                                "{count} of {n} fell there, where it spent {share} of its exposure.")}[decision]
+    if claim.kind == "outcome":
+        what_o = f"ends as {claim.outcome}" + (f" ({claim.detail})" if claim.detail else "")
+        return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",
+                "contradicted": f"{{arm}} does not {what_o.replace('ends', 'end')}: {{count}} of {{n}} trials.",
+                "not_decided": f"Whether {{arm}} {what_o} is not decided ({{count}} of {{n}} trials)."}[decision]
+    return {"supported": f"{{arm}} {what} {{reference}}: {{rate}} against {{reference_rate}} (rate ratio {{ratio}}, 95% CI {{ratio_ci}}).",
+            "contradicted": f"Contrary to the claim, {{arm}} does not {what.replace('fails', 'fail')} {{reference}}: {{rate}} against {{reference_rate}}.",
+            "not_decided": f"Whether {{arm}} {what} {{reference}} is not decided: {{rate}} against {{reference_rate}}; deciding it needs {{needed}}."}[decision]
+
+
+def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
+    """The decider of a run's claims: the design its journal recorded (one look at the default
+    alpha for a fixed-size run), continued from the decisions it journaled."""
+    stopping = header["options"].get("stopping")
+    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
+                      list(header["plan"]["arms"]), case.strata, case.resolved_arms())
+    decider.restore(header.get("stopping_result"))
+    return decider

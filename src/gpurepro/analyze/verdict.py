@@ -1,0 +1,69 @@
+"""The run's conclusion: its claims decided, and the verdict composed from them.
+
+The harness decides every claim of the run's family (claims.py); the case's verdict function
+reads the result document through its typed views (analysis.py) and gives measurements, status,
+owner, next steps and hypotheses; ``compose_verdict`` joins that with the decided claims'
+sentences and refuses an owner resting on a claim that was not decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..case.model import Case
+from ..errors import RecordError
+from .views import Analysis
+
+
+def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict of a result document (every field but the verdict filled in)."""
+    return compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+
+
+def decide_claims(case: Case, header: Mapping[str, Any],
+                  trials: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every claim of the run's family with its decision: journaled by a sequential run, or
+    taken now in the one look of a fixed-size run."""
+    from .claims import decider_for, sentence
+
+    decider = decider_for(case, header)
+    if decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
+        decider.final(trials)
+    level = decider.design.alpha_per_look / max(1, len(decider.claims))
+    out = []
+    for c in decider.claims:
+        rec = decider.decisions[c.name]
+        ref = decider.reference(c)
+        out.append({"name": c.name, "kind": c.kind, "arm": c.arm, "reference": ref,
+                    **({"margin": c.margin} if c.kind == "equivalent" else {}),
+                    **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
+                       if c.kind == "outcome" else {}),
+                    **({"stratum": c.stratum} if c.kind == "concentrated" else {}),
+                    **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
+                    "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit, level)})
+    return out
+
+
+def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
+    sentences of its decided claims. An owner may rest only on decided claims (supported, or
+    contradicted: "plain modules crash more" is a decision too), never on undecided ones."""
+    verdict = dict(given)
+    decided = {c["name"]: c["decision"] for c in claims}
+    because = list(verdict.get("owner_because") or [])
+    if verdict.get("owner"):
+        weak = [n for n in because if decided.get(n) not in ("supported", "contradicted")]
+        if not because or weak:
+            cited = ", ".join(f"{n} ({decided.get(n, 'not a claim of this run')})" for n in weak)
+            raise RecordError(f"the verdict names an owner resting on {cited or 'no claim'}; "
+                              f"an owner may cite only decided claims")
+    verdict["owner_because"] = because
+    verdict["sentences"] = list(verdict.get("sentences") or []) + [
+        c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
+    verdict["not_decided"] = [c["sentence"] for c in claims if c["decision"] == "not_decided"]
+    verdict.setdefault("hypotheses", [])
+    verdict.setdefault("next", [])
+    if not verdict["sentences"]:
+        verdict["sentences"] = ["No claim of this run was decided."]
+    return verdict

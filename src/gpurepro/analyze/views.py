@@ -1,0 +1,262 @@
+"""What a case's verdict reads: typed, read-only views of the result document being recorded.
+
+``Analysis.of(doc)`` is the one place they are built, from the document's own fields (the
+per-arm ``summary``, the decided ``claims``, ``crash_sites``, ``device``, the build's
+``analyses`` and the ``trials``), so a verdict sees exactly what the document records, by name:
+``analysis.arms["baseline"].failures``, ``analysis.decision("one-thread")``. The views are
+frozen; the statistics in them are the harness's (stats.py, claims.py), never a case's.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..run import phases
+
+# A claim's decision (claims.py); ``None`` from ``Analysis.decision`` for a claim outside the run.
+DECISIONS = ("supported", "contradicted", "not_decided")
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _frozen(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value)) if value else _EMPTY
+
+
+def _pair(value: Sequence[Any] | None) -> tuple[Any, Any] | None:
+    return None if value is None else (value[0], value[1])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its 95% interval (``ci95`` None where there is no estimate)."""
+
+    estimate: float | None
+    ci95: tuple[float, float] | None
+    method: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Estimate:
+        d = d or {}
+        return cls(d.get("estimate"), _pair(d.get("ci95")), d.get("method"))
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """An arm's exposure (the case's counter, summed over valid trials) and its failure rate
+    per ``per`` units."""
+
+    total: float
+    unit: str | None
+    per: float | None
+    rate: Estimate
+    min_survivor: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Exposure:
+        d = d or {}
+        return cls(d.get("total", 0), d.get("unit"), d.get("per"), Estimate.of(d.get("rate")),
+                   d.get("min_survivor"))
+
+
+@dataclass(frozen=True)
+class Survival:
+    """A Kaplan-Meier median (None: not reached, or not computed, as ``method`` says)."""
+
+    median: float | None
+    median_ci95: tuple[float | None, float | None] | None
+    method: str | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Survival | None:
+        if d is None:
+            return None  # no valid trial
+        return cls(d.get("median"), _pair(d.get("median_ci95")), d.get("median_method"))
+
+
+@dataclass(frozen=True)
+class TimeToFailure:
+    """Kaplan-Meier medians of exposure and of seconds to failure (None: no valid trial)."""
+
+    exposure: Survival | None
+    seconds: Survival | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> TimeToFailure:
+        d = d or {}
+        return cls(Survival.of(d.get("exposure")), Survival.of(d.get("seconds")))
+
+
+@dataclass(frozen=True)
+class ArmSummary:
+    """One arm's counts and statistics (the document's ``summary/<arm>``)."""
+
+    name: str
+    factors: Mapping[str, Any]
+    n: int
+    n_valid: int
+    failures: int
+    outcomes: Mapping[str, int]
+    proportion: Estimate
+    exposure: Exposure
+    time_to_failure: TimeToFailure
+    errors: Mapping[str, int]  # CUDA error name -> trials
+    observations: Mapping[str, Mapping[str, int]]  # observation -> "value" or "key:value" -> trials
+
+    @property
+    def valid(self) -> bool:
+        return self.n_valid > 0
+
+    @classmethod
+    def of(cls, name: str, d: Mapping[str, Any]) -> ArmSummary:
+        return cls(name=name, factors=_frozen(d.get("factors")), n=int(d.get("n", 0)),
+                   n_valid=int(d.get("n_valid", 0)), failures=int(d.get("failures", 0)),
+                   outcomes=_frozen(d.get("outcomes")), proportion=Estimate.of(d.get("proportion")),
+                   exposure=Exposure.of(d.get("exposure")),
+                   time_to_failure=TimeToFailure.of(d.get("time_to_failure")),
+                   errors=_frozen(d.get("errors")),
+                   observations=MappingProxyType({k: _frozen(v) for k, v in
+                                                  (d.get("observations") or {}).items()}))
+
+
+@dataclass(frozen=True)
+class ClaimDecision:
+    """A claim of the run and the harness's decision on it (the document's ``claims``)."""
+
+    name: str
+    decision: str  # one of DECISIONS
+    sentence: str
+    kind: str | None = None
+    arm: str | None = None
+    reference: str | None = None
+    look: int | None = None
+    test: str | None = None
+    p_value: float | None = None
+    threshold: float | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.decision in ("supported", "contradicted")
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> ClaimDecision:
+        return cls(name=d["name"], decision=d["decision"], sentence=d.get("sentence", ""),
+                   kind=d.get("kind"), arm=d.get("arm"), reference=d.get("reference"),
+                   look=d.get("look"), test=d.get("test"), p_value=d.get("p_value"),
+                   threshold=d.get("threshold"))
+
+
+@dataclass(frozen=True)
+class Frame:
+    module: str | None
+    offset: str | None
+
+
+@dataclass(frozen=True)
+class CrashSite:
+    """Crashed trials with one signature: the faulting PC (module + offset) and the first frames."""
+
+    signature: str
+    signal: str | None
+    pc_module: str | None  # None: the trial died without a crash record
+    pc_offset: str | None
+    code_name: str | None
+    fault_module: str | None  # the mapping the faulting address lies in
+    frames: tuple[Frame, ...]
+    count: int
+    arms: Mapping[str, int]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> CrashSite:
+        return cls(signature=d.get("signature", ""), signal=d.get("signal"),
+                   pc_module=d.get("pc_module"), pc_offset=d.get("pc_offset"),
+                   code_name=d.get("code_name"), fault_module=(d.get("fault_in") or {}).get("module"),
+                   frames=tuple(Frame(f.get("module"), f.get("offset")) for f in d.get("frames") or []),
+                   count=int(d.get("count", 0)), arms=_frozen(d.get("arms")))
+
+
+@dataclass(frozen=True)
+class Device:
+    """The device the run's gate found (the document's ``device``)."""
+
+    name: str | None = None
+    compute_capability: str | None = None
+    target: str | None = None
+    supported: bool | None = None
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Device:
+        d = d or {}
+        return cls(d.get("name"), d.get("compute_capability"), d.get("target"), d.get("supported"),
+                   d.get("reason"))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One classified trial, with the fields a verdict reads; ``record`` is the whole record."""
+
+    arm: str
+    outcome: str
+    detail: str | None
+    exposure: float | None
+    counters: Mapping[str, Any]
+    record: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Trial:
+        return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
+                   exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    case: str
+    baseline: str
+    device: Device
+    arms: Mapping[str, ArmSummary]
+    claims: Mapping[str, ClaimDecision]
+    crash_sites: tuple[CrashSite, ...]
+    # The case's analyses of its built artifacts (name -> what the case's function returned).
+    analyses: Mapping[str, Mapping[str, Any]]
+    trials: tuple[Trial, ...]
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> Analysis:
+        """The views of a result document (the fields above; the verdict not yet among them)."""
+        return cls(case=doc["case"]["name"], baseline=doc["case"]["baseline"],
+                   device=Device.of(doc.get("device")),
+                   arms=MappingProxyType({a: ArmSummary.of(a, s) for a, s in doc["summary"].items()}),
+                   claims=MappingProxyType({c["name"]: ClaimDecision.of(c) for c in doc["claims"]}),
+                   crash_sites=tuple(CrashSite.of(s) for s in doc.get("crash_sites") or []),
+                   analyses=MappingProxyType(dict(doc.get("analyses") or {})),
+                   trials=tuple(Trial.of(t) for t in doc.get("trials") or []))
+
+    def decision(self, name: str) -> str | None:
+        """A claim's decision in this run (None: the claim is not in this run's family)."""
+        claim = self.claims.get(name)
+        return claim.decision if claim else None
+
+    def supported(self, *names: str) -> bool:
+        """Every named claim is in this run and supported."""
+        return all(self.decision(n) == "supported" for n in names)
+
+    def undecided(self) -> list[str]:
+        """The claims of this run that ended not decided, in the document's order."""
+        return [n for n, c in self.claims.items() if c.decision == "not_decided"]
+
+    def trials_of(self, arm: str, outcome: str | None = None) -> Iterable[Trial]:
+        return (t for t in self.trials if t.arm == arm and (outcome is None or t.outcome == outcome))
+
+    def thread_phases(self, arm: str, at_fault: bool = True) -> tuple[Counter[str], int]:
+        """Where the threads were at the arm's crashes (phases.by_arm): label -> crash records
+        whose threads were read at the fault (at_fault False: only after the crash handler's
+        slow work, records from before its snapshot), and how many crashed trials carried no
+        threads."""
+        return phases.by_arm((t.record for t in self.trials), read_at_fault=at_fault).get(
+            arm, (Counter(), 0))

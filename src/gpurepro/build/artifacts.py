@@ -1,0 +1,308 @@
+"""Build: run each artifact's command from the pinned toolchain, content-addressed under build/.
+
+The key of an artifact is a hash of its command template, the contents of its sources, the
+target, the exact version strings of its tools and the resolved versions of the case's pins,
+and the keys of the artifacts it depends on. An unchanged key reuses the earlier output.
+The index ``build/<case>/<target>/artifacts.json`` is what the run stage reads: it works from a
+prebuilt build/ on a GPU node with no toolchain and no network.
+
+Reproducible builds: the same key gives byte-identical outputs in any checkout folder, so a
+committed run's sha256 can be checked against a fresh clone's build. Every command runs with
+cwd = repository root and placeholders expand to paths relative to it; on top of that:
+
+- g++ gets ``-ffile-prefix-map=<root>=.`` (``__FILE__``, debug info, ``DW_AT_comp_dir``).
+- nvcc gets, through its documented ``NVCC_APPEND_FLAGS`` (so nvcc run by a case script is
+  covered too), ``--keep --keep-dir <fresh temp dir>``: without it the host object's file
+  symbol is ``tmpxft_<pid>_..._x.cudafe1.cpp`` and every executable differs from the last; and
+  ``-Xcompiler=-ffile-prefix-map=<root>=.``. Device line info (``-lineinfo``, ``-G``) cannot be
+  remapped: cicc writes the absolute folder and the source's mtime into ``.debug_line``, so
+  artifact commands must not ask for it.
+- A Python build script (``{python} path/to/script.py ...``) runs through a small runner that
+  compiles it under the name ``gpurepro/<path>``: Python would otherwise name its code by the
+  absolute path (``__main__`` is absolute since 3.9), and cuda.tile puts that name into the
+  Tile IR debug locations, which tileiras copies into the cubin's ``.debug_line``. The name is
+  deliberately not a path that resolves from the root: tileiras stamps the mtime and size of
+  any source it can open there, and a checkout's mtimes differ. ``__file__``, ``sys.argv`` and
+  ``sys.path[0]`` are what ``python script.py`` gives. Modules the script imports keep their
+  real paths (a kernel must live in the script itself to be reproducible).
+- ``CUDA_TILE_CACHE_DIR=off``: cuda.tile's cubin cache (``~/.cache/cutile-python``) is keyed on
+  the bytecode only and lives outside build/; ``SOURCE_DATE_EPOCH=0`` for anything that stamps
+  dates; ``NVCC_PREPEND_FLAGS`` from the caller's environment is dropped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..case.model import PLACEHOLDER, Artifact, Case
+from ..errors import BuildError
+from . import toolchain
+
+INDEX_NAME = "artifacts.json"
+# Bump when the way commands run changes their outputs: it is part of every key.
+RECIPE = "reproducible-1"
+# The name Python build scripts' code carries: gpurepro/<path from the repository root>.
+SCRIPT_PREFIX = "gpurepro"
+# Environment every command gets (an artifact's own env still wins).
+BUILD_ENV = {"CUDA_TILE_CACHE_DIR": "off", "SOURCE_DATE_EPOCH": "0"}
+
+# `python -c` program that runs sys.argv[2] as __main__ with its code named sys.argv[1]. The
+# source goes into linecache, so inspect (cuda.tile reads kernels' source) and tracebacks work.
+_SCRIPT_RUNNER = """\
+import builtins, importlib.util, linecache, os, sys, types
+shown, script = sys.argv[1], sys.argv[2]
+with open(script, 'rb') as fh:
+    raw = fh.read()
+text = importlib.util.decode_source(raw)
+linecache.cache[shown] = (len(text), None, text.splitlines(True), shown)
+code = compile(raw, shown, 'exec', dont_inherit=True)
+main = types.ModuleType('__main__')
+main.__file__, main.__builtins__, main.__spec__ = script, builtins, None
+sys.modules['__main__'] = main
+sys.argv = [script, *sys.argv[3:]]
+sys.path[0] = os.path.dirname(os.path.realpath(script))
+exec(code, main.__dict__)
+"""
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _rel(path: Path, root: Path) -> str:
+    """Paths under the repository are recorded relative to it, so a copied tree still works."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def index_path(build_dir: Path, case: Case, target: str) -> Path:
+    return build_dir / case.name / target / INDEX_NAME
+
+
+def _source_path(case: Case, root: Path, src: str) -> Path:
+    p = case.directory / src
+    return p if p.exists() else root / src
+
+
+def _order(case: Case, target: str) -> list[Artifact]:
+    """Artifacts for this target, dependencies first."""
+    wanted = [a for a in case.artifacts if not a.archs or target in a.archs]
+    by_name = {a.name: a for a in wanted}
+    done: list[Artifact] = []
+    seen: set[str] = set()
+
+    def visit(a: Artifact, stack: tuple[str, ...]) -> None:
+        if a.name in seen:
+            return
+        if a.name in stack:
+            raise BuildError(f"dependency cycle: {' -> '.join((*stack, a.name))}")
+        for dep in a.dependencies():
+            if dep not in by_name:
+                raise BuildError(f"{a.name} needs {dep}, which is not built for {target}")
+            visit(by_name[dep], (*stack, a.name))
+        seen.add(a.name)
+        done.append(a)
+
+    for a in wanted:
+        visit(a, ())
+    return done
+
+
+def build_case(
+    case: Case,
+    target: str,
+    root: Path,
+    build_dir: Path,
+    on_event: Callable[[str, str], None] | None = None,
+) -> dict[str, Any]:
+    """Build every artifact of ``case`` for ``target``; return (and write) the index."""
+    say = on_event or (lambda name, status: None)
+    pins = case.pins_for(target)
+    resolved = toolchain.installed_versions(pins)
+    missing = [name for name, version in resolved.items() if version is None]
+    if missing:
+        raise BuildError(
+            f"pinned packages not installed in this environment: {', '.join(missing)}; "
+            f"run the case through nox (it installs {', '.join(pins)})"
+        )
+    root = root.resolve()
+    build_dir = build_dir.resolve() if build_dir.is_absolute() else (root / build_dir).resolve()
+    entries: dict[str, dict[str, Any]] = {}
+    tools_used: dict[str, str] = {}
+    for art in _order(case, target):
+        tools = sorted(_tool_placeholders(case, art) | set(art.tools))
+        versions = {t: toolchain.tool_version(t, case.tools) for t in tools}
+        tools_used.update(versions)
+        key = _key(case, art, target, root, versions, resolved, entries)
+        out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
+        stamp = out_dir / ".artifact.json"
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        # Two builds of one tree at once (two sessions, parallel tests) take turns per artifact:
+        # the second finds the first's stamp instead of deleting its folder mid-build.
+        with open(out_dir.parent / f"{key[:20]}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if stamp.is_file() and all((out_dir / o).is_file() for o in art.outputs):
+                say(art.name, "cached")
+            else:
+                say(art.name, "building")
+                _run_command(case, art, target, root, out_dir, entries)
+                stamp.write_text(json.dumps({"key": key}, indent=1))
+                say(art.name, "built")
+        entries[art.name] = {
+            "path": _rel(out_dir / art.outputs[0], root),
+            "dir": _rel(out_dir, root),
+            "outputs": {o: sha256_file(out_dir / o) for o in art.outputs},
+            "sha256": sha256_file(out_dir / art.outputs[0]),
+            "key": key,
+            "tools": versions,
+            "command": list(art.command),
+            "description": art.description,
+        }
+    index = {
+        "case": case.name,
+        "target": target,
+        "toolchain": {"requested": pins, "resolved": resolved, "tools": tools_used},
+        "artifacts": entries,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = index_path(build_dir, case, target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")  # per process: concurrent builds each replace whole
+    tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+    return index
+
+
+def _tool_placeholders(case: Case, art: Artifact) -> set[str]:
+    """The placeholders of ``art``'s command that name a tool (the case's table or the defaults)."""
+    return {name for name in art.placeholders() if toolchain.is_tool(name, case.tools)}
+
+
+def _key(
+    case: Case,
+    art: Artifact,
+    target: str,
+    root: Path,
+    versions: Mapping[str, str],
+    resolved: Mapping[str, str | None],
+    entries: Mapping[str, Mapping[str, Any]],
+) -> str:
+    h = hashlib.sha256()
+    material = {
+        "case": case.name,
+        "artifact": art.name,
+        "command": list(art.command),
+        "env": dict(art.env),
+        "outputs": list(art.outputs),
+        "target": target,
+        "tools": dict(versions),
+        "pins": dict(resolved),
+        "deps": {d: entries[d]["key"] for d in art.dependencies()},
+        "recipe": RECIPE,
+    }
+    h.update(json.dumps(material, sort_keys=True).encode())
+    for src in sorted(art.sources):
+        p = _source_path(case, root, src)
+        h.update(src.encode() + b"\0")
+        h.update(p.read_bytes() if p.is_file() else b"<missing>")
+    return h.hexdigest()
+
+
+def _run_command(
+    case: Case,
+    art: Artifact,
+    target: str,
+    root: Path,
+    out_dir: Path,
+    entries: Mapping[str, Mapping[str, Any]],
+) -> None:
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir(parents=True)
+    values: dict[str, str] = {
+        "case": str(case.directory.relative_to(root)),
+        "native": "native",
+        "out": _rel(out_dir, root),
+        "arch": target,
+    }
+    names = art.placeholders()
+    for tool in _tool_placeholders(case, art):
+        values[tool] = str(toolchain.find_tool(tool, case.tools))
+    if "nvcc_lib" in names:
+        values["nvcc_lib"] = str(toolchain.nvcc_lib_dir(toolchain.find_tool("nvcc", case.tools)))
+    for dep in art.dependencies():
+        values[f"artifact:{dep}"] = entries[dep]["dir"]
+    unknown = names - set(values)
+    if unknown:
+        raise BuildError(f"{art.name}: unknown placeholder(s) {sorted(unknown)} in its command")
+    argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in art.command]
+    plain = argv
+    argv = _reproducible_argv(art, plain, root)
+    with tempfile.TemporaryDirectory(prefix="gpurepro-nvcc-") as keep:
+        env = {k: v for k, v in os.environ.items() if k != "NVCC_PREPEND_FLAGS"}
+        env.update(reproducible_env(root, Path(keep)))
+        env.update(art.env)
+        # Tools from wheels find their siblings (cicc, ptxas, headers) relative to themselves.
+        if "nvcc" in values:
+            env["PATH"] = f"{Path(values['nvcc']).parent}{os.pathsep}{env.get('PATH', '')}"
+        log = out_dir / "build.log"
+        with open(log, "w") as fh:
+            fh.write("$ " + " ".join(plain) + "\n")
+            if argv[1:3] == ["-c", _SCRIPT_RUNNER]:
+                fh.write(f"# ran through the build's script runner, its code named {argv[3]}\n")
+            elif argv != plain:
+                fh.write("# ran as: " + " ".join(argv) + "\n")
+            fh.write("# env: " + " ".join(f"{k}={env[k]}" for k in (*BUILD_ENV, "NVCC_APPEND_FLAGS"))
+                     + "\n")
+            fh.flush()
+            done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                  check=False)
+    missing = [o for o in art.outputs if not (out_dir / o).is_file()]
+    if done.returncode != 0 or missing:
+        tail = log.read_text(errors="replace")[-3000:]
+        why = f"exit status {done.returncode}" if done.returncode else f"missing {missing}"
+        raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}", log=log)
+
+
+def reproducible_env(root: Path, keep_dir: Path) -> dict[str, str]:
+    """Environment that keeps a command's outputs independent of the checkout folder."""
+    nvcc_flags = ["--keep", "--keep-dir", str(keep_dir)]
+    if not any(c.isspace() for c in str(root)):  # NVCC_APPEND_FLAGS splits on blanks
+        nvcc_flags.append(f"-Xcompiler=-ffile-prefix-map={root}=.")
+    return {**BUILD_ENV, "NVCC_APPEND_FLAGS": " ".join(nvcc_flags)}
+
+
+def _reproducible_argv(art: Artifact, argv: list[str], root: Path) -> list[str]:
+    """g++ with the root mapped to ``.``; a Python script through the runner (module docstring)."""
+    if art.command and art.command[0] == "{gxx}":
+        return [argv[0], f"-ffile-prefix-map={root}=.", *argv[1:]]
+    if art.command and art.command[0] == "{python}" and len(argv) > 1 and argv[1].endswith(".py"):
+        script = Path(argv[1])
+        full = script if script.is_absolute() else root / script
+        if full.is_file() and full.resolve().is_relative_to(root):
+            name = f"{SCRIPT_PREFIX}/{full.resolve().relative_to(root).as_posix()}"
+            return [argv[0], "-c", _SCRIPT_RUNNER, name, *argv[1:]]
+    return argv
+
+
+def load_index(build_dir: Path, case: Case, target: str) -> dict[str, Any]:
+    path = index_path(build_dir, case, target)
+    if not path.is_file():
+        raise BuildError(
+            f"no build for {case.name} / {target} at {path}: run the build first "
+            f"(nox -s {case.name} builds it, or python -m gpurepro build {case.name} --arch {target})"
+        )
+    return json.loads(path.read_text())

@@ -1,0 +1,121 @@
+"""The result document: assembled from a run's journal (header and trials), and written.
+
+``build_document`` gathers the run's statistics (stats.py), the case's analyses of its built
+artifacts, the decided claims and the verdict (verdict.py) into one document in the shape of
+``schema/result.schema.json``; ``write_document`` validates it (validation.py) and writes it
+atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..analyze.verdict import decide_claims, verdict_for
+from ..build.artifacts import sha256_file
+from ..case.model import Case
+from ..run.atomic import write_atomic
+from .validation import validate_document
+
+SCHEMA_ID = "gpurepro/result/1"
+
+
+def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str, Any]:
+    """The case's analyses over its built artifacts, if the artifacts here match the run's."""
+    out: dict[str, Any] = {}
+    artifacts = header.get("artifacts", {})
+    paths = {}
+    mismatched = []
+    for name, entry in artifacts.items():
+        p = root / entry["path"]
+        if p.is_file() and sha256_file(p) == entry["sha256"]:
+            paths[name] = p
+        else:
+            mismatched.append(name)
+    for name, fn in case.analyses.items():
+        try:
+            out[name] = dict(fn(paths))
+        except Exception as exc:  # an analysis failing must not lose the run's record
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        if mismatched:
+            out[name]["artifacts_unavailable"] = sorted(mismatched)
+    return out
+
+
+def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
+                   root: Path, journal_path: Path | None = None) -> dict[str, Any]:
+    if header.get("cluster"):
+        from ..cluster.merge import cluster_header
+
+        header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
+    plan = header["plan"]
+    from ..analyze import stats  # scipy: only recording needs it, not validating or reporting
+
+    measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
+                             case.exposure.unit, case.exposure.per)
+    device = dict(header.get("device") or {})
+    claims = decide_claims(case, header, trials)
+    manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
+    doc: dict[str, Any] = {
+        "schema": SCHEMA_ID,
+        "gpurepro_version": __version__,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "case": {"name": case.name, "question": case.question, "report_url": case.report_url,
+                 "manifest_sha256": manifest_sha, "baseline": case.baseline,
+                 "failure_outcomes": list(case.failure_outcomes),
+                 "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
+                              "per": case.exposure.per}},
+        "environment": header["environment"],
+        "device": device,
+        "toolchain": header["toolchain"],
+        "artifacts": {k: {"path": v["path"], "sha256": v["sha256"], "tools": v.get("tools", {}),
+                          "description": v.get("description", "")}
+                      for k, v in header["artifacts"].items()},
+        "plan": {**plan, "options": _options(header)},
+        "started_at": header.get("started_at"),
+        "trials": list(trials),
+        "summary": measured["arms"],
+        "comparisons": measured["comparisons"],
+        "crash_sites": measured["crash_sites"],
+        "per_gpu": measured["per_gpu"],
+        "analyses": run_analyses(case, header, root),
+        "probe": header.get("probe"),
+        "claims": claims,
+        "verdict": None,  # below: from the document's own fields
+        "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
+    }
+    if header.get("cluster"):
+        from ..cluster.merge import document_fields
+
+        doc.update(document_fields(header, trials, case.failure_outcomes))
+    doc = json.loads(json.dumps(doc, default=_jsonable))
+    # The verdict reads the document as recorded, through its typed views (analysis.py).
+    doc["verdict"] = json.loads(json.dumps(verdict_for(case, doc), default=_jsonable))
+    return doc
+
+
+def _options(header: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's options; with sequential stopping, its decisions (per arm: when and why)."""
+    options = dict(header.get("options", {}))
+    if options.get("stopping") and header.get("stopping_result"):
+        options["stopping"] = {**options["stopping"], **header["stopping_result"]}
+    return options
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):
+        return obj.item()  # numpy scalars
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def write_document(doc: Mapping[str, Any], path: Path) -> Path:
+    validate_document(doc, str(path))
+    write_atomic(path, json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    return path

@@ -1,0 +1,543 @@
+"""Compare result documents of one case: "is it fixed with the new driver?", "does it reproduce
+on another GPU?", "what did --jobs 2 change?".
+
+Per arm, each run's failures, exposure and rate (exact Poisson interval, as recorded); each
+later run against the first (A) by the exact conditional rate-ratio test (``stats.rate_ratio``),
+or by Fisher's exact test on trials where an arm has no exposure; the claims whose decision
+changed; the verdict's status and owner; and every recorded difference in environment, toolchain
+and options that could explain a change. Everything is derived from the documents alone, in a
+fixed order, so the same documents always give the same output.
+
+A *flip* (what ``--fail-on-change`` gates on) is a claim decided in A (supported or contradicted)
+whose decision is another in a later run (the other decision, or not decided). A claim a later
+document does not carry is reported, not counted as a flip.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..analyze import stats
+from ..errors import CompareError
+from .markdown import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
+
+DECIDED = ("supported", "contradicted")
+
+
+def labels(n: int) -> list[str]:
+    """A, B, C, ... (then A1, B1, ... past Z)."""
+    letters = string.ascii_uppercase
+    return [letters[i % 26] + (str(i // 26) if i >= 26 else "") for i in range(n)]
+
+
+# ---------------------------------------------------------------- per run
+
+
+def _budget(doc: Mapping[str, Any]) -> dict[str, Any]:
+    b = (doc["plan"].get("options") or {}).get("budget") or {}
+    exposure = b.get("max_exposure")
+    return {"duration_s": b.get("duration_s"), "timeout_s": b.get("timeout_s"),
+            "max_exposure": exposure}
+
+
+def design(doc: Mapping[str, Any]) -> str:
+    """'fixed, 10 trials per arm' or 'until decided (max 10, look every 5, alpha 0.05)'."""
+    plan = doc["plan"]
+    stopping = (plan.get("options") or {}).get("stopping") or {}
+    per_arm = sorted(set((plan.get("trials_per_arm") or {}).values()))
+    if stopping:
+        max_trials, step = stopping_numbers(stopping)
+        return (f"until decided (max {max_trials}, look every {step}"
+                + (f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else "")
+                + ")")
+    return f"fixed, {'/'.join(map(str, per_arm)) or '?'} trials per arm"
+
+
+def stopping_numbers(stopping: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(max trials, look every) of a sequential design, old (looks: [5, 10]) or new layout."""
+    looks = stopping.get("looks")
+    if isinstance(looks, list) and looks:
+        return int(looks[-1]), int(looks[0])
+    return stopping.get("max_trials"), stopping.get("step")
+
+
+def _gpu(doc: Mapping[str, Any]) -> tuple[str, str]:
+    gpus = doc["environment"]["gpu"].get("gpus") or []
+    if not gpus:
+        return "none", "–"
+    names = sorted({str(g.get("name")) for g in gpus})
+    return (f"{', '.join(names)} × {len(gpus)}",
+            ", ".join(sorted({str(g.get("compute_capability")) for g in gpus})))
+
+
+def _scheduler(doc: Mapping[str, Any]) -> str:
+    """Where the trials ran: one host, or a cluster's partitions and node count."""
+    cluster = doc.get("cluster")
+    if not cluster:
+        return "one host"
+    return (f"{cluster['scheduler']}: partitions {', '.join(cluster['partitions'])}; "
+            f"{len(cluster.get('nodes') or {})} node(s)")
+
+
+def factors(doc: Mapping[str, Any]) -> dict[str, str]:
+    """What could explain a difference between runs, one printable value per name."""
+    env = doc["environment"]
+    gpu = env.get("gpu") or {}
+    host = env.get("host") or {}
+    opts = doc["plan"].get("options") or {}
+    budget = _budget(doc)
+    repo = env.get("repository") or {}
+    gpu_name, cc = _gpu(doc)
+    out = {
+        "GPU": gpu_name,
+        "compute capability": cc,
+        "GPU UUID": ", ".join(sorted(str(g.get("uuid")) for g in gpu.get("gpus") or [])) or "–",
+        "driver": str(gpu.get("driver_version") or "–"),
+        "CUDA driver API": str(gpu.get("cuda_driver_api") or "–"),
+        "target": str(doc["device"].get("target") or "–"),
+        "jobs (trials at a time per GPU)": str(opts.get("jobs", 1)),
+        "GPUs used (--gpus)": ",".join(opts.get("gpus") or []) or "default",
+        "duration per trial (s)": _fmt(budget["duration_s"]),
+        "limit per trial (s)": _fmt(budget["timeout_s"]),
+        f"budget ({doc['case']['exposure']['unit']})": str(budget["max_exposure"] or "none"),
+        "design": design(doc),
+        "seed": str(doc["plan"].get("seed")),
+        "gpurepro commit": (str(repo.get("commit") or "–")[:12] + (" (dirty)" if repo.get("dirty") else "")),
+        "scheduler": _scheduler(doc),
+        "OS / kernel": f"{host.get('os')} / {host.get('kernel')}",
+        "glibc": str(host.get("glibc")),
+    }
+    for name, version in sorted((doc["toolchain"].get("resolved") or {}).items()):
+        out[f"pin {name}"] = str(version)
+    for name, version in sorted((doc["toolchain"].get("tools") or {}).items()):
+        out[f"tool {name}"] = str(version)
+    for name, value in sorted((env.get("environment") or {}).items()):
+        out[f"env {name}"] = str(value)
+    return out
+
+
+def _arm_run(doc: Mapping[str, Any], arm: str) -> dict[str, Any] | None:
+    s = doc["summary"].get(arm)
+    if s is None:
+        return None
+    exposure = s["exposure"]
+    failed = [t for t in doc.get("trials") or []
+              if t.get("arm") == arm and t.get("outcome") in doc["case"]["failure_outcomes"]]
+    return {"n": s["n"], "n_valid": s["n_valid"], "failures": s["failures"],
+            "exposure": exposure["total"], "rate": exposure["rate"]["estimate"],
+            "rate_ci95": exposure["rate"]["ci95"], "proportion": s["proportion"]["estimate"],
+            "proportion_ci95": s["proportion"]["ci95"],
+            # Failures with no counter reading (a once-a-second printout): the exposure is no
+            # time axis there, so the arm is compared per trial.
+            "coarse_failures": stats.coarse_counter(failed)}
+
+
+def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A later run's arm against the first run's: rate ratio where both have exposure,
+    else Fisher's exact test on failing trials; None when either has no valid trial."""
+    if not run or not ref or not run["n_valid"] or not ref["n_valid"]:
+        return None
+    coarse = run["coarse_failures"] or ref["coarse_failures"]
+    if run["exposure"] > 0 and ref["exposure"] > 0 and not coarse:
+        rr = stats.rate_ratio(run["failures"], run["exposure"], ref["failures"], ref["exposure"])
+        if rr["p_value"] is None:  # no failure in either run: nothing to compare
+            return {"test": "rate ratio (exact conditional binomial)", "estimate": None,
+                    "ci95": None, "p_value": None, "note": "no failure in either run"}
+        return {"test": "rate ratio (exact conditional binomial)", "estimate": rr["estimate"],
+                "ci95": rr["ci95"], "p_value": rr["p_value"]}
+    f = stats.fisher(run["failures"], run["n_valid"], ref["failures"], ref["n_valid"])
+    why = "coarse exposure counter" if coarse else "no exposure recorded"
+    return {"test": f"odds ratio of failing trials (Fisher exact; {why})",
+            "estimate": f["odds_ratio"], "ci95": None, "p_value": f["p_value"]}
+
+
+# ---------------------------------------------------------------- claims and verdict
+
+
+def _claims_by_name(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]] | None:
+    claims = doc.get("claims")
+    if claims is None:
+        return None
+    return {c["name"]: c for c in claims}
+
+
+def _claim_change(before: str | None, after: str | None) -> str | None:
+    if before == after:
+        return None
+    if after is None:
+        return "not in this document"
+    if before is None:
+        return "new"
+    if before in DECIDED:
+        return "flipped"
+    return "newly decided" if after in DECIDED else "changed"
+
+
+def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> dict[str, Any]:
+    """The comparison as one JSON-ready object (``markdown`` renders it)."""
+    if len(docs) < 2:
+        raise CompareError("compare needs at least two result documents")
+    for doc, path in zip(docs, paths, strict=True):
+        if str(doc.get("schema", "")).startswith("gpurepro/bench"):
+            raise CompareError(f"{path} is a benchmark document; compare takes case results")
+        if not isinstance(doc.get("case"), Mapping) or "summary" not in doc:
+            raise CompareError(f"{path} is not a gpurepro result document")
+    cases = [doc["case"]["name"] for doc in docs]
+    if len(set(cases)) > 1:
+        raise CompareError("compare needs documents of one case; these are of "
+                           + ", ".join(f"{p} ({c})" for p, c in zip(paths, cases, strict=True)))
+    names = labels(len(docs))
+    first = docs[0]
+    unit, per = first["case"]["exposure"]["unit"], first["case"]["exposure"]["per"]
+
+    runs = []
+    for label, doc, path in zip(names, docs, paths, strict=True):
+        gpu_name, cc = _gpu(doc)
+        doc_claims = doc.get("claims")
+        runs.append({
+            "label": label, "path": str(path), "started_at": doc.get("started_at"),
+            "created_at": doc.get("created_at"), "gpu": gpu_name, "compute_capability": cc,
+            "driver": doc["environment"]["gpu"].get("driver_version"),
+            "jobs": (doc["plan"].get("options") or {}).get("jobs", 1),
+            "design": design(doc), "trials": len(doc.get("trials") or []),
+            "claims": None if doc_claims is None else len(doc_claims),
+            "verdict": {"status": doc["verdict"].get("status"), "owner": doc["verdict"].get("owner")},
+        })
+
+    arm_names: list[str] = []
+    for doc in docs:
+        arm_names += [a for a in doc["summary"] if a not in arm_names]
+    arms: dict[str, Any] = {}
+    for arm in arm_names:
+        per_run = [_arm_run(doc, arm) for doc in docs]
+        against = []
+        for label, r in zip(names[1:], per_run[1:], strict=True):
+            c = _between(r, per_run[0]) or {"estimate": None, "ci95": None, "p_value": None,
+                                            "note": "no valid trial in one of the runs"}
+            against.append({"run": label, **c})
+        arms[arm] = {"runs": per_run, "against_A": against}
+
+    claim_docs = [_claims_by_name(doc) for doc in docs]
+    claims: dict[str, Any] = {"without_claims": [n for n, c in zip(names, claim_docs, strict=True)
+                                                 if c is None],
+                              "changed": [], "unchanged": 0, "flips": []}
+    if claim_docs[0] is not None:
+        all_names: list[str] = []
+        for by_name in claim_docs:
+            all_names += [n for n in (by_name or {}) if n not in all_names]
+        for claim in all_names:
+            decisions = [None if c is None or claim not in c else c[claim]["decision"]
+                         for c in claim_docs]
+            p_values = [None if c is None or claim not in c else c[claim].get("p_value")
+                        for c in claim_docs]
+            changes = []
+            for label, by_name, dec in zip(names[1:], claim_docs[1:], decisions[1:], strict=True):
+                if by_name is None:
+                    continue  # a document without claims: said once, above
+                change = _claim_change(decisions[0], dec)
+                if change:
+                    changes.append({"run": label, "from": decisions[0], "to": dec, "change": change})
+                    if change == "flipped":
+                        claims["flips"].append(f"{claim}: {decisions[0]} in A, {dec} in {label}")
+            if changes:
+                claims["changed"].append({"claim": claim, "decisions": dict(zip(names, decisions, strict=True)),
+                                          "p_values": dict(zip(names, p_values, strict=True)),
+                                          "changes": changes})
+            else:
+                claims["unchanged"] += 1
+
+    verdict_changes = []
+    for run in runs[1:]:
+        for key in ("status", "owner"):
+            before, after = runs[0]["verdict"][key], run["verdict"][key]
+            if before != after:
+                verdict_changes.append({"run": run["label"], "field": key, "from": before, "to": after})
+
+    facts = [factors(doc) for doc in docs]
+    keys: list[str] = []
+    for f in facts:
+        keys += [k for k in f if k not in keys]
+    differs: list[dict[str, Any]] = []
+    same: list[dict[str, Any]] = []
+    for key in keys:
+        values = [f.get(key, "–") for f in facts]
+        (differs if len(set(values)) > 1 else same).append({"name": key, "values": values})
+
+    return {"case": cases[0], "exposure": {"unit": unit, "per": per},
+            "baseline": first["case"]["baseline"], "runs": runs, "arms": arms, "claims": claims,
+            "verdict_changes": verdict_changes,
+            "environment": {"differs": differs, "same": [d["name"] for d in same]},
+            "flipped": bool(claims["flips"])}
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def _rate(r: Mapping[str, Any] | None) -> str:
+    if r is None:
+        return "not run"
+    if not r["n_valid"]:
+        return "no valid trial"
+    if r["exposure"] <= 0 or r["coarse_failures"]:
+        why = (f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
+               if r["coarse_failures"] else "no exposure")
+        return f"– ({why}; proportion {_fmt(r['proportion'])} {_ci(r['proportion_ci95'])})"
+    return f"{_fmt(r['rate'])} {_ci(r['rate_ci95'])}"
+
+
+def _ratio(c: Mapping[str, Any]) -> str:
+    if c.get("estimate") is None and c.get("p_value") is None:
+        return f"– ({c['note']})" if c.get("note") else "–"
+    what = "OR " if str(c.get("test", "")).startswith("odds") else ""
+    return f"{what}{_fmt(c.get('estimate'))}" + (f" {_ci(c['ci95'])}" if c.get("ci95") else "")
+
+
+def markdown(result: Mapping[str, Any]) -> str:
+    runs = result["runs"]
+    names = [r["label"] for r in runs]
+    unit, per = result["exposure"]["unit"], result["exposure"]["per"]
+    out = [f"## gpurepro compare: `{result['case']}`\n",
+           "| run | document | started | GPU (compute capability) | driver | jobs | design | trials | claims |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        out.append(f"| {r['label']} | `{Path(r['path']).name}` | {r['started_at'] or '–'} | "
+                   f"{r['gpu']} ({r['compute_capability']}) | {r['driver'] or '–'} | {r['jobs']} | "
+                   f"{r['design']} | {r['trials']} | {'none recorded' if r['claims'] is None else r['claims']} |")
+    out.append("")
+
+    base = result["arms"].get(result["baseline"])
+    if base:
+        parts = [f"{n}: {_rate(r)}" for n, r in zip(names, base["runs"], strict=True)]
+        out.append(f"**Baseline `{result['baseline']}`**, failures per {per_label(per)} {unit} "
+                   f"(95% CI): " + "; ".join(parts) + ".")
+        for c in base["against_A"]:
+            if c.get("p_value") is not None:
+                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {_p(c['p_value'])}.")
+        out.append("")
+
+    out.append(f"### Arms: failures per {per_label(per)} {unit} (exact 95% CI)\n")
+    head = ["arm"]
+    for n in names:
+        head += [f"{n} failed / valid", f"{n} {unit}", f"{n} rate"]
+    for n in names[1:]:
+        head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for arm, a in result["arms"].items():
+        cells = [f"`{arm}`"]
+        for r in a["runs"]:
+            if r is None:
+                cells += ["not run", "–", "–"]
+            else:
+                cells += [f"{r['failures']} / {r['n_valid']}", _fmt(r["exposure"]), _rate(r)]
+        for c in a["against_A"]:
+            cells += [_ratio(c), _p(c.get("p_value"))]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("\nRatios are each run's rate over A's (the exact conditional binomial test, "
+               "`scipy.stats.binomtest`); `OR`: the odds ratio of failing trials (Fisher's exact "
+               "test), used where an arm recorded no exposure or failures without a counter "
+               "reading. One test per arm, not adjusted for multiplicity: the claims are the "
+               "decisions.\n")
+
+    out.append("### Claims\n")
+    claims = result["claims"]
+    for n in claims["without_claims"]:
+        path = Path(runs[names.index(n)]["path"]).name
+        out.append(f"- {n} (`{path}`) carries no claims: it was recorded before the harness "
+                   f"decided claims, so no decision of it can be compared.")
+    if claims["without_claims"]:
+        out.append("")
+    if not claims["changed"]:
+        if claims["unchanged"]:
+            out.append(f"No claim changed its decision ({claims['unchanged']} compared).\n")
+    else:
+        out += ["| claim | " + " | ".join(names) + " | change |", "|---|" + "---|" * (len(names) + 1)]
+        for c in claims["changed"]:
+            decisions = [f"{d.replace('_', ' ')} (p {_p(p)})" if d else "–"
+                         for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
+            change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
+            flipped = any(ch["change"] == "flipped" for ch in c["changes"])
+            out.append(f"| `{c['claim']}` | " + " | ".join(decisions)
+                       + f" | {'**' + change + '**' if flipped else change} |")
+        out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
+    if claims["flips"]:
+        out.append(f"**{len(claims['flips'])} decided claim(s) flipped** "
+                   f"(`--fail-on-change` exits 1).\n")
+
+    out.append("### Verdict\n")
+    if not result["verdict_changes"]:
+        out.append(f"Same status (**{runs[0]['verdict']['status']}**) and owner in every run.\n")
+    for v in result["verdict_changes"]:
+        out.append(f"- {v['field']} {v['run']} vs A: {v['from'] or '–'} → **{v['to'] or '–'}**")
+    if result["verdict_changes"]:
+        out.append("")
+
+    out.append("### What differs between the runs (could explain a change)\n")
+    env = result["environment"]
+    if env["differs"]:
+        out += ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for d in env["differs"]:
+            out.append(f"| {d['name']} | " + " | ".join(str(v).replace("|", "\\|") for v in d["values"]) + " |")
+        out.append("")
+    else:
+        out.append("Nothing recorded differs.\n")
+    out.append("The same in every run: " + ", ".join(env["same"]) + ".\n")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the paired forest plot
+
+# One colour and marker shape per run (Okabe-Ito colours; the shape alone tells runs apart).
+RUN_STYLE = [("#0072B2", "o"), ("#D55E00", "s"), ("#009E73", "^"), ("#CC79A7", "D"),
+             ("#56B4E9", "v"), ("#E69F00", "P")]
+
+
+def _drawable(r: Mapping[str, Any] | None) -> str | None:
+    """Why a run's arm has no rate to draw (None: it has one)."""
+    if r is None:
+        return "not run"
+    if not r["n_valid"]:
+        return "no valid trial"
+    if r["exposure"] <= 0 or not r.get("rate_ci95"):
+        return "no exposure"
+    if r["coarse_failures"]:
+        return "coarse counter"
+    return None
+
+
+def forest_figure(result: Mapping[str, Any]):
+    """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
+    log axis, A's baseline interval as a band, each later run's rate ratio against A in a
+    column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
+    rows_in: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    runs = result["runs"]
+    names = [r["label"] for r in runs]
+    for arm, a in result["arms"].items():
+        whys = []
+        for label, r in zip(names, a["runs"], strict=True):
+            why = _drawable(r)
+            if why:
+                whys.append(f"{label}: {why}")
+                continue
+            lo, hi = r["rate_ci95"]
+            rows_in.append({"arm": arm, "run": label, "estimate": r["rate"], "lo": lo, "hi": hi,
+                            "zero": r["failures"] == 0, "failures": r["failures"],
+                            "n_valid": r["n_valid"]})
+        if whys:
+            left_out.append(f"{arm} ({'; '.join(whys)})")
+    if not rows_in:
+        return None
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.transforms import blended_transform_factory
+
+    from .markdown import _num
+
+    baseline, unit = result["baseline"], result["exposure"]["unit"]
+    per = per_superscript(result["exposure"]["per"])
+    # The baseline first, then the arms in the comparison's order; within an arm, A, B, ...
+    arms = [baseline] + [a for a in result["arms"] if a != baseline]
+    step = 0.42  # between the runs of one arm
+    y, centres = 0.0, {}
+    for arm in arms:
+        mine = [r for r in rows_in if r["arm"] == arm]
+        if not mine:
+            continue
+        for i, r in enumerate(mine):
+            r["y"] = y + i * step
+        centres[arm] = y + (len(mine) - 1) * step / 2
+        y += (len(mine) - 1) * step + 1.0
+    rows = sorted(rows_in, key=lambda r: r["y"])
+    n_lines = y
+
+    arrow = 10 ** 0.4
+    positives = [v for r in rows for v in (r["lo"], r["hi"], r["hi"] / arrow if r["zero"] else None)
+                 if v and v > 0]
+    xmin = 10 ** (math.log10(min(positives)) - 0.2)
+    xmax = 10 ** (math.log10(max(positives)) + 0.2)
+
+    width, row_in = 9.0, 0.34
+    note_in = 0.3 if left_out else 0.0
+    bottom_in = note_in + 0.4 + 0.55
+    fig_h = 0.75 + row_in * n_lines + bottom_in
+    fig = plt.figure(figsize=(width, fig_h), dpi=100)
+    left, right, ratio_x = 0.25, 0.68, 0.70
+    ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
+    base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
+    if base:
+        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color="#999999",
+                   alpha=0.18, lw=0, zorder=0)
+
+    lab = blended_transform_factory(fig.transFigure, ax.transData)
+    text: dict[str, Any] = {"transform": lab, "va": "center"}
+    style = {label: RUN_STYLE[i % len(RUN_STYLE)] for i, label in enumerate(names)}
+    for r in rows:
+        colour, shape = style[r["run"]]
+        yy = r["y"]
+        r["artist"] = draw_rate(ax, yy, r, colour, shape, arrow, {**ROW_SMALL, "capthick": None})
+        ax.text(left - 0.01, yy, f"{r['run']} {r['failures']}/{r['n_valid']}", **text, ha="right",
+                color=colour, fontsize=8.5)
+    for arm, cy in centres.items():
+        ax.text(0.012, cy, arm, **text, ha="left", fontsize=9,
+                fontweight="bold" if arm == baseline else "normal")
+        ratios = []
+        for c in result["arms"][arm]["against_A"]:
+            if c.get("note") and c.get("p_value") is None:
+                ratios.append(f"{c['run']}/A – ({c['note']})")
+            elif c.get("estimate") is not None and not str(c.get("test", "")).startswith("odds"):
+                ci = c.get("ci95") or [None, None]
+                ratios.append(f"{c['run']}/A {_num(c['estimate'])}"
+                              + (f" ({_num(ci[0])}–{_num(ci[1])})" if ci[1] is not None else ""))
+        if ratios:
+            ax.text(ratio_x, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
+    ax.text(ratio_x, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
+            ha="left", fontsize=8.5, color="#555555")
+    ax.text(left - 0.01, -0.75, "run failed/valid", **{**text, "va": "bottom"}, ha="right",
+            fontsize=8.5, color="#555555")
+    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    flips = len(result["claims"]["flips"])
+    fig.text(0.012, 1 - 0.1 / fig_h,
+             f"{result['case']}: " + " vs ".join(names) + " per arm"
+             + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
+                if not result["claims"]["without_claims"] else ""),
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[n][1], color=style[n][0], markersize=7,
+                      label=f"{n}: {Path(run['path']).name}") for n, run in zip(names, runs, strict=True)]
+    handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+                          markeredgecolor="#333333", markersize=7, label="no failure: upper bound"))
+    if base:
+        handles.append(Patch(facecolor="#999999", alpha=0.35, label=f"A's {baseline} 95% interval"))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, note_in / fig_h),
+               ncol=2, fontsize=8, frameon=False, handletextpad=0.3, columnspacing=1.2)
+    if left_out:
+        note = "Not drawn: " + "; ".join(left_out)
+        fig.text(0.012, 0.08 / fig_h, note if len(note) <= 160 else note[:159] + "…",
+                 fontsize=8.5, ha="left", va="bottom", color="#555555")
+    return fig, rows
+
+
+def plot(result: Mapping[str, Any], path: Path) -> bool:
+    """The paired forest plot as path (PNG) and an SVG beside it; False if nothing to draw."""
+    made = forest_figure(result)
+    if made is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    fig, _ = made
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=200, metadata={"Software": None})
+    with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
+        fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
+    plt.close(fig)
+    return True

@@ -1,0 +1,323 @@
+"""Run: execute a plan's trials as isolated processes and journal each one as it finishes.
+
+Standard library only (rich is used for the progress display when it is importable), so this
+stage runs from a prebuilt build/ on a GPU node with no network. Workers: ``jobs`` trial
+processes at a time per GPU, each GPU pinned with CUDA_VISIBLE_DEVICES; trials are taken from
+the shuffled plan in order, so every arm is spread over every GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..case.model import Case, TrialBudget, TrialContext
+from ..env import privacy
+from ..errors import HarnessError, Stopped
+from .classify import StdoutTail, classify, exit_description, short_module
+from .journal import Journal
+from .plan import Plan, PlannedTrial
+from .progress import Progress
+from .trial import TrialCancelled, run_trial
+from .watchdog import RUN_ID_VARIABLE
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    budget: TrialBudget
+    jobs: int = 1
+    gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () = leave as is
+    redact: bool = False
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Tags every trial process (and what it forks) for the watchdog; see watchdog.py.
+    run_id: str | None = None
+
+
+@dataclass
+class Gate:
+    """Whether the device can run the case, decided once before any trial."""
+
+    supported: bool
+    target: str
+    device: dict[str, Any]
+    reason: str | None = None
+
+
+def gate(case: Case, gpu_info: Mapping[str, Any], requested_target: str | None,
+         gpus: Sequence[str]) -> Gate:
+    if not case.devices.requires_gpu:
+        target = requested_target or next(iter(case.devices.targets.values()))
+        return Gate(True, target, {"name": None, "compute_capability": None}, None)
+    listed = gpu_info.get("gpus") or []
+    chosen = [g for g in listed
+              if not gpus or str(g.get("index")) in gpus or str(g.get("uuid")) in gpus] or listed
+    device = dict(chosen[0]) if chosen else {}
+    cc = device.get("compute_capability")
+    native_target = case.devices.target_for(cc) if cc else None
+    target = requested_target or native_target or next(iter(case.devices.targets.values()))
+    if not gpu_info.get("available") or not chosen:
+        reason = gpu_info.get("reason") or "no CUDA driver or GPU present"
+        return Gate(False, target, device, reason)
+    if native_target is None:
+        need = ", ".join(f"{c} ({t})" for c, t in case.devices.targets.items())
+        why = f"; {case.devices.why}" if case.devices.why else ""
+        return Gate(False, target, device,
+                    f"{device.get('name')} has compute capability {cc}; this case needs {need}{why}")
+    if requested_target and requested_target != native_target:
+        # Running a build for another architecture is allowed (that is how one shows a
+        # cubin cannot load here); trials then classify as unsupported/invalid on their own.
+        return Gate(True, target, device,
+                    f"running {requested_target} artifacts on a {cc} device ({native_target})")
+    return Gate(True, target, device, None)
+
+
+def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[str, Any],
+             root: Path, budget: TrialBudget) -> TrialContext:
+    artifacts = {name: root / e["path"] for name, e in index["artifacts"].items()}
+    return TrialContext(arm=arm, factors=factors, artifacts=artifacts, budget=budget,
+                        native=root / "native", case_dir=case.directory)
+
+
+def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A crash record reduced to what is portable: module basenames and offsets."""
+    if not crash:
+        return None
+    if "unparsed" in crash:
+        return {"unparsed": crash["unparsed"][:500]}
+
+    def where(m: Mapping[str, Any] | None) -> dict[str, Any]:
+        if m is None:
+            return {"module": "[unmapped]", "offset": None, "perms": None}
+        return {"module": short_module(m.get("path")), "offset": m.get("offset"),
+                "perms": m.get("perms")}
+
+    pc = where(crash.get("pc_map"))
+    frames = [
+        {"module": short_module(f.get("path")), "offset": f.get("offset")}
+        for f in crash.get("frames") or []
+    ]
+    return {
+        "signal": crash.get("signal"),
+        "si_code": crash.get("si_code"),
+        "code_name": crash.get("code_name"),
+        "fault_address": crash.get("addr"),
+        "fault_in": where(crash.get("addr_map")),
+        "pc_module": pc["module"],
+        "pc_offset": pc["offset"],
+        "pc_perms": pc["perms"],
+        "frames": frames,
+        "t": crash.get("t"),
+        # Every worker's published call (native/events.h, PhaseSlot), where the driver
+        # publishes them: `threads` at the fault where the record says how long the snapshot
+        # took (snapshot_ns; older handlers read them late), `threads_late` as read again after
+        # the handler's slow part. Thread ids are left out (they differ every run).
+        **_int_field(crash, "snapshot_ns"),
+        **({"threads": _threads(crash["threads"])} if isinstance(crash.get("threads"), list) else {}),
+        **({"threads_late": _threads(crash["threads_late"])}
+           if isinstance(crash.get("threads_late"), list) else {}),
+        **_int_field(crash, "late_read_ns"),
+    }
+
+
+def _int_field(crash: Mapping[str, Any], key: str) -> dict[str, int]:
+    return {key: crash[key]} if isinstance(crash.get(key), int) else {}
+
+
+def _threads(threads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
+            for t in threads]
+
+
+def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
+                  index: Mapping[str, Any], root: Path, opts: RunOptions, gpu: str | None,
+                  worker: int, cancel: threading.Event | None = None,
+                  on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run one planned trial and return its journal record."""
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    base = {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": gpu,
+            "worker": worker, "started_at": started_at}
+    try:
+        cmd = case.trial_command(_context(case, planned.arm, factors, index, root, opts.budget))
+        parse = None if cmd.parser == "jsonl" else case.parsers[cmd.parser]
+    except Exception as exc:  # the manifest's bug: recorded, never blamed on the GPU
+        return {**base, "outcome": "harness_error",
+                "detail": f"trial_command failed: {type(exc).__name__}: {exc}",
+                "exit": exit_description(None, False), "duration_s": 0.0, "counters": {},
+                "exposure": 0, "errors": {}, "crash": None, "observations": {},
+                "stderr_tail": "", "command": []}
+    env = {**os.environ, **opts.extra_env, **cmd.env}
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    if opts.run_id:
+        env[RUN_ID_VARIABLE] = opts.run_id
+    stdout = StdoutTail()
+    done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse,
+                     on_line=stdout.hook(on_line), cancel=cancel)
+    result = classify(done.observed, case.exposure.counter)
+    record = {
+        **base,
+        "outcome": result.outcome,
+        "detail": result.detail,
+        "call": result.call,
+        "exit": exit_description(done.observed.returncode, done.observed.timed_out),
+        "duration_s": round(done.duration_s, 4),
+        "counters": result.counters,
+        "exposure": result.counters.get(case.exposure.counter, 0),
+        "errors": result.errors,
+        "crash": crash_summary(done.observed.crash),
+        "observations": result.observations,
+        "stderr_tail": done.observed.stderr_tail[-2000:],
+        "stdout_tail": stdout.text(),
+        "unparsed_lines": done.observed.unparsed_lines,
+        "command": list(cmd.argv),
+        "env": dict(cmd.env),
+    }
+    # Checkout paths relative, home as ~, secret-named variables dropped (and, with --redact,
+    # the hostname): the record may end up on a public issue.
+    return privacy.portable_trial(record, root, opts.redact)
+
+
+def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
+    return {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": None,
+            "worker": None, "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "outcome": "unsupported", "detail": reason, "exit": exit_description(None, False),
+            "duration_s": 0.0, "counters": {}, "exposure": 0, "errors": {}, "crash": None,
+            "observations": {}, "stderr_tail": "", "command": [], "spawned": False}
+
+
+# Decides, before a trial starts, whether its arm still needs it (sequential stopping);
+# gets the arm and every record so far.
+ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
+
+
+@contextmanager
+def stop_signals(stopping: threading.Event | None = None) -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP (like SIGINT) into an exception in the main thread, setting
+    ``stopping`` (when given) the moment a stop arrives, for threads that must notice it.
+
+    Without this, SIGTERM would end the interpreter at once and leave the running trials'
+    process groups behind (the watchdog would still sweep them, but the harness should not
+    rely on its backstop)."""
+    def raise_stopped(signum: int, _frame: object) -> None:
+        if stopping is not None:
+            stopping.set()
+        raise Stopped(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, raise_stopped)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def ignore_stop_signals() -> None:
+    """Once a command's work is done: a late stop must neither interrupt the exit nor end the
+    process by the signal's default action (it would read as 'stopped', or leave no status)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
+                 journal: Journal, opts: RunOptions, done: Sequence[dict[str, Any]] = (),
+                 arm_still_needed: ArmFilter | None = None,
+                 progress: Progress | None = None) -> list[dict[str, Any]]:
+    """Run every planned trial not already in ``done``; return all records (old and new).
+
+    Each record is journaled (flushed) before the worker takes its next trial. On SIGINT,
+    SIGTERM or SIGHUP every running trial's process group is killed, nothing is journaled for
+    those trials (they rerun at resume), and ``Stopped`` propagates once every worker has
+    ended. A worker that raises, or a journal that cannot be written, stops the run too and
+    raises ``HarnessError``.
+    """
+    records = list(done)
+    finished = {r["index"] for r in records}
+    todo: queue.Queue[PlannedTrial] = queue.Queue()
+    for t in plan.order:
+        if t.index not in finished:
+            todo.put(t)
+    lock = threading.Lock()
+    cancel = threading.Event()
+    gpus: list[str | None] = list(opts.gpus) or [None]
+    slots = [(gpu, j) for gpu in gpus for j in range(max(1, opts.jobs))]
+    progress = progress or Progress(plan, records)
+    failures: list[str] = []  # why the harness itself failed; read after the workers end
+
+    def worker(slot: int, gpu: str | None) -> None:
+        while not cancel.is_set():
+            try:
+                planned = todo.get_nowait()
+            except queue.Empty:
+                return
+            if arm_still_needed is not None:
+                with lock:
+                    needed = arm_still_needed(planned.arm, list(records))
+                if not needed:
+                    progress.skipped(planned)
+                    continue
+            try:
+                rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
+                                    gpu, slot, cancel)
+            except TrialCancelled:
+                return
+            except Exception as exc:  # our bug: recorded for this trial, and the run fails
+                failures.append(f"trial {planned.index} ({planned.arm}): {type(exc).__name__}: {exc}")
+                rec = {**unsupported_record(planned, ""), "outcome": "harness_error",
+                       "detail": f"{type(exc).__name__}: {exc}", "spawned": True}
+            with lock:
+                try:
+                    journal.append_trial(rec)
+                except OSError as exc:
+                    failures.append(f"cannot write the journal {journal.path}: "
+                                    f"{exc.strerror or exc}")
+                    cancel.set()
+                    return
+                records.append(rec)
+            progress.finished(rec)
+
+    threads = [threading.Thread(target=worker, args=(i, g), daemon=True, name=f"trial-worker-{i}")
+               for i, (g, _) in enumerate(slots)]
+    with progress:
+        try:
+            for thread in threads:
+                thread.start()
+            _wait(threads)
+        except (KeyboardInterrupt, Stopped):
+            cancel.set()
+            _wait_through_signals([t for t in threads if t.ident is not None])
+            raise
+    if failures:
+        raise HarnessError(f"{failures[0]}" + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""))
+    return records
+
+
+def _wait(threads: Sequence[threading.Thread]) -> None:
+    for t in threads:
+        while t.is_alive():
+            t.join(timeout=0.2)
+
+
+def _wait_through_signals(threads: Sequence[threading.Thread]) -> None:
+    """Wait for the workers to kill their trials and end, even through a second Ctrl-C."""
+    while True:
+        try:
+            _wait(threads)
+            return
+        except (KeyboardInterrupt, Stopped):
+            continue
