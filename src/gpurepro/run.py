@@ -102,8 +102,11 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A crash record reduced to what is portable: module basenames and offsets."""
     if not crash:
         return None
+    python = {"python_frames": crash["python_frames"]} if crash.get("python_frames") else {}
     if "unparsed" in crash:
-        return {"unparsed": crash["unparsed"][:500]}
+        return {"unparsed": crash["unparsed"][:500], **python}
+    if "signal" not in crash:  # a Python driver's frames without a native record
+        return python or None
 
     def where(m: Mapping[str, Any] | None) -> dict[str, Any]:
         if m is None:
@@ -132,6 +135,8 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         **({"threads": [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
                         for t in crash["threads"]]}
            if isinstance(crash.get("threads"), list) else {}),
+        # A Python driver's frames (faulthandler), per thread, the faulting one first.
+        **python,
     }
 
 
