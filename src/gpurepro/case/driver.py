@@ -354,6 +354,9 @@ class Driver:
         self.counters = {c: Counter(c, _counter_word(c)) for c in counters}
         self.exposure = self.counters[exposure] if exposure else None
         self.stopping = False  # read by the workers' loops: one attribute load per iteration
+        # Facts for the final record's ``observations``, gathered as the trial goes (a setup
+        # failure's final record still carries what was learnt before it).
+        self.observations: dict[str, Any] = {}
         self.phases: Phases | None = None
         self._wake = threading.Event()
         self._decision: tuple[str, str | None, str | None, str | None] | None = None
@@ -515,7 +518,8 @@ class Driver:
     def finish(self, observations: Mapping[str, Any] | None = None,
                check: Mapping[str, Any] | None = None) -> int:
         """Write the final record for whichever stop_with won ("ok" if none did), with
-        ``observations`` and ``check`` when given; returns the exit status. Call it once every
+        ``observations`` (added to :attr:`observations`) and ``check`` when given; returns the
+        exit status. Call it once every
         worker has returned (:meth:`join`), or a call that never returns would end as ok."""
         self.stop_with("ok")
         with self._decision_lock:
@@ -530,7 +534,7 @@ class Driver:
                 event[key] = value
         if check is not None:
             event["check"] = dict(check)
-        obs = dict(observations or {})
+        obs = {**self.observations, **(observations or {})}
         if status == "hung" and self.phases is not None:
             obs["threads"] = self.phases.snapshot()
         if obs:
