@@ -89,7 +89,7 @@ int cuCtxGetDevice_v2(int *d, void *ctx) {
   *d = 0;
   return hook("cuCtxGetDevice_v2");
 }
-int cuCtxDestroy_v2(void *c) { (void)c; return 0; }
+int cuCtxDestroy_v2(void *c) { if (c == current_ctx) current_ctx = 0; return hook("cuCtxDestroy"); }
 int cuCtxSynchronize(void) { return hook("cuCtxSynchronize"); }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 0x100000; return hook("cuMemAlloc"); }
 int cuMemFree_v2(unsigned long long p) { (void)p; return hook("cuMemFree"); }
@@ -131,6 +131,8 @@ int cuLibraryLoadData(void **l, const void *c, void *a, void **b, unsigned n, vo
 }
 int cuLibraryGetKernel(void **k, void *l, const char *n) { (void)l; (void)n; *k = HANDLE; return hook("cuLibraryGetKernel"); }
 int cuLibraryUnload(void *l) { (void)l; return hook("cuLibraryUnload"); }
+int cuKernelGetAttribute(int *v, int a, void *k, int d) { (void)a; (void)k; (void)d; *v = 1024; return hook("cuKernelGetAttribute"); }
+int cuDevicePrimaryCtxReset_v2(int d) { (void)d; current_ctx = 0; return hook("cuDevicePrimaryCtxReset"); }
 
 /* Variants a real driver hands out for a base name at newer versions; with our declared ABIs
  * they misbehave the way the real ones did (driver 580: cuCtxCreate at 12000 is _v3). */

@@ -368,6 +368,16 @@ class Driver:
         self._beating = threading.Event()
         self._names = ErrorNames(None)
         self._lib: ctypes.CDLL | None = None
+        # A worker that raised is the driver's bug, never a survival: see finish().
+        self._raised: str | None = None
+        self._excepthook = threading.excepthook
+        threading.excepthook = self._thread_raised
+
+    def _thread_raised(self, args: threading.ExceptHookArgs) -> None:
+        self._excepthook(args)  # the traceback on stderr, where classify reads its last line
+        if self._raised is None:
+            self._raised = f"{args.exc_type.__name__}: {args.exc_value}"
+        self.request_stop()
 
     # -- events --
 
@@ -519,8 +529,12 @@ class Driver:
                check: Mapping[str, Any] | None = None) -> int:
         """Write the final record for whichever stop_with won ("ok" if none did), with
         ``observations`` (added to :attr:`observations`) and ``check`` when given; returns the
-        exit status. Call it once every
-        worker has returned (:meth:`join`), or a call that never returns would end as ok."""
+        exit status. Call it once every worker has returned (:meth:`join`), or a call that never
+        returns would end as ok. A worker thread that raised leaves no final record at all and
+        exit status 1: the harness calls that harness_error and names the exception."""
+        if self._raised is not None:
+            self._beating.set()
+            return EXIT_CUDA_ERROR
         self.stop_with("ok")
         with self._decision_lock:
             status, error, call, reason = self._decision or ("ok", None, None, None)
