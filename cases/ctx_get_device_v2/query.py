@@ -134,7 +134,11 @@ class Bindings:
         err, current = cu.cuCtxGetCurrent()
         if d.failed(err, "cuCtxGetCurrent"):
             d.exit()
-        d.observations["context_current"] = bool(int(current))
+        try:  # int(handle) is deprecated from cuda-bindings 13.0 on
+            from cuda.bindings.utils import get_cuda_native_handle as handle
+        except ImportError:
+            handle = int
+        d.observations["context_current"] = bool(handle(current))
 
     def query(self, entry: str) -> tuple[int, int]:
         cu = self.cu

@@ -141,7 +141,7 @@ class Race:
     # -- the race: host.cc's loop --
 
     def worker(self, index: int, ctx, bufs: Buffers | None, image: int) -> None:
-        cu, d, args = self.cu, self.d, self.args
+        cu = self.cu
         ps = self.phases.slot(index)
         self.slots.append(ps)
         if ctx is None:  # per-thread: this worker's own context and buffers
@@ -344,7 +344,7 @@ def main() -> None:
         except OSError as exc:
             kit.usage_error(ap, f"cannot read {path}: {exc}")
     context = "groups" if args.contexts and args.contexts > 1 else args.context
-    d.start({"cubins": [{"path": p, "bytes": len(b)} for p, b in zip(args.cubin, images)],
+    d.start({"cubins": [{"path": p, "bytes": len(b)} for p, b in zip(args.cubin, images, strict=True)],
              "threads": args.threads, "unload": args.unload, "lock": args.lock,
              "context": context, "contexts": args.contexts or (args.threads if context == "per-thread" else 1),
              "api": args.api, "lifetime": args.lifetime, "seconds": args.seconds,
