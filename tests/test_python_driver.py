@@ -328,3 +328,12 @@ def test_kit_run_until_returns_at_the_exposure_budget_quickly(bins):
     t0 = time.monotonic()
     r = pydriver(bins, "ok", "--seconds", "0", "--max-exposure", "50")
     assert events(r.stdout)[-1]["status"] == "ok" and time.monotonic() - t0 < 10
+
+
+def test_a_native_driver_with_the_crash_object_preloaded_writes_one_record(bins):
+    # install_crash_handler() replaces the preloaded handler without chaining to it: one
+    # record, the driver's own (its counters), as before Python drivers existed.
+    r = subprocess.run([str(bins["testdriver"]), "crash"], capture_output=True, text=True,
+                       timeout=20, env={**os.environ, "LD_PRELOAD": str(bins["preload"])})
+    assert r.returncode == -signal.SIGSEGV
+    assert native_record(r.stderr)["counters"]["cycles"] > 0

@@ -62,7 +62,10 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     assert done.returncode == 0, done.stderr
     trials = {t["arm"]: t for t in read(journal).trials}
     assert trials["ok"]["outcome"] == "survived"
-    assert trials["crash"]["outcome"] == "crashed" and trials["crash"]["crash"]["python_frames"]
+    assert trials["crash"]["outcome"] == "crashed"
+    files = {f["file"] for t in trials["crash"]["crash"]["python_frames"] for f in t["frames"]}
+    assert "tests/fixtures/pydriver.py" in files  # the checkout's paths made relative
+    assert not any(f.startswith(str(ROOT)) for f in files)
     # A blocked import would have made the driver itself fail (harness_error) before its start.
     assert trials["noprogress"]["outcome"] == "invalid"
     assert trials["ok"]["env"]["PYTHONPATH"] == "src"  # the checkout's own path, made relative
