@@ -190,6 +190,7 @@ def test_a_stuck_worker_is_hung_with_every_threads_call(bins):
     ("garbage", "no protocol output (exit status 0, 3 lines that are not protocol events)"),
     ("nofinal", "exited with status 0 without a final record"),
     ("raise", "exited with status 1 without a final record: ZeroDivisionError: the driver's own bug"),
+    ("raise-main", "exited with status 1 without a final record: KeyError: \"main's own bug\""),
 ])
 def test_a_python_driver_that_breaks_the_protocol_is_a_harness_error(bins, mode, detail):
     argv = [sys.executable, str(PYDRIVER), mode, "--seconds", "0.5", "--heartbeat-ms", "50"]

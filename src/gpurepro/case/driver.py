@@ -372,6 +372,20 @@ class Driver:
         self._raised: str | None = None
         self._excepthook = threading.excepthook
         threading.excepthook = self._thread_raised
+        self._sys_excepthook = sys.excepthook
+        sys.excepthook = self._main_raised
+
+    def _main_raised(self, exc_type, exc_value, tb) -> None:
+        """The main thread raised: the traceback, then exit status 1 at once, without a final
+        record and without the interpreter's teardown (whose CUDA clean-up beside a worker
+        still in a driver call could crash, and turn the driver's bug into a crash)."""
+        self._beating.set()
+        self._sys_excepthook(exc_type, exc_value, tb)
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+        os._exit(EXIT_CUDA_ERROR)
 
     def _thread_raised(self, args: threading.ExceptHookArgs) -> None:
         self._excepthook(args)  # the traceback on stderr, where classify reads its last line
