@@ -47,9 +47,11 @@ ARTIFACTS = [
 ]
 
 FACTORS = {
-    "binding": Factor(("ctypes", "cuda-bindings", "numba-builtin", "numba-installed"), "ctypes",
+    "binding": Factor(("ctypes", "cuda-bindings", "numba-builtin", "numba-builtin-fixed",
+                       "numba-installed"), "ctypes",
                       "how Python reaches the driver: ctypes by symbol name, cuda.bindings.driver, "
-                      "numba's own CUDA target (ctypes binding), or numba.cuda as installed"),
+                      "numba's own CUDA target (ctypes binding; with numba 0.63.0's fix applied), "
+                      "or numba.cuda as installed"),
     "entry": Factor(("v2-one-arg", "v1", "v2-null", "v2-bogus", "user"), "v2-one-arg",
                     "cuCtxGetDevice_v2 with one argument, cuCtxGetDevice, cuCtxGetDevice_v2 with "
                     "its own ABI and ctx NULL or a handle that is no context, or numba's own calls"),
@@ -79,9 +81,12 @@ ARMS = [
                                 "context": "current"},
         "cuda.bindings.driver.cuCtxGetDevice_v2(CUcontext(0)), a context current"),
     # What a user does, with the numba this interpreter has (its version is in each trial's
-    # start event; the runtime pins that would set it are not declared yet): no claims.
+    # start event; the runtime pins that would set it are not declared yet).
     Arm("numba-builtin", {"binding": "numba-builtin", "entry": "user"},
         "numba.cuda.get_current_device() + synchronize() on numba's own target, ctypes binding"),
+    Arm("numba-builtin-fixed", {"binding": "numba-builtin-fixed", "entry": "user"},
+        "the same with numba 0.63.0's fix (exact-name lookup of cuCtxGetDevice and "
+        "cuCtxSynchronize) applied to this numba"),
     Arm("numba-installed", {"binding": "numba-installed", "entry": "user"},
         "the same on numba.cuda as installed (numba-cuda's target where present)"),
 ]
@@ -158,6 +163,17 @@ CLAIMS = [
                                             "context current"),
     _survives("bindings-v2-current", "cuda.bindings' cuCtxGetDevice_v2(CUcontext(0)) with a "
                                      "context current"),
+    # Decidable only where this machine's numba predates the fix (its version is recorded).
+    Claim("numba-fix-crashes-less", arm="numba-builtin-fixed", reference="numba-builtin",
+          kind="lower",
+          supported=("numba 0.63.0's fix is what stops the crash: this numba's own target with the "
+                     "fix applied ({arm}) crashes less often than without it: {count} crashes in "
+                     "{exposure} calls against {reference_count}."),
+          contradicted=("With numba 0.63.0's fix applied ({arm}) this numba crashes more often: "
+                        "{count} crashes in {exposure} calls against {reference_count}."),
+          not_decided=("Whether numba 0.63.0's fix changes this numba's crashes ({arm} against "
+                       "numba-builtin) is not decided: {count} crashes in {exposure} calls against "
+                       "{reference_count}; deciding it needs {needed}.")),
 ]
 
 

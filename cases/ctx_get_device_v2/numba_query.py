@@ -1,12 +1,15 @@
 """What a numba user does: ask numba.cuda for the current device, then synchronize.
 
-    numba_query.py --target builtin|installed [--seconds S] [--heartbeat-ms MS]
+    numba_query.py --target builtin|builtin-fixed|installed [--seconds S] [--heartbeat-ms MS]
 
 --target builtin: numba's own CUDA target with its ctypes binding (NUMBA_CUDA_USE_NVIDIA_BINDING=0;
   numba-cuda's redirection of `numba.cuda`, installed by its .pth file, is taken off first), the
   path of numba/numba issue 10188: before 0.63.0 its binding looks each function up as NAME_v2
   first, so on a CUDA 13 driver it calls cuCtxGetDevice_v2 and cuCtxSynchronize_v2 with the
   prototypes of cuCtxGetDevice and cuCtxSynchronize (one argument short);
+--target builtin-fixed: the same with numba 0.63.0's fix applied to this numba (numba/numba PR
+  10237: cuCtxGetDevice and cuCtxSynchronize looked up by their exact names), the one difference
+  between the two releases on this path, without carrying a second numba and llvmlite;
 --target installed: `numba.cuda` as this interpreter resolves it (numba-cuda's target where it
   is installed), with its default binding.
 
@@ -40,14 +43,31 @@ def _builtin_target() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "NumbaCudaFinder"]
 
 
+def _apply_the_063_fix(nbdriver) -> bool:
+    """numba 0.63.0's change to Driver._find_api (PR 10237, from NVIDIA/numba-cuda PR 185): the
+    two functions whose CUDA 13 `_v2` takes a CUcontext are bound by their exact names. False
+    when this numba has no such method (nothing to fix)."""
+    find = getattr(nbdriver.Driver, "_find_api", None)
+    if find is None:
+        return False
+
+    def _find_api(self, fname):
+        if fname in ("cuCtxGetDevice", "cuCtxSynchronize"):
+            return getattr(self.lib, fname)
+        return find(self, fname)
+
+    nbdriver.Driver._find_api = _find_api
+    return True
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--target", choices=("builtin", "installed"), required=True)
+    ap.add_argument("--target", choices=("builtin", "builtin-fixed", "installed"), required=True)
     kit.add_budget_arguments(ap)
     args = ap.parse_args()
     d = kit.Driver("ctx_get_device_v2-numba", ("calls",), exposure="calls",
                    budget=kit.Budget.of(args))
-    if args.target == "builtin":
+    if args.target.startswith("builtin"):
         _builtin_target()
     slot = d.track_calls(CALLS, workers=1).slot(0)
     slot.enter(0)
@@ -60,7 +80,8 @@ def main() -> None:
         d.stop_with("unsupported", reason=f"numba.cuda is not importable: {exc}")
         d.exit()
     slot.exit()
-    d.start({"target": args.target, "numba": _version("numba"),
+    fixed = _apply_the_063_fix(nbdriver) if args.target == "builtin-fixed" else False
+    d.start({"target": args.target, "numba": _version("numba"), "fix_applied": fixed,
              "numba_cuda": _version("numba-cuda"), "llvmlite": _version("llvmlite"),
              "cuda_bindings": _version("cuda-bindings"),
              "implementation": getattr(cuda, "implementation", None),

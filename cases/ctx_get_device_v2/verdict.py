@@ -52,7 +52,7 @@ def _crash_site(analysis: Analysis) -> tuple[str | None, bool]:
 
 def _numba(analysis: Analysis) -> list[str]:
     out = []
-    for arm in ("numba-builtin", "numba-installed"):
+    for arm in ("numba-builtin", "numba-builtin-fixed", "numba-installed"):
         trials = list(analysis.trials_of(arm))
         if not trials:
             continue
