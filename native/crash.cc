@@ -293,6 +293,26 @@ void put_phases(const Phases &p, int faulting_tid) {
   put_char(']');
 }
 
+// The handlers install_crash_handler_last() found in place, indexed like kSignals (zero: SIG_DFL,
+// nothing to chain to); chained to after our record is written. install_crash_handler() saves
+// none: a native driver run with the crash object preloaded writes one record, its own.
+struct sigaction g_prev[sizeof kSignals / sizeof *kSignals];
+
+// After the record: run the handler that was installed before ours, if it is a real one (a
+// Python process's faulthandler, which writes Python's frames and raises the signal again:
+// blocked while we are in its handler, it stays pending and die() finishes the process).
+void chain_previous(int sig, siginfo_t *si, void *ucv) {
+  for (size_t i = 0; i < sizeof kSignals / sizeof *kSignals; ++i) {
+    if (kSignals[i] != sig) continue;
+    const struct sigaction &p = g_prev[i];
+    if (p.sa_flags & SA_SIGINFO) {
+      if (p.sa_sigaction) p.sa_sigaction(sig, si, ucv);
+    } else if (p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
+      p.sa_handler(sig);
+    }
+  }
+}
+
 void die(int sig) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -421,6 +441,7 @@ void handler(int sig, siginfo_t *si, void *ucv) {
     off += size_t(w);
   }
   errno = saved_errno;
+  chain_previous(sig, si, ucv);
   die(sig);
 }
 
@@ -428,7 +449,11 @@ void handler(int sig, siginfo_t *si, void *ucv) {
 
 void install_thread_altstack() {
   stack_t cur;
-  if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE)) return;
+  // One of ours, or someone's at least as large, is kept; a smaller one (Python's faulthandler
+  // installs ~16 KiB) is replaced: the record and a chained handler both run on it.
+  if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) &&
+      cur.ss_size >= kAltStackBytes)
+    return;
   void *mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                    -1, 0);
   if (mem == MAP_FAILED) return;  // handler then runs on the thread's own stack
@@ -456,4 +481,20 @@ void install_crash_handler() {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (int sig : kSignals) sigaction(sig, &sa, nullptr);
+}
+
+void install_crash_handler_last() {
+  install_crash_handler();
+  install_thread_altstack();
+  struct sigaction sa, cur;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (size_t i = 0; i < sizeof kSignals / sizeof *kSignals; ++i) {
+    if (sigaction(kSignals[i], nullptr, &cur) != 0) continue;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == handler) continue;  // ours already
+    g_prev[i] = cur;
+    sigaction(kSignals[i], &sa, nullptr);
+  }
 }

@@ -59,6 +59,7 @@ int cuInit(unsigned f) { (void)f; read_rules(); return hook("cuInit"); }
 int cuDriverGetVersion(int *v) { *v = gpa_hits; return hook("cuDriverGetVersion"); }
 int cuGetErrorName(int e, const char **s) {
   switch (e) {
+    case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
     case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return 0;
     case 719: *s = "CUDA_ERROR_LAUNCH_FAILED"; return 0;
     case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; return 0;
@@ -69,9 +70,26 @@ int cuGetErrorName(int e, const char **s) {
 int cuDeviceGet(int *d, int o) { *d = o; return hook("cuDeviceGet"); }
 int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : 0; return 0; }
 int cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, len, "Fake GPU"); return 0; }
-int cuCtxCreate_v2(void **c, unsigned f, int d) { (void)f; (void)d; *c = HANDLE; return hook("cuCtxCreate"); }
-int cuCtxSetCurrent(void *c) { (void)c; return hook("cuCtxSetCurrent"); }
-int cuCtxDestroy_v2(void *c) { (void)c; return 0; }
+static __thread void *current_ctx; /* the calling thread's current context */
+int cuCtxCreate_v2(void **c, unsigned f, int d) { (void)f; (void)d; *c = current_ctx = HANDLE; return hook("cuCtxCreate"); }
+int cuCtxSetCurrent(void *c) { current_ctx = c; return hook("cuCtxSetCurrent"); }
+int cuCtxGetCurrent(void **c) { *c = current_ctx; return hook("cuCtxGetCurrent"); }
+int cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = HANDLE; return hook("cuDevicePrimaryCtxRetain"); }
+/* As CUDA 13.0 declares them: no context current is CUDA_ERROR_INVALID_CONTEXT (201); the _v2
+ * form takes the context to ask about (NULL: the current one) and, like the real driver, reads
+ * through whatever non-NULL handle it is given (0x10: SIGSEGV inside "libcuda"). */
+int cuCtxGetDevice(int *d) {
+  if (!current_ctx) return 201;
+  *d = 0;
+  return hook("cuCtxGetDevice");
+}
+int cuCtxGetDevice_v2(int *d, void *ctx) {
+  if (!ctx) return cuCtxGetDevice(d);
+  if (ctx != HANDLE) *d = *(volatile int *)ctx;
+  *d = 0;
+  return hook("cuCtxGetDevice_v2");
+}
+int cuCtxDestroy_v2(void *c) { if (c == current_ctx) current_ctx = 0; return hook("cuCtxDestroy"); }
 int cuCtxSynchronize(void) { return hook("cuCtxSynchronize"); }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 0x100000; return hook("cuMemAlloc"); }
 int cuMemFree_v2(unsigned long long p) { (void)p; return hook("cuMemFree"); }
@@ -113,6 +131,8 @@ int cuLibraryLoadData(void **l, const void *c, void *a, void **b, unsigned n, vo
 }
 int cuLibraryGetKernel(void **k, void *l, const char *n) { (void)l; (void)n; *k = HANDLE; return hook("cuLibraryGetKernel"); }
 int cuLibraryUnload(void *l) { (void)l; return hook("cuLibraryUnload"); }
+int cuKernelGetAttribute(int *v, int a, void *k, int d) { (void)a; (void)k; (void)d; *v = 1024; return hook("cuKernelGetAttribute"); }
+int cuDevicePrimaryCtxReset_v2(int d) { (void)d; current_ctx = 0; return hook("cuDevicePrimaryCtxReset"); }
 
 /* Variants a real driver hands out for a base name at newer versions; with our declared ABIs
  * they misbehave the way the real ones did (driver 580: cuCtxCreate at 12000 is _v3). */

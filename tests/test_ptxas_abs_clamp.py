@@ -120,7 +120,7 @@ def test_driver_without_libcuda_reports_no_driver(tmp_path):
 def test_driver_no_driver_record_classifies_as_unsupported(tmp_path):
     if _has_libcuda():
         pytest.skip("this machine has a libcuda.so.1")
-    from gpurepro.classify import Observed, classify, parse_json_lines
+    from gpurepro.run.classify import Observed, classify, parse_json_lines
 
     cubin = tmp_path / "k.cubin"
     cubin.write_bytes(b"x")

@@ -40,3 +40,32 @@ def test_run_stage_needs_no_third_party_module(fake_build, tmp_path):
     header, trials = read(journal).header, read(journal).trials
     assert {t["outcome"] for t in trials} == {"survived", "crashed"}
     json.dumps(header)
+
+
+def test_python_driver_trials_need_no_third_party_module(tmp_path):
+    """The same for a case whose trials are Python drivers: the harness runs them under the
+    blocker, and each driver imports the kit (gpurepro.case.driver) under one of its own
+    (tests/fixtures/pydriver.py with GPUREPRO_BLOCK_THIRD_PARTY=1)."""
+    from gpurepro.build.artifacts import build_case
+    from gpurepro.case import load_case
+
+    manifest = ROOT / "tests" / "fixtures" / "py_fake_case" / "manifest.py"
+    build_dir = ROOT / "build" / "tests"
+    build_case(load_case(manifest, ROOT), "host", ROOT, build_dir)
+    journal = tmp_path / "j.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKER, "run", str(manifest.relative_to(ROOT)),
+         "--arms", "ok,crash,noprogress", "--trials", "1", "--duration", "0.3",
+         "--journal", str(journal), "--build-dir", str(build_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    trials = {t["arm"]: t for t in read(journal).trials}
+    assert trials["ok"]["outcome"] == "survived"
+    assert trials["crash"]["outcome"] == "crashed"
+    files = {f["file"] for t in trials["crash"]["crash"]["python_frames"] for f in t["frames"]}
+    assert "tests/fixtures/pydriver.py" in files  # the checkout's paths made relative
+    assert not any(f.startswith(str(ROOT)) for f in files)
+    # A blocked import would have made the driver itself fail (harness_error) before its start.
+    assert trials["noprogress"]["outcome"] == "invalid"
+    assert trials["ok"]["env"]["PYTHONPATH"] == "src"  # the checkout's own path, made relative

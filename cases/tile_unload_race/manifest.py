@@ -156,7 +156,9 @@ ARTIFACTS = [
 ]
 
 FACTORS = {
-    "driver": Factor(("host", "seed"), "host", "host.cc (instrumented) or seed/repro.cc as filed"),
+    "driver": Factor(("host", "seed", "cuda-python"), "host",
+                     "host.cc (instrumented), seed/repro.cc as filed, or host_cuda_python.py (the "
+                     "same loop in Python threads on cuda.bindings)"),
     "module": Factor(("tile", "cuda", "cuda_globals", "tile_other", "tile_distinct", "tile_nodebug",
                       "cuda_lineinfo"), "tile", "which cubin(s) the loop loads"),
     "threads": Factor((1, 2, 4), 2, "worker threads"),
@@ -164,12 +166,17 @@ FACTORS = {
     "lock": Factor(("none", "iteration", "unload-launch", "unload-load", "launch"), "none",
                    "one mutex around: nothing, each whole iteration, unload vs get-function+launch, "
                    "unload vs load, or get-function+launch alone (launches never overlap)"),
-    "context": Factor(("shared", "per-thread", "two"), "shared",
-                      "one context for all threads, one each, or two shared by alternate threads"),
+    "context": Factor(("shared", "per-thread", "two", "primary"), "shared",
+                      "one context for all threads, one each, two shared by alternate threads, or "
+                      "device 0's primary context (cuda.core's; cuda-python driver only)"),
     "api": Factor(("module", "library"), "module", "cuModule* or cuLibrary* entry points"),
     "preload": Factor((0, 2000, 3000, 4095), 0,
                       "modules main loads, launches once and holds before the workers start"),
     "prime": Factor((0, 9000), 0, "modules main loads first, then unloads back down to preload"),
+    "lifetime": Factor(("none", "primary-reset", "primary-reset-kernel", "primary-reset-retain",
+                        "ctx-destroy", "ctx-destroy-kernel"), "none",
+                       "cuda-python driver, one thread: each cycle's context goes (primary reset or "
+                       "cuCtxDestroy) before its library is unloaded (NVIDIA/cuda-python PR 1672)"),
 }
 
 ARMS = [
@@ -208,6 +215,32 @@ ARMS = [
     Arm("control-cuda-lineinfo", {"module": "cuda_lineinfo"}, "plain nvcc cubin with -lineinfo"),
     Arm("two-contexts-two-threads", {"threads": 4, "context": "two"},
         "two contexts with two threads each"),
+    # The same race through cuda-python (host_cuda_python.py): two Python threads on
+    # cuda.bindings.driver, which releases the GIL around its calls (cuda-bindings 13.0+).
+    Arm("cuda-python", {"driver": "cuda-python"},
+        "the report's loop in two Python threads on cuda.bindings (cuModule*), Tile IR cubin"),
+    Arm("cuda-python-cuda", {"driver": "cuda-python", "module": "cuda"},
+        "the same on the plain nvcc cubin"),
+    Arm("cuda-python-lock-unload-launch", {"driver": "cuda-python", "lock": "unload-launch"},
+        "the same with one lock around cuModuleUnload and around cuModuleGetFunction + "
+        "cuLaunchKernel"),
+    Arm("cuda-python-library", {"driver": "cuda-python", "api": "library", "context": "primary"},
+        "cuda.core's calls: cuLibraryLoadData / GetKernel / Unload on the primary context, Tile IR"),
+    Arm("cuda-python-library-cuda", {"driver": "cuda-python", "api": "library", "context": "primary",
+                                     "module": "cuda"},
+        "cuda.core's calls on the plain nvcc cubin"),
+    Arm("cuda-python-library-lock", {"driver": "cuda-python", "api": "library", "context": "primary",
+                                     "lock": "unload-launch"},
+        "cuda.core's calls with one lock around cuLibraryUnload and around get-kernel + launch"),
+    *(Arm(f"lifetime-{scenario}", {"driver": "cuda-python", "api": "library", "module": "cuda",
+                                   "threads": 1, "unload": "always", "lifetime": scenario}, what)
+      for scenario, what in (
+          ("primary-reset", "a library outliving a primary context reset (PR 1672 scenario 1)"),
+          ("primary-reset-kernel", "its kernel asked for an attribute after the reset (2, 6)"),
+          ("primary-reset-retain", "the primary context retained again before the unload (3, "
+                                   "numba-cuda's pattern)"),
+          ("ctx-destroy", "a library outliving cuCtxDestroy of its context (4)"),
+          ("ctx-destroy-kernel", "its kernel asked for an attribute after the destroy (5, 7)"))),
 ]
 
 _CUBINS = {
@@ -222,7 +255,7 @@ _CUBINS = {
 
 
 # What the arms are meant to show, as claims the harness decides under one family-wise alpha
-# (gpurepro.claims). Every rate claim compares crashes per 10^6 load/launch/unload cycles with
+# (gpurepro.analyze.claims). Every rate claim compares crashes per 10^6 load/launch/unload cycles with
 # the baseline's. The as-filed arms' counters come from a once-a-second printout (a crash in the
 # first second shows 0 cycles), so no rate claim is made about `as-filed` itself: only that it
 # crashes at all. The verdict (verdict.py) reads the decisions and computes no statistics.
@@ -393,6 +426,84 @@ CLAIMS = [
 ]
 
 
+def _lifetime_survives(scenario: str, what: str) -> Claim:
+    arm = f"lifetime-{scenario}"
+    return Claim(
+        f"{arm}-survives", arm=arm, kind="outcome", outcome="survived", share=0.5,
+        supported=(f"{what[0].upper()}{what[1:]} ({{arm}}): the library unloads without a crash "
+                   "or an error in {count} of {n} valid trials."),
+        contradicted=(f"{what[0].upper()}{what[1:]} ({{arm}}) fails in most trials: only "
+                      "{count} of {n} valid trials ran their budget."),
+        not_decided=(f"Whether {what} ({{arm}}) unloads safely is not decided: {{count}} of {{n}} "
+                     "valid trials did."))
+
+
+def _lower_than(name: str, reference: str, what: str, meaning: str) -> Claim:
+    """`name` crashes less often than `reference` (another arm than the baseline)."""
+    return Claim(
+        name, arm=name, reference=reference, kind="lower",
+        supported=(f"{meaning}: {what} ({{arm}}) crashes less often than {reference}: "
+                   f"{_rate_vs(reference)} ({_RATIO})."),
+        contradicted=(f"{what[0].upper()}{what[1:]} ({{arm}}) crashes more often than {reference}: "
+                      f"{_rate_vs(reference)} ({_RATIO})."),
+        not_decided=(f"Whether {what} ({{arm}}) crashes less often than {reference} is not decided: "
+                     f"{_rate_vs(reference)}; deciding it needs {{needed}}."))
+
+
+# The cuda-python arms, each compared with the cuda-python arm that differs from it in one factor
+# (the C++ baseline's own claims about the same factors are decided beside them when the run
+# includes those arms).
+CLAIMS += [
+    Claim("cuda-python-crashes", arm="cuda-python", kind="outcome", outcome="crashed",
+          detail="SIGSEGV", share=0.0,
+          supported=("Through cuda-python too: the report's loop in two Python threads on "
+                     "cuda.bindings (cuda-python, Tile IR cubin) ended in SIGSEGV in {count} of {n} "
+                     "valid trials."),
+          not_decided="No SIGSEGV in the {n} valid trials of the loop on cuda.bindings (cuda-python)."),
+    _lower_than("cuda-python-cuda", "cuda-python", "the cuda.bindings loop on the plain nvcc cubin",
+                "Through cuda-python too, Tile IR modules raise the crash rate"),
+    _lower_than("cuda-python-lock-unload-launch", "cuda-python",
+                "the cuda.bindings loop with one lock around cuModuleUnload and around "
+                "cuModuleGetFunction + cuLaunchKernel",
+                "Through cuda-python too, unload racing get-function/launch is needed"),
+    Claim("cuda-python-library-crashes", arm="cuda-python-library", kind="outcome", outcome="crashed",
+          detail="SIGSEGV", share=0.0,
+          supported=("cuda.core's calls race too: cuLibraryLoadData / GetKernel / Unload in two "
+                     "Python threads on the primary context (cuda-python-library, Tile IR cubin) "
+                     "ended in SIGSEGV in {count} of {n} valid trials."),
+          not_decided=("No SIGSEGV in the {n} valid trials of cuda.core's calls on the Tile IR "
+                       "cubin (cuda-python-library).")),
+    _lower_than("cuda-python-library-cuda", "cuda-python-library",
+                "cuda.core's calls on the plain nvcc cubin",
+                "With plain cubins cuda.core's unloading crashes less"),
+    _lower_than("cuda-python-library-lock", "cuda-python-library",
+                "cuda.core's calls with one lock around cuLibraryUnload and around get-kernel + "
+                "launch", "Under the lock cuda.core's unloading crashes less"),
+    _lifetime_survives("primary-reset", "a library unloaded after a primary context reset"),
+    _lifetime_survives("primary-reset-kernel", "a library unloaded after a primary context reset, "
+                                               "its kernel asked for an attribute in between"),
+    _lifetime_survives("primary-reset-retain", "a library unloaded after a primary context reset "
+                                               "and a new retain"),
+    _lifetime_survives("ctx-destroy", "a library unloaded after cuCtxDestroy of its context"),
+    _lifetime_survives("ctx-destroy-kernel", "a library unloaded after cuCtxDestroy, its kernel "
+                                             "asked for an attribute in between"),
+]
+
+
+def _cuda_python_command(ctx: TrialContext, cubins: list[str]) -> TrialCommand:
+    """host_cuda_python.py with host.cc's options, through the harness's interpreter."""
+    f = ctx.factors
+    if f["preload"] or f["prime"]:
+        raise ValueError("host_cuda_python.py does not preload modules (--preload/--prime)")
+    context = (["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]])
+    argv = [a for c in cubins for a in ("--cubin", c)]
+    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
+             "--api", f["api"], "--lifetime", f["lifetime"], "--seconds", str(ctx.budget.duration_s),
+             "--max-cycles", str(ctx.budget.max_exposure)]
+    return ctx.python_driver(ctx.case_dir / "host_cuda_python.py", *argv,
+                             preload=ctx.artifacts["crash_preload"])
+
+
 def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
     cubins = [str(ctx.artifacts[name]) for name in _CUBINS[f["module"]]]
@@ -411,6 +522,10 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
             env={"LD_PRELOAD": str(ctx.artifacts["crash_preload"])},
             parser="seed",
         )
+    if f["driver"] == "cuda-python":
+        return _cuda_python_command(ctx, cubins)
+    if f["context"] == "primary" or f["lifetime"] != "none":
+        raise ValueError("host.cc has no primary-context or lifetime scenarios (cuda-python only)")
     argv = [str(ctx.artifacts["host"])]
     for c in cubins:
         argv += ["--cubin", c]

@@ -1,5 +1,5 @@
 """Where along a trial the module counts are near a power of two: the strata of the
-`concentrated` claims (gpurepro.claims tests them; this file only does arithmetic).
+`concentrated` claims (gpurepro.analyze.claims tests them; this file only does arithmetic).
 
 A host.cc trial's counts move along a straight line in its cycles c (launches): with K modules
 held by main (--preload; --prime loaded P first, so P modules had been loaded before the first

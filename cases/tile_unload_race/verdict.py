@@ -1,7 +1,7 @@
 """The tile_unload_race verdict: measurements, and status/owner/next from decided claims.
 
 This module computes no statistics. The comparisons between arms are the claims declared in
-manifest.py, decided by the harness under one family-wise error rate (gpurepro.claims); the
+manifest.py, decided by the harness under one family-wise error rate (gpurepro.analyze.claims); the
 harness appends their sentences to the verdict itself. What is written here:
 
 - ``sentences``: measurements only (counts, rates as counted, the Kaplan-Meier median the
@@ -425,6 +425,50 @@ def pow2_hypothesis(analysis: Analysis) -> list[str]:
 # ---------------------------------------------------------------- verdict
 
 
+# The cuda-python arms' claims (manifest.py), read for cuda.core's question: is unloading safe?
+CUDA_CORE_RACE = "cuda-python-library-crashes"
+CUDA_CORE_PLAIN = "cuda-python-library-cuda"
+CUDA_CORE_LOCK = "cuda-python-library-lock"
+LIFETIME_CLAIMS = ("lifetime-primary-reset-survives", "lifetime-primary-reset-kernel-survives",
+                   "lifetime-primary-reset-retain-survives", "lifetime-ctx-destroy-survives",
+                   "lifetime-ctx-destroy-kernel-survives")
+
+
+def cuda_core_next(analysis: Analysis) -> list[str]:
+    """What the decided cuda-python claims say to cuda.core, whose library unloading is off
+    (NVIDIA/cuda-python issue 1670): one item, or none when the run has none of those claims."""
+    decision = analysis.decision
+    arms = analysis.arms
+    parts = []
+
+    def crashes(arm: str) -> str:
+        a = arms.get(arm)
+        return f"{a.failures} crashes in {a.n_valid} valid trials" if a else "not run"
+
+    if decision(CUDA_CORE_RACE) == "supported":
+        parts.append("cuLibraryUnload racing a launch in another thread of the same primary context "
+                     f"crashes with Tile IR modules (claim {CUDA_CORE_RACE}: "
+                     f"{crashes('cuda-python-library')})")
+    for name, what in ((CUDA_CORE_PLAIN, "with plain cubins"),
+                       (CUDA_CORE_LOCK, "under one lock around unload and get-kernel + launch")):
+        d = decision(name)
+        if d in ("supported", "contradicted"):
+            parts.append(f"{what} it crashes {'less' if d == 'supported' else 'more'} (claim {name}: "
+                         f"{crashes(name)}; fewer is not none)")
+    lifetimes = [n for n in LIFETIME_CLAIMS if decision(n) in ("supported", "contradicted")]
+    if lifetimes:
+        safe = [n for n in lifetimes if decision(n) == "supported"]
+        unsafe = [n for n in lifetimes if decision(n) == "contradicted"]
+        parts.append("unloading a library after its context is gone "
+                     + (f"ran clean ({', '.join(safe)})" if safe else "")
+                     + ("; " if safe and unsafe else "")
+                     + (f"failed ({', '.join(unsafe)})" if unsafe else ""))
+    if not parts:
+        return []
+    return ["For cuda.core (NVIDIA/cuda-python issue 1670, which turned library unloading off), "
+            "through cuda.bindings: " + "; ".join(parts) + "."]
+
+
 def verdict(analysis: Analysis) -> dict[str, Any]:
     arms = analysis.arms
     decision, supported = analysis.decision, analysis.supported
@@ -530,6 +574,7 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
             nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
                        "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
                        "all concurrency in the context.")
+    nxt += cuda_core_next(analysis)
     if undecided:
         nxt.append("Add exposure for the claims not decided (" + ", ".join(undecided) + "); each "
                    "not-decided sentence says how much.")

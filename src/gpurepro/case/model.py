@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,6 +188,12 @@ class TrialBudget:
     timeout_s: float
 
 
+def harness_import_root() -> Path:
+    """The folder the gpurepro package is imported from (``src/`` in a checkout)."""
+    top = sys.modules[__name__.split(".")[0]]
+    return Path(str(top.__file__)).resolve().parent.parent
+
+
 @dataclass(frozen=True)
 class TrialContext:
     """What a manifest's ``trial_command`` gets to build one trial's command line."""
@@ -197,6 +204,21 @@ class TrialContext:
     budget: TrialBudget
     native: Path
     case_dir: Path
+    # The harness's own interpreter (the GPU node's Python) and the folder it imports gpurepro
+    # from: what a Python driver runs with and puts on its PYTHONPATH (python_driver).
+    python: str = field(default_factory=lambda: sys.executable)
+    pythonpath: Path = field(default_factory=harness_import_root)
+
+    def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
+                      env: Mapping[str, str] | None = None) -> TrialCommand:
+        """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the
+        harness's interpreter, PYTHONPATH the harness's import root and, with ``preload`` (the
+        crash object, native/crash_preload.cc), LD_PRELOAD set: a fault then leaves the native
+        crash record before Python's frames."""
+        return TrialCommand(
+            argv=(self.python, str(script), *args),
+            env={"PYTHONPATH": str(self.pythonpath),
+                 **({"LD_PRELOAD": str(preload)} if preload is not None else {}), **(env or {})})
 
 
 @dataclass(frozen=True)

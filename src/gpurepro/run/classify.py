@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import threading
 from collections import deque
@@ -113,7 +114,9 @@ def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
 
 
 def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
-    """The last GPUREPRO_CRASH line on stderr, parsed; None if absent or unreadable."""
+    """The last GPUREPRO_CRASH line on stderr, parsed; None if absent or unreadable. A Python
+    driver's frames (faulthandler's dump, which follows the native record) come with it as
+    ``python_frames``, alone when there was no native record."""
     found = None
     for line in stderr_text.splitlines():
         idx = line.find(CRASH_PREFIX)
@@ -123,7 +126,72 @@ def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
             found = json.loads(line[idx + len(CRASH_PREFIX) :])
         except ValueError:
             found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
+    frames = find_python_frames(stderr_text)
+    if frames is not None:
+        found = {**(found if isinstance(found, dict) else {}), "python_frames": frames}
     return found
+
+
+# faulthandler's dump on a fatal signal (Python 3.11-3.13): "Fatal Python error: <signal>", then
+# per thread "Current thread 0x... (most recent call first):" or "Thread 0x... (...):" and its
+# frames, most recent first, '  File "f.py", line 12 in name'.
+_FATAL = "Fatal Python error: "
+_PY_THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-fA-F]+ \(most recent call first\):\s*$")
+_PY_FRAME = re.compile(r'^\s+File "(.*)", line (\d+|\?\?\?) in (.*?)\s*$')
+PYTHON_THREADS = 16  # threads kept from one dump
+PYTHON_FRAMES = 12  # frames kept per thread, the most recent ones
+
+
+def find_python_frames(stderr_text: str) -> list[dict[str, Any]] | None:
+    """Every thread's Python frames from the last faulthandler dump on stderr, the faulting
+    (current) thread first: ``[{"current": bool, "frames": [{"file", "line", "function"}]}]``,
+    most recent call first; None when there is no dump. Thread ids are left out (they differ
+    every run)."""
+    lines = stderr_text.splitlines()
+    start = max((i for i, ln in enumerate(lines) if ln.startswith(_FATAL)), default=None)
+    if start is None:
+        return None
+    threads: list[dict[str, Any]] = []
+    for line in lines[start + 1 :]:
+        m = _PY_THREAD.match(line)
+        if m:
+            threads.append({"current": m.group(1) == "Current thread", "frames": []})
+            continue
+        f = _PY_FRAME.match(line)
+        if f and threads:
+            frames = threads[-1]["frames"]
+            if len(frames) < PYTHON_FRAMES:
+                frames.append({"file": _portable_file(f.group(1)),
+                               "line": int(f.group(2)) if f.group(2).isdigit() else None,
+                               "function": f.group(3)})
+        elif threads and line.strip() and not line.startswith(" "):
+            break  # the dump is over ("Extension modules: ...", the shell's message)
+    threads.sort(key=lambda t: not t["current"])
+    return threads[:PYTHON_THREADS]
+
+
+_STDLIB = re.compile(r"^.*/lib/(python3\.\d+t?/)")
+
+
+def _portable_file(path: str) -> str:
+    """A frame's file without the interpreter's prefix: from the package folder on for an
+    installed package (numba/cuda/cudadrv/driver.py), from python3.X/ on for the standard
+    library; a checkout's own paths are made relative with the rest of the record."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in path:
+            return path.rsplit(marker, 1)[1]
+    return _STDLIB.sub(r"\1", path)
+
+
+def _python_exception(stderr_tail: str) -> str | None:
+    """The last line of the last Python traceback on stderr ("ValueError: ..."), if any."""
+    lines = stderr_tail.splitlines()
+    start = max((i for i, ln in enumerate(lines)
+                 if ln.startswith("Traceback (most recent call last):")), default=None)
+    if start is None:
+        return None
+    tail = [ln for ln in lines[start + 1 :] if ln.strip() and not ln.startswith((" ", "\t"))]
+    return tail[0][:300] if tail else None
 
 
 def signal_name(signo: int) -> str:
@@ -210,10 +278,16 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
             return out("survived", "budget used up")
         return out("harness_error", f"unknown final status {status!r}")
 
-    # No final record and no signal: the driver broke the protocol.
+    # No final record and no signal: the driver broke the protocol. A Python driver that raised
+    # says why on stderr: its exception is kept in the detail.
+    raised = _python_exception(obs.stderr_tail)
+    why = f": {raised}" if raised else ""
     if not obs.events:
-        return out("harness_error", f"no protocol output (exit status {rc})")
-    return out("harness_error", f"exited with status {rc} without a final record")
+        n = obs.unparsed_lines
+        printed = (f", {n} line{' that is' if n == 1 else 's that are'} not protocol events"
+                   if n else "")
+        return out("harness_error", f"no protocol output (exit status {rc}{printed}){why}")
+    return out("harness_error", f"exited with status {rc} without a final record{why}")
 
 
 def exit_description(returncode: int | None, timed_out: bool) -> dict[str, Any]:

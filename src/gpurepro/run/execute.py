@@ -90,8 +90,11 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """A crash record reduced to what is portable: module basenames and offsets."""
     if not crash:
         return None
+    python = {"python_frames": crash["python_frames"]} if crash.get("python_frames") else {}
     if "unparsed" in crash:
-        return {"unparsed": crash["unparsed"][:500]}
+        return {"unparsed": crash["unparsed"][:500], **python}
+    if "signal" not in crash:  # a Python driver's frames without a native record
+        return python or None
 
     def where(m: Mapping[str, Any] | None) -> dict[str, Any]:
         if m is None:
@@ -124,6 +127,8 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         **({"threads_late": _threads(crash["threads_late"])}
            if isinstance(crash.get("threads_late"), list) else {}),
         **_int_field(crash, "late_read_ns"),
+        # A Python driver's frames (faulthandler), per thread, the faulting one first.
+        **python,
     }
 
 

@@ -1,0 +1,168 @@
+"""ctx_get_device_v2: manifest, trial commands, and the verdict from decided claims; and what the
+tile case's verdict says to cuda.core from its cuda-python claims.
+
+As in test_tile_case.py: synthetic trials -> the harness decides the claims -> the case's verdict
+reads the decisions -> compose_verdict joins them.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpurepro.analyze import stats
+from gpurepro.analyze.verdict import compose_verdict, decide_claims
+from gpurepro.analyze.views import Analysis
+from gpurepro.case import TrialBudget, TrialContext, load_case
+
+from .conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def case():
+    return load_case("ctx_get_device_v2", ROOT)
+
+
+def _crash(arm, site="libcuda.so.1"):
+    return {"arm": arm, "outcome": "crashed", "detail": "SIGSEGV", "exposure": 1, "duration_s": 0.4,
+            "counters": {"calls": 1},
+            "crash": {"signal": "SIGSEGV", "code_name": "SEGV_MAPERR", "pc_module": site,
+                      "pc_offset": "0x31a708", "frames": [{"module": site, "offset": "0x31a708"}],
+                      "fault_in": {"module": "[unmapped]"}}}
+
+
+def _error(arm, name="CUDA_ERROR_INVALID_CONTEXT"):
+    return {"arm": arm, "outcome": "cuda_error", "detail": name, "exposure": 1, "duration_s": 0.3,
+            "counters": {"calls": 1}, "crash": None}
+
+
+def _ok(arm):
+    return {"arm": arm, "outcome": "survived", "detail": "budget used up", "exposure": 1,
+            "duration_s": 0.3, "counters": {"calls": 1}, "crash": None}
+
+
+def _verdict(case, trials, per=1):
+    resolved = case.resolved_arms()
+    arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
+    claims = decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
+    s = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, case.exposure.unit, per)
+    doc = {"case": {"name": case.name, "baseline": case.baseline},
+           "device": {"name": "Test GPU", "compute_capability": "9.0"},
+           "summary": s["arms"], "crash_sites": s["crash_sites"], "analyses": {},
+           "claims": claims, "trials": trials}
+    analysis = Analysis.of(doc)
+    return compose_verdict(case.verdict(analysis), claims), analysis
+
+
+def _decisions(analysis):
+    return {n: c.decision for n, c in analysis.claims.items()}
+
+
+def _as_on_the_h200(v2_null=_error):
+    t = [_crash("v2-one-arg") for _ in range(10)]
+    t += [_error("v1") for _ in range(10)] + [v2_null("v2-null") for _ in range(10)]
+    t += [_crash("v2-bogus") for _ in range(10)]
+    t += [_ok("v1-current") for _ in range(10)] + [_ok("v2-null-current") for _ in range(10)]
+    return t
+
+
+def test_every_arm_is_in_a_claim_but_the_installed_numba_s(case):
+    claimed = {c.arm for c in case.claims} | {c.reference or case.baseline for c in case.claims
+                                              if c.kind == "lower"}
+    assert claimed == {a.name for a in case.arms} - {"numba-installed"}
+    assert all(c.supported and c.not_decided for c in case.claims)
+
+
+def test_the_caller_owns_it_when_the_two_argument_call_returns_the_error(case):
+    v, analysis = _verdict(case, _as_on_the_h200())
+    d = _decisions(analysis)
+    assert {d[n] for n in ("v2-one-arg-crashes", "v1-invalid-context", "v1-crashes-less",
+                           "v2-null-invalid-context", "v2-null-crashes-less",
+                           "v2-bogus-crashes")} == {"supported"}
+    assert v["status"] == "reproduced" and v["owner"].startswith("the caller")
+    assert set(v["owner_because"]) >= {"v2-one-arg-crashes", "v2-null-invalid-context",
+                                       "v2-null-crashes-less"}
+    text = " ".join(v["sentences"])
+    assert "libcuda.so.1+0x31a708" in text and "inside libcuda in every one" in text
+    assert any("590" in n and "not runnable" in n for n in v["next"])
+    assert any("numba 0.63.0" in n for n in v["next"])
+
+
+def test_the_driver_owns_it_when_the_two_argument_call_crashes_too(case):
+    v, analysis = _verdict(case, _as_on_the_h200(v2_null=_crash))
+    assert _decisions(analysis)["v2-null-invalid-context"] == "contradicted"
+    assert v["owner"].startswith("the CUDA driver (branch 580)")
+    assert "v2-null-invalid-context" in v["owner_because"]
+
+
+def test_no_owner_without_the_crash_in_libcuda(case):
+    t = [_crash("v2-one-arg", site="[unmapped]") for _ in range(10)]
+    t += [_error("v2-null") for _ in range(10)]
+    v, _ = _verdict(case, t)
+    assert v["status"] == "reproduced" and v["owner"] is None
+
+
+def test_not_reproduced_without_the_crash(case):
+    v, _ = _verdict(case, [_error("v2-one-arg") for _ in range(10)])
+    assert v["status"] == "not_reproduced" and v["owner"] is None
+
+
+def test_trial_commands(case):
+    arms = case.resolved_arms()
+
+    def cmd(arm):
+        ctx = TrialContext(arm, arms[arm], {"crash_preload": Path("/b/libgpurepro_crash.so")},
+                           TrialBudget(1, 0, 30), ROOT / "native", case.directory)
+        return case.trial_command(ctx)
+
+    c = cmd("v2-one-arg")
+    assert c.argv[0] == sys.executable and c.argv[1].endswith("ctx_get_device_v2/query.py")
+    assert c.argv[2:8] == ("--binding", "ctypes", "--entry", "v2-one-arg", "--context", "none")
+    assert c.env == {"PYTHONPATH": str(ROOT / "src"), "LD_PRELOAD": "/b/libgpurepro_crash.so"}
+    assert cmd("bindings-v2-current").argv[2:8] == ("--binding", "cuda-bindings", "--entry",
+                                                    "v2-null", "--context", "current")
+    assert cmd("numba-builtin").argv[1:4] == (str(case.directory / "numba_query.py"), "--target",
+                                              "builtin")
+    with pytest.raises(ValueError):
+        case.trial_command(TrialContext("x", {**arms["bindings-v1"], "entry": "v2-one-arg"},
+                                        {"crash_preload": Path("/b")}, TrialBudget(1, 0, 30),
+                                        ROOT / "native", case.directory))
+
+
+# ---- the tile case's cuda-python claims, read for cuda.core ----
+
+def _tile_crash(arm, exposure):
+    return {"arm": arm, "outcome": "crashed", "detail": "SIGSEGV", "exposure": exposure,
+            "duration_s": 2.0, "counters": {"launches": exposure},
+            "crash": {"signal": "SIGSEGV", "pc_module": "libcuda.so.1", "pc_offset": "0x1",
+                      "frames": [], "fault_in": {"module": "[unmapped]"}}}
+
+
+def _tile_ok(arm, exposure):
+    return {"arm": arm, "outcome": "survived", "detail": "budget used up", "exposure": exposure,
+            "duration_s": 20.0, "counters": {"launches": exposure}, "crash": None}
+
+
+def test_tile_verdict_answers_cuda_core_from_the_cuda_python_claims():
+    tile = load_case("tile_unload_race", ROOT)
+    t = [_tile_crash("cuda-python-library", 2000) for _ in range(10)]
+    t += [_tile_ok("cuda-python-library-cuda", 1_000_000) for _ in range(10)]
+    t += [_tile_ok("cuda-python-library-lock", 1_000_000) for _ in range(10)]
+    t += [_tile_ok("lifetime-ctx-destroy", 50_000) for _ in range(10)]
+    t += [_tile_crash("baseline", 4000) for _ in range(10)]
+    v, analysis = _verdict(tile, t, per=1e6)
+    d = _decisions(analysis)
+    assert {d[n] for n in ("cuda-python-library-crashes", "cuda-python-library-cuda",
+                           "cuda-python-library-lock", "lifetime-ctx-destroy-survives")} == {"supported"}
+    core = [n for n in v["next"] if n.startswith("For cuda.core")]
+    assert len(core) == 1
+    assert "crashes with Tile IR modules" in core[0] and "with plain cubins it crashes less" in core[0]
+    assert "ran clean (lifetime-ctx-destroy-survives)" in core[0]
+
+
+def test_tile_verdict_says_nothing_to_cuda_core_without_those_arms():
+    tile = load_case("tile_unload_race", ROOT)
+    v, _ = _verdict(tile, [_tile_crash("baseline", 4000) for _ in range(10)], per=1e6)
+    assert not any(n.startswith("For cuda.core") for n in v["next"])
