@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpurepro.analyze import calibrate as cal
+from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.claims import Design
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.main import main
@@ -67,12 +68,12 @@ def test_fake_case_holds_alpha_and_prints_the_fields(tmp_path):
     # Under the observed effects ok never fails against crash's 8 of 10: decided, and early.
     assert r["power"]["ok-survives"] > 0.9
     assert r["observed"]["mean_trials"] < r["null"]["mean_trials"] <= 40
-    assert r["rates_from"]["arms"]["ok"]["rate"] == 0
+    assert r["rates_from"]["arms"]["ok"]["ended"] == {}
 
 
 def test_same_numbers_whatever_the_workers(tmp_path):
     case = load_case(FAKE, ROOT)
-    rates = cal.load_rates(case, ROOT, [_document(tmp_path / "result.json")])
+    rates = cal.load_models(case, ROOT, [_document(tmp_path / "result.json")], sim.claim_arms(case))
     design = Design(alpha=0.05, step=5, max_trials=10)
     one = cal.calibrate(case, rates, 60, 7, design, True, 10, workers=1)
     two = cal.calibrate(case, rates, 60, 7, design, True, 10, workers=2)
@@ -91,7 +92,7 @@ def test_a_decider_that_does_not_split_alpha_over_looks_is_caught(tmp_path):
     # One claim (no Holm to hide behind), twenty looks: every look at alpha repeats the test
     # twenty times on growing data and the false-claim rate climbs well above alpha.
     case = dataclasses.replace(load_case(FAKE, ROOT), claims=[Claim("ok-lower", arm="ok", kind="lower")])
-    rates = cal.load_rates(case, ROOT, [_document(tmp_path / "result.json")])
+    rates = cal.load_models(case, ROOT, [_document(tmp_path / "result.json")], sim.claim_arms(case))
     runs = 400
 
     def rate(design: Design) -> float:
@@ -104,18 +105,63 @@ def test_a_decider_that_does_not_split_alpha_over_looks_is_caught(tmp_path):
     assert broken > _limit(0.05, runs) + 0.02, (right, broken)
 
 
-def test_null_holds_outcome_claims_at_their_share():
+def _models(case, rate=1e-3):
+    arm = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", rate),), 2000.0, 1000.0, 2.0, 0.1)
+    return sim.Models("exposure", {a: arm for a in sim.claim_arms(case)}, [], {})
+
+
+def test_null_holds_outcome_claims_above_share_0_at_their_share():
     case = load_case(FAKE, ROOT)
     claim = next(c for c in case.claims if c.kind == "outcome")
-    rates = cal.Rates("exposure", {a: cal.ArmModel(1e-3, 2000.0, 0.0, (("crashed", "SIGSEGV", 1.0),))
-                                   for a in cal.claim_arms(case)}, [], {})
-    models, left_out = cal.null_models(case, case.claims, rates)
+    assert claim.share > 0
+    models, left_out = cal.hold_outcome_claims(case, case.claims, sim.null_of(case, _models(case)),
+                                               "exposure")
     assert not left_out
-    assert cal.truth(claim, None, models, "exposure") is None  # exactly at the share
+    assert cal.truth(claim, None, models, "exposure", case.failure_outcomes) is None  # at the share
     equivalent = next(c for c in case.claims if c.kind == "equivalent")
-    assert cal.truth(equivalent, case.baseline, models, "exposure") == "supported"
+    assert cal.truth(equivalent, case.baseline, models, "exposure", case.failure_outcomes) == "supported"
     lower = next(c for c in case.claims if c.kind == "lower")
-    assert cal.truth(lower, case.baseline, models, "exposure") is None
+    assert cal.truth(lower, case.baseline, models, "exposure", case.failure_outcomes) is None
+
+
+def test_an_outcome_claim_with_share_0_stays_active_under_the_null():
+    # "It happens at all": true wherever its outcome occurs, so it is decided early and frees
+    # Holm's thresholds for the others, as in a real run; never held at (never) its share.
+    case = load_case(FAKE, ROOT)
+    claim = Claim("crash-crashes", arm="crash", kind="outcome", outcome="crashed", share=0.0)
+    models, left_out = cal.hold_outcome_claims(case, [claim], sim.null_of(case, _models(case)),
+                                               "exposure")
+    assert not left_out and cal.truth(claim, None, models, "exposure", case.failure_outcomes) == "supported"
+
+
+def test_hang_claims_count_their_own_failures():
+    # Hangs are a competing end: a claim about them counts hangs, the case's crash claims do not.
+    case = load_case(FAKE, ROOT)
+    crash_and_hang = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3), sim.Cause("hung", "", 1e-4)),
+                                  2000.0, 1000.0, 2.0, 0.1)
+    crash_only = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 2000.0, 1000.0, 2.0, 0.1)
+    models = {"crash": crash_only, "ok": crash_and_hang}
+    hangs_more = Claim("ok-hangs-more", arm="ok", reference="crash", kind="higher", failures=("hung",))
+    crashes_less = Claim("ok-crashes-less", arm="ok", reference="crash", kind="lower")
+    assert cal.truth(hangs_more, "crash", models, "exposure", ("crashed",)) == "supported"
+    assert cal.truth(crashes_less, "crash", models, "exposure", ("crashed",)) is None
+
+
+def test_concentrated_claims_are_simulated_from_the_strata():
+    # Failures that fall inside a stratum twice as often as its share of exposure: true under
+    # the observed effects, no direction under the null, and decided by the simulated runs.
+    case = dataclasses.replace(load_case(FAKE, ROOT),
+                               strata={"early": lambda r, f: (0.0, False)},
+                               claims=[Claim("crash-early", arm="crash", kind="concentrated",
+                                             stratum="early")])
+    arm = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 4000.0, 1000.0, 4.0, 0.1,
+                       {"early": (0.2, 0.6)})
+    models = sim.Models("exposure", {"crash": arm}, [], {})
+    assert cal.truth(case.claims[0], None, models.arms, "exposure", ("crashed",)) == "supported"
+    assert cal.truth(case.claims[0], None, sim.null_of(case, models), "exposure", ("crashed",)) is None
+    r = cal.calibrate(case, models, 100, 2, Design(alpha=0.05), False, 20)
+    assert r["power"]["crash-early"] > 0.5
+    assert r["null"]["claims"]["crash-early"]["false"] <= _limit(0.05, 100)
 
 
 def test_tile_unload_race_holds_alpha():

@@ -118,6 +118,8 @@ def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outco
 def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
              failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
              factors: Mapping[str, Mapping[str, Any]] | None = None) -> Evidence:
+    # A claim about another kind of failure than the case's (its hangs, say) counts its own.
+    failure_outcomes = claim.failures or failure_outcomes
     if claim.kind == "concentrated":
         if not strata or claim.stratum is None or claim.stratum not in strata:
             return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
@@ -206,15 +208,24 @@ class Design:
 
 
 class Decider:
-    """Takes the looks of one run and decides its claims; journaled, and resumable."""
+    """Takes the looks of one run and decides its claims; journaled, and resumable.
+
+    The claims whose arms are all in the run's plan form two families, fixed before the first
+    trial (gpurepro.analyze.decidability): the confirmatory one (``claims``), decided under the run's
+    family-wise alpha at its looks, and the exploratory one (``exploratory``: claims the plan is
+    unlikely to decide), decided once, at the end, under an alpha of its own. An exploratory
+    claim never keeps an arm running and never makes the confirmatory thresholds stricter; its
+    sentence is labelled exploratory, and no owner may rest on it."""
 
     def __init__(self, claims: Sequence[Claim], baseline: str, design: Design,
                  failure_outcomes: Sequence[str], per: float, arms_in_plan: Sequence[str],
                  strata: Strata | None = None,
-                 factors: Mapping[str, Mapping[str, Any]] | None = None):
-        # The family: the claims whose arms are all in this run's plan.
-        self.claims = [c for c in claims
-                       if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
+                 factors: Mapping[str, Mapping[str, Any]] | None = None,
+                 exploratory: Sequence[str] = ()):
+        in_plan = [c for c in claims
+                   if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
+        self.claims = [c for c in in_plan if c.name not in exploratory]
+        self.exploratory = [c for c in in_plan if c.name in exploratory]
         self.strata = strata or {}
         self.factors = factors or {}
         self.baseline = baseline
@@ -283,7 +294,8 @@ class Decider:
                 "numbers": ev.numbers}
 
     def final(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """The last look (at the end of the run, or when recording a fixed-size run)."""
+        """The last look (at the end of the run, or when recording a fixed-size run), and the
+        exploratory family's one look."""
         if self.looks_taken < self.design.looks:
             self.looks_taken = self.design.looks - 1
             self.look(records, final=True)
@@ -292,10 +304,27 @@ class Decider:
                 if c.name not in self.decisions:
                     ev = self.evidence(c, records)
                     self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
+        self._decide_exploratory(records)
+
+    def _decide_exploratory(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Holm's step-down over the exploratory claims at the design's alpha, once."""
+        open_claims = [c for c in self.exploratory if c.name not in self.decisions]
+        scored = sorted(((self.evidence(c, records), c) for c in open_claims),
+                        key=lambda ec: ec[0].p_value)
+        stopped = False
+        for rank, (ev, c) in enumerate(scored):
+            threshold = self.design.alpha / (len(scored) - rank)
+            stopped = stopped or ev.p_value > threshold
+            decision = "not_decided" if stopped else ev.direction
+            self.decisions[c.name] = {**self._record(c, ev, decision, None if stopped else threshold,
+                                                     records), "family": "exploratory"}
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.design.describe(), "family": [c.name for c in self.claims],
-                "looks_taken": self.looks_taken, "decisions": dict(self.decisions)}
+        out = {**self.design.describe(), "family": [c.name for c in self.claims],
+               "looks_taken": self.looks_taken, "decisions": dict(self.decisions)}
+        if self.exploratory:
+            out["exploratory"] = [c.name for c in self.exploratory]
+        return out
 
     def restore(self, journaled: Mapping[str, Any] | None) -> None:
         if journaled and "looks_taken" in journaled:
@@ -416,7 +445,9 @@ def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     alpha for a fixed-size run), continued from the decisions it journaled."""
     stopping = header["options"].get("stopping")
     design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    families = header["options"].get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
-                      list(header["plan"]["arms"]), case.strata, case.resolved_arms())
+                      list(header["plan"]["arms"]), case.strata, case.resolved_arms(),
+                      exploratory=families.get("exploratory") or ())
     decider.restore(header.get("stopping_result"))
     return decider

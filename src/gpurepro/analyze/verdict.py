@@ -31,25 +31,33 @@ def decide_claims(case: Case, header: Mapping[str, Any],
     if decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
         decider.final(trials)
     level = decider.design.alpha_per_look / max(1, len(decider.claims))
+    exploratory_level = decider.design.alpha / max(1, len(decider.exploratory))
     out = []
-    for c in decider.claims:
+    for c in [*decider.claims, *decider.exploratory]:
         rec = decider.decisions[c.name]
         ref = decider.reference(c)
+        exploratory = rec.get("family") == "exploratory"
         out.append({"name": c.name, "kind": c.kind, "arm": c.arm, "reference": ref,
                     **({"margin": c.margin} if c.kind == "equivalent" else {}),
                     **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
                        if c.kind == "outcome" else {}),
                     **({"stratum": c.stratum} if c.kind == "concentrated" else {}),
+                    **({"failures": list(c.failures)} if c.failures else {}),
                     **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
-                    "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit, level)})
+                    "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit,
+                                         exploratory_level if exploratory else level)})
     return out
 
 
 def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
     sentences of its decided claims. An owner may rest only on decided claims (supported, or
-    contradicted: "plain modules crash more" is a decision too), never on undecided ones."""
+    contradicted: "plain modules crash more" is a decision too) of the confirmatory family,
+    never on undecided or exploratory ones. Exploratory claims' sentences are listed apart,
+    labelled: they are not covered by the run's family-wise error rate."""
     verdict = dict(given)
+    exploratory = [c for c in claims if c.get("family") == "exploratory"]
+    claims = [c for c in claims if c.get("family") != "exploratory"]
     decided = {c["name"]: c["decision"] for c in claims}
     because = list(verdict.get("owner_because") or [])
     if verdict.get("owner"):
@@ -62,6 +70,11 @@ def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]
     verdict["sentences"] = list(verdict.get("sentences") or []) + [
         c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
     verdict["not_decided"] = [c["sentence"] for c in claims if c["decision"] == "not_decided"]
+    if exploratory:
+        verdict["exploratory"] = [
+            f"Exploratory (outside the family-wise error rate; the plan was unlikely to decide "
+            f"it): {c['sentence']}" if c["decision"] != "not_decided" else c["sentence"]
+            for c in exploratory]
     verdict.setdefault("hypotheses", [])
     verdict.setdefault("next", [])
     if not verdict["sentences"]:

@@ -121,7 +121,10 @@ class Claim:
     - ``concentrated``: ``arm``'s failures fall in the case's ``stratum`` (a named part of each
       trial's exposure, ``Case.strata``) more often than the share of its exposure spent there
       predicts, i.e. the hazard is higher inside the stratum than outside it.
-    ``reference`` defaults to the case's baseline. The three sentences are what the verdict
+    ``reference`` defaults to the case's baseline. ``failures``: the outcomes that count as a
+    failure for this claim (default: the case's ``failure_outcomes``), so a case whose failure is a
+    crash can also claim something about its hangs (``failures=("hung",)``); rates are then
+    cause-specific (a trial ended by another failure is censored there). The three sentences are what the verdict
     prints for each decision; they may use {arm}, {reference} and the numbers the harness
     computes ({rate}, {reference_rate}, {ratio}, {ratio_ci}, {p}, {count}, {n}, {exposure},
     {upper}, {needed}, {reference_count}, {reference_n}); an empty sentence gets the harness's own wording.
@@ -136,6 +139,7 @@ class Claim:
     detail: str | None = None
     share: float = 0.5
     stratum: str | None = None
+    failures: tuple[str, ...] = ()
     supported: str = ""
     contradicted: str = ""
     not_decided: str = ""
@@ -402,6 +406,9 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
         if c.kind == "concentrated" and c.stratum not in case.strata:
             raise ManifestError(path, f"{where}.stratum",
                                 f"{c.stratum!r} is not one of the case's strata {sorted(case.strata)}")
+        for j, outcome in enumerate(c.failures):
+            if outcome not in OUTCOMES:
+                raise ManifestError(path, f"{where}.failures[{j}]", f"{outcome!r} is not an outcome")
         if c.kind == "outcome":
             if c.outcome not in OUTCOMES:
                 raise ManifestError(path, f"{where}.outcome", f"{c.outcome!r} is not an outcome")

@@ -519,6 +519,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="rates_from", nargs="+", metavar="RESULT.json",
                    help="result documents to take rates and budgets from (default: the newest "
                         "committed result of the case with every arm of its claims)")
+    p.add_argument("--design-of", metavar="RESULT.json",
+                   help="the design of that recorded run: its arms, trials, looks, budget and "
+                        "exploratory claims, with rates from its own trials (unless --from)")
     p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=cmd_calibrate)

@@ -32,6 +32,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from . import schedule
 from .classify import EVIDENCE
 from .execute import (
     Gate,
@@ -270,16 +271,47 @@ def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
     opts = RunOptions(budget=checked.budget, jobs=checked.jobs, gpus=gpus, redact=args.redact,
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], checked.substitutes, root)}
+    families = claim_families(case, plan, checked, root) if g.supported else None
     header = journal_header(case, root, plan, opts, checked.stopping,
                             envmod.fingerprint(root, redact=args.redact, gpu_info=gpu_info),
-                            gate_json(g), index)
+                            gate_json(g), index, families)
     path = Path(args.journal) if args.journal else Path(args.out_dir) / case.name / f"{result_name(header)}.journal.jsonl"
     _ensure_writable(path.parent)
     if not g.supported:
         header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
     journal = Journal.create(path, header)
     _say(f"journal: {journal.path}")
+    if families is not None:
+        from ..analyze.decidability import lines
+
+        for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
+            _say(line)
     return Started(journal, header, plan, opts, g, [])
+
+
+def claim_families(case: Case, plan: Plan, checked: Checked, root: Path) -> dict[str, Any] | None:
+    """The run's confirmatory and exploratory claims, fixed before its first trial
+    (gpurepro.analyze.decidability); None for a case without claims."""
+    if not case.claims:
+        return None
+    from ..analyze.decidability import assess, not_computed
+
+    try:
+        from ..analyze.claims import Design
+    except ImportError as exc:
+        return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
+                            f"pip install 'gpurepro[analysis]'")
+    stopping = checked.stopping
+    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    return assess(case, plan, design, bool(stopping), checked.trials_per_arm,
+                  asdict(checked.budget), checked.jobs, root, workers=_cpus())
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def gate_json(g: Gate) -> dict[str, Any]:
@@ -290,7 +322,8 @@ def gate_json(g: Gate) -> dict[str, Any]:
 
 def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                    stopping: dict[str, Any] | None, environment: dict[str, Any],
-                   device: dict[str, Any], index: dict[str, Any]) -> dict[str, Any]:
+                   device: dict[str, Any], index: dict[str, Any],
+                   families: dict[str, Any] | None = None) -> dict[str, Any]:
     """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
     what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
     assert opts.run_id is not None
@@ -304,7 +337,8 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "started_at": _stamp(),
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
-                    "redact": opts.redact, "stopping": stopping},
+                    "redact": opts.redact, "stopping": stopping,
+                    **({"families": families} if families is not None else {})},
         "environment": environment,
         "device": device,
         "toolchain": index["toolchain"],
@@ -375,17 +409,14 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         max_trials = int(stopping["max_trials"])
 
         def still_needed(arm: str, records: list[dict[str, Any]]) -> bool:
-            # Called under the run's lock. A look is taken when the slowest arm still needed
-            # reaches the next threshold; every decision is journaled when it is made, so a
+            # Called under the run's lock. Every decision is journaled when it is made, so a
             # resumed run continues the same design from the same decisions.
-            if decider.look_due(records):
-                decider.look(records)
+            runs = schedule.still_needed(decider, records, arm, max_trials)
             now = decider.to_json()
             if now != journaled[-1]:
                 journal.append_stopping(now)
                 journaled.append(now)
-            done = sum(1 for r in records if r["arm"] == arm and r["outcome"] in EVIDENCE)
-            return arm in decider.arms_needed() and done < max_trials
+            return runs
 
     try:
         with Watchdog(run.opts.run_id or uuid.uuid4().hex), stop_signals():

@@ -1,0 +1,103 @@
+"""Before the first trial: how likely the plan is to decide each claim, and the two families.
+
+A trial ends at its first failure, so an arm's failure count is capped by its trial count, and a
+claim that needs more failures than the plan can produce cannot be decided, whatever the truth;
+in the confirmatory family it would only make Holm's thresholds stricter for the others and keep
+its arms running to the maximum (STATS.md, "Decidability, allocation and the floor"). So, before
+a run, its own plan is simulated (`gpurepro.analyze.simulate`: the plan's order and design, the run's
+budget, arm models from the newest committed results at the same trials at a time) and each
+claim's chance of ending supported or contradicted is counted. Claims below ``threshold`` move
+to the exploratory family; the rest are simulated again without them (their chances can only
+rise) until no claim moves. A claim whose arms have no committed trials has no estimate and
+stays confirmatory (its arms still count in the family, undecided, as they would in the run).
+
+The result is journaled in the run's header (``options.families``) and kept in its document;
+resuming continues it, and recording reads it. Needs numpy and scipy (gpurepro[analysis]):
+without them every claim stays confirmatory, and the header says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..case.model import SINGLE_ARM_KINDS, Case
+from ..errors import UsageError
+from ..run.plan import Plan
+
+THRESHOLD = 0.5  # a claim less likely than this to be decided within the plan is exploratory
+RUNS = 300  # simulated runs per round: the chance is known to about +-0.03 near 0.5
+
+
+def not_computed(reason: str) -> dict[str, Any]:
+    return {"computed": False, "reason": reason, "exploratory": []}
+
+
+def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
+           budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
+           threshold: float = THRESHOLD, workers: int = 1) -> dict[str, Any]:
+    """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
+    the simulation expects the run to take."""
+    try:
+        from .calibrate import calibrate, family_of, load_models
+    except ImportError as exc:
+        return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
+                            f"pip install 'gpurepro[analysis]'")
+    arms = list(plan.arms)
+    family, _ = family_of(case, design, arms, ())
+    if not family:
+        return not_computed("the run's arms take part in no claim")
+    try:
+        models = load_models(case, root, None, arms, jobs, budget.get("duration_s"),
+                             budget.get("max_exposure"))
+    except UsageError as exc:
+        return not_computed(f"not computed: {exc}")
+    modeled = set(models.arms)
+    order = [t for t in plan.order if t.arm in modeled]
+
+    def reference(c: Any) -> str | None:
+        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+
+    unknown = {c.name for c in family
+               if c.arm not in modeled or (reference(c) is not None and reference(c) not in modeled)}
+    exploratory: list[str] = []
+    while True:
+        r = calibrate(case, models, runs,
+                      plan.seed, design, sequential, trials, workers, scenarios=("observed",),
+                      exploratory=exploratory, order=order)
+        observed = r["observed"]
+        chance = {name: None if name in unknown else 1.0 - c["not_decided"]
+                  for name, c in observed["claims"].items()}
+        low = [n for n, p in chance.items() if n not in exploratory and p is not None and p < threshold]
+        if not low:
+            break
+        exploratory += low
+    return {"computed": True, "threshold": threshold, "runs": runs, "seed": plan.seed,
+            "rates_from": models.documents,
+            "chance": chance, "exploratory": [c.name for c in family if c.name in exploratory],
+            "no_estimate": sorted(unknown),
+            "expected": {"trials": observed["mean_trials"],
+                         "seconds_median": observed["median_seconds"],
+                         "arms_without_rates": sorted(set(arms) - modeled)}}
+
+
+def lines(families: Mapping[str, Any], claims: Sequence[str]) -> list[str]:
+    """What a run prints before its first trial."""
+    if not families.get("computed"):
+        return [f"claims' chances of being decided: {families.get('reason')}; every claim is "
+                f"confirmatory"]
+    chance, exploratory = families["chance"], set(families["exploratory"])
+    out = [f"chance that the plan decides each claim (simulated {families['runs']} times from "
+           f"{', '.join(families['rates_from'])}); below {families['threshold']:g} a claim is "
+           f"exploratory: outside the family-wise error rate, it keeps no arm running"]
+    for name in claims:
+        p = chance.get(name)
+        tag = "exploratory" if name in exploratory else "confirmatory"
+        out.append(f"  {name}: " + ("no committed rates for its arms" if p is None else f"{p:.2f}")
+                   + f"  ({tag})")
+    exp = families["expected"]
+    out.append(f"expected: about {exp['seconds_median']:.0f} s of trials ({exp['trials']:.0f} trials)"
+               + (f", plus the arms without committed rates ({', '.join(exp['arms_without_rates'])})"
+                  if exp["arms_without_rates"] else ""))
+    return out

@@ -1,0 +1,299 @@
+"""Simulated runs of a case's own design, decided by the code a real run uses.
+
+Both `calibrate` (the family-wise false-claim rate and the power of a design) and the pre-run
+check of which claims a plan can decide (`decidability`) draw runs from here:
+
+- **arm models** from committed result documents (`models_from`): per arm, the rate of every
+  way its trials end (crashed, hung, a CUDA error, each with its detail) per unit of exposure,
+  as competing risks (a trial ends at the first of them; none within its budget: survived);
+  the exposure a surviving trial reaches (its speed, exposure per second, times the run's
+  duration, capped by the run's exposure budget); the seconds a trial costs; and, per stratum
+  of the case (`Case.strata`), the share of the arm's exposure spent inside it and the share
+  of its failures that fell there. A document without exposure gives per-trial chances instead.
+- **a run** (`simulate_run`): the plan's order, trials drawn as they are taken, and with
+  `--until-decided` the same skipping and looks as the run stage (`run.schedule.still_needed`, which
+  the runner calls too), then the final look; concentrated claims see each simulated trial's share
+  of exposure inside their stratum.
+
+numpy draws the trials; the decisions are `gpurepro.analyze.claims.Decider`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim
+from ..run.classify import EVIDENCE
+from ..run.plan import PlannedTrial, make_plan
+from ..run.schedule import still_needed
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One way an arm's trials end, and how often."""
+
+    outcome: str  # crashed, hung, cuda_error
+    detail: str
+    rate: float  # per unit of exposure (inf: at once, exposure 0); per-trial mode: a chance
+
+
+@dataclass(frozen=True)
+class ArmModel:
+    """How one arm's trials are drawn."""
+
+    causes: tuple[Cause, ...]
+    budget: float  # the exposure a surviving trial reaches
+    speed: float  # exposure per second (0: not known)
+    seconds: float  # a surviving trial's wall time
+    overhead_s: float  # a trial's start and stop, beyond its exposure's time
+    strata: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    # stratum -> (share of exposure inside it, share of failures that fell inside it)
+
+    def rate_of(self, outcomes: Sequence[str], detail: str | None = None) -> float:
+        return sum(c.rate for c in self.causes
+                   if c.outcome in outcomes and (not detail or detail in c.detail))
+
+
+@dataclass(frozen=True)
+class Models:
+    mode: str  # "exposure" or "per_trial"
+    arms: dict[str, ArmModel]
+    documents: list[str]
+    summary: dict[str, dict[str, Any]]  # per arm: what was counted and how each number was set
+
+
+def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
+    """The arms the claims are about, claim arms and references, in the case's arm order."""
+    claims = case.claims if claims is None else claims
+    used = {c.arm for c in claims} | {c.reference or case.baseline for c in claims
+                                      if c.kind not in SINGLE_ARM_KINDS}
+    return [a for a in case.resolved_arms() if a in used]
+
+
+def committed_results(case: Case, root: Path) -> list[Path]:
+    """The case's committed result documents, newest first (their names start with a stamp)."""
+    folder = root / "results" / case.name
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=root,
+                             capture_output=True, text=True, check=True).stdout
+        files = [root / f for f in out.split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = list(folder.glob("*.json"))
+    files = [f for f in files if f.suffix == ".json" and not f.name.endswith(".pyperf.json")
+             and f.parent == folder and f.is_file() and not f.name.startswith("matrix_")]
+    return sorted(files, key=lambda f: f.name, reverse=True)
+
+
+def _valid_arms(doc: Mapping[str, Any]) -> set[str]:
+    return {t["arm"] for t in doc.get("trials") or [] if t.get("outcome") in EVIDENCE}
+
+
+def _jobs(doc: Mapping[str, Any]) -> int:
+    return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
+
+
+def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1
+                     ) -> list[tuple[Path, dict[str, Any]]]:
+    """The newest committed results run at ``jobs`` trials at a time (concurrency changes a
+    race's rates), each taken only if it adds an arm the ones before it lack."""
+    docs: list[tuple[Path, dict[str, Any]]] = []
+    covered: set[str] = set()
+    for f in committed_results(case, root):
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or _jobs(doc) != jobs:
+            continue
+        adds = (_valid_arms(doc) & set(arms)) - covered
+        if adds:
+            docs.append((f, doc))
+            covered |= adds
+        if covered >= set(arms):
+            break
+    return docs
+
+
+def _rel(path: Path, root: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else str(path)
+
+
+def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((doc.get("plan") or {}).get("options") or {}).get("budget") or {}
+
+
+def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root: Path,
+                arms: Sequence[str], duration_s: float | None = None,
+                max_exposure: int | None = None) -> Models:
+    """Per-arm models pooled over ``docs`` for a run of ``duration_s`` seconds per trial and an
+    exposure budget ``max_exposure`` (0: none); None: the documents' own.
+
+    - rates: per (outcome, detail) of the arm's valid trials, their count over the arm's total
+      exposure (competing risks: a trial ended by one is censored for the others); an outcome
+      seen with no exposure at all: at once (a coarse counter records 0);
+    - the budget (the exposure a survivor reaches): the median exposure of the arm's survivors,
+      scaled from the documents' trial duration to the run's; for an arm that always failed, its
+      failures' exposure per second times the duration; at most the exposure budget;
+    - strata: the case's stratum functions over the arm's trials: exposure inside / exposure,
+      and failures inside / failures.
+    """
+    trials = [t for _, d in docs for t in d.get("trials") or [] if t.get("outcome") in EVIDENCE]
+    durations = [float(_budget_of(d).get("duration_s") or 0) for _, d in docs]
+    doc_duration = statistics.median(durations) if any(durations) else 0.0
+    duration = float(duration_s) if duration_s else doc_duration
+    if max_exposure is None:
+        caps = [int(_budget_of(d).get("max_exposure") or 0) for _, d in docs]
+        max_exposure = min((c for c in caps if c > 0), default=0)
+    any_exposure = any(float(t.get("exposure") or 0) > 0 for t in trials if t["arm"] in arms)
+    factors = case.resolved_arms()
+    failure = set(case.failure_outcomes)
+    models: dict[str, ArmModel] = {}
+    summary: dict[str, dict[str, Any]] = {}
+    for arm in arms:
+        ts = [t for t in trials if t["arm"] == arm]
+        if not ts:
+            continue
+        exposure = float(sum(float(t.get("exposure") or 0) for t in ts))
+        ended = Counter((t["outcome"], str(t.get("detail") or "")) for t in ts
+                        if t["outcome"] != "survived")
+        if any_exposure:
+            causes = tuple(Cause(o, d, (k / exposure) if exposure > 0 else math.inf)
+                           for (o, d), k in sorted(ended.items()))
+        else:
+            causes = tuple(Cause(o, d, k / len(ts)) for (o, d), k in sorted(ended.items()))
+        survivors = [t for t in ts if t["outcome"] == "survived"]
+        if survivors and doc_duration:
+            # A survivor ran its whole budget: its exposure at the documents' duration, scaled
+            # to the run's; its wall time beyond that duration is the trial's start and stop.
+            reached = float(statistics.median(float(t.get("exposure") or 0) for t in survivors))
+            speed = reached / doc_duration
+            overhead = max(0.0, float(statistics.median(float(t.get("duration_s") or 0) - doc_duration
+                                                         for t in survivors)))
+            budget, how = speed * duration, f"median survivor exposure, scaled to {duration:g} s"
+        else:
+            # An arm that always fails has only its failures to go by.
+            speeds = [float(t["exposure"]) / float(t["duration_s"]) for t in ts
+                      if (t.get("exposure") or 0) > 0 and (t.get("duration_s") or 0) > 0]
+            speed = float(statistics.median(speeds)) if speeds else 0.0
+            overhead = 0.0
+            budget, how = speed * duration, f"median exposure per second of its failures x {duration:g} s"
+        if max_exposure and (budget > max_exposure or not budget):
+            budget, how = float(max_exposure), f"the exposure budget {max_exposure}"
+        seconds = min(duration, budget / speed) if speed else duration
+        strata = {}
+        failed = [t for t in ts if t["outcome"] in failure]
+        for name, fn in case.strata.items():
+            inside = [fn(t, factors.get(arm, {})) for t in ts]
+            e_in = sum(float(x) for x, _ in inside)
+            k_in = sum(1 for t, (_, f) in zip(ts, inside, strict=True) if f and t in failed)
+            strata[name] = (e_in / exposure if exposure else 0.0,
+                            k_in / len(failed) if failed else 0.0)
+        models[arm] = ArmModel(causes, budget, speed, seconds, overhead, strata)
+        summary[arm] = {"n_valid": len(ts), "exposure": exposure,
+                        "ended": {f"{o}: {d}" if d else o: k for (o, d), k in sorted(ended.items())},
+                        "speed": speed, "budget": budget, "budget_from": how,
+                        "overhead_s": overhead}
+    return Models(mode="exposure" if any_exposure else "per_trial", arms=models,
+                  documents=[_rel(p, root) for p, _ in docs], summary=summary)
+
+
+def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
+    """The global null of the rate and stratum claims: every arm ends as the baseline's trials
+    do, at the baseline's rates, keeping its own speed, budget and strata, with its failures
+    falling inside each stratum exactly as often as its exposure is spent there."""
+    base = models.arms[case.baseline]
+    return {a: replace(m, causes=base.causes,
+                       strata={s: (share, share) for s, (share, _) in m.strata.items()})
+            for a, m in models.arms.items()}
+
+
+# ---------------------------------------------------------------- one run
+
+
+def draw(m: ArmModel, mode: str, rng: Any, arm: str) -> dict[str, Any]:
+    """One trial of an arm: the first of its competing ends within its budget, or survival."""
+    outcome, detail, exposure = "survived", "budget used up", m.budget
+    if mode == "per_trial":
+        u = rng.random()
+        for c in m.causes:
+            if u < c.rate:
+                outcome, detail = c.outcome, c.detail
+                break
+            u -= c.rate
+        exposure = 0.0
+    else:
+        first = m.budget
+        for c in m.causes:
+            if c.rate <= 0:
+                continue
+            t = 0.0 if math.isinf(c.rate) else float(rng.exponential(1 / c.rate))
+            if t < first:
+                first, outcome, detail = t, c.outcome, c.detail
+        exposure = first
+    rec: dict[str, Any] = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure}
+    if m.strata:
+        ended = outcome != "survived"
+        rec["_strata"] = {s: (share * exposure, bool(ended and rng.random() < inside))
+                          for s, (share, inside) in m.strata.items()}
+    rec["_seconds"] = m.overhead_s + (exposure / m.speed if m.speed and outcome != "survived"
+                                      else m.seconds)
+    return rec
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one simulated run needs (picklable: sent to worker processes)."""
+
+    case: str
+    arms: tuple[str, ...]
+    claims: tuple[Claim, ...]
+    exploratory: tuple[str, ...]
+    baseline: str
+    failure_outcomes: tuple[str, ...]
+    per: float
+    design: Any  # gpurepro.analyze.claims.Design
+    sequential: bool
+    trials: int  # per arm: the fixed size, or the sequential maximum
+    mode: str
+    strata: tuple[str, ...]
+    order: tuple[PlannedTrial, ...] | None = None  # the run's own plan; None: a new shuffle each run
+    decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
+
+
+def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
+                 ) -> tuple[dict[str, str], int, float]:
+    """One run. Returns each claim's decision, the trials run, and their seconds."""
+    from .claims import Decider
+
+    order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
+                                    int(rng.integers(2**31)), list(spec.arms)).order
+    strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in spec.strata}
+    decider = (spec.decider or Decider)(spec.claims, spec.baseline, spec.design,
+                                        spec.failure_outcomes, spec.per, spec.arms, strata,
+                                        exploratory=spec.exploratory)
+    records: list[dict[str, Any]] = []
+    for planned in order:
+        if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
+            continue
+        records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
+    decider.final(records)
+    decisions = {c.name: decider.decisions[c.name]["decision"]
+                 for c in [*decider.claims, *decider.exploratory]}
+    return decisions, len(records), float(sum(r["_seconds"] for r in records))
+
+
+def streams(seed: int, scenario: int, runs: range) -> Any:
+    """One random stream per (scenario, run): the same numbers whatever the number of workers."""
+    for i in runs:
+        yield np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(scenario, i))))
