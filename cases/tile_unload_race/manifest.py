@@ -284,6 +284,28 @@ def _lower(name: str, what: str, meaning: str) -> Claim:
     )
 
 
+def _crashes(name: str, what: str) -> Claim:
+    """`name` crashes at all (one SIGSEGV decides it): what the case asks of an arm that varies
+    something the crash might need. A ratio against the baseline ("within 4x") needs more
+    crashes than ten trials of an arm can give (a trial ends at its first) and was rarely
+    decided; whether the arm crashes is what the mechanism needs to know."""
+    what_ = what[0].upper() + what[1:]
+    return Claim(
+        f"{name}-crashes", arm=name, kind="outcome", outcome="crashed", detail="SIGSEGV", share=0.0,
+        supported=f"{what_} ({{arm}}) crashes too: SIGSEGV in {{count}} of {{n}} valid trials.",
+        not_decided=f"No SIGSEGV in the {{n}} valid trials of {what} ({{arm}}).")
+
+
+def _hangs(name: str, what: str) -> Claim:
+    """`name` hangs at all: a worker stuck inside a driver call is a failure of its own, which
+    the case's crash claims count as a censored trial."""
+    return Claim(
+        f"{name}-hangs", arm=name, kind="outcome", outcome="hung", share=0.0,
+        supported=(f"The race also hangs: {what} ({{arm}}) ended hung in {{count}} of {{n}} valid "
+                   "trials, a worker still inside a driver call after the stop."),
+        not_decided=f"No hang in the {{n}} valid trials of {what} ({{arm}}).")
+
+
 def _same(name: str, what: str) -> Claim:
     """`name` crashes at the baseline's rate, within EQUIVALENCE_MARGIN either way."""
     m = f"{EQUIVALENCE_MARGIN:g}"
@@ -332,10 +354,14 @@ CLAIMS = [
            "separate the two)",
            "Separate contexts, each with one thread, crash less"),
     _lower("never-unload", "the same loop never unloading", "Unloads matter"),
-    _same("always-unload", "unloading every module (at most two loaded at a time)"),
-    _same("distinct-cubins", "each thread loading a different Tile IR cubin"),
-    _same("other-tile-kernel", "a different Tile IR kernel"),
-    _same("library-api", "the cuLibrary* entry points cuda-tile itself uses"),
+    _crashes("always-unload", "unloading every module (at most two loaded at a time)"),
+    _crashes("distinct-cubins", "each thread loading a different Tile IR cubin"),
+    _crashes("other-tile-kernel", "a different Tile IR kernel"),
+    _crashes("library-api", "the cuLibrary* entry points cuda-tile itself uses"),
+    # Hangs: a worker stuck inside cuModuleUnload or cuLaunchKernel after the stop, seen in
+    # always-unload and hold-far (a failure of its own; the crash claims censor these trials).
+    _hangs("always-unload", "unloading every module"),
+    _hangs("hold-far", "3000 modules held, unloading every module"),
     # ---- the mechanism, by intervention (see strata.py for the power-of-two strata)
     Claim("hold-near-pow2", arm="hold-near-pow2", reference="hold-far", kind="higher",
           supported=("Holding the live module count at a power of two raises the rate: 4095 modules "
@@ -409,7 +435,7 @@ CLAIMS = [
            "one mutex around cuModuleGetFunction + cuLaunchKernel alone (the threads' launches never "
            "overlap; unloads, loads and synchronizes run free)",
            "Two launches overlapping is needed for the baseline's rate"),
-    _same("tile-nodebug", "the Tile IR cubin without line tables (same .text and .nv.host)"),
+    _crashes("tile-nodebug", "the Tile IR cubin without line tables (same .text and .nv.host)"),
     _lower("control-cuda-lineinfo", "the plain nvcc cubin with line tables (-lineinfo)",
            "Line tables do not bring the crash to plain modules"),
     Claim("two-contexts-two-threads", arm="two-contexts-two-threads", reference="context-per-thread",

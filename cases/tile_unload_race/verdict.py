@@ -14,6 +14,7 @@ harness appends their sentences to the verdict itself. What is written here:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -282,6 +283,28 @@ def phase_sentence(analysis: Analysis, arm: str) -> str | None:
 # ---------------------------------------------------------------- hypotheses
 
 
+def hangs_sentence(analysis: Analysis) -> str | None:
+    """Hangs per arm, with where the workers were stuck (the hung record's threads, read when the
+    driver gave up waiting for them): a failure of its own, which the crash rates censor."""
+    parts = []
+    for arm, s in analysis.arms.items():
+        hung = list(analysis.trials_of(arm, "hung"))
+        if not hung:
+            continue
+        stuck: Counter[str] = Counter()
+        for t in hung:
+            for th in (t.record.get("observations") or {}).get("threads") or []:
+                if th.get("inside") and th.get("call"):
+                    stuck[str(th["call"])] += 1
+        where = (" (workers stuck inside " + ", ".join(f"{c} {n}x" for c, n in stuck.most_common())
+                 + ")") if stuck else ""
+        parts.append(f"{arm} {len(hung)} of {s.n_valid}{where}")
+    if not parts:
+        return None
+    return ("Hangs (a trial whose workers were still inside a driver call after the stop; counted "
+            "apart from the crashes, whose rates treat them as censored): " + "; ".join(parts) + ".")
+
+
 def hypotheses(analysis: Analysis, cc: Mapping[str, Any] | None,
                sections: Mapping[str, Any] | None) -> list[str]:
     out = []
@@ -306,8 +329,7 @@ def hypotheses(analysis: Analysis, cc: Mapping[str, Any] | None,
         if nodebug and nodebug.n_valid:
             ruled_out = (f"The line tables are not needed: tile-nodebug (no line tables, same .text "
                          f"and .nv.host) crashed in {nodebug.failures} of {nodebug.n_valid} valid "
-                         f"trials (its claim of a rate like the baseline's: "
-                         f"{decision('tile-nodebug')})"
+                         f"trials (its claim that it crashes: {decision('tile-nodebug-crashes')})"
                          + (f", and a plain cubin with line tables (control-cuda-lineinfo) in "
                             f"{lineinfo.failures} of {lineinfo.n_valid}" if lineinfo else "") + "; ")
         else:
@@ -508,6 +530,9 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
     phases = phase_sentence(analysis, base_name)
     if phases:
         sentences.append(phases)
+    hangs = hangs_sentence(analysis)
+    if hangs:
+        sentences.append(hangs)
     lib = arms.get("library-api")
     if lib and lib.failures:
         sentences.append(f"library-api (cuLibraryLoadData / GetKernel / Unload, the entry points "
