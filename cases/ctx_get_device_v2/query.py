@@ -85,6 +85,7 @@ class Ctypes:
         d.observations["context_current"] = bool(current.value)
 
     def query(self, entry: str) -> tuple[int, int]:
+        # On an error cuda.bindings returns no device (None) beside the code: -1 stands for it.
         dev = ctypes.c_int(-1)
         if entry == "v1":
             fn = self.lib.cuCtxGetDevice
@@ -141,17 +142,23 @@ class Bindings:
         d.observations["context_current"] = bool(handle(current))
 
     def query(self, entry: str) -> tuple[int, int]:
+        # On an error cuda.bindings returns no device (None) beside the code: -1 stands for it.
         cu = self.cu
         if entry == "v1":
             err, dev = cu.cuCtxGetDevice()
-            return kit.result_code(err), int(dev)
+            return kit.result_code(err), _ordinal(dev)
         fn = getattr(cu, "cuCtxGetDevice_v2", None)
         if fn is None:
             self.d.stop_with("unsupported", reason=f"cuda-bindings {_version('cuda-bindings')} "
                                                    "has no cuCtxGetDevice_v2 (13.0 and later do)")
             self.d.exit()
         err, dev = fn(cu.CUcontext(0 if entry == "v2-null" else BOGUS_CONTEXT))
-        return kit.result_code(err), int(dev)
+        return kit.result_code(err), _ordinal(dev)
+
+
+def _ordinal(dev: object) -> int:
+    """A CUdevice as its ordinal; -1 where cuda.bindings returned none (the call failed)."""
+    return -1 if dev is None else int(dev)  # type: ignore[call-overload]
 
 
 def main() -> None:

@@ -383,7 +383,8 @@ def race_pair_hypothesis(analysis: Analysis) -> list[str]:
              "pair is cuModuleUnload in one thread against cuModuleGetFunction + cuLaunchKernel "
              "in the other, and the launch faults on what the unload left: with one mutex around "
              f"exactly those (lock-unload-launch) {lul_failures} of {lul_valid} valid trials "
-             "crashed (its claim of a lower rate supported)"]
+             "crashed (its claim of a lower rate supported), while its loads still overlapped "
+             "launches"]
     ll = arms.get("lock-launch")
     if ll and decision("lock-launch") != "supported":
         parts.append(f"a mutex around get-function + launch alone, so that launches never overlap "
@@ -394,7 +395,26 @@ def race_pair_hypothesis(analysis: Analysis) -> list[str]:
         parts.append("and a mutex around unload and load (lock-unload-load) raised the rate "
                      "(its claim contradicted)")
     text = "; ".join(parts) + "."
-    return [text + lock_launch_threads(analysis)]
+    return [text + baseline_threads(analysis) + lock_launch_threads(analysis)]
+
+
+def baseline_threads(analysis: Analysis) -> str:
+    """What the baseline's records read at the fault say about the pair: the faulting thread's
+    call, and which call the other thread was inside (an unload still running, or already its
+    next load)."""
+    pairs, _ = analysis.thread_phases(analysis.baseline)
+    total = sum(pairs.values())
+    if not total:
+        return ""
+    def others(call: str) -> int:
+        return sum(n for label, n in pairs.items()
+                   if f"in {call}" in label.split(" | ", 1)[1].split(", "))
+    in_launch = sum(n for label, n in pairs.items() if label.startswith("in cuLaunchKernel |"))
+    unload, load = others("cuModuleUnload"), others("cuModuleLoadData")
+    return (f" At the fault (the crash handler's copy on entry) the faulting thread was inside "
+            f"cuLaunchKernel in {in_launch} of the baseline's {total} crash records, and the other "
+            f"thread inside cuModuleUnload in {unload} and inside cuModuleLoadData in {load}: "
+            f"where the unload races, the launch mostly faults after it has returned.")
 
 
 def lock_launch_threads(analysis: Analysis) -> str:

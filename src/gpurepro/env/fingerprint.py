@@ -239,12 +239,27 @@ def _os_release() -> str | None:
 
 
 def _git(root: Path) -> dict[str, Any]:
+    """The commit the tree under ``root`` is, and whether it differs from it.
+
+    GPUREPRO_COMMIT (with GPUREPRO_DIRTY, "0" or "1", beside it) wins whenever it is set: a tree
+    copied to a GPU node is the commit its sender names, whatever git state the copy carries (a
+    copy can hold an older .git, whose HEAD and status then describe something else). Without it,
+    git is asked, and only about the project's own repository: a tree whose git root is another
+    folder (copied inside another repository) has no commit of its own to report."""
+    given = os.environ.get("GPUREPRO_COMMIT")
+    if given:
+        dirty = os.environ.get("GPUREPRO_DIRTY")
+        return {"commit": given.strip(), "dirty": None if dirty is None else dirty.strip() == "1",
+                "source": "GPUREPRO_COMMIT"}
+    top = _run(["git", "-C", str(root), "rev-parse", "--show-toplevel"])
+    if top is None:
+        return {"commit": None, "dirty": None}  # a copied tree without .git, and no commit given
+    if Path(top.strip()).resolve() != root.resolve():
+        return {"commit": None, "dirty": None,
+                "source": "not a repository of its own (its git root is another folder)"}
     commit = _run(["git", "-C", str(root), "rev-parse", "HEAD"])
-    if commit is None:
-        # A copied tree without .git (a GPU node): the caller may pass the commit along.
-        return {"commit": os.environ.get("GPUREPRO_COMMIT"), "dirty": None}
     status = _run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"])
-    return {"commit": commit.strip(), "dirty": bool(status and status.strip())}
+    return {"commit": commit.strip() if commit else None, "dirty": bool(status and status.strip())}
 
 
 def environment_variables(environ: Mapping[str, str] | None = None,
