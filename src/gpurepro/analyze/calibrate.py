@@ -54,11 +54,10 @@ from typing import Any
 
 import numpy as np
 
-from ..case.model import SINGLE_ARM_KINDS, Case, Claim, load_case
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..errors import UsageError
 from ..run.classify import EVIDENCE
 from ..run.plan import DEFAULT_ALPHA, make_plan
-from ..run.session import sequential_design
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
@@ -518,21 +517,21 @@ def _workers(given: int | None) -> int:
         return os.cpu_count() or 1
 
 
-def cmd_calibrate(args: Any, root: Path) -> int:
+def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
+                    alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
+                    workers: int | None, as_json: bool) -> int:
+    """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
+    sequential design, or ``trials`` per arm at ``alpha``) and print the result."""
     from .claims import Design
 
-    case = load_case(args.case, root)
-    if not case.claims:
-        raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
-    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
-    alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
-    design = Design.from_description(stopping) if stopping else Design(alpha=alpha)
-    rates = load_rates(case, root, args.rates_from)
+    design = Design.from_description(stopping) if stopping else Design(
+        alpha=alpha if alpha is not None else DEFAULT_ALPHA)
+    rates = load_rates(case, root, rates_from)
     started = time.monotonic()
-    result = calibrate(case, rates, args.runs, args.seed, design, args.until_decided, trials,
-                       _workers(args.workers))
+    result = calibrate(case, rates, runs, seed, design, stopping is not None, trials,
+                       _workers(workers))
     result["wall_s"] = round(time.monotonic() - started, 2)
-    if args.json:
+    if as_json:
         print(json.dumps(result, indent=1))
     else:
         print(_text(result))

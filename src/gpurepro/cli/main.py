@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
-from ..build.artifacts import build_case
-from ..case.model import Case, find_repo_root, load_case
-from ..cluster import options as cluster_args
+from ..case.model import load_case
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,
@@ -40,15 +38,17 @@ from ..errors import (
 )
 from ..run.execute import ignore_stop_signals, stop_signals
 from ..run.journal import read
-from ..run.session import resolve_target, run_case
 from .args import (
     alpha_value,
     artifact_override,
-    checked_build_dir,
     nonneg_int,
     positive_float,
     positive_int,
+    repository_root,
+    say,
+    sequential_design,
 )
+from .run import cmd_build, cmd_case, cmd_pins, cmd_prepare, cmd_run, cmd_slurm_task, cmd_target
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -59,109 +59,10 @@ stopped by SIGINT/SIGTERM/SIGHUP (the journal keeps every finished trial: contin
 """
 
 
-def _root() -> Path:
-    # The repository root: where cases/ lives. Commands run from it (nox does).
-    return find_repo_root(Path.cwd()) or Path.cwd()
-
-
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- build / target / pins
-
-
-def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, Any]:
-    _say(f"building {case.name} for {target}")
-
-    def on_event(name: str, status: str) -> None:
-        if status != "building":
-            _say(f"  {name}: {status}")
-
-    index = build_case(case, target, root, build_dir, on_event)
-    for name, e in index["artifacts"].items():
-        _say(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
-    return index
-
-
-def cmd_build(args: argparse.Namespace) -> int:
-    root = _root()
-    case = load_case(args.case, root)
-    build_dir = checked_build_dir(args.build_dir, root)
-    do_build(case, resolve_target(case, args.arch), root, build_dir)
-    return EXIT_OK
-
-
-def cmd_target(args: argparse.Namespace) -> int:
-    case = load_case(args.case, _root())
-    print(resolve_target(case, args.arch))
-    return EXIT_OK
-
-
-def cmd_pins(args: argparse.Namespace) -> int:
-    case = load_case(args.case, _root())
-    for pin in case.pins_for(resolve_target(case, args.arch)):
-        print(pin)
-    return EXIT_OK
-
-
-def cmd_prepare(args: argparse.Namespace) -> int:
-    """For nox: check every case argument as `case` will, then write the target and pins to a
-    file (a value read from a file, never from a session's printed output)."""
-    from ..run.session import check_arguments
-
-    root = _root()
-    case = load_case(args.case, root)
-    if cluster_args.wanted(args) and not args.resume:
-        # A cluster run: every partition's target (probed where not given), the pins of each,
-        # and the --partition flags with their targets for the run itself.
-        opts = cluster_args.check_flags(args, case)
-        checked = check_arguments(case, args, root, cluster_args.NO_TRIALS_HERE)
-        cluster_args.check_time(opts, checked.budget.timeout_s)
-        cluster_args.check_partitions(opts)
-        targets = cluster_args.resolve_targets(case, opts, args.arch)
-        first = next(iter(targets.values()))
-        out = {"case": case.name, "target": first, "pins": case.pins_for(first),
-               "builds": {t: case.pins_for(t) for t in dict.fromkeys(targets.values())},
-               "partitions": cluster_args.partition_arguments(targets)}
-    else:
-        checked = check_arguments(case, args, root)
-        out = {"case": case.name, "target": checked.target, "pins": case.pins_for(checked.target)}
-    Path(args.prepare_out).write_text(json.dumps(out) + "\n")
-    return EXIT_OK
-
-
-# ---------------------------------------------------------------- run / case / record
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    if cluster_args.wanted(args):
-        from ..cluster import submit as cluster
-
-        return cluster.run(args, _root(), build=False)
-    return run_case(args, _root(), build=False)
-
-
-def cmd_case(args: argparse.Namespace) -> int:
-    """Build, run, record and report: what `nox -s <case>` does."""
-    if cluster_args.wanted(args):
-        from ..cluster import submit as cluster
-
-        return cluster.run(args, _root(), build=True, builder=do_build)
-    return run_case(args, _root(), build=True, builder=do_build)
-
-
-def cmd_slurm_task(args: argparse.Namespace) -> int:
-    """One array task of a cluster run (Slurm runs this on a node; see shard.py)."""
-    from ..cluster.task import run_task
-
-    return run_task(Path(args.spec), args.task)
-
-
 def cmd_record(args: argparse.Namespace) -> int:
     from ..record.result import record_journals
 
-    root = _root()
+    root = repository_root()
     journals = [Path(j) for j in args.journal]
     header = read(journals[0]).header
     manifest = header.get("manifest")
@@ -205,7 +106,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                          f"table {path}` renders it")
     validate_document(doc, str(path))
     for kind, p in write_report(doc, path).items():
-        _say(f"{kind}: {p}")
+        say(f"{kind}: {p}")
     return EXIT_OK
 
 
@@ -229,12 +130,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors = [str(exc)]
         if errors:
             bad += 1
-            _say(f"INVALID {p}:")
+            say(f"INVALID {p}:")
             for e in errors[:20]:
-                _say(f"  {e}")
+                say(f"  {e}")
         else:
-            _say(f"ok      {p}")
-    _say(f"{len(paths) - bad} of {len(paths)} documents valid")
+            say(f"ok      {p}")
+    say(f"{len(paths) - bad} of {len(paths)} documents valid")
     stale = _stale_indexes(args.paths or ["results"])
     return EXIT_OK if bad == 0 and not stale else EXIT_ERROR
 
@@ -243,7 +144,7 @@ def _stale_indexes(folders: list[str]) -> int:
     """How many results indexes (results/README.md) differ from what their documents give."""
     from ..report.index import index_path, is_current, is_generated
 
-    root_results = (_root() / "results").resolve()
+    root_results = (repository_root() / "results").resolve()
     stale = 0
     for folder in map(Path, folders):
         if not folder.is_dir():
@@ -254,7 +155,7 @@ def _stale_indexes(folders: list[str]) -> int:
         if not is_current(folder):
             stale += 1
             where = "" if folder.resolve() == root_results and str(folder) == "results" else f" {folder}"
-            _say(f"{index} is out of date: run python -m gpurepro index{where}")
+            say(f"{index} is out of date: run python -m gpurepro index{where}")
     return stale
 
 
@@ -262,32 +163,32 @@ def cmd_scrub(args: argparse.Namespace) -> int:
     """Rewrite committed journals and documents with the recording rules of today."""
     from ..record.scrub import scrub_file
 
-    root = _root()
+    root = repository_root()
     changed = 0
     for p in map(Path, args.paths):
         if not p.is_file():
             raise UsageError(f"{p}: not a file")
         if scrub_file(p, root, redact=args.redact):
             changed += 1
-            _say(f"rewritten {p}")
+            say(f"rewritten {p}")
         else:
-            _say(f"unchanged {p}")
-    _say(f"{changed} of {len(args.paths)} files rewritten")
+            say(f"unchanged {p}")
+    say(f"{changed} of {len(args.paths)} files rewritten")
     return EXIT_OK
 
 
 def cmd_new(args: argparse.Namespace) -> int:
     from ..case.scaffold import create
 
-    root = _root()
+    root = repository_root()
     for path in create(args.name, root):
-        _say(f"wrote {path.relative_to(root)}")
-    _say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
+        say(f"wrote {path.relative_to(root)}")
+    say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
     return EXIT_OK
 
 
 def cmd_env(args: argparse.Namespace) -> int:
-    print(json.dumps(envmod.fingerprint(_root(), redact=args.redact), indent=2))
+    print(json.dumps(envmod.fingerprint(repository_root(), redact=args.redact), indent=2))
     return EXIT_OK
 
 
@@ -307,7 +208,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from ..report.compare import plot
 
         drawn = plot(result, Path(args.plot))
-        _say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
+        say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
 
 
@@ -345,7 +246,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
         from ..run.atomic import write_atomic
 
         write_atomic(Path(args.out), body)
-        _say(f"issue comment: {args.out} ({len(body)} characters)")
+        say(f"issue comment: {args.out} ({len(body)} characters)")
     else:
         sys.stdout.write(body)
     return EXIT_OK
@@ -359,7 +260,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder")
     path, changed = write_index(folder)
-    _say(f"{'wrote' if changed else 'unchanged'} {path}")
+    say(f"{'wrote' if changed else 'unchanged'} {path}")
     return EXIT_OK
 
 
@@ -367,20 +268,26 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..analyze.calibrate import cmd_calibrate as run_calibration
+    from ..analyze.calibrate import run_calibration
 
-    return run_calibration(args, _root())
+    root = repository_root()
+    case = load_case(args.case, root)
+    if not case.claims:
+        raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
+    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
+    return run_calibration(case, root, stopping, trials, args.alpha, args.rates_from, args.runs,
+                           args.seed, args.workers, args.json)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    return int(args.stage_fn(args, _root()))
+    return int(args.stage_fn(args, repository_root()))
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2), not the whole usage block."""
 
     def error(self, message: str) -> NoReturn:
-        _say(f"gpurepro: usage error: {message} (see {self.prog} --help)")
+        say(f"gpurepro: usage error: {message} (see {self.prog} --help)")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -566,31 +473,31 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         return int(args.fn(args))
     except (UsageError, JournalMismatch) as exc:
-        _say(f"gpurepro: usage error: {exc}")
+        say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
     except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError) as exc:
-        _say(f"gpurepro: error: {exc}")
+        say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except (ClusterError, SlurmError) as exc:
-        _say(f"gpurepro: error: {exc}")
+        say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except HarnessError as exc:
-        _say(f"gpurepro: harness error: {exc}")
+        say(f"gpurepro: harness error: {exc}")
         return EXIT_ERROR
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        _say(f"gpurepro: error: {exc.strerror or exc}{where}")
+        say(f"gpurepro: error: {exc.strerror or exc}{where}")
         return EXIT_ERROR
     except Stopped as exc:
-        _say(f"gpurepro: stopped by {exc}")
+        say(f"gpurepro: stopped by {exc}")
         return exit_for_signal(exc.signum)
     except KeyboardInterrupt:
-        _say("gpurepro: stopped by SIGINT")
+        say("gpurepro: stopped by SIGINT")
         return 130
     except Exception as exc:
         if os.environ.get("GPUREPRO_DEBUG"):
             raise
-        _say(f"gpurepro: harness error (a bug in gpurepro, please report it): "
+        say(f"gpurepro: harness error (a bug in gpurepro, please report it): "
              f"{type(exc).__name__}: {exc}; GPUREPRO_DEBUG=1 shows the traceback")
         return EXIT_ERROR
 
