@@ -88,7 +88,7 @@ def test_rerun_command_parses_as_the_case_command(root):
     """The command's arguments pass the same checks a run makes before anything is built."""
     from gpurepro.case import load_case
     from gpurepro.cli.args import check_arguments
-    from gpurepro.cli.main import parser
+    from gpurepro.cli.parser import parser
 
     for path in _results():
         doc = json.loads(path.read_text())

@@ -40,6 +40,7 @@ from .args import (
     resolve_target,
     say,
 )
+from .results import record_report_index
 
 # The statuses after which the trials that ran are recorded: done, the GPU cannot run the case
 # (every trial 'unsupported'), or a harness error (the trials that ran are still evidence).
@@ -78,9 +79,7 @@ def flow(args: argparse.Namespace, build: bool) -> int:
         return opened  # nothing could run (no CUDA driver): nothing to record
     status, journaled = execute(checked, opened, root)
     if checked.request.record and journaled and status in RECORDED:
-        from ..record.result import record_journals
-
-        record_journals(checked.case, [journal_of(opened)], root, None, force=False)
+        record_report_index(checked.case, [journal_of(opened)], root)
     return status
 
 
