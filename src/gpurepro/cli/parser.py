@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import EXIT_USAGE
@@ -30,9 +30,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `case`, `run` and `prepare`: the case, its plan, where things go, and the
+    cluster's."""
+    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
+    _plan_flags(p)
+    _output_flags(p)
+    _cluster_flags(p)
+
+
+def _plan_flags(p: argparse.ArgumentParser) -> None:
     # Defaults that come from the manifest are None here, so that --resume can tell a flag
     # that was given (and would change the journal's plan) from one that was not.
-    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
     p.add_argument("--arch", help="build target (default: from the GPU, e.g. sm_90)")
     p.add_argument("--arms", help="comma-separated arms to run (default: all)")
     p.add_argument("--trials", type=positive_int, help="trials per arm (default: the manifest's)")
@@ -49,6 +57,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-trials", type=positive_int, help="with --until-decided: most trials per arm (default 25)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    """Where the journal, the build and the result are, and what the record keeps."""
     p.add_argument("--resume", metavar="JOURNAL", help="continue an interrupted run from its journal")
     p.add_argument("--journal", help="journal path (default: results/<case>/<stamp>_<gpu>_<host>.journal.jsonl)")
     p.add_argument("--out-dir", default="results", help="folder for journals and results")
@@ -60,6 +72,9 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox sessions
+
+
+def _cluster_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster (Slurm)", "run the trials as Slurm job arrays and merge "
                              "them into one document (README: Running across a cluster)")
     g.add_argument("--slurm", action="store_true",
@@ -93,7 +108,14 @@ def parser() -> argparse.ArgumentParser:
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"gpurepro {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="command", parser_class=Parser)
+    for commands in (_run_commands, _build_commands, _record_commands, _case_commands,
+                     _reading_commands):
+        commands(sub)
+    return ap
 
+
+def _run_commands(sub: Any) -> None:
+    """`case`, `run`, `prepare` (for nox) and `slurm-task` (for Slurm): gpurepro.cli.run."""
     p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
@@ -114,6 +136,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
     p.set_defaults(fn=run.cmd_slurm_task)
 
+
+def _build_commands(sub: Any) -> None:
+    """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
     p = sub.add_parser("build", help="build a case's artifacts with the pinned toolchain")
     p.add_argument("case")
     p.add_argument("--arch")
@@ -130,6 +155,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--arch")
     p.set_defaults(fn=run.cmd_pins)
 
+
+def _record_commands(sub: Any) -> None:
+    """`record`, `report`, `validate` and `scrub`: journals and documents."""
     p = sub.add_parser("record", help="journal(s) -> validated result document + report")
     p.add_argument("journal", nargs="+", help="one journal, or several shards of one plan")
     p.add_argument("--case", help="case (default: from the journal)")
@@ -150,6 +178,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
     p.set_defaults(fn=results.cmd_scrub)
 
+
+def _case_commands(sub: Any) -> None:
+    """`calibrate`, `new` and `env`: a case's design, a new case, this machine."""
     p = sub.add_parser("calibrate", help="simulate a case's claims on its design: family-wise "
                        "false-claim rate under the null, power under the observed effects")
     p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
@@ -176,6 +207,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--redact", action="store_true")
     p.set_defaults(fn=results.cmd_env)
 
+
+def _reading_commands(sub: Any) -> None:
+    """`compare`, `issue`, `matrix` and `index`: what documents say, side by side or posted."""
     p = sub.add_parser("compare", help="result documents of one case side by side: rates, "
                        "rate ratios, changed claims and verdict, what differs")
     p.add_argument("results", nargs="+", metavar="RESULT.json",
@@ -204,4 +238,3 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
     p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")
     p.set_defaults(fn=results.cmd_index)
-    return ap
