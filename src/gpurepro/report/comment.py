@@ -22,7 +22,8 @@ from ..cluster import merge
 from ..errors import IssueError
 from ..run import phases
 from .compare import stopping_numbers
-from .markdown import _ci, _fmt, _p, claims_table, environment_rows, per_label
+from .markdown import claims_table, environment_rows
+from .numbers import fmt, fmt_ci, fmt_p, per_label
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
@@ -71,7 +72,7 @@ def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
                 "on the measurements above, not on recorded decisions.)"]
     decisions = {c["name"]: c for c in doc.get("claims") or []}
     rest = ", ".join(f"`{name}` ({decisions[name]['decision'].replace('_', ' ')}, "
-                     f"p {_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
+                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
                      for name in because)
     return [f"**Owner:** {owner}.", f"It rests on the decided claims {rest}." if rest else
             "It rests on no decided claim."]
@@ -83,9 +84,9 @@ def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
     if s["exposure"]["total"] <= 0 or coarse:
         prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {_fmt(prop['estimate'])} of trials {_ci(prop['ci95'])})"
+        return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
-    return f"{_fmt(rate['estimate'])} {_ci(rate['ci95'])}"
+    return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -121,7 +122,7 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
         meaningful = not coarse[arm] and not coarse.get(case["baseline"]) and rr.get("p_value") is not None
-        ratio = (f"{_fmt(rr.get('estimate'))} {_ci(rr.get('ci95'))} | {_p(rr.get('p_value'))}"
+        ratio = (f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))} | {fmt_p(rr.get('p_value'))}"
                  if meaningful else ("(baseline) | –" if arm == case["baseline"] else "– | –"))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
-from .markdown import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
+from .forest import ROW_SMALL, draw_rate, rate_axis
+from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 
 DECIDED = ("supported", "contradicted")
 
@@ -101,8 +102,8 @@ def factors(doc: Mapping[str, Any]) -> dict[str, str]:
         "target": str(doc["device"].get("target") or "–"),
         "jobs (trials at a time per GPU)": str(opts.get("jobs", 1)),
         "GPUs used (--gpus)": ",".join(opts.get("gpus") or []) or "default",
-        "duration per trial (s)": _fmt(budget["duration_s"]),
-        "limit per trial (s)": _fmt(budget["timeout_s"]),
+        "duration per trial (s)": fmt(budget["duration_s"]),
+        "limit per trial (s)": fmt(budget["timeout_s"]),
         f"budget ({doc['case']['exposure']['unit']})": str(budget["max_exposure"] or "none"),
         "design": design(doc),
         "seed": str(doc["plan"].get("seed")),
@@ -285,15 +286,15 @@ def _rate(r: Mapping[str, Any] | None) -> str:
     if r["exposure"] <= 0 or r["coarse_failures"]:
         why = (f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
                if r["coarse_failures"] else "no exposure")
-        return f"– ({why}; proportion {_fmt(r['proportion'])} {_ci(r['proportion_ci95'])})"
-    return f"{_fmt(r['rate'])} {_ci(r['rate_ci95'])}"
+        return f"– ({why}; proportion {fmt(r['proportion'])} {fmt_ci(r['proportion_ci95'])})"
+    return f"{fmt(r['rate'])} {fmt_ci(r['rate_ci95'])}"
 
 
 def _ratio(c: Mapping[str, Any]) -> str:
     if c.get("estimate") is None and c.get("p_value") is None:
         return f"– ({c['note']})" if c.get("note") else "–"
     what = "OR " if str(c.get("test", "")).startswith("odds") else ""
-    return f"{what}{_fmt(c.get('estimate'))}" + (f" {_ci(c['ci95'])}" if c.get("ci95") else "")
+    return f"{what}{fmt(c.get('estimate'))}" + (f" {fmt_ci(c['ci95'])}" if c.get("ci95") else "")
 
 
 def markdown(result: Mapping[str, Any]) -> str:
@@ -316,7 +317,7 @@ def markdown(result: Mapping[str, Any]) -> str:
                    f"(95% CI): " + "; ".join(parts) + ".")
         for c in base["against_A"]:
             if c.get("p_value") is not None:
-                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {_p(c['p_value'])}.")
+                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {fmt_p(c['p_value'])}.")
         out.append("")
 
     out.append(f"### Arms: failures per {per_label(per)} {unit} (exact 95% CI)\n")
@@ -332,9 +333,9 @@ def markdown(result: Mapping[str, Any]) -> str:
             if r is None:
                 cells += ["not run", "–", "–"]
             else:
-                cells += [f"{r['failures']} / {r['n_valid']}", _fmt(r["exposure"]), _rate(r)]
+                cells += [f"{r['failures']} / {r['n_valid']}", fmt(r["exposure"]), _rate(r)]
         for c in a["against_A"]:
-            cells += [_ratio(c), _p(c.get("p_value"))]
+            cells += [_ratio(c), fmt_p(c.get("p_value"))]
         out.append("| " + " | ".join(cells) + " |")
     out.append("\nRatios are each run's rate over A's (the exact conditional binomial test, "
                "`scipy.stats.binomtest`); `OR`: the odds ratio of failing trials (Fisher's exact "
@@ -356,7 +357,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     else:
         out += ["| claim | " + " | ".join(names) + " | change |", "|---|" + "---|" * (len(names) + 1)]
         for c in claims["changed"]:
-            decisions = [f"{d.replace('_', ' ')} (p {_p(p)})" if d else "–"
+            decisions = [f"{d.replace('_', ' ')} (p {fmt_p(p)})" if d else "–"
                          for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
@@ -440,7 +441,6 @@ def forest_figure(result: Mapping[str, Any]):
     from matplotlib.patches import Patch
     from matplotlib.transforms import blended_transform_factory
 
-    from .markdown import _num
 
     baseline, unit = result["baseline"], result["exposure"]["unit"]
     per = per_superscript(result["exposure"]["per"])
@@ -496,8 +496,8 @@ def forest_figure(result: Mapping[str, Any]):
                 ratios.append(f"{c['run']}/A – ({c['note']})")
             elif c.get("estimate") is not None and not str(c.get("test", "")).startswith("odds"):
                 ci = c.get("ci95") or [None, None]
-                ratios.append(f"{c['run']}/A {_num(c['estimate'])}"
-                              + (f" ({_num(ci[0])}–{_num(ci[1])})" if ci[1] is not None else ""))
+                ratios.append(f"{c['run']}/A {picture_number(c['estimate'])}"
+                              + (f" ({picture_number(ci[0])}–{picture_number(ci[1])})" if ci[1] is not None else ""))
         if ratios:
             ax.text(ratio_x, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
     ax.text(ratio_x, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
