@@ -155,7 +155,8 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _num(x: float) -> str:
+def _arg(x: float) -> str:
+    """A number as a command-line value: as short as it is exact (5, 0.2, 1e+06)."""
     return f"{x:g}"
 
 
@@ -174,9 +175,9 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
             args += ["--trials", str(max(per_arm))]
     args += ["--seed", str(plan["seed"])]
     if budget.get("duration_s") is not None:
-        args += ["--duration", _num(budget["duration_s"])]
+        args += ["--duration", _arg(budget["duration_s"])]
     if budget.get("timeout_s") is not None:
-        args += ["--timeout", _num(budget["timeout_s"])]
+        args += ["--timeout", _arg(budget["timeout_s"])]
     exposure = budget.get("max_exposure")
     if exposure is not None:
         args += ["--max-exposure", str(int(exposure))]
@@ -191,7 +192,7 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
         if step is not None:
             args += ["--look-every", str(step)]
         if stopping.get("alpha") is not None:
-            args += ["--alpha", _num(stopping["alpha"])]
+            args += ["--alpha", _arg(stopping["alpha"])]
     if opts.get("redact"):
         args.append("--redact")
     return args

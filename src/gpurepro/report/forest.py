@@ -176,8 +176,6 @@ def rate_axis(ax: Any, xmin: float, xmax: float, ylim: tuple[float, float]) -> N
 # or several runs per arm in compare).
 ROW_LARGE = {"markersize": 8, "arrow_lw": 1.5, "mutation_scale": 11, "edge": 1.7,
              "elinewidth": 1.8, "capsize": 4, "capthick": 1.5}
-
-
 ROW_SMALL = {"markersize": 7, "arrow_lw": 1.4, "mutation_scale": 10, "edge": 1.6,
              "elinewidth": 1.6, "capsize": 3, "capthick": 1.4}
 
