@@ -25,6 +25,7 @@ from ..analyze import stats
 from ..errors import CompareError
 from .forest import ROW_SMALL, draw_rate, rate_axis
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
+from .tables import table
 
 DECIDED = ("supported", "contradicted")
 
@@ -302,13 +303,12 @@ def markdown(result: Mapping[str, Any]) -> str:
     names = [r["label"] for r in runs]
     unit, per = result["exposure"]["unit"], result["exposure"]["per"]
     out = [f"## gpurepro compare: `{result['case']}`\n",
-           "| run | document | started | GPU (compute capability) | driver | jobs | design | trials | claims |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
-        out.append(f"| {r['label']} | `{Path(r['path']).name}` | {r['started_at'] or '–'} | "
-                   f"{r['gpu']} ({r['compute_capability']}) | {r['driver'] or '–'} | {r['jobs']} | "
-                   f"{r['design']} | {r['trials']} | {'none recorded' if r['claims'] is None else r['claims']} |")
-    out.append("")
+           *table(["run", "document", "started", "GPU (compute capability)", "driver", "jobs",
+                   "design", "trials", "claims"],
+                  [[r["label"], f"`{Path(r['path']).name}`", r["started_at"] or "–",
+                    f"{r['gpu']} ({r['compute_capability']})", r["driver"] or "–", r["jobs"],
+                    r["design"], r["trials"], "none recorded" if r["claims"] is None else r["claims"]]
+                   for r in runs]), ""]
 
     base = result["arms"].get(result["baseline"])
     if base:
@@ -326,7 +326,7 @@ def markdown(result: Mapping[str, Any]) -> str:
         head += [f"{n} failed / valid", f"{n} {unit}", f"{n} rate"]
     for n in names[1:]:
         head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
-    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    arm_rows = []
     for arm, a in result["arms"].items():
         cells = [f"`{arm}`"]
         for r in a["runs"]:
@@ -336,7 +336,8 @@ def markdown(result: Mapping[str, Any]) -> str:
                 cells += [f"{r['failures']} / {r['n_valid']}", fmt(r["exposure"]), _rate(r)]
         for c in a["against_A"]:
             cells += [_ratio(c), fmt_p(c.get("p_value"))]
-        out.append("| " + " | ".join(cells) + " |")
+        arm_rows.append(cells)
+    out += table(head, arm_rows)
     out.append("\nRatios are each run's rate over A's (the exact conditional binomial test, "
                "`scipy.stats.binomtest`); `OR`: the odds ratio of failing trials (Fisher's exact "
                "test), used where an arm recorded no exposure or failures without a counter "
@@ -355,14 +356,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         if claims["unchanged"]:
             out.append(f"No claim changed its decision ({claims['unchanged']} compared).\n")
     else:
-        out += ["| claim | " + " | ".join(names) + " | change |", "|---|" + "---|" * (len(names) + 1)]
+        changed = []
         for c in claims["changed"]:
             decisions = [f"{d.replace('_', ' ')} (p {fmt_p(p)})" if d else "–"
                          for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
-            out.append(f"| `{c['claim']}` | " + " | ".join(decisions)
-                       + f" | {'**' + change + '**' if flipped else change} |")
+            changed.append([f"`{c['claim']}`", *decisions, "**" + change + "**" if flipped else change])
+        out += table(["claim", *names, "change"], changed)
         out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
     if claims["flips"]:
         out.append(f"**{len(claims['flips'])} decided claim(s) flipped** "
@@ -379,9 +380,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     out.append("### What differs between the runs (could explain a change)\n")
     env = result["environment"]
     if env["differs"]:
-        out += ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        for d in env["differs"]:
-            out.append(f"| {d['name']} | " + " | ".join(str(v).replace("|", "\\|") for v in d["values"]) + " |")
+        out += table(["", *names], [[d["name"], *d["values"]] for d in env["differs"]])
         out.append("")
     else:
         out.append("Nothing recorded differs.\n")

@@ -9,7 +9,7 @@ report from an attached JSON with ``nox -s report -- results/<case>/<file>.json`
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
+from .tables import table
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
@@ -65,16 +66,18 @@ def claims_table(doc: Mapping[str, Any]) -> str:
              + (f"; looks when the slowest arm still needed reaches "
                 f"{', '.join(map(str, stopping.get('look_thresholds') or []))} valid trials, "
                 f"and at the end" if stopping.get("look_thresholds") else "; one look, at the end")
-             + ".\n",
-             "| claim | arm | kind | reference | test | p | threshold | decision (look) |",
-             "|---|---|---|---|---|---|---|---|"]
+             + ".\n"]
+    rows = []
     for c in claims:
         kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
             f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "") + (
             f" in {c['stratum']}" if c.get("stratum") else "")
-        lines.append(f"| `{c['name']}` | `{c['arm']}` | {kind} | {('`' + c['reference'] + '`') if c.get('reference') else '–'} | "
-                     f"{c['test']} | {fmt_p(c['p_value'])} | {fmt(c['threshold'])} | "
-                     f"**{c['decision'].replace('_', ' ')}** ({c['look']}) |")
+        rows.append([f"`{c['name']}`", f"`{c['arm']}`", kind,
+                     ('`' + c['reference'] + '`') if c.get('reference') else '–', c['test'],
+                     fmt_p(c['p_value']), fmt(c['threshold']),
+                     f"**{c['decision'].replace('_', ' ')}** ({c['look']})"])
+    lines += table(["claim", "arm", "kind", "reference", "test", "p", "threshold",
+                    "decision (look)"], rows)
     lines.append("")
     return "\n".join(lines)
 
@@ -142,42 +145,38 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
                  for a in (c["arm"], c.get("reference"))}
     outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
     errors = _errors_by_arm(doc)
-    out = ["### Arms\n", _plan_line(doc),
-           f"| arm | differs from baseline | outcomes | failed / valid | CUDA errors (at call) "
-           f"| proportion (95% CI) | exposure ({unit}) | failures per {fmt(per)} {unit} (95% CI) "
-           f"| median {unit} to failure |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    head = ["arm", "differs from baseline", "outcomes", "failed / valid", "CUDA errors (at call)",
+            "proportion (95% CI)", f"exposure ({unit})", f"failures per {fmt(per)} {unit} (95% CI)",
+            f"median {unit} to failure"]
+    rows = []
     for arm, s in doc["summary"].items():
         outcomes = ", ".join(f"{k} {v}" for k, v in s["outcomes"].items())
-        head = f"| `{arm}` | {_differs(s['factors'], base_factors)} | {outcomes} |"
+        first = [f"`{arm}`", _differs(s['factors'], base_factors), outcomes]
         if s["n_valid"] == 0:
-            out.append(f"{head} no valid trial: nothing to measure | | | | | |")
+            rows.append([*first, "no valid trial: nothing to measure", "", "", "", "", ""])
             continue
         prop, rate = s["proportion"], s["exposure"]["rate"]
         km = (s.get("time_to_failure") or {}).get("exposure") or {}
         meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0
-        out.append(
-            f"{head} {s['failures']} / {s['n_valid']} | {errors.get(arm, '–')} | "
-            f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])} | "
-            + (f"{fmt(s['exposure']['total'])} | {fmt(rate['estimate'])} {fmt_ci(rate['ci95'])} | "
-               f"{fmt(km.get('median')) if km.get('median') is not None else 'not reached' if s['failures'] else '–'} |"
-               if meaningful else "– | – (an outcome arm) | – |"))
-    out.append("")
+        median = (fmt(km.get('median')) if km.get('median') is not None
+                  else 'not reached' if s['failures'] else '–')
+        rows.append([*first, f"{s['failures']} / {s['n_valid']}", errors.get(arm, '–'),
+                     f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"]
+                    + ([fmt(s['exposure']['total']), f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}",
+                        median] if meaningful else ["–", "– (an outcome arm)", "–"]))
+    out = ["### Arms\n", _plan_line(doc), *table(head, rows), ""]
     return out
 
 
 def _comparisons_section(doc: Mapping[str, Any]) -> list[str]:
     if not doc["comparisons"]:
         return []
-    out = [f"### Each arm against `{doc['case']['baseline']}` (descriptive; decisions are the claims')\n",
-           "| arm | Fisher exact p (trials) | odds ratio | rate ratio (95% CI) | rate p |",
-           "|---|---|---|---|---|"]
-    for arm, c in doc["comparisons"].items():
-        rr = c["rate_ratio"]
-        out.append(f"| `{arm}` | {fmt_p(c['fisher']['p_value'])} | {fmt(c['fisher']['odds_ratio'])} | "
-                   f"{fmt(rr['estimate'])} {fmt_ci(rr['ci95'])} | {fmt_p(rr['p_value'])} |")
-    out.append("")
-    return out
+    rows = [[f"`{arm}`", fmt_p(c['fisher']['p_value']), fmt(c['fisher']['odds_ratio']),
+             f"{fmt(c['rate_ratio']['estimate'])} {fmt_ci(c['rate_ratio']['ci95'])}",
+             fmt_p(c['rate_ratio']['p_value'])] for arm, c in doc["comparisons"].items()]
+    return [f"### Each arm against `{doc['case']['baseline']}` (descriptive; decisions are the claims')\n",
+            *table(["arm", "Fisher exact p (trials)", "odds ratio", "rate ratio (95% CI)", "rate p"],
+                   rows), ""]
 
 
 def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
@@ -185,13 +184,11 @@ def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
     decisions = ((doc["plan"].get("options", {}).get("stopping")) or {}).get("decisions") or {}
     if not decisions or doc.get("claims"):
         return []
-    out = ["### Sequential stopping\n", "| arm | decision | at trials (baseline) | p | threshold |",
-           "|---|---|---|---|---|"]
-    for arm, d in decisions.items():
-        out.append(f"| `{arm}` | {d['decision']} ({d.get('test', 'fisher')}) | "
-                   f"{d['at_trials']} ({d['baseline_trials']}) | {fmt_p(d['p_value'])} | {d['threshold']:.3g} |")
-    out.append("")
-    return out
+    rows = [[f"`{arm}`", f"{d['decision']} ({d.get('test', 'fisher')})",
+             f"{d['at_trials']} ({d['baseline_trials']})", fmt_p(d['p_value']), f"{d['threshold']:.3g}"]
+            for arm, d in decisions.items()]
+    return ["### Sequential stopping\n",
+            *table(["arm", "decision", "at trials (baseline)", "p", "threshold"], rows), ""]
 
 
 def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) -> list[str]:
@@ -204,10 +201,9 @@ def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) ->
         out.append(f"![{_alt(per_gpu_headline(doc))}]({per_gpu_name})\n")
     if multi:
         arms = list(doc["summary"])
-        out += ["| GPU | " + " | ".join(f"`{a}`" for a in arms) + " |", "|---|" + "---|" * len(arms)]
-        for gpu, cells in doc["per_gpu"].items():
-            row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
-            out.append(f"| {gpu} | " + " | ".join(row) + " |")
+        out += table(["GPU", *(f"`{a}`" for a in arms)],
+                     [[gpu, *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
+                              for a in arms)] for gpu, cells in doc["per_gpu"].items()])
     out.append("")
     return out
 
@@ -215,28 +211,44 @@ def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) ->
 def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
     if not doc["crash_sites"]:
         return []
-    out = ["### Crash sites\n", "| count | signal | faulting PC | fault address in | first frames | arms |",
-           "|---|---|---|---|---|---|"]
+    rows = []
     for b in doc["crash_sites"]:
         frames = " ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4])
         fault = b.get("fault_in") or {}
         arms = ", ".join(f"{a} {n}" for a, n in b["arms"].items())
-        out.append(f"| {b['count']} | {b.get('signal')} {b.get('code_name') or ''} | "
-                   f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'}) | "
-                   f"{fault.get('module', '–')} | {frames or '–'} | {arms} |")
-    out.append("")
-    return out
+        rows.append([b['count'], f"{b.get('signal')} {b.get('code_name') or ''}",
+                     f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'})",
+                     fault.get('module', '–'), frames or '–', arms])
+    return ["### Crash sites\n",
+            *table(["count", "signal", "faulting PC", "fault address in", "first frames", "arms"],
+                   rows), ""]
 
 
 def _threads_section(doc: Mapping[str, Any]) -> list[str]:
     """Where each thread was at the fault, per arm (drivers that publish their calls)."""
-    rows = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    rows = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if not rows:
         return []
     return ["### Threads at the fault\n",
             "The driver call each worker thread was in (or last left) when the process faulted, "
             "as the crash record read it (relaxed stores, published around every call).\n",
             *rows, ""]
+
+
+def threads_table(trials: Iterable[Mapping[str, Any]],
+                  failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
+    """Where each thread was at the fault (gpurepro.run.phases): a row per (arm, label), most
+    frequent first within an arm; no lines when no failed trial's crash record has threads."""
+    rows = []
+    for arm, (counts, without) in phases.by_arm(trials, failure_outcomes).items():
+        total = sum(counts.values())
+        for lab, n in counts.most_common():
+            fault, others = lab.split(" | ", 1)
+            rows.append([f"`{arm}`", fault, others, f"{n} of {total}"
+                         + (f" (+{without} without)" if without else "")])
+    if not rows:
+        return []
+    return table(["arm", "faulting thread", "the other threads", "crash records"], rows)
 
 
 def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
@@ -264,10 +276,10 @@ def _probe_section(doc: Mapping[str, Any]) -> list[str]:
 
 
 def _environment_section(doc: Mapping[str, Any]) -> list[str]:
-    out = ["### Environment\n", "| | |\n|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in environment_rows(doc)]
-    out += ["", "### Artifacts\n", "| artifact | sha256 |\n|---|---|"]
-    out += [f"| `{name}` ({a['path']}) | `{a['sha256'][:16]}…` |" for name, a in doc["artifacts"].items()]
+    out = ["### Environment\n", *table(["", ""], environment_rows(doc))]
+    out += ["", "### Artifacts\n",
+            *table(["artifact", "sha256"], [[f"`{name}` ({a['path']})", f"`{a['sha256'][:16]}…`"]
+                                            for name, a in doc["artifacts"].items()])]
     out += ["", f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n"]
     return out
 

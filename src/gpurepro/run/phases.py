@@ -1,5 +1,6 @@
 """Where each thread was at a fault: the driver calls its workers published (native/events.h,
-PhaseSlot), kept in the trial record's crash as `threads`, tabulated per arm.
+PhaseSlot), kept in the trial record's crash as `threads`, counted per arm (the report
+tabulates them: gpurepro.report.markdown.threads_table).
 
 A label reads "faulting thread | the others": each side "in CALL" (inside the call) or "after
 CALL" (between calls, the last one it left), "not started" for a thread that had not made its
@@ -41,17 +42,3 @@ def by_arm(trials: Iterable[Mapping[str, Any]], failure_outcomes: Sequence[str] 
             without += 1
         out[t["arm"]] = (counts, without)
     return {a: v for a, v in out.items() if v[0]}
-
-
-def table(trials: Iterable[Mapping[str, Any]], failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
-    """Markdown rows: one per (arm, label), most frequent first within an arm."""
-    rows = []
-    for arm, (counts, without) in by_arm(trials, failure_outcomes).items():
-        total = sum(counts.values())
-        for lab, n in counts.most_common():
-            fault, others = lab.split(" | ", 1)
-            rows.append(f"| `{arm}` | {fault} | {others} | {n} of {total}"
-                        + (f" (+{without} without)" if without else "") + " |")
-    if not rows:
-        return []
-    return ["| arm | faulting thread | the other threads | crash records |", "|---|---|---|---|", *rows]
