@@ -205,8 +205,6 @@ def draw_rate(ax: Any, y: float, cell: Mapping[str, Any], colour: Any, marker: s
 def forest_figure(doc: Mapping[str, Any]):
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
-    import math
-
     rows, left_out = forest_rows(doc)
     if not rows:
         return None
@@ -214,49 +212,82 @@ def forest_figure(doc: Mapping[str, Any]):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    from matplotlib.transforms import blended_transform_factory
 
     case = doc["case"]
-    unit = case["exposure"]["unit"]
     per = per_superscript(case["exposure"]["per"])
     has_claims = bool(doc.get("claims"))
     baseline = case["baseline"]
-
     headers, n_lines = layout_rows(rows)
-
-    # The x range: every interval and every zero-failure arrow, with a margin.
     arrow = 10 ** 0.4
+    xmin, xmax = x_range(rows, arrow)
+    base = next((r for r in rows if r["arm"] == baseline), None)
+    _row_texts(rows, baseline)
+    used = {r["decision"] for r in rows}
+    n_handles = len(used) * has_claims + any(r["zero"] for r in rows) + (base is not None)
+    legend_rows = 1 if n_handles <= 4 else 2
+
+    # 9 in wide at 100 dpi: GitHub's ~900 px.
+    row_in, top_in, note_in = 0.27, 0.75, (0.3 if left_out else 0.0)
+    bottom_in = note_in + (0.1 + 0.24 * legend_rows) + 0.55  # note, legend, axis
+    fig_h = top_in + row_in * n_lines + bottom_in
+    fig = plt.figure(figsize=(9.0, fig_h), dpi=100)
+    cols = _columns(fig, rows, headers, per, baseline, has_claims)
+    ax = fig.add_axes((cols["left"], bottom_in / fig_h, cols["right"] - cols["left"],
+                       row_in * n_lines / fig_h))
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
+    if base:
+        draw_band(ax, base, xmin)
+    _draw_rows(fig, ax, rows, headers, cols, baseline, has_claims, arrow)
+    ax.set_xlabel(f"failures per {per} {case['exposure']['unit']} (log scale; exact Poisson 95% "
+                  f"interval)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    claims = doc.get("claims") or []
+    decided = sum(c["decision"] in ("supported", "contradicted") for c in claims)
+    fig.text(NAME_X, 1 - 0.1 / fig_h, f"{case['name']}: failure rate per arm against {baseline}"
+             + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    handles = legend_handles(used, has_claims, any(r["zero"] for r in rows))
+    if base:
+        handles.append(band_handle(f"{baseline}'s 95% interval"))
+    place_legend(fig, handles, legend_rows, note_in / fig_h)
+    note_left_out(fig, left_out, fig_h)
+    return fig, rows
+
+
+# The left margin of a forest plot's names, title, legend and note, as a fraction of its width.
+NAME_X = 0.012
+# The baseline's interval, drawn behind every row (and its estimate as a dashed line).
+BAND = "#E69F00"
+
+
+def x_range(rows: list[dict[str, Any]], arrow: float) -> tuple[float, float]:
+    """The x axis's ends: every interval and every zero-failure arrow, with a margin."""
+    import math
+
     positives = [v for r in rows for v in (r["lo"], r["hi"], r["hi"] / arrow if r["zero"] else None)
                  if v and v > 0]
-    xmin = 10 ** (math.log10(min(positives)) - 0.2)
-    xmax = 10 ** (math.log10(max(positives)) + 0.2)
-    base = next((r for r in rows if r["arm"] == baseline), None)
+    return (10 ** (math.log10(min(positives)) - 0.2), 10 ** (math.log10(max(positives)) + 0.2))
 
-    # The text columns, measured so that none runs into the next.
+
+def _row_texts(rows: list[dict[str, Any]], baseline: str) -> None:
+    """Each row's rate and claim, as its text columns write them."""
     for r in rows:
         r["rate_text"] = (f"< {picture_number(r['hi'])}" if r["zero"]
                           else f"{picture_number(r['estimate'])} ({picture_number(r['lo'])}–{picture_number(r['hi'])})")
         r["claim_text"] = "; ".join(r["claims"]) if r["claims"] else (
             "(the reference)" if r["arm"] == baseline else "no claim")
-    used = {r["decision"] for r in rows}
-    n_handles = len(used) * bool(doc.get("claims")) + any(r["zero"] for r in rows) + (base is not None)
-    legend_rows = 1 if n_handles <= 4 else 2
 
-    # Layout in inches, 9 in wide at 100 dpi: GitHub's ~900 px.
-    width, row_in = 9.0, 0.27
-    top_in, note_in = 0.75, (0.3 if left_out else 0.0)
-    legend_in, axis_in = 0.1 + 0.24 * legend_rows, 0.55
-    bottom_in = note_in + legend_in + axis_in
-    fig_h = top_in + row_in * n_lines + bottom_in
-    fig = plt.figure(figsize=(width, fig_h), dpi=100)
 
-    gap, name_x = 0.012, 0.012
+def _columns(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]], per: str,
+             baseline: str, has_claims: bool) -> dict[str, Any]:
+    """The text columns, measured so that none runs into the next: the names, the counts, the
+    axes between them and the rates, the rates, the claims (cut with an ellipsis where they
+    do not fit). Fractions of the figure's width."""
+    gap = 0.012
     names_w = max(text_width(fig, [r["arm"] for r in rows]) + 0.012,
                   text_width(fig, [f"varies {g}" for _, g in headers], fontweight="bold"))
     count_w = text_width(fig, ["failed/valid"], fontsize=8.5)
-    count_x = name_x + names_w + gap + count_w
+    count_x = NAME_X + names_w + gap + count_w
     left = count_x + gap
     rate_w = max(text_width(fig, [r["rate_text"] for r in rows]), text_width(fig, [f"per {per} (95% CI)"], fontsize=8.5))
     claim_head = f"claim vs {baseline}: decision"
@@ -266,72 +297,95 @@ def forest_figure(doc: Mapping[str, Any]):
     rate_x = right + gap
     claim_x = rate_x + rate_w + gap
     room = 0.995 - claim_x
-    for r in rows:  # a claim column that does not fit is cut, with an ellipsis
+    for r in rows:
         while len(r["claim_text"]) > 4 and text_width(fig, [r["claim_text"]]) > room:
             r["claim_text"] = r["claim_text"][:-2] + "…"
-    ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
-    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
+    return {"count_x": count_x, "left": left, "right": right, "rate_x": rate_x,
+            "claim_x": claim_x, "claim_head": claim_head, "per": per}
 
-    band = "#E69F00"
-    if base:
-        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color=band, alpha=0.2,
-                   lw=0, zorder=0)
-        if base["estimate"] > 0:
-            ax.axvline(base["estimate"], color=band, lw=1.2, ls="--", zorder=1)
+
+def _draw_rows(fig: Any, ax: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]],
+               cols: Mapping[str, Any], baseline: str, has_claims: bool, arrow: float) -> None:
+    """The group headers, then each row (its rate, name, count, rate and claim texts), then
+    the column heads."""
+    from matplotlib.transforms import blended_transform_factory
 
     lab = blended_transform_factory(fig.transFigure, ax.transData)
     text: dict[str, Any] = {"transform": lab, "va": "center", "fontsize": 9}
     for hy, group in headers:
-        ax.text(name_x, hy, f"varies {group}", **text, ha="left", fontweight="bold",
+        ax.text(NAME_X, hy, f"varies {group}", **text, ha="left", fontweight="bold",
                 color="#333333")
     for r in rows:
         style = DECISION_STYLE[r["decision"]]
         colour, yy = style["color"], r["y"]
         r["artist"] = draw_rate(ax, yy, r, colour, style["marker"], arrow, ROW_LARGE)
-        ax.text(name_x + (0.0 if r["arm"] == baseline else 0.012), yy, r["arm"], **text, ha="left",
+        ax.text(NAME_X + (0.0 if r["arm"] == baseline else 0.012), yy, r["arm"], **text, ha="left",
                 fontweight="bold" if r["arm"] == baseline else "normal")
-        ax.text(count_x, yy, f"{r['failures']}/{r['n_valid']}", **text, ha="right", color="#555555")
-        ax.text(rate_x, yy, r["rate_text"], **text, ha="left")
+        ax.text(cols["count_x"], yy, f"{r['failures']}/{r['n_valid']}", **text, ha="right",
+                color="#555555")
+        ax.text(cols["rate_x"], yy, r["rate_text"], **text, ha="left")
         if has_claims:
-            ax.text(claim_x, yy, r["claim_text"], **text, ha="left",
+            ax.text(cols["claim_x"], yy, r["claim_text"], **text, ha="left",
                     color=colour if r["claims"] else "#555555")
     head = {**text, "va": "bottom", "fontsize": 8.5, "color": "#555555"}
     hy = -0.75
-    ax.text(count_x, hy, "failed/valid", **head, ha="right")
-    ax.text(rate_x, hy, f"per {per} (95% CI)", **head, ha="left")
+    ax.text(cols["count_x"], hy, "failed/valid", **head, ha="right")
+    ax.text(cols["rate_x"], hy, f"per {cols['per']} (95% CI)", **head, ha="left")
     if has_claims:
-        ax.text(claim_x, hy, claim_head, **head, ha="left")
+        ax.text(cols["claim_x"], hy, cols["claim_head"], **head, ha="left")
 
-    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
-    ax.tick_params(axis="x", labelsize=9)
-    claims = doc.get("claims") or []
-    decided = sum(c["decision"] in ("supported", "contradicted") for c in claims)
-    fig.text(name_x, 1 - 0.1 / fig_h, f"{case['name']}: failure rate per arm against {baseline}"
-             + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
-             ha="left", va="top", fontsize=11.5, fontweight="bold")
 
-    handles: list[Any] = [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
-                      label=s["label"]) for d, s in DECISION_STYLE.items() if d in used and has_claims]
-    if not has_claims:  # a document without claims: every row is drawn in the no-claim style
+def draw_band(ax: Any, base: Mapping[str, Any], xmin: float) -> None:
+    """The baseline's interval behind the rows, and its estimate as a dashed line."""
+    ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color=BAND, alpha=0.2,
+               lw=0, zorder=0)
+    if base["estimate"] > 0:
+        ax.axvline(base["estimate"], color=BAND, lw=1.2, ls="--", zorder=1)
+
+
+def legend_handles(used: set[str], has_claims: bool, zero: bool, together: str = "") -> list[Any]:
+    """A forest plot's legend: a marker per claim decision drawn (``together`` after each, e.g.
+    " (all GPUs together)"), or the plain marker of a document without claims; the open
+    marker where an arm had no failure."""
+    from matplotlib.lines import Line2D
+
+    handles: list[Any] = []
+    if has_claims:
+        handles += [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
+                           label=s["label"] + (together if d != "no_claim" else ""))
+                    for d, s in DECISION_STYLE.items() if d in used]
+    else:  # a document without claims: every row is drawn in the no-claim style
         handles.append(Line2D([], [], linestyle="none", marker=DECISION_STYLE["no_claim"]["marker"],
                               color=DECISION_STYLE["no_claim"]["color"], markersize=7,
                               label="rate with its exact 95% interval"))
-    if any(r["zero"] for r in rows):
+    if zero:
         open_marker = "o" if has_claims else DECISION_STYLE["no_claim"]["marker"]
         handles.append(Line2D([], [], linestyle="none", marker=open_marker, markerfacecolor="white",
                               markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
                               label="no failure: upper bound (arrow toward 0)"))
-    if base:
-        handles.append(Patch(facecolor=band, alpha=0.35, label=f"{baseline}'s 95% interval"))
-    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(name_x - 0.005, note_in / fig_h),
-               ncol=len(handles) if legend_rows == 1 else 3, fontsize=8.5, frameon=False, handletextpad=0.3,
-               columnspacing=1.2, borderaxespad=0.2)
+    return handles
+
+
+def band_handle(label: str) -> Any:
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor=BAND, alpha=0.35, label=label)
+
+
+def place_legend(fig: Any, handles: list[Any], legend_rows: int, bottom: float) -> None:
+    """The legend below the axes, from the left margin, in one row or in rows of three."""
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(NAME_X - 0.005, bottom),
+               ncol=len(handles) if legend_rows == 1 else 3, fontsize=8.5, frameon=False,
+               handletextpad=0.3, columnspacing=1.2, borderaxespad=0.2)
+
+
+def note_left_out(fig: Any, left_out: list[str], fig_h: float) -> None:
+    """What the plot leaves out, in one line at the bottom (cut at 160 characters)."""
     if left_out:
         note = "Not drawn: " + "; ".join(left_out)
         if len(note) > 160:
             note = note[:159] + "…"
-        fig.text(name_x, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
-    return fig, rows
+        fig.text(NAME_X, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
 
 
 def forest_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:

@@ -9,7 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from .figure import save, text_width
-from .forest import DECISION_STYLE, ROW_SMALL, draw_rate, forest_rows, layout_rows, rate_axis
+from .forest import (
+    DECISION_STYLE,
+    NAME_X,
+    ROW_SMALL,
+    band_handle,
+    draw_band,
+    draw_rate,
+    forest_rows,
+    layout_rows,
+    legend_handles,
+    note_left_out,
+    place_legend,
+    rate_axis,
+)
 from .numbers import fmt, per_label, per_superscript
 
 MAX_PANELS = 8  # small multiples beyond this are unreadable at GitHub's width
@@ -137,8 +150,6 @@ def per_gpu_figure(doc: Mapping[str, Any]):
     and its own baseline's interval as the band. Returns (figure, panels), each panel a dict
     with its label, axes and per-row cells (each drawn cell with its marker artist); None for
     a run on one GPU or with no arm to draw."""
-    import math
-
     kind, labels, rows, left_out = per_gpu_rows(doc)
     if not rows:
         return None
@@ -146,9 +157,6 @@ def per_gpu_figure(doc: Mapping[str, Any]):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch, Rectangle
-    from matplotlib.transforms import blended_transform_factory
 
     case = doc["case"]
     unit, baseline = case["exposure"]["unit"], case["baseline"]
@@ -160,129 +168,160 @@ def per_gpu_figure(doc: Mapping[str, Any]):
     ends = [v for c in cells for v in (c["lo"], c["hi"]) if v and v > 0]
     if not ends:
         return None
-
-    # The grid of panels: at most four side by side, rows of panels balanced.
-    n = len(labels)
-    grid_rows = math.ceil(n / 4)
-    grid_cols = math.ceil(n / grid_rows)
-
-    # Layout in inches, 9 in wide at 100 dpi: GitHub's ~900 px.
-    width, row_in = 9.0, 0.25
-    title_in, panel_head_in, axis_in, between_in = 0.45, 0.45, 0.3, 0.3
+    grid_rows, grid_cols = _grid(len(labels))
     used = {r["decision"] for r in rows}
     n_handles = len(used) * has_claims + any(c["zero"] for c in cells) + 1
     legend_rows = 1 if n_handles <= 3 else 2
-    label_in, legend_in = 0.25, 0.08 + 0.24 * legend_rows
-    note_in = 0.3 if left_out else 0.0
-    block_in = panel_head_in + row_in * n_lines + axis_in
-    fig_h = title_in + grid_rows * block_in + (grid_rows - 1) * between_in + label_in + legend_in + note_in
-    fig = plt.figure(figsize=(width, fig_h), dpi=100)
+    size = _Sizes(n_lines, grid_rows, legend_rows, bool(left_out))
+    fig = plt.figure(figsize=(WIDTH_IN, size.fig_h), dpi=100)
+    cols = _columns(fig, rows, headers, cells, grid_cols)
+    arrow, xmin, xmax = _x_axis(ends, cells, cols["axes_w"])
+    panels = [_panel(fig, i, label, rows, headers, baseline, size, cols, grid_cols, arrow, xmin, xmax)
+              for i, label in enumerate(labels)]
+    fig.text(NAME_X, 1 - 0.1 / size.fig_h,
+             f"{case['name']}: failure rate per arm on each {kind} ({len(labels)} {_plural(kind)})",
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    fig.text(cols["start"] + (0.99 - cols["start"]) / 2,
+             (size.legend_in + size.note_in + 0.02) / size.fig_h,
+             f"failures per {per} {unit} (log scale, the same in every panel; exact Poisson 95% interval)",
+             ha="center", va="bottom", fontsize=9)
+    handles = legend_handles(used, has_claims, any(c["zero"] for c in cells),
+                             together=f" (all {_plural(kind)} together)")
+    handles.append(band_handle(f"{baseline}'s 95% interval on that {kind}"))
+    place_legend(fig, handles, legend_rows, size.note_in / size.fig_h)
+    note_left_out(fig, left_out, size.fig_h)
+    return fig, panels
 
-    name_x, gap, indent = 0.012, 0.008, 0.012
-    names_w = max(text_width(fig, [r["arm"] for r in rows]) + indent,
+
+WIDTH_IN = 9.0  # 9 in wide at 100 dpi: GitHub's ~900 px
+ROW_IN = 0.25  # one arm's row in a panel
+GAP, INDENT = 0.008, 0.012  # between a panel's counts and its axes; an arm's name under its group
+STRIPE = "#F2F2F2"  # every other arm's row, across every panel
+
+
+class _Sizes:
+    """The layout's heights in inches: the title, each row of panels (its head, its rows, its
+    axis) and the space between them, the x axis label, the legend and the note."""
+
+    title_in, panel_head_in, axis_in, between_in, label_in = 0.45, 0.45, 0.3, 0.3, 0.25
+
+    def __init__(self, n_lines: float, grid_rows: int, legend_rows: int, note: bool):
+        self.n_lines = n_lines
+        self.legend_in = 0.08 + 0.24 * legend_rows
+        self.note_in = 0.3 if note else 0.0
+        self.block_in = self.panel_head_in + ROW_IN * n_lines + self.axis_in
+        self.fig_h = (self.title_in + grid_rows * self.block_in + (grid_rows - 1) * self.between_in
+                      + self.label_in + self.legend_in + self.note_in)
+
+
+def _grid(n: int) -> tuple[int, int]:
+    """The grid of panels: at most four side by side, rows of panels balanced."""
+    import math
+
+    grid_rows = math.ceil(n / 4)
+    return grid_rows, math.ceil(n / grid_rows)
+
+
+def _columns(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]],
+             cells: list[dict[str, Any]], grid_cols: int) -> dict[str, Any]:
+    """The arm names' column and each panel's width, its counts' column and its axes'."""
+    names_w = max(text_width(fig, [r["arm"] for r in rows]) + INDENT,
                   text_width(fig, [f"varies {g}" for _, g in headers], fontweight="bold"))
     count_head = "failed/valid" if grid_cols <= 2 else "k/n"
     count_w = max(text_width(fig, [f"{c['failures']}/{c['n_valid']}" for c in cells]),
                   text_width(fig, [count_head], fontsize=8))
-    start = name_x + names_w + 0.015
+    start = NAME_X + names_w + 0.015
     panel_w = (0.99 - start) / grid_cols
-    axes_w = panel_w - count_w - 2 * gap - 0.02
+    axes_w = panel_w - count_w - 2 * GAP - 0.02
+    return {"count_head": count_head, "count_w": count_w, "start": start, "panel_w": panel_w,
+            "axes_w": axes_w,
+            "stripe_end": start + (grid_cols - 1) * panel_w + count_w + 2 * GAP + axes_w}
 
-    # One x axis for every panel: every interval and zero-failure arrow of every panel, the
-    # arrow about 0.3 in long however many decades the panels span.
+
+def _x_axis(ends: list[float], cells: list[dict[str, Any]], axes_w: float) -> tuple[float, float, float]:
+    """One x axis for every panel: every interval and zero-failure arrow of every panel, the
+    arrow about 0.3 in long however many decades the panels span. (arrow, xmin, xmax)"""
+    import math
+
     span = max(math.log10(max(ends)) - math.log10(min(ends)), 1.0) + 0.3
-    arrow = 10 ** max(0.4, 0.3 * span / max(axes_w * width - 0.3, 0.5))
+    arrow = 10 ** max(0.4, 0.3 * span / max(axes_w * WIDTH_IN - 0.3, 0.5))
     positives = ends + [c["hi"] / arrow for c in cells if c["zero"]]
-    xmin = 10 ** (math.log10(min(positives)) - 0.15)
-    xmax = 10 ** (math.log10(max(positives)) + 0.15)
+    return (arrow, 10 ** (math.log10(min(positives)) - 0.15),
+            10 ** (math.log10(max(positives)) + 0.15))
 
-    band = "#E69F00"
-    stripe = "#F2F2F2"
-    stripe_end = start + (grid_cols - 1) * panel_w + count_w + 2 * gap + axes_w
-    panels: list[dict[str, Any]] = []
-    for i, label in enumerate(labels):
-        gr, gc = divmod(i, grid_cols)
-        top_in = title_in + gr * (block_in + between_in) + panel_head_in
-        x0 = start + gc * panel_w + count_w + 2 * gap
-        ax = fig.add_axes((x0, 1 - (top_in + row_in * n_lines) / fig_h, axes_w, row_in * n_lines / fig_h))
-        rate_axis(ax, xmin, xmax, (n_lines - 0.5, -0.5))
-        ax.patch.set_visible(False)  # the row stripes, drawn from the first panel, show through
-        ax.tick_params(axis="x", labelsize=9)
-        trials = sum(c["n_valid"] for r in rows for lab, c in r["cells"].items() if lab == label)
-        # The panel's name, shrunk to the panel's width if need be, and its trials below it.
-        room = axes_w + count_w
-        size = min(10.0, 10.0 * room / max(text_width(fig, [label], fontsize=10, fontweight="bold"), 1e-9))
-        ax.text(0.5, 1.0 + 0.22 / (row_in * n_lines), label, transform=ax.transAxes, ha="center",
-                va="bottom", fontsize=size, fontweight="bold")
-        ax.text(0.5, 1.0 + 0.06 / (row_in * n_lines), f"{trials} valid trials", transform=ax.transAxes,
-                ha="center", va="bottom", fontsize=8, color="#555555")
-        base = next((r["cells"][label] for r in rows if r["arm"] == baseline), None)
-        if base and base["hi"] is not None:
-            ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color=band, alpha=0.2, lw=0, zorder=0)
-            if base["estimate"]:
-                ax.axvline(base["estimate"], color=band, lw=1.2, ls="--", zorder=1)
-        count = blended_transform_factory(fig.transFigure, ax.transData)
-        ax.text(x0 - gap, -0.5, count_head, transform=count, ha="right", va="bottom", fontsize=8,
-                color="#555555")
-        drawn: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            yy, c = r["y"], r["cells"][label]
-            style = DECISION_STYLE[r["decision"]]
-            colour = style["color"]
-            ax.text(x0 - gap, yy, f"{c['failures']}/{c['n_valid']}" if c["n_valid"] else "–",
-                    transform=count, ha="right", va="center", fontsize=9, color="#555555")
-            if not c["n_valid"] or c["hi"] is None:
-                ax.text(xmin * 1.15, yy, "no valid trial" if not c["n_valid"] else "no exposure",
-                        va="center", ha="left", fontsize=8, color="#777777", style="italic")
-                continue
-            marker = draw_rate(ax, yy, c, colour, style["marker"], arrow, ROW_SMALL)
-            drawn[r["arm"]] = {**c, "y": yy, "artist": marker}
-        if gc == 0:  # the arm names, once per row of panels, and a stripe on every other arm
-            names = blended_transform_factory(fig.transFigure, ax.transData)  # to follow it across
-            for k, r in enumerate(rows):
-                if k % 2 == 1:
-                    ax.add_patch(Rectangle((name_x / 2, r["y"] - 0.5), stripe_end - name_x / 2, 1.0,
-                                           transform=names, color=stripe, lw=0, zorder=-5,
-                                           clip_on=False))
-            for hy, group in headers:
-                ax.text(name_x, hy, f"varies {group}", transform=names, va="center", ha="left",
-                        fontsize=9, fontweight="bold", color="#333333")
-            for r in rows:
-                ax.text(name_x + (0.0 if r["arm"] == baseline else indent), r["y"], r["arm"],
-                        transform=names, va="center", ha="left", fontsize=9,
-                        fontweight="bold" if r["arm"] == baseline else "normal")
-        panels.append({"label": label, "ax": ax, "rows": drawn})
 
-    fig.text(name_x, 1 - 0.1 / fig_h,
-             f"{case['name']}: failure rate per arm on each {kind} ({n} {_plural(kind)})",
-             ha="left", va="top", fontsize=11.5, fontweight="bold")
-    fig.text(start + (0.99 - start) / 2, (legend_in + note_in + 0.02) / fig_h,
-             f"failures per {per} {unit} (log scale, the same in every panel; exact Poisson 95% interval)",
-             ha="center", va="bottom", fontsize=9)
-    handles: list[Any] = []
-    if has_claims:
-        handles += [Line2D([], [], linestyle="none", marker=s["marker"], color=s["color"], markersize=7,
-                           label=s["label"] + (f" (all {_plural(kind)} together)" if d != "no_claim" else ""))
-                    for d, s in DECISION_STYLE.items() if d in used]
-    else:  # a document without claims: every cell is drawn in the no-claim style
-        handles.append(Line2D([], [], linestyle="none", marker=DECISION_STYLE["no_claim"]["marker"],
-                              color=DECISION_STYLE["no_claim"]["color"], markersize=7,
-                              label="rate with its exact 95% interval"))
-    if any(c["zero"] for c in cells):
-        open_marker = "o" if has_claims else DECISION_STYLE["no_claim"]["marker"]
-        handles.append(Line2D([], [], linestyle="none", marker=open_marker, markerfacecolor="white",
-                              markeredgecolor="#333333", markeredgewidth=1.5, markersize=7,
-                              label="no failure: upper bound (arrow toward 0)"))
-    handles.append(Patch(facecolor=band, alpha=0.35, label=f"{baseline}'s 95% interval on that {kind}"))
-    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(name_x - 0.005, note_in / fig_h),
-               ncol=len(handles) if legend_rows == 1 else 3, fontsize=8.5, frameon=False,
-               handletextpad=0.3, columnspacing=1.2, borderaxespad=0.2)
-    if left_out:
-        note = "Not drawn: " + "; ".join(left_out)
-        if len(note) > 160:
-            note = note[:159] + "…"
-        fig.text(name_x, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
-    return fig, panels
+def _panel(fig: Any, i: int, label: str, rows: list[dict[str, Any]],
+           headers: list[tuple[float, str]], baseline: str, size: _Sizes,
+           cols: Mapping[str, Any], grid_cols: int, arrow: float, xmin: float,
+           xmax: float) -> dict[str, Any]:
+    """Panel ``i``: its axes, its name and trials, its baseline's band, each arm's count and
+    rate; the first panel of a row of panels also draws the arm names and the stripes."""
+    from matplotlib.transforms import blended_transform_factory
+
+    n_lines = size.n_lines
+    gr, gc = divmod(i, grid_cols)
+    top_in = size.title_in + gr * (size.block_in + size.between_in) + size.panel_head_in
+    x0 = cols["start"] + gc * cols["panel_w"] + cols["count_w"] + 2 * GAP
+    ax = fig.add_axes((x0, 1 - (top_in + ROW_IN * n_lines) / size.fig_h, cols["axes_w"],
+                       ROW_IN * n_lines / size.fig_h))
+    rate_axis(ax, xmin, xmax, (n_lines - 0.5, -0.5))
+    ax.patch.set_visible(False)  # the row stripes, drawn from the first panel, show through
+    ax.tick_params(axis="x", labelsize=9)
+    _panel_title(fig, ax, label, rows, cols, n_lines)
+    base = next((r["cells"][label] for r in rows if r["arm"] == baseline), None)
+    if base and base["hi"] is not None:
+        draw_band(ax, base, xmin)
+    count = blended_transform_factory(fig.transFigure, ax.transData)
+    ax.text(x0 - GAP, -0.5, cols["count_head"], transform=count, ha="right", va="bottom",
+            fontsize=8, color="#555555")
+    drawn: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        yy, c = r["y"], r["cells"][label]
+        style = DECISION_STYLE[r["decision"]]
+        ax.text(x0 - GAP, yy, f"{c['failures']}/{c['n_valid']}" if c["n_valid"] else "–",
+                transform=count, ha="right", va="center", fontsize=9, color="#555555")
+        if not c["n_valid"] or c["hi"] is None:
+            ax.text(xmin * 1.15, yy, "no valid trial" if not c["n_valid"] else "no exposure",
+                    va="center", ha="left", fontsize=8, color="#777777", style="italic")
+            continue
+        marker = draw_rate(ax, yy, c, style["color"], style["marker"], arrow, ROW_SMALL)
+        drawn[r["arm"]] = {**c, "y": yy, "artist": marker}
+    if gc == 0:
+        _arm_names(fig, ax, rows, headers, baseline, cols["stripe_end"])
+    return {"label": label, "ax": ax, "rows": drawn}
+
+
+def _panel_title(fig: Any, ax: Any, label: str, rows: list[dict[str, Any]],
+                 cols: Mapping[str, Any], n_lines: float) -> None:
+    """The panel's name, shrunk to the panel's width if need be, and its trials below it."""
+    trials = sum(c["n_valid"] for r in rows for lab, c in r["cells"].items() if lab == label)
+    room = cols["axes_w"] + cols["count_w"]
+    size = min(10.0, 10.0 * room / max(text_width(fig, [label], fontsize=10, fontweight="bold"), 1e-9))
+    ax.text(0.5, 1.0 + 0.22 / (ROW_IN * n_lines), label, transform=ax.transAxes, ha="center",
+            va="bottom", fontsize=size, fontweight="bold")
+    ax.text(0.5, 1.0 + 0.06 / (ROW_IN * n_lines), f"{trials} valid trials", transform=ax.transAxes,
+            ha="center", va="bottom", fontsize=8, color="#555555")
+
+
+def _arm_names(fig: Any, ax: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]],
+               baseline: str, stripe_end: float) -> None:
+    """The arm names, once per row of panels, and a stripe on every other arm (drawn in the
+    figure's coordinates across, the panel's down, to follow its rows)."""
+    from matplotlib.patches import Rectangle
+    from matplotlib.transforms import blended_transform_factory
+
+    names = blended_transform_factory(fig.transFigure, ax.transData)
+    for k, r in enumerate(rows):
+        if k % 2 == 1:
+            ax.add_patch(Rectangle((NAME_X / 2, r["y"] - 0.5), stripe_end - NAME_X / 2, 1.0,
+                                   transform=names, color=STRIPE, lw=0, zorder=-5, clip_on=False))
+    for hy, group in headers:
+        ax.text(NAME_X, hy, f"varies {group}", transform=names, va="center", ha="left",
+                fontsize=9, fontweight="bold", color="#333333")
+    for r in rows:
+        ax.text(NAME_X + (0.0 if r["arm"] == baseline else INDENT), r["y"], r["arm"],
+                transform=names, va="center", ha="left", fontsize=9,
+                fontweight="bold" if r["arm"] == baseline else "normal")
 
 
 def per_gpu_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
