@@ -89,8 +89,8 @@ def test_tile_comment_has_what_a_maintainer_needs():
 def test_rerun_command_parses_as_the_case_command(root):
     """The command's arguments pass the same checks a run makes before anything is built."""
     from gpurepro.case import load_case
-    from gpurepro.cli.main import parser
-    from gpurepro.run.session import check_arguments
+    from gpurepro.cli.args import check_arguments
+    from gpurepro.cli.parser import parser
 
     for path in _results():
         doc = json.loads(path.read_text())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpurepro.errors import UsageError
-from gpurepro.run.session import _gpus
+from gpurepro.run.session import chosen_gpus as _gpus
 
 INFO = {"available": True, "gpus": [
     {"index": 0, "uuid": "GPU-aaaa", "name": "H200", "compute_capability": "9.0"},

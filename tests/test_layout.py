@@ -1,5 +1,6 @@
 """The package layout's promises: each old module name a case outside this repository may
-import still works for one release, and says where its names went."""
+import still works for one release and says where its names went; only the command line
+(gpurepro/cli/) sees argparse; recording never reaches for the report."""
 
 from __future__ import annotations
 
@@ -33,3 +34,58 @@ def test_an_old_module_name_still_imports_and_names_its_new_home(old):
                           env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
     assert done.returncode == 0, done.stderr
     assert f"{old} is deprecated" in done.stdout and new in done.stdout
+
+
+SRC = ROOT / "src" / "gpurepro"
+
+
+def _imports(path):
+    """Every module a file imports, anywhere in it (function bodies too), as absolute names."""
+    import ast
+
+    parts = path.relative_to(ROOT / "src").with_suffix("").parts
+    package = parts[:-1]  # a module's package; an __init__'s own package
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package[:len(package) - node.level + 1]
+                base = ".".join([*up, *([base] if base else [])])
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
+    return found
+
+
+def _python_files(folder):
+    return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+# The Python driver kit is imported by trial programs, each a process with a command line of its
+# own (--seconds, --max-exposure, ...): it parses that, never the harness's flags.
+OWN_COMMAND_LINE = {SRC / "case" / "driver.py"}
+
+
+def test_no_module_outside_cli_imports_argparse():
+    outside = [p for p in _python_files(SRC) if "cli" not in p.relative_to(SRC).parts[:1]
+               and p not in OWN_COMMAND_LINE]
+    offenders = [str(p.relative_to(ROOT)) for p in outside
+                 if any(m == "argparse" or m.startswith("argparse.") for m in _imports(p))]
+    assert not offenders, f"argparse is the command line's (gpurepro/cli/): {offenders}"
+
+
+def test_record_does_not_import_report():
+    offenders = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p)
+                                                   if m.startswith("gpurepro.report"))
+                 for p in _python_files(SRC / "record")}
+    assert not {k: v for k, v in offenders.items() if v}, offenders
+    # Nor through another module: importing every record module leaves report unimported.
+    code = ("import importlib, sys\n"
+            "for m in ('document', 'result', 'scrub', 'validation'):\n"
+            "    importlib.import_module('gpurepro.record.' + m)\n"
+            "print(sorted(m for m in sys.modules if m.startswith('gpurepro.report')))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

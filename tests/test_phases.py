@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from gpurepro.report.markdown import threads_table
 from gpurepro.run import phases
 from gpurepro.run.execute import crash_summary
 
@@ -34,7 +35,7 @@ def test_by_arm_counts_labels_and_crashes_without_threads():
     counts, without = phases.by_arm(trials)["x"]
     assert counts == {"in cuLaunchKernel | in cuLaunchKernel": 3} and without == 1
     assert "y" not in phases.by_arm(trials)
-    rows = phases.table(trials)
+    rows = threads_table(trials)
     assert rows[2] == ("| `x` | in cuLaunchKernel | in cuLaunchKernel | at the fault | 3 of 3 "
                        "(+1 without) |")
 
@@ -46,7 +47,7 @@ def test_records_without_a_snapshot_are_read_late_never_at_the_fault():
     assert phases.by_arm(trials)["x"] == ({"in cuLaunchKernel | in cuModuleUnload": 1}, 0)
     assert phases.by_arm(trials, read_at_fault=False)["x"] == (
         {"in cuLaunchKernel | in lock-wait": 2}, 0)
-    assert phases.table(trials)[2:] == [
+    assert threads_table(trials)[2:] == [
         "| `x` | in cuLaunchKernel | in cuModuleUnload | at the fault | 1 of 1 |",
         "| `x` | in cuLaunchKernel | in lock-wait | after the handler's slow work | 2 of 2 |"]
 

@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.report.markdown import (
-    DECISION_STYLE,
-    facets,
-    forest_figure,
-    forest_headline,
-    forest_rows,
-    per_gpu_figure,
-    per_gpu_headline,
-    survival_headline,
-)
+from gpurepro.report.forest import DECISION_STYLE, forest_figure, forest_headline, forest_rows
+from gpurepro.report.per_gpu import facets, per_gpu_figure, per_gpu_headline
+from gpurepro.report.survival import survival_headline
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 

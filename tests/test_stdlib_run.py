@@ -1,4 +1,5 @@
-"""The run stage works with the standard library alone (GPU nodes have no network)."""
+"""The run stage works with the standard library alone (GPU nodes have no network), and so
+does importing any module of case/, run/ or env/."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from gpurepro.run.journal import read
 
@@ -69,3 +72,42 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     # A blocked import would have made the driver itself fail (harness_error) before its start.
     assert trials["noprogress"]["outcome"] == "invalid"
     assert trials["ok"]["env"]["PYTHONPATH"] == "src"  # the checkout's own path, made relative
+
+
+# Importing any module of these packages must need nothing outside the standard library: what
+# a case imports (case/), the run stage (run/) and the fingerprint it takes on the node (env/).
+STDLIB_PACKAGES = ("case", "env", "run")
+
+STRICT_BLOCKER = """
+import importlib, sys
+ALLOWED = set(sys.stdlib_module_names) | {"gpurepro"}
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        top = name.split(".")[0]
+        if top not in ALLOWED and not top.startswith("_"):
+            raise ImportError(f"not in the standard library: {name}")
+        return None
+sys.meta_path.insert(0, Blocker())
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print("imported", len(sys.argv) - 1)
+"""
+
+
+def _modules(package: str) -> list[str]:
+    folder = ROOT / "src" / "gpurepro" / package
+    names = []
+    for path in sorted(folder.rglob("*.py")):
+        parts = path.relative_to(ROOT / "src").with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+@pytest.mark.parametrize("package", STDLIB_PACKAGES)
+def test_every_module_of_the_package_imports_with_the_standard_library_alone(package):
+    modules = _modules(package)
+    done = subprocess.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"imported {len(modules)}" in done.stdout

@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..case.model import SINGLE_ARM_KINDS, Case, Claim, load_case
+from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..errors import UsageError
 from ..run.plan import DEFAULT_ALPHA, PlannedTrial
 from .simulate import (
@@ -344,34 +344,35 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
             options.get("budget") or {})
 
 
-def cmd_calibrate(args: Any, root: Path) -> int:
+def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
+                    alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
+                    workers: int | None, as_json: bool, design_of_result: str | None = None) -> int:
+    """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
+    sequential design, or ``trials`` per arm at ``alpha``), or on the design of a recorded run
+    (``design_of_result``: its arms, trials, looks, budget and exploratory claims, with rates from
+    its own trials unless ``rates_from`` names others), and print the result."""
     from .claims import Design
-    from ..run.session import sequential_design
 
-    case = load_case(args.case, root)
-    if not case.claims:
-        raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
     exploratory: list[str] = []
     budget: Mapping[str, Any] = {}
-    if args.design_of:
-        design, sequential, trials, arms, exploratory, budget = design_of(_read(Path(args.design_of)))
-        sources = args.rates_from or [args.design_of]
+    if design_of_result:
+        design, sequential, trials, arms, exploratory, budget = design_of(_read(Path(design_of_result)))
+        sources = list(rates_from or [design_of_result])
     else:
-        stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
-        alpha = args.alpha if args.alpha is not None else DEFAULT_ALPHA
-        design = Design.from_description(stopping) if stopping else Design(alpha=alpha)
-        sequential = bool(args.until_decided)
+        design = Design.from_description(stopping) if stopping else Design(
+            alpha=alpha if alpha is not None else DEFAULT_ALPHA)
+        sequential = stopping is not None
         arms = claim_arms(case)
-        sources = args.rates_from
+        sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),
                          max_exposure=budget.get("max_exposure"))
     started = time.monotonic()
-    result = calibrate(case, models, args.runs, args.seed, design, sequential, trials,
-                       _workers(args.workers), exploratory=exploratory)
+    result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
+                       exploratory=exploratory)
     result["wall_s"] = round(time.monotonic() - started, 2)
-    if args.design_of:
-        result["design"]["of"] = str(args.design_of)
-    print(json.dumps(result, indent=1) if args.json else text(result))
+    if design_of_result:
+        result["design"]["of"] = str(design_of_result)
+    print(json.dumps(result, indent=1) if as_json else text(result))
     sys.stdout.flush()
     return 0
 

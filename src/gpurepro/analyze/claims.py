@@ -336,6 +336,10 @@ class Decider:
 
 
 def _f(x: float | None) -> str:
+    """A number in a claim's sentence. Not the report's rule (gpurepro.report.numbers.fmt, an
+    exponent outside [1e-3, 1e5)): an exponent outside [1e-2, 1e4), because these sentences are
+    recorded in result documents, whose committed verdicts read 2.00e+04 where a report table
+    reads 2e+04; one rule for both would rewrite them."""
     if x is None:
         return "–"
     if x == 0:

@@ -1,5 +1,7 @@
-"""Checked values for command-line flags: a bad value is a one-line usage error before anything
-runs (no build step, no trial), never a schema failure after the trials or a traceback.
+"""Every flag checked, at the command line's boundary: a bad value is a one-line usage error
+before anything runs (no build step, no trial), never a schema failure after the trials or a
+traceback. What leaves here is typed (``RunRequest``, ``ClusterOptions``); nothing below the
+command line sees a flag.
 
 Standard library only (the run stage parses its flags on GPU nodes).
 """
@@ -8,9 +10,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
+import sys
 from pathlib import Path
+from typing import Any
 
-from ..errors import UsageError
+from ..case.model import Case, TrialBudget, find_repo_root
+from ..cluster import slurm
+from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
+from ..env import fingerprint as envmod
+from ..errors import JournalError, UsageError
+from ..run.journal import read, verify_identity
+from ..run.plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS
+from ..run.session import RunRequest, manifest_sha256
 
 
 def _number(text: str, kind: type) -> float | int:
@@ -91,3 +103,210 @@ def checked_build_dir(given: str | Path, root: Path) -> Path:
     if absolute.exists() and not absolute.is_dir():
         raise UsageError(f"--build-dir {given}: exists and is not a folder")
     return absolute.relative_to(root.resolve())
+
+
+# ---------------------------------------------------------------- a run's flags, checked
+
+# Flags that define a run's plan or options: a resumed run takes them from its journal.
+PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
+              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
+# The flags of a cluster run; each is None when not given (so a flag without --slurm, or
+# with --resume, can be refused by name).
+CLUSTER_FLAGS = ("partition", "gres", "time", "account", "jobs_per_partition", "shared_dir",
+                 "max_resubmits", "node_python")
+PARTITION = re.compile(r"^([A-Za-z0-9_.-]+)(?:=(\S+))?$")
+GRES = re.compile(r"^[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*(?:,[A-Za-z0-9_]+(?::[A-Za-z0-9_.-]+)*)*$")
+# Folders that are node-local on almost every cluster.
+NODE_LOCAL = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def say(msg: str) -> None:
+    """A line for the user, on stderr (stdout carries what a command prints as its output)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def repository_root() -> Path:
+    """The repository a command runs in: where cases/ and native/ are (nox runs from it)."""
+    return find_repo_root(Path.cwd()) or Path.cwd()
+
+
+def resolve_target(case: Case, arch: str | None, gpu_info: dict[str, Any] | None = None) -> str:
+    """--arch, checked against the case's targets; else the target of this machine's first GPU
+    the case runs on; else the case's first target."""
+    if arch:
+        targets = set(case.devices.targets.values())
+        if arch not in targets:
+            raise UsageError(f"--arch {arch}: {case.name} builds for {', '.join(sorted(targets))}")
+        return arch
+    gpu_info = gpu_info if gpu_info is not None else envmod.gpus()
+    for g in gpu_info.get("gpus") or []:
+        t = case.devices.target_for(g.get("compute_capability"))
+        if t:
+            return t
+    return next(iter(case.devices.targets.values()))
+
+
+def check_arguments(case: Case, args: argparse.Namespace, root: Path,
+                    gpu_info: dict[str, Any] | None = None) -> RunRequest:
+    """The run that `run`, `case` and `prepare` ask for, every value checked before anything is
+    built or run; with --resume, the journal's own plan and options."""
+    build_dir = checked_build_dir(args.build_dir, root)
+    out_dir = Path(args.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out-dir {args.out_dir}: exists and is not a folder")
+    given: dict[str, Any] = {"case": str(args.case), "build_dir": build_dir,
+                             "out_dir": out_dir, "redact": bool(args.redact),
+                             "record": not args.no_record}
+    if args.resume:
+        loose = [f"--{f.replace('_', '-')}" for f in PLAN_FLAGS
+                 if getattr(args, f, None) is not None]
+        if args.until_decided:
+            loose.append("--until-decided")
+        if loose:
+            raise UsageError(f"--resume continues the journal's own plan and options; "
+                             f"{', '.join(loose)} cannot be given with it")
+        header = read(Path(args.resume)).header
+        verify_identity(header, case.name, manifest_sha256(case), args.resume)
+        o = header["options"]
+        return RunRequest(**given, target=header["device"]["target"],
+                          budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
+                          trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume))
+
+    target = resolve_target(case, args.arch, gpu_info)
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else None
+    if arms is not None:
+        unknown = [a for a in arms if a not in case.resolved_arms()]
+        if unknown or not arms:
+            raise UsageError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none given)'} "
+                             f"(known: {', '.join(case.resolved_arms())})")
+        if case.baseline not in arms:
+            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
+                             f"comparison is made against it")
+    d = case.defaults
+    duration = args.duration if args.duration is not None else d.duration_s
+    exposure = args.max_exposure if args.max_exposure is not None else d.max_exposure
+    # The manifest's limit, keeping its margin over the duration when --duration changes it.
+    timeout = args.timeout if args.timeout is not None else d.trial_timeout_s + (duration - d.duration_s)
+    if timeout <= duration:
+        raise UsageError(f"--timeout {timeout:g} must exceed the trial duration ({duration:g} s): "
+                         f"a trial needs its whole budget before the limit kills it")
+    if args.journal and Path(args.journal).exists():
+        raise UsageError(f"--journal {args.journal} exists; continue it with --resume {args.journal}")
+
+    if args.until_decided and not case.claims:
+        raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
+                         f"{case.name} declares no claims")
+    stopping, trials = sequential_design(case, args)
+    return RunRequest(**given, target=target,
+                      budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
+                                         timeout_s=float(timeout)),
+                      jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials,
+                      stopping=stopping,
+                      substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root),
+                      arch=args.arch, seed=args.seed, gpus=args.gpus,
+                      journal=Path(args.journal) if args.journal else None)
+
+
+def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,
+                        root: Path) -> tuple[tuple[str, Path], ...]:
+    """--artifact NAME=PATH values: NAME one of the case's artifacts for ``target``, PATH a file
+    inside the repository, each NAME once."""
+    known = [a.name for a in case.artifacts if not a.archs or target in a.archs]
+    out: dict[str, Path] = {}
+    for name, path in given or ():
+        if name not in known:
+            raise UsageError(f"--artifact {name}=...: {case.name} has no artifact {name!r} for "
+                             f"{target} (known: {', '.join(known)})")
+        if name in out:
+            raise UsageError(f"--artifact {name}=... is given twice")
+        out[name] = checked_artifact_file(name, path, root)
+    return tuple(out.items())
+
+
+def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: bool = False
+                      ) -> tuple[dict[str, Any] | None, int]:
+    """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
+    the trials per arm, from --until-decided, --max-trials, --look-every, --alpha and --trials.
+    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``)."""
+    if args.until_decided:
+        if args.trials is not None:
+            raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
+        design = {"alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
+                  "step": args.look_every or DEFAULT_LOOK_EVERY,
+                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS}
+        if design["step"] > design["max_trials"]:
+            raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
+                             f"{design['max_trials']}: no look would be taken before the end")
+        return design, int(design["max_trials"])
+    flags = ("max_trials", "look_every") + (() if alpha_for_fixed else ("alpha",))
+    loose = [f for f in flags if getattr(args, f) is not None]
+    if loose:
+        raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
+    return None, int(args.trials or case.defaults.trials_per_arm)
+
+
+# ---------------------------------------------------------------- a cluster run's flags
+
+
+def given_cluster_flags(args: argparse.Namespace) -> list[str]:
+    return [f"--{f.replace('_', '-')}" for f in CLUSTER_FLAGS if getattr(args, f, None) is not None]
+
+
+def cluster_wanted(args: argparse.Namespace) -> bool:
+    """Whether this `run`/`case` is a cluster run: --slurm, or --resume of a cluster run's
+    journal. Cluster flags without either are refused here."""
+    if getattr(args, "slurm", False):
+        return True
+    if args.resume:
+        try:
+            return bool(read(Path(args.resume)).header.get("cluster"))
+        except (JournalError, OSError):
+            return False  # the single-host path says what is wrong with it
+    loose = given_cluster_flags(args) + (["--poll"] if getattr(args, "poll", None) is not None else [])
+    if loose:
+        raise UsageError(f"{loose[0]} applies only with --slurm")
+    return False
+
+
+def cluster_options(args: argparse.Namespace, case: Case) -> ClusterOptions:
+    """Every cluster flag, checked before anything is built or submitted."""
+    missing = slurm.missing_commands()
+    if missing:
+        raise UsageError(f"--slurm: {', '.join(missing)} not found on PATH; submit from a node "
+                         f"with Slurm's client commands")
+    if args.gpus:
+        raise UsageError("--gpus chooses GPUs of this machine; with --slurm ask each task for "
+                         "GPUs with --gres gpu:N")
+    if not args.partition:
+        raise UsageError("--slurm needs at least one --partition NAME (or NAME=TARGET)")
+    targets = sorted(set(case.devices.targets.values()))
+    partitions: dict[str, str | None] = {}
+    for given in args.partition:
+        m = PARTITION.match(given)
+        if not m:
+            raise UsageError(f"--partition {given!r}: expected NAME or NAME=TARGET")
+        name, target = m.group(1), m.group(2)
+        if name in partitions:
+            raise UsageError(f"--partition {name}: given twice")
+        if target is not None and target not in targets:
+            raise UsageError(f"--partition {given}: {case.name} builds for {', '.join(targets)}")
+        partitions[name] = target
+    if args.gres is not None and not GRES.match(args.gres):
+        raise UsageError(f"--gres {args.gres!r}: expected Slurm's form, e.g. gpu:1 or gpu:h200:2")
+    if args.time is not None and slurm.time_limit_seconds(args.time) is None:
+        raise UsageError(f"--time {args.time!r}: expected a Slurm time limit (minutes, "
+                         f"HH:MM:SS, D-HH:MM, ...)")
+    if args.node_python is not None and not args.node_python.strip():
+        raise UsageError("--node-python: empty")
+    if args.shared_dir and any(Path(args.shared_dir).resolve().is_relative_to(p) for p in NODE_LOCAL):
+        say(f"note: --shared-dir {args.shared_dir} is in a folder that compute nodes usually "
+             f"do not share; the run works only where they do (a single node, or a shared /tmp)")
+    return ClusterOptions(
+        partitions=partitions, gres=args.gres, time=args.time, account=args.account,
+        jobs_per_partition=args.jobs_per_partition or DEFAULT_TASKS,
+        # Given: relative to where the command runs, as every path flag; the default is the
+        # repository's build/ (fine where the checkout is on a shared file system).
+        shared_dir=str(Path(args.shared_dir).expanduser().resolve()) if args.shared_dir
+        else DEFAULT_SHARED_DIR,
+        max_resubmits=DEFAULT_RESUBMITS if args.max_resubmits is None else args.max_resubmits,
+        node_python=args.node_python or "python3")

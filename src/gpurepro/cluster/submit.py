@@ -1,6 +1,7 @@
-"""A cluster run (``--slurm``) on the submitting side: build each partition's target once, stage the tree the nodes run from, submit one job array per partition, merge the
-shard journals as they grow, resubmit what a failed, preempted or cancelled task left undone,
-stop the arms whose claims are decided, and record one document.
+"""A cluster run (``--slurm``) on the submitting side, its targets built: stage the tree the
+nodes run from, submit one job array per partition, merge the shard journals as they grow,
+resubmit what a failed, preempted or cancelled task left undone, and stop the arms whose claims
+are decided; the command line then records one document (gpurepro.cli.run).
 
 Slurm schedules. This module submits (sbatch), watches (squeue, then scontrol or sacct for how
 a task ended) and cancels (scancel); it keeps no queue of its own. What counts as done is what
@@ -14,7 +15,6 @@ ran them, and whose ``scheduler`` records hold the jobs and nodes as last seen.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -22,20 +22,17 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import load_index
-from ..case.model import Case, load_case
+from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..env import privacy
 from ..errors import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_UNSUPPORTED,
-    BuildError,
     ClusterError,
     StageError,
     Stopped,
@@ -44,20 +41,22 @@ from ..errors import (
 )
 from ..run.classify import EVIDENCE
 from ..run.execute import RunOptions
-from ..run.journal import Journal, check_trials, result_name, verify_identity
-from ..run.plan import Plan, make_plan
-from ..run.session import check_arguments, journal_header, manifest_sha256
+from ..run.journal import Journal, result_name
+from ..run.plan import Plan
+from ..run.session import (
+    RunRequest,
+    claim_families,
+    create,
+    journal_header,
+    journal_path,
+    load_build,
+    new_plan,
+    reopen,
+    say_families,
+)
 from . import slurm
 from .merge import add_node, annotate, host_label, read_shards
-from .options import (
-    NO_TRIALS_HERE,
-    ClusterOptions,
-    check_flags,
-    check_partitions,
-    check_time,
-    given_flags,
-    resolve_targets,
-)
+from .options import NO_TRIALS_HERE, ClusterOptions
 from .partition import by_partition, to_tasks
 from .progress import ClusterProgress, job_summary
 from .stage import stage
@@ -117,41 +116,24 @@ exec {python} -m gpurepro slurm-task "$1"
 # ---------------------------------------------------------------- starting and resuming
 
 
-def run(args: argparse.Namespace, root: Path, build: bool,
-        builder: Callable[[Case, str, Path, Path], Any] | None = None) -> int:
-    """`run --slurm` / `case --slurm`, or --resume of a cluster run's journal."""
-    case = load_case(args.case, root)
-    if args.resume:
-        return _resume(case, args, root)
-    opts = check_flags(args, case)
-    checked = check_arguments(case, args, root, NO_TRIALS_HERE)
-    check_time(opts, checked.budget.timeout_s)
-    check_partitions(opts)
-    targets = resolve_targets(case, opts, args.arch)
-    opts = replace(opts, partitions=dict(targets))
-    if case.devices.requires_gpu and not opts.gpus_per_task:
-        _say("note: no --gres gpu:N given: tasks get a GPU only where the partition gives one "
-             "by default (otherwise their trials are recorded as unsupported)")
-    indexes = {}
-    for target in dict.fromkeys(targets.values()):
-        if build and builder is not None:
-            builder(case, target, root, checked.build_dir)
-        indexes[target] = load_index(root / checked.build_dir, case, target)
-        absolute = [n for n, e in indexes[target]["artifacts"].items() if Path(e["path"]).is_absolute()]
-        if absolute:
-            raise BuildError(f"the build index for {case.name}/{target} records absolute paths "
-                             f"({', '.join(absolute)}); rebuild it inside the repository")
-
-    plan = make_plan(case.name, case.resolved_arms(), checked.trials_per_arm, args.seed,
-                     list(checked.arms) if checked.arms else None)
+def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
+          poll_s: float | None = None) -> Watch:
+    """A new cluster run, its targets built: its journal created and its tree staged, ready to
+    submit. ``opts.partitions`` names each partition's target (resolved)."""
+    targets = {p: str(t) for p, t in opts.partitions.items()}
+    indexes = {t: load_build(case, root, request.build_dir, t) for t in dict.fromkeys(targets.values())}
+    plan = new_plan(case, request)
     primary = targets[next(iter(targets))]
-    run_opts = RunOptions(budget=checked.budget, jobs=checked.jobs, redact=args.redact,
+    run_opts = RunOptions(budget=request.budget, jobs=request.jobs, redact=request.redact,
                           run_id=uuid.uuid4().hex)
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
-    environment = envmod.fingerprint(root, redact=args.redact, gpu_info=NO_TRIALS_HERE)
-    header = journal_header(case, root, plan, run_opts, checked.stopping, environment, device,
-                            indexes[primary])
+    environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
+    families = claim_families(case, plan, request, root)
+    header = journal_header(case, root, plan, run_opts, request.stopping, environment, device,
+                            indexes[primary], families)
+    if families is not None:
+        say_families(case, plan, families)
     shared = _resolved_dir(opts.shared_dir, root)
     counts = {p: len(ix) for p, ix in by_partition(plan, list(targets)).items()}
     header["cluster"] = {
@@ -165,7 +147,7 @@ def run(args: argparse.Namespace, root: Path, build: bool,
     stem = result_name(header)
     header["cluster"]["run"] = stem
     run_dir = shared / stem
-    path = Path(args.journal) if args.journal else Path(args.out_dir) / case.name / f"{stem}.journal.jsonl"
+    path = journal_path(case, header, request)
     try:
         stage(root, run_dir / "tree", case, indexes)
     except (StageError, OSError) as exc:
@@ -176,27 +158,21 @@ def run(args: argparse.Namespace, root: Path, build: bool,
         src=_sh(run_dir / "tree" / "src"), python=_sh(opts.node_python),
         commit=_sh(str((environment.get("repository") or {}).get("commit") or ""))))
     script.chmod(0o755)
-    journal = Journal.create(path, header)
-    _say(f"journal: {journal.path}")
+    journal = create(path, header)
     _say(f"shared tree: {run_dir} (the nodes run from it and journal their shards there)")
-    watch = Watch(case, journal, header, root, run_dir, opts, {}, [], args)
-    return watch.run()
+    return Watch(case, request.case, journal, header, root, run_dir, opts, {}, [], poll_s)
 
 
 def _sh(text: str | Path) -> str:
     return shlex.quote(str(text))
 
 
-def _resume(case: Case, args: argparse.Namespace, root: Path) -> int:
-    loose = given_flags(args)
-    if loose:
-        raise UsageError(f"--resume continues the run's own partitions and Slurm options; "
-                         f"{', '.join(loose)} cannot be given with it")
-    check_arguments(case, args, root)  # refuses plan flags; checks the journal's identity
-    journal, contents = Journal.resume(Path(args.resume))
+def resume(case: Case, request: RunRequest, root: Path, poll_s: float | None = None) -> Watch:
+    """A cluster run's journal continued: what is journaled stays, tasks still queued are
+    watched, the missing trials resubmitted."""
+    assert request.resume is not None
+    journal, contents = reopen(case, request.resume)
     try:
-        verify_identity(contents.header, case.name, manifest_sha256(case), str(journal.path))
-        check_trials(contents, str(journal.path))
         header = contents.header
         if not header.get("cluster"):
             raise UsageError(f"--slurm: {journal.path} is a single-host run's journal; "
@@ -209,15 +185,12 @@ def _resume(case: Case, args: argparse.Namespace, root: Path) -> int:
     except BaseException:
         journal.close()
         raise
-    if contents.torn_bytes:
-        _say(f"{journal.path}: cut a torn last line ({contents.torn_bytes} bytes)")
     opts = ClusterOptions(partitions={p: v["target"] for p, v in c["partitions"].items()},
                           shared_dir=c["shared_dir"], **c["options"])
     _say(f"resuming {journal.path}: {len(contents.trials)} of {len(header['plan']['order'])} "
          f"trials merged; tasks still queued are watched, the missing trials resubmitted")
-    watch = Watch(case, journal, header, root, run_dir, opts,
-                  header.get("scheduler_state") or {}, contents.trials, args)
-    return watch.run()
+    return Watch(case, request.case, journal, header, root, run_dir, opts,
+                 header.get("scheduler_state") or {}, contents.trials, poll_s)
 
 
 # ---------------------------------------------------------------- watching
@@ -226,11 +199,12 @@ def _resume(case: Case, args: argparse.Namespace, root: Path) -> int:
 class Watch:
     """One submitting session of a cluster run: polls, merges, resubmits, stops arms."""
 
-    def __init__(self, case: Case, journal: Journal, header: dict[str, Any], root: Path,
-                 run_dir: Path, opts: ClusterOptions, state: Mapping[str, Any],
-                 records: Sequence[dict[str, Any]], args: argparse.Namespace):
+    def __init__(self, case: Case, case_arg: str, journal: Journal, header: dict[str, Any],
+                 root: Path, run_dir: Path, opts: ClusterOptions, state: Mapping[str, Any],
+                 records: Sequence[dict[str, Any]], poll_s: float | None = None):
         self.case, self.journal, self.header, self.root = case, journal, header, root
-        self.run_dir, self.opts, self.args = run_dir, opts, args
+        self.case_arg = case_arg  # as given: the command that continues the run names it
+        self.run_dir, self.opts = run_dir, opts
         self.plan = Plan.from_json(header["plan"])
         self.arm_of = {t.index: t.arm for t in self.plan.order}
         self.redact = bool(header["options"].get("redact"))
@@ -243,7 +217,8 @@ class Watch:
         self.cancelled: set[str] = set()  # array tasks cancelled for decided arms
         self.said: set[str] = set()
         self.saved: str | None = None
-        self.poll_s = getattr(args, "poll", None) or DEFAULT_POLL_S
+        self.recordable = True  # False once it is known that no trial was journaled
+        self.poll_s = poll_s or DEFAULT_POLL_S
         stopping = header["options"].get("stopping")
         self.decider = None
         if stopping:
@@ -270,7 +245,7 @@ class Watch:
             self._save()
             _say(f"\nstopped: {len(self.records)} of {len(self.plan.order)} trials merged into "
                  f"{self.journal.path}; {cancelled} array task(s) cancelled. Continue with: "
-                 f"python -m gpurepro run {self.args.case} --resume {self.journal.path}")
+                 f"python -m gpurepro run {self.case_arg} --resume {self.journal.path}")
             return exit_for_signal(signum)
         except (ClusterError, slurm.SlurmError) as exc:
             self._cancel_live("the run cannot go on")
@@ -304,11 +279,12 @@ class Watch:
         if self.lost:
             _say(f"gpurepro: {len(self.lost)} trial(s) were never journaled after "
                  f"{1 + self.opts.max_resubmits} submission(s) each{self._last_log_line()}; "
-                 f"submit them again with: python -m gpurepro run {self.args.case} "
+                 f"submit them again with: python -m gpurepro run {self.case_arg} "
                  f"--resume {self.journal.path}")
         status = EXIT_ERROR if self.lost else EXIT_OK
         if not records:
             _say("gpurepro: no trial was journaled; no result document is written")
+            self.recordable = False
             return status
         errors = [r for r in records if r["outcome"] == "harness_error"]
         if errors:
@@ -317,10 +293,6 @@ class Watch:
             status = EXIT_ERROR
         elif records and all(r["outcome"] == "unsupported" for r in records) and not self.lost:
             status = EXIT_UNSUPPORTED
-        if not self.args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-            from ..record.result import record_journals
-
-            record_journals(self.case, [self.journal.path], self.root, None, force=False)
         return status
 
     # -- steps

@@ -1,9 +1,14 @@
-"""Journal(s) -> result document + report, without ever replacing a result by accident."""
+"""Journal(s) -> one result document, without ever replacing a result by accident.
+
+The report is drawn from the document afterwards, by whoever asked for it (the command line):
+recording knows nothing of reports.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..case.model import Case
 from ..errors import UsageError
@@ -15,13 +20,13 @@ def _say(msg: str) -> None:
 
 
 def record_journals(case: Case, journals: list[Path], root: Path, out: Path | None = None,
-                    force: bool = False) -> Path | None:
-    """Write the result document (and its report) for one journal or several shards.
+                    force: bool = False) -> tuple[Path, dict[str, Any]] | None:
+    """Write the result document for one journal or several shards; return where, and the
+    document. None when the analysis packages are missing here (said in one line).
 
     An existing document is never replaced unless ``force``: a committed result holds
     analyses that a re-record from another checkout may not be able to redo."""
     try:
-        from ..report.markdown import write_report
         from .document import build_document, write_document
     except ImportError as exc:
         _say(f"analysis packages are missing here ({exc.name}); the journal is complete. "
@@ -47,28 +52,4 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
                          f"--out PATH, or replace it with --force")
     doc = build_document(case, header, trials, root, journals[0].resolve())
     write_document(doc, out)
-    written = write_report(doc, out)
-    _say(f"result: {out}")
-    for kind, path in written.items():
-        _say(f"{kind}: {path}")
-    _say("verdict: " + doc["verdict"]["status"])
-    for s in doc["verdict"]["sentences"]:
-        _say(f"  - {s}")
-    _refresh_index(out, root)
-    return out
-
-
-def _refresh_index(out: Path, root: Path) -> None:
-    """Rewrite the results index (results/README.md) that lists the new document, if any."""
-    from ..report.index import indexed_folder, write_index
-
-    folder = indexed_folder(out, root)
-    if folder is None:
-        return
-    try:
-        path, changed = write_index(folder)
-    except OSError as exc:
-        _say(f"the results index could not be rewritten ({exc}); run python -m gpurepro index")
-        return
-    if changed:
-        _say(f"index: {path}")
+    return out, doc

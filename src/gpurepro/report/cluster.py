@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .tables import table
+
 
 def _gpus(node: Mapping[str, Any]) -> str:
     gpus = (node.get("gpu") or {}).get("gpus") or []
@@ -40,24 +42,20 @@ def section(doc: Mapping[str, Any]) -> list[str]:
                    f"(indices {', '.join(map(str, cluster['missing'][:20]))}).\n")
     arms = list(doc.get("summary") or {})
     per_host = doc.get("per_host") or {}
-    out += ["| host | partitions | GPUs | driver | target | "
-            + " | ".join(f"`{a}`" for a in arms) + " |",
-            "|---|---|---|---|---|" + "---|" * len(arms)]
+    hosts = []
     for host, node in (cluster.get("nodes") or {}).items():
         cells = per_host.get(host) or {}
         device = node.get("device") or {}
         target = str(device.get("target")) + ("" if device.get("supported") else " (unsupported)")
-        row = [f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–" for a in arms]
-        out.append(f"| {host} | {', '.join(node.get('partitions') or [])} | {_gpus(node)} | "
-                   f"{(node.get('gpu') or {}).get('driver_version') or '–'} | {target} | "
-                   + " | ".join(row) + " |")
+        hosts.append([host, ", ".join(node.get("partitions") or []), _gpus(node),
+                      (node.get("gpu") or {}).get("driver_version") or "–", target,
+                      *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
+                        for a in arms)])
+    out += table(["host", "partitions", "GPUs", "driver", "target", *(f"`{a}`" for a in arms)], hosts)
     out += ["", "Failures / valid trials per host. Jobs and array tasks:\n",
-            "| job | partition | round | task | state | node | exit | trials journaled / assigned |",
-            "|---|---|---|---|---|---|---|---|"]
-    for j in jobs:
-        for t in j["tasks"]:
-            out.append(f"| {j['job_id']} | {j['partition']} | {j['round']} | {t['task']} | "
-                       f"{t.get('state') or '–'} | {t.get('node') or '–'} | "
-                       f"{t.get('exit_code') or '–'} | {t['journaled']} / {t['trials']} |")
-    out.append("")
+            *table(["job", "partition", "round", "task", "state", "node", "exit",
+                    "trials journaled / assigned"],
+                   [[j["job_id"], j["partition"], j["round"], t["task"], t.get("state") or "–",
+                     t.get("node") or "–", t.get("exit_code") or "–",
+                     f"{t['journaled']} / {t['trials']}"] for j in jobs for t in j["tasks"]]), ""]
     return out

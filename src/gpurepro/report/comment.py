@@ -20,9 +20,10 @@ from typing import Any
 
 from ..cluster import merge
 from ..errors import IssueError
-from ..run import phases
 from .compare import stopping_numbers
-from .markdown import _ci, _fmt, _p, claims_table, environment_rows, per_label
+from .markdown import claims_table, environment_rows, threads_table
+from .numbers import fmt, fmt_ci, fmt_p, per_label
+from .tables import table
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
@@ -71,7 +72,7 @@ def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
                 "on the measurements above, not on recorded decisions.)"]
     decisions = {c["name"]: c for c in doc.get("claims") or []}
     rest = ", ".join(f"`{name}` ({decisions[name]['decision'].replace('_', ' ')}, "
-                     f"p {_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
+                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
                      for name in because)
     return [f"**Owner:** {owner}.", f"It rests on the decided claims {rest}." if rest else
             "It rests on no decided claim."]
@@ -83,9 +84,9 @@ def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
     if s["exposure"]["total"] <= 0 or coarse:
         prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {_fmt(prop['estimate'])} of trials {_ci(prop['ci95'])})"
+        return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
-    return f"{_fmt(rate['estimate'])} {_ci(rate['ci95'])}"
+    return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -113,19 +114,20 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
                 f"here.\n", 0)
     coarse = _coarse(doc)
     comparisons = doc.get("comparisons") or {}
-    lines = [f"| arm | failed / valid | failures per {per_label(per)} {unit} (95% CI) | "
-             f"rate ratio vs `{case['baseline']}` (95% CI) | p |", "|---|---|---|---|---|"]
+    rows = []
     arms = list(summary)
     shown = arms if limit is None else arms[:limit]
     for arm in shown:
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
         meaningful = not coarse[arm] and not coarse.get(case["baseline"]) and rr.get("p_value") is not None
-        ratio = (f"{_fmt(rr.get('estimate'))} {_ci(rr.get('ci95'))} | {_p(rr.get('p_value'))}"
-                 if meaningful else ("(baseline) | –" if arm == case["baseline"] else "– | –"))
+        ratio = ([f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
+                 if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")
-        lines.append(f"| `{arm}` | {valid} | {_rate_cell(s, coarse[arm])} | {ratio} |")
+        rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm]), *ratio])
+    lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {unit} (95% CI)",
+                   f"rate ratio vs `{case['baseline']}` (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
 
@@ -154,7 +156,8 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _num(x: float) -> str:
+def _arg(x: float) -> str:
+    """A number as a command-line value: as short as it is exact (5, 0.2, 1e+06)."""
     return f"{x:g}"
 
 
@@ -173,9 +176,9 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
             args += ["--trials", str(max(per_arm))]
     args += ["--seed", str(plan["seed"])]
     if budget.get("duration_s") is not None:
-        args += ["--duration", _num(budget["duration_s"])]
+        args += ["--duration", _arg(budget["duration_s"])]
     if budget.get("timeout_s") is not None:
-        args += ["--timeout", _num(budget["timeout_s"])]
+        args += ["--timeout", _arg(budget["timeout_s"])]
     exposure = budget.get("max_exposure")
     if exposure is not None:
         args += ["--max-exposure", str(int(exposure))]
@@ -190,7 +193,7 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
         if step is not None:
             args += ["--look-every", str(step)]
         if stopping.get("alpha") is not None:
-            args += ["--alpha", _num(stopping["alpha"])]
+            args += ["--alpha", _arg(stopping["alpha"])]
     if opts.get("redact"):
         args.append("--redact")
     return args
@@ -289,27 +292,26 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                        _bullets(verdict["hypotheses"])))
     if verdict.get("next"):
         blocks.append(("Next steps", _bullets(verdict["next"])))
-    table, left_out = arms_table(doc, limit=None)
+    every_arm, left_out = arms_table(doc, limit=None)
     if left_out == 0 and len(doc["summary"]) > ARMS_IN_HEAD:
-        blocks.append((f"All {len(doc['summary'])} arms", table))
+        blocks.append((f"All {len(doc['summary'])} arms", every_arm))
     sites = doc.get("crash_sites") or []
     if len(sites) > 1:
-        rows = ["| count | signature | fault address in | arms |", "|---|---|---|---|"]
-        for b in sites:
-            arms = ", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items()))
-            rows.append(f"| {b['count']} | `{b['signature']}` | "
-                        f"{(b.get('fault_in') or {}).get('module', '–')} | {arms} |")
+        rows = table(["count", "signature", "fault address in", "arms"],
+                     [[b['count'], f"`{b['signature']}`", (b.get('fault_in') or {}).get('module', '–'),
+                       ", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items()))] for b in sites])
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
-    threads = phases.table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    threads = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
-    env = ["| | |", "|---|---|"] + ["| " + k + " | " + str(v).replace("|", "\\|") + " |"
-                                    for k, v in environment_rows(doc)]
-    env += ["", "| variable | value |", "|---|---|"]
-    env += [f"| `{k}` | `{v}` |" for k, v in sorted((doc["environment"].get("environment") or {}).items())]
-    env += ["", "| artifact | sha256 |", "|---|---|"]
-    env += [f"| `{name}` | `{a['sha256']}` |" for name, a in sorted(doc["artifacts"].items())]
+    env = table(["", ""], environment_rows(doc))
+    env += ["", *table(["variable", "value"],
+                       [[f"`{k}`", f"`{v}`"] for k, v in
+                        sorted((doc["environment"].get("environment") or {}).items())])]
+    env += ["", *table(["artifact", "sha256"],
+                       [[f"`{name}`", f"`{a['sha256']}`"]
+                        for name, a in sorted(doc["artifacts"].items())])]
     blocks.append(("Full environment, toolchain and artifacts", "\n".join(env)))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):

@@ -15,7 +15,6 @@ document does not carry is reported, not counted as a flip.
 
 from __future__ import annotations
 
-import math
 import string
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -23,7 +22,9 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
-from .markdown import ROW_SMALL, _ci, _fmt, _p, draw_rate, per_label, per_superscript, rate_axis
+from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
+from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
+from .tables import table
 
 DECIDED = ("supported", "contradicted")
 
@@ -101,8 +102,8 @@ def factors(doc: Mapping[str, Any]) -> dict[str, str]:
         "target": str(doc["device"].get("target") or "–"),
         "jobs (trials at a time per GPU)": str(opts.get("jobs", 1)),
         "GPUs used (--gpus)": ",".join(opts.get("gpus") or []) or "default",
-        "duration per trial (s)": _fmt(budget["duration_s"]),
-        "limit per trial (s)": _fmt(budget["timeout_s"]),
+        "duration per trial (s)": fmt(budget["duration_s"]),
+        "limit per trial (s)": fmt(budget["timeout_s"]),
         f"budget ({doc['case']['exposure']['unit']})": str(budget["max_exposure"] or "none"),
         "design": design(doc),
         "seed": str(doc["plan"].get("seed")),
@@ -285,15 +286,15 @@ def _rate(r: Mapping[str, Any] | None) -> str:
     if r["exposure"] <= 0 or r["coarse_failures"]:
         why = (f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
                if r["coarse_failures"] else "no exposure")
-        return f"– ({why}; proportion {_fmt(r['proportion'])} {_ci(r['proportion_ci95'])})"
-    return f"{_fmt(r['rate'])} {_ci(r['rate_ci95'])}"
+        return f"– ({why}; proportion {fmt(r['proportion'])} {fmt_ci(r['proportion_ci95'])})"
+    return f"{fmt(r['rate'])} {fmt_ci(r['rate_ci95'])}"
 
 
 def _ratio(c: Mapping[str, Any]) -> str:
     if c.get("estimate") is None and c.get("p_value") is None:
         return f"– ({c['note']})" if c.get("note") else "–"
     what = "OR " if str(c.get("test", "")).startswith("odds") else ""
-    return f"{what}{_fmt(c.get('estimate'))}" + (f" {_ci(c['ci95'])}" if c.get("ci95") else "")
+    return f"{what}{fmt(c.get('estimate'))}" + (f" {fmt_ci(c['ci95'])}" if c.get("ci95") else "")
 
 
 def markdown(result: Mapping[str, Any]) -> str:
@@ -301,13 +302,12 @@ def markdown(result: Mapping[str, Any]) -> str:
     names = [r["label"] for r in runs]
     unit, per = result["exposure"]["unit"], result["exposure"]["per"]
     out = [f"## gpurepro compare: `{result['case']}`\n",
-           "| run | document | started | GPU (compute capability) | driver | jobs | design | trials | claims |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
-        out.append(f"| {r['label']} | `{Path(r['path']).name}` | {r['started_at'] or '–'} | "
-                   f"{r['gpu']} ({r['compute_capability']}) | {r['driver'] or '–'} | {r['jobs']} | "
-                   f"{r['design']} | {r['trials']} | {'none recorded' if r['claims'] is None else r['claims']} |")
-    out.append("")
+           *table(["run", "document", "started", "GPU (compute capability)", "driver", "jobs",
+                   "design", "trials", "claims"],
+                  [[r["label"], f"`{Path(r['path']).name}`", r["started_at"] or "–",
+                    f"{r['gpu']} ({r['compute_capability']})", r["driver"] or "–", r["jobs"],
+                    r["design"], r["trials"], "none recorded" if r["claims"] is None else r["claims"]]
+                   for r in runs]), ""]
 
     base = result["arms"].get(result["baseline"])
     if base:
@@ -316,7 +316,7 @@ def markdown(result: Mapping[str, Any]) -> str:
                    f"(95% CI): " + "; ".join(parts) + ".")
         for c in base["against_A"]:
             if c.get("p_value") is not None:
-                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {_p(c['p_value'])}.")
+                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {fmt_p(c['p_value'])}.")
         out.append("")
 
     out.append(f"### Arms: failures per {per_label(per)} {unit} (exact 95% CI)\n")
@@ -325,17 +325,18 @@ def markdown(result: Mapping[str, Any]) -> str:
         head += [f"{n} failed / valid", f"{n} {unit}", f"{n} rate"]
     for n in names[1:]:
         head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
-    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    arm_rows = []
     for arm, a in result["arms"].items():
         cells = [f"`{arm}`"]
         for r in a["runs"]:
             if r is None:
                 cells += ["not run", "–", "–"]
             else:
-                cells += [f"{r['failures']} / {r['n_valid']}", _fmt(r["exposure"]), _rate(r)]
+                cells += [f"{r['failures']} / {r['n_valid']}", fmt(r["exposure"]), _rate(r)]
         for c in a["against_A"]:
-            cells += [_ratio(c), _p(c.get("p_value"))]
-        out.append("| " + " | ".join(cells) + " |")
+            cells += [_ratio(c), fmt_p(c.get("p_value"))]
+        arm_rows.append(cells)
+    out += table(head, arm_rows)
     out.append("\nRatios are each run's rate over A's (the exact conditional binomial test, "
                "`scipy.stats.binomtest`); `OR`: the odds ratio of failing trials (Fisher's exact "
                "test), used where an arm recorded no exposure or failures without a counter "
@@ -354,14 +355,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         if claims["unchanged"]:
             out.append(f"No claim changed its decision ({claims['unchanged']} compared).\n")
     else:
-        out += ["| claim | " + " | ".join(names) + " | change |", "|---|" + "---|" * (len(names) + 1)]
+        changed = []
         for c in claims["changed"]:
-            decisions = [f"{d.replace('_', ' ')} (p {_p(p)})" if d else "–"
+            decisions = [f"{d.replace('_', ' ')} (p {fmt_p(p)})" if d else "–"
                          for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
-            out.append(f"| `{c['claim']}` | " + " | ".join(decisions)
-                       + f" | {'**' + change + '**' if flipped else change} |")
+            changed.append([f"`{c['claim']}`", *decisions, "**" + change + "**" if flipped else change])
+        out += table(["claim", *names, "change"], changed)
         out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
     if claims["flips"]:
         out.append(f"**{len(claims['flips'])} decided claim(s) flipped** "
@@ -378,9 +379,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     out.append("### What differs between the runs (could explain a change)\n")
     env = result["environment"]
     if env["differs"]:
-        out += ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        for d in env["differs"]:
-            out.append(f"| {d['name']} | " + " | ".join(str(v).replace("|", "\\|") for v in d["values"]) + " |")
+        out += table(["", *names], [[d["name"], *d["values"]] for d in env["differs"]])
         out.append("")
     else:
         out.append("Nothing recorded differs.\n")
@@ -412,10 +411,58 @@ def forest_figure(result: Mapping[str, Any]):
     """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
     log axis, A's baseline interval as a band, each later run's rate ratio against A in a
     column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
-    rows_in: list[dict[str, Any]] = []
-    left_out: list[str] = []
+    rows_in, left_out = _paired_rows(result)
+    if not rows_in:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     runs = result["runs"]
     names = [r["label"] for r in runs]
+    baseline, unit = result["baseline"], result["exposure"]["unit"]
+    per = per_superscript(result["exposure"]["per"])
+    rows, centres, n_lines = _place(rows_in, [baseline] + [a for a in result["arms"] if a != baseline])
+    arrow = 10 ** 0.4
+    xmin, xmax = x_range(rows, arrow)
+
+    row_in, note_in = 0.34, (0.3 if left_out else 0.0)
+    bottom_in = note_in + 0.4 + 0.55  # note, legend, axis
+    fig_h = 0.75 + row_in * n_lines + bottom_in
+    fig = plt.figure(figsize=(9.0, fig_h), dpi=100)
+    ax = fig.add_axes((LEFT, bottom_in / fig_h, RIGHT - LEFT, row_in * n_lines / fig_h))
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
+    base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
+    if base:
+        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color="#999999",
+                   alpha=0.18, lw=0, zorder=0)
+    style = {label: RUN_STYLE[i % len(RUN_STYLE)] for i, label in enumerate(names)}
+    _draw_runs(fig, ax, rows, style, arrow)
+    _draw_arms(fig, ax, result, centres)
+    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=9)
+    flips = len(result["claims"]["flips"])
+    fig.text(NAME_X, 1 - 0.1 / fig_h,
+             f"{result['case']}: " + " vs ".join(names) + " per arm"
+             + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
+                if not result["claims"]["without_claims"] else ""),
+             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    _legend(fig, runs, style, f"A's {baseline} 95% interval" if base else None, note_in / fig_h)
+    note_left_out(fig, left_out, fig_h)
+    return fig, rows
+
+
+# The paired plot's columns, as fractions of its width: the names and counts left of the axes,
+# the rate ratios right of them.
+LEFT, RIGHT, RATIO_X = 0.25, 0.68, 0.70
+
+
+def _paired_rows(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A row per run and arm that can be drawn, and a note per arm with a run left out."""
+    rows: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    names = [r["label"] for r in result["runs"]]
     for arm, a in result["arms"].items():
         whys = []
         for label, r in zip(names, a["runs"], strict=True):
@@ -424,28 +471,18 @@ def forest_figure(result: Mapping[str, Any]):
                 whys.append(f"{label}: {why}")
                 continue
             lo, hi = r["rate_ci95"]
-            rows_in.append({"arm": arm, "run": label, "estimate": r["rate"], "lo": lo, "hi": hi,
-                            "zero": r["failures"] == 0, "failures": r["failures"],
-                            "n_valid": r["n_valid"]})
+            rows.append({"arm": arm, "run": label, "estimate": r["rate"], "lo": lo, "hi": hi,
+                         "zero": r["failures"] == 0, "failures": r["failures"],
+                         "n_valid": r["n_valid"]})
         if whys:
             left_out.append(f"{arm} ({'; '.join(whys)})")
-    if not rows_in:
-        return None
+    return rows, left_out
 
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    from matplotlib.transforms import blended_transform_factory
-
-    from .markdown import _num
-
-    baseline, unit = result["baseline"], result["exposure"]["unit"]
-    per = per_superscript(result["exposure"]["per"])
-    # The baseline first, then the arms in the comparison's order; within an arm, A, B, ...
-    arms = [baseline] + [a for a in result["arms"] if a != baseline]
+def _place(rows_in: list[dict[str, Any]], arms: list[str]
+           ) -> tuple[list[dict[str, Any]], dict[str, float], float]:
+    """Each row's y: the arms in ``arms``' order (the baseline first), within an arm A, B, ...
+    close together. Returns the rows top down, each arm's centre and the number of lines."""
     step = 0.42  # between the runs of one arm
     y, centres = 0.0, {}
     for arm in arms:
@@ -456,75 +493,62 @@ def forest_figure(result: Mapping[str, Any]):
             r["y"] = y + i * step
         centres[arm] = y + (len(mine) - 1) * step / 2
         y += (len(mine) - 1) * step + 1.0
-    rows = sorted(rows_in, key=lambda r: r["y"])
-    n_lines = y
+    return sorted(rows_in, key=lambda r: r["y"]), centres, y
 
-    arrow = 10 ** 0.4
-    positives = [v for r in rows for v in (r["lo"], r["hi"], r["hi"] / arrow if r["zero"] else None)
-                 if v and v > 0]
-    xmin = 10 ** (math.log10(min(positives)) - 0.2)
-    xmax = 10 ** (math.log10(max(positives)) + 0.2)
 
-    width, row_in = 9.0, 0.34
-    note_in = 0.3 if left_out else 0.0
-    bottom_in = note_in + 0.4 + 0.55
-    fig_h = 0.75 + row_in * n_lines + bottom_in
-    fig = plt.figure(figsize=(width, fig_h), dpi=100)
-    left, right, ratio_x = 0.25, 0.68, 0.70
-    ax = fig.add_axes((left, bottom_in / fig_h, right - left, row_in * n_lines / fig_h))
-    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
-    base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
-    if base:
-        ax.axvspan(base["lo"] if base["lo"] > 0 else xmin, base["hi"], color="#999999",
-                   alpha=0.18, lw=0, zorder=0)
+def _draw_runs(fig: Any, ax: Any, rows: list[dict[str, Any]],
+               style: Mapping[str, tuple[str, str]], arrow: float) -> None:
+    """Each run's rate in its colour and shape, its failed/valid count left of the axes."""
+    from matplotlib.transforms import blended_transform_factory
 
     lab = blended_transform_factory(fig.transFigure, ax.transData)
-    text: dict[str, Any] = {"transform": lab, "va": "center"}
-    style = {label: RUN_STYLE[i % len(RUN_STYLE)] for i, label in enumerate(names)}
     for r in rows:
         colour, shape = style[r["run"]]
-        yy = r["y"]
-        r["artist"] = draw_rate(ax, yy, r, colour, shape, arrow, {**ROW_SMALL, "capthick": None})
-        ax.text(left - 0.01, yy, f"{r['run']} {r['failures']}/{r['n_valid']}", **text, ha="right",
-                color=colour, fontsize=8.5)
+        r["artist"] = draw_rate(ax, r["y"], r, colour, shape, arrow, {**ROW_SMALL, "capthick": None})
+        ax.text(LEFT - 0.01, r["y"], f"{r['run']} {r['failures']}/{r['n_valid']}", transform=lab,
+                va="center", ha="right", color=colour, fontsize=8.5)
+
+
+def _draw_arms(fig: Any, ax: Any, result: Mapping[str, Any], centres: Mapping[str, float]) -> None:
+    """Each arm's name, its later runs' rate ratios against A, and the column heads."""
+    from matplotlib.transforms import blended_transform_factory
+
+    text: dict[str, Any] = {"transform": blended_transform_factory(fig.transFigure, ax.transData),
+                            "va": "center"}
     for arm, cy in centres.items():
-        ax.text(0.012, cy, arm, **text, ha="left", fontsize=9,
-                fontweight="bold" if arm == baseline else "normal")
+        ax.text(NAME_X, cy, arm, **text, ha="left", fontsize=9,
+                fontweight="bold" if arm == result["baseline"] else "normal")
         ratios = []
         for c in result["arms"][arm]["against_A"]:
             if c.get("note") and c.get("p_value") is None:
                 ratios.append(f"{c['run']}/A – ({c['note']})")
             elif c.get("estimate") is not None and not str(c.get("test", "")).startswith("odds"):
                 ci = c.get("ci95") or [None, None]
-                ratios.append(f"{c['run']}/A {_num(c['estimate'])}"
-                              + (f" ({_num(ci[0])}–{_num(ci[1])})" if ci[1] is not None else ""))
+                ratios.append(f"{c['run']}/A {picture_number(c['estimate'])}"
+                              + (f" ({picture_number(ci[0])}–{picture_number(ci[1])})" if ci[1] is not None else ""))
         if ratios:
-            ax.text(ratio_x, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
-    ax.text(ratio_x, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
+            ax.text(RATIO_X, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
+    ax.text(RATIO_X, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
             ha="left", fontsize=8.5, color="#555555")
-    ax.text(left - 0.01, -0.75, "run failed/valid", **{**text, "va": "bottom"}, ha="right",
+    ax.text(LEFT - 0.01, -0.75, "run failed/valid", **{**text, "va": "bottom"}, ha="right",
             fontsize=8.5, color="#555555")
-    ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
-    ax.tick_params(axis="x", labelsize=9)
-    flips = len(result["claims"]["flips"])
-    fig.text(0.012, 1 - 0.1 / fig_h,
-             f"{result['case']}: " + " vs ".join(names) + " per arm"
-             + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
-                if not result["claims"]["without_claims"] else ""),
-             ha="left", va="top", fontsize=11.5, fontweight="bold")
-    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[n][1], color=style[n][0], markersize=7,
-                      label=f"{n}: {Path(run['path']).name}") for n, run in zip(names, runs, strict=True)]
+
+
+def _legend(fig: Any, runs: Sequence[Mapping[str, Any]], style: Mapping[str, tuple[str, str]],
+            band: str | None, bottom: float) -> None:
+    """A marker per run (with its document), the open marker, and A's baseline band."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[r["label"]][1],
+                                 color=style[r["label"]][0], markersize=7,
+                                 label=f"{r['label']}: {Path(r['path']).name}") for r in runs]
     handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
                           markeredgecolor="#333333", markersize=7, label="no failure: upper bound"))
-    if base:
-        handles.append(Patch(facecolor="#999999", alpha=0.35, label=f"A's {baseline} 95% interval"))
-    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, note_in / fig_h),
+    if band:
+        handles.append(Patch(facecolor="#999999", alpha=0.35, label=band))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.005, bottom),
                ncol=2, fontsize=8, frameon=False, handletextpad=0.3, columnspacing=1.2)
-    if left_out:
-        note = "Not drawn: " + "; ".join(left_out)
-        fig.text(0.012, 0.08 / fig_h, note if len(note) <= 160 else note[:159] + "…",
-                 fontsize=8.5, ha="left", va="bottom", color="#555555")
-    return fig, rows
 
 
 def plot(result: Mapping[str, Any], path: Path) -> bool:

@@ -47,7 +47,6 @@ the wrapper with the same signal.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -60,7 +59,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ..case.model import Factor, Tool, TrialCommand, TrialContext
@@ -365,22 +364,50 @@ def _signal_number(name: str | None) -> int:
         return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--name", required=True, help="the instrument (factor level) being applied")
-    ap.add_argument("--kind", choices=KINDS, required=True)
-    ap.add_argument("--tool", help="the tool's name in the case's tool table")
-    ap.add_argument("--tool-path")
-    ap.add_argument("--tool-version")
-    ap.add_argument("--not-found", help="why the tool was not found (the trial is then not run)")
-    ap.add_argument("--arg", action="append", default=[], help="an argument for the tool")
-    ap.add_argument("program", nargs=argparse.REMAINDER)
-    ns = ap.parse_args(argv)
-    program = ns.program[1:] if ns.program[:1] == ["--"] else ns.program
+# The wrapper's flags, as wrap() writes them: each once but --arg (repeated), then -- PROGRAM.
+_FLAGS = ("name", "kind", "tool", "tool_path", "tool_version", "not_found", "arg")
+
+
+def _usage(problem: str) -> NoReturn:
+    print(f"instruments.py: {problem}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def options(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """The wrapper's command line, which wrap() writes: ``--FLAG VALUE`` or ``--FLAG=VALUE``
+    (``--arg`` repeated), then ``--`` and the program. Anything else is refused (exit 2)."""
+    opts: dict[str, Any] = {"arg": []}
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        flag, eq, value = argv[i].partition("=")
+        key = flag[2:].replace("-", "_")
+        if not flag.startswith("--") or key not in _FLAGS:
+            _usage(f"unknown argument {argv[i]!r} (the program goes after --)")
+        if not eq:
+            i += 1
+            if i == len(argv):
+                _usage(f"{flag} needs a value")
+            value = argv[i]
+        if key == "arg":
+            opts["arg"].append(value)
+        else:
+            opts[key] = value
+        i += 1
+    for required in ("name", "kind"):
+        if required not in opts:
+            _usage(f"--{required} is required")
+    if opts["kind"] not in KINDS:
+        _usage(f"--kind {opts['kind']!r}: one of {', '.join(KINDS)}")
+    program = argv[i + 1:]
     if not program:
-        ap.error("give the program after --")
-    return run(ns.name, ns.kind, program, ns.tool, ns.tool_path, ns.tool_version, ns.not_found,
-               ns.arg)
+        _usage("give the program after --")
+    return opts, program
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts, program = options(sys.argv[1:] if argv is None else argv)
+    return run(opts["name"], opts["kind"], program, opts.get("tool"), opts.get("tool_path"),
+               opts.get("tool_version"), opts.get("not_found"), opts["arg"])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Where each thread was at a fault: the driver calls its workers published (native/events.h,
-PhaseSlot), kept in the trial record's crash as `threads`, tabulated per arm.
+PhaseSlot), kept in the trial record's crash as `threads`, counted per arm (the report
+tabulates them: gpurepro.report.markdown.threads_table).
 
 A crash record with `snapshot_ns` carries the crash handler's copy taken on entry, before its
 backtrace and /proc/self/maps scan: `threads` at the fault. A record without it comes from a
@@ -56,24 +57,5 @@ def by_arm(trials: Iterable[Mapping[str, Any]], failure_outcomes: Sequence[str] 
     return {a: v for a, v in out.items() if v[0]}
 
 
-# The table's "read" column.
+# The threads table's "read" column (the report draws the table).
 READ = {True: "at the fault", False: "after the handler's slow work"}
-
-
-def table(trials: Iterable[Mapping[str, Any]], failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
-    """Markdown rows: one per (arm, when read, label), most frequent first within an arm; rows
-    read at the fault before those read late."""
-    trials = list(trials)
-    rows = []
-    for read_at_fault in (True, False):
-        for arm, (counts, without) in by_arm(trials, failure_outcomes,
-                                             read_at_fault=read_at_fault).items():
-            total = sum(counts.values())
-            for lab, n in counts.most_common():
-                fault, others = lab.split(" | ", 1)
-                rows.append(f"| `{arm}` | {fault} | {others} | {READ[read_at_fault]} | {n} of {total}"
-                            + (f" (+{without} without)" if without else "") + " |")
-    if not rows:
-        return []
-    return ["| arm | faulting thread | the other threads | read | crash records |",
-            "|---|---|---|---|---|", *rows]

@@ -1,26 +1,24 @@
-"""The run command in steps: check the arguments, start or resume the journal, execute the
-plan under a watchdog and the stop signals, then record.
+"""A run's session: open it (a new journal, or one resumed: one place for local and Slurm
+runs alike), then execute what its plan still needs under a watchdog and the stop signals.
 
-Standard library only up to recording (the run stage works on GPU nodes with no network);
-recording imports the analysis packages lazily and says so when they are missing.
+Standard library only (the run stage works on GPU nodes with no network). What the command
+line asked for arrives as one checked ``RunRequest``; building and recording are the command
+line's steps before and after (gpurepro.cli.run).
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import signal
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..build.artifacts import load_index, sha256_file
 from ..case.model import Case, TrialBudget
-from ..cli.args import checked_artifact_file, checked_build_dir
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,
@@ -43,13 +41,17 @@ from .execute import (
     stop_signals,
     unsupported_record,
 )
-from .journal import Journal, check_trials, plan_sha256, read, result_name, verify_identity
-from .plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS, Plan, make_plan
+from .journal import (
+    Contents,
+    Journal,
+    check_trials,
+    plan_sha256,
+    read,
+    result_name,
+    verify_identity,
+)
+from .plan import Plan, make_plan
 from .watchdog import Watchdog, kill_run
-
-# Flags that define a run's plan or options: a resumed run takes them from its journal.
-PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
-              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
 
 
 def _say(msg: str) -> None:
@@ -59,9 +61,12 @@ def _say(msg: str) -> None:
 
 
 @dataclass(frozen=True)
-class Checked:
-    """Every value a run needs, checked before anything is built or run."""
+class RunRequest:
+    """A run as the command line asked for it, every value checked before anything is built or
+    run (gpurepro.cli.args builds it from the flags); with --resume, the journal's own plan and
+    options."""
 
+    case: str  # as given (a name or a manifest path): the command that continues the run names it
     target: str
     build_dir: Path  # relative to the repository
     budget: TrialBudget
@@ -72,89 +77,14 @@ class Checked:
     # --artifact NAME=PATH: prebuilt files used instead of built artifacts (path relative to
     # the repository), e.g. a cubin exported by another toolchain release.
     substitutes: tuple[tuple[str, Path], ...] = ()
-
-
-def resolve_target(case: Case, arch: str | None, gpu_info: dict[str, Any] | None = None) -> str:
-    if arch:
-        targets = set(case.devices.targets.values())
-        if arch not in targets:
-            raise UsageError(f"--arch {arch}: {case.name} builds for {', '.join(sorted(targets))}")
-        return arch
-    gpu_info = gpu_info if gpu_info is not None else envmod.gpus()
-    for g in gpu_info.get("gpus") or []:
-        t = case.devices.target_for(g.get("compute_capability"))
-        if t:
-            return t
-    return next(iter(case.devices.targets.values()))
-
-
-def check_arguments(case: Case, args: argparse.Namespace, root: Path,
-                    gpu_info: dict[str, Any] | None = None) -> Checked:
-    build_dir = checked_build_dir(args.build_dir, root)
-    out_dir = Path(args.out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out-dir {args.out_dir}: exists and is not a folder")
-    if args.resume:
-        given = [f"--{f.replace('_', '-')}" for f in PLAN_FLAGS
-                 if getattr(args, f, None) is not None]
-        if args.until_decided:
-            given.append("--until-decided")
-        if given:
-            raise UsageError(f"--resume continues the journal's own plan and options; "
-                             f"{', '.join(given)} cannot be given with it")
-        header = read(Path(args.resume)).header
-        verify_identity(header, case.name, manifest_sha256(case), args.resume)
-        o = header["options"]
-        return Checked(target=header["device"]["target"], build_dir=build_dir,
-                       budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
-                       trials_per_arm=0, stopping=o.get("stopping"))
-
-    target = resolve_target(case, args.arch, gpu_info)
-    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else None
-    if arms is not None:
-        unknown = [a for a in arms if a not in case.resolved_arms()]
-        if unknown or not arms:
-            raise UsageError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none given)'} "
-                             f"(known: {', '.join(case.resolved_arms())})")
-        if case.baseline not in arms:
-            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
-                             f"comparison is made against it")
-    d = case.defaults
-    duration = args.duration if args.duration is not None else d.duration_s
-    exposure = args.max_exposure if args.max_exposure is not None else d.max_exposure
-    # The manifest's limit, keeping its margin over the duration when --duration changes it.
-    timeout = args.timeout if args.timeout is not None else d.trial_timeout_s + (duration - d.duration_s)
-    if timeout <= duration:
-        raise UsageError(f"--timeout {timeout:g} must exceed the trial duration ({duration:g} s): "
-                         f"a trial needs its whole budget before the limit kills it")
-    if args.journal and Path(args.journal).exists():
-        raise UsageError(f"--journal {args.journal} exists; continue it with --resume {args.journal}")
-
-    if args.until_decided and not case.claims:
-        raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
-                         f"{case.name} declares no claims")
-    stopping, trials = sequential_design(case, args)
-    return Checked(target=target, build_dir=build_dir,
-                   budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
-                                      timeout_s=float(timeout)),
-                   jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials, stopping=stopping,
-                   substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root))
-
-
-def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,
-                        root: Path) -> tuple[tuple[str, Path], ...]:
-    """--artifact NAME=PATH values: NAME one of the case's artifacts for ``target``, PATH a file
-    inside the repository, each NAME once."""
-    known = [a.name for a in case.artifacts if not a.archs or target in a.archs]
-    out: dict[str, Path] = {}
-    for name, path in given or ():
-        if name not in known:
-            raise UsageError(f"--artifact {name}=...: {case.name} has no artifact {name!r} for "
-                             f"{target} (known: {', '.join(known)})")
-        if name in out:
-            raise UsageError(f"--artifact {name}=... is given twice")
-        out[name] = checked_artifact_file(name, path, root)
-    return tuple(out.items())
+    arch: str | None = None  # --arch as given (None: the target follows the GPU)
+    seed: int | None = None  # None: a random seed, recorded
+    gpus: str | None = None  # --gpus as given, matched against this machine's GPUs at the start
+    redact: bool = False
+    journal: Path | None = None  # None: results/<case>/<result name>.journal.jsonl
+    out_dir: Path = Path("results")
+    resume: Path | None = None  # the journal to continue
+    record: bool = True  # record (and report) once the trials are done
 
 
 def substitute_artifacts(artifacts: dict[str, Any], substitutes: tuple[tuple[str, Path], ...],
@@ -184,33 +114,12 @@ def _relative_to(path: Path | None, root: Path) -> str | None:
     return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else None
 
 
-def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: bool = False
-                      ) -> tuple[dict[str, Any] | None, int]:
-    """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
-    the trials per arm, from --until-decided, --max-trials, --look-every, --alpha and --trials.
-    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``)."""
-    if args.until_decided:
-        if args.trials is not None:
-            raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
-        design = {"alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
-                  "step": args.look_every or DEFAULT_LOOK_EVERY,
-                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS}
-        if design["step"] > design["max_trials"]:
-            raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
-                             f"{design['max_trials']}: no look would be taken before the end")
-        return design, int(design["max_trials"])
-    flags = ("max_trials", "look_every") + (() if alpha_for_fixed else ("alpha",))
-    loose = [f for f in flags if getattr(args, f) is not None]
-    if loose:
-        raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
-    return None, int(args.trials or case.defaults.trials_per_arm)
-
-
 def manifest_sha256(case: Case) -> str | None:
     return hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
 
 
-def _gpus(spec: str | None, gpu_info: dict[str, Any]) -> tuple[str, ...]:
+def chosen_gpus(spec: str | None, gpu_info: dict[str, Any]) -> tuple[str, ...]:
+    """--gpus against the GPUs this machine has: 'all' (by UUID), or the UUIDs or indices given."""
     if not spec:
         return ()
     listed = gpu_info.get("gpus") or []
@@ -251,45 +160,90 @@ class Started:
     done: list[dict[str, Any]]
 
 
-def start(case: Case, args: argparse.Namespace, checked: Checked, root: Path,
-          gpu_info: dict[str, Any]) -> Started | int:
-    """A new run: plan it and create its journal. Returns an exit status if nothing can run."""
-    gpus = _gpus(args.gpus, gpu_info)
-    g = gate(case, gpu_info, args.arch or checked.target, gpus)
+def load_build(case: Case, root: Path, build_dir: Path, target: str) -> dict[str, Any]:
+    """The build index of ``target``, whose artifact paths must be relative to the repository
+    (a copied tree finds them; no machine path reaches a record)."""
+    index = load_index(root / build_dir, case, target)
+    absolute = [n for n, e in index["artifacts"].items() if Path(e["path"]).is_absolute()]
+    if absolute:
+        raise BuildError(f"the build index for {case.name}/{target} records absolute paths "
+                         f"({', '.join(absolute)}); rebuild it inside the repository")
+    return index
+
+
+def new_plan(case: Case, request: RunRequest) -> Plan:
+    return make_plan(case.name, case.resolved_arms(), request.trials_per_arm, request.seed,
+                     list(request.arms) if request.arms else None)
+
+
+def journal_path(case: Case, header: dict[str, Any], request: RunRequest) -> Path:
+    """--journal, or results/<case>/<result name>.journal.jsonl."""
+    if request.journal is not None:
+        return request.journal
+    return request.out_dir / case.name / f"{result_name(header)}.journal.jsonl"
+
+
+def create(path: Path, header: dict[str, Any]) -> Journal:
+    """A new run's journal, created and locked (a local run's and a cluster run's alike)."""
+    journal = Journal.create(path, header)
+    _say(f"journal: {journal.path}")
+    return journal
+
+
+def reopen(case: Case, path: Path) -> tuple[Journal, Contents]:
+    """A journal to continue (a local run's or a cluster run's): same case, manifest and plan,
+    its trials its own; a torn last line cut back to the last complete record."""
+    journal, contents = Journal.resume(path)
+    try:
+        verify_identity(contents.header, case.name, manifest_sha256(case), str(journal.path))
+        check_trials(contents, str(journal.path))
+    except BaseException:
+        journal.close()
+        raise
+    if contents.torn_bytes:
+        _say(f"{journal.path}: cut a torn last line ({contents.torn_bytes} bytes, a write the "
+             f"stopped run did not finish); every complete record is kept")
+    return journal, contents
+
+
+def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any]) -> Started | int:
+    """A new run on this machine: plan it and create its journal. Returns an exit status if
+    nothing can run."""
+    gpus = chosen_gpus(request.gpus, gpu_info)
+    g = gate(case, gpu_info, request.arch or request.target, gpus)
     if not gpu_info.get("available") and case.devices.requires_gpu:
         _say(f"{case.name}: no CUDA driver is present on this machine ({g.reason}); nothing was "
              f"run. Run this on a machine with an NVIDIA GPU (targets: "
              f"{', '.join(f'{c} -> {t}' for c, t in case.devices.targets.items())}).")
         return EXIT_NO_DRIVER
-    plan = make_plan(case.name, case.resolved_arms(), checked.trials_per_arm, args.seed,
-                     list(checked.arms) if checked.arms else None)
-    index = load_index(root / checked.build_dir, case, g.target)
-    absolute = [n for n, e in index["artifacts"].items() if Path(e["path"]).is_absolute()]
-    if absolute:
-        raise BuildError(f"the build index for {case.name}/{g.target} records absolute paths "
-                         f"({', '.join(absolute)}); rebuild it inside the repository")
-    opts = RunOptions(budget=checked.budget, jobs=checked.jobs, gpus=gpus, redact=args.redact,
+    plan = new_plan(case, request)
+    index = load_build(case, root, request.build_dir, g.target)
+    opts = RunOptions(budget=request.budget, jobs=request.jobs, gpus=gpus, redact=request.redact,
                       run_id=uuid.uuid4().hex)
-    index = {**index, "artifacts": substitute_artifacts(index["artifacts"], checked.substitutes, root)}
-    families = claim_families(case, plan, checked, root) if g.supported else None
-    header = journal_header(case, root, plan, opts, checked.stopping,
-                            envmod.fingerprint(root, redact=args.redact, gpu_info=gpu_info),
+    index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root)}
+    families = claim_families(case, plan, request, root) if g.supported else None
+    header = journal_header(case, root, plan, opts, request.stopping,
+                            envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             gate_json(g), index, families)
-    path = Path(args.journal) if args.journal else Path(args.out_dir) / case.name / f"{result_name(header)}.journal.jsonl"
+    path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
         header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
-    journal = Journal.create(path, header)
-    _say(f"journal: {journal.path}")
+    started = Started(create(path, header), header, plan, opts, g, [])
     if families is not None:
-        from ..analyze.decidability import lines
-
-        for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
-            _say(line)
-    return Started(journal, header, plan, opts, g, [])
+        say_families(case, plan, families)
+    return started
 
 
-def claim_families(case: Case, plan: Plan, checked: Checked, root: Path) -> dict[str, Any] | None:
+def say_families(case: Case, plan: Plan, families: dict[str, Any]) -> None:
+    """Before the first trial: each claim's chance of being decided, and its family."""
+    from ..analyze.decidability import lines
+
+    for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
+        _say(line)
+
+
+def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> dict[str, Any] | None:
     """The run's confirmatory and exploratory claims, fixed before its first trial
     (gpurepro.analyze.decidability); None for a case without claims."""
     if not case.claims:
@@ -301,10 +255,10 @@ def claim_families(case: Case, plan: Plan, checked: Checked, root: Path) -> dict
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
                             f"pip install 'gpurepro[analysis]'")
-    stopping = checked.stopping
+    stopping = request.stopping
     design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
-    return assess(case, plan, design, bool(stopping), checked.trials_per_arm,
-                  asdict(checked.budget), checked.jobs, root, workers=_cpus())
+    return assess(case, plan, design, bool(stopping), request.trials_per_arm,
+                  asdict(request.budget), request.jobs, root, workers=_cpus())
 
 
 def _cpus() -> int:
@@ -357,19 +311,10 @@ def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunO
             "detail": rec["detail"], "exit": rec["exit"], "stderr_tail": rec["stderr_tail"][-1500:]}
 
 
-def resume(case: Case, args: argparse.Namespace) -> Started:
-    """Continue a journal: same case, manifest and plan; torn tail cut; leftovers killed."""
-    journal, contents = Journal.resume(Path(args.resume))
-    try:
-        verify_identity(contents.header, case.name, manifest_sha256(case), str(journal.path))
-        check_trials(contents, str(journal.path))
-    except BaseException:
-        journal.close()
-        raise
+def resume(case: Case, path: Path) -> Started:
+    """Continue a journal of a run on this machine; leftovers of the interrupted run killed."""
+    journal, contents = reopen(case, path)
     header = contents.header
-    if contents.torn_bytes:
-        _say(f"{journal.path}: cut a torn last line ({contents.torn_bytes} bytes, a write the "
-             f"stopped run did not finish); every complete record is kept")
     # A trial of the interrupted run that is still running (its harness was killed and its
     # watchdog has not swept yet) must not run beside the resumed trials.
     leftovers = kill_run(header["run_id"])
@@ -387,7 +332,8 @@ def resume(case: Case, args: argparse.Namespace) -> Started:
 
 
 def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
-    """Run what the plan still needs. Returns the exit status."""
+    """Run what the plan still needs. Returns the exit status: 1 when a trial ended as a
+    harness error (our bug, or a driver that broke the event protocol)."""
     journal, plan = run.journal, run.plan
     index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"]}
     if not run.gate.supported:
@@ -431,40 +377,10 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
              f"are in {journal.path}; the trials that were running were killed and rerun on "
              f"resume. Continue with: python -m gpurepro run {case_arg} --resume {journal.path}")
         return exit_for_signal(signum)
+    harness_errors = [t for t in read(journal.path).trials if t["outcome"] == "harness_error"]
+    if harness_errors:
+        _say(f"gpurepro: harness error: {len(harness_errors)} trial(s) ended as harness_error "
+             f"(a driver that broke the event protocol, or our bug); first: "
+             f"{harness_errors[0]['arm']}: {harness_errors[0]['detail']}")
+        return EXIT_ERROR
     return EXIT_OK
-
-
-def run_case(args: argparse.Namespace, root: Path, build: bool,
-             builder: Callable[[Case, str, Path, Path], Any] | None = None) -> int:
-    """`run` and `case`: check, (build,) start or resume, execute, record."""
-    from ..case.model import load_case
-
-    case = load_case(args.case, root)
-    gpu_info = None if args.resume else envmod.gpus()
-    checked = check_arguments(case, args, root, gpu_info)
-    if build and not args.resume and builder is not None:
-        builder(case, checked.target, root, checked.build_dir)
-    if args.resume:
-        started: Started | int = resume(case, args)
-    else:
-        assert gpu_info is not None
-        started = start(case, args, checked, root, gpu_info)
-    if isinstance(started, int):
-        return started
-    try:
-        status = execute(case, started, root, args.case)
-    finally:
-        started.journal.close()
-    if status == EXIT_OK:
-        harness_errors = [t for t in read(started.journal.path).trials
-                          if t["outcome"] == "harness_error"]
-        if harness_errors:
-            _say(f"gpurepro: harness error: {len(harness_errors)} trial(s) ended as harness_error "
-                 f"(a driver that broke the event protocol, or our bug); first: "
-                 f"{harness_errors[0]['arm']}: {harness_errors[0]['detail']}")
-            status = EXIT_ERROR
-    if not args.no_record and status in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR):
-        from ..record.result import record_journals
-
-        record_journals(case, [started.journal.path], root, None, force=False)
-    return status

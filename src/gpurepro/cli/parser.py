@@ -1,0 +1,243 @@
+"""The command line's parser: every command and its flags, each command's function set as
+``fn``. A usage error is one line (and exit 2), not the whole usage block.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, NoReturn
+
+from .. import __version__
+from ..errors import EXIT_USAGE
+from . import results, run
+from .args import alpha_value, artifact_override, nonneg_int, positive_float, positive_int, say
+
+EPILOG = """\
+exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
+a journal of another case or plan); 4 the GPU cannot run this case (a result document with
+every trial 'unsupported' is written); 5 no CUDA driver or GPU (nothing run); 130/143/129
+stopped by SIGINT/SIGTERM/SIGHUP (the journal keeps every finished trial: continue with
+--resume).
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2), not the whole usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        say(f"gpurepro: usage error: {message} (see {self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags of `case`, `run` and `prepare`: the case, its plan, where things go, and the
+    cluster's."""
+    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
+    _plan_flags(p)
+    _output_flags(p)
+    _cluster_flags(p)
+
+
+def _plan_flags(p: argparse.ArgumentParser) -> None:
+    # Defaults that come from the manifest are None here, so that --resume can tell a flag
+    # that was given (and would change the journal's plan) from one that was not.
+    p.add_argument("--arch", help="build target (default: from the GPU, e.g. sm_90)")
+    p.add_argument("--arms", help="comma-separated arms to run (default: all)")
+    p.add_argument("--trials", type=positive_int, help="trials per arm (default: the manifest's)")
+    p.add_argument("--duration", type=positive_float, help="seconds per trial (budget)")
+    p.add_argument("--max-exposure", type=nonneg_int,
+                   help="budget per trial in the case's exposure counter, e.g. cycles (0: none)")
+    p.add_argument("--timeout", type=positive_float,
+                   help="wall-clock limit per trial; the process group is killed after it")
+    p.add_argument("--seed", type=nonneg_int, help="shuffle seed (default: random, recorded)")
+    p.add_argument("--jobs", type=positive_int, help="trials at a time per GPU (each its own process; recorded)")
+    p.add_argument("--gpus", help="'all' (every GPU, by UUID) or a list of UUIDs or indices: one worker set per GPU via CUDA_VISIBLE_DEVICES")
+    p.add_argument("--until-decided", action="store_true",
+                   help="stop an arm once its comparison with the baseline is decided (group-sequential)")
+    p.add_argument("--max-trials", type=positive_int, help="with --until-decided: most trials per arm (default 25)")
+    p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
+    p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    """Where the journal, the build and the result are, and what the record keeps."""
+    p.add_argument("--resume", metavar="JOURNAL", help="continue an interrupted run from its journal")
+    p.add_argument("--journal", help="journal path (default: results/<case>/<stamp>_<gpu>_<host>.journal.jsonl)")
+    p.add_argument("--out-dir", default="results", help="folder for journals and results")
+    p.add_argument("--build-dir", default="build", help="prebuilt artifacts, inside the repository (default: build/)")
+    p.add_argument("--artifact", action="append", type=artifact_override, metavar="NAME=PATH",
+                   help="use this prebuilt file (inside the repository) instead of the built "
+                        "artifact NAME; recorded with its sha256 (repeatable)")
+    p.add_argument("--redact", action="store_true", help="drop the hostname and home paths from the record")
+    p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
+    p.add_argument("--force", action="store_true", help="let record replace an existing result document")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox sessions
+
+
+def _cluster_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster (Slurm)", "run the trials as Slurm job arrays and merge "
+                             "them into one document (README: Running across a cluster)")
+    g.add_argument("--slurm", action="store_true",
+                   help="submit the trials to Slurm: one job array per --partition")
+    g.add_argument("--partition", action="append", metavar="NAME[=TARGET]",
+                   help="a partition to run on (repeat for more); TARGET, e.g. sm_90, is what "
+                        "its GPUs need (default: --arch, the case's only target, or a probe job)")
+    g.add_argument("--gres", help="generic resources per array task, e.g. gpu:1 (one worker "
+                   "set per GPU it gets)")
+    g.add_argument("--time", help="time limit per array task, in Slurm's format (default: "
+                   "its trials' limits one after the other, plus 2 minutes)")
+    g.add_argument("--account", help="the Slurm account to charge")
+    g.add_argument("--jobs-per-partition", type=positive_int,
+                   help="array tasks per partition, each with its share of the trials (default 4)")
+    g.add_argument("--shared-dir", help="a folder every node sees, for the staged tree and the "
+                   "shard journals (default: build/slurm in the repository)")
+    g.add_argument("--max-resubmits", type=nonneg_int,
+                   help="times a trial that a failed, preempted or cancelled task left undone "
+                        "is submitted again (default 2)")
+    g.add_argument("--node-python", help="Python 3.11+ on the nodes (default: python3); the "
+                   "run stage needs only its standard library")
+    g.add_argument("--poll", type=positive_float,
+                   help="seconds between looks at squeue and the shard journals (default 10)")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = Parser(
+        prog="python -m gpurepro",
+        description="Turn a GPU bug report into an experiment: build pinned artifacts, run isolated "
+                    "trials, classify them, and record a schema-valid verdict.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"gpurepro {__version__}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="command", parser_class=Parser)
+    for commands in (_run_commands, _build_commands, _record_commands, _case_commands,
+                     _reading_commands):
+        commands(sub)
+    return ap
+
+
+def _run_commands(sub: Any) -> None:
+    """`case`, `run`, `prepare` (for nox) and `slurm-task` (for Slurm): gpurepro.cli.run."""
+    p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _run_arguments(p)
+    p.set_defaults(fn=run.cmd_case)
+
+    p = sub.add_parser("run", help="run (and record) a case from a prebuilt build/",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _run_arguments(p)
+    p.set_defaults(fn=run.cmd_run)
+
+    p = sub.add_parser("prepare", help="check a case's arguments; write its target and pins (for nox)")
+    _run_arguments(p)
+    p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
+    p.set_defaults(fn=run.cmd_prepare)
+
+    p = sub.add_parser("slurm-task", help="one array task of a cluster run (Slurm runs it)")
+    p.add_argument("spec", help="the round's task list, written by the submitting side")
+    p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
+    p.set_defaults(fn=run.cmd_slurm_task)
+
+
+def _build_commands(sub: Any) -> None:
+    """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
+    p = sub.add_parser("build", help="build a case's artifacts with the pinned toolchain")
+    p.add_argument("case")
+    p.add_argument("--arch")
+    p.add_argument("--build-dir", default="build")
+    p.set_defaults(fn=run.cmd_build)
+
+    p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")
+    p.add_argument("case")
+    p.add_argument("--arch")
+    p.set_defaults(fn=run.cmd_target)
+
+    p = sub.add_parser("pins", help="print the PyPI requirements of a case for a target")
+    p.add_argument("case")
+    p.add_argument("--arch")
+    p.set_defaults(fn=run.cmd_pins)
+
+
+def _record_commands(sub: Any) -> None:
+    """`record`, `report`, `validate` and `scrub`: journals and documents."""
+    p = sub.add_parser("record", help="journal(s) -> validated result document + report")
+    p.add_argument("journal", nargs="+", help="one journal, or several shards of one plan")
+    p.add_argument("--case", help="case (default: from the journal)")
+    p.add_argument("--out", help="result path (default: beside the journal)")
+    p.add_argument("--force", action="store_true", help="replace an existing result document")
+    p.set_defaults(fn=results.cmd_record)
+
+    p = sub.add_parser("report", help="result document -> Markdown, PNG plot, pyperf suite")
+    p.add_argument("result")
+    p.set_defaults(fn=results.cmd_report)
+
+    p = sub.add_parser("validate", help="check result documents: schema and meaning")
+    p.add_argument("paths", nargs="*", help="files or folders (default: results/)")
+    p.set_defaults(fn=results.cmd_validate)
+
+    p = sub.add_parser("scrub", help="rewrite journals/documents: checkout paths relative, secrets dropped")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
+    p.set_defaults(fn=results.cmd_scrub)
+
+
+def _case_commands(sub: Any) -> None:
+    """`calibrate`, `new` and `env`: a case's design, a new case, this machine."""
+    p = sub.add_parser("calibrate", help="simulate a case's claims on its design: family-wise "
+                       "false-claim rate under the null, power under the observed effects")
+    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
+    p.add_argument("--runs", type=positive_int, default=2000, help="simulated runs per scenario (default 2000)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="seed of numpy's generator (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--alpha", type=alpha_value, help="family-wise level (default 0.05)")
+    p.add_argument("--until-decided", action="store_true", help="the sequential design (else fixed-size)")
+    p.add_argument("--max-trials", type=positive_int, help="with --until-decided (default 25)")
+    p.add_argument("--look-every", type=positive_int, help="with --until-decided (default 5)")
+    p.add_argument("--trials", type=positive_int, help="fixed-size: trials per arm (default: the manifest's)")
+    p.add_argument("--from", dest="rates_from", nargs="+", metavar="RESULT.json",
+                   help="result documents to take rates and budgets from (default: the newest "
+                        "committed result of the case with every arm of its claims)")
+    p.add_argument("--design-of", metavar="RESULT.json",
+                   help="the design of that recorded run: its arms, trials, looks, budget and "
+                        "exploratory claims, with rates from its own trials (unless --from)")
+    p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=results.cmd_calibrate)
+
+    p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
+    p.add_argument("name", help="lower-case name: the folder and the nox session")
+    p.set_defaults(fn=results.cmd_new)
+
+    p = sub.add_parser("env", help="print the environment fingerprint")
+    p.add_argument("--redact", action="store_true")
+    p.set_defaults(fn=results.cmd_env)
+
+
+def _reading_commands(sub: Any) -> None:
+    """`compare`, `issue`, `matrix` and `index`: what documents say, side by side or posted."""
+    p = sub.add_parser("compare", help="result documents of one case side by side: rates, "
+                       "rate ratios, changed claims and verdict, what differs")
+    p.add_argument("results", nargs="+", metavar="RESULT.json",
+                   help="two or more result documents of one case; each later one is set against the first")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of Markdown")
+    p.add_argument("--fail-on-change", action="store_true",
+                   help="exit 1 when a claim decided in the first document is decided otherwise "
+                        "(or not decided) in a later one")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the paired forest plot (runs side by side per arm), SVG beside it")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=results.cmd_compare)
+
+    p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
+    p.add_argument("--matrix", metavar="MATRIX.json",
+                   help="add the case's toolchain matrix table (a matrix document) as a <details> block")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
+    p.set_defaults(fn=results.cmd_issue)
+
+    from .matrix import add_parser as add_matrix_parser
+
+    add_matrix_parser(sub).set_defaults(fn=results.cmd_matrix)
+
+    p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
+    p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")
+    p.set_defaults(fn=results.cmd_index)

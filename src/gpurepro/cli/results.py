@@ -1,0 +1,282 @@
+"""The commands that read or write documents: `record`, `report`, `validate`, `scrub`,
+`index`, `compare`, `issue`, `calibrate`, `new`, `env`, and the matrix's stages.
+
+A file that is not what the command reads (a folder, a binary file, not JSON, a benchmark or a
+matrix document) is one line and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..case.model import Case, load_case
+from ..env import fingerprint as envmod
+from ..errors import EXIT_ERROR, EXIT_OK, UsageError
+from ..run.journal import read
+from .args import repository_root, say, sequential_design
+
+
+def record_report_index(case: Case, journals: list[Path], root: Path, out: Path | None = None,
+                        force: bool = False) -> Path | None:
+    """The last steps of every run and of `record`: the result document, then its report,
+    then the results index that lists it."""
+    from ..record.result import record_journals
+
+    recorded = record_journals(case, journals, root, out, force=force)
+    if recorded is None:
+        return None
+    out, doc = recorded
+    from ..report.markdown import write_report
+
+    written = write_report(doc, out)
+    say(f"result: {out}")
+    for kind, path in written.items():
+        say(f"{kind}: {path}")
+    say("verdict: " + doc["verdict"]["status"])
+    for s in doc["verdict"]["sentences"]:
+        say(f"  - {s}")
+    _refresh_index(out, root)
+    return out
+
+
+def _refresh_index(out: Path, root: Path) -> None:
+    """Rewrite the results index (results/README.md) that lists the new document, if any."""
+    from ..report.index import indexed_folder, write_index
+
+    folder = indexed_folder(out, root)
+    if folder is None:
+        return
+    try:
+        path, changed = write_index(folder)
+    except OSError as exc:
+        say(f"the results index could not be rewritten ({exc}); run python -m gpurepro index")
+        return
+    if changed:
+        say(f"index: {path}")
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    root = repository_root()
+    journals = [Path(j) for j in args.journal]
+    header = read(journals[0]).header
+    manifest = header.get("manifest")
+    if not args.case and manifest and (root / manifest).is_file():
+        case = load_case(root / manifest, root)
+    else:
+        case = load_case(args.case or header["case"], root)
+    out = record_report_index(case, journals, root, Path(args.out) if args.out else None,
+                              force=args.force)
+    return EXIT_OK if out else EXIT_ERROR
+
+
+def _read_document(path: Path, what: str = "result document",
+                   written_by: str = "`gpurepro record`") -> dict[str, Any]:
+    """A JSON document from a file, or one line saying why it is not one."""
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; give a {what} (.json)")
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{path} is not a text file; give a {what} (.json)") from None
+    except ValueError as exc:
+        raise UsageError(f"{path} is not JSON ({exc}); a {what} is written by {written_by}") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{path} holds JSON but not a {what} (no object at the top)")
+    return doc
+
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..record.validation import validate_document
+    from ..report.markdown import write_report
+
+    path = Path(args.result)
+    doc = _read_document(path)
+    if str(doc.get("schema", "")).startswith("gpurepro/bench"):
+        raise UsageError(f"{path} is a benchmark document; `report` renders case results "
+                         f"(benchmarks are summarised in the README)")
+    if str(doc.get("schema", "")).startswith("gpurepro/matrix"):
+        raise UsageError(f"{path} is a toolchain matrix document; `python -m gpurepro matrix "
+                         f"table {path}` renders it")
+    validate_document(doc, str(path))
+    for kind, p in write_report(doc, path).items():
+        say(f"{kind}: {p}")
+    return EXIT_OK
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..record.validation import validation_errors
+
+    paths: list[Path] = []
+    for p in args.paths or ["results"]:
+        p = Path(p)
+        if p.is_dir():
+            paths += sorted(x for x in p.rglob("*.json") if not x.name.endswith(".pyperf.json"))
+        elif p.exists():
+            paths.append(p)
+        else:
+            raise UsageError(f"{p}: no such file or folder")
+    bad = 0
+    for p in paths:
+        try:
+            errors = validation_errors(_read_document(p))
+        except UsageError as exc:
+            errors = [str(exc)]
+        if errors:
+            bad += 1
+            say(f"INVALID {p}:")
+            for e in errors[:20]:
+                say(f"  {e}")
+        else:
+            say(f"ok      {p}")
+    say(f"{len(paths) - bad} of {len(paths)} documents valid")
+    stale = _stale_indexes(args.paths or ["results"])
+    return EXIT_OK if bad == 0 and not stale else EXIT_ERROR
+
+
+def _stale_indexes(folders: list[str]) -> int:
+    """How many results indexes (results/README.md) differ from what their documents give."""
+    from ..report.index import index_path, is_current, is_generated
+
+    root_results = (repository_root() / "results").resolve()
+    stale = 0
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            continue
+        index = index_path(folder)
+        if folder.resolve() != root_results and not is_generated(index):
+            continue
+        if not is_current(folder):
+            stale += 1
+            where = "" if folder.resolve() == root_results and str(folder) == "results" else f" {folder}"
+            say(f"{index} is out of date: run python -m gpurepro index{where}")
+    return stale
+
+
+def cmd_scrub(args: argparse.Namespace) -> int:
+    """Rewrite committed journals and documents with the recording rules of today."""
+    from ..record.scrub import scrub_file
+
+    root = repository_root()
+    changed = 0
+    for p in map(Path, args.paths):
+        if not p.is_file():
+            raise UsageError(f"{p}: not a file")
+        if scrub_file(p, root, redact=args.redact):
+            changed += 1
+            say(f"rewritten {p}")
+        else:
+            say(f"unchanged {p}")
+    say(f"{changed} of {len(args.paths)} files rewritten")
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ..case.scaffold import create
+
+    root = repository_root()
+    for path in create(args.name, root):
+        say(f"wrote {path.relative_to(root)}")
+    say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
+    return EXIT_OK
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    print(json.dumps(envmod.fingerprint(repository_root(), redact=args.redact), indent=2))
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
+    flipped."""
+    from ..errors import CompareError
+    from ..report.compare import compare, markdown
+
+    docs = [_read_document(Path(p)) for p in args.results]
+    try:
+        result = compare(docs, args.results)
+    except CompareError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(result, indent=2) if args.json else markdown(result))
+    if args.plot:
+        from ..report.compare import plot
+
+        drawn = plot(result, Path(args.plot))
+        say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
+    return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
+
+
+def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
+    """A <details> block with a toolchain matrix document's table, for `issue --matrix`."""
+    from ..matrix.table import markdown as matrix_markdown
+
+    try:
+        matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
+    except (OSError, UsageError) as exc:
+        raise UsageError(f"--matrix {path}: not a readable matrix document ({exc})") from None
+    if not str(matrix.get("schema", "")).startswith("gpurepro/matrix"):
+        raise UsageError(f"--matrix {path}: not a matrix document (schema gpurepro/matrix/...)")
+    case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
+    if case != doc["case"].get("name"):
+        raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
+    return (f"Toolchain matrix ({path.name}; attach it beside the result)", matrix_markdown(matrix))
+
+
+def cmd_issue(args: argparse.Namespace) -> int:
+    """The body of a GitHub comment for a result document (printed, or written to --out)."""
+    from ..errors import IssueError
+    from ..report.comment import issue_body
+
+    path = Path(args.result)
+    doc = _read_document(path)
+    extra: list[tuple[str, str]] = []
+    if args.matrix:
+        extra.append(_matrix_block(Path(args.matrix), doc))
+    try:
+        body = issue_body(doc, path, extra_blocks=extra)
+    except IssueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.out:
+        from ..run.atomic import write_atomic
+
+        write_atomic(Path(args.out), body)
+        say(f"issue comment: {args.out} ({len(body)} characters)")
+    else:
+        sys.stdout.write(body)
+    return EXIT_OK
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    """Regenerate results/README.md, the index of every result document."""
+    from ..report.index import write_index
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder")
+    path, changed = write_index(folder)
+    say(f"{'wrote' if changed else 'unchanged'} {path}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- parser
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..analyze.calibrate import run_calibration
+
+    root = repository_root()
+    case = load_case(args.case, root)
+    if not case.claims:
+        raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
+    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
+    return run_calibration(case, root, stopping, trials, args.alpha, args.rates_from, args.runs,
+                           args.seed, args.workers, args.json, args.design_of)
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    return int(args.stage_fn(args, repository_root()))

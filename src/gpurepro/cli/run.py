@@ -1,0 +1,222 @@
+"""`run` and `case`, the whole flow as one list of steps:
+
+    check -> build -> open -> execute (here | Slurm) -> record -> report -> index
+
+``flow`` spells it out; each step is a function below it, and the commands around it (`build`,
+`target`, `pins`, `prepare`, `slurm-task`) reuse them. Every flag is checked before the first
+build step; what leaves the check is a typed request (gpurepro.run.session.RunRequest), and no
+step below the command line sees a flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..build.artifacts import build_case
+from ..case.model import Case, load_case
+from ..cluster import submit
+from ..cluster.options import (
+    NO_TRIALS_HERE,
+    ClusterOptions,
+    check_partitions,
+    check_time,
+    partition_arguments,
+    resolve_targets,
+)
+from ..env import fingerprint as envmod
+from ..errors import EXIT_ERROR, EXIT_OK, EXIT_UNSUPPORTED, UsageError
+from ..run import session
+from ..run.session import RunRequest, Started
+from .args import (
+    check_arguments,
+    cluster_options,
+    cluster_wanted,
+    given_cluster_flags,
+    repository_root,
+    resolve_target,
+    say,
+)
+from .results import record_report_index
+
+# The statuses after which the trials that ran are recorded: done, the GPU cannot run the case
+# (every trial 'unsupported'), or a harness error (the trials that ran are still evidence).
+RECORDED = (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the check step hands the others: the case, the typed request and, for a cluster
+    run, its options (each partition's target resolved) and poll interval."""
+
+    case: Case
+    request: RunRequest
+    gpu_info: dict[str, Any] | None = None  # this machine's GPUs (a new run here)
+    slurm: bool = False  # a cluster run (--slurm, or --resume of a cluster run's journal)
+    cluster: ClusterOptions | None = None  # a new cluster run's options
+    poll_s: float | None = None  # --poll
+
+    @property
+    def targets(self) -> list[str]:
+        """The targets to build, each once."""
+        if self.cluster is not None:
+            return list(dict.fromkeys(str(t) for t in self.cluster.partitions.values()))
+        return [self.request.target]
+
+
+def flow(args: argparse.Namespace, build: bool) -> int:
+    """`run` (from a prebuilt build/) and `case` (``build``): every step in order."""
+    root = repository_root()
+    checked = check(args, root)
+    if build and checked.request.resume is None:
+        for target in checked.targets:
+            do_build(checked.case, target, root, checked.request.build_dir)
+    opened = open_run(checked, root)
+    if isinstance(opened, int):
+        return opened  # nothing could run (no CUDA driver): nothing to record
+    status, journaled = execute(checked, opened, root)
+    if checked.request.record and journaled and status in RECORDED:
+        record_report_index(checked.case, [journal_of(opened)], root)
+    return status
+
+
+# ---------------------------------------------------------------- the steps
+
+
+def check(args: argparse.Namespace, root: Path) -> Checked:
+    """Every flag of `run`/`case`, checked against the case before anything is built or run."""
+    slurm = cluster_wanted(args)
+    case = load_case(args.case, root)
+    if not slurm:
+        gpu_info = None if args.resume else envmod.gpus()
+        return Checked(case, check_arguments(case, args, root, gpu_info), gpu_info)
+    if args.resume:
+        loose = given_cluster_flags(args)
+        if loose:
+            raise UsageError(f"--resume continues the run's own partitions and Slurm options; "
+                             f"{', '.join(loose)} cannot be given with it")
+        # Refuses plan flags; checks the journal's identity.
+        return Checked(case, check_arguments(case, args, root), slurm=True, poll_s=args.poll)
+    opts = cluster_options(args, case)
+    request = check_arguments(case, args, root, NO_TRIALS_HERE)
+    check_time(opts, request.budget.timeout_s)
+    check_partitions(opts)
+    opts = replace(opts, partitions=dict(resolve_targets(case, opts, args.arch)))
+    if case.devices.requires_gpu and not opts.gpus_per_task:
+        say("note: no --gres gpu:N given: tasks get a GPU only where the partition gives one "
+            "by default (otherwise their trials are recorded as unsupported)")
+    return Checked(case, request, slurm=True, cluster=opts, poll_s=args.poll)
+
+
+def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, Any]:
+    """Build a case's artifacts for ``target`` with the pinned toolchain, saying what was made."""
+    say(f"building {case.name} for {target}")
+
+    def on_event(name: str, status: str) -> None:
+        if status != "building":
+            say(f"  {name}: {status}")
+
+    index = build_case(case, target, root, build_dir, on_event)
+    for name, e in index["artifacts"].items():
+        say(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
+    return index
+
+
+def open_run(checked: Checked, root: Path) -> Started | submit.Watch | int:
+    """A new journal or the one resumed (gpurepro.run.session opens both, for a run here and
+    for a cluster run); an exit status when nothing can run."""
+    case, request = checked.case, checked.request
+    if checked.slurm and request.resume is not None:
+        return submit.resume(case, request, root, checked.poll_s)
+    if checked.slurm:
+        assert checked.cluster is not None
+        return submit.start(case, request, checked.cluster, root, checked.poll_s)
+    if request.resume is not None:
+        return session.resume(case, request.resume)
+    assert checked.gpu_info is not None
+    return session.start(case, request, root, checked.gpu_info)
+
+
+def execute(checked: Checked, opened: Started | submit.Watch, root: Path) -> tuple[int, bool]:
+    """The trials: here, or as Slurm job arrays watched from here. Returns the exit status and
+    whether any trial was journaled."""
+    if isinstance(opened, submit.Watch):
+        status = opened.run()
+        return status, opened.recordable
+    try:
+        return session.execute(checked.case, opened, root, checked.request.case), True
+    finally:
+        opened.journal.close()
+
+
+def journal_of(opened: Started | submit.Watch) -> Path:
+    return opened.journal.path
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return flow(args, build=False)
+
+
+def cmd_case(args: argparse.Namespace) -> int:
+    """Build, run, record and report: what `nox -s <case>` does."""
+    return flow(args, build=True)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .args import checked_build_dir
+
+    root = repository_root()
+    case = load_case(args.case, root)
+    build_dir = checked_build_dir(args.build_dir, root)
+    do_build(case, resolve_target(case, args.arch), root, build_dir)
+    return EXIT_OK
+
+
+def cmd_target(args: argparse.Namespace) -> int:
+    case = load_case(args.case, repository_root())
+    print(resolve_target(case, args.arch))
+    return EXIT_OK
+
+
+def cmd_pins(args: argparse.Namespace) -> int:
+    case = load_case(args.case, repository_root())
+    for pin in case.pins_for(resolve_target(case, args.arch)):
+        print(pin)
+    return EXIT_OK
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """For nox: check every case argument as `case` will, then write the target and pins to a
+    file (a value read from a file, never from a session's printed output)."""
+    root = repository_root()
+    case = load_case(args.case, root)
+    if cluster_wanted(args) and not args.resume:
+        # A cluster run: every partition's target (probed where not given), the pins of each,
+        # and the --partition flags with their targets for the run itself.
+        opts = cluster_options(args, case)
+        request = check_arguments(case, args, root, NO_TRIALS_HERE)
+        check_time(opts, request.budget.timeout_s)
+        check_partitions(opts)
+        targets = resolve_targets(case, opts, args.arch)
+        first = next(iter(targets.values()))
+        out = {"case": case.name, "target": first, "pins": case.pins_for(first),
+               "builds": {t: case.pins_for(t) for t in dict.fromkeys(targets.values())},
+               "partitions": partition_arguments(targets)}
+    else:
+        request = check_arguments(case, args, root)
+        out = {"case": case.name, "target": request.target, "pins": case.pins_for(request.target)}
+    Path(args.prepare_out).write_text(json.dumps(out) + "\n")
+    return EXIT_OK
+
+
+def cmd_slurm_task(args: argparse.Namespace) -> int:
+    """One array task of a cluster run (Slurm runs this on a node; see cluster/task.py)."""
+    from ..cluster.task import run_task
+
+    return run_task(Path(args.spec), args.task)

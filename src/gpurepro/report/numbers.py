@@ -1,0 +1,58 @@
+"""Numbers as the reports write them: one rule for every table and sentence of a report
+(``fmt``: three significant digits, an exponent outside [1e-3, 1e5)), intervals and p-values in
+that rule, exposure units (10^6), and one rule for a picture's columns (``picture_number``:
+thousands grouped, no exponent below a million, since a figure's column has no room for
+"1.23e+04" and reads 12,300 at a glance).
+"""
+
+from __future__ import annotations
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+def fmt_ci(ci: list[float | None] | None, digits: int = 3) -> str:
+    if not ci:
+        return "–"
+    lo, hi = ci
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits) if hi is not None else '∞'}]"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "< 1e-12" if p < 1e-12 else f"{p:.2g}"
+
+
+def per_label(per: float) -> str:
+    """1e6 -> '10^6' (as the reports write it); anything else as a number."""
+    import math
+
+    exponent = round(math.log10(per)) if per > 0 else None
+    return f"10^{exponent}" if exponent is not None and 10 ** exponent == per else fmt(per)
+
+
+def per_superscript(per: float) -> str:
+    """1e6 -> '10⁶' for a picture's labels (its fonts have the superscript digits); anything
+    else as per_label writes it."""
+    text = per_label(per)
+    if text.startswith("10^"):
+        return "10" + text[3:].translate(str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
+    return text
+
+
+def picture_number(x: float) -> str:
+    """A rate in a picture's column: three significant digits, thousands grouped, no
+    exponent below a million."""
+    if x == 0:
+        return "0"
+    if 1000 <= abs(x) < 1e6:
+        return f"{float(f'{x:.3g}'):,.0f}"
+    return f"{x:.3g}"
