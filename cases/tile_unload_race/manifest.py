@@ -293,7 +293,9 @@ def _crashes(name: str, what: str) -> Claim:
     return Claim(
         f"{name}-crashes", arm=name, kind="outcome", outcome="crashed", detail="SIGSEGV", share=0.0,
         supported=f"{what_} ({{arm}}) crashes too: SIGSEGV in {{count}} of {{n}} valid trials.",
-        not_decided=f"No SIGSEGV in the {{n}} valid trials of {what} ({{arm}}).")
+        not_decided=(f"Whether {what} ({{arm}}) crashes is not decided: {{count}} of {{n}} valid "
+                     "trials ended in SIGSEGV (a run whose looks were spent before the claim "
+                     "existed cannot decide it afterwards)."))
 
 
 def _hangs(name: str, what: str) -> Claim:
@@ -303,7 +305,8 @@ def _hangs(name: str, what: str) -> Claim:
         f"{name}-hangs", arm=name, kind="outcome", outcome="hung", share=0.0,
         supported=(f"The race also hangs: {what} ({{arm}}) ended hung in {{count}} of {{n}} valid "
                    "trials, a worker still inside a driver call after the stop."),
-        not_decided=f"No hang in the {{n}} valid trials of {what} ({{arm}}).")
+        not_decided=(f"Whether {what} ({{arm}}) hangs is not decided: {{count}} of {{n}} valid "
+                     "trials ended hung."))
 
 
 def _same(name: str, what: str) -> Claim:
