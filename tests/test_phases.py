@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from gpurepro.report.markdown import threads_table
 from gpurepro.run import phases
 
 from .conftest import ROOT
@@ -31,7 +32,7 @@ def test_by_arm_counts_labels_and_crashes_without_threads():
     counts, without = phases.by_arm(trials)["x"]
     assert counts == {"in cuLaunchKernel | in cuLaunchKernel": 3} and without == 1
     assert "y" not in phases.by_arm(trials)
-    rows = phases.table(trials)
+    rows = threads_table(trials)
     assert rows[2] == "| `x` | in cuLaunchKernel | in cuLaunchKernel | 3 of 3 (+1 without) |"
 
 
