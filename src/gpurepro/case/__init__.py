@@ -6,6 +6,7 @@ manifest is wrong. Everything else in gpurepro reads cases through these names.
 """
 
 from ..errors import ManifestError
+from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
     OUTCOMES,
@@ -24,12 +25,6 @@ from .model import (
     TrialBudget,
     TrialCommand,
     TrialContext,
-    find_case,
-    find_repo_root,
-    load_case,
-    load_sibling,
-    repo_root,
-    validate,
 )
 
 __all__ = [

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.model import TrialBudget, find_repo_root, load_case
+from ..case.load import find_repo_root, load_case
+from ..case.model import TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
 from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record

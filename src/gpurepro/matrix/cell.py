@@ -25,7 +25,8 @@ from typing import Any
 
 from ..build import toolchain
 from ..build.artifacts import build_case, sha256_file
-from ..case.model import Artifact, Case, load_case
+from ..case.load import load_case
+from ..case.model import Artifact, Case
 from ..errors import BuildError, ManifestError, ToolNotFound
 from ..run.atomic import write_atomic
 from . import reasons

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..case.model import load_case
+from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
 from ..run.atomic import write_atomic
