@@ -1,6 +1,6 @@
 """The experiment's design as plain data: factors, their command-line encodings, the arms.
 
-Shared by manifest.py (which turns it into gpurepro.manifest objects, claims included) and
+Shared by manifest.py (which turns it into gpurepro.case objects, claims included) and
 verdict.py (which reads the claims' decisions by name), so an arm or claim renamed here is renamed
 everywhere.
 Standard library only.

@@ -1,7 +1,7 @@
 """The verdict: status, owner and next steps from the harness's claim decisions; measurements
 as sentences.
 
-``verdict(analysis)`` gets the harness's typed views of the result (gpurepro.analysis): per-arm
+``verdict(analysis)`` gets the harness's typed views of the result (gpurepro.case.Analysis): per-arm
 counts (``analysis.arms``), the device, the build analyses, and the claims that manifest.py
 declares from design.COMPARISONS with their decisions (``analysis.decision(name)``: supported /
 contradicted / not_decided). It computes no statistics: every
@@ -10,15 +10,14 @@ appends the decided claims' sentences and lists the undecided ones. The sentence
 are measurements (counts per arm, the build's SASS findings, the documentation audit); what no
 arm isolates goes to ``hypotheses``. The one fixed input is DOC_AUDIT, the conclusion of the
 documentation audit in README.md, which decides how a reproduced ordering failure is classified.
-Standard library, gpurepro.analysis and gpurepro.manifest only.
+Standard library and gpurepro.case only.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analyze.views import Analysis, ArmSummary
-from gpurepro.case import load_sibling
+from gpurepro.case import Analysis, ArmSummary, load_sibling
 
 design = load_sibling(__file__, "design")
 
