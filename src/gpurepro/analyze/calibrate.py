@@ -7,11 +7,11 @@ decision (STATS.md, "Calibration"):
 - arms: the arms of the case's claims (claim arms and their references); the other arms of a
   plan never change a decision (their records are not counted and, with --until-decided, they
   are never needed), so they are left out of the simulated plan;
-- the plan: `gpurepro.plan.make_plan`'s seeded shuffle of arms x trials; trials are taken in
+- the plan: `gpurepro.run.plan.make_plan`'s seeded shuffle of arms x trials; trials are taken in
   that order, one at a time (a run at --jobs 1), and with --until-decided a trial is skipped
   when its arm is no longer needed or has its maximum, with a look whenever one is due: exactly
-  what `gpurepro.runner.execute` does through `execute_plan`'s filter;
-- decisions: `gpurepro.claims.Decider` (looks, Holm, the final look), the decisions the result
+  what `gpurepro.run.session.execute` does through `execute_plan`'s filter;
+- decisions: `gpurepro.analyze.claims.Decider` (looks, Holm, the final look), the decisions the result
   document and the verdict's sentences are written from;
 - trials: failures are a Poisson process in exposure. A trial has its arm's exposure budget
   (cycles a surviving trial reaches); it fails at an exponential time with its arm's rate, and
@@ -328,13 +328,13 @@ class Spec:
     baseline: str
     failure_outcomes: tuple[str, ...]
     per: float
-    design: Any  # gpurepro.claims.Design, or a stand-in with the same interface
+    design: Any  # gpurepro.analyze.claims.Design, or a stand-in with the same interface
     sequential: bool
     trials: int  # per arm: the fixed size, or the maximum of the sequential design
     mode: str
     seed: int
     scenarios: dict[str, dict[str, ArmModel]] = field(default_factory=dict)
-    decider: Any = None  # the Decider class (None: gpurepro.claims.Decider)
+    decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
 
 
 def _draw(m: ArmModel, n: int, mode: str, rng: Any, arm: str) -> list[dict[str, Any]]:
@@ -363,7 +363,7 @@ def _draw(m: ArmModel, n: int, mode: str, rng: Any, arm: str) -> list[dict[str, 
 
 def simulate_run(spec: Spec, models: Mapping[str, ArmModel], rng: Any) -> tuple[dict[str, str], int]:
     """One run: the shuffled plan, trials drawn as they are taken, the looks and the final look
-    as `runner.execute` takes them. Returns each claim's decision and the trials run."""
+    as `run.session.execute` takes them. Returns each claim's decision and the trials run."""
     from .claims import Decider
 
     decider_cls = spec.decider or Decider
@@ -378,7 +378,7 @@ def simulate_run(spec: Spec, models: Mapping[str, ArmModel], rng: Any) -> tuple[
     for planned in order:
         arm = planned.arm
         if spec.sequential:
-            # runner.execute's still_needed, called before each trial (every simulated outcome
+            # run.session.execute's still_needed, called before each trial (every simulated outcome
             # is evidence, so `done` counts what it counts).
             if decider.look_due(records):
                 decider.look(records)
@@ -447,7 +447,7 @@ def calibrate(case: Case, rates: Rates, runs: int, seed: int, design: Any, seque
               scenarios: Sequence[str] = ("null", "observed")) -> dict[str, Any]:
     """Simulate ``runs`` runs under the global null and under the observed effects.
 
-    ``design`` (a `gpurepro.claims.Design`) and ``decider`` (default: `gpurepro.claims.Decider`)
+    ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
     may be replaced, e.g. by a deliberately broken one, to show that the simulation catches it."""
     arms = tuple(rates.observed)
     from .claims import Decider
@@ -488,9 +488,9 @@ def calibrate(case: Case, rates: Rates, runs: int, seed: int, design: Any, seque
         "power": power,
         "design": {**design.describe(), "sequential": sequential,
                    "trials_per_arm": None if sequential else trials,
-                   "plan": "gpurepro.plan.make_plan's shuffle of the claims' arms, one trial at a "
+                   "plan": "gpurepro.run.plan.make_plan's shuffle of the claims' arms, one trial at a "
                            "time (--jobs 1); with --until-decided a trial is skipped once its arm "
-                           "is not needed, as runner.execute does",
+                           "is not needed, as run.session.execute does",
                    "arms": list(arms), "claims": [c.name for c in family]},
         "rates_from": {"documents": rates.documents, "mode": rates.mode,
                        "model": ("failures a Poisson process in exposure; a survivor censored at "

@@ -67,7 +67,7 @@ class Tool:
     With no package the tool is the host's: PATH, then ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``
     and ``/usr/local/cuda/bin`` (g++, or cuda-gdb, which has no wheel). ``host``: a wheel tool
     that may also come from the host when its wheel is not installed (an instrument on a GPU
-    node, never a build input a case pins). gpurepro.toolchain has the defaults (nvcc,
+    node, never a build input a case pins). gpurepro.build.toolchain has the defaults (nvcc,
     tileiras, ptxas, cuobjdump, nvdisasm, compute-sanitizer, cuda-gdb, g++); ``Case.tools``
     adds to them or replaces them by name, and a name usable as a placeholder (``[a-z_]+``)
     may appear in artifact commands as ``{name}``.
@@ -105,7 +105,7 @@ SINGLE_ARM_KINDS = ("outcome", "concentrated")
 
 @dataclass(frozen=True)
 class Claim:
-    """What a case wants to show; the harness decides it (see gpurepro.claims).
+    """What a case wants to show; the harness decides it (see gpurepro.analyze.claims).
 
     ``kind``:
     - ``lower`` / ``higher``: ``arm``'s failure rate is below / above ``reference``'s (per unit
@@ -227,11 +227,11 @@ class Case:
     # Named parts of a trial's exposure, for `concentrated` claims: name -> function of (the
     # trial record, the arm's factors) giving (exposure spent in the stratum, whether the trial
     # failed inside it). Arithmetic on the case's own counters, no statistics: the harness
-    # tests the counts (gpurepro.claims).
+    # tests the counts (gpurepro.analyze.claims).
     strata: Mapping[str, Stratum] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
-    # Tools by name, beyond (or replacing) gpurepro.toolchain.DEFAULT_TOOLS: what artifact
+    # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact
     # commands name as {placeholders} or in Artifact.tools, and what instruments run.
     tools: Mapping[str, Tool] = field(default_factory=dict)
 
