@@ -17,6 +17,7 @@ from gpurepro.case import (
     Factor,
     TrialCommand,
     TrialContext,
+    kit,
     load_sibling,
 )
 
@@ -47,31 +48,19 @@ _CUDA_13_2_AS_FILED = [
     "nvidia-nvjitlink==13.2.*",
 ]
 
-_GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
-        "-static-libstdc++", "-static-libgcc")
-_NATIVE = ("native/cuda_loader.cc", "native/events.cc", "native/crash.cc")
-_NATIVE_SOURCES = (*_NATIVE, "native/cuda_loader.h", "native/events.h", "native/crash.h",
-                   "native/cuda_types.h")
-
 ARTIFACTS = [
-    Artifact(
-        name="host",
-        description="instrumented driver: the reporter's loop with options, events and crash records",
-        command=(*_GXX, "{case}/host.cc", *_NATIVE, "-o", "{out}/host", "-ldl"),
-        outputs=("host",),
-        sources=("host.cc", *_NATIVE_SOURCES),
-        tools=("gxx",),
-    ),
+    kit.host_driver("host", "host.cc", "instrumented driver: the reporter's loop with options, "
+                    "events and crash records"),
     Artifact(
         name="crash_preload",
         description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
         # Hidden visibility and no re-exported static libs: the preloaded object must not
         # interpose its own libstdc++ on the program it watches.
-        command=(*_GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+        command=(*kit.GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
                  "native/crash_preload.cc", "native/crash.cc",
                  "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
         outputs=("libgpurepro_crash.so",),
-        sources=("native/crash_preload.cc", *_NATIVE_SOURCES),
+        sources=("native/crash_preload.cc", *kit.NATIVE_SOURCES),
         tools=("gxx",),
     ),
     Artifact(
