@@ -5,7 +5,10 @@ the committed document (`tests/test_rerecord.py`). Three fields describe the che
 records rather than the run, and are taken from the committed document when comparing:
 `created_at` (when it was recorded), `analyses` (the case's analyses of its built artifacts,
 which a checkout without those builds cannot redo) and `case.manifest_sha256` (the manifest file
-that recorded it).
+that recorded it). Committed journals are re-recorded with their case's manifest as it is now,
+which is `record --manifest-changed` (`record.result.case_for_journal`): a changed manifest is
+named in the re-recorded document (`case.manifest_changed`), a field the committed document
+gets only when it is written again.
 
     python tests/rerecord.py            # list the documents that differ (exit 1 if any)
     python tests/rerecord.py --write    # re-record them: document, Markdown and pictures
@@ -26,12 +29,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro.case import load_case  # noqa: E402
 from gpurepro.record import document  # noqa: E402
+from gpurepro.record.result import case_for_journal  # noqa: E402
 from gpurepro.run import journal  # noqa: E402
 
 # Fields of a document that describe the recording checkout, not the run (see the docstring).
-CHECKOUT_FIELDS = ("created_at", "analyses", "manifest_sha256")
+CHECKOUT_FIELDS = ("created_at", "analyses", "manifest_sha256", "manifest_changed")
 
 
 def committed_journals(root: Path = ROOT) -> list[Path]:
@@ -49,12 +52,13 @@ def rerecord(path: Path, root: Path = ROOT) -> tuple[dict[str, Any], dict[str, A
     one carries the committed analyses (the artifacts need not be built here)."""
     committed = json.loads(document_of(path).read_text())
     contents = journal.read(path)
-    case_field = contents.header["case"]
-    case = load_case(case_field if isinstance(case_field, str) else case_field["name"], root)
+    # `record --manifest-changed`: the committed journals ran with earlier manifests.
+    case, changed = case_for_journal(contents.header, root, str(path), manifest_changed=True)
     saved = document.run_analyses
     document.run_analyses = lambda *_args, **_kw: committed["analyses"]
     try:
-        doc = document.build_document(case, contents.header, contents.trials, root, path.resolve())
+        doc = document.build_document(case, contents.header, contents.trials, root, path.resolve(),
+                                      changed)
     finally:
         document.run_analyses = saved
     return doc, committed
@@ -66,6 +70,10 @@ def normalized(doc: dict[str, Any], committed: dict[str, Any]) -> str:
     doc["created_at"] = committed["created_at"]
     doc["analyses"] = committed["analyses"]
     doc["case"]["manifest_sha256"] = committed["case"]["manifest_sha256"]
+    if "manifest_changed" in committed["case"]:
+        doc["case"]["manifest_changed"] = committed["case"]["manifest_changed"]
+    else:
+        doc["case"].pop("manifest_changed", None)
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
 
 

@@ -171,14 +171,16 @@ def test_foreign_journals_are_refused_and_left_byte_identical(fake_build, tmp_pa
         assert len(_stderr_lines(done)) == 1 and "Traceback" not in done.stderr
     assert "journal of case 'fake_case'" in other_case.stderr
     assert "--trials" in other_plan.stderr
-    # A trial line from another plan pasted in: refused before anything is appended.
+    # A trial line from another plan pasted in: refused before anything is appended (the
+    # line breaks the journal's hash chain, and names itself).
     pasted = tmp_path / "pasted.journal.jsonl"
     lines = before.decode().splitlines()
     foreign = re.sub(r'"index":\d+', '"index":99', lines[1], count=1)
     pasted.write_text("\n".join([*lines, foreign]) + "\n")
     pasted_before = pasted.read_bytes()
     done = _run(["run", FAKE, "--resume", str(pasted), "--build-dir", str(build_dir)])
-    assert done.returncode == 2 and "not part of this journal's plan" in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert f"line {len(lines) + 1} (trial 99" in done.stderr and "hash chain" in done.stderr
     assert journal.read_bytes() == before and pasted.read_bytes() == pasted_before
 
 

@@ -149,24 +149,25 @@ def build_case(
         tools_used.update(versions)
         key = _key(case, art, target, root, versions, resolved, entries)
         out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
-        stamp = out_dir / ".artifact.json"
+        stamp = out_dir / STAMP_NAME
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         # Two builds of one tree at once (two sessions, parallel tests) take turns per artifact:
         # the second finds the first's stamp instead of deleting its folder mid-build.
         with open(out_dir.parent / f"{key[:20]}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            if stamp.is_file() and all((out_dir / o).is_file() for o in art.outputs):
+            outputs = cached_outputs(stamp, key, out_dir, art.outputs)
+            if outputs is not None:
                 say(art.name, "cached")
             else:
                 say(art.name, "building")
                 _run_command(case, art, target, root, out_dir, entries)
-                stamp.write_text(json.dumps({"key": key}, indent=1))
+                outputs = write_stamp(stamp, key, out_dir, art.outputs)
                 say(art.name, "built")
         entries[art.name] = {
             "path": _rel(out_dir / art.outputs[0], root),
             "dir": _rel(out_dir, root),
-            "outputs": {o: sha256_file(out_dir / o) for o in art.outputs},
-            "sha256": sha256_file(out_dir / art.outputs[0]),
+            "outputs": outputs,
+            "sha256": outputs[art.outputs[0]],
             "key": key,
             "tools": versions,
             "command": list(art.command),
@@ -179,9 +180,58 @@ def build_case(
         "artifacts": entries,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    # Written whole, from a temporary file of this process: concurrent builds each replace it.
-    write_atomic(index_path(build_dir, case, target), json.dumps(index, indent=2, sort_keys=True))
+    path = index_path(build_dir, case, target)
+    try:  # a temporary name per writer: concurrent builds each replace it whole
+        write_atomic(path, json.dumps(index, indent=2, sort_keys=True))
+    except OSError as exc:
+        raise BuildError(f"cannot write the build index {path}: {exc.strerror or exc}") from None
     return index
+
+
+STAMP_NAME = ".artifact.json"
+
+
+def cached_outputs(stamp: Path, key: str, out_dir: Path,
+                   outputs: tuple[str, ...] | list[str]) -> dict[str, str] | None:
+    """The outputs' sha256 when the stamp says this key built them and every output still has
+    the sha256 the stamp holds; None otherwise (no stamp, another key, an older stamp without
+    the outputs' sha256, an output missing or changed: a full disk can leave a truncated
+    binary that a compiler still exits 0 for), and the artifact is built again."""
+    try:
+        recorded = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(recorded, dict) or recorded.get("key") != key:
+        return None
+    want = recorded.get("outputs")
+    if not isinstance(want, dict) or set(want) != set(outputs):
+        return None
+    have = {}
+    for name in outputs:
+        p = out_dir / name
+        if not p.is_file() or sha256_file(p) != want[name]:
+            return None
+        have[name] = want[name]
+    return have
+
+
+def write_stamp(stamp: Path, key: str, out_dir: Path,
+                outputs: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """After the outputs are on disk (synced): the stamp with every output's sha256, written
+    atomically; a failed write names the stamp and leaves none (the next build starts over)."""
+    try:
+        shas = {}
+        for name in outputs:
+            fd = os.open(out_dir / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            shas[name] = sha256_file(out_dir / name)
+        write_atomic(stamp, json.dumps({"key": key, "outputs": shas}, indent=1))
+    except OSError as exc:
+        raise BuildError(f"cannot write the build stamp {stamp}: {exc.strerror or exc}") from None
+    return shas
 
 
 def _tool_placeholders(case: Case, art: Artifact) -> set[str]:

@@ -163,6 +163,9 @@ def _record_commands(sub: Any) -> None:
     p.add_argument("--case", help="case (default: from the journal)")
     p.add_argument("--out", help="result path (default: beside the journal)")
     p.add_argument("--force", action="store_true", help="replace an existing result document")
+    p.add_argument("--manifest-changed", action="store_true",
+                   help="record with the case's manifest as it is now although its sha256 is not "
+                        "the run's (recorded in the document)")
     p.set_defaults(fn=results.cmd_record)
 
     p = sub.add_parser("report", help="result document -> Markdown, PNG plot, pyperf suite")

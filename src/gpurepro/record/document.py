@@ -19,7 +19,7 @@ from .. import __version__
 from ..analyze.verdict import decide_claims, verdict_for
 from ..build.artifacts import sha256_file
 from ..case.model import Case
-from ..run.atomic import write_atomic
+from ..run.atomic import create_atomic, write_atomic
 from .validation import validate_document
 
 SCHEMA_ID = "gpurepro/result/1"
@@ -48,7 +48,11 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 
 
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
-                   root: Path, journal_path: Path | None = None) -> dict[str, Any]:
+                   root: Path, journal_path: Path | None = None,
+                   manifest_changed: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``manifest_changed``: recorded with a manifest other than the run's (record
+    --manifest-changed), what ``record.result.case_for_journal`` said; kept under
+    ``case.manifest_changed``."""
     if header.get("cluster"):
         from ..cluster.merge import cluster_header
 
@@ -69,7 +73,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                  "manifest_sha256": manifest_sha, "baseline": case.baseline,
                  "failure_outcomes": list(case.failure_outcomes),
                  "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
-                              "per": case.exposure.per}},
+                              "per": case.exposure.per},
+                 **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
         "environment": header["environment"],
         "device": device,
         "toolchain": header["toolchain"],
@@ -115,7 +120,13 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
 
 
-def write_document(doc: Mapping[str, Any], path: Path) -> Path:
+def write_document(doc: Mapping[str, Any], path: Path, replace: bool = True) -> Path:
+    """Validate and write ``doc`` whole; ``replace=False``: as one atomic create, so of two
+    writers of one name exactly one wins (the other gets ``FileExistsError``)."""
     validate_document(doc, str(path))
-    write_atomic(path, json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n")
+    text = json.dumps(doc, indent=1, sort_keys=False, allow_nan=False) + "\n"
+    if replace:
+        write_atomic(path, text)
+    else:
+        create_atomic(path, text)
     return path

@@ -6,21 +6,80 @@ recording knows nothing of reports.
 
 from __future__ import annotations
 
+import hashlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..case.load import find_case, load_case
 from ..case.model import Case
-from ..errors import UsageError
-from ..run.journal import merge, read, result_name
+from ..errors import JournalError, ManifestError, UsageError
+from ..run.journal import Contents, merge, read, result_name
 
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def case_for_journal(header: Mapping[str, Any], root: Path, where: str,
+                     case_arg: str | None = None,
+                     manifest_changed: bool = False) -> tuple[Case, dict[str, Any] | None]:
+    """The case a journal is recorded with, and (with ``manifest_changed``) what the document
+    says about a manifest that is not the run's.
+
+    A journal attached to an issue is something people record: the manifest it names (or
+    ``--case``) is imported only if it is a file inside the repository and, where the header
+    holds the run's ``manifest_sha256``, only if the file's sha256 is that one. Both are
+    checked before anything is imported; a mismatch is refused in one line unless
+    ``manifest_changed`` says to record with the manifest as it is now (re-recording committed
+    journals after their manifests changed), which the document then records."""
+    case_field = header.get("case")
+    name = case_field.get("name") if isinstance(case_field, Mapping) else case_field
+    named = case_arg or header.get("manifest") or str(name)
+    root = root.resolve()
+    try:
+        candidate = Path(named) if case_arg is None and header.get("manifest") else find_case(named, root)
+    except ManifestError:
+        candidate = Path(str(named))
+    path = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if not path.is_relative_to(root) or not path.is_file():
+        raise UsageError(f"{where}: its manifest {named} is not a file inside the repository; "
+                         f"record imports only manifests inside it (--case NAME picks a case "
+                         f"under cases/)")
+    rel = str(path.relative_to(root))
+    want = header.get("manifest_sha256")
+    have = hashlib.sha256(path.read_bytes()).hexdigest()
+    note = None
+    if want and have != want:
+        if not manifest_changed:
+            raise UsageError(f"{where}: {rel} (sha256 {have[:12]}…) is not the manifest this run "
+                             f"used ({str(want)[:12]}…); record it with the manifest as it is now "
+                             f"only with --manifest-changed (the document records it)")
+        note = {"run_manifest_sha256": want, "recorded_with": rel}
+    return load_case(path, root), note
+
+
+def journal_notes(contents: Contents, where: str) -> list[str]:
+    """What `record` says about a journal's lines: the hash chain it predates, lines that
+    repeat a trial. A repeated trial with another record is refused (which one is the run's?)."""
+    notes = []
+    if not contents.chained:
+        notes.append(f"note: {where} predates the journal's hash chain (format "
+                     f"{contents.header.get('journal_format', 1)}): its lines are read as before, "
+                     f"without a check that none was edited")
+    contradicting = [r for r in contents.repeated if "another record" in r]
+    if contradicting:
+        raise JournalError(f"{where}: {contradicting[0]}"
+                           + (f" (and {len(contradicting) - 1} more)" if len(contradicting) > 1 else "")
+                           + "; one trial cannot have two outcomes")
+    notes += [f"note: {where}: {r}; the first stands" for r in contents.repeated]
+    return notes
+
+
 def record_journals(case: Case, journals: list[Path], root: Path, out: Path | None = None,
-                    force: bool = False) -> tuple[Path, dict[str, Any]] | None:
+                    force: bool = False, manifest_changed: Mapping[str, Any] | None = None,
+                    ) -> tuple[Path, dict[str, Any]] | None:
     """Write the result document for one journal or several shards; return where, and the
     document. None when the analysis packages are missing here (said in one line).
 
@@ -38,6 +97,8 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     else:
         contents = read(journals[0])
         header, trials = contents.header, contents.trials
+        for note in journal_notes(contents, str(journals[0])):
+            _say(note)
         if contents.torn_bytes:
             _say(f"{journals[0]}: its last line is torn ({contents.torn_bytes} bytes, a write cut "
                  f"short); the document covers the {len(trials)} complete records")
@@ -48,8 +109,17 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
     if out is None:
         out = journals[0].parent / f"{result_name(header)}.json"
     if out.exists() and not force:
-        raise UsageError(f"{out} exists; record never replaces a result: write elsewhere with "
-                         f"--out PATH, or replace it with --force")
-    doc = build_document(case, header, trials, root, journals[0].resolve())
-    write_document(doc, out)
+        raise _exists(out)
+    doc = build_document(case, header, trials, root, journals[0].resolve(), manifest_changed)
+    try:
+        # One atomic create: of two records to one name, one wins and the other is refused
+        # here, before it writes anything (its Markdown included).
+        write_document(doc, out, replace=force)
+    except FileExistsError:
+        raise _exists(out) from None
     return out, doc
+
+
+def _exists(out: Path) -> UsageError:
+    return UsageError(f"{out} exists; record never replaces a result: write elsewhere with "
+                      f"--out PATH, or replace it with --force")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..env import privacy
+from ..run import journal
 from ..run.atomic import write_atomic
 
 JOURNAL_SUFFIX = ".journal.jsonl"
@@ -63,8 +64,12 @@ def scrub_file(path: Path, root: Path, redact: bool) -> bool:
 
 
 def _scrub_journal(text: str, root: Path, redact: bool) -> str:
+    """Each line scrubbed; in a journal with the hash chain, every record's ``chain`` is
+    computed again over the scrubbed lines (it is a checksum of what the file says, and the
+    scrubbed file says less)."""
     hostname: str | None = None
     lines = []
+    chain: str | None = None
     for line in text.splitlines(keepends=True):
         try:
             obj = json.loads(line)
@@ -77,9 +82,15 @@ def _scrub_journal(text: str, root: Path, redact: bool) -> str:
         if hostname is None:
             hostname = _hostname(obj)  # the header's fingerprint; trial lines use it too
         scrubbed = scrub_value(obj, root, redact, hostname or "")
+        if chain is not None and journal.CHAIN_KEY in scrubbed:
+            scrubbed = {**scrubbed, journal.CHAIN_KEY: journal.chain_next(chain, scrubbed)}
+            chain = scrubbed[journal.CHAIN_KEY]
         if scrubbed == obj:
             lines.append(line)
         else:
             end = line[len(line.rstrip("\r\n")):]
             lines.append(json.dumps(scrubbed, sort_keys=True, separators=(",", ":")) + end)
+        if not chain and scrubbed.get("kind") == journal.HEADER_KIND and \
+                int(scrubbed.get("journal_format") or 0) >= journal.CHAIN_FORMAT:
+            chain = journal.chain_start(lines[-1].encode())
     return "".join(lines)

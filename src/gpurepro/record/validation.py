@@ -56,7 +56,46 @@ def meaning_errors(doc: Any) -> list[str]:
     document no hostname, home directory or absolute checkout path."""
     if not isinstance(doc, Mapping):
         return []
-    return _summary_errors(doc) + _privacy_errors(doc)
+    return _trial_errors(doc) + _summary_errors(doc) + _privacy_errors(doc)
+
+
+# How far past its limit a trial may end: the harness kills at the limit, then waits for the
+# process and its group to go (watchdog.DEADLINE_GRACE_S is the later backstop).
+LIMIT_SLACK_S = 2.0
+
+
+def _trial_errors(doc: Mapping[str, Any]) -> list[str]:
+    """Each trial index once and in the plan (with its arm); no trial that counts as evidence
+    longer than the recorded wall-clock limit allows."""
+    trials = doc.get("trials")
+    plan = doc.get("plan")
+    if not isinstance(trials, list) or not isinstance(plan, Mapping):
+        return []
+    order = plan.get("order") if isinstance(plan.get("order"), list) else []
+    budget = (plan.get("options") or {}).get("budget") if isinstance(plan.get("options"), Mapping) else None
+    limit = budget.get("timeout_s") if isinstance(budget, Mapping) else None
+    out = []
+    seen: dict[Any, int] = {}
+    for i, t in enumerate(trials):
+        if not isinstance(t, Mapping):
+            continue
+        index = t.get("index")
+        if index in seen:
+            out.append(f"trials/{i}/index: each trial once expected, found index {index} again "
+                       f"(trials/{seen[index]})")
+        seen.setdefault(index, i)
+        if isinstance(index, int) and order:
+            planned = order[index] if 0 <= index < len(order) else None
+            if not isinstance(planned, Mapping) or planned.get("arm") != t.get("arm"):
+                out.append(f"trials/{i}/index: a trial of the plan expected, found index {index} "
+                           f"({t.get('arm')}), which the plan "
+                           + ("gives another arm" if isinstance(planned, Mapping) else "does not have"))
+        duration = t.get("duration_s")
+        if (isinstance(limit, int | float) and isinstance(duration, int | float)
+                and t.get("outcome") != "harness_error" and duration > limit + LIMIT_SLACK_S):
+            out.append(f"trials/{i}/duration_s: at most the limit of {limit:g} s (+{LIMIT_SLACK_S:g} s) "
+                       f"expected for a {t.get('outcome')} trial, found {duration:g} s")
+    return out
 
 
 def _summary_errors(doc: Mapping[str, Any]) -> list[str]:

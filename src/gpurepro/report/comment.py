@@ -228,6 +228,12 @@ def has_plot(doc: Mapping[str, Any]) -> bool:
     return bool(curves) and any(s["failures"] for s in doc["summary"].values())
 
 
+def _attachable(picture: Path) -> bool:
+    """A picture to attach: there, and not empty (a report cut short leaves none, but a copy
+    may)."""
+    return picture.is_file() and picture.stat().st_size > 0
+
+
 def head(doc: Mapping[str, Any], path: Path) -> str:
     case, verdict = doc["case"], doc["verdict"]
     sentences = verdict.get("sentences") or []
@@ -255,10 +261,10 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     stem = path.with_suffix("")
     attach = [f"`{path.name}` (the result document; `python -m gpurepro report {path.name}` "
               f"regenerates the full report from it)"]
-    if (path.parent / f"{stem.name}.forest.png").is_file():
+    if _attachable(path.parent / f"{stem.name}.forest.png"):
         attach.append(f"`{stem.name}.forest.png` (failure rate per arm against the baseline, "
                       f"with each claim's decision)")
-    if (path.parent / f"{stem.name}.forest-per-gpu.png").is_file():
+    if _attachable(path.parent / f"{stem.name}.forest-per-gpu.png"):
         attach.append(f"`{stem.name}.forest-per-gpu.png` (the same, one panel per GPU)")
     if has_plot(doc):
         attach.append(f"`{stem.name}.png` (Kaplan–Meier survival per arm)")

@@ -556,12 +556,8 @@ def plot(result: Mapping[str, Any], path: Path) -> bool:
     made = forest_figure(result)
     if made is None:
         return False
-    import matplotlib.pyplot as plt
+    from .figure import save
 
     fig, _ = made
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=200, metadata={"Software": None})
-    with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
-        fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
-    plt.close(fig)
+    save(fig, path, path.with_suffix(".svg"))
     return True

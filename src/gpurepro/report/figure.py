@@ -7,17 +7,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..run.atomic import atomic_path
+
 
 def save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
-    """PNG (byte-stable: no software stamp) and SVG beside it (stable ids, text as text)."""
+    """PNG (byte-stable: no software stamp) and SVG beside it (stable ids, text as text), each
+    written whole or not at all (a writer killed or a full disk leaves the earlier file)."""
     import matplotlib.pyplot as plt
 
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=dpi, metadata={"Software": None})
-    if svg is not None:
-        with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
-            fig.savefig(svg, metadata={"Date": None})
-    plt.close(fig)
+    try:
+        with atomic_path(png) as tmp:
+            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+        if svg is not None:
+            with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}), \
+                    atomic_path(svg) as tmp:
+                fig.savefig(tmp, format="svg", metadata={"Date": None})
+    finally:
+        plt.close(fig)
 
 
 def text_width(fig: Any, strings: list[str], **kw: Any) -> float:

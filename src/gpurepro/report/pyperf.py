@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..run.atomic import atomic_path
+
 
 def pyperf_suite(doc: Mapping[str, Any], path: Path) -> bool:
     """Per arm, the seconds to failure of its failed trials, as a pyperf suite
@@ -26,5 +28,6 @@ def pyperf_suite(doc: Mapping[str, Any], path: Path) -> bool:
         benchmarks.append(pyperf.Benchmark(runs))
     if not benchmarks:
         return False
-    pyperf.BenchmarkSuite(benchmarks).dump(str(path), replace=True)
+    with atomic_path(path) as tmp:  # whole or not at all
+        pyperf.BenchmarkSuite(benchmarks).dump(str(tmp))
     return True

@@ -11,7 +11,15 @@ Guarantees, each tested in tests/test_faults.py:
 - a writer holds an exclusive ``flock`` for as long as the run goes: a second harness (two
   resumes of one journal) is refused instead of running the same trials again;
 - resuming checks the identity (the same case, manifest and plan) and cuts a torn last line
-  back to the last complete one, saying so, before it appends anything.
+  back to the last complete one, saying so, before it appends anything;
+- a new journal appears under its name only once its lock is held and its header written
+  (created beside it and linked into place): a lock that cannot be taken names the file and
+  leaves nothing behind;
+- every line after the header carries ``chain``, the sha256 of the line before it (its chain
+  value; the header's bytes for the first) and of the line itself without ``chain``: a line
+  edited, repeated, moved or removed, or an edited header, breaks the chain at a line that is
+  named. Journals from before the chain (format 2 and older) are read as before, and say so
+  (``Contents.chained``).
 
 Standard library only.
 """
@@ -37,7 +45,11 @@ STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a
 # A cluster run's jobs, tasks and nodes as the submitting side last saw them (cluster.py);
 # appended when they change, the last one stands.
 SCHEDULER_KIND = "scheduler"
-FORMAT = 2  # 2: identity (manifest_sha256, plan_sha256, run_id) in the header
+# 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain
+FORMAT = 3
+IDENTITY_FORMAT = 2  # the oldest format that can be resumed
+CHAIN_FORMAT = 3
+CHAIN_KEY = "chain"
 
 
 def plan_sha256(plan: Mapping[str, Any]) -> str:
@@ -48,12 +60,38 @@ def _line(obj: Mapping[str, Any]) -> bytes:
     return (json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
 
+def chain_start(header_line: bytes) -> str:
+    """The chain value before the first record: the header line's own bytes, hashed."""
+    return hashlib.sha256(header_line).hexdigest()
+
+
+def chain_next(previous: str, obj: Mapping[str, Any]) -> str:
+    """The chain value of a record (without its ``chain``) that follows ``previous``."""
+    body = {k: v for k, v in obj.items() if k != CHAIN_KEY}
+    return hashlib.sha256(previous.encode() + b"\n" + _line(body)).hexdigest()
+
+
+def _described(obj: Any) -> str:
+    if isinstance(obj, dict) and obj.get("kind") == TRIAL_KIND:
+        return f"trial {obj.get('index')} ({obj.get('arm')}, {obj.get('outcome')})"
+    return f"a {obj.get('kind') if isinstance(obj, dict) else 'non-object'} record"
+
+
 @dataclass
 class Contents:
     header: dict[str, Any]
     trials: list[dict[str, Any]]
     torn_bytes: int = 0  # bytes after the last complete line (a write cut short)
     duplicates: int = 0  # trial lines whose index was already journaled
+    # The chain value of the last complete record (None: a journal from before the chain)
+    chain: str | None = None
+    # Repeated trial lines of a journal without the chain: "line N repeats trial I (same|...)"
+    repeated: tuple[str, ...] = ()
+
+    @property
+    def chained(self) -> bool:
+        """Whether every line was checked against the hash chain (format 3 and later)."""
+        return self.chain is not None
 
 
 def parse(data: bytes, where: str) -> Contents:
@@ -64,9 +102,11 @@ def parse(data: bytes, where: str) -> Contents:
     stopping: dict[str, Any] | None = None
     scheduler: dict[str, Any] | None = None
     trials: list[dict[str, Any]] = []
-    seen: set[int] = set()
+    seen: dict[int, dict[str, Any]] = {}
     duplicates = 0
-    for number, raw in enumerate(body.splitlines(), 1):
+    repeated: list[str] = []
+    chain: str | None = None
+    for number, raw in enumerate(body.splitlines(keepends=True), 1):
         if not raw.strip():
             continue
         try:
@@ -77,13 +117,30 @@ def parse(data: bytes, where: str) -> Contents:
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if kind == HEADER_KIND and header is None and number == 1:
             header = obj
+            if isinstance(obj.get("journal_format"), int) and obj["journal_format"] >= CHAIN_FORMAT:
+                chain = chain_start(raw)
+            continue
         elif header is None:
             raise JournalError(f"{where}: not a gpurepro journal (line 1 is no journal header)")
-        elif kind == TRIAL_KIND and isinstance(obj.get("index"), int):
+        if chain is not None:
+            expected = chain_next(chain, obj) if isinstance(obj, dict) else None
+            if expected is None or obj.get(CHAIN_KEY) != expected:
+                raise JournalMismatch(
+                    f"{where}: line {number} ({_described(obj)}) breaks the journal's hash "
+                    f"chain: that line was edited, repeated or moved, or a line before it "
+                    f"(the header included) was edited or removed")
+            chain = expected
+            obj = {k: v for k, v in obj.items() if k != CHAIN_KEY}
+        if kind == TRIAL_KIND and isinstance(obj.get("index"), int):
             if obj["index"] in seen:
                 duplicates += 1  # the first record of an index stands
+                same = seen[obj["index"]] == obj
+                repeated.append(f"line {number} repeats trial {obj['index']}"
+                                + (" (the same record)" if same else
+                                   f" with another record ({seen[obj['index']].get('outcome')} "
+                                   f"first, {obj.get('outcome')} here)"))
                 continue
-            seen.add(obj["index"])
+            seen[obj["index"]] = obj
             trials.append(obj)
         elif kind == STOPPING_KIND:
             stopping = obj  # the last one written stands
@@ -97,7 +154,7 @@ def parse(data: bytes, where: str) -> Contents:
         header = {**header, "stopping_result": {k: v for k, v in stopping.items() if k != "kind"}}
     if scheduler is not None:
         header = {**header, "scheduler_state": {k: v for k, v in scheduler.items() if k != "kind"}}
-    return Contents(header, trials, torn, duplicates)
+    return Contents(header, trials, torn, duplicates, chain, tuple(repeated))
 
 
 def read(path: Path) -> Contents:
@@ -111,23 +168,39 @@ def read(path: Path) -> Contents:
 class Journal:
     """A journal opened for writing: locked, appended to, closed."""
 
-    def __init__(self, path: Path, fd: int):
+    def __init__(self, path: Path, fd: int, chain: str | None = None):
         self.path = path
         self._fd = fd
+        self._chain = chain  # the last record's chain value; None: a journal without the chain
 
     # -- opening
 
     @classmethod
     def create(cls, path: Path, header: Mapping[str, Any]) -> Journal:
+        """A new journal: written and locked under a name of its own beside ``path``, then
+        linked to ``path`` (refused if that exists), so the name never shows an empty or
+        unlocked journal."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        except FileExistsError:
-            raise JournalError(f"{path} exists; continue it with --resume {path}") from None
+        if path.exists():
+            raise _exists(path)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.creating")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
         journal = cls(path, fd)
-        journal._lock()
-        journal._append({"kind": HEADER_KIND, "journal_format": FORMAT, **header})
+        try:
+            journal._lock()
+            line = _line({"kind": HEADER_KIND, "journal_format": FORMAT, **header})
+            journal._write(line)
+            journal._chain = chain_start(line)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise _exists(path) from None
+        except BaseException:
+            journal.close()
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
         return journal
 
     @classmethod
@@ -152,6 +225,7 @@ class Journal:
         except BaseException:
             journal.close()
             raise
+        journal._chain = contents.chain
         return journal, contents
 
     def _lock(self) -> None:
@@ -161,6 +235,11 @@ class Journal:
             self.close()
             raise JournalError(f"{self.path} is being written by another gpurepro run; "
                                f"wait for it to end (or stop it) before resuming") from None
+        except OSError as exc:  # a file system without working flock (some network ones)
+            self.close()
+            raise JournalError(f"{self.path}: cannot lock the journal ({exc.strerror or exc}); "
+                               f"a run needs a file system with working flock: put the journal "
+                               f"on a local disk (--journal PATH or --out-dir)") from None
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -185,7 +264,12 @@ class Journal:
         self._append({"kind": SCHEDULER_KIND, **state})
 
     def _append(self, obj: Mapping[str, Any]) -> None:
-        line = _line(obj)
+        chain = chain_next(self._chain, obj) if self._chain is not None else None
+        self._write(_line(obj if chain is None else {**obj, CHAIN_KEY: chain}))
+        if chain is not None:
+            self._chain = chain
+
+    def _write(self, line: bytes) -> None:
         size = os.fstat(self._fd).st_size
         try:
             written = os.write(self._fd, line)
@@ -204,7 +288,7 @@ class Journal:
 def verify_identity(header: Mapping[str, Any], case_name: str, manifest_sha256: str | None,
                     where: str) -> None:
     """A resume continues the same case, manifest and plan, or refuses."""
-    if header.get("journal_format", 1) < FORMAT:
+    if header.get("journal_format", 1) < IDENTITY_FORMAT:
         raise JournalMismatch(f"{where} was written by an older gpurepro without a run identity; "
                               f"it can be recorded (gpurepro record) but not resumed")
     if header.get("case") != case_name:
@@ -215,6 +299,10 @@ def verify_identity(header: Mapping[str, Any], case_name: str, manifest_sha256: 
                               f"started; a resumed run must run the same case definition")
     if plan_sha256(header.get("plan", {})) != header.get("plan_sha256"):
         raise JournalMismatch(f"{where}: its plan does not match the plan hash in its header")
+
+
+def _exists(path: Path) -> JournalError:
+    return JournalError(f"{path} exists; continue it with --resume {path}")
 
 
 def check_trials(contents: Contents, where: str) -> None:
@@ -251,6 +339,8 @@ def result_name(header: Mapping[str, Any]) -> str:
     host = header.get("environment", {}).get("host", {})
     hostname = "redacted" if header.get("environment", {}).get("redacted") else host.get("hostname")
     stamp = str(header.get("started_at", "")).replace("-", "").replace(":", "")
+    if header.get("name_suffix"):  # two runs started in the same second get two names
+        stamp += f"-{_slug(str(header['name_suffix']))}"
     where = device.get("name") or "no-gpu"
     if header.get("cluster"):  # a cluster run: its partitions, not the submitting node's GPU
         where = "slurm-" + "-".join(header["cluster"]["partitions"])

@@ -289,6 +289,8 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "plan_sha256": plan_sha256(plan.to_json()),
         "run_id": opts.run_id,
         "started_at": _stamp(),
+        # In the file names (journal.result_name) beside the second-resolution start time.
+        "name_suffix": opts.run_id[:6],
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
                     "redact": opts.redact, "stopping": stopping,

@@ -1,0 +1,165 @@
+"""A result document checked against its own trials: what `record` would make of them now.
+
+`validate` runs this after the schema and the meaning checks (record/validation.py): the
+per-arm summaries, the comparisons, the crash sites and the per-GPU table are recomputed from
+the trials with the document's own case fields (no manifest needed); the claims' decisions and
+the verdict are recomputed with the case's manifest, found inside the repository (the one the
+document's journal names, else ``cases/<name>/manifest.py``). A flipped decision, a rewritten
+verdict, a changed p-value, rate or outcome is named as ``path: recorded, recomputed``.
+
+A sequential run's decisions were taken at its looks and journaled; they are taken from the
+document's ``plan.options.stopping`` as `record` takes them from the journal, so a decision
+changed in ``claims`` alone is named, one changed in both places with the trials is not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..case.load import load_case
+from ..case.model import Case
+from ..errors import ManifestError
+
+REL_TOL = 1e-6  # floats from another scipy build may differ in their last digits
+
+
+def differences(recorded: Any, recomputed: Any, path: str) -> list[str]:
+    """Each place where two JSON values differ, as 'path: recorded X, recomputed Y'."""
+    if isinstance(recorded, Mapping) and isinstance(recomputed, Mapping):
+        out = []
+        for key in dict.fromkeys([*recorded, *recomputed]):
+            out += differences(recorded.get(key), recomputed.get(key), f"{path}/{key}")
+        return out
+    if isinstance(recorded, list) and isinstance(recomputed, list) and len(recorded) == len(recomputed):
+        out = []
+        for i, (a, b) in enumerate(zip(recorded, recomputed, strict=True)):
+            out += differences(a, b, f"{path}/{i}")
+        return out
+    if _same(recorded, recomputed):
+        return []
+    return [f"{path}: {_show(recorded)} recorded, {_show(recomputed)} recomputed from the trials"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+    return bool(a == b)
+
+
+def _show(v: Any) -> str:
+    text = json.dumps(v, sort_keys=True) if isinstance(v, Mapping | list) else repr(v)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def case_of(doc: Mapping[str, Any], root: Path) -> Case | None:
+    """The document's case from a manifest inside the repository, or None (not in this
+    checkout). The journal's header names the manifest it ran; else cases/<name>/."""
+    root = root.resolve()
+    candidates = []
+    journal = doc.get("journal")
+    if isinstance(journal, str):
+        try:
+            with open(root / journal, "rb") as fh:
+                header = json.loads(fh.readline())
+            if isinstance(header, dict) and isinstance(header.get("manifest"), str):
+                candidates.append(root / header["manifest"])
+        except (OSError, ValueError):
+            pass
+    name = (doc.get("case") or {}).get("name")
+    if isinstance(name, str):
+        candidates.append(root / "cases" / name / "manifest.py")
+    for path in candidates:
+        path = path.resolve()
+        if path.is_relative_to(root) and path.is_file():
+            try:
+                return load_case(path, root)
+            except ManifestError:
+                return None
+    return None
+
+
+def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], list[str]]:
+    """(errors, notes): what differs from a recomputation from the trials, and what could not
+    be recomputed here (a case not in this checkout)."""
+    from ..analyze import stats
+    from ..analyze.verdict import decide_claims, verdict_for
+
+    case_fields, plan, trials = doc["case"], doc["plan"], doc["trials"]
+    measured = stats.analyze(trials, plan["arms"], case_fields["baseline"],
+                             case_fields["failure_outcomes"], case_fields["exposure"]["unit"],
+                             case_fields["exposure"]["per"])
+    measured = json.loads(json.dumps(measured, default=_jsonable))
+    errors = []
+    for key, ours in (("summary", measured["arms"]), ("comparisons", measured["comparisons"]),
+                      ("crash_sites", measured["crash_sites"]), ("per_gpu", measured["per_gpu"])):
+        if key in doc:
+            errors += differences(doc[key], ours, key)
+    notes = []
+    if "claims" not in doc:  # recorded before the harness decided claims
+        return errors, notes
+    case = case_of(doc, root)
+    if case is None:
+        notes.append(f"claims and verdict not recomputed: case {case_fields.get('name')!r} is "
+                     f"not in this checkout")
+        return errors, notes
+    options = plan.get("options") or {}
+    header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
+    claims = json.loads(json.dumps(decide_claims(case, header, trials), default=_jsonable))
+    errors += differences(doc["claims"], claims, "claims")
+    verdict = verdict_for(case, {**doc, "summary": measured["arms"],
+                                 "comparisons": measured["comparisons"],
+                                 "crash_sites": measured["crash_sites"],
+                                 "per_gpu": measured["per_gpu"], "claims": claims})
+    errors += differences(doc.get("verdict"), json.loads(json.dumps(verdict, default=_jsonable)),
+                          "verdict")
+    return errors, notes
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+# A Markdown link or picture whose target is a file beside it: ](name.png)
+_LOCAL_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s]+)\)")
+
+
+def named_files_errors(path: Path, doc: Mapping[str, Any], root: Path) -> list[str]:
+    """Every file a result document or its Markdown names, and every file written beside it
+    (``<stem>.*``: pictures, pyperf suite), must exist and hold something: a report killed
+    mid-write, or a full disk, leaves a 0-byte picture that an issue would attach."""
+    errors = []
+    journal = doc.get("journal")
+    if isinstance(journal, str):
+        where = root / journal
+        if not where.is_file() or where.stat().st_size == 0:
+            errors.append(f"journal: {journal} {'is empty' if where.is_file() else 'is missing'}")
+    stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.stem
+    for sibling in sorted(path.parent.glob(f"{glob_escape(stem)}.*")):
+        if sibling != path and sibling.is_file() and sibling.stat().st_size == 0:
+            errors.append(f"{sibling.name}: an empty file beside the document")
+    markdown = path.with_name(stem + ".md")
+    if markdown.is_file():
+        for target in _LOCAL_LINK.findall(markdown.read_text(encoding="utf-8", errors="replace")):
+            where = markdown.parent / target
+            if not where.is_file():
+                errors.append(f"{markdown.name}: names {target}, which is missing")
+            elif where.stat().st_size == 0:
+                errors.append(f"{markdown.name}: names {target}, which is empty")
+    return errors
+
+
+def glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
