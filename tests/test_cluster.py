@@ -303,14 +303,16 @@ def test_a_shard_journal_works_on_a_file_system_without_flock(tmp_path, monkeypa
     import errno
     import fcntl
 
+    from gpurepro.errors import JournalError
     from gpurepro.run.journal import Journal
 
     def no_flock(fd, op):
         raise OSError(errno.ENOSYS, "Function not implemented")
 
     monkeypatch.setattr(fcntl, "flock", no_flock)
-    with pytest.raises(OSError):
+    with pytest.raises(JournalError, match="plain.jsonl: cannot lock the journal"):
         Journal.create(tmp_path / "plain.jsonl", {"case": "x"})
+    assert not (tmp_path / "plain.jsonl").exists()
     journal = ShardJournal.create(tmp_path / "shard.jsonl", {"case": "x"})
     journal.append_trial({"index": 0, "arm": "a", "outcome": "survived", "exit": {}})
     journal.close()

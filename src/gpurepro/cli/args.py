@@ -171,7 +171,10 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         o = header["options"]
         return RunRequest(**given, target=header["device"]["target"],
                           budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
-                          trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume))
+                          trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume),
+                          other_device=bool(getattr(args, "other_device", False)))
+    if getattr(args, "other_device", False):
+        raise UsageError("--other-device goes with --resume (a new run records the device it has)")
 
     target = resolve_target(case, args.arch, gpu_info)
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else None

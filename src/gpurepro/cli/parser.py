@@ -62,6 +62,9 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
 def _output_flags(p: argparse.ArgumentParser) -> None:
     """Where the journal, the build and the result are, and what the record keeps."""
     p.add_argument("--resume", metavar="JOURNAL", help="continue an interrupted run from its journal")
+    p.add_argument("--other-device", action="store_true",
+                   help="with --resume: continue on a GPU or driver other than the journal's "
+                        "(recorded in the journal)")
     p.add_argument("--journal", help="journal path (default: results/<case>/<stamp>_<gpu>_<host>.journal.jsonl)")
     p.add_argument("--out-dir", default="results", help="folder for journals and results")
     p.add_argument("--build-dir", default="build", help="prebuilt artifacts, inside the repository (default: build/)")

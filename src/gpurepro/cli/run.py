@@ -92,7 +92,8 @@ def check(args: argparse.Namespace, root: Path) -> Checked:
     slurm = cluster_wanted(args)
     case = load_case(args.case, root)
     if not slurm:
-        gpu_info = None if args.resume else envmod.gpus()
+        # A resumed run probes the device too: it must be there, and be the journal's.
+        gpu_info = envmod.gpus()
         return Checked(case, check_arguments(case, args, root, gpu_info), gpu_info)
     if args.resume:
         loose = given_cluster_flags(args)
@@ -136,7 +137,7 @@ def open_run(checked: Checked, root: Path) -> Started | submit.Watch | int:
         assert checked.cluster is not None
         return submit.start(case, request, checked.cluster, root, checked.poll_s)
     if request.resume is not None:
-        return session.resume(case, request.resume)
+        return session.resume(case, request.resume, checked.gpu_info, request.other_device)
     assert checked.gpu_info is not None
     return session.start(case, request, root, checked.gpu_info)
 

@@ -67,10 +67,10 @@ class ShardJournal(Journal):
     def _lock(self) -> None:
         try:
             super()._lock()
-        except OSError as exc:
+        except JournalError as exc:
             # Lustre mounted without flock, for one, answers ENOSYS. A shard file has one
             # writer by construction (one per round, partition, array task and attempt).
-            if exc.errno not in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK):
+            if getattr(exc, "errno", None) not in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK):
                 raise
 
     def append_trial(self, record: Mapping[str, Any]) -> None:

@@ -94,6 +94,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "verdict": None,  # below: from the document's own fields
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
+    if header.get("resumed"):  # each resume: when, on which device, and whether it was another
+        doc["resumed"] = list(header["resumed"])
     if header.get("cluster"):
         from ..cluster.merge import document_fields
 

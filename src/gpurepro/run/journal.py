@@ -45,6 +45,8 @@ STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a
 # A cluster run's jobs, tasks and nodes as the submitting side last saw them (cluster.py);
 # appended when they change, the last one stands.
 SCHEDULER_KIND = "scheduler"
+# A resume: when, on which device and driver, and whether --other-device let it continue there.
+RESUMED_KIND = "resumed"
 # 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain
 FORMAT = 3
 IDENTITY_FORMAT = 2  # the oldest format that can be resumed
@@ -105,6 +107,7 @@ def parse(data: bytes, where: str) -> Contents:
     seen: dict[int, dict[str, Any]] = {}
     duplicates = 0
     repeated: list[str] = []
+    resumed: list[dict[str, Any]] = []
     chain: str | None = None
     for number, raw in enumerate(body.splitlines(keepends=True), 1):
         if not raw.strip():
@@ -146,6 +149,8 @@ def parse(data: bytes, where: str) -> Contents:
             stopping = obj  # the last one written stands
         elif kind == SCHEDULER_KIND:
             scheduler = obj
+        elif kind == RESUMED_KIND:
+            resumed.append({k: v for k, v in obj.items() if k != "kind"})
         else:
             raise JournalError(f"{where}: line {number} is neither a trial nor a stopping record")
     if header is None:
@@ -154,6 +159,8 @@ def parse(data: bytes, where: str) -> Contents:
         header = {**header, "stopping_result": {k: v for k, v in stopping.items() if k != "kind"}}
     if scheduler is not None:
         header = {**header, "scheduler_state": {k: v for k, v in scheduler.items() if k != "kind"}}
+    if resumed:
+        header = {**header, "resumed": resumed}
     return Contents(header, trials, torn, duplicates, chain, tuple(repeated))
 
 
@@ -236,10 +243,11 @@ class Journal:
             raise JournalError(f"{self.path} is being written by another gpurepro run; "
                                f"wait for it to end (or stop it) before resuming") from None
         except OSError as exc:  # a file system without working flock (some network ones)
-            self.close()
-            raise JournalError(f"{self.path}: cannot lock the journal ({exc.strerror or exc}); "
-                               f"a run needs a file system with working flock: put the journal "
-                               f"on a local disk (--journal PATH or --out-dir)") from None
+            failed = JournalError(f"{self.path}: cannot lock the journal ({exc.strerror or exc}); "
+                                  f"a run needs a file system with working flock: put the "
+                                  f"journal on a local disk (--journal PATH or --out-dir)")
+            failed.errno = exc.errno  # type: ignore[attr-defined]  # for ShardJournal
+            raise failed from None
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -262,6 +270,9 @@ class Journal:
 
     def append_scheduler(self, state: Mapping[str, Any]) -> None:
         self._append({"kind": SCHEDULER_KIND, **state})
+
+    def append_resumed(self, resumed: Mapping[str, Any]) -> None:
+        self._append({"kind": RESUMED_KIND, **resumed})
 
     def _append(self, obj: Mapping[str, Any]) -> None:
         chain = chain_next(self._chain, obj) if self._chain is not None else None

@@ -85,6 +85,7 @@ class RunRequest:
     out_dir: Path = Path("results")
     resume: Path | None = None  # the journal to continue
     record: bool = True  # record (and report) once the trials are done
+    other_device: bool = False  # --resume on a GPU or driver other than the journal's
 
 
 def substitute_artifacts(artifacts: dict[str, Any], substitutes: tuple[tuple[str, Path], ...],
@@ -313,9 +314,63 @@ def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunO
             "detail": rec["detail"], "exit": rec["exit"], "stderr_tail": rec["stderr_tail"][-1500:]}
 
 
-def resume(case: Case, path: Path) -> Started:
-    """Continue a journal of a run on this machine; leftovers of the interrupted run killed."""
+def resume_device(case: Case, header: dict[str, Any], gpu_info: dict[str, Any],
+                  other_device: bool, where: str) -> dict[str, Any] | int:
+    """What a resume finds here, checked as a fresh run's start checks it: no CUDA driver is
+    exit 5 with nothing touched; a GPU model, UUID or driver other than the journal's is
+    refused (one line) unless ``other_device``. Returns the journal's ``resumed`` record."""
+    recorded = header.get("device") or {}
+    if case.devices.requires_gpu and not gpu_info.get("available"):
+        _say(f"{case.name}: no CUDA driver is present on this machine "
+             f"({gpu_info.get('reason') or 'no CUDA driver or GPU present'}); nothing was run and "
+             f"{where} is unchanged. Resume it on a machine with "
+             f"{recorded.get('name') or 'an NVIDIA GPU'}.")
+        return EXIT_NO_DRIVER
+    pinned = tuple(header.get("options", {}).get("gpus") or ())
+    g = gate(case, gpu_info, recorded.get("target"), pinned)
+    was_driver = (header.get("environment") or {}).get("gpu", {}).get("driver_version")
+    now = {"name": g.device.get("name"), "uuid": g.device.get("uuid"),
+           "compute_capability": g.device.get("compute_capability"),
+           "driver_version": gpu_info.get("driver_version")}
+    differs = []
+    if case.devices.requires_gpu:
+        for key, was in (("name", recorded.get("name")), ("uuid", recorded.get("uuid")),
+                         ("driver_version", was_driver)):
+            if was is not None and now[key] != was:
+                differs.append(f"{key.replace('_', ' ')} {was} (journal) against {now[key]} (here)")
+        known = {str(x.get(k)) for x in gpu_info.get("gpus") or [] for k in ("uuid", "index")}
+        missing = [p for p in pinned if p not in known]
+        if missing:
+            raise UsageError(f"{where}: its trials run on GPU(s) {', '.join(missing)}, which this "
+                             f"machine does not have")
+    if differs and not other_device:
+        raise UsageError(f"{where} ran on another device or driver ({'; '.join(differs)}); "
+                         f"resume it there, or give --other-device to continue here (the "
+                         f"journal records it)")
+    return {"at": _stamp(), "device": now, "other_device": bool(differs),
+            **({"differs": differs} if differs else {})}
+
+
+def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
+           other_device: bool = False) -> Started | int:
+    """Continue a journal of a run on this machine; leftovers of the interrupted run killed.
+    With ``gpu_info`` (this machine's GPUs) the device is checked first, before the journal is
+    taken over (``resume_device``): an exit status when nothing can run here."""
+    resumed = None
+    if gpu_info is not None:
+        ahead = read(path)  # without taking it over: nothing changes before the device is known
+        verify_identity(ahead.header, case.name, manifest_sha256(case), str(path))
+        found = resume_device(case, ahead.header, gpu_info, other_device, str(path))
+        if isinstance(found, int):
+            return found
+        resumed = found
     journal, contents = reopen(case, path)
+    if resumed is not None:
+        try:
+            journal.append_resumed(resumed)
+        except BaseException:
+            journal.close()
+            raise
     header = contents.header
     # A trial of the interrupted run that is still running (its harness was killed and its
     # watchdog has not swept yet) must not run beside the resumed trials.
