@@ -27,6 +27,7 @@ from ..case.load import find_repo_root, load_case
 from ..case.model import TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
+from ..run.contain import contained
 from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record
 from ..run.journal import Journal, check_trials, read, verify_identity
 from ..run.plan import Plan
@@ -178,7 +179,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                           redact=bool(o.get("redact")), run_id=tag)
         index = {"artifacts": header["artifacts"], "toolchain": header["toolchain"]}
         try:
-            with Watchdog(tag), stop_signals(stopping):
+            with Watchdog(tag) as watchdog, contained(watchdog), stop_signals(stopping):
                 execute_plan(case, share, index, root, journal, opts, done,
                              _arm_filter(run_dir) if o.get("stopping") else None)
         except Stopped as exc:

@@ -46,6 +46,9 @@ class Observed:
     crash: dict[str, Any] | None = None
     launch_error: str | None = None  # the process could not be started at all
     unparsed_lines: int = 0
+    # The run stage could not hold the trial to its wall-clock limit (run/trial.py wall_clock):
+    # whatever it did, it is no evidence.
+    not_held: str | None = None
 
 
 @dataclass
@@ -220,12 +223,15 @@ def _errors(events: list[dict[str, Any]]) -> dict[str, int]:
 def classify(obs: Observed, progress_counter: str) -> Classified:
     """Exactly one outcome per trial; ``progress_counter`` names the counter that must be >0.
 
-    Order matters: a process we killed is `hung` whatever it printed; a fatal signal is
+    Order matters: a trial the run stage could not start, or could not hold to its wall-clock
+    limit, is a `harness_error`; a process we killed is `hung` whatever it printed; a fatal signal is
     `crashed` whatever it printed before; only then is the driver's own final record believed,
     and a "survival" without progress is `invalid`, never `survived`.
     """
     if obs.launch_error is not None:
         return Classified("harness_error", obs.launch_error)
+    if obs.not_held is not None:
+        return Classified("harness_error", obs.not_held, last_counters(obs.events))
 
     counters = last_counters(obs.events)
     if obs.crash and isinstance(obs.crash.get("counters"), Mapping) and obs.crash["counters"]:

@@ -182,6 +182,8 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "stderr_tail": done.observed.stderr_tail[-2000:],
         "stdout_tail": stdout.text(),
         "unparsed_lines": done.observed.unparsed_lines,
+        "output_dropped": done.dropped or {},
+        **({"duration_from": done.timing} if done.timing else {}),
         "command": list(cmd.argv),
         "env": dict(cmd.env),
     }

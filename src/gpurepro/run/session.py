@@ -30,7 +30,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from . import schedule
+from . import contain, schedule
 from .classify import EVIDENCE
 from .execute import (
     Gate,
@@ -307,7 +307,7 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
 def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunOptions) -> dict[str, Any]:
     """On a device the case cannot run on, run one baseline trial to show what happens."""
     planned = next((t for t in plan.order if t.arm == case.baseline), plan.order[0])
-    with Watchdog(opts.run_id or uuid.uuid4().hex):
+    with Watchdog(opts.run_id or uuid.uuid4().hex) as watchdog, contain.contained(watchdog, _say):
         rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                             opts.gpus[0] if opts.gpus else None, 0)
     return {"arm": planned.arm, "command": rec["command"], "outcome": rec["outcome"],
@@ -422,7 +422,8 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
             return runs
 
     try:
-        with Watchdog(run.opts.run_id or uuid.uuid4().hex), stop_signals():
+        with Watchdog(run.opts.run_id or uuid.uuid4().hex) as watchdog, \
+                contain.contained(watchdog, _say), stop_signals():
             records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed)
             if decider is not None:
                 decider.final(records)

@@ -2,7 +2,9 @@
 
 Standard library only. The process group matters: a driver may fork (a debugger, a sanitizer,
 a shell wrapper), and on timeout or after a crash the whole group is killed so nothing is left
-running on the GPU between trials.
+running on the GPU between trials; what left the group comes back to the harness and is killed
+with it (contain.py). Its output is kept within caps in bytes (output.py), and its wall time
+is checked against its limit whatever the harness was doing meanwhile (``wall_clock``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import contain
 from .classify import Observed, find_crash_record, parse_json_lines
+from .output import CappedLines, CappedTail, pump_lines, pump_tail
 
 STDERR_TAIL = 4000
 
@@ -31,6 +35,58 @@ class Finished:
     observed: Observed
     duration_s: float
     pid: int | None = None  # also the process group id (the trial led its own group)
+    # What the caps left out: bytes of stdout (whole lines, and the rest of overlong ones) and
+    # its lines, bytes of stderr (all 0 when nothing was).
+    dropped: dict[str, int] | None = None
+    timing: str | None = None  # how the duration was had, when not from the harness's own look
+
+
+# How late the harness may notice a trial's end before its own measure is not believed: a
+# stopped or starved harness measures its own absence.
+NOTICED_LATE_S = 1.0
+
+
+def _own_clock(events: list[dict[str, Any]], crash: dict[str, Any] | None) -> float | None:
+    """The trial's own clock at its last word: the largest ``t`` of its events and its crash
+    record (seconds since the driver started; native/events.cc, case/driver.py)."""
+    times = [e.get("t") for e in events] + [(crash or {}).get("t")]
+    times = [t for t in times if isinstance(t, int | float) and not isinstance(t, bool)]
+    return float(max(times)) if times else None
+
+
+def wall_clock(observed: Observed, pid: int, started: float, noticed: float,
+               timeout_s: float) -> tuple[float, str | None]:
+    """The trial's wall time checked against its limit, whatever the harness was doing (a
+    SIGSTOP, Ctrl-Z, a starved machine): returns its duration and how it was had, and marks
+    ``observed`` honestly.
+
+    - Killed by the watchdog at its deadline (the harness was not running): ``timed_out``,
+      its duration up to that kill.
+    - Killed by the harness, but well past its limit: the limit was not held (a harness
+      error, not evidence).
+    - Ended on its own, but noticed well past its limit: its own clock says when it ended; at
+      or within its limit the outcome stands with that duration, past it (or with no clock)
+      the limit was not held.
+    """
+    measured = noticed - started
+    killed_at = contain.killed_at_limit(pid)
+    if killed_at is not None and not observed.timed_out:
+        observed.timed_out = True
+        observed.returncode = None
+        return max(0.0, killed_at - started), "killed at its limit by the watchdog"
+    if measured <= timeout_s + NOTICED_LATE_S:
+        return measured, None
+    if observed.timed_out:
+        observed.not_held = (f"killed {measured:.3g} s after its start against a limit of "
+                             f"{timeout_s:g} s: the harness was not running at the limit")
+        return measured, "measured by the harness, late"
+    own = _own_clock(observed.events, observed.crash)
+    if own is not None and own <= timeout_s:
+        return own, f"the trial's own clock (the harness saw its end {measured:.3g} s after its start)"
+    observed.not_held = (
+        f"ended past its limit of {timeout_s:g} s ({'by its own clock at ' + format(own, '.3g') + ' s' if own is not None else 'at a time not known'}; "
+        f"seen {measured:.3g} s after its start): the harness was not running to hold it")
+    return measured, "measured by the harness, late"
 
 
 def _kill_group(pgid: int) -> None:
@@ -52,38 +108,38 @@ def run_trial(
     """Run one trial process to completion (or to its limit) and collect what it said."""
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # own session => own process group
-        )
+        with contain.launching(timeout_s) as launched:  # a trial of the run's containment
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # own session => own process group
+            )
+            launched(proc.pid)
     except OSError as exc:
         obs = Observed(None, False, [], launch_error=f"cannot start {argv[0]}: {exc}")
         return Finished(obs, 0.0, None)
 
-    out_lines: list[str] = []
-    err_chunks: list[str] = []
+    out = CappedLines()
+    err = CappedTail()
+    cut_lines = [0]
 
     def read_out() -> None:
         assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.decode("utf-8", errors="replace")
-            out_lines.append(line)
+
+        def keep(raw: bytes) -> None:
+            out.add(raw)
             if on_line is not None:
-                on_line(line)
+                on_line(raw.decode("utf-8", errors="replace"))
+
+        cut_lines[0] = pump_lines(proc.stdout.fileno(), keep)
 
     def read_err() -> None:
         assert proc.stderr is not None
-        for raw in proc.stderr:
-            err_chunks.append(raw.decode("utf-8", errors="replace"))
-            # Keep memory bounded on chatty stderr: the crash record is the last thing
-            # written, so the tail is what matters.
-            if len(err_chunks) > 4000:
-                del err_chunks[:2000]
+        pump_tail(proc.stderr.fileno(), err)
 
     readers = [threading.Thread(target=read_out, daemon=True),
                threading.Thread(target=read_err, daemon=True)]
@@ -105,21 +161,25 @@ def run_trial(
             break
         if cancel is not None and cancel.is_set():
             break
-    duration = time.monotonic() - started
+    noticed = time.monotonic()
     # The leader is gone (or the run is stopping); whatever it left behind in its group goes
-    # too, which also closes the pipes the readers are waiting on.
+    # too, which also closes the pipes the readers are waiting on; and so does what left the
+    # group (contain.py).
     _kill_group(proc.pid)
     if cancel is not None and cancel.is_set():
         # Stopped from outside (Ctrl-C, SIGTERM): whatever the process did last, its end was
         # caused by the stop, not by the bug. Nothing of it is recorded.
         proc.wait()
+        contain.trial_ended(proc.pid)
         for r in readers:
             r.join(timeout=5)
         raise TrialCancelled(argv[0])
+    contain.trial_ended(proc.pid)
     for r in readers:
         r.join(timeout=5)
 
-    stderr_text = "".join(err_chunks)
+    stderr_text = err.text()
+    out_lines = out.lines()
     if parse is None:
         events, unparsed = parse_json_lines(out_lines)
     else:
@@ -132,4 +192,7 @@ def run_trial(
         crash=find_crash_record(stderr_text),
         unparsed_lines=unparsed,
     )
-    return Finished(obs, duration, proc.pid)
+    duration, timing = wall_clock(obs, proc.pid, started, noticed, timeout_s)
+    dropped = {"stdout_bytes": out.dropped_bytes + cut_lines[0], "stdout_lines": out.dropped_lines,
+               "stderr_bytes": err.dropped}
+    return Finished(obs, duration, proc.pid, dropped, timing)

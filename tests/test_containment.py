@@ -1,0 +1,225 @@
+"""Nothing of a trial outlives that trial, and no trial outruns its limit, however the trial
+tries and whatever happens to the harness: trials that detach (double fork, setsid, an empty
+environment), that keep forking and exiting, a watchdog killed and then its harness, a harness
+stopped past its trials' limits, a trial that floods its output. The hostile case
+(tests/fixtures/hostile.py) does each; the README's fault table quotes these counts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gpurepro.run.journal import read
+
+from .conftest import ROOT
+
+HOSTILE = "tests/fixtures/hostile_case/manifest.py"
+ESCAPEE = b"gpurepro-escapee"
+
+
+@pytest.fixture(scope="module")
+def hostile_build():
+    from gpurepro.build.artifacts import build_case
+    from gpurepro.case.load import load_case
+
+    build_dir = ROOT / "build" / "tests"
+    build_case(load_case(ROOT / HOSTILE, ROOT), "host", ROOT, build_dir)
+    return build_dir
+
+
+def _env(tag: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src"), "FAULT_TAG": tag, **extra}
+
+
+def _start(args: list[str], tag: str, **extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "gpurepro", *args], cwd=ROOT,
+                            env=_env(tag, **extra), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def left(tag: str) -> list[int]:
+    """Live processes of this test: with FAULT_TAG in their environment, or escapees that
+    cleared it (the tag is in their command line)."""
+    env_needle, cmd_needle = f"FAULT_TAG={tag}".encode(), ESCAPEE + b"\0" + tag.encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                continue
+            if (env_needle in (entry / "environ").read_bytes().split(b"\0")
+                    or cmd_needle in (entry / "cmdline").read_bytes()):
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _escapees(tag: str) -> list[int]:
+    needle = ESCAPEE + b"\0" + tag.encode()
+    out = []
+    for pid in left(tag):
+        try:
+            if needle in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def _gone_within(tag: str, seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (found := left(tag)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in found:  # never leak into the rest of the suite
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+def _wait_for(predicate, seconds: float = 20.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+ENDS = ["normal", "SIGTERM", "SIGKILL"]
+
+
+@pytest.mark.parametrize("mode", ["detach", "forker", "forker-bare"])
+@pytest.mark.parametrize("end", ENDS)
+def test_what_a_trial_leaves_dies_with_it_however_the_harness_ends(hostile_build, tmp_path, mode, end):
+    tag = uuid.uuid4().hex
+    beat = tmp_path / "beat"
+    seconds = "0.4" if end == "normal" else "8"
+    proc = _start(["run", HOSTILE, "--arms", f"ok,{mode}", "--trials", "1", "--duration", seconds,
+                   "--timeout", "12", "--seed", "1", "--journal", str(tmp_path / "j.journal.jsonl"),
+                   "--build-dir", str(hostile_build), "--no-record"], tag, HOSTILE_BEAT=str(beat))
+    started = (lambda: beat.exists()) if mode.startswith("forker") else (lambda: _escapees(tag))
+    if end != "normal":
+        assert _wait_for(started), "the escapee never started"
+        time.sleep(0.4)  # the harness has seen it come back (it polls every 0.05 s)
+        proc.send_signal(getattr(signal, end))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == {"normal": 0, "SIGTERM": 143, "SIGKILL": -9}[end], err
+    assert _gone_within(tag, 2.0) == []
+    if mode.startswith("forker"):
+        assert beat.exists(), "the chain never started"
+        assert _chain_stopped(beat), "the chain still forks"
+
+
+def _chain_stopped(beat: Path, seconds: float = 0.5) -> bool:
+    """A chain's links live milliseconds, too short for a scan of /proc: it is gone when its
+    beat file stops changing."""
+    def state():
+        try:
+            return beat.stat().st_mtime_ns, beat.read_text()
+        except OSError:
+            return None
+    before = state()
+    time.sleep(seconds)
+    return state() == before
+
+
+def test_a_daemon_never_runs_beside_later_trials(hostile_build, tmp_path):
+    tag = uuid.uuid4().hex
+    journal = tmp_path / "j.journal.jsonl"
+    proc = _start(["run", HOSTILE, "--arms", "ok,detach,forker,count", "--trials", "3",
+                   "--duration", "0.3", "--seed", "2", "--journal", str(journal),
+                   "--build-dir", str(hostile_build), "--no-record"], tag,
+                  HOSTILE_BEAT=str(tmp_path / "beat"))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    trials = read(journal).trials
+    counts = [t["observations"]["escapees"] for t in trials if t["arm"] == "count"]
+    assert counts == [0, 0, 0]
+    assert _gone_within(tag, 2.0) == [] and _chain_stopped(tmp_path / "beat")
+
+
+def _watchdog_of(tag: str) -> int | None:
+    for pid in left(tag):
+        try:
+            if b"watchdog.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:
+            pass
+    return None
+
+
+def test_a_killed_watchdog_is_replaced_so_killing_the_harness_then_leaves_nothing(hostile_build, tmp_path):
+    tag = uuid.uuid4().hex
+    proc = _start(["run", HOSTILE, "--arms", "ok,detach", "--trials", "2", "--duration", "8",
+                   "--timeout", "12", "--seed", "3", "--journal", str(tmp_path / "j.journal.jsonl"),
+                   "--build-dir", str(hostile_build), "--no-record"], tag)
+    assert _wait_for(lambda: _watchdog_of(tag) is not None and _escapees(tag))
+    first = _watchdog_of(tag)
+    os.kill(first, signal.SIGKILL)
+    assert _wait_for(lambda: _watchdog_of(tag) not in (None, first), 5.0), "no new watchdog"
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert f"the watchdog (pid {first}) is gone; started another" in err
+    assert _gone_within(tag, 2.0) == []
+
+
+def test_a_stopped_harness_still_holds_its_trials_to_their_limit(hostile_build, tmp_path):
+    """Limit 2 s, the harness stopped for 6 s from 0.4 s in: the trial that would crash at 3 s
+    is killed at its limit (hung), the 1 s survivor keeps its own duration."""
+    tag = uuid.uuid4().hex
+    journal = tmp_path / "j.journal.jsonl"
+    proc = _start(["run", HOSTILE, "--arms", "ok,crash-at", "--trials", "1", "--duration", "1",
+                   "--timeout", "2", "--jobs", "2", "--seed", "4", "--journal", str(journal),
+                   "--build-dir", str(hostile_build), "--no-record"], tag)
+    assert _wait_for(lambda: len([p for p in left(tag) if b"hostile.py" in
+                                  Path(f"/proc/{p}/cmdline").read_bytes()]) == 2)
+    time.sleep(0.4)
+    os.kill(proc.pid, signal.SIGSTOP)
+    time.sleep(6.0)
+    os.kill(proc.pid, signal.SIGCONT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    by_arm = {t["arm"]: t for t in read(journal).trials}
+    crash = by_arm["crash-at"]
+    assert crash["outcome"] == "hung" and crash["exit"]["killed_by_harness"], crash
+    assert crash["duration_s"] <= 2 + 1.0 and crash["duration_from"].startswith("killed at its limit")
+    ok = by_arm["ok"]
+    assert ok["outcome"] == "survived" and ok["duration_s"] <= 1.5, ok
+    assert ok["duration_from"].startswith("the trial's own clock")
+    assert _gone_within(tag, 2.0) == []
+
+
+FLOOD_MB = 256
+
+
+def test_a_flooding_trial_costs_the_harness_megabytes_and_the_record_counts_the_rest(hostile_build, tmp_path):
+    tag = uuid.uuid4().hex
+    journal = tmp_path / "j.journal.jsonl"
+    measure = ("import resource, subprocess, sys\n"
+               "done = subprocess.run(sys.argv[1:])\n"
+               "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    done = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "gpurepro", "run",
+                           HOSTILE, "--arms", "ok,flood", "--trials", "1", "--duration", "0.2",
+                           "--timeout", "60", "--journal", str(journal),
+                           "--build-dir", str(hostile_build), "--no-record"],
+                          cwd=ROOT, env=_env(tag, FLOOD_MB=str(FLOOD_MB)), capture_output=True,
+                          text=True, timeout=120)
+    status, max_rss_kib = map(int, done.stdout.splitlines()[-1].split())
+    assert status == 0, done.stderr
+    assert max_rss_kib < 200 * 1024, f"{max_rss_kib // 1024} MiB for {2 * FLOOD_MB} MiB of output"
+    flood = next(t for t in read(journal).trials if t["arm"] == "flood")
+    assert flood["outcome"] == "survived", flood["detail"]
+    dropped = flood["output_dropped"]
+    assert dropped["stdout_bytes"] > (FLOOD_MB - 3) << 20 and dropped["stdout_lines"] > 0
+    assert dropped["stderr_bytes"] > (FLOOD_MB - 3) << 20
+    assert _gone_within(tag, 2.0) == []
