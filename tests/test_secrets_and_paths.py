@@ -182,3 +182,103 @@ def test_scrub_makes_paths_inside_the_given_root_relative(tmp_path):
     path.write_text(json.dumps({"x": f"{tmp_path}/schema/result.schema.json"}, indent=1) + "\n")
     assert scrub_file(path, tmp_path, redact=False) is True
     assert json.loads(path.read_text()) == {"x": "schema/result.schema.json"}
+
+
+# ---------------------------------------------------------------- round two: values by pattern
+
+# Secret values in variables that are allowed (their names look harmless): each is masked.
+SECRET_VALUES = {
+    "pypi": "pypi-AgEIcHlwaS5vcmcCJGZmYjQ5NTA0LTk2ZjAtNDM",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dBjftJeZ4CVPmB92K27uhbUJU1p1r",
+    "url": "https://builder:hunter2-Pa55@artifacts.example.com/cuda",
+    "google": "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY",
+    "npm": "npm_Xy9Tq3Lm8Kp2Wz7Rv4Bn6Jd1Hs5Gf0Ae3Cx8",
+    "stripe": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    "slack": "xoxb-1234567890-0987654321-AbCdEfGhIjKl",
+    "github": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "entropy": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRET_VALUES))
+def test_a_secret_value_is_masked_whatever_its_variable(kind):
+    value = SECRET_VALUES[kind]
+    masked = privacy.clean_text(f"CUDA_HOME={value} and more")
+    assert privacy.SECRET_MASK in masked and "and more" in masked
+    secret = value.split("//", 1)[1].split("@", 1)[0] if kind == "url" else value
+    assert secret not in masked
+    assert privacy.secret_values(value), kind
+    if kind == "url":
+        assert masked.endswith(f"<secret>@artifacts.example.com/cuda and more")
+
+
+def test_hashes_uuids_and_names_are_not_taken_for_secrets():
+    for harmless in ("3f9a" * 16, "GPU-57930161-e112-1265-6e1a-27640810674f", "a1b2c3d4" * 5,
+                     "20261201T102114Z_NVIDIA-H200_redacted", "libcuda.so.1+0x31a708",
+                     "cuda-python-lock-unload-launch", "_ZN4cuda3std6detail11__invoke_implE"):
+        assert privacy.secret_values(harmless) == [], harmless
+        assert privacy.clean_text(harmless) == harmless
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_secret_values_in_allowed_variables_never_reach_the_fingerprint(monkeypatch, redact):
+    for i, value in enumerate(SECRET_VALUES.values()):
+        monkeypatch.setenv(f"CUDA_HOME{i}" if i else "CUDA_HOME", value)
+        monkeypatch.setenv(f"NVIDIA_TOOLKIT{i}", value)
+    fp = env.fingerprint(Path.cwd(), redact=redact, gpu_info={"available": False, "gpus": []})
+    text = json.dumps(fp)
+    for kind, value in SECRET_VALUES.items():
+        secret = value.split("//", 1)[1].split("@", 1)[0] if kind == "url" else value
+        assert secret not in text, kind
+
+
+@pytest.mark.parametrize("spelling", ["//{home}/cfg", "{home}//cfg", "{home}/./x/../cfg",
+                                      "{link}/cfg", "/{home}//.//cfg"])
+def test_a_home_path_is_recognised_however_it_is_spelled(tmp_path, spelling):
+    home = str(tmp_path / "home" / "alice")
+    Path(home).mkdir(parents=True)
+    link = tmp_path / "shortcut"
+    link.symlink_to(home)
+    text = "export X=" + spelling.format(home=home.lstrip("/") if spelling.startswith("/{") else home,
+                                         link=link) + " done"
+    assert privacy.portable_text(text, home=home) == "export X=~/cfg done"
+
+
+def test_a_system_path_through_a_symlink_stays_as_written(tmp_path):
+    target = tmp_path / "real"
+    target.mkdir()
+    (tmp_path / "alias").symlink_to(target)
+    text = f"{tmp_path}/alias/lib64"
+    assert privacy.portable_text(text, home="/home/nobody-here") == text
+
+
+def test_redacted_homes_spelled_with_doubled_slashes():
+    assert privacy.redact_text("//home/bob/x and /home//carol/y", hostname="h") == "~/x and ~/y"
+
+
+def test_the_hostname_is_redacted_in_gpu_fields_too(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "gpunode17")
+    gpu_info = {"available": True, "driver_version": "580.1 (gpunode17 build)",
+                "gpus": [{"index": 0, "name": "NVIDIA H200 on gpunode17",
+                          "uuid": "GPU-gpunode17-0000", "pci_bus_id": "00000000:00:06.0"}]}
+    fp = env.fingerprint(Path.cwd(), redact=True, gpu_info=gpu_info)
+    assert "gpunode17" not in json.dumps(fp)
+    assert fp["gpu"]["gpus"][0]["name"] == "NVIDIA H200 on <host>"
+    from gpurepro.run.execute import gate
+    from gpurepro.run.session import gate_json
+
+    class _Devices:
+        requires_gpu = True
+        targets = {"9.0": "sm_90"}
+        why = None
+
+        def target_for(self, cc):
+            return "sm_90"
+
+    class _Case:
+        devices = _Devices()
+
+    device = env.redact_value(gate_json(gate(_Case(), {**gpu_info, "gpus": [
+        {**gpu_info["gpus"][0], "compute_capability": "9.0"}]}, None, ())), None)
+    assert "gpunode17" not in json.dumps(device)

@@ -251,6 +251,11 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
     path = Path(args.result)
     doc = _read_document(path)
+    if str(doc.get("schema", "")).startswith("gpurepro/result"):
+        from ..record.validation import validate_document
+
+        # A document to post is first one the schema accepts (arm and case names by pattern).
+        validate_document(doc, str(path))
     extra: list[tuple[str, str]] = []
     if args.matrix:
         extra.append(_matrix_block(Path(args.matrix), doc))

@@ -297,9 +297,23 @@ def fingerprint(root: Path | None = None, redact: bool = False,
 
 
 def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
-    out = dict(fp)
-    out["host"] = {**fp["host"], "hostname": "redacted"}
-    out["environment"] = {k: redact_text(v, fp["host"].get("hostname"))
-                          for k, v in fp.get("environment", {}).items() if not is_secret_name(k)}
+    """The fingerprint without the hostname anywhere (the GPUs' names and UUIDs, the driver,
+    every variable), nor a home path."""
+    host = fp["host"].get("hostname")
+    out = redact_value(fp, host)
+    out["host"] = {**out["host"], "hostname": "redacted"}
+    out["environment"] = {k: v for k, v in out.get("environment", {}).items()
+                          if not is_secret_name(k)}
     out["redacted"] = True
     return out
+
+
+def redact_value(value: Any, hostname: str | None) -> Any:
+    """``redact_text`` over every string of a JSON value (keys left alone)."""
+    if isinstance(value, str):
+        return redact_text(value, hostname)
+    if isinstance(value, dict):
+        return {k: redact_value(v, hostname) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_value(v, hostname) for v in value]
+    return value

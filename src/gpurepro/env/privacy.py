@@ -1,17 +1,21 @@
 """What a record may say about the machine it was made on: no secret, no private path.
 
 A variable whose name looks secret (KEY, TOKEN, ...) is never recorded, and secret-looking
-values are masked, with or without ``--redact``; paths inside the checkout are made relative to
-it and the home folder becomes ``~``; ``--redact`` also replaces the hostname, as a whole word
-only. ``portable_trial`` applies every rule to a trial record before it is journaled;
+values are masked, with or without ``--redact``: known token prefixes, JWTs, the credentials of
+a URL (``scheme://user:password@``) and long high-entropy strings; paths inside the checkout
+are made relative to it and the home folder becomes ``~``, however the path is spelled (a
+leading or doubled ``//``, ``..``, a symlink into it); ``--redact`` also replaces the hostname
+(short, full and fully qualified) as a whole word, wherever it is (GPU fields included). ``portable_trial`` applies every rule to a trial record before it is journaled;
 ``portable_value`` to any JSON value (scrub, the matrix). Standard library only.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import socket
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,13 +23,23 @@ from typing import Any
 # A name that looks like it holds a secret is never recorded, redacted or not, allowed or not.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 # Values that are secrets whatever their name: NVIDIA API keys, GitHub tokens, AWS access key
-# ids, Slack tokens, OpenAI/Anthropic-style keys, Hugging Face and GitLab tokens.
+# ids, Slack tokens, OpenAI/Anthropic-style keys, Hugging Face and GitLab tokens, PyPI and npm
+# tokens, Google API keys, Stripe keys, JSON web tokens; and the credentials of a URL.
 SECRET_VALUE = re.compile(
     r"(?<![\w-])(?:nvapi-[\w-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abposr]-[\w-]{10,}|sk-[\w-]{20,}|hf_[A-Za-z0-9]{20,}"
-    r"|glpat-[\w-]{20,})"
+    r"|glpat-[\w-]{20,}|pypi-[\w-]{16,}|npm_[A-Za-z0-9]{20,}|AIza[\w-]{30,}"
+    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,})"
+    # user:password in a URL (the scheme before it; the host after it stays)
+    r"|(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"
 )
 SECRET_MASK = "<secret>"
+# A long run of letters, digits and + / = with upper and lower case and digits in it, as random
+# as a key is (bits per character by its own letter counts): an access key, a password, a
+# base64 secret that no prefix names. Hex (hashes, UUIDs, commits) is lower case: never one.
+HIGH_ENTROPY = re.compile(r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=_-])")
+HIGH_ENTROPY_BITS = 4.0
 # A home directory: /home/<user>, /Users/<user>, /root (not inside a longer path or a URL).
 HOME_PATH = re.compile(r"(?<![\w.~/-])(?:/home/[^/\s:'\",;=]+|/Users/[^/\s:'\",;=]+|/root)(?![\w.-])")
 # An absolute path into some checkout of this repository: its prefix up to the first build/,
@@ -43,13 +57,23 @@ def is_secret_name(name: str) -> bool:
     return bool(SECRET_NAME.search(name))
 
 
+def _random_looking(token: str) -> bool:
+    if not (re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token)):
+        return False
+    counts = Counter(token)
+    bits = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+    return bits >= HIGH_ENTROPY_BITS
+
+
 def secret_values(text: str) -> list[str]:
-    """The secret-looking tokens in ``text`` (nvapi-..., ghp_..., AKIA..., sk-..., ...)."""
-    return SECRET_VALUE.findall(text)
+    """The secret-looking tokens in ``text`` (nvapi-..., ghp_..., AKIA..., sk-..., pypi-...,
+    a JWT, a URL's user:password, a long high-entropy string)."""
+    return SECRET_VALUE.findall(text) + [m for m in HIGH_ENTROPY.findall(text) if _random_looking(m)]
 
 
 def mask_secrets(text: str) -> str:
-    return SECRET_VALUE.sub(SECRET_MASK, text)
+    text = SECRET_VALUE.sub(SECRET_MASK, text)
+    return HIGH_ENTROPY.sub(lambda m: SECRET_MASK if _random_looking(m.group(0)) else m.group(0), text)
 
 
 # Not preceded by what would make the match the inside of a longer path, word or URL.
@@ -61,15 +85,57 @@ def _path_re(path: str) -> re.Pattern[str]:
     return re.compile(_NOT_INSIDE + re.escape(path.rstrip("/")) + r"(?=/|[^\w.-]|$)")
 
 
+# An absolute path as text holds one: not inside a word, a URL (``://``) or a longer path.
+_ABSOLUTE = re.compile(r"(?<![\w.~:/-])/+[^\s:'\",;=()<>|]*")
+
+
+def _lands_in(path: str, folder: str) -> bool:
+    return bool(folder) and folder != "/" and (path == folder or path.startswith(folder + "/"))
+
+
+def resolved_paths(text: str, folders: list[str]) -> str:
+    """Each absolute path in ``text`` that leads into one of ``folders`` spelled otherwise (a
+    leading or doubled ``//``, ``.`` or ``..``, a symlink on the way) in the spelling the folder
+    has, so the rules that replace the folder find it; any other path is left as written (a
+    symlinked system folder stays as the record's reader knows it)."""
+    folders = [f.rstrip("/") for f in folders if f and f.rstrip("/")]
+    if not folders:
+        return text
+
+    def fix(m: re.Match[str]) -> str:
+        path = m.group(0)
+        plain = os.path.normpath("/" + path.lstrip("/")) + ("/" if path.endswith("/") and len(path) > 1 else "")
+        for candidate in (plain, _real(plain)):
+            if candidate and any(_lands_in(candidate.rstrip("/") or "/", f) for f in folders):
+                return candidate
+        return path
+
+    return _ABSOLUTE.sub(fix, text)
+
+
+def _real(path: str) -> str | None:
+    """The path with every symlink on it resolved (as far as it exists)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+
+
 def portable_text(text: str, root: Path | str | None = None, home: str | None = None) -> str:
     """Paths made portable: inside the checkout ``root`` relative to it (``root`` itself is
-    "."), the home directory (default: this user's) as ``~``."""
+    "."), the home directory (default: this user's) as ``~``; however either is spelled
+    (``resolved_paths``)."""
+    home = os.path.expanduser("~") if home is None else home
+    folders = [home] if home and home != "/" else []
+    if root is not None:
+        folders += [str(root), os.path.realpath(root)]
+    if "/" in text:
+        text = resolved_paths(text, folders)
     if root is not None:
         for r in dict.fromkeys((str(root).rstrip("/"), os.path.realpath(root))):
             if r and r != "/":
                 text = re.sub(_NOT_INSIDE + re.escape(r) + "/", "", text)
                 text = _path_re(r).sub(".", text)
-    home = os.path.expanduser("~") if home is None else home
     if home and home != "/":
         text = _path_re(home).sub("~", text)
     return text
@@ -81,25 +147,56 @@ def foreign_checkout_text(text: str) -> str:
     return CHECKOUT_PREFIX.sub("", text)
 
 
+# A hostname this long is replaced wherever it appears, inside a GPU's UUID or a longer word
+# too; a shorter one only as a whole token.
+HOST_ANYWHERE = 6
+
+
 def _host_re(host: str) -> re.Pattern[str]:
     # The hostname as a whole token: not part of a longer word, file name or path component
-    # (hostname "vm" must leave libnvvm.so and vm.so alone; "user@vm:" and "/tmp/vm/" change).
+    # (hostname "vm" must leave libnvvm.so and vm.so alone; "user@vm:" and "/tmp/vm/" change);
+    # a long one anywhere ("GPU-gpunode17-0000").
+    if len(host) >= HOST_ANYWHERE:
+        return re.compile(re.escape(host))
     return re.compile(r"(?<![\w-])(?<!\w\.)" + re.escape(host) + r"(?![\w-])(?!\.\w)")
 
 
 def redact_text(text: str, hostname: str | None = None, home: str | None = None) -> str:
     """The hostname (default: this machine's) as ``<host>``, whole tokens only; the home
     directory (default: this user's) and any /home/<user>, /Users/<user>, /root as ``~``."""
-    host = socket.gethostname() if hostname is None else hostname
-    if host and host not in ("localhost", "redacted"):
-        names = [host] + ([host.split(".")[0]] if "." in host else [])
-        for name in names:
-            if name:
-                text = _host_re(name).sub("<host>", text)
+    for name in host_names(hostname):
+        text = _host_re(name).sub("<host>", text)
     home = os.path.expanduser("~") if home is None else home
     if home and home != "/":
+        if "/" in text:
+            text = resolved_paths(text, [home])
         text = _path_re(home).sub("~", text)
-    return HOME_PATH.sub("~", text)
+    return HOME_PATH.sub("~", _ABSOLUTE.sub(_plain_if_a_home, text))
+
+
+def _plain_if_a_home(m: re.Match[str]) -> str:
+    """A path into any home folder in its plain spelling (no ``//``, ``.`` or ``..``), so
+    HOME_PATH finds it; other paths as written."""
+    path = m.group(0)
+    plain = os.path.normpath("/" + path.lstrip("/"))
+    return plain if HOME_PATH.match(plain) else path
+
+
+def host_names(hostname: str | None = None) -> list[str]:
+    """The spellings of a host's name to redact, longest first: as given (default: this
+    machine's), its fully qualified name (this machine's only), its short name."""
+    host = socket.gethostname() if hostname is None else hostname
+    if not host or host in ("localhost", "redacted"):
+        return []
+    names = {host, host.split(".")[0]}
+    if hostname is None or hostname == socket.gethostname():
+        try:
+            fqdn = socket.getfqdn()
+        except OSError:
+            fqdn = ""
+        if fqdn and fqdn not in ("localhost", "localhost.localdomain") and fqdn.split(".")[0] == host.split(".")[0]:
+            names.add(fqdn)
+    return sorted((n for n in names if n and n not in ("localhost", "redacted")), key=len, reverse=True)
 
 
 def clean_text(text: str, root: Path | str | None = None, redact: bool = False,

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.load import load_case
+from ..case.load import find_repo_root, load_case
 from ..case.model import Case
 from ..errors import ManifestError
 
@@ -142,7 +142,10 @@ def named_files_errors(path: Path, doc: Mapping[str, Any], root: Path) -> list[s
     mid-write, or a full disk, leaves a 0-byte picture that an issue would attach."""
     errors = []
     journal = doc.get("journal")
-    if isinstance(journal, str):
+    # The journal is named relative to the repository that recorded the document: checked for
+    # a document inside this one (a copy elsewhere has left its journal behind).
+    if (isinstance(journal, str) and find_repo_root(root.resolve()) is not None
+            and path.resolve().is_relative_to(root.resolve())):
         where = root / journal
         if not where.is_file() or where.stat().st_size == 0:
             errors.append(f"journal: {journal} {'is empty' if where.is_file() else 'is missing'}")

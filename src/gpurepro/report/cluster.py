@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .tables import table
+from .tables import code, escape, table
 
 
 def _gpus(node: Mapping[str, Any]) -> str:
@@ -18,7 +18,7 @@ def _gpus(node: Mapping[str, Any]) -> str:
         return "none"
     names = sorted({str(g.get("name")) for g in gpus})
     ccs = sorted({str(g.get("compute_capability")) for g in gpus})
-    return f"{', '.join(names)} × {len(gpus)} ({', '.join(ccs)})"
+    return escape(f"{', '.join(names)} × {len(gpus)} ({', '.join(ccs)})")
 
 
 def section(doc: Mapping[str, Any]) -> list[str]:
@@ -27,16 +27,16 @@ def section(doc: Mapping[str, Any]) -> list[str]:
         return []
     jobs = cluster.get("jobs") or []
     tasks = sum(len(j["tasks"]) for j in jobs)
-    parts = ", ".join(f"`{name}` ({p['target']}, {p['trials']} trials)"
+    parts = ", ".join(f"{code(name)} ({escape(p['target'])}, {p['trials']} trials)"
                       for name, p in cluster["partitions"].items())
     out = ["### Cluster\n",
-           f"Run on {cluster['scheduler'].capitalize()} {cluster.get('scheduler_version') or ''}"
+           f"Run on {escape(cluster['scheduler'].capitalize())} {escape(cluster.get('scheduler_version') or '')}"
            f" as {len(jobs)} job array(s) of {tasks} task(s) in all, over the partitions {parts}; "
            f"{cluster.get('resubmitted', 0)} trial(s) resubmitted after a task ended without "
-           f"them. The nodes ran from `{cluster.get('shared_dir') or '–'}`.\n"]
+           f"them. The nodes ran from {code(cluster.get('shared_dir') or '–')}.\n"]
     if cluster.get("stopped_arms"):
         out.append(f"Arms stopped once their claims were decided: "
-                   f"{', '.join(f'`{a}`' for a in cluster['stopped_arms'])}.\n")
+                   f"{', '.join(code(a) for a in cluster['stopped_arms'])}.\n")
     if cluster.get("missing"):
         out.append(f"**{len(cluster['missing'])} planned trial(s) were never journaled** "
                    f"(indices {', '.join(map(str, cluster['missing'][:20]))}).\n")
@@ -46,16 +46,17 @@ def section(doc: Mapping[str, Any]) -> list[str]:
     for host, node in (cluster.get("nodes") or {}).items():
         cells = per_host.get(host) or {}
         device = node.get("device") or {}
-        target = str(device.get("target")) + ("" if device.get("supported") else " (unsupported)")
-        hosts.append([host, ", ".join(node.get("partitions") or []), _gpus(node),
-                      (node.get("gpu") or {}).get("driver_version") or "–", target,
+        target = escape(str(device.get("target")) + ("" if device.get("supported") else " (unsupported)"))
+        hosts.append([escape(host), escape(", ".join(node.get("partitions") or [])), _gpus(node),
+                      escape((node.get("gpu") or {}).get("driver_version") or "–"), target,
                       *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
                         for a in arms)])
-    out += table(["host", "partitions", "GPUs", "driver", "target", *(f"`{a}`" for a in arms)], hosts)
+    out += table(["host", "partitions", "GPUs", "driver", "target", *(code(a) for a in arms)], hosts)
     out += ["", "Failures / valid trials per host. Jobs and array tasks:\n",
             *table(["job", "partition", "round", "task", "state", "node", "exit",
                     "trials journaled / assigned"],
-                   [[j["job_id"], j["partition"], j["round"], t["task"], t.get("state") or "–",
-                     t.get("node") or "–", t.get("exit_code") or "–",
+                   [[escape(j["job_id"]), escape(j["partition"]), j["round"], t["task"],
+                     escape(t.get("state") or "–"), escape(t.get("node") or "–"),
+                     escape(t.get("exit_code") or "–"),
                      f"{t['journaled']} / {t['trials']}"] for j in jobs for t in j["tasks"]]), ""]
     return out

@@ -23,7 +23,7 @@ from ..errors import IssueError
 from .compare import stopping_numbers
 from .markdown import claims_table, environment_rows, threads_table
 from .numbers import fmt, fmt_ci, fmt_p, per_label
-from .tables import table
+from .tables import address, code, escape, fence, table
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
@@ -46,18 +46,18 @@ def environment_line(doc: Mapping[str, Any]) -> str:
     if gpus:
         names = ", ".join(sorted({str(g.get("name")) for g in gpus}))
         ccs = ", ".join(sorted({str(g.get("compute_capability")) for g in gpus}))
-        where = f"{names} × {len(gpus)}, compute capability {ccs}"
+        where = escape(f"{names} × {len(gpus)}, compute capability {ccs}")
     else:
-        where = f"no GPU ({gpu.get('reason') or 'none found'})"
+        where = escape(f"no GPU ({gpu.get('reason') or 'none found'})")
     if doc.get("cluster"):
         c = doc["cluster"]
         where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
-                 f"{', '.join(c['partitions'])}: {where}")
-    driver = gpu.get("driver_version") or "–"
-    api = f" (CUDA driver API {gpu['cuda_driver_api']})" if gpu.get("cuda_driver_api") else ""
-    pins = ", ".join(f"`{p}`" for p in _pins(doc)) or "none"
+                 f"{escape(', '.join(c['partitions']))}: {where}")
+    driver = escape(gpu.get("driver_version") or "–")
+    api = f" (CUDA driver API {escape(gpu['cuda_driver_api'])})" if gpu.get("cuda_driver_api") else ""
+    pins = ", ".join(code(p) for p in _pins(doc)) or "none"
     return (f"**Environment:** {where}; driver {driver}{api}; target "
-            f"`{doc['device'].get('target')}`; toolchain pins {pins}.")
+            f"{code(doc['device'].get('target'))}; toolchain pins {pins}.")
 
 
 def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
@@ -65,14 +65,15 @@ def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
     owner = verdict.get("owner")
     if not owner:
         return ["**Owner:** none named: no decided claim points to one."]
+    owner = escape(owner, "prose")
     because = verdict.get("owner_because")
     if because is None or "claims" not in doc:
         return [f"**Owner:** {owner}.",
                 "(This document was recorded before the harness decided claims: the owner rests "
                 "on the measurements above, not on recorded decisions.)"]
     decisions = {c["name"]: c for c in doc.get("claims") or []}
-    rest = ", ".join(f"`{name}` ({decisions[name]['decision'].replace('_', ' ')}, "
-                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
+    rest = ", ".join(f"{code(name)} ({escape(str(decisions[name]['decision']).replace('_', ' '))}, "
+                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else code(name)
                      for name in because)
     return [f"**Owner:** {owner}.", f"It rests on the decided claims {rest}." if rest else
             "It rests on no decided claim."]
@@ -109,7 +110,7 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         outcomes: Counter[str] = Counter()
         for s in summary.values():
             outcomes.update(s["outcomes"])
-        what = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
+        what = escape(", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())))
         return (f"No arm ran a valid trial ({len(summary)} arms; {what}): nothing to measure "
                 f"here.\n", 0)
     coarse = _coarse(doc)
@@ -124,10 +125,10 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         ratio = ([f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
-            "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")
-        rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm]), *ratio])
-    lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {unit} (95% CI)",
-                   f"rate ratio vs `{case['baseline']}` (95% CI)", "p"], rows)
+            "no valid trial (" + escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items())) + ")")
+        rows.append([code(arm), valid, _rate_cell(s, coarse[arm]), *ratio])
+    lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {escape(unit)} (95% CI)",
+                   f"rate ratio vs {code(case['baseline'])} (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
 
@@ -141,16 +142,17 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
                 errors[f"{t.get('detail')}" + (f" at {t['call']}" if t.get("call") else "")] += 1
         if errors:
             top, n = errors.most_common(1)[0]
-            return [f"No crash recorded; the most frequent CUDA error: `{top}` ({n} trials)."]
+            return [f"No crash recorded; the most frequent CUDA error: {code(top)} ({n} trials)."]
         return ["No crash recorded."]
     top = sites[0]
     crashes = sum(b["count"] for b in sites)
     fault = (top.get("fault_in") or {}).get("module")
-    arms = ", ".join(f"`{a}` {n}" for a, n in sorted(top["arms"].items()))
-    out = ["```", top["signature"], "```",
+    arms = ", ".join(f"{code(a)} {n}" for a, n in sorted(top["arms"].items()))
+    # The signature is the crash record's, which a driver writes: a fence it cannot close.
+    out = [*fence(" ".join(str(top["signature"]).split("\n"))),
            f"{top['count']} of {crashes} crashes ({arms})"
-           + (f"; signal code {top['code_name']}" if top.get("code_name") else "")
-           + (f"; faulting address in {fault}" if fault else "")
+           + (f"; signal code {escape(top['code_name'])}" if top.get("code_name") else "")
+           + (f"; faulting address in {escape(fault)}" if fault else "")
            + (f"; {len(sites) - 1} other site(s) in the details below" if len(sites) > 1 else "")
            + "."]
     return out
@@ -162,7 +164,8 @@ def _arg(x: float) -> str:
 
 
 def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
-    """The `gpurepro case` arguments that repeat this run's plan and options."""
+    """The `gpurepro case` arguments that repeat this run's plan and options, each one line
+    (``shell_words`` quotes them)."""
     plan = doc["plan"]
     opts = plan.get("options") or {}
     budget = opts.get("budget") or {}
@@ -199,25 +202,39 @@ def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
     return args
 
 
+def shell_words(words: Sequence[object]) -> str:
+    """Words as one shell command line: each quoted, none able to end the line (a line break
+    or any other control character in a document's value is a space)."""
+    return " ".join(shlex.quote(_one_line(w)) for w in words)
+
+
+_CONTROL = {c: " " for c in (*range(32), 127, 0x2028, 0x2029, 0x85)}
+
+
+def _one_line(value: object) -> str:
+    return str(value).translate(_CONTROL)
+
+
 def rerun_section(doc: Mapping[str, Any]) -> list[str]:
     case = doc["case"]["name"]
     args = rerun_arguments(doc)
-    quoted = " ".join(shlex.quote(a) for a in args)
+    quoted = shell_words(args)
     repo = doc["environment"].get("repository") or {}
     commit = repo.get("commit")
     pins = _pins(doc)
-    out = ["### Rerun it\n", "```sh"]
+    lines = []
     if commit:
-        out.append(f"# gpurepro at commit {commit}"
-                   + (" (the recording checkout had uncommitted changes)" if repo.get("dirty") else ""))
-    out += [f"nox -s {session_for(case)} -- {quoted}", "```"]
+        lines.append(f"# gpurepro at commit {_one_line(commit)}"
+                     + (" (the recording checkout had uncommitted changes)" if repo.get("dirty") else ""))
+    lines.append(f"nox -s {shell_words([session_for(case)])} -- {quoted}")
+    # Every line of the block is one of ours: no value can end it (fence) or start another line.
+    out = ["### Rerun it\n", *fence("\n".join(lines), "sh")]
     if pins:
         out.append(f"The session installs the case's pinned toolchain for "
-                   f"`{doc['device']['target']}`; this run resolved "
-                   + ", ".join(f"`{p}`" for p in pins) + ". The same without nox:")
-        out += ["```sh",
-                "python -m pip install -e . " + " ".join(shlex.quote(p) for p in pins),
-                f"python -m gpurepro case {case} {quoted}", "```"]
+                   f"{code(doc['device']['target'])}; this run resolved "
+                   + ", ".join(code(p) for p in pins) + ". The same without nox:")
+        out += fence("python -m pip install -e . " + shell_words(pins) + "\n"
+                     + f"python -m gpurepro case {shell_words([case])} {quoted}", "sh")
     out.append("")
     return out
 
@@ -237,14 +254,16 @@ def _attachable(picture: Path) -> bool:
 def head(doc: Mapping[str, Any], path: Path) -> str:
     case, verdict = doc["case"], doc["verdict"]
     sentences = verdict.get("sentences") or []
-    out = [f"## gpurepro: `{case['name']}` — {verdict['status'].replace('_', ' ')}\n"]
+    out = [f"## gpurepro: {code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}\n"]
     if sentences:
-        out.append(f"> {sentences[0]}\n")
+        out.append(f"> {escape(sentences[0], 'prose')}\n")
     out += _owner_lines(doc) + [""]
     out += [environment_line(doc), ""]
     url = case.get("report_url")
     if url:
-        link = url if url.startswith(("http://", "https://")) else f"`{url}` (the filed report)"
+        shown = address(url)
+        link = shown if shown == str(url).strip() and str(url).startswith(("http://", "https://")) \
+            else f"{code(url)} (the filed report)"
         out += [f"**Upstream report:** {link}", ""]
     out.append("### Arms\n")
     opts = doc["plan"].get("options") or {}
@@ -259,15 +278,15 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     out += ["### Crash signature\n"] + crash_signature(doc) + [""]
     out += rerun_section(doc)
     stem = path.with_suffix("")
-    attach = [f"`{path.name}` (the result document; `python -m gpurepro report {path.name}` "
+    attach = [f"{code(path.name)} (the result document; {code('python -m gpurepro report ' + path.name)} "
               f"regenerates the full report from it)"]
     if _attachable(path.parent / f"{stem.name}.forest.png"):
-        attach.append(f"`{stem.name}.forest.png` (failure rate per arm against the baseline, "
+        attach.append(f"{code(stem.name + '.forest.png')} (failure rate per arm against the baseline, "
                       f"with each claim's decision)")
     if _attachable(path.parent / f"{stem.name}.forest-per-gpu.png"):
-        attach.append(f"`{stem.name}.forest-per-gpu.png` (the same, one panel per GPU)")
+        attach.append(f"{code(stem.name + '.forest-per-gpu.png')} (the same, one panel per GPU)")
     if has_plot(doc):
-        attach.append(f"`{stem.name}.png` (Kaplan–Meier survival per arm)")
+        attach.append(f"{code(stem.name + '.png')} (Kaplan–Meier survival per arm)")
     out += ["**Attachments:** " + " and ".join(attach) + ".", ""]
     return "\n".join(out)
 
@@ -276,7 +295,7 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
 
 
 def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {s}" for s in items)
+    return "\n".join(f"- {escape(s, 'prose')}" for s in items)
 
 
 def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -304,8 +323,8 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     sites = doc.get("crash_sites") or []
     if len(sites) > 1:
         rows = table(["count", "signature", "fault address in", "arms"],
-                     [[b['count'], f"`{b['signature']}`", (b.get('fault_in') or {}).get('module', '–'),
-                       ", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items()))] for b in sites])
+                     [[b['count'], code(b['signature']), escape((b.get('fault_in') or {}).get('module', '–')),
+                       escape(", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items())))] for b in sites])
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
     threads = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if threads:
@@ -313,20 +332,21 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                        "was read at the fault)", "\n".join(threads)))
     env = table(["", ""], environment_rows(doc))
     env += ["", *table(["variable", "value"],
-                       [[f"`{k}`", f"`{v}`"] for k, v in
+                       [[code(k), code(v)] for k, v in
                         sorted((doc["environment"].get("environment") or {}).items())])]
     env += ["", *table(["artifact", "sha256"],
-                       [[f"`{name}`", f"`{a['sha256']}`"]
+                       [[code(name), code(a['sha256'])]
                         for name, a in sorted(doc["artifacts"].items())])]
     blocks.append(("Full environment, toolchain and artifacts", "\n".join(env)))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
-            blocks.append((f"Analysis: {name}", str(analysis["markdown"])))
+            blocks.append((f"Analysis: {name}", escape(analysis["markdown"], "markdown")))
     return blocks
 
 
 def _details(summary: str, body: str) -> str:
-    return f"<details><summary>{summary}</summary>\n\n{body.rstrip()}\n\n</details>\n"
+    # The summary is inside an HTML block: entities, never Markdown escapes.
+    return f"<details><summary>{escape(summary, 'html')}</summary>\n\n{body.rstrip()}\n\n</details>\n"
 
 
 def _cut(body: str, room: int) -> str:
@@ -347,7 +367,8 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
         if not isinstance(doc.get(key), Mapping):
             raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
     text = head(doc, path)
-    footer = f"\n_Made by `python -m gpurepro issue {path.name}` (gpurepro {doc.get('gpurepro_version')})._\n"
+    footer = (f"\n_Made by {code('python -m gpurepro issue ' + path.name)} "
+              f"(gpurepro {escape(doc.get('gpurepro_version'))})._\n")
     blocks = detail_blocks(doc)
     # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
     at = next((i for i, (summary, _) in enumerate(blocks) if summary.startswith("Full environment")),

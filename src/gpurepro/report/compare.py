@@ -24,7 +24,7 @@ from ..analyze import stats
 from ..errors import CompareError
 from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
-from .tables import table
+from .tables import code, escape, table
 
 DECIDED = ("supported", "contradicted")
 
@@ -301,18 +301,19 @@ def markdown(result: Mapping[str, Any]) -> str:
     runs = result["runs"]
     names = [r["label"] for r in runs]
     unit, per = result["exposure"]["unit"], result["exposure"]["per"]
-    out = [f"## gpurepro compare: `{result['case']}`\n",
+    out = [f"## gpurepro compare: {code(result['case'])}\n",
            *table(["run", "document", "started", "GPU (compute capability)", "driver", "jobs",
                    "design", "trials", "claims"],
-                  [[r["label"], f"`{Path(r['path']).name}`", r["started_at"] or "–",
-                    f"{r['gpu']} ({r['compute_capability']})", r["driver"] or "–", r["jobs"],
-                    r["design"], r["trials"], "none recorded" if r["claims"] is None else r["claims"]]
+                  [[escape(r["label"]), code(Path(r['path']).name), escape(r["started_at"] or "–"),
+                    escape(f"{r['gpu']} ({r['compute_capability']})"), escape(r["driver"] or "–"),
+                    escape(r["jobs"]), escape(r["design"]), escape(r["trials"]),
+                    "none recorded" if r["claims"] is None else escape(r["claims"])]
                    for r in runs]), ""]
 
     base = result["arms"].get(result["baseline"])
     if base:
         parts = [f"{n}: {_rate(r)}" for n, r in zip(names, base["runs"], strict=True)]
-        out.append(f"**Baseline `{result['baseline']}`**, failures per {per_label(per)} {unit} "
+        out.append(f"**Baseline {code(result['baseline'])}**, failures per {per_label(per)} {escape(unit)} "
                    f"(95% CI): " + "; ".join(parts) + ".")
         for c in base["against_A"]:
             if c.get("p_value") is not None:
@@ -327,7 +328,7 @@ def markdown(result: Mapping[str, Any]) -> str:
         head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
     arm_rows = []
     for arm, a in result["arms"].items():
-        cells = [f"`{arm}`"]
+        cells = [code(arm)]
         for r in a["runs"]:
             if r is None:
                 cells += ["not run", "–", "–"]
@@ -347,7 +348,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     claims = result["claims"]
     for n in claims["without_claims"]:
         path = Path(runs[names.index(n)]["path"]).name
-        out.append(f"- {n} (`{path}`) carries no claims: it was recorded before the harness "
+        out.append(f"- {escape(n)} ({code(path)}) carries no claims: it was recorded before the harness "
                    f"decided claims, so no decision of it can be compared.")
     if claims["without_claims"]:
         out.append("")
@@ -361,7 +362,8 @@ def markdown(result: Mapping[str, Any]) -> str:
                          for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
-            changed.append([f"`{c['claim']}`", *decisions, "**" + change + "**" if flipped else change])
+            change = escape(change)
+            changed.append([code(c['claim']), *decisions, "**" + change + "**" if flipped else change])
         out += table(["claim", *names, "change"], changed)
         out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
     if claims["flips"]:
@@ -370,20 +372,22 @@ def markdown(result: Mapping[str, Any]) -> str:
 
     out.append("### Verdict\n")
     if not result["verdict_changes"]:
-        out.append(f"Same status (**{runs[0]['verdict']['status']}**) and owner in every run.\n")
+        out.append(f"Same status (**{escape(runs[0]['verdict']['status'])}**) and owner in every run.\n")
     for v in result["verdict_changes"]:
-        out.append(f"- {v['field']} {v['run']} vs A: {v['from'] or '–'} → **{v['to'] or '–'}**")
+        out.append(f"- {escape(v['field'])} {escape(v['run'])} vs A: {escape(v['from'] or '–', 'prose')} "
+                   f"→ **{escape(v['to'] or '–', 'prose')}**")
     if result["verdict_changes"]:
         out.append("")
 
     out.append("### What differs between the runs (could explain a change)\n")
     env = result["environment"]
     if env["differs"]:
-        out += table(["", *names], [[d["name"], *d["values"]] for d in env["differs"]])
+        out += table(["", *map(escape, names)],
+                     [[escape(d["name"]), *(escape(v) for v in d["values"])] for d in env["differs"]])
         out.append("")
     else:
         out.append("Nothing recorded differs.\n")
-    out.append("The same in every run: " + ", ".join(env["same"]) + ".\n")
+    out.append("The same in every run: " + escape(", ".join(env["same"])) + ".\n")
     return "\n".join(out)
 
 

@@ -21,11 +21,11 @@ from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
-from .tables import table
+from .tables import address, code, escape, fence, table
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
-    diff = [f"{k}={v}" for k, v in factors.items() if base.get(k) != v]
+    diff = [escape(f"{k}={v}") for k, v in factors.items() if base.get(k) != v]
     return ", ".join(diff) if diff else "(baseline)"
 
 
@@ -52,7 +52,8 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         rows.append((name, str(version)))
     for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
         rows.append((tool, version))
-    return rows
+    # Every value came from the document (a GPU's name, a tool's version string): as text.
+    return [(escape(label), escape(value)) for label, value in rows]
 
 
 def claims_table(doc: Mapping[str, Any]) -> str:
@@ -72,10 +73,10 @@ def claims_table(doc: Mapping[str, Any]) -> str:
         kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
             f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "") + (
             f" in {c['stratum']}" if c.get("stratum") else "")
-        rows.append([f"`{c['name']}`", f"`{c['arm']}`", kind,
-                     ('`' + c['reference'] + '`') if c.get('reference') else '–', c['test'],
+        rows.append([code(c['name']), code(c['arm']), escape(kind),
+                     code(c['reference']) if c.get('reference') else '–', escape(c['test']),
                      fmt_p(c['p_value']), fmt(c['threshold']),
-                     f"**{c['decision'].replace('_', ' ')}** ({c['look']})"])
+                     f"**{escape(str(c['decision']).replace('_', ' '))}** ({escape(c['look'])})"])
     lines += table(["claim", "arm", "kind", "reference", "test", "p", "threshold",
                     "decision (look)"], rows)
     lines.append("")
@@ -84,25 +85,25 @@ def claims_table(doc: Mapping[str, Any]) -> str:
 
 def _verdict_section(doc: Mapping[str, Any]) -> list[str]:
     case, verdict = doc["case"], doc["verdict"]
-    out = [f"## gpurepro: `{case['name']}` — {verdict['status']}\n",
-           f"**Question.** {case['question']}\n"]
+    out = [f"## gpurepro: {code(case['name'])} — {escape(verdict['status'])}\n",
+           f"**Question.** {escape(case['question'], 'prose')}\n"]
     if case.get("report_url"):
-        out.append(f"Report: {case['report_url']}\n")
+        out.append(f"Report: {address(case['report_url'])}\n")
     out.append("### Verdict\n")
-    out += [f"- {s}" for s in verdict["sentences"]]
+    out += [f"- {escape(s, 'prose')}" for s in verdict["sentences"]]
     if verdict.get("not_decided"):
         out.append("\n**Not decided:**")
-        out += [f"- {s}" for s in verdict["not_decided"]]
+        out += [f"- {escape(s, 'prose')}" for s in verdict["not_decided"]]
     if verdict.get("owner"):
         because = verdict.get("owner_because") or []
-        out.append(f"\n**Owner:** {verdict['owner']}"
-                   + (f" (decided claims: {', '.join(f'`{c}`' for c in because)})" if because else ""))
+        out.append(f"\n**Owner:** {escape(verdict['owner'], 'prose')}"
+                   + (f" (decided claims: {', '.join(code(c) for c in because)})" if because else ""))
     if verdict.get("hypotheses"):
         out.append("\n**Hypotheses** (not shown by any arm of this run):")
-        out += [f"- {s}" for s in verdict["hypotheses"]]
+        out += [f"- {escape(s, 'prose')}" for s in verdict["hypotheses"]]
     if verdict.get("next"):
         out.append("\n**Next:**")
-        out += [f"- {s}" for s in verdict["next"]]
+        out += [f"- {escape(s, 'prose')}" for s in verdict["next"]]
     out.append("")
     return out
 
@@ -117,8 +118,8 @@ def _plan_line(doc: Mapping[str, Any]) -> str:
             + (f" or {budget_exposure} {unit}" if budget_exposure else "")
             + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
             + (" per Slurm array task and GPU" if doc.get("cluster") else "")
-            + (f" on GPUs {', '.join(opts['gpus'])}" if opts.get("gpus") else "")
-            + (f"; sequential stopping: {opts['stopping'].get('method')}" if opts.get("stopping") else "")
+            + (f" on GPUs {escape(', '.join(map(str, opts['gpus'])))}" if opts.get("gpus") else "")
+            + (f"; sequential stopping: {escape(opts['stopping'].get('method'))}" if opts.get("stopping") else "")
             + ".\n")
 
 
@@ -131,7 +132,7 @@ def _errors_by_arm(doc: Mapping[str, Any]) -> dict[str, str]:
         if t.get("outcome") == "cuda_error":
             where = f" at {t['call']}" if t.get("call") else ""
             counts.setdefault(t["arm"], Counter())[f"{t.get('detail')}{where}"] += 1
-    return {arm: "; ".join(f"{k} ×{n}" for k, n in c.most_common()) for arm, c in counts.items()}
+    return {arm: "; ".join(f"{escape(k)} ×{n}" for k, n in c.most_common()) for arm, c in counts.items()}
 
 
 def _arms_section(doc: Mapping[str, Any]) -> list[str]:
@@ -150,8 +151,8 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
             f"median {unit} to failure"]
     rows = []
     for arm, s in doc["summary"].items():
-        outcomes = ", ".join(f"{k} {v}" for k, v in s["outcomes"].items())
-        first = [f"`{arm}`", _differs(s['factors'], base_factors), outcomes]
+        outcomes = escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items()))
+        first = [code(arm), _differs(s['factors'], base_factors), outcomes]
         if s["n_valid"] == 0:
             rows.append([*first, "no valid trial: nothing to measure", "", "", "", "", ""])
             continue
@@ -171,10 +172,10 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
 def _comparisons_section(doc: Mapping[str, Any]) -> list[str]:
     if not doc["comparisons"]:
         return []
-    rows = [[f"`{arm}`", fmt_p(c['fisher']['p_value']), fmt(c['fisher']['odds_ratio']),
+    rows = [[code(arm), fmt_p(c['fisher']['p_value']), fmt(c['fisher']['odds_ratio']),
              f"{fmt(c['rate_ratio']['estimate'])} {fmt_ci(c['rate_ratio']['ci95'])}",
              fmt_p(c['rate_ratio']['p_value'])] for arm, c in doc["comparisons"].items()]
-    return [f"### Each arm against `{doc['case']['baseline']}` (descriptive; decisions are the claims')\n",
+    return [f"### Each arm against {code(doc['case']['baseline'])} (descriptive; decisions are the claims')\n",
             *table(["arm", "Fisher exact p (trials)", "odds ratio", "rate ratio (95% CI)", "rate p"],
                    rows), ""]
 
@@ -184,7 +185,7 @@ def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
     decisions = ((doc["plan"].get("options", {}).get("stopping")) or {}).get("decisions") or {}
     if not decisions or doc.get("claims"):
         return []
-    rows = [[f"`{arm}`", f"{d['decision']} ({d.get('test', 'fisher')})",
+    rows = [[code(arm), escape(f"{d['decision']} ({d.get('test', 'fisher')})"),
              f"{d['at_trials']} ({d['baseline_trials']})", fmt_p(d['p_value']), f"{d['threshold']:.3g}"]
             for arm, d in decisions.items()]
     return ["### Sequential stopping\n",
@@ -201,8 +202,8 @@ def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) ->
         out.append(f"![{_alt(per_gpu_headline(doc))}]({per_gpu_name})\n")
     if multi:
         arms = list(doc["summary"])
-        out += table(["GPU", *(f"`{a}`" for a in arms)],
-                     [[gpu, *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
+        out += table(["GPU", *(code(a) for a in arms)],
+                     [[escape(gpu), *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
                               for a in arms)] for gpu, cells in doc["per_gpu"].items()])
     out.append("")
     return out
@@ -213,12 +214,12 @@ def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
         return []
     rows = []
     for b in doc["crash_sites"]:
-        frames = " ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4])
+        frames = escape(" ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4]))
         fault = b.get("fault_in") or {}
-        arms = ", ".join(f"{a} {n}" for a, n in b["arms"].items())
-        rows.append([b['count'], f"{b.get('signal')} {b.get('code_name') or ''}",
-                     f"`{b.get('pc_module')}+{b.get('pc_offset')}` ({b.get('pc_perms') or '?'})",
-                     fault.get('module', '–'), frames or '–', arms])
+        arms = escape(", ".join(f"{a} {n}" for a, n in b["arms"].items()))
+        rows.append([b['count'], escape(f"{b.get('signal')} {b.get('code_name') or ''}"),
+                     f"{code(str(b.get('pc_module')) + '+' + str(b.get('pc_offset')))} ({escape(b.get('pc_perms') or '?')})",
+                     escape(fault.get('module', '–')), frames or '–', arms])
     return ["### Crash sites\n",
             *table(["count", "signal", "faulting PC", "fault address in", "first frames", "arms"],
                    rows), ""]
@@ -251,7 +252,7 @@ def threads_table(trials: Iterable[Mapping[str, Any]],
             total = sum(counts.values())
             for lab, n in counts.most_common():
                 fault, others = lab.split(" | ", 1)
-                rows.append([f"`{arm}`", fault, others, phases.READ[read_at_fault],
+                rows.append([code(arm), escape(fault), escape(others), phases.READ[read_at_fault],
                              f"{n} of {total}" + (f" (+{without} without)" if without else "")])
     if not rows:
         return []
@@ -261,11 +262,11 @@ def threads_table(trials: Iterable[Mapping[str, Any]],
 def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for name, analysis in (doc.get("analyses") or {}).items():
-        out.append(f"### Analysis: {name}\n")
+        out.append(f"### Analysis: {escape(name)}\n")
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
-            out.append(str(analysis["markdown"]))
+            out.append(escape(analysis["markdown"], "markdown"))
         else:
-            out.append("```json\n" + json.dumps(analysis, indent=1)[:4000] + "\n```")
+            out.append("\n".join(fence(json.dumps(analysis, indent=1)[:4000], "json")))
         out.append("")
     return out
 
@@ -276,24 +277,25 @@ def _probe_section(doc: Mapping[str, Any]) -> list[str]:
         return []
     out = ["### Device probe\n",
            f"The case cannot run here; one trial command was run to show what happens: "
-           f"`{' '.join(p.get('command', []))}` → {p.get('outcome')} ({p.get('detail')}).\n"]
+           f"{code(' '.join(map(str, p.get('command', []))))} → {escape(p.get('outcome'))} "
+           f"({escape(p.get('detail'))}).\n"]
     if p.get("stdout_tail"):
-        out.append("```\n" + p["stdout_tail"][-1500:] + "\n```\n")
+        out.append("\n".join(fence(str(p["stdout_tail"])[-1500:])) + "\n")
     return out
 
 
 def _environment_section(doc: Mapping[str, Any]) -> list[str]:
     out = ["### Environment\n", *table(["", ""], environment_rows(doc))]
     out += ["", "### Artifacts\n",
-            *table(["artifact", "sha256"], [[f"`{name}` ({a['path']})", f"`{a['sha256'][:16]}…`"]
+            *table(["artifact", "sha256"], [[f"{code(name)} ({escape(a['path'])})", code(f"{a['sha256'][:16]}…")]
                                             for name, a in doc["artifacts"].items()])]
-    out += ["", f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n"]
+    out += ["", f"_Generated by gpurepro {escape(doc['gpurepro_version'])} at {escape(doc['created_at'])}._\n"]
     return out
 
 
 def _alt(text: str) -> str:
     """Text safe inside Markdown image brackets."""
-    return " ".join(text.replace("[", "(").replace("]", ")").split())
+    return escape(" ".join(text.replace("[", "(").replace("]", ")").split()))
 
 
 def markdown(doc: Mapping[str, Any], plot_name: str | None = None,

@@ -225,7 +225,8 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
     families = claim_families(case, plan, request, root) if g.supported else None
     header = journal_header(case, root, plan, opts, request.stopping,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
-                            gate_json(g), index, families)
+                            envmod.redact_value(gate_json(g), None) if request.redact
+                            else gate_json(g), index, families)
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:

