@@ -198,6 +198,26 @@ def test_a_python_driver_that_breaks_the_protocol_is_a_harness_error(bins, mode,
     assert (c.outcome, c.detail) == ("harness_error", detail)
 
 
+def test_sigterm_kills_a_python_driver_started_by_a_process_that_ignores_it(bins):
+    """A starter that ignores SIGTERM (a process after the harness's main() ran in it, as
+    test_calibrate does in this suite's workers, once did) passes it on through exec."""
+    p = subprocess.Popen([sys.executable, str(PYDRIVER), "ok", "--seconds", "30"],
+                         stdout=subprocess.PIPE, text=True, env=env_for(bins),
+                         preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    assert json.loads(p.stdout.readline())["event"] == "start"
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == -signal.SIGTERM
+    p.stdout.close()
+
+
+def test_main_as_a_function_leaves_the_callers_signals_as_it_found_them():
+    from gpurepro.cli.main import main
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    assert main(["target", "tests/fixtures/fake_case/manifest.py"]) == 0
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
 def test_sigterm_kills_a_python_driver_as_a_native_one(bins):
     p = subprocess.Popen([sys.executable, str(PYDRIVER), "ok", "--seconds", "30"],
                          stdout=subprocess.PIPE, text=True, env=env_for(bins))

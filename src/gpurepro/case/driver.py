@@ -31,7 +31,9 @@ without the crash object they live in this process alone and only faulthandler's
 
 Stopping. As for a native driver, SIGTERM and SIGINT keep their default action (the process
 dies of them; the harness calls that ``harness_error``, killed from outside): a trial stopped
-from outside is never a survival. Python's own SIGINT handler is put back to the default.
+from outside is never a survival. Python's own SIGINT handler is put back to the default, and
+so are SIGTERM and SIGHUP: a driver started by a process that ignores them (exec keeps an
+ignored signal ignored) would otherwise outlive a stop.
 """
 
 from __future__ import annotations
@@ -108,8 +110,10 @@ def install_crash_handling() -> bool:
     faulthandler.enable(file=2, all_threads=True)
     if _NATIVE is not None:
         _NATIVE.gpurepro_crash_install_last()
-    # Ctrl-C kills the driver as it kills a native one, instead of a traceback and exit 1.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Ctrl-C kills the driver as it kills a native one, instead of a traceback and exit 1; a
+    # SIGTERM or SIGHUP its starter ignored kills it too.
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
     return _NATIVE is not None
 
 

@@ -70,6 +70,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
 
+def _restore(found: dict[signal.Signals, object]) -> None:
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for sig, handler in found.items():
+            if handler is not None:
+                signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def _status_file(argv: list[str]) -> str | None:
     """--exit-status-file, read before parsing: a usage error must reach the file too."""
     for i, a in enumerate(argv):
@@ -81,18 +90,27 @@ def _status_file(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (``argv`` None: sys.argv), or a command run as a function (``argv`` given),
+    which leaves the caller's signal dispositions as it found them."""
+    as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    found = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         args = parser().parse_args(argv)
         # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is,
         # so a stop at any moment ends with the cleanup of the step it interrupted and one line;
-        # once the work is done they are ignored, never restored to their default (a SIGTERM
-        # in that window would end the process by the signal, with the run complete).
+        # once the work is done the program ignores them, never restored to their default (a
+        # SIGTERM in that window would end the process by the signal, with the run complete).
+        # A caller of the function gets its own back: an ignored SIGTERM would be inherited by
+        # every process it starts after (exec keeps an ignored signal ignored).
         try:
             with stop_signals():
                 status = _dispatch(args)
         finally:
-            ignore_stop_signals()
+            if as_program:
+                ignore_stop_signals()
+            else:
+                _restore(found)
     except Stopped as exc:  # arrived between the work's end and the line above
         status = exit_for_signal(exc.signum)
     except KeyboardInterrupt:  # Ctrl-C while the parser was being built: nothing had started
