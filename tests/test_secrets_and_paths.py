@@ -210,7 +210,7 @@ def test_a_secret_value_is_masked_whatever_its_variable(kind):
     assert secret not in masked
     assert privacy.secret_values(value), kind
     if kind == "url":
-        assert masked.endswith(f"<secret>@artifacts.example.com/cuda and more")
+        assert masked.endswith("<secret>@artifacts.example.com/cuda and more")
 
 
 def test_hashes_uuids_and_names_are_not_taken_for_secrets():

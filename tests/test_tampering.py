@@ -331,7 +331,7 @@ def test_two_records_to_one_out_one_wins_and_the_other_refuses(finished, fake_bu
     for i in range(PAIRS):
         out = tmp_path / f"race{i}" / "result.json"
         with ThreadPoolExecutor(max_workers=2) as pool:
-            runs = list(pool.map(lambda j: _cli("record", str(j), "--out", str(out)),
+            runs = list(pool.map(lambda j, out=out: _cli("record", str(j), "--out", str(out)),
                                  [finished, other] if i % 2 else [other, finished]))
         codes = sorted(r.returncode for r in runs)
         assert codes == [0, USAGE], [r.stderr for r in runs]

@@ -14,7 +14,9 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import (
     EXIT_ERROR,
@@ -70,7 +72,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
 
-def _restore(found: dict[signal.Signals, object]) -> None:
+def _restore(found: Mapping[signal.Signals, Any]) -> None:
     import threading
 
     if threading.current_thread() is threading.main_thread():

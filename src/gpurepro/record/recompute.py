@@ -103,7 +103,7 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
                       ("crash_sites", measured["crash_sites"]), ("per_gpu", measured["per_gpu"])):
         if key in doc:
             errors += differences(doc[key], ours, key)
-    notes = []
+    notes: list[str] = []
     if "claims" not in doc:  # recorded before the harness decided claims
         return errors, notes
     case = case_of(doc, root)

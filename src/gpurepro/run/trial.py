@@ -49,9 +49,9 @@ NOTICED_LATE_S = 1.0
 def _own_clock(events: list[dict[str, Any]], crash: dict[str, Any] | None) -> float | None:
     """The trial's own clock at its last word: the largest ``t`` of its events and its crash
     record (seconds since the driver started; native/events.cc, case/driver.py)."""
-    times = [e.get("t") for e in events] + [(crash or {}).get("t")]
-    times = [t for t in times if isinstance(t, int | float) and not isinstance(t, bool)]
-    return float(max(times)) if times else None
+    seen = [e.get("t") for e in events] + [(crash or {}).get("t")]
+    times = [float(t) for t in seen if isinstance(t, int | float) and not isinstance(t, bool)]
+    return max(times) if times else None
 
 
 def wall_clock(observed: Observed, pid: int, started: float, noticed: float,

@@ -123,7 +123,7 @@ def kill_run(run_id: str, known: dict[int, int] | None = None, quiet_s: float = 
         if pids:
             killed += len(procs.kill_tree(pids, known))
             last_seen = time.monotonic()
-        elif scanned and last_scan - last_seen > quiet_s:
+        elif scanned and last_scan is not None and last_scan - last_seen > quiet_s:
             return killed
         time.sleep(0.002)
     return killed
