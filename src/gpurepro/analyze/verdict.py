@@ -1,7 +1,7 @@
 """The run's conclusion: its claims decided, and the verdict composed from them.
 
 The harness decides every claim of the run's family (claims.py); the case's verdict function
-reads the result document through its typed views (analysis.py) and gives measurements, status,
+reads the result document through its typed views (views.py) and gives measurements, status,
 owner, next steps and hypotheses; ``compose_verdict`` joins that with the decided claims'
 sentences and refuses an owner resting on a claim that was not decided.
 """

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..case.model import Case, TrialBudget, find_repo_root
+from ..case.load import find_repo_root
+from ..case.model import Case, TrialBudget
 from ..cluster import slurm
 from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
 from ..env import fingerprint as envmod

@@ -16,7 +16,6 @@ ran them, and whose ``scheduler`` records hold the jobs and nodes as last seen.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
@@ -39,6 +38,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..run.atomic import write_atomic
 from ..run.classify import EVIDENCE
 from ..run.execute import RunOptions
 from ..run.journal import Journal, result_name
@@ -97,10 +97,7 @@ def _resolved_dir(recorded: str, root: Path) -> Path:
 
 def _write_json(path: Path, obj: Any) -> None:
     """Written whole or not at all: tasks on other nodes read these files at any moment."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj, sort_keys=True) + "\n")
 
 
 TASK_SCRIPT = """\

@@ -102,7 +102,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         if floor is not None:
             doc["floor"] = floor
     doc = json.loads(json.dumps(doc, default=_jsonable))
-    # The verdict reads the document as recorded, through its typed views (analysis.py).
+    # The verdict reads the document as recorded, through its typed views (analyze/views.py).
     doc["verdict"] = json.loads(json.dumps(verdict_for(case, doc), default=_jsonable))
     return doc
 
