@@ -579,7 +579,11 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="cycles"),
     # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
     failure_outcomes=("crashed",),
-    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0),
+    # A hang: both workers inside a driver call while main heartbeats on, the counters still.
+    # host.cc heartbeats every second and even the slowest arm (context-per-thread) makes
+    # thousands of cycles a second, so four seconds without one is no healthy pause.
+    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0,
+                      hang_after_s=4.0),
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
     claims=CLAIMS,

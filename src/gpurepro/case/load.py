@@ -170,6 +170,8 @@ def _check_defaults(d: Defaults, path: Path | str) -> None:
                             f"{d.trial_timeout_s!r} must exceed defaults.duration_s "
                             f"({d.duration_s!r}): a trial needs its whole budget before the limit")
     number("jobs", d.jobs, 1, False, True)
+    if d.hang_after_s is not None:
+        number("hang_after_s", d.hang_after_s, 0, True, False)
 
 
 def find_repo_root(start: Path) -> Path | None:

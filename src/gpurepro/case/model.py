@@ -152,6 +152,10 @@ class Defaults:
     # case's trial_command hands to its driver; 0: none, only the duration.
     max_exposure: int = 0
     jobs: int = 1
+    # The no-progress limit: a trial whose counters have not moved for this many seconds is
+    # stopped then and recorded hung, with where each thread was stuck (None: none, only the
+    # wall-clock limit). Longer than any pause a healthy trial makes between heartbeats.
+    hang_after_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,9 @@ class TrialBudget:
     duration_s: float
     max_exposure: int  # in the unit of the case's exposure counter; 0: none
     timeout_s: float
+    # The no-progress limit: a trial whose counters have not moved for this long is stopped and
+    # recorded hung then, with where its threads were (None: only the wall-clock limit).
+    stall_s: float | None = None
 
 
 def harness_import_root() -> Path:

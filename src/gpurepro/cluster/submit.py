@@ -45,13 +45,13 @@ from ..run.journal import Journal, result_name
 from ..run.plan import Plan
 from ..run.session import (
     RunRequest,
-    claim_families,
     create,
     journal_header,
     journal_path,
     load_build,
     new_plan,
     reopen,
+    run_design,
     say_families,
 )
 from . import slurm
@@ -126,8 +126,8 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    families = claim_families(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, request.stopping, environment, device,
+    stopping, families = run_design(case, plan, request, root)
+    header = journal_header(case, root, plan, run_opts, stopping, environment, device,
                             indexes[primary], families)
     if families is not None:
         say_families(case, plan, families)
