@@ -26,7 +26,9 @@ _sections = load_sibling(__file__, "sections")
 _seed_output = load_sibling(__file__, "seed_output")
 _strata = load_sibling(__file__, "strata")
 
-# cuda-tile 1.5.0 as filed. tileiras refuses to run beside nvcc/nvvm wheels of another
+# cuda-tile 1.5.0 as filed. Every pin exact (locks/ adds the hashes; README "Locks"): the 13.2
+# ones are what `13.2.*` resolved to when the sm_120 artifacts were first built and recorded,
+# the 13.3 runtime and nvJitLink what the H200 results recorded. tileiras refuses to run beside nvcc/nvvm wheels of another
 # release, so the whole CUDA family is pinned together. tileiras 13.2 (the report's CUDA)
 # rejects sm_90; 13.3 is the oldest release that accepts Hopper (and Ampere).
 _CUDA_13_3 = [
@@ -35,17 +37,17 @@ _CUDA_13_3 = [
     "nvidia-cuda-nvcc==13.3.73",
     "nvidia-nvvm==13.3.73",
     "nvidia-cuda-crt==13.3.73",
-    "nvidia-cuda-runtime==13.3.*",
-    "nvidia-nvjitlink==13.3.*",
+    "nvidia-cuda-runtime==13.3.29",
+    "nvidia-nvjitlink==13.3.33",
 ]
 _CUDA_13_2_AS_FILED = [
     "cuda-tile==1.5.0",
-    "nvidia-cuda-tileiras==13.2.*",
-    "nvidia-cuda-nvcc==13.2.*",
-    "nvidia-nvvm==13.2.*",
-    "nvidia-cuda-crt==13.2.*",
-    "nvidia-cuda-runtime==13.2.*",
-    "nvidia-nvjitlink==13.2.*",
+    "nvidia-cuda-tileiras==13.2.86",
+    "nvidia-cuda-nvcc==13.2.86",
+    "nvidia-nvvm==13.2.86",
+    "nvidia-cuda-crt==13.2.86",
+    "nvidia-cuda-runtime==13.2.86",
+    "nvidia-nvjitlink==13.2.86",
 ]
 
 ARTIFACTS = [
