@@ -566,6 +566,8 @@ CASE = Case(
               "in another thread of the same context, attributable to cuda-tile (Tile IR modules), "
               "and if not, who owns it?"),
     report_url="https://github.com/NVIDIA/cuda-tile/issues/23",
+    reported={"gpu": "NVIDIA GeForce RTX 5090", "target": "sm_120", "driver": "595.84",
+              "toolchain": "CUDA 13.2, cuda-tile 1.5.0"},
     toolchains={"sm_80": _CUDA_13_3, "sm_90": _CUDA_13_3, "sm_100": _CUDA_13_3,
                 "sm_120": _CUDA_13_2_AS_FILED},
     artifacts=ARTIFACTS,
@@ -578,7 +580,7 @@ CASE = Case(
         targets={"9.0": "sm_90", "12.0": "sm_120", "8.0": "sm_80", "10.0": "sm_100"},
         why="Tile IR cubins are exported per architecture by tileiras",
     ),
-    exposure=Exposure(counter="launches", unit="cycles"),
+    exposure=Exposure(counter="launches", unit="cycles", label="load/launch/unload iterations"),
     # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
     failure_outcomes=("crashed",),
     defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0),

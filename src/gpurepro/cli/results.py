@@ -230,9 +230,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
 
 
-def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
-    """A <details> block with a toolchain matrix document's table, for `issue --matrix`."""
+def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A <details> block with a toolchain matrix document's table, and its one-line verdict
+    for the head, for `issue --matrix`."""
     from ..matrix.table import markdown as matrix_markdown
+    from ..matrix.table import verdict_line
+    from ..report.tables import cell
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
@@ -243,7 +246,9 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
-    return (f"Toolchain matrix ({path.name}; attach it beside the result)", matrix_markdown(matrix))
+    return (f"Toolchain matrix ({cell(path.name)}; attach it beside the result)",
+            matrix_markdown(matrix),
+            f"**Toolchain matrix** (`{cell(path.name)}`): {cell(verdict_line(matrix))}")
 
 
 def cmd_issue(args: argparse.Namespace) -> int:
@@ -254,10 +259,13 @@ def cmd_issue(args: argparse.Namespace) -> int:
     path = Path(args.result)
     doc = _read_document(path)
     extra: list[tuple[str, str]] = []
+    extra_head: list[str] = []
     if args.matrix:
-        extra.append(_matrix_block(Path(args.matrix), doc))
+        summary, table, line = _matrix_block(Path(args.matrix), doc)
+        extra.append((summary, table))
+        extra_head.append(line)
     try:
-        body = issue_body(doc, path, extra_blocks=extra)
+        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
