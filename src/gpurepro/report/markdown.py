@@ -47,10 +47,34 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    rows += condition_rows(env.get("conditions"))
     for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
         rows.append((name, str(version)))
     for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
         rows.append((tool, version))
+    return rows
+
+
+def condition_rows(conditions: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The environment's conditions that change a race's rate (recorded since the fingerprint
+    has them; an older document has none)."""
+    if not conditions:
+        return []
+    cpu = conditions.get("cpu") or {}
+    virt = conditions.get("virtualization") or {}
+    governor = ", ".join(f"{g} ({c})" for g, c in (cpu.get("governor") or {}).items()) or "–"
+    rows = [("CPUs usable / affinity / governor",
+             f"{cpu.get('usable_cores', '–')} / {cpu.get('affinity') or '–'} / {governor}"),
+            ("Hypervisor / container",
+             f"{'yes' if virt.get('hypervisor') else 'no'}"
+             f"{' (' + str(virt['vendor']) + ')' if virt.get('vendor') else ''} / "
+             f"{virt.get('container') or 'none'}")]
+    for g in conditions.get("gpus") or []:
+        rows.append((f"GPU {g.get('index')} modes",
+                     f"persistence {g.get('persistence_mode') or '–'}, compute {g.get('compute_mode') or '–'}, "
+                     f"MIG {g.get('mig_mode') or '–'}, ECC {g.get('ecc_mode') or '–'}, application "
+                     f"clocks {g.get('application_clock_graphics_mhz') or '–'}/"
+                     f"{g.get('application_clock_memory_mhz') or '–'} MHz"))
     return rows
 
 
