@@ -18,7 +18,6 @@ import tomllib
 from pathlib import Path
 
 import nox
-from nox.command import CommandFailed
 
 # uv where it is installed (the Makefile installs nox[uv]): environments and the ~1 GB of
 # toolchain wheels install several times faster; virtualenv otherwise.

@@ -211,7 +211,7 @@ def gpu_conditions(run: Any) -> list[dict[str, Any]] | None:
         values = line.split(",")
         if len(values) != len(SMI_FIELDS):
             continue
-        out.append({name: _smi_value(v) for name, v in zip(SMI_FIELDS.values(), values)})
+        out.append({name: _smi_value(v) for name, v in zip(SMI_FIELDS.values(), values, strict=True)})
     return out or None
 
 
