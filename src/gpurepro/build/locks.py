@@ -17,7 +17,6 @@ metadata), so a document says what ran whether or not a lock was used. Standard 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -99,27 +98,29 @@ def stale_inputs(root: Path) -> list[str]:
     return stale
 
 
+USAGE = ("usage: python -m gpurepro.build.locks inputs ROOT OUT.json | stale ROOT "
+         "(for nox -s lock; the command line proper is gpurepro.cli's)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """For the nox session: ``inputs ROOT OUT.json`` writes the toolchain .in files and lists
     in OUT.json the `uv` arguments that compile each lock; ``stale ROOT`` says which inputs
     differ from the manifests (exit 1 if any)."""
-    ap = argparse.ArgumentParser(prog="python -m gpurepro.build.locks", description=main.__doc__)
-    ap.add_argument("what", choices=("inputs", "stale"))
-    ap.add_argument("root", type=Path, help="the checkout")
-    ap.add_argument("out", type=Path, nargs="?", help="inputs: the JSON list of locks to compile")
-    args = ap.parse_args(argv)
-    root = args.root.resolve()
-    if args.what == "stale":
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) not in (2, 3) or args[0] not in ("inputs", "stale") or (
+            (args[0] == "inputs") != (len(args) == 3)):
+        print(USAGE, file=sys.stderr)
+        return 2
+    root = Path(args[1]).resolve()
+    if args[0] == "stale":
         stale = stale_inputs(root)
         for line in stale:
             print(f"{line} is not what the manifest pins: run nox -s lock", file=sys.stderr)
         return 1 if stale else 0
-    if args.out is None:
-        ap.error("inputs needs OUT.json")
     jobs = [compile_argv(source, f"{LOCKS}/{name}.txt") for name, source in write_inputs(root).items()]
     jobs += [compile_argv("pyproject.toml", f"{LOCKS}/{name}.txt", extras)
              for name, extras in EXTRAS.items()]
-    args.out.write_text(json.dumps(jobs, indent=1) + "\n")
+    Path(args[2]).write_text(json.dumps(jobs, indent=1) + "\n")
     return 0
 
 
