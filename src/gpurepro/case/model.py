@@ -179,6 +179,10 @@ class Exposure:
     counter: str
     unit: str
     per: float = 1e6
+    # What one unit is, in words, where the unit's name alone could be read otherwise (the
+    # tile race's "cycles" are load/launch/unload iterations, not clock cycles); the issue
+    # comment names the unit by it.
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -262,6 +266,9 @@ class Case:
     # failed inside it). Arithmetic on the case's own counters, no statistics: the harness
     # tests the counts (gpurepro.analyze.claims).
     strata: Mapping[str, Stratum] = field(default_factory=dict)
+    # Where the report was filed from, as the reporter gave it ("gpu", "target", "driver",
+    # "toolchain"): what a run elsewhere did not run on, which the issue comment says.
+    reported: Mapping[str, str] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
     # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact

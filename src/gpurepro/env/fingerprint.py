@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import conditions
 from .privacy import is_secret_name, mask_secrets, portable_text, redact_text
 
 # The environment variables a record keeps: an explicit allow-list of names known to change how
@@ -291,6 +292,9 @@ def fingerprint(root: Path | None = None, redact: bool = False,
         "gpu": gpu_info if gpu_info is not None else gpus(),
         "repository": _git(root),
         "environment": environment_variables(root=root),
+        # What changes a race's rate: CPU affinity, usable cores, governor; GPU modes, ECC and
+        # clocks; hypervisor and container (gpurepro.env.conditions).
+        "conditions": conditions.collect(_run),
         "redacted": False,
     }
     return redact_fingerprint(fp) if redact else fp
@@ -301,5 +305,7 @@ def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
     out["host"] = {**fp["host"], "hostname": "redacted"}
     out["environment"] = {k: redact_text(v, fp["host"].get("hostname"))
                           for k, v in fp.get("environment", {}).items() if not is_secret_name(k)}
+    if "conditions" in fp:
+        out["conditions"] = conditions.redact(fp["conditions"])
     out["redacted"] = True
     return out

@@ -1,6 +1,6 @@
 """Report: a result document -> GitHub-flavoured Markdown, section by section, and beside it
 (``write_report``) the forest plot (forest.py), the survival plot (survival.py), the forest plot
-per GPU or host (per_gpu.py) and the pyperf suite (pyperf.py).
+per GPU or host (per_gpu.py).
 
 Everything here is derived from the validated document alone, so anyone can regenerate the
 report from an attached JSON with ``nox -s report -- results/<case>/<file>.json``.
@@ -19,7 +19,6 @@ from . import cluster as cluster_report
 from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
-from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
 from .tables import table
 
@@ -48,10 +47,34 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    rows += condition_rows(env.get("conditions"))
     for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
         rows.append((name, str(version)))
     for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
         rows.append((tool, version))
+    return rows
+
+
+def condition_rows(conditions: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The environment's conditions that change a race's rate (recorded since the fingerprint
+    has them; an older document has none)."""
+    if not conditions:
+        return []
+    cpu = conditions.get("cpu") or {}
+    virt = conditions.get("virtualization") or {}
+    governor = ", ".join(f"{g} ({c})" for g, c in (cpu.get("governor") or {}).items()) or "–"
+    rows = [("CPUs usable / affinity / governor",
+             f"{cpu.get('usable_cores', '–')} / {cpu.get('affinity') or '–'} / {governor}"),
+            ("Hypervisor / container",
+             f"{'yes' if virt.get('hypervisor') else 'no'}"
+             f"{' (' + str(virt['vendor']) + ')' if virt.get('vendor') else ''} / "
+             f"{virt.get('container') or 'none'}")]
+    for g in conditions.get("gpus") or []:
+        rows.append((f"GPU {g.get('index')} modes",
+                     f"persistence {g.get('persistence_mode') or '–'}, compute {g.get('compute_mode') or '–'}, "
+                     f"MIG {g.get('mig_mode') or '–'}, ECC {g.get('ecc_mode') or '–'}, application "
+                     f"clocks {g.get('application_clock_graphics_mhz') or '–'}/"
+                     f"{g.get('application_clock_memory_mhz') or '–'} MHz"))
     return rows
 
 
@@ -332,9 +355,9 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     md = stem.with_suffix(".md")
     write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
     written["markdown"] = md
-    perf = Path(str(stem) + ".pyperf.json")
-    if pyperf_suite(doc, perf):
-        written["pyperf"] = perf
-    else:
-        perf.unlink(missing_ok=True)  # a suite from an earlier rendering no longer applies
+    # Earlier renderings wrote the seconds to failure of the failed trials as a pyperf suite
+    # beside the document; it is gone (README, "Result format": a suite cannot hold a trial that
+    # survived, and `pyperf compare_to` read a change in crash timing as a slowdown), and so is
+    # any such file left by an earlier rendering.
+    Path(str(stem) + ".pyperf.json").unlink(missing_ok=True)
     return written
