@@ -70,7 +70,9 @@ def oracle_floor(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPr
         ps = sorted(decider.evidence(c, records).p_value for c in family)
         return [distance(p, alpha / (len(ps) - i)) for i, p in enumerate(ps)]
 
-    used = {a for c in family for a in (c.arm, decider.reference(c)) if a}
+    # In the arms' order, so that ties between arms break the same way in every process.
+    in_claims = {a for c in family for a in (c.arm, decider.reference(c)) if a}
+    used = [a for a in arms if a in in_claims]
     for a in used:
         n[a] = 1
     records = data(n)
