@@ -81,7 +81,8 @@ def _run_case(session: nox.Session, case: str) -> None:
     if "builds" in prepared:
         _run_cluster_case(session, case, args, prepared)
         return
-    session.install(*prepared["pins"])
+    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`.
+    session.install("pip", *prepared["pins"])
     if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
         args += ["--arch", prepared["target"]]
     _run_gpurepro(session, "case", case, *args)

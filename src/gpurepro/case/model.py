@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -181,6 +182,48 @@ class Exposure:
     per: float = 1e6
 
 
+# An exact pin: a runtime package is one release, the wheel the build downloads.
+RUNTIME_PIN = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([0-9][A-Za-z0-9.+!_-]*)$")
+# The manylinux tags a wheel for an x86-64 GPU node may carry (glibc 2.17 to 2.28).
+NODE_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
+                  "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The Python packages a case's trials import, as exact pins (``name==version``).
+
+    ``packages``: ``"*"`` (every arm) or an arm's name -> pins; an arm gets ``"*"``'s and its
+    own, its own winning by name, so arms that compare releases each pin theirs. The build
+    (gpurepro.build.runtime) downloads each pin's wheel for the GPU node's Python (``python``,
+    ``platforms``) into build/, with its sha256, and checks that every requirement the wheels
+    declare is met by another pin of the same arm, or is named in ``from_node``: left to the
+    node's own installation, whose version each run records beside the requirement. The run
+    stage unpacks an arm's wheels into a folder of its own on the node (gpurepro.run.runtime)
+    and hands it to the trial command as ``TrialContext.runtime``, which ``python_driver`` puts
+    first on PYTHONPATH: nothing is installed from the network.
+    """
+
+    packages: Mapping[str, Sequence[str]]
+    from_node: tuple[str, ...] = ()
+    python: str = "3.12"
+    platforms: tuple[str, ...] = NODE_PLATFORMS
+    implementation: str = "cp"
+
+    def pins_for(self, arm: str) -> list[str]:
+        """The arm's pins: ``"*"``'s, then its own in place of any of the same name."""
+        pins: dict[str, str] = {}
+        for key in ("*", arm):
+            for pin in self.packages.get(key, ()):
+                pins[normalized_name(pin.split("==")[0])] = pin
+        return list(pins.values())
+
+
+def normalized_name(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 @dataclass(frozen=True)
 class TrialBudget:
     duration_s: float
@@ -208,16 +251,21 @@ class TrialContext:
     # from: what a Python driver runs with and puts on its PYTHONPATH (python_driver).
     python: str = field(default_factory=lambda: sys.executable)
     pythonpath: Path = field(default_factory=harness_import_root)
+    # The arm's runtime packages (Case.runtime) unpacked on this node, or None: first on a
+    # Python driver's PYTHONPATH (python_driver).
+    runtime: Path | None = None
 
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the
         harness's interpreter, PYTHONPATH the harness's import root and, with ``preload`` (the
         crash object, native/crash_preload.cc), LD_PRELOAD set: a fault then leaves the native
-        crash record before Python's frames."""
+        crash record before Python's frames. The arm's runtime packages, where the case pins
+        some, come first on PYTHONPATH."""
+        paths = ([str(self.runtime)] if self.runtime is not None else []) + [str(self.pythonpath)]
         return TrialCommand(
             argv=(self.python, str(script), *args),
-            env={"PYTHONPATH": str(self.pythonpath),
+            env={"PYTHONPATH": os.pathsep.join(paths),
                  **({"LD_PRELOAD": str(preload)} if preload is not None else {}), **(env or {})})
 
 
@@ -264,6 +312,8 @@ class Case:
     # Tools by name, beyond (or replacing) gpurepro.toolchain.DEFAULT_TOOLS: what artifact
     # commands name as {placeholders} or in Artifact.tools, and what instruments run.
     tools: Mapping[str, Tool] = field(default_factory=dict)
+    # The Python packages the trials import, pinned per arm where arms compare releases.
+    runtime: Runtime | None = None
 
     @property
     def directory(self) -> Path:
@@ -370,6 +420,34 @@ def validate(case: Case, path: Path | str) -> None:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
     _check_tools(case, path)
+    _check_runtime(case, seen, path)
+
+
+def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
+    rt = case.runtime
+    if rt is None:
+        return
+    if not isinstance(rt, Runtime):
+        raise ManifestError(path, "runtime", "must be a gpurepro.case.Runtime")
+    for key, pins in rt.packages.items():
+        if key != "*" and key not in arms:
+            raise ManifestError(path, f"runtime.packages.{key}", "is neither '*' nor an arm")
+        if isinstance(pins, str):
+            raise ManifestError(path, f"runtime.packages.{key}", "must be a list of pins")
+        for i, pin in enumerate(pins):
+            if not isinstance(pin, str) or not RUNTIME_PIN.match(pin):
+                raise ManifestError(path, f"runtime.packages.{key}[{i}]",
+                                    f"{pin!r} is not an exact pin (name==version)")
+    for i, name in enumerate(rt.from_node):
+        if not isinstance(name, str) or not _DIST_NAME.match(name):
+            raise ManifestError(path, f"runtime.from_node[{i}]", f"{name!r} is not a package name")
+    if not re.match(r"^3\.[0-9]+$", str(rt.python)):
+        raise ManifestError(path, "runtime.python", f"{rt.python!r} is not a version like 3.12")
+    if not rt.platforms:
+        raise ManifestError(path, "runtime.platforms", "names no platform tag")
+
+
+_DIST_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 def _check_tools(case: Case, path: Path | str) -> None:

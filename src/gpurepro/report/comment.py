@@ -21,7 +21,13 @@ from typing import Any
 from ..cluster import merge
 from ..errors import IssueError
 from .compare import stopping_numbers
-from .markdown import claims_table, environment_rows, threads_table
+from .markdown import (
+    claims_table,
+    environment_rows,
+    python_frames_table,
+    runtime_rows,
+    threads_table,
+)
 from .numbers import fmt, fmt_ci, fmt_p, per_label
 from .tables import table
 
@@ -305,6 +311,10 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
+    python = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if python:
+        blocks.append(("Python frames at the crash (the faulting thread, most recent call first)",
+                       "\n".join(python)))
     env = table(["", ""], environment_rows(doc))
     env += ["", *table(["variable", "value"],
                        [[f"`{k}`", f"`{v}`"] for k, v in
@@ -312,6 +322,10 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     env += ["", *table(["artifact", "sha256"],
                        [[f"`{name}`", f"`{a['sha256']}`"]
                         for name, a in sorted(doc["artifacts"].items())])]
+    runtime = runtime_rows(doc)
+    if runtime:
+        env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
+                           runtime)]
     blocks.append(("Full environment, toolchain and artifacts", "\n".join(env)))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
