@@ -49,6 +49,11 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    facts = env.get("cuda_python") or {}
+    if facts.get("source"):  # what the driver says through cuda.bindings (env/fingerprint.py)
+        rows.append((f"Module loading / driver API ({facts['source']})",
+                     f"{facts.get('module_loading') or '–'} / "
+                     f"{facts.get('driver_api_version') or '–'}"))
     for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
         rows.append((name, str(version)))
     for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
