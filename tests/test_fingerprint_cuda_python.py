@@ -1,6 +1,6 @@
 """The fingerprint's driver facts through cuda.bindings (module loading mode, driver API
 version), and what it records where cuda.bindings is not importable or lacks a call. A
-stand-in for cuda.bindings.driver (tests/fixtures/fake_cuda_bindings) is put on the path of a
+stand-in for cuda.bindings.driver (tests/fixtures/fake_cuda_bindings_loading) is put on the path of a
 fresh interpreter; the real one is not needed."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gpurepro.env.fingerprint import cuda_python_facts
 
 from .conftest import ROOT
 
-FAKE = ROOT / "tests" / "fixtures" / "fake_cuda_bindings"
+FAKE = ROOT / "tests" / "fixtures" / "fake_cuda_bindings_loading"
 PROGRAM = ("import json, sys; from gpurepro.env.fingerprint import cuda_python_facts; "
            "print(json.dumps(cuda_python_facts()))")
 
