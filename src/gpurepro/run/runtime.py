@@ -88,7 +88,7 @@ def ensure(record: Mapping[str, Any], root: Path) -> None:
         raise BuildError(f"the runtime packages were downloaded for Python {record['python']}; "
                          f"this interpreter is Python {here}: run with a {record['python']} "
                          f"interpreter, or rebuild them (Runtime.python)")
-    for arm, entry in record["arms"].items():
+    for entry in record["arms"].values():
         site = root / entry["site"]
         unpack(site, {f: record["wheels"][f] for f in entry["wheels"]}, root)
         entry["resolved"] = resolved(site)
@@ -110,7 +110,7 @@ def unpack(site: Path, wheels: Mapping[str, Mapping[str, Any]], root: Path) -> N
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.is_file() and json.loads(stamp.read_text()).get("wheels") == want:
             return
-        for f, w in wheels.items():
+        for w in wheels.values():
             path = root / w["path"]
             if not path.is_file():
                 raise BuildError(f"runtime wheel {path} is missing: carry the build's runtime "
@@ -120,7 +120,7 @@ def unpack(site: Path, wheels: Mapping[str, Mapping[str, Any]], root: Path) -> N
         with tempfile.TemporaryDirectory(prefix=f".{site.name}-", dir=site.parent) as tmp:
             staging = Path(tmp) / "site"
             staging.mkdir()
-            for f, w in sorted(wheels.items()):
+            for _, w in sorted(wheels.items()):
                 _unzip_wheel(root / w["path"], staging)
             (staging / ".site.json").write_text(json.dumps({"wheels": want}, indent=1))
             if site.exists():
