@@ -35,7 +35,7 @@ for d in ("cuda-bindings", "numba", "numba-cuda", "llvmlite", "numpy"):
 } > "$out/node.txt" 2>&1
 start=$(date +%s)
 set +e
-PYTHONPATH=src "$python" -m gpurepro run ctx_get_device_v2 --arch sm_90 --redact --no-record \
+PYTHONPATH=src "$python" -m gpurepro run ctx_get_device_v2 --arch sm_90 --fixed --redact --no-record \
   --out-dir "$out" "${@:2}" 2>&1 | tee "$out/run.log"
 status=${PIPESTATUS[0]}
 set -e

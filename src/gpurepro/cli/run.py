@@ -18,7 +18,8 @@ from typing import Any
 
 from ..build import runtime as build_runtime
 from ..build.artifacts import build_case
-from ..case.model import Case, load_case
+from ..case.load import load_case
+from ..case.model import Case
 from ..cluster import submit
 from ..cluster.options import (
     NO_TRIALS_HERE,
