@@ -85,11 +85,7 @@ def _numba(analysis: Analysis) -> tuple[list[str], list[str]]:
         if not trials or not text:
             continue
         starts = [e for t in trials for e in [_start(t.record)] if e]
-        versions = sorted({f"numba {c.get('numba')}, llvmlite {c.get('llvmlite')}, "
-                           f"{c.get('implementation')} target, "
-                           f"{'cuda.bindings' if c.get('nvidia_binding') else 'ctypes'} binding"
-                           + (", 0.63.0's fix applied" if c.get("fix_applied") else "")
-                           for c in starts})
+        versions = sorted({_ran(c) for c in starts})
         where = (": the node's numba, not a pinned release" if arm in ("numba-builtin",
                                                                        "numba-installed")
                  else ": a pinned release (runtime packages)")
@@ -100,6 +96,19 @@ def _numba(analysis: Analysis) -> tuple[list[str], list[str]]:
                 outside.append(f"numba {c.get('numba')} ran on llvmlite {c.get('llvmlite')}, "
                                f"outside the llvmlite{declared} it declares")
     return out, outside
+
+
+def _ran(c: dict[str, Any]) -> str:
+    """What a numba trial's start event says it ran (a trial that could not import numba.cuda
+    names only what it found)."""
+    parts = [f"{name} {c[key]}" for name, key in (("numba", "numba"), ("llvmlite", "llvmlite"),
+                                                   ("numba-cuda", "numba_cuda")) if c.get(key)]
+    if c.get("implementation"):
+        parts.append(f"{c['implementation']} target, "
+                     f"{'cuda.bindings' if c.get('nvidia_binding') else 'ctypes'} binding")
+    if c.get("fix_applied"):
+        parts.append("0.63.0's fix applied")
+    return ", ".join(parts) or "no numba"
 
 
 def _start(record: Any) -> dict[str, Any] | None:
