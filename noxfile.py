@@ -141,6 +141,8 @@ def _run_case(session: nox.Session, case: str) -> None:
     if "builds" in prepared:
         _run_cluster_case(session, case, args, prepared)
         return
+    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`.
+    session.install("pip")
     _install_toolchain(session, case, prepared["target"], prepared["pins"])
     if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
         args += ["--arch", prepared["target"]]

@@ -75,6 +75,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "environment": header["environment"],
         "device": device,
         "toolchain": header["toolchain"],
+        **({"runtime": header["runtime"]} if header.get("runtime") else {}),
         "artifacts": {k: {"path": v["path"], "sha256": v["sha256"], "tools": v.get("tools", {}),
                           "description": v.get("description", "")}
                       for k, v in header["artifacts"].items()},

@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IssueError
-from .markdown import claims_table, environment_rows, threads_table
+from .markdown import (
+    claims_table,
+    environment_rows,
+    python_frames_table,
+    runtime_rows,
+    threads_table,
+)
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
 from .rerun import repository_url, rerun_arguments, rerun_section, session_for
 from .tables import cell, table
@@ -372,6 +378,10 @@ def environment_table(doc: Mapping[str, Any]) -> list[str]:
     env += ["", *table(["artifact", "sha256"],
                        [[f"`{name}`", f"`{a['sha256']}`"]
                         for name, a in sorted(doc["artifacts"].items())])]
+    runtime = runtime_rows(doc)
+    if runtime:
+        env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
+                           runtime)]
     return env
 
 
@@ -407,6 +417,10 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
+    python = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if python:
+        blocks.append(("Python frames at the crash (the faulting thread, most recent call first)",
+                       "\n".join(python)))
     blocks.append(("Full environment, toolchain and artifacts", "\n".join(environment_table(doc))))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):

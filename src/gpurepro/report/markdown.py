@@ -9,6 +9,7 @@ report from an attached JSON with ``nox -s report -- results/<case>/<file>.json`
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
 from .survival import plot, survival_headline
-from .tables import table
+from .tables import code, table
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
@@ -47,6 +48,11 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    facts = env.get("cuda_python") or {}
+    if facts.get("source"):  # what the driver says through cuda.bindings (env/fingerprint.py)
+        rows.append((f"Module loading / driver API ({facts['source']})",
+                     f"{facts.get('module_loading') or '–'} / "
+                     f"{facts.get('driver_api_version') or '–'}"))
     rows += condition_rows(env.get("conditions"))
     for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
         rows.append((name, str(version)))
@@ -281,6 +287,71 @@ def threads_table(trials: Iterable[Mapping[str, Any]],
     return table(["arm", "faulting thread", "the other threads", "read", "crash records"], rows)
 
 
+PYTHON_FRAMES_SHOWN = 6  # of the faulting thread's frames, the most recent
+
+
+def python_frames_table(trials: Iterable[Mapping[str, Any]],
+                        failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
+    """The faulting thread's Python frames at each crash (a Python driver's
+    ``crash.python_frames``), most recent call first: a row per arm and stack, the most
+    frequent first within an arm; no lines when no failed trial's crash record has them."""
+    stacks: dict[str, Counter[str]] = {}
+    for t in trials:
+        if t.get("outcome") not in failure_outcomes:
+            continue
+        threads = (t.get("crash") or {}).get("python_frames") or []
+        current = next((th for th in threads if th.get("current")), None)
+        frames = (current or {}).get("frames") or []
+        if not frames:
+            continue
+        shown = [code(f"{f.get('file')}:{f.get('line') if f.get('line') is not None else '?'} "
+                      f"{f.get('function')}") for f in frames[:PYTHON_FRAMES_SHOWN]]
+        more = len(frames) - PYTHON_FRAMES_SHOWN
+        stack = " ← ".join(shown) + (f" ← {more} more" if more > 0 else "")
+        stacks.setdefault(str(t.get("arm")), Counter())[stack] += 1
+    rows = []
+    for arm, counts in stacks.items():
+        total = sum(counts.values())
+        rows += [[f"`{arm}`", stack, f"{n} of {total}"] for stack, n in counts.most_common()]
+    if not rows:
+        return []
+    return table(["arm", "faulting thread's Python frames (most recent call first)",
+                  "crash records"], rows)
+
+
+def _python_frames_section(doc: Mapping[str, Any]) -> list[str]:
+    rows = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if not rows:
+        return []
+    return ["### Python frames at the crash\n",
+            "A Python driver's faulting thread at the fault, from faulthandler's dump after the "
+            "native crash record (`file:line function`, the checkout's paths relative).\n",
+            *rows, ""]
+
+
+def runtime_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    """Per arm that pins runtime packages: requested, resolved, and what the node provided."""
+    rows = []
+    for arm, r in (doc.get("runtime") or {}).get("arms", {}).items():
+        node = "; ".join(f"{n.get('requirement')} (of {n.get('of')}): "
+                         f"{n.get('version') or 'not installed'}"
+                         + {True: "", False: ", does not meet it", None: ", unknown"}[n.get("met")]
+                         for n in r.get("from_node") or [])
+        rows.append([arm, ", ".join(r.get("requested") or []),
+                     ", ".join(f"{k} {v}" for k, v in sorted((r.get("resolved") or {}).items())),
+                     node or "–"])
+    return rows
+
+
+def _runtime_section(doc: Mapping[str, Any]) -> list[str]:
+    rows = runtime_rows(doc)
+    if not rows:
+        return []
+    python = doc["runtime"].get("python")
+    return ["", f"### Runtime packages (wheels for Python {python}, unpacked on the node)\n",
+            *table(["arm", "requested", "resolved", "left to the node"], rows)]
+
+
 def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for name, analysis in (doc.get("analyses") or {}).items():
@@ -310,6 +381,7 @@ def _environment_section(doc: Mapping[str, Any]) -> list[str]:
     out += ["", "### Artifacts\n",
             *table(["artifact", "sha256"], [[f"`{name}` ({a['path']})", f"`{a['sha256'][:16]}…`"]
                                             for name, a in doc["artifacts"].items()])]
+    out += _runtime_section(doc)
     out += ["", f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n"]
     return out
 
@@ -331,7 +403,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
             + cluster_report.section(doc) + _crash_sites_section(doc) + _threads_section(doc)
-            + _analyses_section(doc) + _probe_section(doc))
+            + _python_frames_section(doc) + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
