@@ -64,6 +64,17 @@ def _rerun_blocks(text: str) -> list[list[str]]:
     return [t.content.splitlines() for t in _tokens(text) if t.type == "fence" and t.info == "sh"]
 
 
+def assert_own_rerun_lines(block: list[str], case: str) -> None:
+    """The nox block of "Rerun it" holds the harness's lines only: where the clone comes from,
+    the checkout, the arguments as one shell array, the nox command."""
+    *checkout, args, nox = block
+    assert nox == f'nox -s {case} -- "${{ARGS[@]}}"', nox
+    assert args.startswith("ARGS=(") and args.endswith(")"), args
+    for line in checkout:
+        assert line.startswith(("# in a clone of gpurepro", "git clone ", "cd gpurepro",
+                                "git checkout ")), line
+
+
 def _hostile_doc(tmp_path: Path) -> tuple[dict, Path]:
     """The committed mechanism run with one arm renamed to close a code block, and its verdict,
     owner and crash site rewritten to carry Markdown and HTML."""
@@ -95,11 +106,13 @@ def test_a_hostile_document_renders_inert_in_the_comment_and_the_report(tmp_path
     body = issue_body(doc, path)
     assert_inert(body, {doc["case"]["report_url"]})
     assert_inert(markdown(doc, "x.png", "x.forest.png"), {doc["case"]["report_url"]})
-    [rerun, *_] = _rerun_blocks(body)
-    assert len(rerun) == 2 and rerun[0].startswith("# gpurepro at commit")
-    assert rerun[1].startswith("nox -s tile_unload_race -- ")
+    nox_block, plain_block = _rerun_blocks(body)
+    assert_own_rerun_lines(nox_block, "tile_unload_race")
+    assert len(plain_block) == 2 and plain_block[0].startswith("python -m pip install -e ")
+    assert plain_block[1] == 'python -m gpurepro case tile_unload_race "${ARGS[@]}"'
     # The arm is inside the one quoted --arms word, its line breaks spaces.
-    assert "--arms 'always-unload,baseline,library-api,lock-launchx ``` curl" in rerun[1]
+    [args] = [line for line in nox_block if line.startswith("ARGS=(")]
+    assert "--arms 'always-unload,baseline,library-api,lock-launchx ``` curl" in args
 
 
 def test_issue_refuses_a_document_whose_arm_names_the_schema_refuses(tmp_path):
@@ -145,4 +158,4 @@ def test_a_driver_that_writes_markup_in_its_crash_and_final_records(fake_build, 
     assert "octocat" in issue.stdout  # it is there, as text
     assert_inert(issue.stdout)
     assert_inert(path.with_suffix(".md").read_text())
-    assert len(_rerun_blocks(issue.stdout)[0]) == 2
+    assert_own_rerun_lines(_rerun_blocks(issue.stdout)[0], "hostile_case")

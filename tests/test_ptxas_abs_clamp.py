@@ -372,16 +372,16 @@ def test_arms_sit_on_the_committed_boundaries(case_modules):
 
 
 def test_claims_are_well_formed_once_wrong_result_is_an_outcome(monkeypatch):
-    from gpurepro.case import model
+    from gpurepro.case import load, model
 
-    case = model.load_case(CASE_DIR / "manifest.py", ROOT)
+    case = load.load_case(CASE_DIR / "manifest.py", ROOT)
     manifest = case.trial_command.__globals__  # the manifest module's names
     if "wrong_result" not in model.OUTCOMES:
         assert case.claims == () and "wrong_result" not in case.failure_outcomes
-        monkeypatch.setattr(model, "OUTCOMES", (*model.OUTCOMES, "wrong_result"))
+        monkeypatch.setattr(load, "OUTCOMES", (*model.OUTCOMES, "wrong_result"))
     full = dataclasses.replace(case, claims=manifest["CLAIMS"],
                                failure_outcomes=manifest["FAILURES"])
-    model.validate(full, case.path)
+    load.validate(full, case.path)
     assert len(manifest["CLAIMS"]) == 10
 
 

@@ -29,11 +29,13 @@ Tests, with scipy.stats:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as sps
+from scipy.special import _ufuncs
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
@@ -67,10 +69,29 @@ def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes:
     return ArmCounts(k, n, exposure, {"matching": matching})
 
 
+# binom.cdf and binom.sf evaluate these ufuncs (scipy.stats' binomial is Boost's); called
+# directly they give the same numbers without the distribution machinery's milliseconds per
+# call, which matters where the decisive design asks for thousands per trial it allocates.
+# Where a SciPy release lacks them, the public functions give the same values, slower.
+_BINOM_CDF = getattr(_ufuncs, "_binom_cdf", None)
+_BINOM_SF = getattr(_ufuncs, "_binom_sf", None)
+
+
 def _binom_p(k: int, n: int, p: float, alternative: str) -> float:
+    """The exact one-sided binomial p-value, what ``binomtest(k, n, p, alternative).pvalue``
+    gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1))."""
     if n == 0:
         return 1.0
-    return float(sps.binomtest(k, n, p=min(max(p, 0.0), 1.0), alternative=alternative).pvalue)
+    p = min(max(p, 0.0), 1.0)
+    if alternative == "less":  # P(X <= k)
+        if k >= n:
+            return 1.0
+        value = _BINOM_CDF(k, n, p) if _BINOM_CDF is not None else sps.binom.cdf(k, n, p)
+    else:  # P(X >= k) = P(X > k - 1)
+        if k <= 0:
+            return 1.0
+        value = _BINOM_SF(k - 1, n, p) if _BINOM_SF is not None else sps.binom.sf(k - 1, n, p)
+    return float(min(1.0, value))
 
 
 def _share(ratio: float, e_arm: float, e_ref: float) -> float:
@@ -196,8 +217,25 @@ class Design:
                 "look_thresholds": self.thresholds, "looks": self.looks,
                 "alpha_per_look": self.alpha_per_look}
 
+    def level_at(self, looks_taken: int, evidence_trials: int) -> float:
+        """The alpha of the next look (each look of this design has the same)."""
+        return self.alpha_per_look
+
+    def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
+        """A look is due when the slowest arm still needed reaches the next threshold."""
+        thresholds = self.thresholds
+        if decider.looks_taken >= len(thresholds):
+            return False
+        needed = decider.arms_needed()
+        if not needed:
+            return False
+        slowest = min(arm_counts(records, a, decider.failure_outcomes).n_valid for a in needed)
+        return slowest >= thresholds[decider.looks_taken]
+
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> Design:
+        if d.get("design") == "decisive":
+            return DecisiveDesign.from_description(d)
         if "look_thresholds" not in d and isinstance(d.get("looks"), list) and d["looks"]:
             # Journals from before claims recorded their looks as a list of trial counts:
             # the same number of looks, so the same alpha per look.
@@ -205,6 +243,75 @@ class Design:
             return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
                        max_trials=looks[-1])
         return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
+
+
+@dataclass
+class DecisiveDesign(Design):
+    """The decisive design: looks at trial counts fixed before the run, alpha spent mostly at
+    the first, and the trials go where they bring a decision nearest (analyze.allocate).
+
+    Looks are numbered by the run's valid trials: at ``first_look`` (the trial count at which
+    the committed rates predict the decisions, gpurepro.analyze.floor), then each ``growth``
+    times the one before, and at ``total`` (the plan's size). The first gets ``first_share`` of
+    alpha, every later one an equal part of the rest, so the looks' alphas sum to alpha
+    (Bonferroni over looks, Holm within each), however the trials were allocated (calibrate
+    checks it). A look is taken when its trial count is reached and a confirmatory claim is
+    still open; a run that ends between two looks takes the next one then."""
+
+    first_look: int = 1
+    total: int = 1
+    first_share: float = 0.5
+    growth: float = 1.5
+
+    @property
+    def schedule(self) -> list[int]:
+        out, j = [], max(1, self.first_look)
+        while j < self.total:
+            out.append(j)
+            j = max(j + 1, math.ceil(j * self.growth))
+        return [*out, max(1, self.total)]
+
+    @property
+    def looks(self) -> int:
+        return len(self.schedule)
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.level_at(0, 0)  # the first look's: what a decision needs at best
+
+    def level_at(self, looks_taken: int, evidence_trials: int) -> float:
+        if looks_taken == 0 or self.looks == 1:
+            return self.alpha * (self.first_share if self.looks > 1 else 1.0)
+        return self.alpha * (1 - self.first_share) / (self.looks - 1)
+
+    def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
+        schedule = self.schedule
+        if decider.looks_taken >= len(schedule) or not decider.arms_needed():
+            return False
+        j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+        return j >= schedule[decider.looks_taken]
+
+    def describe(self) -> dict[str, Any]:
+        return {"design": "decisive",
+                "method": ("claims decided under one family-wise error rate: looks at the trial "
+                           "counts look_at (the first where the committed rates predict the "
+                           "decisions, then each growth times the last, and the plan's end), "
+                           "first_share of alpha at the first, the rest split evenly over the "
+                           "others (Bonferroni over looks), Holm's step-down over the undecided "
+                           "claims at each look; trials allocated where they bring a decision "
+                           "nearest; a claim's p-value is twice its smaller one-sided p"),
+                "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
+                "growth": self.growth, "first_share": self.first_share, "total": self.total,
+                "look_at": self.schedule, "looks": self.looks,
+                "alpha_first_look": self.level_at(0, 0),
+                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None}
+
+    @classmethod
+    def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
+        return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
+                   first_look=int(d["first_look"]), total=int(d["total"]),
+                   first_share=float(d.get("first_share", 0.5)),
+                   growth=float(d.get("growth", 1.5)))
 
 
 class Decider:
@@ -233,6 +340,7 @@ class Decider:
         self.failure_outcomes = tuple(failure_outcomes)
         self.per = per
         self.looks_taken = 0
+        self.last_look_at = 0  # the valid-trial count of the last look (the decisive design)
         self.decisions: dict[str, dict[str, Any]] = {}
 
     def reference(self, claim: Claim) -> str | None:
@@ -250,14 +358,12 @@ class Decider:
         return needed
 
     def look_due(self, records: Sequence[Mapping[str, Any]]) -> bool:
-        thresholds = self.design.thresholds
-        if self.looks_taken >= len(thresholds):
-            return False
-        needed = self.arms_needed()
-        if not needed:
-            return False
-        slowest = min(arm_counts(records, a, self.failure_outcomes).n_valid for a in needed)
-        return slowest >= thresholds[self.looks_taken]
+        return self.design.due(self, records)
+
+    def next_level(self, records: Sequence[Mapping[str, Any]]) -> float:
+        """The alpha of the look that would be taken now."""
+        j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+        return self.design.level_at(self.looks_taken, j)
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
         return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
@@ -267,8 +373,9 @@ class Decider:
         """Take one look: Holm over the undecided claims at alpha / L. Returns the newly decided."""
         if self.looks_taken >= self.design.looks:
             return []
+        level = self.next_level(records)
         self.looks_taken += 1
-        level = self.design.alpha_per_look
+        self.last_look_at = sum(1 for r in records if r.get("outcome") in EVIDENCE)
         open_claims = [c for c in self.claims if c.name not in self.decisions]
         scored = sorted(((self.evidence(c, records), c)
                          for c in open_claims), key=lambda ec: ec[0].p_value)
@@ -296,7 +403,17 @@ class Decider:
     def final(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The last look (at the end of the run, or when recording a fixed-size run), and the
         exploratory family's one look."""
-        if self.looks_taken < self.design.looks:
+        if isinstance(self.design, DecisiveDesign):
+            # A run that ended between two scheduled looks (every arm done or at its maximum)
+            # takes the next one now, at that look's alpha: it was not spent before.
+            j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+            if self.looks_taken < self.design.looks and j > self.last_look_at:
+                self.look(records, final=True)
+            for c in self.claims:
+                if c.name not in self.decisions:
+                    ev = self.evidence(c, records)
+                    self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
+        elif self.looks_taken < self.design.looks:
             self.looks_taken = self.design.looks - 1
             self.look(records, final=True)
         else:
@@ -322,6 +439,8 @@ class Decider:
     def to_json(self) -> dict[str, Any]:
         out = {**self.design.describe(), "family": [c.name for c in self.claims],
                "looks_taken": self.looks_taken, "decisions": dict(self.decisions)}
+        if isinstance(self.design, DecisiveDesign):
+            out["last_look_at"] = self.last_look_at
         if self.exploratory:
             out["exploratory"] = [c.name for c in self.exploratory]
         return out
@@ -329,6 +448,7 @@ class Decider:
     def restore(self, journaled: Mapping[str, Any] | None) -> None:
         if journaled and "looks_taken" in journaled:
             self.looks_taken = int(journaled["looks_taken"])
+            self.last_look_at = int(journaled.get("last_look_at") or 0)
             self.decisions.update(journaled.get("decisions") or {})
 
 

@@ -26,6 +26,7 @@ from .model import (
     Devices,
     Exposure,
     Factor,
+    Runtime,
     Stratum,
     Tool,
     TrialBudget,
@@ -36,7 +37,7 @@ from .model import (
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Case",
-    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "Stratum", "Tool",
+    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "Runtime", "Stratum", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

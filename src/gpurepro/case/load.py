@@ -14,7 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError
-from .model import CLAIM_KINDS, OUTCOMES, SINGLE_ARM_KINDS, Case, Claim, Defaults, Tool
+from .model import (
+    CLAIM_KINDS,
+    OUTCOMES,
+    RUNTIME_PIN,
+    SINGLE_ARM_KINDS,
+    Case,
+    Claim,
+    Defaults,
+    Runtime,
+    Tool,
+)
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -99,6 +109,34 @@ def validate(case: Case, path: Path | str) -> None:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
     _check_tools(case, path)
+    _check_runtime(case, seen, path)
+
+
+def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
+    rt = case.runtime
+    if rt is None:
+        return
+    if not isinstance(rt, Runtime):
+        raise ManifestError(path, "runtime", "must be a gpurepro.case.Runtime")
+    for key, pins in rt.packages.items():
+        if key != "*" and key not in arms:
+            raise ManifestError(path, f"runtime.packages.{key}", "is neither '*' nor an arm")
+        if isinstance(pins, str):
+            raise ManifestError(path, f"runtime.packages.{key}", "must be a list of pins")
+        for i, pin in enumerate(pins):
+            if not isinstance(pin, str) or not RUNTIME_PIN.match(pin):
+                raise ManifestError(path, f"runtime.packages.{key}[{i}]",
+                                    f"{pin!r} is not an exact pin (name==version)")
+    for i, name in enumerate(rt.from_node):
+        if not isinstance(name, str) or not _DIST_NAME.match(name):
+            raise ManifestError(path, f"runtime.from_node[{i}]", f"{name!r} is not a package name")
+    if not re.match(r"^3\.[0-9]+$", str(rt.python)):
+        raise ManifestError(path, "runtime.python", f"{rt.python!r} is not a version like 3.12")
+    if not rt.platforms:
+        raise ManifestError(path, "runtime.platforms", "names no platform tag")
+
+
+_DIST_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 def _check_tools(case: Case, path: Path | str) -> None:
@@ -170,6 +208,8 @@ def _check_defaults(d: Defaults, path: Path | str) -> None:
                             f"{d.trial_timeout_s!r} must exceed defaults.duration_s "
                             f"({d.duration_s!r}): a trial needs its whole budget before the limit")
     number("jobs", d.jobs, 1, False, True)
+    if d.hang_after_s is not None:
+        number("hang_after_s", d.hang_after_s, 0, True, False)
 
 
 def find_repo_root(start: Path) -> Path | None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
@@ -49,12 +50,22 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
                    help="budget per trial in the case's exposure counter, e.g. cycles (0: none)")
     p.add_argument("--timeout", type=positive_float,
                    help="wall-clock limit per trial; the process group is killed after it")
+    p.add_argument("--hang-after", type=positive_float, metavar="S",
+                   help="no-progress limit: a trial whose counters have not moved for S seconds is "
+                        "stopped then and recorded hung, with where its threads were (default: the "
+                        "case's)")
     p.add_argument("--seed", type=nonneg_int, help="shuffle seed (default: random, recorded)")
     p.add_argument("--jobs", type=positive_int, help="trials at a time per GPU (each its own process; recorded)")
     p.add_argument("--gpus", help="'all' (every GPU, by UUID) or a list of UUIDs or indices: one worker set per GPU via CUDA_VISIBLE_DEVICES")
+    p.add_argument("--decisive", action="store_true",
+                   help="the decisive design (the default of `case` for a case with claims): a look "
+                        "after any trial once one is due, each trial where it brings a decision "
+                        "nearest, survivors capped at the exposure that decides; --max-trials per arm")
+    p.add_argument("--fixed", action="store_true",
+                   help="the fixed plan: every arm --trials times (default: the manifest's)")
     p.add_argument("--until-decided", action="store_true",
                    help="stop an arm once its comparison with the baseline is decided (group-sequential)")
-    p.add_argument("--max-trials", type=positive_int, help="with --until-decided: most trials per arm (default 25)")
+    p.add_argument("--max-trials", type=positive_int, help="with --until-decided or --decisive: most trials per arm (default 25)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
 
@@ -103,9 +114,15 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
                    help="seconds between looks at squeue and the shard journals (default 10)")
 
 
-def parser() -> argparse.ArgumentParser:
+def prog_name(argv0: str) -> str:
+    """What the usage lines call the program: `gpurepro` when it was run by that name (the
+    console script), `python -m gpurepro` otherwise."""
+    return "gpurepro" if Path(argv0).name == "gpurepro" else "python -m gpurepro"
+
+
+def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     ap = Parser(
-        prog="python -m gpurepro",
+        prog=prog,
         description="Turn a GPU bug report into an experiment: build pinned artifacts, run isolated "
                     "trials, classify them, and record a schema-valid verdict.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,19 +139,23 @@ def _run_commands(sub: Any) -> None:
     p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
-    p.set_defaults(fn=run.cmd_case)
+    p.set_defaults(fn=run.cmd_case, decisive_by_default=True)
 
     p = sub.add_parser("run", help="run (and record) a case from a prebuilt build/",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
     p.set_defaults(fn=run.cmd_run)
 
-    p = sub.add_parser("prepare", help="check a case's arguments; write its target and pins (for nox)")
+    # Internal commands, for nox and for Slurm: given no help=, argparse leaves them out of
+    # `gpurepro --help`; their own --help still describes them.
+    p = sub.add_parser("prepare", description="check a case's arguments; write its target and "
+                       "pins (for the nox sessions; not for people)")
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
-    p.set_defaults(fn=run.cmd_prepare)
+    p.set_defaults(fn=run.cmd_prepare, decisive_by_default=True)
 
-    p = sub.add_parser("slurm-task", help="one array task of a cluster run (Slurm runs it)")
+    p = sub.add_parser("slurm-task", description="one array task of a cluster run (Slurm runs "
+                       "it; not for people)")
     p.add_argument("spec", help="the round's task list, written by the submitting side")
     p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
     p.set_defaults(fn=run.cmd_slurm_task)
@@ -142,20 +163,23 @@ def _run_commands(sub: Any) -> None:
 
 def _build_commands(sub: Any) -> None:
     """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
+    case_help = "case name (folder under cases/) or path to its manifest.py"
+    arch_help = "build target, e.g. sm_90 (default: from this machine's GPU, else the case's first)"
     p = sub.add_parser("build", help="build a case's artifacts with the pinned toolchain")
-    p.add_argument("case")
-    p.add_argument("--arch")
-    p.add_argument("--build-dir", default="build")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help=arch_help)
+    p.add_argument("--build-dir", default="build",
+                   help="where the artifacts go, inside the repository (default: build/)")
     p.set_defaults(fn=run.cmd_build)
 
     p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")
-    p.add_argument("case")
-    p.add_argument("--arch")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help="a target to check against the case's instead")
     p.set_defaults(fn=run.cmd_target)
 
     p = sub.add_parser("pins", help="print the PyPI requirements of a case for a target")
-    p.add_argument("case")
-    p.add_argument("--arch")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help=arch_help)
     p.set_defaults(fn=run.cmd_pins)
 
 
@@ -171,8 +195,10 @@ def _record_commands(sub: Any) -> None:
                         "the run's (recorded in the document)")
     p.set_defaults(fn=results.cmd_record)
 
-    p = sub.add_parser("report", help="result document -> Markdown, PNG plot, pyperf suite")
-    p.add_argument("result")
+    p = sub.add_parser("report", help="result document -> Markdown and plots")
+    p.add_argument("result", metavar="RESULT.json", help="a result document (written by record)")
+    p.add_argument("--out-dir", metavar="DIR",
+                   help="write the Markdown and plots into DIR (default: beside the document)")
     p.set_defaults(fn=results.cmd_report)
 
     p = sub.add_parser("validate", help="check result documents: schema and meaning")
@@ -180,7 +206,8 @@ def _record_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_validate)
 
     p = sub.add_parser("scrub", help="rewrite journals/documents: checkout paths relative, secrets dropped")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", metavar="FILE",
+                   help="journals (.journal.jsonl) and result documents (.json), rewritten in place")
     p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
     p.set_defaults(fn=results.cmd_scrub)
 
@@ -213,7 +240,8 @@ def _case_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_new)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
-    p.add_argument("--redact", action="store_true")
+    p.add_argument("--redact", action="store_true",
+                   help="replace the hostname and drop home paths, as a run's --redact does")
     p.set_defaults(fn=results.cmd_env)
 
 
@@ -233,7 +261,7 @@ def _reading_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_compare)
 
     p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
-    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("result", metavar="RESULT.json", help="the result document the comment is about")
     p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
     p.add_argument("--matrix", metavar="MATRIX.json",
                    help="add the case's toolchain matrix table (a matrix document) as a <details> block")

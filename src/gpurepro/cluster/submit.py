@@ -45,13 +45,13 @@ from ..run.journal import Journal, result_name
 from ..run.plan import Plan
 from ..run.session import (
     RunRequest,
-    claim_families,
     create,
     journal_header,
     journal_path,
     load_build,
     new_plan,
     reopen,
+    run_design,
     say_families,
 )
 from . import slurm
@@ -117,6 +117,11 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
           poll_s: float | None = None) -> Watch:
     """A new cluster run, its targets built: its journal created and its tree staged, ready to
     submit. ``opts.partitions`` names each partition's target (resolved)."""
+    if case.runtime is not None:
+        # The staged tree does not carry the runtime wheels yet: the tasks would import the
+        # nodes' own packages in place of the pinned ones, and record nothing of it.
+        raise UsageError(f"{case.name} pins runtime packages (Case.runtime), which cluster runs "
+                         f"do not stage yet; run it on one host (without --slurm)")
     targets = {p: str(t) for p, t in opts.partitions.items()}
     indexes = {t: load_build(case, root, request.build_dir, t) for t in dict.fromkeys(targets.values())}
     plan = new_plan(case, request)
@@ -126,8 +131,8 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    families = claim_families(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, request.stopping, environment, device,
+    stopping, families = run_design(case, plan, request, root)
+    header = journal_header(case, root, plan, run_opts, stopping, environment, device,
                             indexes[primary], families)
     if families is not None:
         say_families(case, plan, families)

@@ -70,14 +70,17 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "gpurepro_version": __version__,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "case": {"name": case.name, "question": case.question, "report_url": case.report_url,
+                 **({"reported": dict(case.reported)} if case.reported else {}),
                  "manifest_sha256": manifest_sha, "baseline": case.baseline,
                  "failure_outcomes": list(case.failure_outcomes),
                  "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
-                              "per": case.exposure.per},
+                              "per": case.exposure.per,
+                              **({"label": case.exposure.label} if case.exposure.label else {})},
                  **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
         "environment": header["environment"],
         "device": device,
         "toolchain": header["toolchain"],
+        **({"runtime": header["runtime"]} if header.get("runtime") else {}),
         "artifacts": {k: {"path": v["path"], "sha256": v["sha256"], "tools": v.get("tools", {}),
                           "description": v.get("description", "")}
                       for k, v in header["artifacts"].items()},
@@ -100,6 +103,14 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         from ..cluster.merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
+    if case.claims and "families" in header.get("options", {}):
+        # Runs that fixed their claim families before their first trial (the older ones did not
+        # and their documents stay as recorded): the floor for their own rates.
+        from ..analyze.floor import run_floor
+
+        floor = run_floor(case, json.loads(json.dumps(doc, default=_jsonable)), root)
+        if floor is not None:
+            doc["floor"] = floor
     doc = json.loads(json.dumps(doc, default=_jsonable))
     # The verdict reads the document as recorded, through its typed views (analyze/views.py).
     doc["verdict"] = json.loads(json.dumps(verdict_for(case, doc), default=_jsonable))

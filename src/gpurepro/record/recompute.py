@@ -2,8 +2,9 @@
 
 `validate` runs this after the schema and the meaning checks (record/validation.py): the
 per-arm summaries, the comparisons, the crash sites and the per-GPU table are recomputed from
-the trials with the document's own case fields (no manifest needed); the claims' decisions and
-the verdict are recomputed with the case's manifest, found inside the repository (the one the
+the trials with the document's own case fields (no manifest needed); the claims' decisions, the
+floor (of a run that fixed its claim families before its first trial: gpurepro.analyze.floor)
+and the verdict are recomputed with the case's manifest, found inside the repository (the one the
 document's journal names, else ``cases/<name>/manifest.py``). A flipped decision, a rewritten
 verdict, a changed p-value, rate or outcome is named as ``path: recorded, recomputed``.
 
@@ -115,10 +116,21 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
     claims = json.loads(json.dumps(decide_claims(case, header, trials), default=_jsonable))
     errors += differences(doc["claims"], claims, "claims")
-    verdict = verdict_for(case, {**doc, "summary": measured["arms"],
-                                 "comparisons": measured["comparisons"],
-                                 "crash_sites": measured["crash_sites"],
-                                 "per_gpu": measured["per_gpu"], "claims": claims})
+    ours = {**doc, "summary": measured["arms"], "comparisons": measured["comparisons"],
+            "crash_sites": measured["crash_sites"], "per_gpu": measured["per_gpu"],
+            "claims": claims}
+    ours.pop("floor", None)
+    if case.claims and "families" in options:
+        # A run that fixed its claim families before its first trial has a floor (its own
+        # rates, its decided claims: record/document.py), and the verdict says it.
+        from ..analyze.floor import run_floor
+
+        floor = run_floor(case, ours, root)
+        if floor is not None:
+            ours["floor"] = json.loads(json.dumps(floor, default=_jsonable))
+    if "floor" in doc or "floor" in ours:
+        errors += differences(doc.get("floor"), ours.get("floor"), "floor")
+    verdict = verdict_for(case, ours)
     errors += differences(doc.get("verdict"), json.loads(json.dumps(verdict, default=_jsonable)),
                           "verdict")
     return errors, notes
@@ -138,7 +150,7 @@ _LOCAL_LINK = re.compile(r"\]\((?!https?:|mailto:|#)([^)\s]+)\)")
 
 def named_files_errors(path: Path, doc: Mapping[str, Any], root: Path) -> list[str]:
     """Every file a result document or its Markdown names, and every file written beside it
-    (``<stem>.*``: pictures, pyperf suite), must exist and hold something: a report killed
+    (``<stem>.*``: its Markdown and pictures), must exist and hold something: a report killed
     mid-write, or a full disk, leaves a 0-byte picture that an issue would attach."""
     errors = []
     journal = doc.get("journal")

@@ -1,82 +1,217 @@
 """A result document -> the body of a GitHub issue comment.
 
-What a maintainer reads first, in this order: the verdict headline and its owner with the claims
-it rests on, one environment line, a short arms table, the crash signature, the exact command
-that reruns the experiment, the upstream report, and the attachments to add (the JSON document
-and the plot); everything else (the verdict in full, claims, not decided, hypotheses, crash
-sites, the full environment, analyses) folds into ``<details>`` blocks. GitHub refuses a comment
-over 65,536 characters: the details are cut to fit, with a note, never the head.
+What a maintainer acts on comes first, before any fold: the verdict headline, the owner with the
+claims it rests on, the workaround where a decided claim supports one, the hypotheses (the
+racing pair) as far as the run bounds them, the toolchain matrix in one line (``--matrix``),
+what was not run (the reporter's GPU, target and driver, where this run had others) and the
+claims not decided; then one environment line, a short arms table, the crash signature, the
+exact rerun (clone, checkout, the nox command with its seed, the same without nox:
+gpurepro.report.rerun) and the attachments. Everything else (the verdict in full, claims,
+hypotheses in full, crash sites, threads, the environment, analyses) folds into ``<details>``
+blocks, and what only restates the run (the GPU's UUID and PCI bus id, NCCL variables of a
+one-GPU run, the upstream link back to the issue itself) is left out. Numbers are written
+plainly (131,000, not 1.31e+05: numbers.plain), and the exposure unit by what it counts where
+the case says (``Exposure.label``). GitHub refuses a comment over 65,536 characters: the details
+are cut to fit, with a note, never the head.
 
-Everything comes from the document alone, so a comment can be made from an attached JSON.
+Every string that comes from the document goes through ``tables.escape``, the one escaping
+function of the reports, in the context it goes into (text, the verdict's prose, a code span,
+the HTML of a ``<summary>``, an analysis's Markdown), whether in a table, a bullet or a
+sentence; the crash signature is a fence no line of it can close, and the rerun block's lines
+are all the harness's, each document word shell-quoted on one line. Everything comes from the
+document alone, so a comment can be made from an attached JSON; only the repository's URL is
+the project's (gpurepro.report.rerun).
 """
 
 from __future__ import annotations
 
-import shlex
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cluster import merge
 from ..errors import IssueError
-from .compare import stopping_numbers
-from .markdown import claims_table, environment_rows, threads_table
-from .numbers import fmt, fmt_ci, fmt_p, per_label
-from .tables import address, code, escape, fence, table
+from .markdown import (
+    claims_table,
+    environment_rows,
+    python_frames_table,
+    runtime_rows,
+    threads_table,
+)
+from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
+from .rerun import repository_url, rerun_arguments, rerun_section, session_for
+from .tables import code, escape, fence, table
+
+__all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
 
-def session_for(case: str) -> str:
-    """Every case has a nox session of its own name (noxfile.py)."""
-    return case
-
-
 # ---------------------------------------------------------------- the head
 
 
-def _pins(doc: Mapping[str, Any]) -> list[str]:
-    return [f"{name}=={version}" for name, version in sorted((doc["toolchain"].get("resolved") or {}).items())]
+def _code(value: object) -> str:
+    """A document string as one code span (tables.escape's "code")."""
+    return code(value)
+
+
+def _text(value: object) -> str:
+    """A document string of the verdict's prose (its code spans kept), its large numbers
+    written plainly, escaped (tables.escape's "prose")."""
+    return escape(plain_text(str(value)), "prose")
+
+
+def exposure_unit(doc: Mapping[str, Any]) -> str:
+    """The exposure unit by what it counts ("load/launch/unload iterations") where the case
+    says, else its name ("cycles")."""
+    exposure = doc["case"]["exposure"]
+    return str(exposure.get("label") or exposure["unit"])
+
+
+def unit_note(doc: Mapping[str, Any]) -> list[str]:
+    """A line saying what the verdict's unit counts, where the case names it in words."""
+    exposure = doc["case"]["exposure"]
+    label, unit = exposure.get("label"), str(exposure["unit"])
+    if not label or label == unit:
+        return []
+    clock = ", not clock cycles" if "cycle" in unit.lower() else ""
+    return [f"_In the sentences quoted here, \"{escape(unit)}\" counts {escape(label)} (the case's "
+            f"{_code(exposure['counter'])} counter){clock}._", ""]
 
 
 def environment_line(doc: Mapping[str, Any]) -> str:
     gpu = doc["environment"]["gpu"]
     gpus = gpu.get("gpus") or []
     if gpus:
-        names = ", ".join(sorted({str(g.get("name")) for g in gpus}))
-        ccs = ", ".join(sorted({str(g.get("compute_capability")) for g in gpus}))
-        where = escape(f"{names} × {len(gpus)}, compute capability {ccs}")
+        names = ", ".join(sorted({escape(g.get("name")) for g in gpus}))
+        ccs = ", ".join(sorted({escape(g.get("compute_capability")) for g in gpus}))
+        where = f"{names} × {len(gpus)}, compute capability {ccs}"
     else:
-        where = escape(f"no GPU ({gpu.get('reason') or 'none found'})")
+        where = f"no GPU ({escape(gpu.get('reason') or 'none found')})"
     if doc.get("cluster"):
         c = doc["cluster"]
         where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
-                 f"{escape(', '.join(c['partitions']))}: {where}")
+                 f"{', '.join(escape(p) for p in c['partitions'])}: {where}")
     driver = escape(gpu.get("driver_version") or "–")
     api = f" (CUDA driver API {escape(gpu['cuda_driver_api'])})" if gpu.get("cuda_driver_api") else ""
-    pins = ", ".join(code(p) for p in _pins(doc)) or "none"
+    host = doc["environment"].get("host") or {}
+    python = f"; Python {escape(host['python'])} ran the trials" if host.get("python") else ""
     return (f"**Environment:** {where}; driver {driver}{api}; target "
-            f"{code(doc['device'].get('target'))}; toolchain pins {pins}.")
+            f"{_code(doc['device'].get('target'))}{python}.")
 
 
-def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
+def _decisions(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {c["name"]: c for c in doc.get("claims") or []}
+
+
+def _claim_refs(doc: Mapping[str, Any], names: Sequence[str]) -> str:
+    decisions = _decisions(doc)
+    return ", ".join(f"{_code(name)} ({escape(str(decisions[name]['decision']).replace('_', ' '))}, "
+                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else _code(name)
+                     for name in names)
+
+
+def owner_bullet(doc: Mapping[str, Any]) -> str:
     verdict = doc["verdict"]
     owner = verdict.get("owner")
     if not owner:
-        return ["**Owner:** none named: no decided claim points to one."]
-    owner = escape(owner, "prose")
+        why = next((s for s in verdict.get("next") or [] if "owner" in str(s).lower()), None)
+        return ("**Owner:** none named: no decided claim points to one"
+                + (f". {_text(why)}" if why else "."))
     because = verdict.get("owner_because")
     if because is None or "claims" not in doc:
-        return [f"**Owner:** {owner}.",
-                "(This document was recorded before the harness decided claims: the owner rests "
-                "on the measurements above, not on recorded decisions.)"]
-    decisions = {c["name"]: c for c in doc.get("claims") or []}
-    rest = ", ".join(f"{code(name)} ({escape(str(decisions[name]['decision']).replace('_', ' '))}, "
-                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else code(name)
-                     for name in because)
-    return [f"**Owner:** {owner}.", f"It rests on the decided claims {rest}." if rest else
-            "It rests on no decided claim."]
+        return (f"**Owner:** {_text(owner)}. (This document was recorded before the harness "
+                f"decided claims: the owner rests on the measurements, not on recorded decisions.)")
+    rest = _claim_refs(doc, because)
+    return (f"**Owner:** {_text(owner)}. "
+            + (f"It rests on the decided claims {rest}." if rest else "It rests on no decided claim."))
+
+
+_CLAIM_IN = re.compile(r"\(claim ([A-Za-z0-9_.-]+)\)")
+
+
+def workaround_bullet(doc: Mapping[str, Any]) -> str | None:
+    """The verdict's workaround, where a decided claim supports it: a next step that offers a
+    workaround and names its claim, "(claim NAME)", with that claim supported."""
+    decisions = _decisions(doc)
+    for step in doc["verdict"].get("next") or []:
+        text = str(step)
+        named = _CLAIM_IN.search(text)
+        if "workaround" not in text.lower() or not named:
+            continue
+        claim = decisions.get(named.group(1))
+        if not claim or claim.get("decision") != "supported":
+            continue
+        what = text[named.end():].lstrip(": ") or text
+        first = what[: what.index(". ") + 1] if ". " in what else what  # the rest: Next steps
+        return (f"**Workaround:** {_code(claim['arm'])}: {_text(first)} (claim "
+                f"{_code(claim['name'])} supported, p {fmt_p(claim.get('p_value'))})")
+    return None
+
+
+_HYPOTHESIS = re.compile(r"^Hypothesis \(([^)]*)\):\s*(.*)$", re.S)
+
+
+def hypothesis_gist(text: str) -> str:
+    """A hypothesis in one clause: its statement up to where the evidence for it begins, with
+    the qualifier it carries (how far the run bounds it)."""
+    m = _HYPOTHESIS.match(text.strip())
+    qualifier, rest = (m.group(1), m.group(2)) if m else (None, text.strip())
+    ends = [i for i in (rest.find(": "), rest.find(". ")) if i > 0]
+    gist = rest[: min(ends)] if ends else rest.rstrip(".")
+    return _text(gist) + (f" ({_text(qualifier)})" if qualifier else "")
+
+
+def hypotheses_bullet(doc: Mapping[str, Any]) -> str | None:
+    hypotheses = doc["verdict"].get("hypotheses") or []
+    if not hypotheses:
+        return None
+    gists = "".join(f"\n  - {hypothesis_gist(str(h))}" for h in hypotheses)
+    return f"**Hypotheses** (no arm of this run isolates them; in full below):{gists}"
+
+
+def _machine(facts: Mapping[str, str]) -> str:
+    """"GPU (target), driver D, toolchain" from what is known of them."""
+    text = escape(facts.get("gpu") or "a GPU")
+    if facts.get("target"):
+        text += f" ({escape(facts['target'])})"
+    if facts.get("driver"):
+        text += f", driver {escape(facts['driver'])}"
+    if facts.get("toolchain"):
+        text += f", {escape(facts['toolchain'])}"
+    return text
+
+
+def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
+    """What the reporter ran on that this run did not: GPU, target, driver."""
+    reported = doc["case"].get("reported") or {}
+    if not reported:
+        return None
+    gpu = doc["environment"]["gpu"]
+    names = sorted({str(g.get("name")) for g in gpu.get("gpus") or []})
+    here = {"gpu": ", ".join(names) or "no GPU", "target": str(doc["device"].get("target")),
+            "driver": str(gpu.get("driver_version") or "–")}
+    same = {"gpu": reported.get("gpu") in names,
+            "target": reported.get("target") == here["target"],
+            "driver": here["driver"].startswith(str(reported.get("driver")))}
+    differs = [k for k in ("gpu", "target", "driver") if reported.get(k) and not same[k]]
+    if not differs:
+        return "**Not run:** nothing the reporter ran on: this run had their GPU, target and driver."
+    line = (f"**Not run:** on what the report was filed from, {_machine(reported)}: this run "
+            f"had {_machine(here)}.")
+    if "target" in differs and reported.get("target"):
+        command = f"nox -s {session_for(doc['case']['name'])} -- --arch {reported['target']}"
+        line += f" {_code(command)} builds the as-filed artifacts for a rerun there."
+    return line
+
+
+def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
+    undecided = [c["name"] for c in doc.get("claims") or [] if c["decision"] == "not_decided"]
+    if not undecided:
+        return None
+    return (f"**Not decided:** {', '.join(_code(n) for n in undecided)} (each says below how "
+            f"much more exposure would decide it).")
 
 
 def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
@@ -85,9 +220,16 @@ def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
     if s["exposure"]["total"] <= 0 or coarse:
         prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
+        return f"– ({why}; {plain(prop['estimate'])} of trials {_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
-    return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
+    return f"{plain(rate['estimate'])} {_ci(rate['ci95'])}"
+
+
+def _ci(ci: list[float | None] | None) -> str:
+    if not ci:
+        return fmt_ci(ci)
+    lo, hi = ci
+    return f"[{plain(lo)}, {plain(hi) if hi is not None else '∞'}]"
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -104,13 +246,13 @@ def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
 def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
     """The short arms table (at most ``limit`` arms) and how many arms it left out."""
     case = doc["case"]
-    unit, per = case["exposure"]["unit"], case["exposure"]["per"]
+    per = case["exposure"]["per"]
     summary = doc["summary"]
     if not any(s["n_valid"] for s in summary.values()):
         outcomes: Counter[str] = Counter()
         for s in summary.values():
             outcomes.update(s["outcomes"])
-        what = escape(", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())))
+        what = ", ".join(f"{n} {escape(k)}" for k, n in sorted(outcomes.items()))
         return (f"No arm ran a valid trial ({len(summary)} arms; {what}): nothing to measure "
                 f"here.\n", 0)
     coarse = _coarse(doc)
@@ -122,13 +264,14 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
         meaningful = not coarse[arm] and not coarse.get(case["baseline"]) and rr.get("p_value") is not None
-        ratio = ([f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
+        ratio = ([f"{plain(rr.get('estimate'))} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items())) + ")")
-        rows.append([code(arm), valid, _rate_cell(s, coarse[arm]), *ratio])
-    lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {escape(unit)} (95% CI)",
-                   f"rate ratio vs {code(case['baseline'])} (95% CI)", "p"], rows)
+        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm]), *ratio])
+    lines = table(["arm", "failed / valid",
+                   f"failures per {escape(per_label(per))} {escape(exposure_unit(doc))} (95% CI)",
+                   f"rate ratio vs {_code(case['baseline'])} (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
 
@@ -142,100 +285,19 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
                 errors[f"{t.get('detail')}" + (f" at {t['call']}" if t.get("call") else "")] += 1
         if errors:
             top, n = errors.most_common(1)[0]
-            return [f"No crash recorded; the most frequent CUDA error: {code(top)} ({n} trials)."]
+            return [f"No crash recorded; the most frequent CUDA error: {_code(top)} ({n} trials)."]
         return ["No crash recorded."]
     top = sites[0]
     crashes = sum(b["count"] for b in sites)
     fault = (top.get("fault_in") or {}).get("module")
-    arms = ", ".join(f"{code(a)} {n}" for a, n in sorted(top["arms"].items()))
+    arms = ", ".join(f"{_code(a)} {n}" for a, n in sorted(top["arms"].items()))
     # The signature is the crash record's, which a driver writes: a fence it cannot close.
-    out = [*fence(" ".join(str(top["signature"]).split("\n"))),
+    out = [*fence(" ".join(str(top["signature"]).splitlines())),
            f"{top['count']} of {crashes} crashes ({arms})"
            + (f"; signal code {escape(top['code_name'])}" if top.get("code_name") else "")
            + (f"; faulting address in {escape(fault)}" if fault else "")
            + (f"; {len(sites) - 1} other site(s) in the details below" if len(sites) > 1 else "")
            + "."]
-    return out
-
-
-def _arg(x: float) -> str:
-    """A number as a command-line value: as short as it is exact (5, 0.2, 1e+06)."""
-    return f"{x:g}"
-
-
-def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
-    """The `gpurepro case` arguments that repeat this run's plan and options, each one line
-    (``shell_words`` quotes them)."""
-    plan = doc["plan"]
-    opts = plan.get("options") or {}
-    budget = opts.get("budget") or {}
-    # A cluster run reruns on its partitions, each with its own target.
-    where = merge.rerun_arguments(doc) if doc.get("cluster") else ["--arch", str(doc["device"]["target"])]
-    args = [*where, "--arms", ",".join(plan["arms"])]
-    stopping = opts.get("stopping") or {}
-    if not stopping:
-        per_arm = set((plan.get("trials_per_arm") or {}).values())
-        if per_arm:
-            args += ["--trials", str(max(per_arm))]
-    args += ["--seed", str(plan["seed"])]
-    if budget.get("duration_s") is not None:
-        args += ["--duration", _arg(budget["duration_s"])]
-    if budget.get("timeout_s") is not None:
-        args += ["--timeout", _arg(budget["timeout_s"])]
-    exposure = budget.get("max_exposure")
-    if exposure is not None:
-        args += ["--max-exposure", str(int(exposure))]
-    args += ["--jobs", str(opts.get("jobs", 1))]
-    if opts.get("gpus"):
-        args += ["--gpus", ",".join(map(str, opts["gpus"]))]
-    if stopping:
-        max_trials, step = stopping_numbers(stopping)
-        args.append("--until-decided")
-        if max_trials is not None:
-            args += ["--max-trials", str(max_trials)]
-        if step is not None:
-            args += ["--look-every", str(step)]
-        if stopping.get("alpha") is not None:
-            args += ["--alpha", _arg(stopping["alpha"])]
-    if opts.get("redact"):
-        args.append("--redact")
-    return args
-
-
-def shell_words(words: Sequence[object]) -> str:
-    """Words as one shell command line: each quoted, none able to end the line (a line break
-    or any other control character in a document's value is a space)."""
-    return " ".join(shlex.quote(_one_line(w)) for w in words)
-
-
-_CONTROL = {c: " " for c in (*range(32), 127, 0x2028, 0x2029, 0x85)}
-
-
-def _one_line(value: object) -> str:
-    return str(value).translate(_CONTROL)
-
-
-def rerun_section(doc: Mapping[str, Any]) -> list[str]:
-    case = doc["case"]["name"]
-    args = rerun_arguments(doc)
-    quoted = shell_words(args)
-    repo = doc["environment"].get("repository") or {}
-    commit = repo.get("commit")
-    pins = _pins(doc)
-    lines = []
-    if commit:
-        lines.append(f"# gpurepro at commit {_one_line(commit)}"
-                     + (" (the recording checkout had uncommitted changes)" if repo.get("dirty") else ""))
-    lines.append(f"nox -s {shell_words([session_for(case)])} -- {quoted}")
-    # Every line of the block is one of ours: no value can end it (fence) or start another line.
-    out = ["### Rerun it\n", *fence("\n".join(lines), "sh")]
-    if pins:
-        out.append(f"The session installs the case's pinned toolchain for "
-                   f"{code(doc['device']['target'])}; this run resolved "
-                   + ", ".join(code(p) for p in pins) + ". The same without nox:")
-        out += fence("python -m pip install -e . " + shell_words(pins) + "\n"
-                     + f"python -m gpurepro case {shell_words([case])} {quoted}", "sh")
-    out.append("")
     return out
 
 
@@ -245,49 +307,57 @@ def has_plot(doc: Mapping[str, Any]) -> bool:
     return bool(curves) and any(s["failures"] for s in doc["summary"].values())
 
 
+def act_on(doc: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+    """The bullets a maintainer acts on, in order; ``extra`` (the toolchain matrix's line) goes
+    after the hypotheses."""
+    bullets = [owner_bullet(doc), workaround_bullet(doc), hypotheses_bullet(doc), *extra,
+               not_run_bullet(doc), not_decided_bullet(doc)]
+    return [f"- {b}" for b in bullets if b]
+
+
 def _attachable(picture: Path) -> bool:
     """A picture to attach: there, and not empty (a report cut short leaves none, but a copy
     may)."""
     return picture.is_file() and picture.stat().st_size > 0
 
 
-def head(doc: Mapping[str, Any], path: Path) -> str:
-    case, verdict = doc["case"], doc["verdict"]
-    sentences = verdict.get("sentences") or []
-    out = [f"## gpurepro: {code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}\n"]
-    if sentences:
-        out.append(f"> {escape(sentences[0], 'prose')}\n")
-    out += _owner_lines(doc) + [""]
-    out += [environment_line(doc), ""]
-    url = case.get("report_url")
-    if url:
-        shown = address(url)
-        link = shown if shown == str(url).strip() and str(url).startswith(("http://", "https://")) \
-            else f"{code(url)} (the filed report)"
-        out += [f"**Upstream report:** {link}", ""]
-    out.append("### Arms\n")
-    opts = doc["plan"].get("options") or {}
-    out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {doc['plan']['seed']}), "
-               f"{opts.get('jobs', 1)} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
-               + ("stopped arm by arm once their claims were decided."
-                  if opts.get("stopping") else "a fixed number per arm.") + "\n")
-    table, left_out = arms_table(doc)
-    out.append(table)
-    if left_out:
-        out.append(f"({left_out} more arm(s) in the details below.)\n")
-    out += ["### Crash signature\n"] + crash_signature(doc) + [""]
-    out += rerun_section(doc)
+def attachments(doc: Mapping[str, Any], path: Path) -> str:
     stem = path.with_suffix("")
-    attach = [f"{code(path.name)} (the result document; {code('python -m gpurepro report ' + path.name)} "
+    attach = [f"{_code(path.name)} (the result document; {_code('gpurepro report ' + path.name)} "
               f"regenerates the full report from it)"]
     if _attachable(path.parent / f"{stem.name}.forest.png"):
-        attach.append(f"{code(stem.name + '.forest.png')} (failure rate per arm against the baseline, "
-                      f"with each claim's decision)")
+        attach.append(f"{_code(stem.name + '.forest.png')} (failure rate per arm against the "
+                      f"baseline, with each claim's decision)")
     if _attachable(path.parent / f"{stem.name}.forest-per-gpu.png"):
-        attach.append(f"{code(stem.name + '.forest-per-gpu.png')} (the same, one panel per GPU)")
+        attach.append(f"{_code(stem.name + '.forest-per-gpu.png')} (the same, one panel per GPU)")
     if has_plot(doc):
-        attach.append(f"{code(stem.name + '.png')} (Kaplan–Meier survival per arm)")
-    out += ["**Attachments:** " + " and ".join(attach) + ".", ""]
+        attach.append(f"{_code(stem.name + '.png')} (Kaplan–Meier survival per arm)")
+    return "**Attachments:** " + " and ".join(attach) + "."
+
+
+def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
+         url: str | None = None) -> str:
+    case, verdict = doc["case"], doc["verdict"]
+    sentences = verdict.get("sentences") or []
+    out = [f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}", ""]
+    if sentences:
+        out += [f"> {_text(sentences[0])}", ""]
+    out += [*act_on(doc, extra), ""]
+    out += unit_note(doc)
+    out += [environment_line(doc), ""]
+    out += ["### Arms", ""]
+    opts = doc["plan"].get("options") or {}
+    out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {escape(doc['plan']['seed'])}), "
+               f"{escape(opts.get('jobs', 1))} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
+               + ("stopped arm by arm once their claims were decided."
+                  if opts.get("stopping") else "a fixed number per arm.") + "\n")
+    arms, left_out = arms_table(doc)
+    out.append(arms)
+    if left_out:
+        out.append(f"({left_out} more arm(s) in the details below.)\n")
+    out += ["### Crash signature", ""] + crash_signature(doc) + [""]
+    out += rerun_section(doc, url)
+    out += [attachments(doc, path), ""]
     return "\n".join(out)
 
 
@@ -295,7 +365,35 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
 
 
 def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {escape(s, 'prose')}" for s in items)
+    return "\n".join(f"- {_text(s)}" for s in items)
+
+
+# Rows of the report's environment table the comment leaves out: they name this machine's
+# device, not a condition of the run (the GPU's model, memory and driver are kept).
+_ROWS_LEFT_OUT = ("GPU UUID / PCI",)
+# Labels for the two Pythons the table lists: the trials' interpreter (the fingerprint's) and
+# the build's (a toolchain tool).
+_ROW_LABELS = {"Python": "Python (ran the trials)", "python": "python (built the artifacts)"}
+
+
+def environment_table(doc: Mapping[str, Any]) -> list[str]:
+    """The environment, toolchain and artifacts, less what only restates this machine."""
+    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(doc)
+            if label not in _ROWS_LEFT_OUT]
+    gpus = len(doc["environment"]["gpu"].get("gpus") or [])
+    variables = [(k, v) for k, v in sorted((doc["environment"].get("environment") or {}).items())
+                 if gpus > 1 or not k.startswith("NCCL_")]  # NCCL matters across GPUs only
+    env = table(["", ""], rows)
+    if variables:
+        env += ["", *table(["variable", "value"], [[_code(k), _code(v)] for k, v in variables])]
+    env += ["", *table(["artifact", "sha256"],
+                       [[_code(name), _code(a['sha256'])]
+                        for name, a in sorted(doc["artifacts"].items())])]
+    runtime = runtime_rows(doc)
+    if runtime:
+        env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
+                           runtime)]
+    return env
 
 
 def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -323,21 +421,18 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     sites = doc.get("crash_sites") or []
     if len(sites) > 1:
         rows = table(["count", "signature", "fault address in", "arms"],
-                     [[b['count'], code(b['signature']), escape((b.get('fault_in') or {}).get('module', '–')),
+                     [[b['count'], _code(b['signature']), escape((b.get('fault_in') or {}).get('module', '–')),
                        escape(", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items())))] for b in sites])
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
     threads = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
-    env = table(["", ""], environment_rows(doc))
-    env += ["", *table(["variable", "value"],
-                       [[code(k), code(v)] for k, v in
-                        sorted((doc["environment"].get("environment") or {}).items())])]
-    env += ["", *table(["artifact", "sha256"],
-                       [[code(name), code(a['sha256'])]
-                        for name, a in sorted(doc["artifacts"].items())])]
-    blocks.append(("Full environment, toolchain and artifacts", "\n".join(env)))
+    python = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if python:
+        blocks.append(("Python frames at the crash (the faulting thread, most recent call first)",
+                       "\n".join(python)))
+    blocks.append(("Full environment, toolchain and artifacts", "\n".join(environment_table(doc))))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
             blocks.append((f"Analysis: {name}", escape(analysis["markdown"], "markdown")))
@@ -360,14 +455,19 @@ def _cut(body: str, room: int) -> str:
 
 
 def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
-               extra_blocks: Sequence[tuple[str, str]] = ()) -> str:
+               extra_blocks: Sequence[tuple[str, str]] = (), extra_head: Sequence[str] = (),
+               url: str | None = None) -> str:
+    """The comment: the head (``extra_head``: lines for the maintainer's bullets, such as the
+    toolchain matrix's), then the <details> blocks (``extra_blocks`` before the environment's)
+    as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
+    gpurepro.report.rerun.repository_url)."""
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
     for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
         if not isinstance(doc.get(key), Mapping):
             raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
-    text = head(doc, path)
-    footer = (f"\n_Made by {code('python -m gpurepro issue ' + path.name)} "
+    text = head(doc, path, extra_head, repository_url() if url is None else url)
+    footer = (f"\n_Made by {_code('gpurepro issue ' + path.name)} "
               f"(gpurepro {escape(doc.get('gpurepro_version'))})._\n")
     blocks = detail_blocks(doc)
     # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
@@ -393,8 +493,8 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
             left = [s for s, _ in blocks[i:]]
         break
     if left:
-        text += (f"\n_Left out for length: {'; '.join(left)}. The attached JSON holds them "
-                 f"(`python -m gpurepro report` renders them)._\n")
+        text += (f"\n_Left out for length: {'; '.join(escape(s) for s in left)}. The attached JSON holds them "
+                 f"(`gpurepro report` renders them)._\n")
     text += footer
     if len(text) > limit:  # a head too long on its own (it never is for committed documents)
         note = "\n\n_Cut at GitHub's comment limit; the attached JSON holds the rest._\n"

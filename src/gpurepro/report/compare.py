@@ -317,14 +317,14 @@ def markdown(result: Mapping[str, Any]) -> str:
                    f"(95% CI): " + "; ".join(parts) + ".")
         for c in base["against_A"]:
             if c.get("p_value") is not None:
-                out.append(f"{c['run']} vs A: {_ratio(c)}, p = {fmt_p(c['p_value'])}.")
+                out.append(f"{escape(c['run'])} vs A: {escape(_ratio(c))}, p = {fmt_p(c['p_value'])}.")
         out.append("")
 
-    out.append(f"### Arms: failures per {per_label(per)} {unit} (exact 95% CI)\n")
+    out.append(f"### Arms: failures per {per_label(per)} {escape(unit)} (exact 95% CI)\n")
     head = ["arm"]
-    for n in names:
-        head += [f"{n} failed / valid", f"{n} {unit}", f"{n} rate"]
-    for n in names[1:]:
+    for n in map(escape, names):
+        head += [f"{n} failed / valid", f"{n} {escape(unit)}", f"{n} rate"]
+    for n in map(escape, names[1:]):
         head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
     arm_rows = []
     for arm, a in result["arms"].items():
@@ -358,13 +358,13 @@ def markdown(result: Mapping[str, Any]) -> str:
     else:
         changed = []
         for c in claims["changed"]:
-            decisions = [f"{d.replace('_', ' ')} (p {fmt_p(p)})" if d else "–"
+            decisions = [f"{escape(str(d).replace('_', ' '))} (p {fmt_p(p)})" if d else "–"
                          for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
             change = escape(change)
             changed.append([code(c['claim']), *decisions, "**" + change + "**" if flipped else change])
-        out += table(["claim", *names, "change"], changed)
+        out += table(["claim", *map(escape, names), "change"], changed)
         out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
     if claims["flips"]:
         out.append(f"**{len(claims['flips'])} decided claim(s) flipped** "

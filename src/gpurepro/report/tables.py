@@ -33,9 +33,6 @@ from collections.abc import Iterable, Sequence
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# Escaped wherever they are: backslash, backtick, the HTML characters, @. Brackets only where
-# they would make a link, a picture or a link definition: "](", "][", "]:", "![", and "[" at
-# the start (a bracket in prose, "[claim x]", stays as written).
 # Escaped where they would be markup: a backslash, a backtick, an @; "<" before what could be
 # a tag, a comment or an autolink; "&" before what could be an entity; brackets where they
 # would make a link, a picture or a link definition ("](", "][", "]:", "!["). A bracket or a
@@ -166,3 +163,4 @@ def row(cells: Sequence[object]) -> str:
 def table(head: Sequence[object], rows: Iterable[Sequence[object]]) -> list[str]:
     """The table's lines: the header, the separator, a line per row."""
     return [row(head), "|" + "---|" * len(head), *(row(r) for r in rows)]
+
