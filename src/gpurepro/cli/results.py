@@ -251,6 +251,7 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     for the head, for `issue --matrix`."""
     from ..matrix.table import markdown as matrix_markdown
     from ..matrix.table import verdict_line
+    from ..record.validation import validate_matrix
     from ..report.tables import code, escape
 
     try:
@@ -262,6 +263,7 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
+    validate_matrix(matrix, f"--matrix {path}")
     # The matrix's own Markdown holds its documents' strings (a tool's refusal, a GPU's name):
     # into the comment as a case analysis's Markdown is, no HTML, link, picture or mention.
     return (f"Toolchain matrix ({path.name}; attach it beside the result)",
@@ -276,10 +278,12 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
     path = Path(args.result)
     doc = _read_document(path)
-    if str(doc.get("schema", "")).startswith("gpurepro/result"):
+    schema = str(doc.get("schema", ""))
+    if schema.startswith("gpurepro/result") or (not schema and isinstance(doc.get("case"), dict)):
         from ..record.validation import validate_document
 
-        # A document to post is first one the schema accepts (arm and case names by pattern).
+        # A document to post is first one the schema accepts (arm and case names by pattern,
+        # every field where its type says), whatever it says after that is escaped.
         validate_document(doc, str(path))
     extra: list[tuple[str, str]] = []
     extra_head: list[str] = []

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..run.atomic import write_atomic
 from .numbers import fmt
@@ -86,11 +87,17 @@ def _arms(doc: Mapping[str, Any]) -> str:
     return f"{arms} ({trials} trials{', until decided' if stopping else ''})"
 
 
+def _href(rel: str) -> str:
+    """A file's path relative to the index as a link's target: percent-encoded, so that no
+    file name ends the link or makes another (a plain name is written as it is)."""
+    return quote(rel, safe="/")
+
+
 def _links(folder: Path, path: Path) -> str:
     rel = path.relative_to(folder).as_posix()
     md = path.with_suffix(".md")
-    links = [f"[report]({md.relative_to(folder).as_posix()})"] if md.is_file() else []
-    return " · ".join(links + [f"[JSON]({rel})"])
+    links = [f"[report]({_href(md.relative_to(folder).as_posix())})"] if md.is_file() else []
+    return " · ".join(links + [f"[JSON]({_href(rel)})"])
 
 
 def documents(folder: Path) -> list[Path]:
@@ -117,7 +124,7 @@ def render(folder: Path) -> str:
         rel = path.relative_to(folder).as_posix()
         doc = _load(path)
         if isinstance(doc, str):
-            others.append(f"- [{code(rel)}]({rel}): {escape(doc)}")
+            others.append(f"- [{code(rel)}]({_href(rel)}): {escape(doc)}")
             continue
         schema = str(doc.get("schema", ""))
         if schema.startswith("gpurepro/bench"):
@@ -126,7 +133,7 @@ def render(folder: Path) -> str:
             matrices.append((rel, _matrix_row(folder, path, doc)))
             continue
         if not isinstance(doc.get("case"), Mapping) or not isinstance(doc.get("summary"), Mapping):
-            others.append(f"- [`{rel}`]({rel}): not a result document")
+            others.append(f"- [{code(rel)}]({_href(rel)}): not a result document")
             continue
         gpu, driver = _gpu(doc)
         rows.append((str(doc["case"].get("name")), rel,
@@ -175,7 +182,7 @@ def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
     ran = sum(1 for r in runs if r.get("status") == "ran")
     name = (doc.get("case") or {}).get("name")
     rel = path.relative_to(folder).as_posix()
-    return row([f"[{escape(path.stem)}]({rel})", code(name), stage, len(cells), exported,
+    return row([f"[{escape(path.stem)}]({_href(rel)})", code(name), stage, len(cells), exported,
                 f"{kinds.count('tile')} + {kinds.count('cuda')}", f"{ran} of {len(runs)} ran",
                 _links(folder, path)])
 
