@@ -114,10 +114,12 @@ def test_what_a_trial_leaves_dies_with_it_however_the_harness_ends(hostile_build
         proc.send_signal(getattr(signal, end))
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == {"normal": 0, "SIGTERM": 143, "SIGKILL": -9}[end], err
-    assert _gone_within(tag, 2.0) == []
+    # After a SIGKILL the watchdog does it, between whole scans of /proc: on a machine loaded
+    # by other work that takes seconds, so the bound is generous (it returns once all is gone).
+    assert _gone_within(tag, 10.0) == []
     if mode.startswith("forker"):
         assert beat.exists(), "the chain never started"
-        assert _chain_stopped(beat), "the chain still forks"
+        assert _wait_for(lambda: _chain_stopped(beat), 10.0), "the chain still forks"
 
 
 def _chain_stopped(beat: Path, seconds: float = 0.5) -> bool:
