@@ -6,6 +6,7 @@ manifest is wrong. Everything else in gpurepro reads cases through these names.
 """
 
 from ..errors import ManifestError
+from .axis import Axis
 from .model import (
     CLAIM_KINDS,
     OUTCOMES,
@@ -19,6 +20,7 @@ from .model import (
     Devices,
     Exposure,
     Factor,
+    OutputCheck,
     Stratum,
     Tool,
     TrialBudget,
@@ -33,8 +35,9 @@ from .model import (
 )
 
 __all__ = [
-    "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Case",
-    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "Stratum", "Tool",
+    "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
+    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "OutputCheck", "Stratum",
+    "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

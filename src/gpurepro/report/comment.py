@@ -24,6 +24,7 @@ from .compare import stopping_numbers
 from .markdown import claims_table, environment_rows, threads_table
 from .numbers import fmt, fmt_ci, fmt_p, per_label
 from .tables import table
+from .wrong import head_lines as wrong_head, per_trial
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
@@ -78,12 +79,12 @@ def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
             "It rests on no decided claim."]
 
 
-def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
+def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
     if s["n_valid"] == 0:
         return "–"
-    if s["exposure"]["total"] <= 0 or coarse:
+    if s["exposure"]["total"] <= 0 or coarse or trials:
         prop = s["proportion"]
-        why = "coarse counter" if coarse else "no exposure"
+        why = "a trial is the unit" if trials else "coarse counter" if coarse else "no exposure"
         return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
     return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
@@ -120,12 +121,13 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
     for arm in shown:
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
-        meaningful = not coarse[arm] and not coarse.get(case["baseline"]) and rr.get("p_value") is not None
+        meaningful = (not coarse[arm] and not coarse.get(case["baseline"]) and not per_trial(doc)
+                      and rr.get("p_value") is not None)
         ratio = ([f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")
-        rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm]), *ratio])
+        rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
     lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {unit} (95% CI)",
                    f"rate ratio vs `{case['baseline']}` (95% CI)", "p"], rows)
     lines.append("")
@@ -250,7 +252,7 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
     out.append(table)
     if left_out:
         out.append(f"({left_out} more arm(s) in the details below.)\n")
-    out += ["### Crash signature\n"] + crash_signature(doc) + [""]
+    out += wrong_head(doc) or ["### Crash signature\n"] + crash_signature(doc) + [""]
     out += rerun_section(doc)
     stem = path.with_suffix("")
     attach = [f"`{path.name}` (the result document; `python -m gpurepro report {path.name}` "

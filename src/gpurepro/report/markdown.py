@@ -22,6 +22,7 @@ from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
 from .tables import table
+from .wrong import section as wrong_section
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
@@ -307,7 +308,8 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + cluster_report.section(doc) + _crash_sites_section(doc) + _threads_section(doc)
+            + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
+            + _threads_section(doc)
             + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")

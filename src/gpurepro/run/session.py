@@ -50,7 +50,7 @@ from .journal import (
     result_name,
     verify_identity,
 )
-from .plan import Plan, make_plan
+from .plan import DEFAULT_ALPHA, Plan, make_plan
 from .watchdog import Watchdog, kill_run
 
 
