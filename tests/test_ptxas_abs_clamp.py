@@ -5,7 +5,7 @@ tests/data/ptxas_abs_clamp/ holds what the pinned tools gave: kernel.emitted.ptx
 ``-arch=sm_90 -ptx`` on kernel.cu), nvdisasm 13.2.51 on the cubin of ptxas 12.6.77 and
 cuobjdump 13.2.51 on that of 12.6.85. The toolchain-marked tests run the tools from the
 environments `nox -s toolchain` makes, and one of them two 12.6 wheels from PyPI (42 MB, cached
-under build/ptxas_abs_clamp/); each skips, saying why, where those are missing.
+under build/wheels/); each skips, saying why, where those are missing.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import io
 import json
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from .conftest import ROOT, toolchain_venv
 CASE_DIR = ROOT / "cases" / "ptxas_abs_clamp"
 DATA = ROOT / "tests" / "data" / "ptxas_abs_clamp"
 EMITTED_PTX = DATA / "kernel.emitted.ptx"
-SIBLINGS = ("protocol", "driver", "lower_ptx_version", "sass_facts", "wheels", "compile_cubin",
+SIBLINGS = ("driver", "lower_ptx_version", "sass_facts", "wheels", "compile_cubin",
             "releases", "gpu_check")
 
 
@@ -112,9 +113,9 @@ def test_driver_without_libcuda_reports_no_driver(tmp_path):
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [e["event"] for e in events] == ["start", "final"]
     start, final = events
-    assert start["driver"] == "python" and start["config"]["kernel"] == "abs_clamp"
+    assert start["driver"] == "ptxas_abs_clamp" and start["config"]["kernel"] == "abs_clamp"
     assert final["status"] == "no_driver" and "libcuda.so.1" in final["reason"]
-    assert "check" not in final and final["counters"] == {}
+    assert "check" not in final and final["counters"] == {"launches": 0, "checked": 0}
 
 
 def test_driver_no_driver_record_classifies_as_unsupported(tmp_path):
@@ -226,20 +227,29 @@ class FakeCuda:
         return (OK,)
 
 
-def _drive(drv, monkeypatch, fake, *argv):
-    monkeypatch.setattr(drv, "libcuda_missing", lambda: None)
-    monkeypatch.setattr(drv, "import_bindings", lambda: (fake, "fake", "0"))
-    out = io.StringIO()
-    monkeypatch.setattr(sys, "stdout", out)
-    rc = drv.main(["--cubin", str(EMITTED_PTX), *argv])
-    monkeypatch.undo()
-    events = [json.loads(line) for line in out.getvalue().splitlines()]
-    return rc, events
-
-
-def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, monkeypatch):
+@pytest.fixture
+def drive(case_modules, monkeypatch, capfd):
+    """The driver's main() on fake bindings, in this process; its events (the kit writes them
+    to file descriptor 1)."""
     drv = case_modules["driver"]
-    rc, events = _drive(drv, monkeypatch, FakeCuda(drop_abs=True), "--random", "1000")
+    hooks = (sys.excepthook, threading.excepthook)
+
+    def run(fake, *argv):
+        monkeypatch.setattr(drv, "libcuda_missing", lambda: None)
+        monkeypatch.setattr(drv, "import_bindings", lambda: (fake, "fake", "0"))
+        capfd.readouterr()
+        rc = drv.main(["--cubin", str(EMITTED_PTX), *argv])
+        monkeypatch.undo()
+        events = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
+        return rc, events
+
+    yield run
+    sys.excepthook, threading.excepthook = hooks  # the kit's Driver installs its own
+
+
+def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, drive):
+    drv = case_modules["driver"]
+    rc, events = drive(FakeCuda(drop_abs=True), "--random", "1000")
     final = events[-1]
     assert rc == 0 and final["status"] == "ok"
     m = drv.inputs("abs_clamp", 1000, drv.DEFAULT_SEED)
@@ -254,43 +264,32 @@ def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, mo
     assert obs["mismatches_by_sign"] == {"negative_m": 3 * negative, "nonnegative_m": 0}
     assert obs["launches_agree"] is True and obs["first_m"][:3] == [-3, -2, -1]
     assert final["counters"] == {"launches": 3, "checked": 3 * len(m)}
-    assert [e["event"] for e in events] == ["start", "heartbeat", "heartbeat", "heartbeat", "final"]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "start" and kinds[-1] == "final" and kinds.count("heartbeat") >= 3
 
 
 @pytest.mark.parametrize("kernel", ["abs_clamp", "abs_only", "clamp_only"])
-def test_driver_right_answers_have_no_mismatches(case_modules, monkeypatch, kernel):
-    drv = case_modules["driver"]
-    rc, events = _drive(drv, monkeypatch, FakeCuda(drop_abs=False), "--kernel", kernel)
+def test_driver_right_answers_have_no_mismatches(drive, kernel):
+    rc, events = drive(FakeCuda(drop_abs=False), "--kernel", kernel)
     final = events[-1]
     assert rc == 0 and final["check"]["mismatches"] == 0 and final["check"]["first"] == []
     assert final["check"]["n"] == 3 * 4102
 
 
-def test_driver_names_the_failing_call(case_modules, monkeypatch):
-    drv = case_modules["driver"]
+def test_driver_names_the_failing_call(drive):
     fake = FakeCuda(False, {"cuCtxSynchronize": "CUDA_ERROR_LAUNCH_FAILED"})
-    rc, events = _drive(drv, monkeypatch, fake)
+    rc, events = drive(fake)
     final = events[-1]
     assert rc == 1 and final["status"] == "cuda_error"
     assert (final["error"], final["call"]) == ("CUDA_ERROR_LAUNCH_FAILED", "cuCtxSynchronize")
     assert final["errors"] == {"CUDA_ERROR_LAUNCH_FAILED": 1} and "check" not in final
 
 
-def test_driver_a_cubin_the_device_cannot_load_is_unsupported(case_modules, monkeypatch):
-    drv = case_modules["driver"]
+def test_driver_a_cubin_the_device_cannot_load_is_unsupported(drive):
     fake = FakeCuda(False, {"cuModuleLoadData": "CUDA_ERROR_NO_BINARY_FOR_GPU"})
-    rc, events = _drive(drv, monkeypatch, fake)
+    rc, events = drive(fake)
     assert rc == 3 and events[-1]["status"] == "unsupported"
     assert "CUDA_ERROR_NO_BINARY_FOR_GPU" in events[-1]["reason"]
-
-
-def test_check_keeps_the_first_eight_mismatches_across_calls(case_modules):
-    check = case_modules["protocol"].Check()
-    check.compare([0, 1, 2, 3], [0, 9, 2, 9], offset=0)
-    check.compare([5] * 10, [6] * 10, offset=4)
-    rec = check.record()
-    assert rec["n"] == 14 and rec["mismatches"] == 12
-    assert rec["first"] == [[1, 1, 9], [3, 3, 9], *[[i, 5, 6] for i in range(4, 10)]]
 
 
 # ----------------------------------------------------------------------------- SASS facts

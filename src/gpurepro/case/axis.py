@@ -38,7 +38,8 @@ class Axis:
       ``{out}``. A release whose build fails (a status, a signal, a timeout) is recorded with
       why, and left out of the GPU stage.
     - ``artifact``: the manifest artifact the output replaces on the GPU, in the trials of
-      ``arms``; ``trials`` per arm and artifact, ``duration_s`` and ``timeout_s`` per trial.
+      ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
+      ``timeout_s`` per trial.
     - ``watch``: ``(kernel, opcode)`` pairs whose presence in the SASS (the harness's
       disassembler finder and parser) each distinct artifact records; the GPU stage runs both
       sides of every change in them and the ends, then bisects between runs that differ. Empty:
@@ -54,6 +55,7 @@ class Axis:
     arms: tuple[str, ...]
     watch: tuple[tuple[str, str], ...] = ()
     trials: int = 3
+    jobs: int = 1
     duration_s: float = 5.0
     timeout_s: float = 30.0
     sources: tuple[str, ...] = ()
@@ -69,7 +71,7 @@ class Axis:
         return {"package": self.package, "versions": self.versions, "tool": self.tool,
                 "build": list(self.build), "output": self.output, "artifact": self.artifact,
                 "arms": list(self.arms), "watch": [list(w) for w in self.watch],
-                "trials": self.trials, "duration_s": self.duration_s,
+                "trials": self.trials, "jobs": self.jobs, "duration_s": self.duration_s,
                 "timeout_s": self.timeout_s, "description": self.description}
 
 
@@ -107,6 +109,8 @@ def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str)
             raise ManifestError(path, f"{where}.watch", "expected (kernel, opcode) pairs")
         if not (isinstance(ax.trials, int) and ax.trials >= 1):
             raise ManifestError(path, f"{where}.trials", f"must be at least 1, got {ax.trials!r}")
+        if not (isinstance(ax.jobs, int) and ax.jobs >= 1):
+            raise ManifestError(path, f"{where}.jobs", f"must be at least 1, got {ax.jobs!r}")
         if not (0 < ax.duration_s < ax.timeout_s):
             raise ManifestError(path, f"{where}.timeout_s",
                                 f"must exceed duration_s ({ax.duration_s!r}), got {ax.timeout_s!r}")

@@ -549,6 +549,11 @@ class Driver:
         return self._lib
 
     def error_name(self, r: Any) -> str:
+        """The error's name: the one a cuda.bindings ``CUresult`` carries, else the driver's
+        own (cuGetErrorName)."""
+        named = getattr(r[0] if isinstance(r, tuple) and r else r, "name", None)
+        if isinstance(named, str) and named.startswith("CUDA_"):
+            return named
         return self._names(result_code(r))
 
     def record_error(self, r: Any) -> str:
