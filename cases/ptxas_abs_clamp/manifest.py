@@ -212,19 +212,30 @@ FAILURES = ("wrong_result", "cuda_error", "crashed", "hung")
 
 # ---------------------------------------------------------------------------------- the axis
 # Every nvidia-cuda-nvcc-cu12 release PyPI lists from 12.0 to before 13, each release's ptxas
-# out of its wheel on the same lowered PTX; each distinct cubin stands in for the last-bad
-# arm's (abs_clamp) on the GPU. The SASS fact that segments the search: an IABS in abs_clamp.
+# out of its wheel on the same lowered PTX with the arms' flags (compile_cubin.FLAGS: the same
+# argv, so the same cubins); each distinct cubin stands in for the last-bad arm's (abs_clamp)
+# on the GPU. The SASS fact that segments the search: an IABS in abs_clamp.
 AXES = {
     "ptxas": Axis(
         package=CU12, versions=">=12.0,<13", tool="ptxas",
-        build=("{python}", "{case}/compile_cubin.py", "--ptxas", "{tool}",
-               "--ptx", "{artifact:ptx_lowered}/kernel.ptx", "--arch", "{arch}",
-               "--out", "{out}/kernel.cubin"),
+        build=("{tool}", "-arch={arch}", "-O3", "{artifact:ptx_lowered}/kernel.ptx",
+               "-o", "{out}/kernel.cubin"),
         output="kernel.cubin", artifact="cubin_12.6.77", arms=("last-bad",),
         watch=(("abs_clamp", "IABS"),), trials=3, jobs=3, duration_s=5.0, timeout_s=30.0,
-        sources=("compile_cubin.py", "wheels.py", "sass_facts.py"),
         description="ptxas of every nvidia-cuda-nvcc-cu12 release on the lowered PTX, "
                     "-arch=sm_90 -O3: the abs_clamp kernel of the last-bad arm"),
+    # The same on the PTX as nvcc 13.3 wrote it (.version 9.3): what a user who does not lower
+    # it meets. ptxas 12.0.x dies of SIGSEGV, 12.1 ... 12.9 refuse it (exit status 255, naming
+    # their newest ISA); the document records why each release could not build, and nothing
+    # is left to run on a GPU.
+    "ptxas-as-emitted": Axis(
+        package=CU12, versions=">=12.0,<13", tool="ptxas",
+        build=("{tool}", "-arch={arch}", "-O3", "{artifact:ptx}/kernel.ptx",
+               "-o", "{out}/kernel.cubin"),
+        output="kernel.cubin", artifact="cubin_12.6.77", arms=("last-bad",),
+        watch=(("abs_clamp", "IABS"),), trials=3, jobs=3, duration_s=5.0, timeout_s=30.0,
+        description="ptxas of every nvidia-cuda-nvcc-cu12 release on the PTX as emitted "
+                    "(.version 9.3), -arch=sm_90 -O3"),
 }
 
 
@@ -254,19 +265,24 @@ def _sass(paths: Mapping[str, Path]) -> Mapping[str, Any]:
     return {"available": bool(by_release), "by_ptxas": by_release}
 
 
-BISECTION = "bisect_ptxas_*.json"  # the committed bisection documents, results/<case>/
+BISECTION = "bisect_ptxas_[0-9]*.json"  # the ptxas axis's committed bisections, results/<case>/
 
 
-def _bisection(paths: Mapping[str, Path]) -> Mapping[str, Any]:
-    """The newest committed bisection over the ptxas axis (results/ptxas_abs_clamp/): its
-    boundaries, each between two adjacent releases, with what the GPU and the SASS showed."""
-    import json
+def bisection_summary(docs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The newest of the bisections whose GPU stage ran (one that bisected, before an
+    exhaustive one): its boundaries, each between two adjacent releases, with what the GPU and
+    the SASS showed; and whether the newest exhaustive bisection pins the same ones."""
+    ran = [(name, d) for name, d in docs if (d.get("gpu") or {}).get("status") == "ran"]
+    if not ran:
+        return {"available": False,
+                "reason": "no bisection document under results/ptxas_abs_clamp/ whose GPU stage ran"}
+    searched = [(n, d) for n, d in ran if (d.get("gpu") or {}).get("mode") == "bisect"]
+    exhaustive = [(n, d) for n, d in ran if (d.get("gpu") or {}).get("mode") == "exhaustive"]
+    name, doc = (searched or ran)[-1]
 
-    here = Path(__file__).resolve().parent
-    found = sorted((here.parents[1] / "results" / here.name).glob(BISECTION))
-    if not found:
-        return {"available": False, "reason": "no bisection document under results/ptxas_abs_clamp/"}
-    doc = json.loads(found[-1].read_text())
+    def pinned(d: Mapping[str, Any]) -> list[list[str]]:
+        return [b["between"] for b in (d.get("boundaries") or {}).get("pinned") or []]
+
     out = []
     for b in (doc.get("boundaries") or {}).get("pinned") or []:
         changes = (b["sass"]["kernels"].get("abs_clamp") or {}).get("changes") or []
@@ -274,13 +290,30 @@ def _bisection(paths: Mapping[str, Path]) -> Mapping[str, Any]:
                     "not_built_between": b["not_built_between"], "watched": b["sass"]["watched"],
                     "abs_clamp_changes": changes[:1]})
     runs = [r for r in doc.get("runs") or [] if r.get("status") == "ran" and "same_as_point" not in r]
-    return {"available": True, "document": f"results/{here.name}/{found[-1].name}",
-            "package": doc["axis"]["package"], "versions": doc["axis"]["versions"],
-            "releases": len(doc["releases"]),
-            "built": sum(1 for r in doc["releases"] if r.get("sha256")),
-            "distinct": len(doc["artifacts"]), "runs": len(runs),
-            "mode": (doc.get("gpu") or {}).get("mode"), "device": ((doc.get("gpu") or {}).get("device") or {}).get("name"),
-            "boundaries": out, "open": (doc.get("boundaries") or {}).get("open") or []}
+    summary = {"available": True, "document": name,
+               "package": doc["axis"]["package"], "versions": doc["axis"]["versions"],
+               "releases": len(doc["releases"]),
+               "built": sum(1 for r in doc["releases"] if r.get("sha256")),
+               "distinct": len(doc["artifacts"]), "runs": len(runs),
+               "mode": (doc.get("gpu") or {}).get("mode"),
+               "device": ((doc.get("gpu") or {}).get("device") or {}).get("name"),
+               "boundaries": out, "open": (doc.get("boundaries") or {}).get("open") or []}
+    if exhaustive and exhaustive[-1][0] != name:
+        summary["exhaustive"] = {"document": exhaustive[-1][0],
+                                 "same_boundaries": pinned(exhaustive[-1][1]) == pinned(doc),
+                                 "runs": sum(1 for r in exhaustive[-1][1].get("runs") or []
+                                             if r.get("status") == "ran" and "same_as_point" not in r)}
+    return summary
+
+
+def _bisection(paths: Mapping[str, Path]) -> Mapping[str, Any]:
+    """The committed bisections over the ptxas axis (results/ptxas_abs_clamp/), summarized."""
+    import json
+
+    here = Path(__file__).resolve().parent
+    found = sorted((here.parents[1] / "results" / here.name).glob(BISECTION))
+    return bisection_summary([(f"results/{here.name}/{p.name}", json.loads(p.read_text()))
+                              for p in found])
 
 
 CASE = Case(

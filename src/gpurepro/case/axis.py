@@ -58,7 +58,6 @@ class Axis:
     jobs: int = 1
     duration_s: float = 5.0
     timeout_s: float = 30.0
-    sources: tuple[str, ...] = ()
     description: str = ""
 
     def placeholders(self) -> set[str]:
