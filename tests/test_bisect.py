@@ -226,8 +226,24 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
         write_document(cpu_document, out, ROOT, tmp_path / "results")
 
 
+def _quick_harness(doc, path, seed, journal, log, root):
+    """What `gpurepro run` journals for the fixture's driver, without running it: the trial
+    is right where the artifact's listing has an IABS and no BAD."""
+    from gpurepro.run.journal import Journal
+
+    text = (root / path).read_text()
+    outcome = "survived" if "IABS" in text and "BAD" not in text else "wrong_result"
+    header = {"case": "bisect_case", "run_id": "test", "plan": {"arms": {"baseline": {}}, "order": []},
+              "artifacts": {"kernel": {"sha256": pypi.sha256_file(root / path)}}}
+    with Journal.create(journal, header) as j:
+        j.append_trial({"index": 0, "arm": "baseline", "outcome": outcome, "exposure": 1})
+    log.write_text("")
+    return 0
+
+
 def test_exhaustive_runs_every_artifact_and_finds_the_same_boundaries(cpu_document, tmp_path,
                                                                       monkeypatch):
+    monkeypatch.setattr(gpu, "_harness", _quick_harness)
     rc, out, record = _gpu_stage(cpu_document, tmp_path, monkeypatch, exhaustive=True)
     assert rc == 0 and sorted(r["point"] for r in record["runs"]) == list(range(9))
     assert record["mode"] == "exhaustive"
@@ -273,7 +289,7 @@ def test_the_command_line_refuses_an_unknown_axis():
     done = subprocess.run([sys.executable, "-m", "gpurepro", "bisect", "ptxas_abs_clamp", "--axis", "nvcc"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
-    assert done.returncode == 2 and "has no toolchain axis 'nvcc' (its axes: ptxas)" in done.stderr
+    assert done.returncode == 2 and "has no toolchain axis 'nvcc' (its axes: ptxas, ptxas-as-emitted)" in done.stderr
 
 
 # ------------------------------------------------------------------------------ two real releases
@@ -313,7 +329,8 @@ def test_the_cpu_stage_on_two_real_ptxas_releases(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu, "_disassemblers", lambda case: {n: p if p and p.is_file() else None
                                                              for n, p in tools.items()})
     path = cpu.run_cpu_stage(case, "ptxas", "sm_90", ROOT, ROOT / "build", ROOT / "build" / "wheels",
-                             only=("12.6.77", "12.6.85"))
+                             only=("12.6.77", "12.6.85"),
+                             into=ROOT / "build" / "tests" / "bisect-two-releases")
     doc = json.loads(path.read_text())
     assert doc["listing"]["only"] == ["12.6.77", "12.6.85"]
     assert len(doc["listing"]["considered"]) >= 22 and doc["listing"]["considered"][0] == "12.0.76"

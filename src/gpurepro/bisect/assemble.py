@@ -85,7 +85,9 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
             run.update(journal=None, journal_sha256=None)
         runs.append(run)
     doc["runs"] = runs
-    doc["gpu"] = ({"status": "not run", "reason": "not run: no GPU stage output was given",
+    none = ("nothing to run: no release built an artifact" if not cpu["points"] else
+            "not run: no GPU stage output was given")
+    doc["gpu"] = ({"status": "not run", "reason": none,
                    "device": None, "environment": None, "mode": None, "started_at": None,
                    "wall_s": None} if gpu is None else
                   {"status": "ran" if any(r["status"] == "ran" for r in runs) else "not run",

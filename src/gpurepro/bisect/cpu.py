@@ -147,11 +147,12 @@ def signature(axis: Axis, listing: Mapping[str, Any]) -> dict[str, Any]:
 
 def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir: Path,
                   cache: Path, index_url: str = pypi.INDEX, only: tuple[str, ...] = (),
-                  say: Callable[[str], None] = lambda _m: None) -> Path:
-    """Build every release, write the CPU document; returns its path."""
+                  say: Callable[[str], None] = lambda _m: None, into: Path | None = None) -> Path:
+    """Build every release, write the CPU document; returns its path. ``into``: another folder
+    than ``build/bisect/<case>/<axis>/<target>`` (inside the repository)."""
     axis = axis_of(case, axis_name)
     index = load_index(build_dir, case, target)
-    where = root / axis_root(case.name, axis_name, target)
+    where = into or root / axis_root(case.name, axis_name, target)
     listed = pypi.releases(axis.package, index_url)
     considered = [v for v in listed["final"] if pypi.in_range(v, axis.versions)]
     unknown = [v for v in only if v not in considered]

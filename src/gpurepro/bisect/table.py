@@ -48,11 +48,14 @@ def releases_table(doc: Mapping[str, Any]) -> list[str]:
         res = by_release.get(r["requested"]) or {}
         b = r.get("build") or {}
         built = "ok" if sha else (b.get("status", "–") + (f" ({b['signal']})" if b.get("signal") else
-                                                         f" (exit {b['exit_status']})" if b.get("exit_status") else ""))
+                                                         f" (exit {b['exit_status']})" if b.get("exit_status") else "")
+                                  + (f": {b['stderr_first_line']}" if b.get("stderr_first_line") else ""))
         if res.get("status") == "ran":
             gpu = f"**{res['class']}**: {counts_cell(res['counts'])}"
         elif res.get("status") == "inferred":
             gpu = f"{res['class']} (inferred, not run)"
+        elif res.get("status") == "not built":
+            gpu = "–"
         else:
             gpu = res.get("reason") or "–"
         rows.append([r["requested"], r.get("resolved") or "–", built,
@@ -68,6 +71,7 @@ def boundaries_section(doc: Mapping[str, Any]) -> list[str]:
     b = doc.get("boundaries") or {"pinned": [], "open": []}
     if not b["pinned"] and not b["open"]:
         return ["No boundary: every artifact run ended alike." if doc.get("runs") else
+                "No boundary: no release built an artifact." if not doc["artifacts"] else
                 "No boundary yet: the GPU stage has not run.", ""]
     out = []
     rows = []
@@ -111,9 +115,10 @@ def markdown(doc: Mapping[str, Any]) -> str:
         f"{len(doc['artifacts'])} distinct artifacts (by sha256), {len(runs)} run on the GPU "
         f"({gpu.get('mode') or '–'}; {where}); {ax['trials']} trial(s) per arm and artifact.", "",
         *releases_table(doc), "", *boundaries_section(doc),
-        f"SASS read by {doc.get('common_reader') or 'each artifact’s first reader'} "
-        f"({', '.join(f'{k} {v}' for k, v in doc['disassemblers'].items() if v)}). "
-        f"Search: {doc['search']['assumption']}.", ""]
+        (f"SASS read by {doc.get('common_reader') or 'each artifact’s first reader'} "
+         f"({', '.join(f'{k} {v}' for k, v in doc['disassemblers'].items() if v)}). "
+         if doc["artifacts"] else "")
+        + f"Search: {doc['search']['assumption']}.", ""]
     excluded = doc["listing"]["excluded"]
     if excluded:
         lines += ["Left out of the range: " + ", ".join(f"{e['version']} ({e['reason']})" for e in excluded) + ".", ""]
