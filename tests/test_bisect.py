@@ -113,7 +113,7 @@ def _fake_pypi(monkeypatch, tmp_path: Path) -> None:
         listing.parent.mkdir(parents=True, exist_ok=True)
         listing.write_text(what)
         body = {"crash": 'kill -SEGV $$\n',
-                "fail": f'echo "fakec: cannot read $1: .version 9.3 is newer than this release" >&2\nexit 3\n'
+                "fail": 'echo "fakec: cannot read $1: .version 9.3 is newer than this release" >&2\nexit 3\n'
                 }.get(what, f'echo "fakec {version}" > /dev/null\ncp "{listing}" "$2"\n')
         program = _script(cache / "tools" / f"{package}-{version}" / binary,
                           f'[ "$1" = --version ] && {{ echo "fakec V{version}"; exit 0; }}\n' + body)

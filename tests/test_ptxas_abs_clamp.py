@@ -11,7 +11,6 @@ under build/wheels/); each skips, saying why, where those are missing.
 from __future__ import annotations
 
 import ctypes
-import dataclasses
 import hashlib
 import importlib
 import io
@@ -531,7 +530,6 @@ def _bisection_doc(mode: str) -> dict:
 
 def _analysis(decision: str, bisections: list):
     from gpurepro.analyze.views import Analysis
-
     from gpurepro.build import sass
     from gpurepro.case import load_sibling
 

@@ -65,7 +65,7 @@ def test_the_finder_falls_back_to_nvdisasm_and_says_why(tmp_path):
     cubin = tmp_path / "kernel.cubin"
     cubin.write_bytes(b"\x7fELF")
     cuobjdump = _tool(tmp_path / "cuobjdump",
-                      f'echo "cuobjdump info    : File \'$2\' does not contain device code" >&2\nexit 0\n')
+                      'echo "cuobjdump info    : File \'$2\' does not contain device code" >&2\nexit 0\n')
     nvdisasm = _tool(tmp_path / "nvdisasm", f'cat "{NVDISASM_12_6_77}"\n')
     got = sass.disassemble(cubin, {"cuobjdump": cuobjdump, "nvdisasm": nvdisasm})
     assert got.read_by == "nvdisasm" and "abs_clamp" in got.listing

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpurepro.bisect import pypi
 from gpurepro.bisect.pypi import (  # noqa: F401 (this case's scripts import them from here)
     INDEX,
     Wheel,
@@ -24,7 +25,6 @@ from gpurepro.bisect.pypi import (  # noqa: F401 (this case's scripts import the
     version_key,
     wheel_version,
 )
-from gpurepro.bisect import pypi
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE.parents[1] / "build" / "wheels"  # the harness's cache of release wheels

@@ -108,7 +108,7 @@ def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Pa
     """Assemble and write the document (and its Markdown, ``<name>.md``, beside it)."""
     cpu = read_document(document)
     gpu = _read_gpu(gpu_out) if gpu_out is not None else None
-    if gpu is not None and gpu.get("document_sha256") != sha256_file(document):
+    if gpu is not None and gpu_out is not None and gpu.get("document_sha256") != sha256_file(document):
         raise UsageError(f"{gpu_out / GPU_FILE}: its GPU stage ran another CPU document than "
                          f"{document} (sha256 {str(gpu.get('document_sha256'))[:12]}…); assemble "
                          f"it with the CPU document its artifacts came from")

@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ def _write(out: Path, record: Mapping[str, Any]) -> None:
     os.replace(tmp, out / GPU_FILE)
 
 
-def counts(trials: list[Mapping[str, Any]], failure_outcomes: list[str]) -> dict[str, Any]:
+def counts(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]) -> dict[str, Any]:
     """Per arm: trials, outcomes, valid trials, failures and the valid trials' exposure."""
     out: dict[str, Any] = {}
     for t in trials:

@@ -89,7 +89,8 @@ def releases(package: str, index: str = INDEX) -> dict[str, Any]:
     """Every version PyPI lists: ``final`` (oldest first) and ``other`` (not final releases)."""
     doc = pypi_json(package, index)
     listed = sorted(doc["releases"])
-    final = sorted((v for v in listed if version_key(v) is not None), key=version_key)
+    final = sorted((v for v in listed if version_key(v) is not None),
+                   key=lambda v: version_key(v) or ())
     return {"package": package, "index": index, "listed": listed, "final": final,
             "other": [v for v in listed if version_key(v) is None],
             "files": doc["releases"]}

@@ -24,7 +24,8 @@ from .compare import stopping_numbers
 from .markdown import claims_table, environment_rows, threads_table
 from .numbers import fmt, fmt_ci, fmt_p, per_label
 from .tables import table
-from .wrong import head_lines as wrong_head, per_trial
+from .wrong import head_lines as wrong_head
+from .wrong import per_trial
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block

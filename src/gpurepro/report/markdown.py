@@ -22,6 +22,7 @@ from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
 from .tables import table
+from .wrong import per_trial
 from .wrong import section as wrong_section
 
 
@@ -146,6 +147,7 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
                  for a in (c["arm"], c.get("reference"))}
     outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
     errors = _errors_by_arm(doc)
+    trials = per_trial(doc)  # a case that checks its output: proportions, no rates
     head = ["arm", "differs from baseline", "outcomes", "failed / valid", "CUDA errors (at call)",
             "proportion (95% CI)", f"exposure ({unit})", f"failures per {fmt(per)} {unit} (95% CI)",
             f"median {unit} to failure"]
@@ -158,13 +160,14 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
             continue
         prop, rate = s["proportion"], s["exposure"]["rate"]
         km = (s.get("time_to_failure") or {}).get("exposure") or {}
-        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0
+        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0 and not trials
         median = (fmt(km.get('median')) if km.get('median') is not None
                   else 'not reached' if s['failures'] else '–')
         rows.append([*first, f"{s['failures']} / {s['n_valid']}", errors.get(arm, '–'),
                      f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"]
                     + ([fmt(s['exposure']['total']), f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}",
-                        median] if meaningful else ["–", "– (an outcome arm)", "–"]))
+                        median] if meaningful else
+                       ["–", "– (a trial is the unit)" if trials else "– (an outcome arm)", "–"]))
     out = ["### Arms\n", _plan_line(doc), *table(head, rows), ""]
     return out
 
