@@ -64,6 +64,10 @@ def baseline_rate(doc: Mapping[str, Any]) -> str:
     counts = f"{s['failures']}/{s['n_valid']} failed"
     rate = (s.get("exposure") or {}).get("rate") or {}
     exposure = case.get("exposure") or {}
+    if isinstance(case.get("check"), Mapping):  # a trial is the unit: the share, not a rate
+        prop = s.get("proportion") or {}
+        ci = prop.get("ci95")
+        return f"{counts}" + (f", share [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
     if rate.get("estimate") is None or _coarse(doc, case["baseline"]):
         return counts
     ci = rate.get("ci95") or [None, None]
