@@ -204,6 +204,6 @@ def test_the_report_the_forest_plot_compare_and_the_issue_body(checked_run, tmp_
     assert fig.axes[0].get_xscale() == "linear"
     body = issue_body(doc, tmp_path / "r.json")
     assert "### Wrong results" in body and "### Crash signature" not in body
-    assert "a trial is the unit" in body
+    assert "share of failing trials (95% CI)" in body
     result = cmp.compare([doc, doc], ["a.json", "b.json"])
     assert "odds ratio of failing trials (Fisher exact; a trial is the unit)" in json.dumps(result)

@@ -94,11 +94,32 @@ def bisection_sentences(analysis: Analysis) -> tuple[list[str], list[str]]:
 
 
 def _arm_sentences(analysis: Analysis) -> list[str]:
-    out = []
+    """One sentence: which arms returned wrong results in how many trials, which the reference,
+    and the rest by outcome (each arm named with its ptxas release and, for a control, kernel)."""
+    def name(arm: str) -> str:
+        f = analysis.arms[arm].factors
+        kernel = f.get("kernel")
+        return f"{arm} (ptxas {f.get('ptxas')}{', ' + kernel if kernel and kernel != KERNEL else ''})"
+
+    wrong, right, other = [], [], []
     for arm, s in analysis.arms.items():
-        counts = ", ".join(f"{k} {v}" for k, v in s.outcomes.items() if v) or "no trials"
-        out.append(f"{arm}: {counts}.")
-    return out
+        w, ok = s.outcomes.get("wrong_result", 0), s.outcomes.get("survived", 0)
+        if w:
+            wrong.append(f"{name(arm)} in {w} of {s.n}")
+        elif ok == s.n and s.n:
+            right.append(f"{name(arm)} in {ok} of {s.n}")
+        else:
+            counts = ", ".join(f"{k} {v}" for k, v in s.outcomes.items() if v) or "no trials"
+            other.append(f"{name(arm)}: {counts}")
+    parts = []
+    if wrong:
+        parts.append("Wrong results: " + "; ".join(wrong))
+    if right:
+        parts.append("every element right: " + "; ".join(right))
+    if other:
+        parts.append("otherwise: " + "; ".join(other))
+    return [(". ".join(parts) if not wrong else "; ".join(parts)) + " (trials, each checking 3 "
+            "launches of 4102 elements against the host's reference)."] if parts else []
 
 
 def verdict(analysis: Analysis) -> dict[str, Any]:

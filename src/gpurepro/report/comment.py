@@ -83,9 +83,12 @@ def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
 def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
     if s["n_valid"] == 0:
         return "–"
-    if s["exposure"]["total"] <= 0 or coarse or trials:
+    if trials:  # a case that checks its output: the share of failing trials
         prop = s["proportion"]
-        why = "a trial is the unit" if trials else "coarse counter" if coarse else "no exposure"
+        return f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"
+    if s["exposure"]["total"] <= 0 or coarse:
+        prop = s["proportion"]
+        why = "coarse counter" if coarse else "no exposure"
         return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
     return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
@@ -129,7 +132,9 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")
         rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
-    lines = table(["arm", "failed / valid", f"failures per {per_label(per)} {unit} (95% CI)",
+    rate_head = ("share of failing trials (95% CI)" if per_trial(doc)
+                 else f"failures per {per_label(per)} {unit} (95% CI)")
+    lines = table(["arm", "failed / valid", rate_head,
                    f"rate ratio vs `{case['baseline']}` (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
