@@ -32,7 +32,9 @@
 
 namespace {
 
-const int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+// SIGQUIT is the harness asking a trial that stopped making progress where its threads are: the
+// same record (the threads copied on entry), then the process dies of it.
+const int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGQUIT};
 const size_t kAltStackBytes = 256 * 1024;  // roomy for large (AVX-512/AMX) signal frames
 enum { kMaxFrames = 64, kPathMax = 256 };
 
@@ -104,6 +106,7 @@ const char *signal_name(int sig) {
     case SIGILL: return "SIGILL";
     case SIGFPE: return "SIGFPE";
     case SIGABRT: return "SIGABRT";
+    case SIGQUIT: return "SIGQUIT";
     default: return "SIG?";
   }
 }

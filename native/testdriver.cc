@@ -3,12 +3,14 @@
 //   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]
 //                   [--mappings N]
 //   MODE: ok crash abort hang stuck cuda_error unsupported silent noprogress no_driver garbage
-//         crash_other_runs
+//         crash_other_runs stall
 //   stuck: a worker makes progress, then never returns (a kernel that never ends, as seen from
 //   cuCtxSynchronize); main joins its workers with join_workers (--join-timeout, 0: for ever).
 //   crash_other_runs: worker 0 faults inside a published call while worker 1 goes on publishing
 //   calls through the crash handler's slow part (made slow by N extra mappings, default 20000,
 //   in /proc/self/maps); before the fault worker 0 prints what worker 1 had published then.
+//   stall: both workers make progress, then sit inside a published call (fake_sync) for ever
+//   while main goes on heartbeating: the counters stop moving (a hang as the race shows it).
 // Build:
 //   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc native/testdriver.cc native/events.cc native/crash.cc -o testdriver -ldl
 #include <pthread.h>
@@ -103,6 +105,21 @@ void add_mappings(long n) {
                                         PROT_READ);
 }
 
+// ---- stall: both workers stop inside a published call (what a hung race looks like) ----
+const char *const kStallCalls[] = {"none", "fake_launch", "fake_sync"};
+enum { kStallLaunch = 1, kStallSync = 2 };
+
+void *stall_worker(void *arg) {
+  PhaseSlot *ps = phase_slot(int(reinterpret_cast<intptr_t>(arg)));
+  for (unsigned n = 0; n < 40; ++n) {
+    fake_call(ps, kStallLaunch, c_launches);
+    c_cycles.inc();
+    nap_us(2000);
+  }
+  phase_enter(ps, kStallSync);
+  for (;;) pause();  // a synchronize that never returns, in both workers
+}
+
 void *other_worker(void *) {
   PhaseSlot *ps = phase_slot(1);
   for (int i = 0; i < 1000; ++i) fake_call(ps, kFakeUnload, c_unloads);
@@ -138,7 +155,7 @@ void fault_while_other_runs() {
 
 int usage() {
   fprintf(stderr,
-          "usage: testdriver ok|crash|abort|hang|stuck|cuda_error|unsupported|silent|noprogress|"
+          "usage: testdriver ok|crash|abort|hang|stuck|stall|cuda_error|unsupported|silent|noprogress|"
           "no_driver|garbage|crash_other_runs [--seconds S] [--cycles N] [--heartbeat-ms MS] "
           "[--join-timeout S] [--mappings N]\n");
   return 2;
@@ -222,6 +239,17 @@ int main(int argc, char **argv) {
       stop_with("unsupported", cu_error_name_builtin(code), "cuModuleLoadData",
                 "CUDA_ERROR_NO_BINARY_FOR_GPU at the first cuModuleLoadData (simulated)");
     return finish();
+  }
+  if (mode == "stall") {
+    // Heartbeats go on (main runs them) while both workers sit in fake_sync: no progress.
+    phase_names(kStallCalls, 3);
+    phase_reserve(2);
+    pthread_t workers[2];
+    for (intptr_t i = 0; i < 2; ++i)
+      pthread_create(&workers[i], nullptr, stall_worker, reinterpret_cast<void *>(i));
+    run_until(seconds, &c_cycles, cycles, heartbeat_ms);
+    join_workers(workers, 2, join_timeout_s, heartbeat_ms);
+    _exit(finish());
   }
   if (mode == "ok" || mode == "noprogress" || mode == "stuck") {
     // As a host driver does it: workers, heartbeats until the budget, join, final record.

@@ -98,6 +98,8 @@ def _modules(package: str) -> list[str]:
     folder = ROOT / "src" / "gpurepro" / package
     names = []
     for path in sorted(folder.rglob("*.py")):
+        if "template" in path.relative_to(folder).parts:
+            continue  # the `gpurepro new` scaffold's files: copied, never imported
         parts = path.relative_to(ROOT / "src").with_suffix("").parts
         names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names

@@ -91,3 +91,26 @@ def test_hang_classifies_as_hung(fake_case, fake_build, root):
 def test_missing_executable_is_a_harness_error(root):
     done = run_trial(["/nonexistent/driver"], dict(os.environ), root, timeout_s=1.0)
     assert done.observed.launch_error
+
+
+def test_a_trial_whose_counters_stop_is_stopped_at_the_no_progress_limit(fake_case, fake_build, root):
+    # Both workers sit inside fake_sync while main heartbeats on: the counters stop, the output
+    # does not. The trial ends at the no-progress limit, long before its budget and its limit,
+    # as hung, with where each thread was stuck and the exposure it had reached.
+    budget = TrialBudget(duration_s=20.0, max_exposure=0, timeout_s=30.0, stall_s=0.6)
+    started = time.monotonic()
+    rec = _trial(fake_case, fake_build, root, "stall", budget)
+    assert time.monotonic() - started < 8
+    assert rec["outcome"] == "hung" and rec["detail"].startswith("no progress for ")
+    assert rec["exit"] == {"code": None, "signal": "SIGQUIT", "killed_by_harness": True}
+    assert rec["crash"] is None  # the harness's SIGQUIT is no crash
+    threads = rec["observations"]["threads"]
+    assert [(t["call"], t["inside"]) for t in threads] == [("fake_sync", True)] * 2
+    assert rec["observations"]["stalled_s"] >= 0.6
+    assert rec["exposure"] == rec["counters"]["cycles"] == 80  # up to the hang, it counts
+
+
+def test_a_healthy_trial_is_not_stopped_by_the_no_progress_limit(fake_case, fake_build, root):
+    budget = TrialBudget(duration_s=1.5, max_exposure=0, timeout_s=10.0, stall_s=0.6)
+    rec = _trial(fake_case, fake_build, root, "ok", budget)
+    assert rec["outcome"] == "survived", rec

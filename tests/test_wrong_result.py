@@ -88,7 +88,7 @@ def test_a_float_check_passes_within_the_tolerance_and_fails_outside():
 
 
 def test_the_manifest_field_is_checked():
-    from gpurepro.case.model import _check_output_check
+    from gpurepro.case.load import _check_output_check
 
     class Fake:
         check = OutputCheck("exact", rel=1e-3)

@@ -27,7 +27,7 @@ GPUREPRO_COMMIT=${GPUREPRO_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unkn
 export GPUREPRO_COMMIT
 status=0
 
-"$PY" -m gpurepro run ptxas_abs_clamp --arch sm_90 --redact --no-record \
+"$PY" -m gpurepro run ptxas_abs_clamp --arch sm_90 --fixed --redact --no-record \
     --journal "$OUT/case.journal.jsonl" > "$OUT/case.log" 2>&1
 rc=$?; echo "case: exit $rc ($OUT/case.log)"; [ $rc -eq 0 ] || status=$rc
 

@@ -2,7 +2,7 @@
 
 The experiment's design (factors, arms, the comparisons the claims make) lives in design.py; the
 reporter's text output is parsed by seed_parser.py; instruments are the harness's
-(gpurepro.instruments: the "instrument" factor's levels); the verdict (status, owner, measurement
+(gpurepro.case.instruments: the "instrument" factor's levels); the verdict (status, owner, measurement
 sentences; no statistics) is in verdict.py; the SASS analysis in sass.py. This file wires them into
 a gpurepro Case, words the claims, and writes the pins and the tools taken from them (sass.py
 reads both from here). Standard library + gpurepro only: it is imported on GPU nodes with no
@@ -27,9 +27,9 @@ from gpurepro.case import (
     Tool,
     TrialCommand,
     TrialContext,
+    instruments,
     load_sibling,
 )
-from gpurepro.run import instruments
 
 HERE = Path(__file__).resolve().parent
 

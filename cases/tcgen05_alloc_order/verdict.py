@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analyze.views import Analysis, ArmSummary
-from gpurepro.case import load_sibling
+from gpurepro.case import Analysis, ArmSummary, load_sibling
 
 design = load_sibling(__file__, "design")
 

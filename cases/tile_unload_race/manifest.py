@@ -17,6 +17,7 @@ from gpurepro.case import (
     Factor,
     TrialCommand,
     TrialContext,
+    kit,
     load_sibling,
 )
 
@@ -47,31 +48,19 @@ _CUDA_13_2_AS_FILED = [
     "nvidia-nvjitlink==13.2.*",
 ]
 
-_GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
-        "-static-libstdc++", "-static-libgcc")
-_NATIVE = ("native/cuda_loader.cc", "native/events.cc", "native/crash.cc")
-_NATIVE_SOURCES = (*_NATIVE, "native/cuda_loader.h", "native/events.h", "native/crash.h",
-                   "native/cuda_types.h")
-
 ARTIFACTS = [
-    Artifact(
-        name="host",
-        description="instrumented driver: the reporter's loop with options, events and crash records",
-        command=(*_GXX, "{case}/host.cc", *_NATIVE, "-o", "{out}/host", "-ldl"),
-        outputs=("host",),
-        sources=("host.cc", *_NATIVE_SOURCES),
-        tools=("gxx",),
-    ),
+    kit.host_driver("host", "host.cc", "instrumented driver: the reporter's loop with options, "
+                    "events and crash records"),
     Artifact(
         name="crash_preload",
         description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
         # Hidden visibility and no re-exported static libs: the preloaded object must not
         # interpose its own libstdc++ on the program it watches.
-        command=(*_GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+        command=(*kit.GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
                  "native/crash_preload.cc", "native/crash.cc",
                  "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
         outputs=("libgpurepro_crash.so",),
-        sources=("native/crash_preload.cc", *_NATIVE_SOURCES),
+        sources=("native/crash_preload.cc", *kit.NATIVE_SOURCES),
         tools=("gxx",),
     ),
     Artifact(
@@ -293,7 +282,9 @@ def _crashes(name: str, what: str) -> Claim:
     return Claim(
         f"{name}-crashes", arm=name, kind="outcome", outcome="crashed", detail="SIGSEGV", share=0.0,
         supported=f"{what_} ({{arm}}) crashes too: SIGSEGV in {{count}} of {{n}} valid trials.",
-        not_decided=f"No SIGSEGV in the {{n}} valid trials of {what} ({{arm}}).")
+        not_decided=(f"Whether {what} ({{arm}}) crashes is not decided: {{count}} of {{n}} valid "
+                     "trials ended in SIGSEGV (a run whose looks were spent before the claim "
+                     "existed cannot decide it afterwards)."))
 
 
 def _hangs(name: str, what: str) -> Claim:
@@ -303,7 +294,8 @@ def _hangs(name: str, what: str) -> Claim:
         f"{name}-hangs", arm=name, kind="outcome", outcome="hung", share=0.0,
         supported=(f"The race also hangs: {what} ({{arm}}) ended hung in {{count}} of {{n}} valid "
                    "trials, a worker still inside a driver call after the stop."),
-        not_decided=f"No hang in the {{n}} valid trials of {what} ({{arm}}).")
+        not_decided=(f"Whether {what} ({{arm}}) hangs is not decided: {{count}} of {{n}} valid "
+                     "trials ended hung."))
 
 
 def _same(name: str, what: str) -> Claim:
@@ -587,7 +579,11 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="cycles"),
     # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
     failure_outcomes=("crashed",),
-    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0),
+    # A hang: both workers inside a driver call while main heartbeats on, the counters still.
+    # host.cc heartbeats every second and even the slowest arm (context-per-thread) makes
+    # thousands of cycles a second, so four seconds without one is no healthy pause.
+    defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0,
+                      hang_after_s=4.0),
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
     claims=CLAIMS,

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from gpurepro.analyze.views import Analysis, ArmSummary, CrashSite
+from gpurepro.case import Analysis, ArmSummary, CrashSite
 
 PER = "10^6 cycles"
 

@@ -250,7 +250,8 @@ def family_of(case: Case, design: Any, arms: Sequence[str], exploratory: Sequenc
 def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, sequential: bool,
               trials: int, workers: int = 1, decider: Any = None,
               scenarios: Sequence[str] = ("null", "observed"), exploratory: Sequence[str] = (),
-              order: Sequence[PlannedTrial] | None = None) -> dict[str, Any]:
+              order: Sequence[PlannedTrial] | None = None,
+              priors: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario.
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
@@ -263,7 +264,7 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
                    failure_outcomes=tuple(case.failure_outcomes), per=case.exposure.per,
                    design=design, sequential=sequential, trials=trials, mode=models.mode,
                    strata=tuple(case.strata), order=tuple(order) if order else None,
-                   decider=decider)
+                   decider=decider, priors=priors if priors is not None else priors_of(models))
 
     def ref(c: Claim) -> str | None:
         return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
@@ -326,6 +327,13 @@ def _workers(given: int | None) -> int:
         return os.cpu_count() or 1
 
 
+def priors_of(models: Models) -> dict[str, dict[str, Any]]:
+    """The decisive design's allocation priors (journaled form) from arm models."""
+    from .allocate import ArmPrior
+
+    return {a: ArmPrior.of_model(m).to_json() for a, m in models.arms.items()}
+
+
 def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], list[str], Mapping[str, Any]]:
     """(Design, sequential, trials per arm, arms, exploratory claims, budget) of a recorded run."""
     from .claims import Design
@@ -355,8 +363,11 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
 
     exploratory: list[str] = []
     budget: Mapping[str, Any] = {}
+    priors = None
     if design_of_result:
-        design, sequential, trials, arms, exploratory, budget = design_of(_read(Path(design_of_result)))
+        recorded = _read(Path(design_of_result))
+        design, sequential, trials, arms, exploratory, budget = design_of(recorded)
+        priors = (((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}).get("priors")
         sources = list(rates_from or [design_of_result])
     else:
         design = Design.from_description(stopping) if stopping else Design(
@@ -368,7 +379,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                          max_exposure=budget.get("max_exposure"))
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
-                       exploratory=exploratory)
+                       exploratory=exploratory, priors=priors)
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)

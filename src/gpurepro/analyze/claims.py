@@ -203,8 +203,25 @@ class Design:
                 "look_thresholds": self.thresholds, "looks": self.looks,
                 "alpha_per_look": self.alpha_per_look}
 
+    def level_at(self, looks_taken: int, evidence_trials: int) -> float:
+        """The alpha of the next look (each look of this design has the same)."""
+        return self.alpha_per_look
+
+    def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
+        """A look is due when the slowest arm still needed reaches the next threshold."""
+        thresholds = self.thresholds
+        if decider.looks_taken >= len(thresholds):
+            return False
+        needed = decider.arms_needed()
+        if not needed:
+            return False
+        slowest = min(arm_counts(records, a, decider.failure_outcomes).n_valid for a in needed)
+        return slowest >= thresholds[decider.looks_taken]
+
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> Design:
+        if d.get("design") == "decisive":
+            return DecisiveDesign.from_description(d)
         if "look_thresholds" not in d and isinstance(d.get("looks"), list) and d["looks"]:
             # Journals from before claims recorded their looks as a list of trial counts:
             # the same number of looks, so the same alpha per look.
@@ -212,6 +229,63 @@ class Design:
             return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
                        max_trials=looks[-1])
         return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
+
+
+@dataclass
+class DecisiveDesign(Design):
+    """The decisive design: a look can come after any trial, alpha is spent by a rule fixed
+    before the run, and the trials go where they bring a decision nearest (analyze.allocate).
+
+    Looks are numbered by the run's valid trials. Potential looks are the trial counts
+    ``first_look`` .. ``total`` (the plan's size); the look at ``first_look`` (the trial count at
+    which the committed rates predict the decisions, gpurepro.analyze.floor) gets
+    ``first_share`` of alpha, every later one an equal part of the rest. Each look spends only
+    its own part, whether or not a decision comes of it, so the alphas of all potential looks
+    sum to alpha (Bonferroni over looks, Holm within each), however the trials were allocated
+    (calibrate checks it). A look is taken at a trial count only when some confirmatory claim is
+    still open."""
+
+    first_look: int = 1
+    total: int = 1
+    first_share: float = 0.5
+
+    @property
+    def looks(self) -> int:
+        return max(1, self.total - self.first_look + 1)
+
+    @property
+    def alpha_per_look(self) -> float:
+        return self.alpha * self.first_share  # the first look's: what a decision needs at best
+
+    def level_at(self, looks_taken: int, evidence_trials: int) -> float:
+        if evidence_trials <= self.first_look:
+            return self.alpha * self.first_share
+        later = self.total - self.first_look
+        return self.alpha * (1 - self.first_share) / later if later > 0 else 0.0
+
+    def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
+        j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+        return (j >= self.first_look and j > decider.last_look_at and j <= self.total
+                and bool(decider.arms_needed()))
+
+    def describe(self) -> dict[str, Any]:
+        return {"design": "decisive",
+                "method": ("claims decided under one family-wise error rate: a potential look after "
+                           "every valid trial from the first_look-th to the plan's last; "
+                           "first_share of alpha at the first, the rest split evenly over the "
+                           "others (Bonferroni over looks), Holm's step-down over the undecided "
+                           "claims at each look; trials allocated where they bring a decision "
+                           "nearest; a claim's p-value is twice its smaller one-sided p"),
+                "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
+                "first_share": self.first_share, "total": self.total, "looks": self.looks,
+                "alpha_first_look": self.alpha * self.first_share,
+                "alpha_later_looks": self.level_at(0, self.first_look + 1)}
+
+    @classmethod
+    def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
+        return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
+                   first_look=int(d["first_look"]), total=int(d["total"]),
+                   first_share=float(d.get("first_share", 0.5)))
 
 
 class Decider:
@@ -240,6 +314,7 @@ class Decider:
         self.failure_outcomes = tuple(failure_outcomes)
         self.per = per
         self.looks_taken = 0
+        self.last_look_at = 0  # the valid-trial count of the last look (the decisive design)
         self.decisions: dict[str, dict[str, Any]] = {}
 
     def reference(self, claim: Claim) -> str | None:
@@ -257,14 +332,12 @@ class Decider:
         return needed
 
     def look_due(self, records: Sequence[Mapping[str, Any]]) -> bool:
-        thresholds = self.design.thresholds
-        if self.looks_taken >= len(thresholds):
-            return False
-        needed = self.arms_needed()
-        if not needed:
-            return False
-        slowest = min(arm_counts(records, a, self.failure_outcomes).n_valid for a in needed)
-        return slowest >= thresholds[self.looks_taken]
+        return self.design.due(self, records)
+
+    def next_level(self, records: Sequence[Mapping[str, Any]]) -> float:
+        """The alpha of the look that would be taken now."""
+        j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+        return self.design.level_at(self.looks_taken, j)
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
         return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
@@ -274,8 +347,9 @@ class Decider:
         """Take one look: Holm over the undecided claims at alpha / L. Returns the newly decided."""
         if self.looks_taken >= self.design.looks:
             return []
+        level = self.next_level(records)
         self.looks_taken += 1
-        level = self.design.alpha_per_look
+        self.last_look_at = sum(1 for r in records if r.get("outcome") in EVIDENCE)
         open_claims = [c for c in self.claims if c.name not in self.decisions]
         scored = sorted(((self.evidence(c, records), c)
                          for c in open_claims), key=lambda ec: ec[0].p_value)
@@ -303,7 +377,16 @@ class Decider:
     def final(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The last look (at the end of the run, or when recording a fixed-size run), and the
         exploratory family's one look."""
-        if self.looks_taken < self.design.looks:
+        if isinstance(self.design, DecisiveDesign):
+            # Its last potential look is the plan's last trial: one more look now, if the run
+            # ended before that and none was taken at this trial count, at its own small alpha.
+            if self.design.due(self, records):
+                self.look(records, final=True)
+            for c in self.claims:
+                if c.name not in self.decisions:
+                    ev = self.evidence(c, records)
+                    self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
+        elif self.looks_taken < self.design.looks:
             self.looks_taken = self.design.looks - 1
             self.look(records, final=True)
         else:
@@ -329,6 +412,8 @@ class Decider:
     def to_json(self) -> dict[str, Any]:
         out = {**self.design.describe(), "family": [c.name for c in self.claims],
                "looks_taken": self.looks_taken, "decisions": dict(self.decisions)}
+        if isinstance(self.design, DecisiveDesign):
+            out["last_look_at"] = self.last_look_at
         if self.exploratory:
             out["exploratory"] = [c.name for c in self.exploratory]
         return out
@@ -336,6 +421,7 @@ class Decider:
     def restore(self, journaled: Mapping[str, Any] | None) -> None:
         if journaled and "looks_taken" in journaled:
             self.looks_taken = int(journaled["looks_taken"])
+            self.last_look_at = int(journaled.get("last_look_at") or 0)
             self.decisions.update(journaled.get("decisions") or {})
 
 

@@ -18,6 +18,7 @@ without them every claim stays confirmatory, and the header says why.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from ..errors import UsageError
 from ..run.plan import Plan
 
 THRESHOLD = 0.5  # a claim less likely than this to be decided within the plan is exploratory
-RUNS = 300  # simulated runs per round: the chance is known to about +-0.03 near 0.5
+RUNS = 200  # simulated runs per round: the chance is known to about +-0.035 near 0.5
 
 
 def not_computed(reason: str) -> dict[str, Any]:
@@ -36,7 +37,8 @@ def not_computed(reason: str) -> dict[str, Any]:
 
 def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
            budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
-           threshold: float = THRESHOLD, workers: int = 1) -> dict[str, Any]:
+           threshold: float = THRESHOLD, workers: int = 1,
+           fixed_exploratory: Sequence[str] | None = None) -> dict[str, Any]:
     """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
     the simulation expects the run to take."""
     try:
@@ -61,16 +63,17 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
 
     unknown = {c.name for c in family
                if c.arm not in modeled or (reference(c) is not None and reference(c) not in modeled)}
-    exploratory: list[str] = []
+    exploratory: list[str] = list(fixed_exploratory or [])
+    priors = (design_priors(models) if getattr(design, "first_look", None) is not None else None)
     while True:
         r = calibrate(case, models, runs,
                       plan.seed, design, sequential, trials, workers, scenarios=("observed",),
-                      exploratory=exploratory, order=order)
+                      exploratory=exploratory, order=order, priors=priors)
         observed = r["observed"]
         chance = {name: None if name in unknown else 1.0 - c["not_decided"]
                   for name, c in observed["claims"].items()}
         low = [n for n, p in chance.items() if n not in exploratory and p is not None and p < threshold]
-        if not low:
+        if not low or fixed_exploratory is not None:
             break
         exploratory += low
     return {"computed": True, "threshold": threshold, "runs": runs, "seed": plan.seed,
@@ -80,6 +83,12 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
             "expected": {"trials": observed["mean_trials"],
                          "seconds_median": observed["median_seconds"],
                          "arms_without_rates": sorted(set(arms) - modeled)}}
+
+
+def design_priors(models: Any) -> dict[str, dict[str, Any]]:
+    from .calibrate import priors_of
+
+    return priors_of(models)
 
 
 def lines(families: Mapping[str, Any], claims: Sequence[str]) -> list[str]:
@@ -101,3 +110,55 @@ def lines(families: Mapping[str, Any], claims: Sequence[str]) -> list[str]:
                + (f", plus the arms without committed rates ({', '.join(exp['arms_without_rates'])})"
                   if exp["arms_without_rates"] else ""))
     return out
+
+
+FIRST_LOOK_MARGIN = 1.15  # the first look this much past the trials the floor predicts
+
+
+def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
+                  budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
+                  threshold: float = THRESHOLD, workers: int = 1
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
+    total, the arms' priors) and its families. The priors are the committed rates' models of the
+    plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the floor (the least
+    a design that knew those rates would need, analyze.floor) for the claims of the
+    confirmatory family; the families are assessed on this very design."""
+    from .allocate import ArmPrior
+    from .calibrate import load_models
+    from .claims import DecisiveDesign, Design
+    from .floor import oracle_floor
+
+    total = len(plan.order)
+    try:
+        models = load_models(case, root, None, list(plan.arms), jobs, budget.get("duration_s"),
+                             budget.get("max_exposure"))
+    except UsageError:
+        models = None
+    priors = {a: ArmPrior.of_model(m) for a, m in (models.arms.items() if models else [])}
+
+    def first_look_for(claim_names: Sequence[str]) -> int:
+        chosen = [c for c in case.claims if c.name in claim_names]
+        if not priors or not chosen:
+            return max(1, min(total, len(plan.arms)))
+        floor = oracle_floor(case, chosen, priors, {a: m.strata for a, m in models.arms.items()}
+                             if models else {}, alpha, max_trials)
+        return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(floor["trials"].values()))))
+
+    in_plan = [c.name for c in case.claims if c.arm in plan.arms]
+    # The families of a first guess of the design (every claim confirmatory), then the first
+    # look for the confirmatory ones, and the families of that final design.
+    design = DecisiveDesign(alpha=alpha, max_trials=max_trials, first_look=first_look_for(in_plan),
+                            total=total)
+    families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
+                      workers)
+    confirmatory = [n for n in in_plan if n not in families.get("exploratory", [])]
+    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                            first_look=first_look_for(confirmatory), total=total)
+    if families.get("computed"):
+        families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
+                          workers, fixed_exploratory=families["exploratory"])
+    stopping = {**design.describe(), "priors": {a: p.to_json() for a, p in priors.items()},
+                "priors_from": models.documents if models else []}
+    _ = Design  # the base design is what a fixed-size run has
+    return stopping, families

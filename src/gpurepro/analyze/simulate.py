@@ -35,7 +35,7 @@ import numpy as np
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..run.classify import EVIDENCE
 from ..run.plan import PlannedTrial, make_plan
-from ..run.schedule import still_needed
+from ..run.schedule import Allocation, still_needed
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,9 @@ def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     return ((doc.get("plan") or {}).get("options") or {}).get("budget") or {}
 
 
+MIN_SPEED_S = 0.5  # trials shorter than this are mostly start-up: their speed is not counted
+
+
 def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root: Path,
                 arms: Sequence[str], duration_s: float | None = None,
                 max_exposure: int | None = None) -> Models:
@@ -142,9 +145,10 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
     - rates: per (outcome, detail) of the arm's valid trials, their count over the arm's total
       exposure (competing risks: a trial ended by one is censored for the others); an outcome
       seen with no exposure at all: at once (a coarse counter records 0);
-    - the budget (the exposure a survivor reaches): the median exposure of the arm's survivors,
-      scaled from the documents' trial duration to the run's; for an arm that always failed, its
-      failures' exposure per second times the duration; at most the exposure budget;
+    - the budget (the exposure a survivor reaches): the arm's speed (the median exposure per
+      second of its trials that ran at least MIN_SPEED_S) times the run's trial duration, at
+      most the exposure budget; a trial's start and stop: the median of each trial's seconds
+      beyond its exposure at that speed;
     - strata: the case's stratum functions over the arm's trials: exposure inside / exposure,
       and failures inside / failures.
     """
@@ -172,22 +176,19 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                            for (o, d), k in sorted(ended.items()))
         else:
             causes = tuple(Cause(o, d, k / len(ts)) for (o, d), k in sorted(ended.items()))
-        survivors = [t for t in ts if t["outcome"] == "survived"]
-        if survivors and doc_duration:
-            # A survivor ran its whole budget: its exposure at the documents' duration, scaled
-            # to the run's; its wall time beyond that duration is the trial's start and stop.
-            reached = float(statistics.median(float(t.get("exposure") or 0) for t in survivors))
-            speed = reached / doc_duration
-            overhead = max(0.0, float(statistics.median(float(t.get("duration_s") or 0) - doc_duration
-                                                         for t in survivors)))
-            budget, how = speed * duration, f"median survivor exposure, scaled to {duration:g} s"
+        # Speed from every trial that ran long enough for its start-up not to dominate: a
+        # crashing trial's exposure per second is as good a measure as a survivor's, and a
+        # survivor that barely moved (a stall the trial did not report) must not set it alone.
+        timed = [t for t in ts if (t.get("exposure") or 0) > 0 and (t.get("duration_s") or 0) > 0]
+        longer = [t for t in timed if float(t["duration_s"]) >= MIN_SPEED_S] or timed
+        speed = float(statistics.median(float(t["exposure"]) / float(t["duration_s"])
+                                        for t in longer)) if longer else 0.0
+        overheads = [float(t["duration_s"]) - float(t["exposure"]) / speed for t in timed] if speed else []
+        overhead = max(0.0, float(statistics.median(overheads))) if overheads else 0.0
+        if speed and duration:
+            budget, how = speed * duration, f"median exposure per second x {duration:g} s"
         else:
-            # An arm that always fails has only its failures to go by.
-            speeds = [float(t["exposure"]) / float(t["duration_s"]) for t in ts
-                      if (t.get("exposure") or 0) > 0 and (t.get("duration_s") or 0) > 0]
-            speed = float(statistics.median(speeds)) if speeds else 0.0
-            overhead = 0.0
-            budget, how = speed * duration, f"median exposure per second of its failures x {duration:g} s"
+            budget, how = 0.0, "none (no exposure recorded)"
         if max_exposure and (budget > max_exposure or not budget):
             budget, how = float(max_exposure), f"the exposure budget {max_exposure}"
         seconds = min(duration, budget / speed) if speed else duration
@@ -221,9 +222,11 @@ def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
 # ---------------------------------------------------------------- one run
 
 
-def draw(m: ArmModel, mode: str, rng: Any, arm: str) -> dict[str, Any]:
-    """One trial of an arm: the first of its competing ends within its budget, or survival."""
-    outcome, detail, exposure = "survived", "budget used up", m.budget
+def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -> dict[str, Any]:
+    """One trial of an arm: the first of its competing ends within its budget (or ``cap``, the
+    decisive design's exposure cap for this trial), or survival."""
+    budget = m.budget if cap is None else min(m.budget, cap)
+    outcome, detail, exposure = "survived", "budget used up", budget
     if mode == "per_trial":
         u = rng.random()
         for c in m.causes:
@@ -233,7 +236,7 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str) -> dict[str, Any]:
             u -= c.rate
         exposure = 0.0
     else:
-        first = m.budget
+        first = budget
         for c in m.causes:
             if c.rate <= 0:
                 continue
@@ -246,7 +249,8 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str) -> dict[str, Any]:
         ended = outcome != "survived"
         rec["_strata"] = {s: (share * exposure, bool(ended and rng.random() < inside))
                           for s, (share, inside) in m.strata.items()}
-    rec["_seconds"] = m.overhead_s + (exposure / m.speed if m.speed and outcome != "survived"
+    rec["_seconds"] = m.overhead_s + (exposure / m.speed if m.speed and (outcome != "survived"
+                                                                         or cap is not None)
                                       else m.seconds)
     return rec
 
@@ -269,6 +273,7 @@ class RunSpec:
     strata: tuple[str, ...]
     order: tuple[PlannedTrial, ...] | None = None  # the run's own plan; None: a new shuffle each run
     decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
+    priors: Mapping[str, Mapping[str, Any]] | None = None  # the decisive design's (journaled form)
 
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
@@ -283,10 +288,21 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
                                         spec.failure_outcomes, spec.per, spec.arms, strata,
                                         exploratory=spec.exploratory)
     records: list[dict[str, Any]] = []
-    for planned in order:
-        if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
-            continue
-        records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
+    if getattr(spec.design, "first_look", None) is not None:  # the decisive design
+        allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline)
+        taken: set[int] = set()
+        while True:
+            picked = allocation.next(records, [t for t in order if t.index not in taken])
+            if picked is None:
+                break
+            planned, cap = picked
+            taken.add(planned.index)
+            records.append(draw(models[planned.arm], spec.mode, rng, planned.arm, cap))
+    else:
+        for planned in order:
+            if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
+                continue
+            records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}

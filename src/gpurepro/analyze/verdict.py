@@ -1,7 +1,7 @@
 """The run's conclusion: its claims decided, and the verdict composed from them.
 
 The harness decides every claim of the run's family (claims.py); the case's verdict function
-reads the result document through its typed views (analysis.py) and gives measurements, status,
+reads the result document through its typed views (views.py) and gives measurements, status,
 owner, next steps and hypotheses; ``compose_verdict`` joins that with the decided claims'
 sentences and refuses an owner resting on a claim that was not decided.
 """
@@ -18,7 +18,22 @@ from .views import Analysis
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""
-    return compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+    verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+    if doc.get("floor"):
+        verdict["sentences"].append(floor_sentence(doc["floor"], doc["claims"]))
+    return verdict
+
+
+def floor_sentence(floor: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+    """How long the run took against the least a design that knew its rates would need."""
+    confirmatory = [c for c in claims if c.get("family") != "exploratory"]
+    decided = [c for c in confirmatory if c["decision"] in ("supported", "contradicted")]
+    what = ("decided every confirmatory claim" if len(decided) == len(confirmatory)
+            else f"decided {len(decided)} of its {len(confirmatory)} confirmatory claims")
+    ratio = f" ({floor['ratio']:.2f}x)" if floor.get("ratio") else ""
+    return (f"Time to the verdict: the run {what} in {floor['run_seconds']:.3g} s of trials; the "
+            f"floor for these rates, the least a one-look design that knew them would need for "
+            f"the same claims (gpurepro.analyze.floor), is {floor['seconds']:.3g} s{ratio}.")
 
 
 def decide_claims(case: Case, header: Mapping[str, Any],

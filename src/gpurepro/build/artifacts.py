@@ -46,6 +46,7 @@ from typing import Any
 
 from ..case.model import PLACEHOLDER, Artifact, Case
 from ..errors import BuildError
+from ..run.atomic import write_atomic
 from . import toolchain
 
 INDEX_NAME = "artifacts.json"
@@ -178,11 +179,8 @@ def build_case(
         "artifacts": entries,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    path = index_path(build_dir, case, target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")  # per process: concurrent builds each replace whole
-    tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    # Written whole, from a temporary file of this process: concurrent builds each replace it.
+    write_atomic(index_path(build_dir, case, target), json.dumps(index, indent=2, sort_keys=True))
     return index
 
 

@@ -1,12 +1,19 @@
 """What a case declares: the one package a case's files import (standard library only).
 
 A case is a folder ``cases/<name>/`` whose ``manifest.py`` defines ``CASE = Case(...)`` from
-the names here; ``load_case`` imports and checks one, naming the file and the field when a
-manifest is wrong. Everything else in gpurepro reads cases through these names.
+the names here (``model``); ``load_case`` imports and checks one, naming the file and the field
+when a manifest is wrong (``load``). ``kit`` holds what manifests share (a host driver's
+recipe); ``instruments`` the instrument factor any case can switch on; ``Analysis`` and its
+views are what a case's ``verdict(analysis)`` reads. Everything else in gpurepro reads cases
+through these names.
 """
 
+from ..analyze.views import Analysis, ArmSummary, CrashSite
 from ..errors import ManifestError
+from ..run import instruments
+from . import kit
 from .axis import Axis
+from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
     OUTCOMES,
@@ -26,15 +33,10 @@ from .model import (
     TrialBudget,
     TrialCommand,
     TrialContext,
-    find_case,
-    find_repo_root,
-    load_case,
-    load_sibling,
-    repo_root,
-    validate,
 )
 
 __all__ = [
+    "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
     "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "OutputCheck", "Stratum",
     "Tool",

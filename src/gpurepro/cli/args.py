@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..case.model import Case, TrialBudget, find_repo_root
+from ..case.load import find_repo_root
+from ..case.model import Case, TrialBudget
 from ..cluster import slurm
 from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
 from ..env import fingerprint as envmod
@@ -108,7 +109,7 @@ def checked_build_dir(given: str | Path, root: Path) -> Path:
 # ---------------------------------------------------------------- a run's flags, checked
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
-PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "seed", "jobs",
+PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "hang_after", "seed", "jobs",
               "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).
@@ -160,8 +161,9 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     if args.resume:
         loose = [f"--{f.replace('_', '-')}" for f in PLAN_FLAGS
                  if getattr(args, f, None) is not None]
-        if args.until_decided:
-            loose.append("--until-decided")
+        loose += [flag for flag, on in (("--until-decided", args.until_decided),
+                                         ("--decisive", getattr(args, "decisive", False)),
+                                         ("--fixed", getattr(args, "fixed", False))) if on]
         if loose:
             raise UsageError(f"--resume continues the journal's own plan and options; "
                              f"{', '.join(loose)} cannot be given with it")
@@ -190,16 +192,18 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     if timeout <= duration:
         raise UsageError(f"--timeout {timeout:g} must exceed the trial duration ({duration:g} s): "
                          f"a trial needs its whole budget before the limit kills it")
+    hang_after = args.hang_after if getattr(args, "hang_after", None) is not None else d.hang_after_s
     if args.journal and Path(args.journal).exists():
         raise UsageError(f"--journal {args.journal} exists; continue it with --resume {args.journal}")
 
-    if args.until_decided and not case.claims:
-        raise UsageError(f"--until-decided stops arms once the case's claims are decided; "
-                         f"{case.name} declares no claims")
+    if (args.until_decided or getattr(args, "decisive", False)) and not case.claims:
+        raise UsageError(f"--until-decided and --decisive stop arms once the case's claims are "
+                         f"decided; {case.name} declares no claims")
     stopping, trials = sequential_design(case, args)
     return RunRequest(**given, target=target,
                       budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
-                                         timeout_s=float(timeout)),
+                                         timeout_s=float(timeout),
+                                         stall_s=None if hang_after is None else float(hang_after)),
                       jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials,
                       stopping=stopping,
                       substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root),
@@ -227,7 +231,28 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
                       ) -> tuple[dict[str, Any] | None, int]:
     """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
     the trials per arm, from --until-decided, --max-trials, --look-every, --alpha and --trials.
-    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``)."""
+    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``).
+
+    The decisive design (``{"design": "decisive", ...}``; its looks, priors and families are fixed
+    at the run's start, run.session) with --decisive, and by default for `case` (the main job) when
+    the case declares claims and neither --fixed, --trials nor --until-decided is given."""
+    decisive = getattr(args, "decisive", False)
+    fixed = getattr(args, "fixed", False) or args.trials is not None
+    if decisive and (fixed or args.until_decided):
+        raise UsageError("--decisive is a design of its own: not with --fixed, --trials or "
+                         "--until-decided")
+    if getattr(args, "fixed", False) and args.until_decided:
+        raise UsageError("--fixed and --until-decided are two designs: give one")
+    if not decisive and not fixed and not args.until_decided and case.claims \
+            and getattr(args, "decisive_by_default", False):
+        decisive = True
+    if decisive:
+        if args.look_every is not None:
+            raise UsageError("--look-every belongs to --until-decided; the decisive design looks "
+                             "after any trial once a look is due")
+        return ({"design": "decisive", "alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
+                 "max_trials": args.max_trials or DEFAULT_MAX_TRIALS},
+                int(args.max_trials or DEFAULT_MAX_TRIALS))
     if args.until_decided:
         if args.trials is not None:
             raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
@@ -241,7 +266,7 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
     flags = ("max_trials", "look_every") + (() if alpha_for_fixed else ("alpha",))
     loose = [f for f in flags if getattr(args, f) is not None]
     if loose:
-        raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided")
+        raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided or --decisive")
     return None, int(args.trials or case.defaults.trials_per_arm)
 
 

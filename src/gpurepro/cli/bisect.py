@@ -55,7 +55,7 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
 
 def cmd(args: argparse.Namespace) -> int:
     from ..bisect.document import CPU_FILE, axis_root
-    from ..case.model import load_case
+    from ..case.load import load_case
 
     root = repository_root()
     if args.table:

@@ -49,12 +49,22 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
                    help="budget per trial in the case's exposure counter, e.g. cycles (0: none)")
     p.add_argument("--timeout", type=positive_float,
                    help="wall-clock limit per trial; the process group is killed after it")
+    p.add_argument("--hang-after", type=positive_float, metavar="S",
+                   help="no-progress limit: a trial whose counters have not moved for S seconds is "
+                        "stopped then and recorded hung, with where its threads were (default: the "
+                        "case's)")
     p.add_argument("--seed", type=nonneg_int, help="shuffle seed (default: random, recorded)")
     p.add_argument("--jobs", type=positive_int, help="trials at a time per GPU (each its own process; recorded)")
     p.add_argument("--gpus", help="'all' (every GPU, by UUID) or a list of UUIDs or indices: one worker set per GPU via CUDA_VISIBLE_DEVICES")
+    p.add_argument("--decisive", action="store_true",
+                   help="the decisive design (the default of `case` for a case with claims): a look "
+                        "after any trial once one is due, each trial where it brings a decision "
+                        "nearest, survivors capped at the exposure that decides; --max-trials per arm")
+    p.add_argument("--fixed", action="store_true",
+                   help="the fixed plan: every arm --trials times (default: the manifest's)")
     p.add_argument("--until-decided", action="store_true",
                    help="stop an arm once its comparison with the baseline is decided (group-sequential)")
-    p.add_argument("--max-trials", type=positive_int, help="with --until-decided: most trials per arm (default 25)")
+    p.add_argument("--max-trials", type=positive_int, help="with --until-decided or --decisive: most trials per arm (default 25)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
 
@@ -119,7 +129,7 @@ def _run_commands(sub: Any) -> None:
     p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
-    p.set_defaults(fn=run.cmd_case)
+    p.set_defaults(fn=run.cmd_case, decisive_by_default=True)
 
     p = sub.add_parser("run", help="run (and record) a case from a prebuilt build/",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -129,7 +139,7 @@ def _run_commands(sub: Any) -> None:
     p = sub.add_parser("prepare", help="check a case's arguments; write its target and pins (for nox)")
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
-    p.set_defaults(fn=run.cmd_prepare)
+    p.set_defaults(fn=run.cmd_prepare, decisive_by_default=True)
 
     p = sub.add_parser("slurm-task", help="one array task of a cluster run (Slurm runs it)")
     p.add_argument("spec", help="the round's task list, written by the submitting side")

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.model import Case, load_case
+from ..case.load import load_case
+from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, UsageError
 from ..run.journal import read

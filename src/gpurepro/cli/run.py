@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..build.artifacts import build_case
-from ..case.model import Case, load_case
+from ..case.load import load_case
+from ..case.model import Case
 from ..cluster import submit
 from ..cluster.options import (
     NO_TRIALS_HERE,

@@ -16,7 +16,6 @@ ran them, and whose ``scheduler`` records hold the jobs and nodes as last seen.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 import time
@@ -39,19 +38,20 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..run.atomic import write_atomic
 from ..run.classify import EVIDENCE
 from ..run.execute import RunOptions
 from ..run.journal import Journal, result_name
 from ..run.plan import Plan
 from ..run.session import (
     RunRequest,
-    claim_families,
     create,
     journal_header,
     journal_path,
     load_build,
     new_plan,
     reopen,
+    run_design,
     say_families,
 )
 from . import slurm
@@ -97,10 +97,7 @@ def _resolved_dir(recorded: str, root: Path) -> Path:
 
 def _write_json(path: Path, obj: Any) -> None:
     """Written whole or not at all: tasks on other nodes read these files at any moment."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(obj, sort_keys=True) + "\n")
 
 
 TASK_SCRIPT = """\
@@ -129,8 +126,8 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    families = claim_families(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, request.stopping, environment, device,
+    stopping, families = run_design(case, plan, request, root)
+    header = journal_header(case, root, plan, run_opts, stopping, environment, device,
                             indexes[primary], families)
     if families is not None:
         say_families(case, plan, families)

@@ -1,7 +1,7 @@
 """One array task of a cluster run: its share of the plan, run from the shared tree and
 journaled in a shard journal of its own (`python -m gpurepro slurm-task SPEC`).
 
-The shard journal is an ordinary journal (journal.py): the merged run's identity in its header
+The shard journal is an ordinary journal (run/journal.py): the merged run's identity in its header
 (case, manifest and plan hashes, run id), this node's fingerprint and device gate, and the
 task's place (round, partition, array job and task, node). A task that Slurm requeues starts a
 journal of its own attempt (on whichever node it lands) and skips what earlier attempts
@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.model import TrialBudget, find_repo_root, load_case
+from ..case.load import find_repo_root, load_case
+from ..case.model import TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
 from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record

@@ -1,10 +1,10 @@
 """Assemble: the CPU matrix document and what the GPU stage left (``matrix-gpu.json`` and one
 journal per run) -> one matrix document, ``<results>/<case>/matrix_<stamp>_<gpu>.json``.
 
-Each run's trials are read from its journal (``gpurepro.journal.read``), checked to have run the
+Each run's trials are read from its journal (``gpurepro.run.journal.read``), checked to have run the
 run's cubin (the journal header records the substitute's sha256), and summarised per arm:
 outcome counts, exposure, failures and the failure rate per 10^6 units of exposure with an exact
-Poisson 95% interval (``gpurepro.stats``). The journals are kept beside the document, in a
+Poisson 95% interval (``gpurepro.analyze.stats``). The journals are kept beside the document, in a
 folder of its name. The document is validated against ``schema/matrix.schema.json`` before it
 is written, and an existing one is not replaced unless asked.
 """

@@ -25,8 +25,10 @@ from typing import Any
 
 from ..build import toolchain
 from ..build.artifacts import build_case, sha256_file
-from ..case.model import Artifact, Case, load_case
+from ..case.load import load_case
+from ..case.model import Artifact, Case
 from ..errors import BuildError, ManifestError, ToolNotFound
+from ..run.atomic import write_atomic
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 
@@ -180,10 +182,7 @@ def run_cell(spec: Spec, cell: Cell, root: Path, install_failed: bool = False,
         exported = [e for e in record["exports"] if e["status"] == "ok"]
         if cell == spec.newest() and exported:
             record["lineinfo_check"] = lineinfo_check(case, spec, exported[0], root, out)
-    path = out / CELL_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_atomic(out / CELL_FILE, json.dumps(record, indent=1) + "\n")
     return record
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..case.model import load_case
+from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
 from ..record.validation import validate_matrix

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 MATRIX_SCHEMA = "gpurepro/matrix/1"
-SCHEMA_FILE = "matrix.schema.json"
 
 
 def document_name(started_at: str | None, gpu_name: str | None) -> str:

@@ -1,4 +1,4 @@
-"""What a cubin carries, from its ELF sections (pyelftools, through gpurepro.elf): size, sections,
+"""What a cubin carries, from its ELF sections (pyelftools, through gpurepro.build.elf): size, sections,
 a digest of its code, the embedded host object of a Tile IR module (`.nv.host`) with its
 symbols, and its debug sections. And the line-info check: two tileiras builds of one bytecode
 compared section by section.

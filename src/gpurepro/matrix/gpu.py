@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..case.model import load_case
+from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
+from ..run.atomic import write_atomic
 from .document import MATRIX_SCHEMA
 
 GPU_FILE = "matrix-gpu.json"
@@ -71,9 +72,7 @@ def read_document(path: Path) -> dict[str, Any]:
 
 
 def _write(out: Path, record: dict[str, Any]) -> None:
-    tmp = out / f".{GPU_FILE}.tmp"
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, out / GPU_FILE)
+    write_atomic(out / GPU_FILE, json.dumps(record, indent=1) + "\n")
 
 
 def _arms_for(run: dict[str, Any], control_arm: str, opts: Options,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..case.model import find_case
+from ..case.load import find_case
 from ..errors import ManifestError
 
 SPEC_FILE = "matrix.py"

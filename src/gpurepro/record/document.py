@@ -94,8 +94,16 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         from ..cluster.merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
+    if case.claims and "families" in header.get("options", {}):
+        # Runs that fixed their claim families before their first trial (the older ones did not
+        # and their documents stay as recorded): the floor for their own rates.
+        from ..analyze.floor import run_floor
+
+        floor = run_floor(case, json.loads(json.dumps(doc, default=_jsonable)), root)
+        if floor is not None:
+            doc["floor"] = floor
     doc = json.loads(json.dumps(doc, default=_jsonable))
-    # The verdict reads the document as recorded, through its typed views (analysis.py).
+    # The verdict reads the document as recorded, through its typed views (analyze/views.py).
     doc["verdict"] = json.loads(json.dumps(verdict_for(case, doc), default=_jsonable))
     return doc
 

@@ -11,12 +11,11 @@ library only.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..run.atomic import write_atomic
 from .numbers import fmt
 from .tables import row, table
 
@@ -242,15 +241,7 @@ def write_index(folder: Path) -> tuple[Path, bool]:
             return path, False
     except (OSError, UnicodeDecodeError):
         pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text)
     return path, True
 
 

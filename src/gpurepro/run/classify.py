@@ -47,6 +47,9 @@ class Observed:
     crash: dict[str, Any] | None = None
     launch_error: str | None = None  # the process could not be started at all
     unparsed_lines: int = 0
+    # Stopped by the no-progress limit after its counters had not moved for this many seconds
+    # (run.trial); its crash record, if any, is the SIGQUIT record of where the threads were.
+    stalled_s: float | None = None
 
 
 @dataclass
@@ -255,6 +258,15 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
 
     if obs.timed_out:
         return out("hung", "killed at the wall-clock limit")
+    if obs.stalled_s is not None:
+        # Where every thread was stuck: the SIGQUIT record's threads, copied on entry.
+        threads = (obs.crash or {}).get("threads")
+        if isinstance(threads, list):
+            observations["threads"] = [{k: t.get(k) for k in ("thread", "call", "inside", "calls")}
+                                       for t in threads]
+        observations["stalled_s"] = obs.stalled_s
+        return out("hung", f"no progress for {obs.stalled_s:g} s (counters unchanged): stopped "
+                           f"at the case's no-progress limit")
 
     rc = obs.returncode
     if rc is not None and rc < 0:
@@ -332,9 +344,11 @@ def mismatch_detail(checked: Mapping[str, Any]) -> str:
             + (f"; first: {'; '.join(first)}" if first else ""))
 
 
-def exit_description(returncode: int | None, timed_out: bool) -> dict[str, Any]:
+def exit_description(returncode: int | None, timed_out: bool, stalled: bool = False) -> dict[str, Any]:
     if timed_out:
         return {"code": None, "signal": "SIGKILL", "killed_by_harness": True}
+    if stalled:  # SIGQUIT for the thread record, then its group killed
+        return {"code": None, "signal": "SIGQUIT", "killed_by_harness": True}
     if returncode is None:
         return {"code": None, "signal": None, "killed_by_harness": False}
     if returncode < 0:

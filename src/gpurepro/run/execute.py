@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -144,13 +144,19 @@ def _threads(threads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
                   index: Mapping[str, Any], root: Path, opts: RunOptions, gpu: str | None,
                   worker: int, cancel: threading.Event | None = None,
-                  on_line: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run one planned trial and return its journal record."""
+                  on_line: Callable[[str], None] | None = None,
+                  max_exposure: int | None = None) -> dict[str, Any]:
+    """Run one planned trial and return its journal record. ``max_exposure``: this trial's own
+    exposure budget, below the run's (the decisive design caps a survivor whose exposure would
+    decide its arm's claims before the whole budget), recorded in the trial."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     base = {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": gpu,
             "worker": worker, "started_at": started_at}
+    budget = opts.budget if max_exposure is None else replace(opts.budget, max_exposure=max_exposure)
+    if max_exposure is not None:
+        base["max_exposure"] = max_exposure
     try:
-        cmd = case.trial_command(_context(case, planned.arm, factors, index, root, opts.budget))
+        cmd = case.trial_command(_context(case, planned.arm, factors, index, root, budget))
         parse = None if cmd.parser == "jsonl" else case.parsers[cmd.parser]
     except Exception as exc:  # the manifest's bug: recorded, never blamed on the GPU
         return {**base, "outcome": "harness_error",
@@ -165,6 +171,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         env[RUN_ID_VARIABLE] = opts.run_id
     stdout = StdoutTail()
     done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse,
+                     stall_s=opts.budget.stall_s,
                      on_line=stdout.hook(on_line), cancel=cancel)
     result = classify(done.observed, case.exposure.counter, case.check)
     record = {
@@ -172,12 +179,15 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "outcome": result.outcome,
         "detail": result.detail,
         "call": result.call,
-        "exit": exit_description(done.observed.returncode, done.observed.timed_out),
+        "exit": exit_description(done.observed.returncode, done.observed.timed_out,
+                                 done.observed.stalled_s is not None),
         "duration_s": round(done.duration_s, 4),
         "counters": result.counters,
         "exposure": result.counters.get(case.exposure.counter, 0),
         "errors": result.errors,
-        "crash": crash_summary(done.observed.crash),
+        # A stalled trial's record is the harness's SIGQUIT, not a fault: its threads are in
+        # the observations (where each one was stuck), and it is no crash.
+        "crash": None if done.observed.stalled_s is not None else crash_summary(done.observed.crash),
         "observations": result.observations,
         "stderr_tail": done.observed.stderr_tail[-2000:],
         "stdout_tail": stdout.text(),
@@ -202,6 +212,9 @@ def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
 # Decides, before a trial starts, whether its arm still needs it (sequential stopping);
 # gets the arm and every record so far.
 ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
+# Picks the next trial (and its exposure cap, None: the run's budget) from those not yet run,
+# given every record so far; None: no more trials (the decisive design, run.schedule).
+Chooser = Callable[[list[dict[str, Any]], list[PlannedTrial]], "tuple[PlannedTrial, int | None] | None"]
 
 
 @contextmanager
@@ -243,8 +256,13 @@ def ignore_stop_signals() -> None:
 def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                  journal: Journal, opts: RunOptions, done: Sequence[dict[str, Any]] = (),
                  arm_still_needed: ArmFilter | None = None,
-                 progress: Progress | None = None) -> list[dict[str, Any]]:
+                 progress: Progress | None = None,
+                 choose_next: Chooser | None = None) -> list[dict[str, Any]]:
     """Run every planned trial not already in ``done``; return all records (old and new).
+
+    Trials are taken in the plan's order, each skipped when ``arm_still_needed`` says its arm is
+    not; or, with ``choose_next``, the next trial is the one it picks from those not yet run
+    (with its exposure cap), until it picks none.
 
     Each record is journaled (flushed) before the worker takes its next trial. On SIGINT,
     SIGTERM or SIGHUP every running trial's process group is killed, nothing is journaled for
@@ -265,13 +283,32 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
     progress = progress or Progress(plan, records)
     failures: list[str] = []  # why the harness itself failed; read after the workers end
 
+    taken: set[int] = set()
+
+    def next_chosen() -> tuple[PlannedTrial, int | None] | None:
+        assert choose_next is not None
+        with lock:
+            remaining = [t for t in plan.order if t.index not in finished and t.index not in taken]
+            picked = choose_next(list(records), remaining) if remaining else None
+            if picked is None:
+                return None
+            taken.add(picked[0].index)
+            return picked
+
     def worker(slot: int, gpu: str | None) -> None:
         while not cancel.is_set():
-            try:
-                planned = todo.get_nowait()
-            except queue.Empty:
-                return
-            if arm_still_needed is not None:
+            cap = None
+            if choose_next is not None:
+                picked = next_chosen()
+                if picked is None:
+                    return
+                planned, cap = picked
+            else:
+                try:
+                    planned = todo.get_nowait()
+                except queue.Empty:
+                    return
+            if arm_still_needed is not None and choose_next is None:
                 with lock:
                     needed = arm_still_needed(planned.arm, list(records))
                 if not needed:
@@ -279,7 +316,7 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                     continue
             try:
                 rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
-                                    gpu, slot, cancel)
+                                    gpu, slot, cancel, max_exposure=cap)
             except TrialCancelled:
                 return
             except Exception as exc:  # our bug: recorded for this trial, and the run fails
@@ -304,6 +341,10 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
             for thread in threads:
                 thread.start()
             _wait(threads)
+            if choose_next is not None:  # what the chooser left: not needed
+                for t in plan.order:
+                    if t.index not in finished and t.index not in taken:
+                        progress.skipped(t)
         except (KeyboardInterrupt, Stopped):
             cancel.set()
             _wait_through_signals([t for t in threads if t.ident is not None])

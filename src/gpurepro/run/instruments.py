@@ -28,7 +28,7 @@ Kinds (``BUILTIN`` names them; a case may declare its own ``Instrument`` of thes
   instructions at the faulting PC are recorded, then the program continues and reports itself.
 * ``prefix``: ``TOOL ARGS... PROGRAM...``, for any other wrapper (``env -u VAR``, ``taskset``).
 
-The tool is found by gpurepro.toolchain (the case's pinned wheels, else the host for tools
+The tool is found by gpurepro.build.toolchain (the case's pinned wheels, else the host for tools
 that allow it) when the trial command is made, and its version line read there (once per run);
 both travel in the argv, so the trial record's command names them too. When the tool is missing
 the wrapper prints an ``instrument`` record with ``found: false`` and a ``final`` record with
@@ -73,7 +73,7 @@ EXIT_TOOL_MISSING = 3
 class Instrument:
     """How a factor level instruments a trial.
 
-    ``tool``: the name of the program in gpurepro.toolchain's table (or the case's
+    ``tool``: the name of the program in gpurepro.build.toolchain's table (or the case's
     ``Case.tools``, passed as ``tools=``); None for ``coredump``. ``args``: the tool's arguments
     before the program (``sanitizer``: the ``--tool`` choice; ``prefix``: anything).
     """

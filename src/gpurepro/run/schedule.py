@@ -1,15 +1,23 @@
-"""Which planned trial runs next under --until-decided (standard library only).
+"""Which planned trial runs next (standard library at import; the decisions are analyze's).
 
-The run stage and the simulations of a design (gpurepro.simulate) both call ``still_needed``,
-so a simulated run skips and looks exactly where a real one does.
+The run stage and the simulations of a design (gpurepro.analyze.simulate) both call these, so a
+simulated run skips, allocates and looks exactly where a real one does:
+
+- ``still_needed`` (--until-decided): the plan's order, a trial skipped once its arm serves no
+  undecided claim or has its maximum; looks when the slowest needed arm reaches each step;
+- ``Allocation`` (the decisive design): a look after any trial once one is due, then the next
+  trial where it brings a decision nearest per second (analyze.allocate), with its survivor's
+  exposure capped where that already decides its arm's claims.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .classify import EVIDENCE
+from .plan import PlannedTrial
 
 
 def still_needed(decider: Any, records: Sequence[Mapping[str, Any]], arm: str, max_trials: int) -> bool:
@@ -20,3 +28,36 @@ def still_needed(decider: Any, records: Sequence[Mapping[str, Any]], arm: str, m
         decider.look(records)
     done = sum(1 for r in records if r["arm"] == arm and r["outcome"] in EVIDENCE)
     return arm in decider.arms_needed() and done < max_trials
+
+
+class Allocation:
+    """The decisive design's choice of the next trial, from the priors its journal holds."""
+
+    def __init__(self, decider: Any, priors: Mapping[str, Mapping[str, Any]], max_trials: int,
+                 fallback_arm: str):
+        from ..analyze.allocate import ArmPrior
+
+        self.decider = decider
+        self.priors = {a: ArmPrior.from_json(p) for a, p in priors.items()}
+        self.fallback = self.priors.get(fallback_arm) or next(iter(self.priors.values()), None)
+        self.max_trials = max_trials
+
+    def next(self, records: Sequence[Mapping[str, Any]], remaining: Sequence[PlannedTrial]
+             ) -> tuple[PlannedTrial, int | None] | None:
+        from ..analyze.allocate import choose, valid
+
+        valid_records = valid(records)
+        if self.decider.look_due(valid_records):
+            self.decider.look(valid_records)
+        needed = self.decider.arms_needed()
+        done: dict[str, int] = {}
+        for r in valid_records:
+            done[r["arm"]] = done.get(r["arm"], 0) + 1
+        candidates = [t for t in remaining
+                      if t.arm in needed and done.get(t.arm, 0) < self.max_trials]
+        if not candidates:
+            return None
+        if self.fallback is None:  # no committed rates for any arm: the plan's order
+            return candidates[0], None
+        planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback)
+        return planned, (None if cap is None else max(1, math.ceil(cap)))

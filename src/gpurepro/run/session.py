@@ -220,8 +220,9 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
     opts = RunOptions(budget=request.budget, jobs=request.jobs, gpus=gpus, redact=request.redact,
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root)}
-    families = claim_families(case, plan, request, root) if g.supported else None
-    header = journal_header(case, root, plan, opts, request.stopping,
+    stopping, families = (run_design(case, plan, request, root) if g.supported
+                          else (request.stopping, None))
+    header = journal_header(case, root, plan, opts, stopping,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             gate_json(g), index, families)
     path = journal_path(case, header, request)
@@ -240,6 +241,25 @@ def say_families(case: Case, plan: Plan, families: dict[str, Any]) -> None:
 
     for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
         _say(line)
+
+
+def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
+               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The run's design as its journal keeps it, and its claim families, fixed before the first
+    trial. The decisive design is completed here: its first look, the number of potential
+    looks and the arms' allocation priors come from the committed rates
+    (gpurepro.analyze.decidability.plan_decisive)."""
+    stopping = request.stopping
+    if not (stopping and stopping.get("design") == "decisive"):
+        return stopping, claim_families(case, plan, request, root)
+    try:
+        from ..analyze.decidability import plan_decisive
+    except ImportError as exc:
+        raise UsageError(f"the decisive design decides its claims as it runs and needs the "
+                         f"analysis packages ({exc.name}): pip install 'gpurepro[analysis]', or "
+                         f"run the fixed plan with --fixed") from None
+    return plan_decisive(case, plan, float(stopping["alpha"]), int(stopping["max_trials"]),
+                         asdict(request.budget), request.jobs, root, workers=_cpus())
 
 
 def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> dict[str, Any] | None:
@@ -344,6 +364,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         return EXIT_UNSUPPORTED
 
     still_needed = None
+    choose_next = None
     decider = None
     stopping = run.header["options"].get("stopping")
     if stopping:
@@ -353,19 +374,31 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         journaled = [decider.to_json()]
         max_trials = int(stopping["max_trials"])
 
-        def still_needed(arm: str, records: list[dict[str, Any]]) -> bool:
+        def journal_decisions() -> None:
             # Called under the run's lock. Every decision is journaled when it is made, so a
             # resumed run continues the same design from the same decisions.
-            runs = schedule.still_needed(decider, records, arm, max_trials)
             now = decider.to_json()
             if now != journaled[-1]:
                 journal.append_stopping(now)
                 journaled.append(now)
-            return runs
+
+        if stopping.get("design") == "decisive":
+            allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline)
+
+            def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
+                picked = allocation.next(records, remaining)
+                journal_decisions()
+                return picked
+        else:
+            def still_needed(arm: str, records: list[dict[str, Any]]) -> bool:
+                runs = schedule.still_needed(decider, records, arm, max_trials)
+                journal_decisions()
+                return runs
 
     try:
         with Watchdog(run.opts.run_id or uuid.uuid4().hex), stop_signals():
-            records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed)
+            records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed,
+                                   choose_next=choose_next)
             if decider is not None:
                 decider.final(records)
                 journal.append_stopping(decider.to_json())

@@ -1,0 +1,168 @@
+"""Where the next trial goes: the arm whose next trial brings a decision nearest, per second.
+
+Used by the decisive design (analyze.claims.DecisiveDesign) in a run, by its simulation
+(analyze.simulate) and by the floor (analyze.floor), so all three allocate the same way.
+
+For every confirmatory claim still open, its distance to a decision is how far its p-value is
+above the threshold it needs, in log units: ``max(0, ln p - ln threshold)`` (0: decided at the
+next look). One more trial of an arm changes the p-values of the claims it takes part in; what
+it is expected to change is the mean over the ways the trial can end (each way with the chance
+the arm's prior gives it: a failure of the claim's kind, with the exposure a failing trial
+reaches on average; a survival, with the whole budget) of the distance after it. An arm's score
+is the expected drop of the summed distance per expected second of its trial; the next trial
+is the best arm's next planned one (ties, and a run where no trial would move any distance,
+follow the plan's order). A survivor's exposure can also be capped: where a surviving trial of
+the arm would decide every claim the arm still serves before its budget is used up, it runs
+only to that exposure (with a margin).
+
+The priors are what the committed results say of each arm (analyze.simulate's models), fixed
+before the run and journaled, so a resumed run allocates as the first would have.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..case.model import Claim
+from .stats import EVIDENCE
+
+CAP_MARGIN = 1.2  # a capped survivor runs this much past the exposure that would decide
+MIN_P = 1e-300
+
+
+@dataclass(frozen=True)
+class ArmPrior:
+    """What one more trial of an arm is expected to do (from its committed rates)."""
+
+    causes: tuple[tuple[str, str, float], ...]  # (outcome, detail, rate per unit of exposure)
+    budget: float  # the exposure a survivor reaches
+    seconds: float  # a survivor's wall time, start and stop included
+    speed: float  # exposure per second (0: not known)
+    overhead_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"causes": [list(c) for c in self.causes], "budget": self.budget,
+                "seconds": self.seconds, "speed": self.speed, "overhead_s": self.overhead_s}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ArmPrior:
+        return cls(tuple((str(o), str(dt), float(r)) for o, dt, r in d["causes"]),
+                   float(d["budget"]), float(d["seconds"]), float(d["speed"]),
+                   float(d["overhead_s"]))
+
+    @classmethod
+    def of_model(cls, m: Any) -> ArmPrior:
+        return cls(tuple((c.outcome, c.detail, c.rate) for c in m.causes), m.budget,
+                   m.overhead_s + (m.seconds or 0.0), m.speed, m.overhead_s)
+
+    def ends(self, budget: float | None = None) -> list[tuple[float, str, str, float]]:
+        """The ways one trial ends within ``budget`` exposure: (chance, outcome, detail,
+        exposure reached), survival last."""
+        b = self.budget if budget is None else budget
+        total = sum(r for _, _, r in self.causes if math.isfinite(r))
+        if any(not math.isfinite(r) for _, _, r in self.causes):  # a coarse counter: at once
+            inf = [(o, d) for o, d, r in self.causes if not math.isfinite(r)]
+            return [(1 / len(inf), o, d, 0.0) for o, d in inf]
+        if total <= 0 or b <= 0:
+            return [(1.0, "survived", "budget used up", b)]
+        p_end = -math.expm1(-total * b)
+        # The mean exposure of a trial that ends by a failure before b (truncated exponential).
+        mean_end = 1 / total - b * math.exp(-total * b) / p_end if p_end > 0 else 0.0
+        out = [(p_end * r / total, o, d, mean_end) for o, d, r in self.causes if r > 0]
+        return [*out, (1 - p_end, "survived", "budget used up", b)]
+
+    def trial_seconds(self, budget: float | None = None) -> float:
+        """The expected wall time of one trial."""
+        if self.speed <= 0:
+            return self.seconds
+        return sum(p * (self.overhead_s + x / self.speed)
+                   for p, _, _, x in self.ends(budget)) or self.seconds
+
+
+def distance(p: float, threshold: float) -> float:
+    return max(0.0, math.log(max(p, MIN_P)) - math.log(threshold))
+
+
+def _arms_of(decider: Any, claim: Claim) -> set[str]:
+    ref = decider.reference(claim)
+    return {claim.arm, *([ref] if ref else [])}
+
+
+def open_claims(decider: Any) -> list[Claim]:
+    return [c for c in decider.claims if c.name not in decider.decisions
+            and c.kind != "concentrated"]  # where a failure falls is not predicted
+
+
+def _threshold(decider: Any, records: Sequence[Mapping[str, Any]], n_open: int) -> float:
+    """The strictest threshold an open claim may need at the next look (Holm's first)."""
+    return decider.next_level(records) / max(1, n_open)
+
+
+def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
+                  claims: Sequence[Claim], threshold: float) -> float:
+    """The expected drop of the claims' summed distance from one more trial of ``arm``."""
+    mine = [c for c in claims if arm in _arms_of(decider, c)]
+    if not mine:
+        return 0.0
+    now = sum(distance(decider.evidence(c, records).p_value, threshold) for c in mine)
+    if now == 0:
+        return 0.0
+    after = 0.0
+    for p, outcome, detail, exposure in prior.ends():
+        trial = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure}
+        after += p * sum(distance(decider.evidence(c, [*records, trial]).p_value, threshold)
+                         for c in mine)
+    return max(0.0, now - after)
+
+
+def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
+                 claims: Sequence[Claim], threshold: float) -> float | None:
+    """The exposure at which a survivor of ``arm`` would decide every open claim the arm takes
+    part in (with a margin), where that is below its budget; else None (the whole budget)."""
+    mine = [c for c in claims if arm in _arms_of(decider, c)]
+    if not mine:
+        return None
+
+    def decides(x: float) -> bool:
+        trial = {"arm": arm, "outcome": "survived", "detail": "budget used up", "exposure": x}
+        return all(distance(decider.evidence(c, [*records, trial]).p_value, threshold) == 0
+                   for c in mine)
+
+    if not decides(prior.budget):
+        return None
+    lo, hi = 0.0, prior.budget
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if decides(mid) else (mid, hi)
+    cap = hi * CAP_MARGIN
+    return cap if cap < prior.budget else None
+
+
+def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any],
+           priors: Mapping[str, ArmPrior], fallback: ArmPrior) -> tuple[Any, float | None]:
+    """The next trial among ``candidates`` (planned trials, in plan order, each of an arm still
+    needed) and the exposure cap of its survivor (None: the budget)."""
+    claims = open_claims(decider)
+    threshold = _threshold(decider, records, len(claims))
+    first: dict[str, Any] = {}
+    for t in candidates:
+        first.setdefault(t.arm, t)
+    best, best_score = None, 0.0
+    for arm, planned in first.items():
+        prior = priors.get(arm, fallback)
+        score = expected_gain(decider, records, arm, prior, claims, threshold) / max(
+            prior.trial_seconds(), 1e-3)
+        if score > best_score:
+            best, best_score = planned, score
+    if best is None:  # nothing moves a distance: the plan's order
+        best = candidates[0]
+    cap = survivor_cap(decider, records, best.arm, priors.get(best.arm, fallback), claims,
+                       threshold)
+    return best, cap
+
+
+def valid(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(r) for r in records if r.get("outcome") in EVIDENCE]

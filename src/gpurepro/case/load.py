@@ -1,0 +1,295 @@
+"""Loading a case: a manifest imported, checked for the mistakes a manifest author makes, and
+its sibling modules imported under names of its own. A bad field is a ``ManifestError`` naming
+the file and the field.
+
+Standard library only: the run stage loads manifests on GPU nodes with no network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..errors import ManifestError
+from .model import (
+    CHECK_KINDS,
+    CLAIM_KINDS,
+    CLAIM_UNITS,
+    OUTCOMES,
+    SHARE_BOUNDS,
+    SINGLE_ARM_KINDS,
+    Case,
+    Claim,
+    Defaults,
+    OutputCheck,
+    Tool,
+)
+
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def validate(case: Case, path: Path | str) -> None:
+    """Check a case for the mistakes a manifest author makes; raise ManifestError."""
+    if not isinstance(case, Case):
+        raise ManifestError(path, "CASE", "must be a gpurepro.case.Case")
+    if not _NAME.match(case.name):
+        raise ManifestError(path, "name", f"{case.name!r} is not a lower-case identifier")
+    if not case.question.strip():
+        raise ManifestError(path, "question", "is empty")
+
+    names: set[str] = set()
+    for i, art in enumerate(case.artifacts):
+        where = f"artifacts[{i}]"
+        if art.name in names:
+            raise ManifestError(path, f"{where}.name", f"duplicate artifact {art.name!r}")
+        names.add(art.name)
+        if not art.command:
+            raise ManifestError(path, f"{where}.command", "is empty")
+        if not art.outputs:
+            raise ManifestError(path, f"{where}.outputs", "names no output file")
+    for i, art in enumerate(case.artifacts):
+        for dep in art.dependencies():
+            if dep not in names:
+                raise ManifestError(
+                    path, f"artifacts[{i}].command", f"refers to unknown artifact {dep!r}"
+                )
+        if case.path is not None:
+            top = repo_root(case.directory)
+            for src in art.sources:
+                if not (case.directory / src).exists() and not (top / src).exists():
+                    raise ManifestError(
+                        path, f"artifacts[{i}].sources", f"source {src!r} does not exist"
+                    )
+
+    for name, fac in case.factors.items():
+        if fac.default not in fac.levels:
+            raise ManifestError(
+                path, f"factors.{name}.default", f"{fac.default!r} is not one of {fac.levels!r}"
+            )
+
+    seen: set[str] = set()
+    for i, arm in enumerate(case.arms):
+        where = f"arms[{i}]"
+        if arm.name in seen:
+            raise ManifestError(path, f"{where}.name", f"duplicate arm {arm.name!r}")
+        if not _NAME.match(arm.name):
+            raise ManifestError(path, f"{where}.name", f"{arm.name!r} is not a lower-case name")
+        seen.add(arm.name)
+        for key, value in arm.factors.items():
+            if key not in case.factors:
+                raise ManifestError(
+                    path,
+                    f"{where}.factors.{key}",
+                    f"unknown factor (known: {', '.join(sorted(case.factors))})",
+                )
+            if value not in case.factors[key].levels:
+                raise ManifestError(
+                    path,
+                    f"{where}.factors.{key}",
+                    f"{value!r} is not one of {case.factors[key].levels!r}",
+                )
+    if case.baseline not in seen:
+        raise ManifestError(path, "baseline", f"{case.baseline!r} is not an arm")
+    _check_claims(case, seen, path)
+
+    for i, outcome in enumerate(case.failure_outcomes):
+        if outcome not in OUTCOMES:
+            raise ManifestError(path, f"failure_outcomes[{i}]", f"unknown outcome {outcome!r}")
+    _check_defaults(case.defaults, path)
+    _check_output_check(case, path)
+    if case.axes:
+        from .axis import check_axes
+
+        check_axes(case.axes, names, seen, path)
+    if not _COUNTER.match(case.exposure.counter or ""):
+        raise ManifestError(path, "exposure.counter",
+                            f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")
+    if not (isinstance(case.exposure.per, (int, float)) and math.isfinite(case.exposure.per)
+            and case.exposure.per > 0):
+        raise ManifestError(path, "exposure.per", f"must be a positive number, got {case.exposure.per!r}")
+    if not case.devices.targets:
+        raise ManifestError(path, "devices.targets", "names no compute capability")
+    for target in case.toolchains:
+        if target != "*" and target not in set(case.devices.targets.values()):
+            raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
+    _check_tools(case, path)
+
+
+def _check_output_check(case: Case, path: Path | str) -> None:
+    c = case.check
+    if c is None:
+        return
+    if not isinstance(c, OutputCheck):
+        raise ManifestError(path, "check", "must be a gpurepro.case.OutputCheck")
+    if c.kind not in CHECK_KINDS:
+        raise ManifestError(path, "check.kind", f"{c.kind!r} is not one of {CHECK_KINDS}")
+    for name in ("rel", "abs"):
+        v = getattr(c, name)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise ManifestError(path, f"check.{name}", f"must be a number, at least 0; got {v!r}")
+    if c.kind == "exact" and (c.rel or c.abs):
+        raise ManifestError(path, "check", "an exact check has no tolerance (kind='tolerance')")
+    if c.kind == "tolerance" and not (c.rel or c.abs):
+        raise ManifestError(path, "check", "a tolerance check needs rel or abs above 0")
+    if not isinstance(c.first, int) or c.first < 0:
+        raise ManifestError(path, "check.first", f"must be a count, got {c.first!r}")
+
+
+def _check_tools(case: Case, path: Path | str) -> None:
+    for name, tool in case.tools.items():
+        if not isinstance(tool, Tool):
+            raise ManifestError(path, f"tools.{name}", "must be a gpurepro.case.Tool")
+        if not _TOOL_NAME.match(name):
+            raise ManifestError(path, f"tools.{name}", "is not a tool name (lower case, digits, _ -)")
+        if name in _RESERVED_PLACEHOLDERS:
+            raise ManifestError(path, f"tools.{name}", "is a placeholder the harness fills itself")
+        if not tool.binary or "/" in tool.binary:
+            raise ManifestError(path, f"tools.{name}.binary", f"{tool.binary!r} is not a file name")
+
+
+def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
+    names: set[str] = set()
+    for i, c in enumerate(case.claims):
+        where = f"claims[{i}]"
+        if not isinstance(c, Claim):
+            raise ManifestError(path, where, "must be a gpurepro.case.Claim")
+        if not _NAME.match(c.name) or c.name in names:
+            raise ManifestError(path, f"{where}.name", f"{c.name!r} is not a new lower-case name")
+        names.add(c.name)
+        if c.kind not in CLAIM_KINDS:
+            raise ManifestError(path, f"{where}.kind", f"{c.kind!r} is not one of {CLAIM_KINDS}")
+        for field_name in ("arm", "reference"):
+            arm = getattr(c, field_name)
+            if arm is not None and arm not in arms:
+                raise ManifestError(path, f"{where}.{field_name}", f"{arm!r} is not an arm")
+        if c.kind not in SINGLE_ARM_KINDS and (c.reference or case.baseline) == c.arm:
+            raise ManifestError(path, f"{where}.reference", "an arm compared with itself")
+        if c.kind == "equivalent" and not (isinstance(c.margin, (int, float)) and c.margin > 1):
+            raise ManifestError(path, f"{where}.margin", f"must be a ratio above 1, got {c.margin!r}")
+        if c.kind == "concentrated" and c.stratum not in case.strata:
+            raise ManifestError(path, f"{where}.stratum",
+                                f"{c.stratum!r} is not one of the case's strata {sorted(case.strata)}")
+        for j, outcome in enumerate(c.failures):
+            if outcome not in OUTCOMES:
+                raise ManifestError(path, f"{where}.failures[{j}]", f"{outcome!r} is not an outcome")
+        if c.kind == "outcome":
+            if c.outcome not in OUTCOMES:
+                raise ManifestError(path, f"{where}.outcome", f"{c.outcome!r} is not an outcome")
+            if not 0 <= c.share < 1 or (c.bound == "below" and c.share == 0):
+                raise ManifestError(path, f"{where}.share", f"must be in [0, 1) (above) or (0, 1) "
+                                    f"(below), got {c.share!r}")
+        if c.bound not in SHARE_BOUNDS or (c.bound != "above" and c.kind != "outcome"):
+            raise ManifestError(path, f"{where}.bound", f"{c.bound!r}: one of {SHARE_BOUNDS}, and "
+                                "'below' only for an outcome claim")
+        if c.unit not in CLAIM_UNITS or (c.unit != "exposure" and c.kind not in ("lower", "higher")):
+            raise ManifestError(path, f"{where}.unit", f"{c.unit!r}: one of {CLAIM_UNITS}, and "
+                                "'trial' only for a lower/higher claim")
+
+
+_COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOOL_NAME = re.compile(r"^[a-z][a-z0-9_+-]*$")
+_RESERVED_PLACEHOLDERS = {"python", "case", "native", "out", "arch", "nvcc_lib"}
+
+
+def _check_defaults(d: Defaults, path: Path | str) -> None:
+    """The manifest's defaults obey the same rules as the command-line flags that override them."""
+    def number(name: str, value: Any, minimum: float, strict: bool, integer: bool) -> None:
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        ok = ok and not isinstance(value, bool) and math.isfinite(value)
+        ok = ok and (value > minimum if strict else value >= minimum)
+        if not ok:
+            kind = "an integer" if integer else "a number"
+            bound = f"more than {minimum:g}" if strict else f"at least {minimum:g}"
+            raise ManifestError(path, f"defaults.{name}", f"must be {kind}, {bound}; got {value!r}")
+
+    number("trials_per_arm", d.trials_per_arm, 1, False, True)
+    number("trial_timeout_s", d.trial_timeout_s, 0, True, False)
+    number("duration_s", d.duration_s, 0, True, False)
+    number("max_exposure", d.max_exposure, 0, False, True)
+    if d.trial_timeout_s <= d.duration_s:
+        raise ManifestError(path, "defaults.trial_timeout_s",
+                            f"{d.trial_timeout_s!r} must exceed defaults.duration_s "
+                            f"({d.duration_s!r}): a trial needs its whole budget before the limit")
+    number("jobs", d.jobs, 1, False, True)
+    if d.hang_after_s is not None:
+        number("hang_after_s", d.hang_after_s, 0, True, False)
+
+
+def find_repo_root(start: Path) -> Path | None:
+    """The first ancestor of ``start`` (itself included) with both cases/ and native/."""
+    for p in (start, *start.parents):
+        if (p / "cases").is_dir() and (p / "native").is_dir():
+            return p
+    return None
+
+
+def repo_root(start: Path) -> Path:
+    """The repository holding a case folder."""
+    return find_repo_root(start) or start.parent.parent
+
+
+def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:
+    """Accept a case name (a folder under cases/), its folder, or its manifest file."""
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    if p.is_dir() and (p / "manifest.py").is_file():
+        return p / "manifest.py"
+    root = root or Path.cwd()
+    candidate = root / "cases" / str(name_or_path) / "manifest.py"
+    if candidate.is_file():
+        return candidate
+    known = sorted(d.name for d in (root / "cases").glob("*") if (d / "manifest.py").is_file())
+    raise ManifestError(
+        name_or_path, "case", f"no such case (known: {', '.join(known) or 'none'})"
+    )
+
+
+def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
+    """Import a manifest file, validate it and return its Case."""
+    path = find_case(name_or_path, root).resolve()
+    spec = importlib.util.spec_from_file_location(f"gpurepro_case_{path.parent.name}", path)
+    if spec is None or spec.loader is None:
+        raise ManifestError(path, "file", "cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ManifestError:
+        raise
+    except Exception as exc:  # a manifest with a bug must name itself, not show our stack
+        raise ManifestError(path, "file", f"fails to import: {type(exc).__name__}: {exc}") from exc
+    case = getattr(module, "CASE", None)
+    if case is None:
+        raise ManifestError(path, "CASE", "is not defined")
+    if not isinstance(case, Case):
+        raise ManifestError(path, "CASE", "must be a gpurepro.case.Case")
+    object.__setattr__(case, "path", path)
+    validate(case, path)
+    if case.name != path.parent.name:
+        raise ManifestError(path, "name", f"{case.name!r} differs from its folder "
+                            f"{path.parent.name!r}; a case is named by its folder")
+    return case
+
+
+def load_sibling(manifest_file: str | Path, module: str) -> Any:
+    """Import ``<case folder>/<module>.py`` from a manifest under a name unique to the case.
+
+    Cases are folders, not packages; two cases may both have a ``verdict.py``.
+    """
+    folder = Path(manifest_file).resolve().parent
+    path = folder / f"{module}.py"
+    name = f"gpurepro_case_{folder.name}_{module}"
+    import sys
+
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ManifestError(manifest_file, module, f"cannot import {path}")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,0 +1,136 @@
+"""The decisive design: alpha spent over its potential looks by a rule fixed before the run,
+trials allocated where they bring a decision nearest, survivors capped at the exposure that
+decides, the floor it is measured against, and the main job's default."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
+from gpurepro.analyze.claims import DecisiveDesign, Decider, Design
+from gpurepro.analyze.floor import oracle_floor
+from gpurepro.case import Claim, load_case
+from gpurepro.cli.parser import parser
+from gpurepro.cli.args import sequential_design
+from gpurepro.run.journal import read
+from gpurepro.run.plan import PlannedTrial
+
+from .conftest import ROOT
+
+FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
+LOWER = Claim("ok-lower", arm="ok", kind="lower")  # ok against the baseline, crash
+
+
+def _prior(rate: float) -> ArmPrior:
+    return ArmPrior((("crashed", "SIGSEGV", rate),) if rate else (), budget=10_000.0, seconds=1.0,
+                    speed=10_000.0, overhead_s=0.1)
+
+
+def _rec(arm: str, failed: bool, exposure: float) -> dict:
+    return {"arm": arm, "outcome": "crashed" if failed else "survived",
+            "detail": "SIGSEGV" if failed else "budget used up", "exposure": exposure}
+
+
+def test_the_potential_looks_spend_at_most_alpha_together():
+    d = DecisiveDesign(alpha=0.05, max_trials=10, first_look=12, total=40, first_share=0.5)
+    spent = sum(d.level_at(0, j) for j in range(d.first_look, d.total + 1))
+    assert spent == pytest.approx(0.05)
+    assert d.level_at(0, 12) == pytest.approx(0.025)
+    assert d.level_at(0, 13) == pytest.approx(0.025 / 28)
+    assert Design.from_description(d.describe()) == d
+
+
+def test_a_look_is_due_from_the_first_look_on_once_per_trial():
+    design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=3, total=20)
+    decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
+    records = [_rec("crash", True, 100), _rec("ok", False, 100)]
+    assert not decider.look_due(records)  # 2 valid trials, first look at 3
+    records.append(_rec("crash", True, 200))
+    assert decider.look_due(records)
+    decider.look(records)  # too little of ok to decide anything yet
+    assert decider.last_look_at == 3 and not decider.decisions and not decider.look_due(records)
+    records.append(_rec("ok", False, 100))
+    assert decider.look_due(records)
+    restored = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
+    restored.restore(decider.to_json())
+    assert restored.last_look_at == 3  # a resumed run looks where the first would have
+
+
+def test_the_next_trial_goes_to_the_arm_whose_trial_brings_the_decision_nearest():
+    # ok has run long without a failure; the baseline has one crash: every further baseline
+    # crash moves the claim, another ok survivor hardly does, so the baseline goes next.
+    design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=1, total=20)
+    decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
+    records = [_rec("crash", True, 50), _rec("ok", False, 10_000), _rec("ok", False, 10_000)]
+    candidates = [PlannedTrial(5, "ok", 2), PlannedTrial(6, "crash", 1)]
+    picked, _ = choose(decider, records, candidates, {"crash": _prior(5e-3), "ok": _prior(0.0)},
+                       _prior(5e-3))
+    assert picked.arm == "crash"
+
+
+def test_a_survivor_runs_only_to_the_exposure_that_decides_its_claims():
+    design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=1, total=20)
+    decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
+    records = [_rec("crash", True, 100.0) for _ in range(8)] + [_rec("ok", False, 100.0)]
+    threshold = decider.next_level(records)
+    cap = survivor_cap(decider, records, "ok", _prior(0.0), [LOWER], threshold)
+    assert cap is not None and 0 < cap < 10_000
+    # With that exposure the claim is decided; with much less it is not.
+    ev = decider.evidence(LOWER, [*records, _rec("ok", False, cap)])
+    assert ev.p_value <= threshold
+    assert decider.evidence(LOWER, [*records, _rec("ok", False, cap / 4)]).p_value > threshold
+
+
+def test_the_floor_gives_the_reference_its_failures_and_the_quiet_arm_its_exposure():
+    case = load_case(FAKE, ROOT)
+    priors = {"crash": _prior(1e-3), "ok": _prior(0.0)}
+    floor = oracle_floor(case, [LOWER], priors, {}, 0.05, 20)
+    assert floor["reached"] and floor["trials"]["crash"] >= 2 and floor["trials"]["ok"] >= 1
+    assert floor["seconds"] == pytest.approx(sum(n * priors[a].trial_seconds()
+                                                 for a, n in floor["trials"].items()), abs=1e-3)
+
+
+def _args(*argv: str):
+    return parser().parse_args(list(argv))
+
+
+def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_flag_away():
+    case = load_case(FAKE, ROOT)
+    stopping, trials = sequential_design(case, _args("case", str(FAKE)))
+    assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25} and trials == 25
+    assert sequential_design(case, _args("case", str(FAKE), "--fixed")) == (None, case.defaults.trials_per_arm)
+    assert sequential_design(case, _args("case", str(FAKE), "--trials", "3")) == (None, 3)
+    assert sequential_design(case, _args("run", str(FAKE)))[0] is None  # `run` keeps the fixed plan
+
+
+def test_decisive_with_a_fixed_size_is_refused():
+    from gpurepro.errors import UsageError
+
+    case = load_case(FAKE, ROOT)
+    with pytest.raises(UsageError, match="--decisive is a design of its own"):
+        sequential_design(case, _args("run", str(FAKE), "--decisive", "--trials", "3"))
+
+
+def test_a_decisive_run_journals_its_design_and_its_document_the_floor(fake_build, tmp_path):
+    build_dir, _ = fake_build
+    journal = tmp_path / "d.journal.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", str(FAKE.relative_to(ROOT)),
+                           "--decisive", "--arms", "crash,ok", "--max-trials", "6",
+                           "--duration", "0.3", "--seed", "3", "--build-dir", str(build_dir),
+                           "--journal", str(journal), "--out-dir", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    contents = read(journal)
+    stopping = contents.header["options"]["stopping"]
+    assert stopping["design"] == "decisive" and stopping["total"] == 12
+    assert 1 <= stopping["first_look"] <= 12 and "priors" in stopping
+    # ok-survives is decided once ok has run without a failure against crash's: ok stops early.
+    assert sum(1 for t in contents.trials if t["arm"] == "ok") < 6
+    doc = json.loads(next(tmp_path.glob("*.json")).read_text())
+    assert any(s.startswith("Time to the verdict:") for s in doc["verdict"]["sentences"])
