@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
-from gpurepro.analyze.claims import DecisiveDesign, Decider, Design
+from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
 from gpurepro.analyze.floor import oracle_floor
 from gpurepro.case import Claim, load_case
-from gpurepro.cli.parser import parser
 from gpurepro.cli.args import sequential_design
+from gpurepro.cli.parser import parser
 from gpurepro.run.journal import read
 from gpurepro.run.plan import PlannedTrial
 

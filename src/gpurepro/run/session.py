@@ -31,7 +31,6 @@ from ..errors import (
     exit_for_signal,
 )
 from . import runtime, schedule
-from .classify import EVIDENCE
 from .execute import (
     Gate,
     RunOptions,
