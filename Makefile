@@ -6,10 +6,21 @@ PYTHON ?= python3
 NOX_VERSION := 2026.10.20
 NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
 
-.PHONY: test test-slurm tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: test test-slurm lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
+# The toolchains, the whole suite on this machine's Python, then the run stage and the record
+# step on every Python pyproject.toml supports (tests_py-3.11, tests_py-3.12).
 test: $(NOX)
 	$(NOX) -s toolchain tests -- $(ARGS)
+	$(NOX) -s tests_py
+
+# locks/: write them (after changing pins or pyproject.toml's dependencies), or check that they
+# are current (CI).
+lock: $(NOX)
+	$(NOX) -s lock
+
+lock-check: $(NOX)
+	$(NOX) -s lock -- --check
 
 test-slurm: $(NOX)
 	$(NOX) -s slurm_test -- $(ARGS)

@@ -1,20 +1,23 @@
-"""nox sessions: one per case, plus tests, lint, validate, report, env.
+"""nox sessions: one per case, plus tests, lint, lock, validate, report, env.
 
-`make <target>` aliases these (see Makefile). Case sessions install the case's pinned toolchain
-(PyPI wheels) into the session's virtualenv for the target architecture, build, run, record and
-report; extra arguments after `--` go to `python -m gpurepro case` (see `--help` there).
+`make <target>` aliases these (see Makefile). Case sessions install the case's locked toolchain
+(PyPI wheels, locks/toolchain/) into the session's virtualenv for the target architecture, build,
+run, record and report; extra arguments after `--` go to `gpurepro case` (`nox -s <case> --
+--help` lists them). The toolchain matrix's 45 cells are sessions of noxfile_matrix.py, run by
+`nox -s tile_matrix`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import runpy
+import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import nox
-from nox.command import CommandFailed
 
 # uv where it is installed (the Makefile installs nox[uv]): environments and the ~1 GB of
 # toolchain wheels install several times faster; virtualenv otherwise.
@@ -24,6 +27,39 @@ nox.options.sessions = ["tests"]
 
 ROOT = Path(__file__).parent
 PYTHON = None  # the interpreter nox runs under (3.11+)
+# Every Python the package supports, from pyproject.toml's classifiers: tests_py runs on each.
+PYTHONS = [c.rsplit("::", 1)[1].strip() for c in
+           tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["classifiers"]
+           if c.startswith("Programming Language :: Python :: 3.")]
+LOCKS = ROOT / "locks"
+UV = "uv==0.13.9"  # the lock session's compiler: one version, so the locks read alike
+
+
+def _select_pyenv_pythons(versions: list[str]) -> None:
+    """nox finds `python3.X` on PATH. Where pyenv's shims stand there, a version pyenv has
+    installed but not selected answers "command not found": select the newest installed release
+    of each wanted version beside the current one (PYENV_VERSION), so nox and uv find it. uv's
+    own downloads of Python come from GitHub, which CI does not reach (README, "Python
+    versions"); without pyenv nothing changes, and nox says which interpreter is missing."""
+    if not shutil.which("pyenv") or os.environ.get("PYENV_VERSION"):
+        return
+    def out(*argv: str) -> str:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return done.stdout if done.returncode == 0 else ""
+    current = out("pyenv", "version-name").strip()
+    installed = out("pyenv", "versions", "--bare").split()
+    chosen = [current] if current else []
+    for version in versions:
+        if out(f"python{version}", "--version"):
+            continue
+        releases = [v for v in installed if v.startswith(version + ".") and v[len(version) + 1:].isdigit()]
+        if releases:
+            chosen.append(max(releases, key=lambda v: int(v.rsplit(".", 1)[1])))
+    if len(chosen) > 1:
+        os.environ["PYENV_VERSION"] = ":".join(chosen)
+
+
+_select_pyenv_pythons(PYTHONS)
 
 # Toolchains the tests build with, each in its own virtualenv (their pins conflict).
 TEST_TOOLCHAINS = [
@@ -33,8 +69,29 @@ TEST_TOOLCHAINS = [
 ]
 
 
-def _install_project(session: nox.Session, extras: str = "[analysis]") -> None:
-    session.install("-e", f".{extras}")
+def _install_project(session: nox.Session, lock: str = "analysis") -> None:
+    """The package (editable) with the environment's locked dependencies (locks/<lock>.txt:
+    exact versions and hashes; `nox -s lock` writes it)."""
+    session.install("-r", str(LOCKS / f"{lock}.txt"))
+    session.install("-e", ".", "--no-deps")
+
+
+def _install_toolchain(session: nox.Session, case: str, target: str, pins: list[str]) -> None:
+    """A case's toolchain for one target: its lock where the lock is of these pins, else the
+    pins as the manifest gives them (a case without a lock yet; `nox -s lock` makes one)."""
+    if not pins:
+        return
+    lock = LOCKS / "toolchain" / f"{case}-{target}.txt"
+    source = lock.with_suffix(".in")
+    wanted = set(pins)
+    given = {line.strip() for line in source.read_text().splitlines()
+             if line.strip() and not line.startswith("#")} if source.is_file() else set()
+    if lock.is_file() and given == wanted:
+        session.install("-r", str(lock))
+    else:
+        session.log(f"no current lock for {case} {target} (nox -s lock writes it): "
+                    f"installing the manifest's pins")
+        session.install(*pins)
 
 
 def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
@@ -71,17 +128,22 @@ def _pins(session: nox.Session, case: str, target: str) -> list[str]:
 
 
 def _install_pins(session: nox.Session, case: str, target: str) -> None:
-    session.install(*_pins(session, case, target))
+    _install_toolchain(session, case, target, _pins(session, case, target))
 
 
 def _run_case(session: nox.Session, case: str) -> None:
     _install_project(session)
     args = list(session.posargs)
+    if "-h" in args or "--help" in args:  # the case command's help, not a run
+        session.run("python", "-m", "gpurepro", "case", "--help")
+        return
     prepared = _prepare(session, case, args)
     if "builds" in prepared:
         _run_cluster_case(session, case, args, prepared)
         return
-    session.install(*prepared["pins"])
+    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`.
+    session.install("pip")
+    _install_toolchain(session, case, prepared["target"], prepared["pins"])
     if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
         args += ["--arch", prepared["target"]]
     _run_gpurepro(session, "case", case, *args)
@@ -118,8 +180,7 @@ def _run_cluster_case(session: nox.Session, case: str, args: list[str], prepared
     from the prebuilt build/ with the targets prepare resolved (probed at most once)."""
     build_dir = _flag_value(args, "--build-dir") or "build"
     for target, pins in prepared["builds"].items():
-        if pins:
-            session.install(*pins)
+        _install_toolchain(session, case, target, pins)
         session.run("python", "-m", "gpurepro", "build", case, "--arch", target,
                     "--build-dir", build_dir)
     _run_gpurepro(session, "run", case, *_with_partitions(args, prepared["partitions"]))
@@ -169,53 +230,44 @@ TOOLCHAIN_RECORDS = ROOT / ".nox" / "toolchains"
 @nox.parametrize(("case", "target"), TEST_TOOLCHAINS,
                  ids=[f"{case}-{target}" for case, target in TEST_TOOLCHAINS])
 def toolchain(session: nox.Session, case: str, target: str) -> None:
-    """A case's pinned toolchain for one target, in an environment of its own (pins conflict)."""
+    """A case's locked toolchain for one target, in an environment of its own (pins conflict)."""
     session.install("-e", ".", "--no-deps")  # the build runs gpurepro from inside this env
-    session.install(*_pins(session, case, target))
+    _install_pins(session, case, target)
     # The tests find this environment through a file, not through printed output.
     TOOLCHAIN_RECORDS.mkdir(parents=True, exist_ok=True)
     (TOOLCHAIN_RECORDS / f"{case}@{target}").write_text(str(session.virtualenv.location) + "\n")
 
 
-# The toolchain matrix of tile_unload_race (cases/tile_unload_race/matrix.py): one session, in
-# its own environment, per cuda-tile release x tileiras family.
-MATRIX = runpy.run_path(str(ROOT / "cases" / "tile_unload_race" / "matrix.py"))
-MATRIX_CELLS = MATRIX["cells"]()
+# The toolchain matrix of tile_unload_race (cases/tile_unload_race/matrix.py): 45 cells, one
+# per cuda-tile release x tileiras family, each a session of its own environment. They live in
+# noxfile_matrix.py (`nox -f noxfile_matrix.py -l` lists them), so that `nox -l` here stays a
+# list a person reads; this session runs them (all, or those named after --) and then collects.
+@nox.session(python=False)
+def tile_matrix(session: nox.Session) -> None:
+    """Toolchain matrix, CPU stage: every cell (noxfile_matrix.py), then tile_matrix_collect.
 
-
-@nox.session(python=PYTHON)
-@nox.parametrize(("cuda_tile", "family"), MATRIX_CELLS,
-                 ids=[MATRIX["cell_id"](c, f) for c, f in MATRIX_CELLS])
-def tile_matrix(session: nox.Session, cuda_tile: str, family: str) -> None:
-    """Toolchain matrix, one cell: install the pins, export the kernel for sm_90, record what it
-    emits (then tile_matrix_collect writes the CPU document). No GPU needed."""
-    session.install("-e", ".", "--no-deps")  # the cell runs gpurepro from inside this env
-    log = Path(session.create_tmp()) / "install.log"
-    failed = []
-    # An install that fails is a finding of the cell, not an error of the session: the
-    # installer's output goes to a file, and the cell records its reason from there.
-    with open(log, "w") as out:
-        try:
-            session.install(*MATRIX["pins"](cuda_tile, family), silent=False, stdout=out,
-                            stderr=subprocess.STDOUT)
-        except CommandFailed:
-            failed = ["--install-failed"]
-    _run_gpurepro(session, "matrix", "cell", "tile_unload_race", "--release", cuda_tile,
-                  "--family", family, "--install-log", str(log), *failed)
+    Each cell installs its pins in its own environment, exports the kernel for sm_90 and
+    records what it emits; no GPU needed. `nox -s tile_matrix -- 1.7.0-13.5` runs one cell."""
+    cells = [f"cell({c})" for c in session.posargs] if session.posargs else []
+    session.run(sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile_matrix.py"),
+                *(["-s", *cells] if cells else []), external=True)
     session.notify("tile_matrix_collect")
 
 
 @nox.session(python=False, requires=["analysis"])
 def tile_matrix_collect(session: nox.Session) -> None:
-    """Toolchain matrix: the cells' records and ELF facts -> the CPU document the GPU stage reads
-    (build/matrix/tile_unload_race/sm_90/matrix.cpu.json)."""
+    """Toolchain matrix: the cells' records -> the CPU document the GPU stage reads.
+
+    The cells' records and ELF facts become build/matrix/tile_unload_race/sm_90/matrix.cpu.json."""
     _analysis(session, "matrix", "collect", "tile_unload_race", *session.posargs)
 
 
 @nox.session(python=False, requires=["analysis"])
 def tile_matrix_assemble(session: nox.Session) -> None:
-    """Toolchain matrix: CPU document + the GPU stage's folder -> results/tile_unload_race/
-    matrix_<stamp>_<gpu>.json: nox -s tile_matrix_assemble -- GPU_OUT [--force]"""
+    """Toolchain matrix: the CPU document and the GPU stage's folder -> one matrix document.
+
+    nox -s tile_matrix_assemble -- GPU_OUT [--force] writes
+    results/tile_unload_race/matrix_<stamp>_<gpu>.json."""
     _analysis(session, "matrix", "assemble",
               "build/matrix/tile_unload_race/sm_90/matrix.cpu.json", *session.posargs)
 
@@ -236,9 +288,11 @@ def bisect(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite (no GPU needed; GPU tests skip with the reason). Run after `toolchain`
-    (make test runs both) for the build tests; without it they skip and say so."""
-    _install_project(session, "[test]")
+    """The test suite (no GPU needed; GPU tests skip with the reason).
+
+    Run after `toolchain` (make test runs both) for the build tests; without it they skip and
+    say so."""
+    _install_project(session, "test")
     toolchains = [f"{record.name}={record.read_text().strip()}"
                   for record in sorted(TOOLCHAIN_RECORDS.glob("*@*"))
                   if Path(record.read_text().strip(), "bin", "python").exists()]
@@ -250,19 +304,21 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def slurm_test(session: nox.Session) -> None:
-    """Cluster runs through a real Slurm: a one-node cluster on localhost started and stopped
-    by the tests (Debian's slurm-wlm and munge installed first when missing, as root), job
+    """Cluster runs through a real Slurm: a one-node cluster on localhost, started and stopped.
+
+    The tests install Debian's slurm-wlm and munge first when missing (as root), then run job
     arrays on two partitions, a task cancelled mid-run, --resume, --until-decided."""
-    _install_project(session, "[test]")
+    _install_project(session, "test")
     session.run("pytest", "-v", "-s", "tests/test_slurm.py", *session.posargs,
                 env={"GPUREPRO_SLURM_TEST": "1"})
 
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the harness, cases and tests (the reporters' seed files are left as filed);
-    mypy over src/."""
-    session.install("-e", ".[analysis,lint]")
+    """ruff over the harness, cases and tests; mypy over src/.
+
+    The reporters' seed files are left as filed."""
+    _install_project(session, "lint")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
     session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
 
@@ -276,8 +332,10 @@ ANALYSIS_RECORD = ROOT / ".nox" / "analysis.location"
 
 @nox.session(python=PYTHON)
 def analysis(session: nox.Session) -> None:
-    """The shared analysis environment of validate, calibrate, report, compare, issue, env and
-    tile_matrix_collect / tile_matrix_assemble (they require it)."""
+    """The one analysis environment (gpurepro[analysis]) the document sessions share.
+
+    validate, calibrate, report, compare, issue, env, tile_matrix_collect and
+    tile_matrix_assemble require it and run its interpreter."""
     _install_project(session)
     ANALYSIS_RECORD.write_text(str(Path(session.virtualenv.location).resolve()))
 
@@ -307,7 +365,7 @@ def calibrate(session: nox.Session) -> None:
 
 @nox.session(python=False, requires=["analysis"])
 def report(session: nox.Session) -> None:
-    """Regenerate Markdown, plot and pyperf suite: nox -s report -- results/<case>/<file>.json"""
+    """Regenerate a result's Markdown and plots: nox -s report -- results/<case>/<file>.json"""
     if not session.posargs:
         session.error("give a result document: nox -s report -- results/<case>/<file>.json")
     for path in session.posargs:
@@ -324,7 +382,7 @@ def compare(session: nox.Session) -> None:
 
 @nox.session(python=False, requires=["analysis"])
 def issue(session: nox.Session) -> None:
-    """The body of a GitHub comment for a result: nox -s issue -- RESULT.json [--out FILE] [--matrix M.json]"""
+    """A GitHub comment for a result: nox -s issue -- RESULT.json [--out FILE] [--matrix M.json]"""
     if not session.posargs:
         session.error("give a result document: nox -s issue -- results/<case>/<file>.json")
     _analysis(session, "issue", *session.posargs)
@@ -355,3 +413,51 @@ def bench(session: nox.Session) -> None:
                 f"build/tile_unload_race/{target}/artifacts.json")
     if count >= 2:
         session.run("python", "bench/gpu_scaling.py", "--arch", target)
+
+
+# The run stage and the record step on every Python the package supports (pyproject.toml's
+# classifiers): the GPU nodes run the run stage on their own Python (3.12 on the H200 image).
+TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_classify.py",
+            "tests/test_plan.py", "tests/test_trials.py"]
+
+
+@nox.session(python=PYTHONS)
+def tests_py(session: nox.Session) -> None:
+    """The run stage and the record step on each supported Python (make test runs them)."""
+    _install_project(session, "test")
+    session.run("pytest", *(session.posargs or ["-q", "-n", "2", "--dist", "loadfile", *TESTS_PY]))
+
+
+@nox.session(python=PYTHON)
+def lock(session: nox.Session) -> None:
+    """Write locks/ (exact versions, hashes); `nox -s lock -- --check` says if one is stale.
+
+    One lock per case and build target (locks/toolchain/<case>-<target>.txt, from the pins of
+    its manifest, kept beside it as the .in) and one per environment of the package's extras
+    (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`.
+    --check compiles every lock again into a copy that starts from the committed one (uv keeps
+    a locked version that still satisfies its input), and fails where the copy differs: an
+    input changed without its lock, or a lock that no longer resolves as committed."""
+    session.install(UV)
+    session.install("-e", ".", "--no-deps")
+    check = "--check" in session.posargs
+    if check:
+        session.run("python", "-m", "gpurepro.build.locks", "stale", str(ROOT))
+    jobs_file = Path(session.create_tmp()) / "locks.json"
+    # `inputs` writes the toolchain .in files; under --check, stale ones failed just above.
+    session.run("python", "-m", "gpurepro.build.locks", "inputs", str(ROOT), str(jobs_file))
+    stale = []
+    for argv in json.loads(jobs_file.read_text()):
+        output = ROOT / argv[argv.index("-o") + 1]
+        if not check:
+            session.run("uv", *argv)
+            continue
+        copy = Path(session.create_tmp()) / "check" / output.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if output.is_file():
+            shutil.copyfile(output, copy)
+        session.run("uv", *argv[:argv.index("-o") + 1], str(copy), silent=True)
+        if not output.is_file() or copy.read_text() != output.read_text():
+            stale.append(str(output.relative_to(ROOT)))
+    if stale:
+        session.error(f"not current: {', '.join(stale)}; run nox -s lock and commit locks/")

@@ -1,9 +1,16 @@
-"""Shared by the benchmarks: the bench document, its pyperf twin, medians and spreads.
+"""Shared by the benchmarks: the bench document, its pyperf suite, medians and spreads.
 
 Each benchmark measures a ratio side by side in one run (interleaved repetitions) and writes
-``results/bench/<name>_<UTC stamp>.json`` (schema/bench.schema.json) plus a pyperf suite of
-its samples. On a GPU node without jsonschema/pyperf, the document is written unvalidated;
-``python bench/common.py finish DOC`` validates it and adds the pyperf suite where they exist.
+``results/bench/<name>_<UTC stamp>.json`` (schema/bench.schema.json) plus its timings as a pyperf
+suite (``<name>_<stamp>.pyperf.json``): one pyperf benchmark per configuration, one run per
+repetition, each run carrying the metadata pyperf compares by (date, Python, CPU, OS, the
+benchmark's parameters, the commit), so ``python -m pyperf compare_to A.pyperf.json
+B.pyperf.json`` sets two runs of one benchmark side by side and says whether each difference is
+significant, and ``pyperf stats`` / ``pyperf metadata`` read one. The timings are wall-clock
+seconds of whole processes from ``time.perf_counter`` (pyperf's own clock), not pyperf.Runner's
+worker loops, which are made for microbenchmarks. On a GPU node without jsonschema/pyperf the
+document is written unvalidated; ``python bench/common.py finish DOC`` validates it and writes
+the suite where they exist.
 """
 
 from __future__ import annotations
@@ -68,6 +75,61 @@ def write(doc: dict[str, Any], out_dir: Path) -> Path:
     return path
 
 
+def run_metadata(doc: dict[str, Any], label: str) -> dict[str, Any]:
+    """The metadata of each pyperf run of one configuration: what pyperf itself records where
+    it can (date, python_version, cpu_count, cpu_model_name, platform, hostname), from the
+    document's own fingerprint (the machine that measured, not the one writing the suite), and
+    the benchmark's parameters and commit."""
+    env = doc.get("environment") or {}
+    host = env.get("host") or {}
+    gpus = (env.get("gpu") or {}).get("gpus") or []
+    meta: dict[str, Any] = {
+        "name": f"{doc['name']}/{label}",
+        "unit": doc["unit"],
+        "date": doc["created_at"].replace("T", " ").rstrip("Z"),
+        "loops": 1,
+        "description": doc["question"],
+    }
+    if host.get("python"):
+        meta["python_version"] = str(host["python"])
+    if isinstance(host.get("cpu_count"), int):
+        meta["cpu_count"] = host["cpu_count"]
+    if host.get("cpu"):
+        meta["cpu_model_name"] = str(host["cpu"])
+    if host.get("os") or host.get("kernel"):
+        meta["platform"] = f"{host.get('os')}, Linux {host.get('kernel')}"
+    if host.get("hostname"):
+        meta["hostname"] = str(host["hostname"])  # "redacted" in committed documents
+    if gpus:
+        meta["gpu"] = ", ".join(sorted({str(g.get("name")) for g in gpus}))
+        driver = (env.get("gpu") or {}).get("driver_version")
+        if driver:
+            meta["gpu_driver"] = str(driver)
+    commit = (env.get("repository") or {}).get("commit")
+    if commit:
+        meta["gpurepro_commit"] = str(commit)
+    for key, value in sorted((doc.get("parameters") or {}).items()):
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            meta[f"param_{key}"] = value if not isinstance(value, str) else value[:200]
+    return meta
+
+
+def pyperf_suite(doc: dict[str, Any]) -> Any:
+    """The document's samples as a pyperf suite: a benchmark per configuration, a run per
+    repetition (one value each: a repetition is one measurement), every run with the metadata
+    of ``run_metadata``."""
+    import pyperf
+
+    benches = []
+    for label, values in doc["samples"].items():
+        if not values:
+            continue
+        meta = run_metadata(doc, label)
+        benches.append(pyperf.Benchmark([pyperf.Run([v], metadata=meta, collect_metadata=False)
+                                         for v in values]))
+    return pyperf.BenchmarkSuite(benches)
+
+
 def finish(path: Path) -> None:
     """Validate against the schema and write the pyperf suite, where those packages exist."""
     doc = json.loads(path.read_text())
@@ -78,20 +140,11 @@ def finish(path: Path) -> None:
     else:
         validate_document(doc, str(path))
     try:
-        import pyperf
+        import pyperf  # noqa: F401
     except ImportError:
+        print("(pyperf missing here: write the suite later with python bench/common.py finish)")
         return
-    benches = []
-    for label, values in doc["samples"].items():
-        if not values:
-            continue
-        runs = [pyperf.Run([v], metadata={"name": f"{doc['name']}/{label}", "unit": doc["unit"]},
-                           collect_metadata=False) for v in values]
-        benches.append(pyperf.Benchmark(runs))
-    perf = path.with_name(path.stem + ".pyperf.json")
-    if perf.exists():
-        perf.unlink()
-    pyperf.BenchmarkSuite(benches).dump(str(perf))
+    pyperf_suite(doc).dump(str(path.with_name(path.stem + ".pyperf.json")), replace=True)
 
 
 if __name__ == "__main__":

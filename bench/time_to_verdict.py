@@ -79,10 +79,14 @@ def report(args: argparse.Namespace) -> None:
     from gpurepro.run.journal import read
 
     case = load_case("tile_unload_race", ROOT)
-    walls = json.loads((args.dir / "walls.json").read_text())
+    walls_path = args.dir / "walls.json"
+    walls = json.loads(walls_path.read_text()) if walls_path.exists() else {}
     outcome = {}
     ratios = {}
-    for name in walls:
+    # Every configuration with a journal; one whose run was stopped before its end (a call's
+    # time limit) has no wall time and says so.
+    names = [n for n in CONFIGS if _journal(args.dir, n).exists()]
+    for name in names:
         path = _journal(args.dir, name)
         contents = read(path)
         doc = build_document(case, contents.header, contents.trials, ROOT)
@@ -90,7 +94,10 @@ def report(args: argparse.Namespace) -> None:
         decided = [c["name"] for c in claims if c["decision"] != "not_decided"]
         floor = doc.get("floor") or run_floor(case, doc, ROOT) or {}
         trial_s = sum(float(t.get("duration_s") or 0) for t in contents.trials)
-        outcome[name] = {"wall_s": walls[name], "trial_s": trial_s, "trials": len(contents.trials),
+        planned = len(contents.header["plan"]["order"])
+        finished = name in walls
+        outcome[name] = {"wall_s": walls.get(name), "trial_s": trial_s, "trials": len(contents.trials),
+                         "planned": planned, "run_to_its_end": finished,
                          "confirmatory": len(claims), "decided": len(decided),
                          "not_decided": [c["name"] for c in claims if c["decision"] == "not_decided"],
                          "exploratory": [c["name"] for c in doc["claims"] if c.get("family") == "exploratory"],
@@ -99,7 +106,8 @@ def report(args: argparse.Namespace) -> None:
                          "stopping": {k: v for k, v in (contents.header["options"].get("stopping") or {}).items()
                                       if k != "priors"}}
         ratios[name] = outcome[name]["ratio_to_floor"]
-        print(f"{name}: {trial_s:.0f} s of trials ({walls[name]:.0f} s wall), {len(contents.trials)} "
+        wall = f"{walls[name]:.0f} s wall" if name in walls else "stopped before its end"
+        print(f"{name}: {trial_s:.0f} s of trials ({wall}), {len(contents.trials)} "
               f"trials, {len(decided)}/{len(claims)} confirmatory claims decided; floor "
               f"{floor.get('seconds')} s, ratio {ratios[name]}", flush=True)
     main = "decisive-13" if "decisive-13" in outcome else next(iter(outcome))
@@ -108,7 +116,7 @@ def report(args: argparse.Namespace) -> None:
         question="How much GPU time does tile_unload_race's verdict cost, one trial at a time on "
                  "one GPU, against the floor for the same run's rates (a one-look design that knew "
                  "them)?",
-        parameters={"configs": list(walls), "outcome": outcome},
+        parameters={"configs": names, "outcome": outcome},
         samples={k: [v["trial_s"]] for k, v in outcome.items()},
         unit="second",
         ratio={"name": f"trial seconds of {main} over the floor for its own rates",

@@ -100,7 +100,8 @@ def render_differences(out: Path, root: Path = ROOT) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true",
-                    help="re-record the documents that differ, with their Markdown and pictures")
+                    help="re-record the documents that differ and render every document's Markdown "
+                         "and pictures again")
     args = ap.parse_args(argv)
     changed = list(differences())
     for path, keys in changed:
@@ -115,6 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         document.write_document(doc, path)
         write_report(doc, path)
         print(f"re-recorded {path.relative_to(ROOT)}")
+    # A change to the report alone (a new section) leaves the documents as they are: their
+    # Markdown and pictures are rendered again from the committed documents.
+    for j in committed_journals():
+        path = document_of(j)
+        if path not in {p for p, _ in changed}:
+            write_report(json.loads(path.read_text()), path)
     return 0
 
 

@@ -138,7 +138,6 @@ def test_an_outcome_claim_with_share_0_stays_active_under_the_null():
 
 def test_hang_claims_count_their_own_failures():
     # Hangs are a competing end: a claim about them counts hangs, the case's crash claims do not.
-    case = load_case(FAKE, ROOT)
     crash_and_hang = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3), sim.Cause("hung", "", 1e-4)),
                                   2000.0, 1000.0, 2.0, 0.1)
     crash_only = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 2000.0, 1000.0, 2.0, 0.1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -69,13 +70,15 @@ def test_tile_comment_has_what_a_maintainer_needs():
     for claim in doc["verdict"]["owner_because"]:
         assert f"`{claim}` (supported" in head
     assert "NVIDIA H200 × 1, compute capability 9.0; driver 580.159.04" in head
-    assert "`cuda-tile==1.5.0`" in head and "`nvidia-cuda-tileiras==13.3.36`" in head
+    assert " cuda-tile==1.5.0 " in head and " nvidia-cuda-tileiras==13.3.36" in head
     assert "| `baseline` | 9 / 10 | 73.2 [33.5, 139]" in head
     assert doc["crash_sites"][0]["signature"] in head
-    assert "https://github.com/NVIDIA/cuda-tile/issues/23" in head
-    assert ("nox -s tile_unload_race -- --arch sm_90 --arms " in head
+    # The upstream report is the issue this comment goes to: no link back to itself.
+    assert "https://github.com/NVIDIA/cuda-tile/issues/23" not in head
+    assert ("ARGS=(--arch sm_90 --arms " in head
             and "--seed 3 --duration 5 --timeout 90 --max-exposure 0 --jobs 1 --until-decided "
-                "--max-trials 10 --look-every 5 --alpha 0.05" in head)
+                "--max-trials 10 --look-every 5 --alpha 0.05 --redact)" in head)
+    assert 'nox -s tile_unload_race -- "${ARGS[@]}"' in head
     assert f"`{UNTIL.name}`" in head and f"`{UNTIL.with_suffix('.png').name}`" in head
     # The rest is folded away.
     decided = sum(1 for c in doc["claims"] if c["decision"] != "not_decided")
@@ -110,7 +113,7 @@ def test_document_from_before_claims():
     del doc["claims"]  # as recorded before the harness decided claims
     body = issue_body(doc, OLD)
     assert "recorded before the harness decided claims" in body
-    assert "--trials 5" in body and "--until-decided" not in body
+    assert "--trials 5" in body and "--until-decided)" not in body and "--until-decided " not in body.split("ARGS=(")[1].split("\n")[0]
 
 
 def test_sessions():
@@ -171,3 +174,136 @@ def test_issue_with_the_toolchain_matrix(tmp_path):
     for bad in (other, UNTIL):
         done = _cli("issue", str(path), "--matrix", str(bad))
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+NEWEST = TILE / "20261201T102114Z_NVIDIA-H200_redacted.json"
+
+
+def _visible(body: str) -> str:
+    return body.split("<details>")[0]
+
+
+def test_the_visible_part_holds_what_a_maintainer_acts_on():
+    """Before any fold: verdict, owner, the workaround a decided claim supports, the
+    hypotheses, what was not run (the reporter's GPU, target and driver), what is undecided."""
+    doc = json.loads(NEWEST.read_text())
+    head = _visible(issue_body(doc, NEWEST, url=""))
+    assert head.startswith("## gpurepro: `tile_unload_race` — reproduced")
+    assert "> On NVIDIA H200 (compute capability 9.0), baseline" in head
+    assert "- **Owner:** none named" in head and "needs control-cuda decided" in head
+    assert ("- **Workaround:** `lock-unload-launch`: one mutex around cuModuleUnload and around "
+            "cuModuleGetFunction + cuLaunchKernel" in head)
+    assert "(claim `lock-unload-launch` supported, p < 1e-12)" in head
+    assert "the racing pair is cuModuleUnload in one thread against cuModuleGetFunction" in head
+    assert ("- **Not run:** on what the report was filed from, NVIDIA GeForce RTX 5090 (sm_120), "
+            "driver 595.84" in head and "this run had NVIDIA H200 (sm_90), driver 580.159.04" in head)
+    assert "--arch sm_120` builds the as-filed artifacts" in head
+    assert "- **Not decided:** `lock-launch`" in head
+    # The unit by what it counts; numbers plainly; no device identity or other noise.
+    assert "failures per 10^6 load/launch/unload iterations (95% CI)" in head
+    assert '"cycles" counts load/launch/unload iterations' in head
+    assert "261,000 cycles in all" in head and "e+0" not in head
+    full = issue_body(doc, NEWEST, url="")
+    for noise in (doc["environment"]["gpu"]["gpus"][0]["uuid"],
+                  doc["environment"]["gpu"]["gpus"][0]["pci_bus_id"], "NCCL_VERSION",
+                  "Upstream report"):
+        assert noise not in full
+    assert "| Python (ran the trials) | 3.12.3 |" in full
+    assert "| python (built the artifacts) |" in full
+    assert head.count("always-unload,baseline,library-api") == 1  # the arm list once
+
+
+def _shell_blocks(section: str) -> list[str]:
+    blocks, inside = [], None
+    for line in section.splitlines():
+        if line.startswith("```sh"):
+            inside = []
+        elif line.startswith("```") and inside is not None:
+            blocks.append("\n".join(inside))
+            inside = None
+        elif inside is not None:
+            inside.append(line)
+    return blocks
+
+
+@pytest.mark.parametrize("url", ["https://example.org/gpurepro.git", None])
+def test_the_rerun_steps_run_as_written(tmp_path, url, root):
+    """Each shell block, run by bash with git, nox and python standing in as recorders, clones
+    the URL given (none when only a placeholder is known), checks out the document's commit and
+    passes exactly the run's arguments, which the case command accepts."""
+    from gpurepro.case import load_case
+    from gpurepro.cli.args import check_arguments
+    from gpurepro.cli.parser import parser
+
+    doc = json.loads(NEWEST.read_text())
+    body = issue_body(doc, NEWEST, url=url or "")
+    section = body[body.index("### Rerun it"):body.index("**Attachments:**")]
+    nox_block, plain_block = _shell_blocks(section)
+    log = tmp_path / "calls"
+    stubs = "".join(f'{name}() {{ printf "{name}" >> {log}; printf " %s" "$@" >> {log}; echo >> {log}; }}\n'
+                    for name in ("git", "nox", "python", "cd"))
+    done = subprocess.run(["bash", "-c", stubs + nox_block + "\n" + plain_block], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    calls = [line.split() for line in log.read_text().splitlines()]
+    commit = doc["environment"]["repository"]["commit"]
+    expected = [["git", "checkout", commit]]
+    if url:
+        expected = [["git", "clone", url, "gpurepro"], ["cd", "gpurepro"], *expected]
+    args = rerun_arguments(doc)
+    assert calls[:len(expected)] == expected
+    assert calls[len(expected)] == ["nox", "-s", "tile_unload_race", "--", *args]
+    install, case = calls[len(expected) + 1:]
+    assert install[:5] == ["python", "-m", "pip", "install", "-e"] and install[5] == ".[analysis]"
+    assert sorted(install[6:]) == sorted(f"{k}=={v}" for k, v in doc["toolchain"]["resolved"].items())
+    assert case == ["python", "-m", "gpurepro", "case", "tile_unload_race", *args]
+    parsed = parser().parse_args(["case", "tile_unload_race", *args])
+    checked = check_arguments(load_case("tile_unload_race", root), parsed, root, gpu_info={"gpus": []})
+    assert checked.target == "sm_90" and parsed.seed == doc["plan"]["seed"]
+
+
+def test_the_repository_url_is_printed_only_when_one_is_set(monkeypatch):
+    from gpurepro.report import rerun
+
+    monkeypatch.delenv(rerun.URL_VARIABLE, raising=False)
+    assert rerun.repository_url() is None  # pyproject.toml's placeholder (.invalid) is not one
+    monkeypatch.setenv(rerun.URL_VARIABLE, "https://git.example.org/gpu/gpurepro.git")
+    assert rerun.repository_url() == "https://git.example.org/gpu/gpurepro.git"
+    body = issue_body(json.loads(NEWEST.read_text()), NEWEST)
+    assert "git clone https://git.example.org/gpu/gpurepro.git gpurepro" in body
+    monkeypatch.setenv(rerun.URL_VARIABLE, "https://gpurepro.invalid/x.git")
+    assert rerun.repository_url() is None
+
+
+def test_no_document_string_reaches_the_comment_unescaped(monkeypatch):
+    """Every string of the document goes through the reports' one escaping rule
+    (report.tables.cell) on its way into the comment: with that rule replaced by one that marks
+    what it was given, no marked document string appears outside a mark."""
+    import gpurepro.report.comment as comment
+    import gpurepro.report.rerun as rerun
+    import gpurepro.report.tables as tables
+
+    def mark(value: object) -> str:
+        return f"⟦{str(value).replace('|', '¦')}⟧"
+
+    for module in (tables, comment, rerun):
+        monkeypatch.setattr(module, "cell", mark)
+    doc = copy.deepcopy(json.loads(NEWEST.read_text()))
+    verdict = doc["verdict"]
+    verdict["sentences"][0] = "ZZSENT0 first"
+    verdict["next"] = ["Owner not established: ZZOWNERWHY.",
+                       "A workaround users can adopt (claim lock-unload-launch): ZZWORK. More."]
+    verdict["hypotheses"] = ["Hypothesis (ZZQUAL): ZZHYPO: evidence."]
+    doc["case"]["reported"] = {"gpu": "ZZGPU", "target": "ZZTARGET", "driver": "ZZDRIVER",
+                               "toolchain": "ZZTOOL"}
+    doc["case"]["exposure"]["label"] = "ZZLABEL"
+    doc["environment"]["gpu"]["gpus"][0]["name"] = "ZZGPUNAME"
+    doc["environment"]["gpu"]["driver_version"] = "ZZDRV"
+    doc["environment"]["host"]["python"] = "ZZPY"
+    doc["crash_sites"][0]["signature"] = "ZZSIG"
+    body = issue_body(doc, NEWEST, url="")
+    outside = re.sub(r"⟦[^⟧]*⟧", "", body)
+    for sentinel in ("ZZSENT0", "ZZOWNERWHY", "ZZWORK", "ZZQUAL", "ZZHYPO", "ZZGPU", "ZZTARGET",
+                     "ZZDRIVER", "ZZTOOL", "ZZLABEL", "ZZGPUNAME", "ZZDRV", "ZZPY", "ZZSIG"):
+        assert sentinel in body, sentinel
+        assert sentinel not in outside, sentinel

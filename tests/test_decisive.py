@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
-from gpurepro.analyze.claims import DecisiveDesign, Decider, Design
+from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
 from gpurepro.analyze.floor import oracle_floor
 from gpurepro.case import Claim, load_case
-from gpurepro.cli.parser import parser
 from gpurepro.cli.args import sequential_design
+from gpurepro.cli.parser import parser
 from gpurepro.run.journal import read
 from gpurepro.run.plan import PlannedTrial
 
@@ -36,16 +36,16 @@ def _rec(arm: str, failed: bool, exposure: float) -> dict:
             "detail": "SIGSEGV" if failed else "budget used up", "exposure": exposure}
 
 
-def test_the_potential_looks_spend_at_most_alpha_together():
+def test_the_looks_spend_at_most_alpha_together():
     d = DecisiveDesign(alpha=0.05, max_trials=10, first_look=12, total=40, first_share=0.5)
-    spent = sum(d.level_at(0, j) for j in range(d.first_look, d.total + 1))
+    assert d.schedule == [12, 18, 27, 40]
+    spent = sum(d.level_at(i, 0) for i in range(d.looks))
     assert spent == pytest.approx(0.05)
-    assert d.level_at(0, 12) == pytest.approx(0.025)
-    assert d.level_at(0, 13) == pytest.approx(0.025 / 28)
+    assert d.level_at(0, 0) == pytest.approx(0.025) and d.level_at(1, 0) == pytest.approx(0.025 / 3)
     assert Design.from_description(d.describe()) == d
 
 
-def test_a_look_is_due_from_the_first_look_on_once_per_trial():
+def test_a_look_is_due_at_each_scheduled_trial_count():
     design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=3, total=20)
     decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
     records = [_rec("crash", True, 100), _rec("ok", False, 100)]
@@ -55,6 +55,8 @@ def test_a_look_is_due_from_the_first_look_on_once_per_trial():
     decider.look(records)  # too little of ok to decide anything yet
     assert decider.last_look_at == 3 and not decider.decisions and not decider.look_due(records)
     records.append(_rec("ok", False, 100))
+    assert not decider.look_due(records)  # the next look is at 5
+    records.append(_rec("ok", False, 100))
     assert decider.look_due(records)
     restored = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
     restored.restore(decider.to_json())
@@ -62,15 +64,21 @@ def test_a_look_is_due_from_the_first_look_on_once_per_trial():
 
 
 def test_the_next_trial_goes_to_the_arm_whose_trial_brings_the_decision_nearest():
-    # ok has run long without a failure; the baseline has one crash: every further baseline
-    # crash moves the claim, another ok survivor hardly does, so the baseline goes next.
-    design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=1, total=20)
+    # ok has run without a failure; the baseline has one crash: a further baseline crash moves
+    # the claim more, per second, than another ok survivor does, so the baseline goes next.
+    # The baseline fails fast (10 units of exposure on average, a tenth of a second); ok's
+    # trial takes a second for its whole budget.
+    design = DecisiveDesign(alpha=0.005, max_trials=10, first_look=1, total=20)
     decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
-    records = [_rec("crash", True, 50), _rec("ok", False, 10_000), _rec("ok", False, 10_000)]
+    records = [_rec("crash", True, 50), _rec("ok", False, 300), _rec("ok", False, 300)]
     candidates = [PlannedTrial(5, "ok", 2), PlannedTrial(6, "crash", 1)]
-    picked, _ = choose(decider, records, candidates, {"crash": _prior(5e-3), "ok": _prior(0.0)},
-                       _prior(5e-3))
+    priors = {"crash": _prior(0.1), "ok": _prior(0.0)}
+    picked, _ = choose(decider, records, candidates, priors, _prior(0.1))
     assert picked.arm == "crash"
+    # Once the baseline has crashed often, ok's exposure is what the claim lacks.
+    records += [_rec("crash", True, 10)] * 6
+    picked, _ = choose(decider, records, candidates, priors, _prior(0.1))
+    assert picked.arm == "ok"
 
 
 def test_a_survivor_runs_only_to_the_exposure_that_decides_its_claims():

@@ -34,17 +34,17 @@ def _bad(fake_case, **changes):
 
 def test_unknown_factor(fake_case):
     msg = _bad(fake_case, arms=[*fake_case.arms, Arm("weird", {"colour": "red"})])
-    assert "manifest.py: arms[10].factors.colour: unknown factor" in msg
+    assert f"manifest.py: arms[{len(fake_case.arms)}].factors.colour: unknown factor" in msg
 
 
 def test_unknown_level(fake_case):
     msg = _bad(fake_case, arms=[*fake_case.arms, Arm("weird", {"mode": "explode"})])
-    assert "arms[10].factors.mode" in msg and "'explode' is not one of" in msg
+    assert f"arms[{len(fake_case.arms)}].factors.mode" in msg and "'explode' is not one of" in msg
 
 
 def test_duplicate_arm(fake_case):
     msg = _bad(fake_case, arms=[*fake_case.arms, Arm("ok", {"mode": "ok"})])
-    assert "arms[10].name: duplicate arm 'ok'" in msg
+    assert f"arms[{len(fake_case.arms)}].name: duplicate arm 'ok'" in msg
 
 
 def test_missing_artifact_dependency(fake_case):

@@ -256,9 +256,10 @@ def test_ctx_get_device_v2_arms_on_the_fake_driver(bins, arm, outcome, detail):
         assert c.call == ("cuCtxGetDevice" if arm.endswith("v1") else "cuCtxGetDevice_v2")
 
 
-def test_ctx_get_device_v2_bogus_context_crashes_inside_libcuda(bins):
+@pytest.mark.parametrize("arm", ["v2-bogus", "v2-bogus-current"])
+def test_ctx_get_device_v2_bogus_context_crashes_inside_libcuda(bins, arm):
     case = load_case("ctx_get_device_v2", ROOT)
-    done, c = _case_trial(bins, case, "v2-bogus")
+    done, c = _case_trial(bins, case, arm)
     assert (c.outcome, c.detail) == ("crashed", "SIGSEGV")
     assert c.counters == {"calls": 1}  # counted before the call: the crash counts it
     s = crash_summary(done.observed.crash)

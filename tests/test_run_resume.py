@@ -74,12 +74,8 @@ def test_run_records_a_valid_document_and_report(root, fake_build, tmp_path):
     assert doc["environment"]["host"]["hostname"] == "redacted"
     assert doc["crash_sites"][0]["count"] == 3 and doc["crash_sites"][0]["pc_module"] == "testdriver"
     assert docs[0].with_suffix(".md").is_file()
-    assert docs[0].with_name(docs[0].stem + ".pyperf.json").is_file()
-    # The pyperf suite is readable by pyperf itself.
-    stats = subprocess.run([sys.executable, "-m", "pyperf", "stats",
-                            str(docs[0].with_name(docs[0].stem + ".pyperf.json"))],
-                           capture_output=True, text=True)
-    assert stats.returncode == 0, stats.stderr
+    # No pyperf suite of trial times: a crash race's trial durations are no benchmark.
+    assert not docs[0].with_name(docs[0].stem + ".pyperf.json").exists()
     check = _cli(root, "validate", str(docs[0]))
     _, err = check.communicate(timeout=60)
     assert check.returncode == 0, err

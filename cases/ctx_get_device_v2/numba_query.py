@@ -1,6 +1,7 @@
 """What a numba user does: ask numba.cuda for the current device, then synchronize.
 
-    numba_query.py --target builtin|builtin-fixed|installed [--seconds S] [--heartbeat-ms MS]
+    numba_query.py --target builtin|builtin-fixed|installed [--expect-numba VERSION]
+                   [--seconds S] [--heartbeat-ms MS]
 
 --target builtin: numba's own CUDA target with its ctypes binding (NUMBA_CUDA_USE_NVIDIA_BINDING=0;
   numba-cuda's redirection of `numba.cuda`, installed by its .pth file, is taken off first), the
@@ -12,6 +13,8 @@
   between the two releases on this path, without carrying a second numba and llvmlite;
 --target installed: `numba.cuda` as this interpreter resolves it (numba-cuda's target where it
   is installed), with its default binding.
+--expect-numba: the release the arm pins (carried as a runtime package, first on PYTHONPATH); a
+  trial that imports another numba raises (harness_error) instead of measuring the wrong one.
 
 One user action per trial (counter `calls`): numba.cuda.get_current_device() (numba creates and
 pushes the primary context, then asks its device) and numba.cuda.synchronize(). The versions of
@@ -63,6 +66,7 @@ def _apply_the_063_fix(nbdriver) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target", choices=("builtin", "builtin-fixed", "installed"), required=True)
+    ap.add_argument("--expect-numba", metavar="VERSION")
     kit.add_budget_arguments(ap)
     args = ap.parse_args()
     d = kit.Driver("ctx_get_device_v2-numba", ("calls",), exposure="calls",
@@ -80,6 +84,11 @@ def main() -> None:
         d.stop_with("unsupported", reason=f"numba.cuda is not importable: {exc}")
         d.exit()
     slot.exit()
+    imported = getattr(sys.modules.get("numba"), "__version__", None)
+    if args.expect_numba and imported != args.expect_numba:
+        raise RuntimeError(f"this trial imports numba {imported}; its arm pins "
+                           f"{args.expect_numba} (a runtime package the run did not put first on "
+                           f"PYTHONPATH)")
     fixed = _apply_the_063_fix(nbdriver) if args.target == "builtin-fixed" else False
     d.start({"target": args.target, "numba": _version("numba"), "fix_applied": fixed,
              "numba_cuda": _version("numba-cuda"), "llvmlite": _version("llvmlite"),

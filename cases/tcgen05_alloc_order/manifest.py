@@ -178,6 +178,7 @@ CASE = Case(
         "and is that ordering requirement documented (PTX ISA, CUTLASS Allocator2Sm)?"
     ),
     report_url="reports/tcgen05-alloc-order.txt",
+    reported={"gpu": "NVIDIA B300 SXM6", "target": "sm_103a", "toolchain": "CUDA 13.0, nvcc V13.0.88"},
     toolchains={"*": PINS},
     tools=TOOLS,
     artifacts=ARTIFACTS,

@@ -26,7 +26,9 @@ _sections = load_sibling(__file__, "sections")
 _seed_output = load_sibling(__file__, "seed_output")
 _strata = load_sibling(__file__, "strata")
 
-# cuda-tile 1.5.0 as filed. tileiras refuses to run beside nvcc/nvvm wheels of another
+# cuda-tile 1.5.0 as filed. Every pin exact (locks/ adds the hashes; README "Locks"): the 13.2
+# ones are what `13.2.*` resolved to when the sm_120 artifacts were first built and recorded,
+# the 13.3 runtime and nvJitLink what the H200 results recorded. tileiras refuses to run beside nvcc/nvvm wheels of another
 # release, so the whole CUDA family is pinned together. tileiras 13.2 (the report's CUDA)
 # rejects sm_90; 13.3 is the oldest release that accepts Hopper (and Ampere).
 _CUDA_13_3 = [
@@ -35,17 +37,17 @@ _CUDA_13_3 = [
     "nvidia-cuda-nvcc==13.3.73",
     "nvidia-nvvm==13.3.73",
     "nvidia-cuda-crt==13.3.73",
-    "nvidia-cuda-runtime==13.3.*",
-    "nvidia-nvjitlink==13.3.*",
+    "nvidia-cuda-runtime==13.3.29",
+    "nvidia-nvjitlink==13.3.33",
 ]
 _CUDA_13_2_AS_FILED = [
     "cuda-tile==1.5.0",
-    "nvidia-cuda-tileiras==13.2.*",
-    "nvidia-cuda-nvcc==13.2.*",
-    "nvidia-nvvm==13.2.*",
-    "nvidia-cuda-crt==13.2.*",
-    "nvidia-cuda-runtime==13.2.*",
-    "nvidia-nvjitlink==13.2.*",
+    "nvidia-cuda-tileiras==13.2.86",
+    "nvidia-cuda-nvcc==13.2.86",
+    "nvidia-nvvm==13.2.86",
+    "nvidia-cuda-crt==13.2.86",
+    "nvidia-cuda-runtime==13.2.86",
+    "nvidia-nvjitlink==13.2.86",
 ]
 
 ARTIFACTS = [
@@ -564,6 +566,8 @@ CASE = Case(
               "in another thread of the same context, attributable to cuda-tile (Tile IR modules), "
               "and if not, who owns it?"),
     report_url="https://github.com/NVIDIA/cuda-tile/issues/23",
+    reported={"gpu": "NVIDIA GeForce RTX 5090", "target": "sm_120", "driver": "595.84",
+              "toolchain": "CUDA 13.2, cuda-tile 1.5.0"},
     toolchains={"sm_80": _CUDA_13_3, "sm_90": _CUDA_13_3, "sm_100": _CUDA_13_3,
                 "sm_120": _CUDA_13_2_AS_FILED},
     artifacts=ARTIFACTS,
@@ -576,7 +580,7 @@ CASE = Case(
         targets={"9.0": "sm_90", "12.0": "sm_120", "8.0": "sm_80", "10.0": "sm_100"},
         why="Tile IR cubins are exported per architecture by tileiras",
     ),
-    exposure=Exposure(counter="launches", unit="cycles"),
+    exposure=Exposure(counter="launches", unit="cycles", label="load/launch/unload iterations"),
     # A crash is the bug; a CUDA error or a hang would be a different finding, reported apart.
     failure_outcomes=("crashed",),
     # A hang: both workers inside a driver call while main heartbeats on, the counters still.

@@ -17,6 +17,9 @@ EXIT_ERROR = 1  # bad manifest, failed build, harness error
 EXIT_USAGE = 2
 EXIT_UNSUPPORTED = 4  # a GPU is present but the case cannot run on it; result written
 EXIT_NO_DRIVER = 5  # no CUDA driver / no GPU: nothing was run
+# The reader of stdout closed it (`gpurepro compare ... | head`): the status of a program that
+# SIGPIPE ends, said by no line.
+EXIT_PIPE = 128 + signal.SIGPIPE
 
 
 def exit_for_signal(signum: int) -> int:

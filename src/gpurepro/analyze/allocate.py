@@ -102,12 +102,17 @@ def _threshold(decider: Any, records: Sequence[Mapping[str, Any]], n_open: int) 
 
 
 def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
-                  claims: Sequence[Claim], threshold: float) -> float:
-    """The expected drop of the claims' summed distance from one more trial of ``arm``."""
+                  claims: Sequence[Claim], threshold: float,
+                  now_by_claim: Mapping[str, float] | None = None) -> float:
+    """The expected drop of the claims' summed distance from one more trial of ``arm``
+    (``now_by_claim``: each claim's distance now, where the caller has it)."""
     mine = [c for c in claims if arm in _arms_of(decider, c)]
+    if now_by_claim is not None:
+        mine = [c for c in mine if now_by_claim[c.name] > 0]
     if not mine:
         return 0.0
-    now = sum(distance(decider.evidence(c, records).p_value, threshold) for c in mine)
+    now = sum(now_by_claim[c.name] if now_by_claim is not None
+              else distance(decider.evidence(c, records).p_value, threshold) for c in mine)
     if now == 0:
         return 0.0
     after = 0.0
@@ -147,13 +152,14 @@ def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any
     needed) and the exposure cap of its survivor (None: the budget)."""
     claims = open_claims(decider)
     threshold = _threshold(decider, records, len(claims))
+    now = {c.name: distance(decider.evidence(c, records).p_value, threshold) for c in claims}
     first: dict[str, Any] = {}
     for t in candidates:
         first.setdefault(t.arm, t)
     best, best_score = None, 0.0
     for arm, planned in first.items():
         prior = priors.get(arm, fallback)
-        score = expected_gain(decider, records, arm, prior, claims, threshold) / max(
+        score = expected_gain(decider, records, arm, prior, claims, threshold, now) / max(
             prior.trial_seconds(), 1e-3)
         if score > best_score:
             best, best_score = planned, score

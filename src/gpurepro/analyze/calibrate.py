@@ -364,6 +364,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     exploratory: list[str] = []
     budget: Mapping[str, Any] = {}
     priors = None
+    sources: list[str] | None
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)

@@ -32,11 +32,13 @@ Tests, with scipy.stats:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as sps
+from scipy.special import _ufuncs
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
@@ -70,10 +72,29 @@ def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes:
     return ArmCounts(k, n, exposure, {"matching": matching})
 
 
+# binom.cdf and binom.sf evaluate these ufuncs (scipy.stats' binomial is Boost's); called
+# directly they give the same numbers without the distribution machinery's milliseconds per
+# call, which matters where the decisive design asks for thousands per trial it allocates.
+# Where a SciPy release lacks them, the public functions give the same values, slower.
+_BINOM_CDF = getattr(_ufuncs, "_binom_cdf", None)
+_BINOM_SF = getattr(_ufuncs, "_binom_sf", None)
+
+
 def _binom_p(k: int, n: int, p: float, alternative: str) -> float:
+    """The exact one-sided binomial p-value, what ``binomtest(k, n, p, alternative).pvalue``
+    gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1))."""
     if n == 0:
         return 1.0
-    return float(sps.binomtest(k, n, p=min(max(p, 0.0), 1.0), alternative=alternative).pvalue)
+    p = min(max(p, 0.0), 1.0)
+    if alternative == "less":  # P(X <= k)
+        if k >= n:
+            return 1.0
+        value = _BINOM_CDF(k, n, p) if _BINOM_CDF is not None else sps.binom.cdf(k, n, p)
+    else:  # P(X >= k) = P(X > k - 1)
+        if k <= 0:
+            return 1.0
+        value = _BINOM_SF(k - 1, n, p) if _BINOM_SF is not None else sps.binom.sf(k - 1, n, p)
+    return float(min(1.0, value))
 
 
 def _share(ratio: float, e_arm: float, e_ref: float) -> float:
@@ -233,59 +254,71 @@ class Design:
 
 @dataclass
 class DecisiveDesign(Design):
-    """The decisive design: a look can come after any trial, alpha is spent by a rule fixed
-    before the run, and the trials go where they bring a decision nearest (analyze.allocate).
+    """The decisive design: looks at trial counts fixed before the run, alpha spent mostly at
+    the first, and the trials go where they bring a decision nearest (analyze.allocate).
 
-    Looks are numbered by the run's valid trials. Potential looks are the trial counts
-    ``first_look`` .. ``total`` (the plan's size); the look at ``first_look`` (the trial count at
-    which the committed rates predict the decisions, gpurepro.analyze.floor) gets
-    ``first_share`` of alpha, every later one an equal part of the rest. Each look spends only
-    its own part, whether or not a decision comes of it, so the alphas of all potential looks
-    sum to alpha (Bonferroni over looks, Holm within each), however the trials were allocated
-    (calibrate checks it). A look is taken at a trial count only when some confirmatory claim is
-    still open."""
+    Looks are numbered by the run's valid trials: at ``first_look`` (the trial count at which
+    the committed rates predict the decisions, gpurepro.analyze.floor), then each ``growth``
+    times the one before, and at ``total`` (the plan's size). The first gets ``first_share`` of
+    alpha, every later one an equal part of the rest, so the looks' alphas sum to alpha
+    (Bonferroni over looks, Holm within each), however the trials were allocated (calibrate
+    checks it). A look is taken when its trial count is reached and a confirmatory claim is
+    still open; a run that ends between two looks takes the next one then."""
 
     first_look: int = 1
     total: int = 1
     first_share: float = 0.5
+    growth: float = 1.5
+
+    @property
+    def schedule(self) -> list[int]:
+        out, j = [], max(1, self.first_look)
+        while j < self.total:
+            out.append(j)
+            j = max(j + 1, math.ceil(j * self.growth))
+        return [*out, max(1, self.total)]
 
     @property
     def looks(self) -> int:
-        return max(1, self.total - self.first_look + 1)
+        return len(self.schedule)
 
     @property
     def alpha_per_look(self) -> float:
-        return self.alpha * self.first_share  # the first look's: what a decision needs at best
+        return self.level_at(0, 0)  # the first look's: what a decision needs at best
 
     def level_at(self, looks_taken: int, evidence_trials: int) -> float:
-        if evidence_trials <= self.first_look:
-            return self.alpha * self.first_share
-        later = self.total - self.first_look
-        return self.alpha * (1 - self.first_share) / later if later > 0 else 0.0
+        if looks_taken == 0 or self.looks == 1:
+            return self.alpha * (self.first_share if self.looks > 1 else 1.0)
+        return self.alpha * (1 - self.first_share) / (self.looks - 1)
 
     def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
+        schedule = self.schedule
+        if decider.looks_taken >= len(schedule) or not decider.arms_needed():
+            return False
         j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
-        return (j >= self.first_look and j > decider.last_look_at and j <= self.total
-                and bool(decider.arms_needed()))
+        return j >= schedule[decider.looks_taken]
 
     def describe(self) -> dict[str, Any]:
         return {"design": "decisive",
-                "method": ("claims decided under one family-wise error rate: a potential look after "
-                           "every valid trial from the first_look-th to the plan's last; "
+                "method": ("claims decided under one family-wise error rate: looks at the trial "
+                           "counts look_at (the first where the committed rates predict the "
+                           "decisions, then each growth times the last, and the plan's end), "
                            "first_share of alpha at the first, the rest split evenly over the "
                            "others (Bonferroni over looks), Holm's step-down over the undecided "
                            "claims at each look; trials allocated where they bring a decision "
                            "nearest; a claim's p-value is twice its smaller one-sided p"),
                 "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
-                "first_share": self.first_share, "total": self.total, "looks": self.looks,
-                "alpha_first_look": self.alpha * self.first_share,
-                "alpha_later_looks": self.level_at(0, self.first_look + 1)}
+                "growth": self.growth, "first_share": self.first_share, "total": self.total,
+                "look_at": self.schedule, "looks": self.looks,
+                "alpha_first_look": self.level_at(0, 0),
+                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None}
 
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
         return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
                    first_look=int(d["first_look"]), total=int(d["total"]),
-                   first_share=float(d.get("first_share", 0.5)))
+                   first_share=float(d.get("first_share", 0.5)),
+                   growth=float(d.get("growth", 1.5)))
 
 
 class Decider:
@@ -378,9 +411,10 @@ class Decider:
         """The last look (at the end of the run, or when recording a fixed-size run), and the
         exploratory family's one look."""
         if isinstance(self.design, DecisiveDesign):
-            # Its last potential look is the plan's last trial: one more look now, if the run
-            # ended before that and none was taken at this trial count, at its own small alpha.
-            if self.design.due(self, records):
+            # A run that ended between two scheduled looks (every arm done or at its maximum)
+            # takes the next one now, at that look's alpha: it was not spent before.
+            j = sum(1 for r in records if r.get("outcome") in EVIDENCE)
+            if self.looks_taken < self.design.looks and j > self.last_look_at:
                 self.look(records, final=True)
             for c in self.claims:
                 if c.name not in self.decisions:

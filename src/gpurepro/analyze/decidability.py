@@ -141,8 +141,11 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
         chosen = [c for c in case.claims if c.name in claim_names]
         if not priors or not chosen:
             return max(1, min(total, len(plan.arms)))
-        floor = oracle_floor(case, chosen, priors, {a: m.strata for a, m in models.arms.items()}
-                             if models else {}, alpha, max_trials)
+        strata = {a: m.strata for a, m in models.arms.items()} if models else {}
+        floor = oracle_floor(case, chosen, priors, strata, alpha, max_trials)
+        if floor.get("unreached"):  # what the plan cannot decide must not set the first look
+            chosen = [c for c in chosen if c.name not in floor["unreached"]]
+            floor = oracle_floor(case, chosen, priors, strata, alpha, max_trials)
         return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(floor["trials"].values()))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]

@@ -70,7 +70,9 @@ def oracle_floor(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPr
         ps = sorted(decider.evidence(c, records).p_value for c in family)
         return [distance(p, alpha / (len(ps) - i)) for i, p in enumerate(ps)]
 
-    used = {a for c in family for a in (c.arm, decider.reference(c)) if a}
+    # In the arms' order, so that ties between arms break the same way in every process.
+    in_claims = {a for c in family for a in (c.arm, decider.reference(c)) if a}
+    used = [a for a in arms if a in in_claims]
     for a in used:
         n[a] = 1
     records = data(n)
@@ -93,10 +95,13 @@ def oracle_floor(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPr
             best = min(open_arms, key=lambda a: n[a])
         n[best] += 1
         records = data(n)
+    unreached = [c.name for c in family
+                 if distance(decider.evidence(c, records).p_value, alpha / len(family)) > 0]
     reached = not any(distances(records))
     seconds = sum(n[a] * priors[a].trial_seconds() for a in arms)
     return {"seconds": round(seconds, 3), "trials": {a: k for a, k in n.items() if k},
             "reached": reached, "claims": [c.name for c in family],
+            "unreached": [] if reached else unreached,
             "method": ("one look at alpha (Holm), trials added one at a time where they lower the "
                        "claims' distance to a decision most per second, each arm's trials at "
                        "their expected outcome under the rates given")}

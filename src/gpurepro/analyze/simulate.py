@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import subprocess
 from collections import Counter
@@ -83,12 +84,17 @@ def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
 def committed_results(case: Case, root: Path) -> list[Path]:
     """The case's committed result documents, newest first (their names start with a stamp)."""
     folder = root / "results" / case.name
-    try:
-        out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=root,
-                             capture_output=True, text=True, check=True).stdout
-        files = [root / f for f in out.split("\0") if f]
-    except (OSError, subprocess.CalledProcessError):
-        files = list(folder.glob("*.json"))
+    files = list(folder.glob("*.json"))
+    if not os.environ.get("GPUREPRO_COMMIT"):
+        # In a checkout, only what git tracks: a document recorded here and not committed is no
+        # committed rate. A tree sent to a GPU node is its sender's commit (GPUREPRO_COMMIT), and
+        # whatever .git it carries may describe another one: its files are the committed ones.
+        try:
+            out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=root,
+                                 capture_output=True, text=True, check=True).stdout
+            files = [root / f for f in out.split("\0") if f]
+        except (OSError, subprocess.CalledProcessError):
+            pass
     files = [f for f in files if f.suffix == ".json" and not f.name.endswith(".pyperf.json")
              and f.parent == folder and f.is_file() and not f.name.startswith("matrix_")]
     return sorted(files, key=lambda f: f.name, reverse=True)

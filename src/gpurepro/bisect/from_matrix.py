@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..matrix.reasons import explained
 from ..matrix.table import _emits, _ranges, _short, arm_cell
 from . import search
 from .document import SCHEMA_ID
@@ -109,7 +110,7 @@ def _outcome(doc: Mapping[str, Any], axis: Mapping[str, Any], release: str) -> t
             + b["stderr_first_line"]
         if b["stderr_first_line"] == "no export built":
             what = "no export built"
-        return what, "–"
+        return explained(what), "–"
     elf = axis["artifacts"][sha]["elf"]
     what = f"{_short(sha)}: {_emits(elf)}"
     run = next(r for r in axis["runs"] if r["sha256"] == sha)

@@ -28,6 +28,7 @@ from .model import (
     Exposure,
     Factor,
     OutputCheck,
+    Runtime,
     Stratum,
     Tool,
     TrialBudget,
@@ -38,8 +39,8 @@ from .model import (
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
-    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "OutputCheck", "Stratum",
-    "Tool",
+    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "OutputCheck", "Runtime",
+    "Stratum", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

@@ -19,12 +19,14 @@ from .model import (
     CLAIM_KINDS,
     CLAIM_UNITS,
     OUTCOMES,
+    RUNTIME_PIN,
     SHARE_BOUNDS,
     SINGLE_ARM_KINDS,
     Case,
     Claim,
     Defaults,
     OutputCheck,
+    Runtime,
     Tool,
 )
 
@@ -116,6 +118,34 @@ def validate(case: Case, path: Path | str) -> None:
         if target != "*" and target not in set(case.devices.targets.values()):
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
     _check_tools(case, path)
+    _check_runtime(case, seen, path)
+
+
+def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
+    rt = case.runtime
+    if rt is None:
+        return
+    if not isinstance(rt, Runtime):
+        raise ManifestError(path, "runtime", "must be a gpurepro.case.Runtime")
+    for key, pins in rt.packages.items():
+        if key != "*" and key not in arms:
+            raise ManifestError(path, f"runtime.packages.{key}", "is neither '*' nor an arm")
+        if isinstance(pins, str):
+            raise ManifestError(path, f"runtime.packages.{key}", "must be a list of pins")
+        for i, pin in enumerate(pins):
+            if not isinstance(pin, str) or not RUNTIME_PIN.match(pin):
+                raise ManifestError(path, f"runtime.packages.{key}[{i}]",
+                                    f"{pin!r} is not an exact pin (name==version)")
+    for i, name in enumerate(rt.from_node):
+        if not isinstance(name, str) or not _DIST_NAME.match(name):
+            raise ManifestError(path, f"runtime.from_node[{i}]", f"{name!r} is not a package name")
+    if not re.match(r"^3\.[0-9]+$", str(rt.python)):
+        raise ManifestError(path, "runtime.python", f"{rt.python!r} is not a version like 3.12")
+    if not rt.platforms:
+        raise ManifestError(path, "runtime.platforms", "names no platform tag")
+
+
+_DIST_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
 def _check_output_check(case: Case, path: Path | str) -> None:

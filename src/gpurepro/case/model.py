@@ -11,6 +11,7 @@ GPU nodes that have no network and no third-party packages.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -240,6 +241,52 @@ class Exposure:
     counter: str
     unit: str
     per: float = 1e6
+    # What one unit is, in words, where the unit's name alone could be read otherwise (the
+    # tile race's "cycles" are load/launch/unload iterations, not clock cycles); the issue
+    # comment names the unit by it.
+    label: str = ""
+
+
+# An exact pin: a runtime package is one release, the wheel the build downloads.
+RUNTIME_PIN = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)==([0-9][A-Za-z0-9.+!_-]*)$")
+# The manylinux tags a wheel for an x86-64 GPU node may carry (glibc 2.17 to 2.28).
+NODE_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64",
+                  "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """The Python packages a case's trials import, as exact pins (``name==version``).
+
+    ``packages``: ``"*"`` (every arm) or an arm's name -> pins; an arm gets ``"*"``'s and its
+    own, its own winning by name, so arms that compare releases each pin theirs. The build
+    (gpurepro.build.runtime) downloads each pin's wheel for the GPU node's Python (``python``,
+    ``platforms``) into build/, with its sha256, and checks that every requirement the wheels
+    declare is met by another pin of the same arm, or is named in ``from_node``: left to the
+    node's own installation, whose version each run records beside the requirement. The run
+    stage unpacks an arm's wheels into a folder of its own on the node (gpurepro.run.runtime)
+    and hands it to the trial command as ``TrialContext.runtime``, which ``python_driver`` puts
+    first on PYTHONPATH: nothing is installed from the network.
+    """
+
+    packages: Mapping[str, Sequence[str]]
+    from_node: tuple[str, ...] = ()
+    python: str = "3.12"
+    platforms: tuple[str, ...] = NODE_PLATFORMS
+    implementation: str = "cp"
+
+    def pins_for(self, arm: str) -> list[str]:
+        """The arm's pins: ``"*"``'s, then its own in place of any of the same name."""
+        pins: dict[str, str] = {}
+        for key in ("*", arm):
+            for pin in self.packages.get(key, ()):
+                pins[normalized_name(pin.split("==")[0])] = pin
+        return list(pins.values())
+
+
+def normalized_name(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)
@@ -274,6 +321,9 @@ class TrialContext:
     pythonpath: Path = field(default_factory=harness_import_root)
     # The case's output check (Case.check): what the driver compares with, and how closely.
     check: OutputCheck | None = None
+    # The arm's runtime packages (Case.runtime) unpacked on this node, or None: first on a
+    # Python driver's PYTHONPATH (python_driver).
+    runtime: Path | None = None
 
     def check_arguments(self) -> tuple[str, ...]:
         """The case's tolerance for a driver on ``gpurepro.case.driver`` (add_check_arguments):
@@ -287,10 +337,12 @@ class TrialContext:
         """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the
         harness's interpreter, PYTHONPATH the harness's import root and, with ``preload`` (the
         crash object, native/crash_preload.cc), LD_PRELOAD set: a fault then leaves the native
-        crash record before Python's frames."""
+        crash record before Python's frames. The arm's runtime packages, where the case pins
+        some, come first on PYTHONPATH."""
+        paths = ([str(self.runtime)] if self.runtime is not None else []) + [str(self.pythonpath)]
         return TrialCommand(
             argv=(self.python, str(script), *args),
-            env={"PYTHONPATH": str(self.pythonpath),
+            env={"PYTHONPATH": os.pathsep.join(paths),
                  **({"LD_PRELOAD": str(preload)} if preload is not None else {}), **(env or {})})
 
 
@@ -332,6 +384,9 @@ class Case:
     # failed inside it). Arithmetic on the case's own counters, no statistics: the harness
     # tests the counts (gpurepro.analyze.claims).
     strata: Mapping[str, Stratum] = field(default_factory=dict)
+    # Where the report was filed from, as the reporter gave it ("gpu", "target", "driver",
+    # "toolchain"): what a run elsewhere did not run on, which the issue comment says.
+    reported: Mapping[str, str] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
     # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact
@@ -342,6 +397,8 @@ class Case:
     check: OutputCheck | None = None
     # Toolchain axes a bisection runs along (gpurepro.bisect): name -> Axis.
     axes: Mapping[str, Any] = field(default_factory=dict)
+    # The Python packages the trials import, pinned per arm where arms compare releases.
+    runtime: Runtime | None = None
 
     @property
     def directory(self) -> Path:

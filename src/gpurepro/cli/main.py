@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import (
     EXIT_ERROR,
+    EXIT_PIPE,
     EXIT_USAGE,
     BuildError,
     ClusterError,
@@ -33,13 +34,21 @@ from ..errors import (
     exit_for_signal,
 )
 from ..run.execute import ignore_stop_signals, stop_signals
+from . import extras
 from .args import say
-from .parser import parser
+from .parser import parser, prog_name
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    needs = extras.what_needs_it(args)
+    missing = extras.absent(needs[1]) if needs else None
+    if needs and missing:
+        say(f"gpurepro: {extras.missing_line(needs[0], missing)}")
+        return EXIT_ERROR
     try:
         return int(args.fn(args))
+    except BrokenPipeError:
+        return _stdout_closed()
     except (UsageError, JournalMismatch) as exc:
         say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
@@ -52,6 +61,12 @@ def _dispatch(args: argparse.Namespace) -> int:
     except HarnessError as exc:
         say(f"gpurepro: harness error: {exc}")
         return EXIT_ERROR
+    except ModuleNotFoundError as exc:
+        module = extras.analysis_module(exc)
+        if module is None:
+            return _harness_bug(exc)
+        say(f"gpurepro: {extras.missing_line(args.command, module)}")
+        return EXIT_ERROR
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         say(f"gpurepro: error: {exc.strerror or exc}{where}")
@@ -63,11 +78,26 @@ def _dispatch(args: argparse.Namespace) -> int:
         say("gpurepro: stopped by SIGINT")
         return exit_for_signal(signal.SIGINT)
     except Exception as exc:
-        if os.environ.get("GPUREPRO_DEBUG"):
-            raise
-        say(f"gpurepro: harness error (a bug in gpurepro, please report it): "
-             f"{type(exc).__name__}: {exc}; GPUREPRO_DEBUG=1 shows the traceback")
-        return EXIT_ERROR
+        return _harness_bug(exc)
+
+
+def _harness_bug(exc: Exception) -> int:
+    if os.environ.get("GPUREPRO_DEBUG"):
+        raise exc
+    say(f"gpurepro: harness error (a bug in gpurepro, please report it): "
+        f"{type(exc).__name__}: {exc}; GPUREPRO_DEBUG=1 shows the traceback")
+    return EXIT_ERROR
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: nothing more is written (what is still buffered goes to
+    /dev/null, so Python's exit does not complain) and the status says so without a line."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_PIPE
 
 
 def _status_file(argv: list[str]) -> str | None:
@@ -83,7 +113,7 @@ def _status_file(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser().parse_args(argv)
+        args = parser(prog_name(sys.argv[0])).parse_args(argv)
         # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is,
         # so a stop at any moment ends with the cleanup of the step it interrupted and one line;
         # once the work is done they are ignored, never restored to their default (a SIGTERM
@@ -97,8 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         status = exit_for_signal(exc.signum)
     except KeyboardInterrupt:  # Ctrl-C while the parser was being built: nothing had started
         status = exit_for_signal(signal.SIGINT)
+    except BrokenPipeError:  # --help into a closed pipe
+        status = _stdout_closed()
     except SystemExit as exc:  # argparse: usage error (2), --help / --version (0)
         status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = _stdout_closed()
     status_file = _status_file(argv)
     if status_file:
         Path(status_file).write_text(f"{status}\n")

@@ -96,8 +96,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     stages = p.add_subparsers(dest="stage", required=True, metavar="stage",
                               parser_class=type(p))
 
+    case_help = "the case with a matrix.py (e.g. tile_unload_race)"
     s = stages.add_parser("cell", help="one cell, inside its toolchain environment (nox -s tile_matrix runs it)")
-    s.add_argument("case")
+    s.add_argument("case", help=case_help)
     s.add_argument("--release", required=True, help="front-end release, e.g. cuda-tile 1.7.0")
     s.add_argument("--family", required=True, help="toolchain family, e.g. 13.5")
     s.add_argument("--install-failed", action="store_true", help="the installer failed (its log says why)")
@@ -106,7 +107,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.set_defaults(stage_fn=cmd_cell)
 
     s = stages.add_parser("collect", help="cell records + ELF facts -> the CPU matrix document")
-    s.add_argument("case")
+    s.add_argument("case", help=case_help)
     s.add_argument("--out", help="document path (default: <build root>/matrix.cpu.json)")
     s.add_argument("--build-dir", help="where the cells built (default: build/matrix/<case>/<target>)")
     s.set_defaults(stage_fn=cmd_collect)
@@ -131,7 +132,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     s.set_defaults(stage_fn=cmd_assemble)
 
     s = stages.add_parser("table", help="the README table of a matrix document (Markdown)")
-    s.add_argument("document")
+    s.add_argument("document", help="an assembled matrix document (results/<case>/matrix_*.json)")
     s.add_argument("--out", help="write it to this file (default: print)")
     s.set_defaults(stage_fn=cmd_table)
     for stage in stages.choices.values():

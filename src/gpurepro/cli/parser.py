@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, NoReturn
 
 from .. import __version__
@@ -110,9 +111,15 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
                    help="seconds between looks at squeue and the shard journals (default 10)")
 
 
-def parser() -> argparse.ArgumentParser:
+def prog_name(argv0: str) -> str:
+    """What the usage lines call the program: `gpurepro` when it was run by that name (the
+    console script), `python -m gpurepro` otherwise."""
+    return "gpurepro" if Path(argv0).name == "gpurepro" else "python -m gpurepro"
+
+
+def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     ap = Parser(
-        prog="python -m gpurepro",
+        prog=prog,
         description="Turn a GPU bug report into an experiment: build pinned artifacts, run isolated "
                     "trials, classify them, and record a schema-valid verdict.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -136,12 +143,16 @@ def _run_commands(sub: Any) -> None:
     _run_arguments(p)
     p.set_defaults(fn=run.cmd_run)
 
-    p = sub.add_parser("prepare", help="check a case's arguments; write its target and pins (for nox)")
+    # Internal commands, for nox and for Slurm: given no help=, argparse leaves them out of
+    # `gpurepro --help`; their own --help still describes them.
+    p = sub.add_parser("prepare", description="check a case's arguments; write its target and "
+                       "pins (for the nox sessions; not for people)")
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
     p.set_defaults(fn=run.cmd_prepare, decisive_by_default=True)
 
-    p = sub.add_parser("slurm-task", help="one array task of a cluster run (Slurm runs it)")
+    p = sub.add_parser("slurm-task", description="one array task of a cluster run (Slurm runs "
+                       "it; not for people)")
     p.add_argument("spec", help="the round's task list, written by the submitting side")
     p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
     p.set_defaults(fn=run.cmd_slurm_task)
@@ -149,20 +160,23 @@ def _run_commands(sub: Any) -> None:
 
 def _build_commands(sub: Any) -> None:
     """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
+    case_help = "case name (folder under cases/) or path to its manifest.py"
+    arch_help = "build target, e.g. sm_90 (default: from this machine's GPU, else the case's first)"
     p = sub.add_parser("build", help="build a case's artifacts with the pinned toolchain")
-    p.add_argument("case")
-    p.add_argument("--arch")
-    p.add_argument("--build-dir", default="build")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help=arch_help)
+    p.add_argument("--build-dir", default="build",
+                   help="where the artifacts go, inside the repository (default: build/)")
     p.set_defaults(fn=run.cmd_build)
 
     p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")
-    p.add_argument("case")
-    p.add_argument("--arch")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help="a target to check against the case's instead")
     p.set_defaults(fn=run.cmd_target)
 
     p = sub.add_parser("pins", help="print the PyPI requirements of a case for a target")
-    p.add_argument("case")
-    p.add_argument("--arch")
+    p.add_argument("case", help=case_help)
+    p.add_argument("--arch", help=arch_help)
     p.set_defaults(fn=run.cmd_pins)
 
 
@@ -175,8 +189,10 @@ def _record_commands(sub: Any) -> None:
     p.add_argument("--force", action="store_true", help="replace an existing result document")
     p.set_defaults(fn=results.cmd_record)
 
-    p = sub.add_parser("report", help="result document -> Markdown, PNG plot, pyperf suite")
-    p.add_argument("result")
+    p = sub.add_parser("report", help="result document -> Markdown and plots")
+    p.add_argument("result", metavar="RESULT.json", help="a result document (written by record)")
+    p.add_argument("--out-dir", metavar="DIR",
+                   help="write the Markdown and plots into DIR (default: beside the document)")
     p.set_defaults(fn=results.cmd_report)
 
     p = sub.add_parser("validate", help="check result documents: schema and meaning")
@@ -184,7 +200,8 @@ def _record_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_validate)
 
     p = sub.add_parser("scrub", help="rewrite journals/documents: checkout paths relative, secrets dropped")
-    p.add_argument("paths", nargs="+")
+    p.add_argument("paths", nargs="+", metavar="FILE",
+                   help="journals (.journal.jsonl) and result documents (.json), rewritten in place")
     p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
     p.set_defaults(fn=results.cmd_scrub)
 
@@ -217,7 +234,8 @@ def _case_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_new)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
-    p.add_argument("--redact", action="store_true")
+    p.add_argument("--redact", action="store_true",
+                   help="replace the hostname and drop home paths, as a run's --redact does")
     p.set_defaults(fn=results.cmd_env)
 
 
@@ -237,7 +255,7 @@ def _reading_commands(sub: Any) -> None:
     p.set_defaults(fn=results.cmd_compare)
 
     p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
-    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument("result", metavar="RESULT.json", help="the result document the comment is about")
     p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
     p.add_argument("--matrix", metavar="MATRIX.json",
                    help="add the case's toolchain matrix table (a matrix document) as a <details> block")

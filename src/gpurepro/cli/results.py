@@ -2,7 +2,9 @@
 `index`, `compare`, `issue`, `calibrate`, `new`, `env`, and the matrix's stages.
 
 A file that is not what the command reads (a folder, a binary file, not JSON, a benchmark or a
-matrix document) is one line and exit 2, never a traceback.
+matrix document) is one line and exit 2, never a traceback. What a command produces (a verdict
+per document, the files written, a table) goes to stdout (``show``); notes on the way to stderr
+(``say``).
 """
 
 from __future__ import annotations
@@ -14,12 +16,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.load import load_case
+from ..case.load import find_repo_root, load_case
 from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, UsageError
 from ..run.journal import read
 from .args import repository_root, say, sequential_design
+
+
+def show(line: str) -> None:
+    """A line of a command's result, on stdout."""
+    print(line, flush=True)
 
 
 def record_report_index(case: Case, journals: list[Path], root: Path, out: Path | None = None,
@@ -108,8 +115,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(f"{path} is a bisection document; `python -m gpurepro bisect "
                          f"{(doc.get('case') or {}).get('name')} --table {path}` renders it")
     validate_document(doc, str(path))
-    for kind, p in write_report(doc, path).items():
-        say(f"{kind}: {p}")
+    target = path
+    if args.out_dir:
+        out_dir = Path(args.out_dir)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise UsageError(f"--out-dir {out_dir}: not a folder")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / path.name
+    for kind, p in write_report(doc, target).items():
+        show(f"{kind}: {p}")
     return EXIT_OK
 
 
@@ -133,12 +147,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors = [str(exc)]
         if errors:
             bad += 1
-            say(f"INVALID {p}:")
+            show(f"INVALID {p}:")
             for e in errors[:20]:
-                say(f"  {e}")
+                show(f"  {e}")
         else:
-            say(f"ok      {p}")
-    say(f"{len(paths) - bad} of {len(paths)} documents valid")
+            show(f"ok      {p}")
+    show(f"{len(paths) - bad} of {len(paths)} documents valid")
     stale = _stale_indexes(args.paths or ["results"])
     return EXIT_OK if bad == 0 and not stale else EXIT_ERROR
 
@@ -173,19 +187,23 @@ def cmd_scrub(args: argparse.Namespace) -> int:
             raise UsageError(f"{p}: not a file")
         if scrub_file(p, root, redact=args.redact):
             changed += 1
-            say(f"rewritten {p}")
+            show(f"rewritten {p}")
         else:
-            say(f"unchanged {p}")
-    say(f"{changed} of {len(args.paths)} files rewritten")
+            show(f"unchanged {p}")
+    show(f"{changed} of {len(args.paths)} files rewritten")
     return EXIT_OK
 
 
 def cmd_new(args: argparse.Namespace) -> int:
     from ..case.scaffold import create
 
-    root = repository_root()
+    root = find_repo_root(Path.cwd())
+    if root is None:
+        raise UsageError(f"`gpurepro new` writes cases/{args.name}/ into a gpurepro checkout, and "
+                         f"{Path.cwd()} is not inside one (no cases/ and native/ here or above): "
+                         f"run it from the clone")
     for path in create(args.name, root):
-        say(f"wrote {path.relative_to(root)}")
+        show(f"wrote {path.relative_to(root)}")
     say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
     return EXIT_OK
 
@@ -215,9 +233,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
 
 
-def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
-    """A <details> block with a toolchain matrix document's table, for `issue --matrix`."""
+def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
+    """A <details> block with a toolchain matrix document's table, and its one-line verdict
+    for the head, for `issue --matrix`."""
     from ..matrix.table import markdown as matrix_markdown
+    from ..matrix.table import verdict_line
+    from ..report.tables import cell
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
@@ -228,7 +249,9 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str]:
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
-    return (f"Toolchain matrix ({path.name}; attach it beside the result)", matrix_markdown(matrix))
+    return (f"Toolchain matrix ({cell(path.name)}; attach it beside the result)",
+            matrix_markdown(matrix),
+            f"**Toolchain matrix** (`{cell(path.name)}`): {cell(verdict_line(matrix))}")
 
 
 def cmd_issue(args: argparse.Namespace) -> int:
@@ -239,10 +262,13 @@ def cmd_issue(args: argparse.Namespace) -> int:
     path = Path(args.result)
     doc = _read_document(path)
     extra: list[tuple[str, str]] = []
+    extra_head: list[str] = []
     if args.matrix:
-        extra.append(_matrix_block(Path(args.matrix), doc))
+        summary, table, line = _matrix_block(Path(args.matrix), doc)
+        extra.append((summary, table))
+        extra_head.append(line)
     try:
-        body = issue_body(doc, path, extra_blocks=extra)
+        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     if args.out:
@@ -263,7 +289,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder")
     path, changed = write_index(folder)
-    say(f"{'wrote' if changed else 'unchanged'} {path}")
+    show(f"{'wrote' if changed else 'unchanged'} {path}")
     return EXIT_OK
 
 

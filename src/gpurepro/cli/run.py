@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..build import runtime as build_runtime
 from ..build.artifacts import build_case
 from ..case.load import load_case
 from ..case.model import Case
@@ -123,6 +124,11 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
     index = build_case(case, target, root, build_dir, on_event)
     for name, e in index["artifacts"].items():
         say(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
+    wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event)
+    if wheels is not None:
+        size, paths = build_runtime.carried(wheels)
+        say(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
+            f"{size / 1e6:.1f} MB, in {build_runtime.runtime_dir(build_dir, case)}")
     return index
 
 

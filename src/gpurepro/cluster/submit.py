@@ -117,6 +117,11 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
           poll_s: float | None = None) -> Watch:
     """A new cluster run, its targets built: its journal created and its tree staged, ready to
     submit. ``opts.partitions`` names each partition's target (resolved)."""
+    if case.runtime is not None:
+        # The staged tree does not carry the runtime wheels yet: the tasks would import the
+        # nodes' own packages in place of the pinned ones, and record nothing of it.
+        raise UsageError(f"{case.name} pins runtime packages (Case.runtime), which cluster runs "
+                         f"do not stage yet; run it on one host (without --slurm)")
     targets = {p: str(t) for p, t in opts.partitions.items()}
     indexes = {t: load_build(case, root, request.build_dir, t) for t in dict.fromkeys(targets.values())}
     plan = new_plan(case, request)

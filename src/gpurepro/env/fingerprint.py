@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import conditions
 from .privacy import is_secret_name, mask_secrets, portable_text, redact_text
 
 # The environment variables a record keeps: an explicit allow-list of names known to change how
@@ -126,6 +127,52 @@ def _cuda_driver() -> dict[str, Any]:
 
 def _api_version(v: int) -> str | None:
     return f"{v // 1000}.{(v % 1000) // 10}" if v else None
+
+
+# cuModuleGetLoadingMode's CUmoduleLoadingMode, by the words of its enumerator names.
+_LOADING_MODES = {"LAZY": "lazy", "EAGER": "eager"}
+
+
+def cuda_python_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Driver facts NVML does not give, through cuda-python's ``cuda.bindings`` where it is
+    importable: the module loading mode the driver runs with (``cuModuleGetLoadingMode``: lazy
+    or eager; a load/unload race may depend on it) and the driver API version
+    (``cuDriverGetVersion``). Without it, the loading mode only as ``CUDA_MODULE_LOADING``
+    requests it (unset: the driver's default) and the version as libcuda gives it through
+    ctypes (``gpu.cuda_driver_api``). Imported here, inside the try: the run stage needs only
+    the standard library."""
+    environ = os.environ if environ is None else environ
+    requested = environ.get("CUDA_MODULE_LOADING")
+    out: dict[str, Any] = {"source": None, "module_loading": None,
+                           "module_loading_requested": requested.lower() if requested else None,
+                           "driver_api_version": None}
+    try:
+        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+    except ImportError as exc:
+        return {**out, "reason": f"cuda.bindings is not importable ({exc})"}
+    try:
+        import importlib.metadata
+
+        out["source"] = f"cuda.bindings {importlib.metadata.version('cuda-bindings')}"
+    except importlib.metadata.PackageNotFoundError:
+        out["source"] = "cuda.bindings"
+    try:
+        (err,) = cu.cuInit(0)
+        if int(err) != 0:
+            return {**out, "reason": f"cuInit returned {getattr(err, 'name', err)}"}
+        err, version = cu.cuDriverGetVersion()
+        if int(err) == 0:
+            out["driver_api_version"] = int(version)
+        err, mode = cu.cuModuleGetLoadingMode()
+        if int(err) == 0:
+            name = str(getattr(mode, "name", mode)).upper()
+            out["module_loading"] = next((v for k, v in _LOADING_MODES.items() if k in name), name)
+        else:
+            out["reason"] = f"cuModuleGetLoadingMode returned {getattr(err, 'name', err)}"
+    except (RuntimeError, OSError, AttributeError, TypeError, ValueError) as exc:
+        # A driver or bindings without the entry point, or libcuda not loadable.
+        out["reason"] = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def _nvml_gpus() -> list[dict[str, Any]] | None:
@@ -289,8 +336,12 @@ def fingerprint(root: Path | None = None, redact: bool = False,
             "python": platform.python_version(),
         },
         "gpu": gpu_info if gpu_info is not None else gpus(),
+        "cuda_python": cuda_python_facts(),
         "repository": _git(root),
         "environment": environment_variables(root=root),
+        # What changes a race's rate: CPU affinity, usable cores, governor; GPU modes, ECC and
+        # clocks; hypervisor and container (gpurepro.env.conditions).
+        "conditions": conditions.collect(_run),
         "redacted": False,
     }
     return redact_fingerprint(fp) if redact else fp
@@ -301,5 +352,7 @@ def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
     out["host"] = {**fp["host"], "hostname": "redacted"}
     out["environment"] = {k: redact_text(v, fp["host"].get("hostname"))
                           for k, v in fp.get("environment", {}).items() if not is_secret_name(k)}
+    if "conditions" in fp:
+        out["conditions"] = conditions.redact(fp["conditions"])
     out["redacted"] = True
     return out

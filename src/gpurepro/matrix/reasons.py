@@ -45,3 +45,26 @@ def build_reason(log: str) -> str:
         if _EXCEPTION.match(lines[i]) and not lines[i].startswith(" "):
             return _one_line(lines[i:])
     return _last_line(log)
+
+
+# Reasons that say more about the machine a cell ran on than about the release, each with what
+# it means. cuda-tile 1.0.x loads libcuda when cuda.tile is imported, so exporting with it needs
+# a driver; the matrix's CPU stage runs where there is none.
+_MACHINE_LIMITS = (
+    (re.compile(r"libcuda\.so(?:\.1)?: cannot open shared object file"),
+     "a limit of exporting on a machine without a CUDA driver (this release imports libcuda "
+     "to export), not a property of the release: export it on a GPU node to include it"),
+)
+
+
+def explained(reason: str) -> str:
+    """``reason``, with what it means where it is a limit of the exporting machine."""
+    for pattern, meaning in _MACHINE_LIMITS:
+        if pattern.search(reason):
+            return f"{reason} — {meaning}"
+    return reason
+
+
+def machine_limit(reason: str) -> bool:
+    """Whether ``reason`` is a limit of the exporting machine rather than of the release."""
+    return any(pattern.search(reason) for pattern, _ in _MACHINE_LIMITS)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .document import cubin_result
+from .reasons import explained, machine_limit
 
 
 def _num(x: float) -> str:
@@ -78,7 +79,7 @@ def combinations(doc: Mapping[str, Any]) -> list[str]:
         cell = cells[res["cell"]]
         for r in res["tile"]:
             sha = r.get("sha256")
-            what = f"{_short(sha)}: {_emits(doc['cubins'][sha])}" if sha else str(r["reason"])
+            what = f"{_short(sha)}: {_emits(doc['cubins'][sha])}" if sha else explained(str(r["reason"]))
             outcome = _result_cell(r, None) if sha else "–"
             rows.setdefault((cell["release"], r.get("variant") or "–", what, outcome), []).append(cell["family"])
     merged: dict[tuple[str, tuple[str, ...], str, str], list[str]] = {}
@@ -141,6 +142,38 @@ def lineinfo_sentence(doc: Mapping[str, Any]) -> str:
             f"{same(li['text_identical'])} and `.nv.host` is {same(li['nv_host_identical'])}; "
             f"sections only in the line-info build: {only}; other sections that differ: "
             f"{', '.join(f'`{n}`' for n in li['differing']) or 'none'}.")
+
+
+def verdict_line(doc: Mapping[str, Any]) -> str:
+    """The matrix in one sentence: how many combinations exported a Tile IR cubin, how many of
+    those distinct cubins crashed on the GPU, and why the others did not export (a limit of the
+    exporting machine counted apart from what the releases cannot do)."""
+    exported: set[str] = set()
+    limits: set[str] = set()
+    refused = 0
+    for res in doc["results"]:
+        tile = res["tile"]
+        shas = [r["sha256"] for r in tile if r.get("sha256")]
+        if shas:
+            exported.update(shas)
+        elif any(machine_limit(str(r.get("reason"))) for r in tile):
+            limits.add(res["cell"])
+        else:
+            refused += 1
+    ran = {sha: cubin_result(doc, sha) for sha in exported}
+    ran = {sha: r for sha, r in ran.items() if r and r.get("status") == "ran"}
+    crashed = [sha for sha, r in ran.items()
+               if any((s or {}).get("failures") for s in (r.get("arms") or {}).values())]
+    total = len(doc["results"])
+    parts = [f"{total} combinations of {doc['matrix']['target']}: {total - len(limits) - refused} "
+             f"exported a Tile IR cubin ({len(exported)} distinct), and {len(crashed)} of the "
+             f"{len(ran)} that ran on the GPU crashed"]
+    if refused:
+        parts.append(f"{refused} could not export (the release or its tileiras cannot: see the table)")
+    if limits:
+        parts.append(f"{len(limits)} did not export for want of a CUDA driver on the exporting "
+                     f"machine, a limit of that machine, not of those releases")
+    return "; ".join(parts) + "."
 
 
 def markdown(doc: Mapping[str, Any]) -> str:

@@ -1,83 +1,215 @@
 """A result document -> the body of a GitHub issue comment.
 
-What a maintainer reads first, in this order: the verdict headline and its owner with the claims
-it rests on, one environment line, a short arms table, the crash signature, the exact command
-that reruns the experiment, the upstream report, and the attachments to add (the JSON document
-and the plot); everything else (the verdict in full, claims, not decided, hypotheses, crash
-sites, the full environment, analyses) folds into ``<details>`` blocks. GitHub refuses a comment
-over 65,536 characters: the details are cut to fit, with a note, never the head.
+What a maintainer acts on comes first, before any fold: the verdict headline, the owner with the
+claims it rests on, the workaround where a decided claim supports one, the hypotheses (the
+racing pair) as far as the run bounds them, the toolchain matrix in one line (``--matrix``),
+what was not run (the reporter's GPU, target and driver, where this run had others) and the
+claims not decided; then one environment line, a short arms table, the crash signature, the
+exact rerun (clone, checkout, the nox command with its seed, the same without nox:
+gpurepro.report.rerun) and the attachments. Everything else (the verdict in full, claims,
+hypotheses in full, crash sites, threads, the environment, analyses) folds into ``<details>``
+blocks, and what only restates the run (the GPU's UUID and PCI bus id, NCCL variables of a
+one-GPU run, the upstream link back to the issue itself) is left out. Numbers are written
+plainly (131,000, not 1.31e+05: numbers.plain), and the exposure unit by what it counts where
+the case says (``Exposure.label``). GitHub refuses a comment over 65,536 characters: the details
+are cut to fit, with a note, never the head.
 
-Everything comes from the document alone, so a comment can be made from an attached JSON.
+Every string that comes from the document goes through ``tables.cell``, the one escaping rule of
+the reports, whether in a table, a bullet or a sentence. Everything comes from the document
+alone, so a comment can be made from an attached JSON; only the repository's URL is the
+project's (gpurepro.report.rerun).
 """
 
 from __future__ import annotations
 
-import shlex
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cluster import merge
 from ..errors import IssueError
-from .compare import stopping_numbers
-from .markdown import claims_table, environment_rows, threads_table
-from .numbers import fmt, fmt_ci, fmt_p, per_label
-from .tables import table
+from .markdown import (
+    claims_table,
+    environment_rows,
+    python_frames_table,
+    runtime_rows,
+    threads_table,
+)
+from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
+from .rerun import repository_url, rerun_arguments, rerun_section, session_for
+from .tables import cell, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
+
+__all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
 
-def session_for(case: str) -> str:
-    """Every case has a nox session of its own name (noxfile.py)."""
-    return case
-
-
 # ---------------------------------------------------------------- the head
 
 
-def _pins(doc: Mapping[str, Any]) -> list[str]:
-    return [f"{name}=={version}" for name, version in sorted((doc["toolchain"].get("resolved") or {}).items())]
+def _code(value: object) -> str:
+    """A document string as inline code, escaped by the reports' one rule."""
+    return f"`{cell(value)}`"
+
+
+def _text(value: object) -> str:
+    """A document string as text: escaped, its large numbers written plainly."""
+    return plain_text(cell(value))
+
+
+def exposure_unit(doc: Mapping[str, Any]) -> str:
+    """The exposure unit by what it counts ("load/launch/unload iterations") where the case
+    says, else its name ("cycles")."""
+    exposure = doc["case"]["exposure"]
+    return str(exposure.get("label") or exposure["unit"])
+
+
+def unit_note(doc: Mapping[str, Any]) -> list[str]:
+    """A line saying what the verdict's unit counts, where the case names it in words."""
+    exposure = doc["case"]["exposure"]
+    label, unit = exposure.get("label"), str(exposure["unit"])
+    if not label or label == unit:
+        return []
+    clock = ", not clock cycles" if "cycle" in unit.lower() else ""
+    return [f"_In the sentences quoted here, \"{cell(unit)}\" counts {cell(label)} (the case's "
+            f"{_code(exposure['counter'])} counter){clock}._", ""]
 
 
 def environment_line(doc: Mapping[str, Any]) -> str:
     gpu = doc["environment"]["gpu"]
     gpus = gpu.get("gpus") or []
     if gpus:
-        names = ", ".join(sorted({str(g.get("name")) for g in gpus}))
-        ccs = ", ".join(sorted({str(g.get("compute_capability")) for g in gpus}))
+        names = ", ".join(sorted({cell(g.get("name")) for g in gpus}))
+        ccs = ", ".join(sorted({cell(g.get("compute_capability")) for g in gpus}))
         where = f"{names} × {len(gpus)}, compute capability {ccs}"
     else:
-        where = f"no GPU ({gpu.get('reason') or 'none found'})"
+        where = f"no GPU ({cell(gpu.get('reason') or 'none found')})"
     if doc.get("cluster"):
         c = doc["cluster"]
         where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
-                 f"{', '.join(c['partitions'])}: {where}")
-    driver = gpu.get("driver_version") or "–"
-    api = f" (CUDA driver API {gpu['cuda_driver_api']})" if gpu.get("cuda_driver_api") else ""
-    pins = ", ".join(f"`{p}`" for p in _pins(doc)) or "none"
+                 f"{', '.join(cell(p) for p in c['partitions'])}: {where}")
+    driver = cell(gpu.get("driver_version") or "–")
+    api = f" (CUDA driver API {cell(gpu['cuda_driver_api'])})" if gpu.get("cuda_driver_api") else ""
+    host = doc["environment"].get("host") or {}
+    python = f"; Python {cell(host['python'])} ran the trials" if host.get("python") else ""
     return (f"**Environment:** {where}; driver {driver}{api}; target "
-            f"`{doc['device'].get('target')}`; toolchain pins {pins}.")
+            f"{_code(doc['device'].get('target'))}{python}.")
 
 
-def _owner_lines(doc: Mapping[str, Any]) -> list[str]:
+def _decisions(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {c["name"]: c for c in doc.get("claims") or []}
+
+
+def _claim_refs(doc: Mapping[str, Any], names: Sequence[str]) -> str:
+    decisions = _decisions(doc)
+    return ", ".join(f"{_code(name)} ({cell(decisions[name]['decision'].replace('_', ' '))}, "
+                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else _code(name)
+                     for name in names)
+
+
+def owner_bullet(doc: Mapping[str, Any]) -> str:
     verdict = doc["verdict"]
     owner = verdict.get("owner")
     if not owner:
-        return ["**Owner:** none named: no decided claim points to one."]
+        why = next((s for s in verdict.get("next") or [] if "owner" in str(s).lower()), None)
+        return ("**Owner:** none named: no decided claim points to one"
+                + (f". {_text(why)}" if why else "."))
     because = verdict.get("owner_because")
     if because is None or "claims" not in doc:
-        return [f"**Owner:** {owner}.",
-                "(This document was recorded before the harness decided claims: the owner rests "
-                "on the measurements above, not on recorded decisions.)"]
-    decisions = {c["name"]: c for c in doc.get("claims") or []}
-    rest = ", ".join(f"`{name}` ({decisions[name]['decision'].replace('_', ' ')}, "
-                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else f"`{name}`"
-                     for name in because)
-    return [f"**Owner:** {owner}.", f"It rests on the decided claims {rest}." if rest else
-            "It rests on no decided claim."]
+        return (f"**Owner:** {_text(owner)}. (This document was recorded before the harness "
+                f"decided claims: the owner rests on the measurements, not on recorded decisions.)")
+    rest = _claim_refs(doc, because)
+    return (f"**Owner:** {_text(owner)}. "
+            + (f"It rests on the decided claims {rest}." if rest else "It rests on no decided claim."))
+
+
+_CLAIM_IN = re.compile(r"\(claim ([A-Za-z0-9_.-]+)\)")
+
+
+def workaround_bullet(doc: Mapping[str, Any]) -> str | None:
+    """The verdict's workaround, where a decided claim supports it: a next step that offers a
+    workaround and names its claim, "(claim NAME)", with that claim supported."""
+    decisions = _decisions(doc)
+    for step in doc["verdict"].get("next") or []:
+        text = str(step)
+        named = _CLAIM_IN.search(text)
+        if "workaround" not in text.lower() or not named:
+            continue
+        claim = decisions.get(named.group(1))
+        if not claim or claim.get("decision") != "supported":
+            continue
+        what = text[named.end():].lstrip(": ") or text
+        first = what[: what.index(". ") + 1] if ". " in what else what  # the rest: Next steps
+        return (f"**Workaround:** {_code(claim['arm'])}: {_text(first)} (claim "
+                f"{_code(claim['name'])} supported, p {fmt_p(claim.get('p_value'))})")
+    return None
+
+
+_HYPOTHESIS = re.compile(r"^Hypothesis \(([^)]*)\):\s*(.*)$", re.S)
+
+
+def hypothesis_gist(text: str) -> str:
+    """A hypothesis in one clause: its statement up to where the evidence for it begins, with
+    the qualifier it carries (how far the run bounds it)."""
+    m = _HYPOTHESIS.match(text.strip())
+    qualifier, rest = (m.group(1), m.group(2)) if m else (None, text.strip())
+    ends = [i for i in (rest.find(": "), rest.find(". ")) if i > 0]
+    gist = rest[: min(ends)] if ends else rest.rstrip(".")
+    return _text(gist) + (f" ({_text(qualifier)})" if qualifier else "")
+
+
+def hypotheses_bullet(doc: Mapping[str, Any]) -> str | None:
+    hypotheses = doc["verdict"].get("hypotheses") or []
+    if not hypotheses:
+        return None
+    gists = "".join(f"\n  - {hypothesis_gist(str(h))}" for h in hypotheses)
+    return f"**Hypotheses** (no arm of this run isolates them; in full below):{gists}"
+
+
+def _machine(facts: Mapping[str, str]) -> str:
+    """"GPU (target), driver D, toolchain" from what is known of them."""
+    text = cell(facts.get("gpu") or "a GPU")
+    if facts.get("target"):
+        text += f" ({cell(facts['target'])})"
+    if facts.get("driver"):
+        text += f", driver {cell(facts['driver'])}"
+    if facts.get("toolchain"):
+        text += f", {cell(facts['toolchain'])}"
+    return text
+
+
+def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
+    """What the reporter ran on that this run did not: GPU, target, driver."""
+    reported = doc["case"].get("reported") or {}
+    if not reported:
+        return None
+    gpu = doc["environment"]["gpu"]
+    names = sorted({str(g.get("name")) for g in gpu.get("gpus") or []})
+    here = {"gpu": ", ".join(names) or "no GPU", "target": str(doc["device"].get("target")),
+            "driver": str(gpu.get("driver_version") or "–")}
+    same = {"gpu": reported.get("gpu") in names,
+            "target": reported.get("target") == here["target"],
+            "driver": here["driver"].startswith(str(reported.get("driver")))}
+    differs = [k for k in ("gpu", "target", "driver") if reported.get(k) and not same[k]]
+    if not differs:
+        return "**Not run:** nothing the reporter ran on: this run had their GPU, target and driver."
+    line = (f"**Not run:** on what the report was filed from, {_machine(reported)}: this run "
+            f"had {_machine(here)}.")
+    if "target" in differs and reported.get("target"):
+        line += (f" `nox -s {session_for(doc['case']['name'])} -- --arch "
+                 f"{cell(reported['target'])}` builds the as-filed artifacts for a rerun there.")
+    return line
+
+
+def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
+    undecided = [c["name"] for c in doc.get("claims") or [] if c["decision"] == "not_decided"]
+    if not undecided:
+        return None
+    return (f"**Not decided:** {', '.join(_code(n) for n in undecided)} (each says below how "
+            f"much more exposure would decide it).")
 
 
 def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
@@ -85,13 +217,20 @@ def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
         return "–"
     if trials:  # a case that checks its output: the share of failing trials
         prop = s["proportion"]
-        return f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"
+        return f"{plain(prop['estimate'])} {_ci(prop['ci95'])}"
     if s["exposure"]["total"] <= 0 or coarse:
         prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {fmt(prop['estimate'])} of trials {fmt_ci(prop['ci95'])})"
+        return f"– ({why}; {plain(prop['estimate'])} of trials {_ci(prop['ci95'])})"
     rate = s["exposure"]["rate"]
-    return f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}"
+    return f"{plain(rate['estimate'])} {_ci(rate['ci95'])}"
+
+
+def _ci(ci: list[float | None] | None) -> str:
+    if not ci:
+        return fmt_ci(ci)
+    lo, hi = ci
+    return f"[{plain(lo)}, {plain(hi) if hi is not None else '∞'}]"
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
@@ -108,13 +247,13 @@ def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
 def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
     """The short arms table (at most ``limit`` arms) and how many arms it left out."""
     case = doc["case"]
-    unit, per = case["exposure"]["unit"], case["exposure"]["per"]
+    per = case["exposure"]["per"]
     summary = doc["summary"]
     if not any(s["n_valid"] for s in summary.values()):
         outcomes: Counter[str] = Counter()
         for s in summary.values():
             outcomes.update(s["outcomes"])
-        what = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
+        what = ", ".join(f"{n} {cell(k)}" for k, n in sorted(outcomes.items()))
         return (f"No arm ran a valid trial ({len(summary)} arms; {what}): nothing to measure "
                 f"here.\n", 0)
     coarse = _coarse(doc)
@@ -127,13 +266,13 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
         meaningful = (not coarse[arm] and not coarse.get(case["baseline"]) and not per_trial(doc)
                       and rr.get("p_value") is not None)
-        ratio = ([f"{fmt(rr.get('estimate'))} {fmt_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
+        ratio = ([f"{plain(rr.get('estimate'))} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + ", ".join(f"{k} {v}" for k, v in s["outcomes"].items()) + ")")
         rows.append([f"`{arm}`", valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
     rate_head = ("share of failing trials (95% CI)" if per_trial(doc)
-                 else f"failures per {per_label(per)} {unit} (95% CI)")
+                 else f"failures per {per_label(per)} {exposure_unit(doc)} (95% CI)")
     lines = table(["arm", "failed / valid", rate_head,
                    f"rate ratio vs `{case['baseline']}` (95% CI)", "p"], rows)
     lines.append("")
@@ -149,84 +288,18 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
                 errors[f"{t.get('detail')}" + (f" at {t['call']}" if t.get("call") else "")] += 1
         if errors:
             top, n = errors.most_common(1)[0]
-            return [f"No crash recorded; the most frequent CUDA error: `{top}` ({n} trials)."]
+            return [f"No crash recorded; the most frequent CUDA error: {_code(top)} ({n} trials)."]
         return ["No crash recorded."]
     top = sites[0]
     crashes = sum(b["count"] for b in sites)
     fault = (top.get("fault_in") or {}).get("module")
-    arms = ", ".join(f"`{a}` {n}" for a, n in sorted(top["arms"].items()))
-    out = ["```", top["signature"], "```",
+    arms = ", ".join(f"{_code(a)} {n}" for a, n in sorted(top["arms"].items()))
+    out = ["```", cell(top["signature"]).replace("`", "'"), "```",
            f"{top['count']} of {crashes} crashes ({arms})"
-           + (f"; signal code {top['code_name']}" if top.get("code_name") else "")
-           + (f"; faulting address in {fault}" if fault else "")
+           + (f"; signal code {cell(top['code_name'])}" if top.get("code_name") else "")
+           + (f"; faulting address in {cell(fault)}" if fault else "")
            + (f"; {len(sites) - 1} other site(s) in the details below" if len(sites) > 1 else "")
            + "."]
-    return out
-
-
-def _arg(x: float) -> str:
-    """A number as a command-line value: as short as it is exact (5, 0.2, 1e+06)."""
-    return f"{x:g}"
-
-
-def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
-    """The `gpurepro case` arguments that repeat this run's plan and options."""
-    plan = doc["plan"]
-    opts = plan.get("options") or {}
-    budget = opts.get("budget") or {}
-    # A cluster run reruns on its partitions, each with its own target.
-    where = merge.rerun_arguments(doc) if doc.get("cluster") else ["--arch", str(doc["device"]["target"])]
-    args = [*where, "--arms", ",".join(plan["arms"])]
-    stopping = opts.get("stopping") or {}
-    if not stopping:
-        per_arm = set((plan.get("trials_per_arm") or {}).values())
-        if per_arm:
-            args += ["--trials", str(max(per_arm))]
-    args += ["--seed", str(plan["seed"])]
-    if budget.get("duration_s") is not None:
-        args += ["--duration", _arg(budget["duration_s"])]
-    if budget.get("timeout_s") is not None:
-        args += ["--timeout", _arg(budget["timeout_s"])]
-    exposure = budget.get("max_exposure")
-    if exposure is not None:
-        args += ["--max-exposure", str(int(exposure))]
-    args += ["--jobs", str(opts.get("jobs", 1))]
-    if opts.get("gpus"):
-        args += ["--gpus", ",".join(map(str, opts["gpus"]))]
-    if stopping:
-        max_trials, step = stopping_numbers(stopping)
-        args.append("--until-decided")
-        if max_trials is not None:
-            args += ["--max-trials", str(max_trials)]
-        if step is not None:
-            args += ["--look-every", str(step)]
-        if stopping.get("alpha") is not None:
-            args += ["--alpha", _arg(stopping["alpha"])]
-    if opts.get("redact"):
-        args.append("--redact")
-    return args
-
-
-def rerun_section(doc: Mapping[str, Any]) -> list[str]:
-    case = doc["case"]["name"]
-    args = rerun_arguments(doc)
-    quoted = " ".join(shlex.quote(a) for a in args)
-    repo = doc["environment"].get("repository") or {}
-    commit = repo.get("commit")
-    pins = _pins(doc)
-    out = ["### Rerun it\n", "```sh"]
-    if commit:
-        out.append(f"# gpurepro at commit {commit}"
-                   + (" (the recording checkout had uncommitted changes)" if repo.get("dirty") else ""))
-    out += [f"nox -s {session_for(case)} -- {quoted}", "```"]
-    if pins:
-        out.append(f"The session installs the case's pinned toolchain for "
-                   f"`{doc['device']['target']}`; this run resolved "
-                   + ", ".join(f"`{p}`" for p in pins) + ". The same without nox:")
-        out += ["```sh",
-                "python -m pip install -e . " + " ".join(shlex.quote(p) for p in pins),
-                f"python -m gpurepro case {case} {quoted}", "```"]
-    out.append("")
     return out
 
 
@@ -236,41 +309,51 @@ def has_plot(doc: Mapping[str, Any]) -> bool:
     return bool(curves) and any(s["failures"] for s in doc["summary"].values())
 
 
-def head(doc: Mapping[str, Any], path: Path) -> str:
+def act_on(doc: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+    """The bullets a maintainer acts on, in order; ``extra`` (the toolchain matrix's line) goes
+    after the hypotheses."""
+    bullets = [owner_bullet(doc), workaround_bullet(doc), hypotheses_bullet(doc), *extra,
+               not_run_bullet(doc), not_decided_bullet(doc)]
+    return [f"- {b}" for b in bullets if b]
+
+
+def attachments(doc: Mapping[str, Any], path: Path) -> str:
+    stem = path.with_suffix("")
+    attach = [f"`{cell(path.name)}` (the result document; `gpurepro report {cell(path.name)}` "
+              f"regenerates the full report from it)"]
+    if (path.parent / f"{stem.name}.forest.png").is_file():
+        attach.append(f"`{cell(stem.name)}.forest.png` (failure rate per arm against the "
+                      f"baseline, with each claim's decision)")
+    if (path.parent / f"{stem.name}.forest-per-gpu.png").is_file():
+        attach.append(f"`{cell(stem.name)}.forest-per-gpu.png` (the same, one panel per GPU)")
+    if has_plot(doc):
+        attach.append(f"`{cell(stem.name)}.png` (Kaplan–Meier survival per arm)")
+    return "**Attachments:** " + " and ".join(attach) + "."
+
+
+def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
+         url: str | None = None) -> str:
     case, verdict = doc["case"], doc["verdict"]
     sentences = verdict.get("sentences") or []
-    out = [f"## gpurepro: `{case['name']}` — {verdict['status'].replace('_', ' ')}\n"]
+    out = [f"## gpurepro: `{case['name']}` — {cell(verdict['status'].replace('_', ' '))}", ""]
     if sentences:
-        out.append(f"> {sentences[0]}\n")
-    out += _owner_lines(doc) + [""]
+        out += [f"> {_text(sentences[0])}", ""]
+    out += [*act_on(doc, extra), ""]
+    out += unit_note(doc)
     out += [environment_line(doc), ""]
-    url = case.get("report_url")
-    if url:
-        link = url if url.startswith(("http://", "https://")) else f"`{url}` (the filed report)"
-        out += [f"**Upstream report:** {link}", ""]
-    out.append("### Arms\n")
+    out += ["### Arms", ""]
     opts = doc["plan"].get("options") or {}
     out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {doc['plan']['seed']}), "
                f"{opts.get('jobs', 1)} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
                + ("stopped arm by arm once their claims were decided."
                   if opts.get("stopping") else "a fixed number per arm.") + "\n")
-    table, left_out = arms_table(doc)
-    out.append(table)
+    arms, left_out = arms_table(doc)
+    out.append(arms)
     if left_out:
         out.append(f"({left_out} more arm(s) in the details below.)\n")
-    out += wrong_head(doc) or ["### Crash signature\n"] + crash_signature(doc) + [""]
-    out += rerun_section(doc)
-    stem = path.with_suffix("")
-    attach = [f"`{path.name}` (the result document; `python -m gpurepro report {path.name}` "
-              f"regenerates the full report from it)"]
-    if (path.parent / f"{stem.name}.forest.png").is_file():
-        attach.append(f"`{stem.name}.forest.png` (failure rate per arm against the baseline, "
-                      f"with each claim's decision)")
-    if (path.parent / f"{stem.name}.forest-per-gpu.png").is_file():
-        attach.append(f"`{stem.name}.forest-per-gpu.png` (the same, one panel per GPU)")
-    if has_plot(doc):
-        attach.append(f"`{stem.name}.png` (Kaplan–Meier survival per arm)")
-    out += ["**Attachments:** " + " and ".join(attach) + ".", ""]
+    out += wrong_head(doc) or ["### Crash signature", ""] + crash_signature(doc) + [""]
+    out += rerun_section(doc, url)
+    out += [attachments(doc, path), ""]
     return "\n".join(out)
 
 
@@ -278,7 +361,35 @@ def head(doc: Mapping[str, Any], path: Path) -> str:
 
 
 def _bullets(items: list[str]) -> str:
-    return "\n".join(f"- {s}" for s in items)
+    return "\n".join(f"- {_text(s)}" for s in items)
+
+
+# Rows of the report's environment table the comment leaves out: they name this machine's
+# device, not a condition of the run (the GPU's model, memory and driver are kept).
+_ROWS_LEFT_OUT = ("GPU UUID / PCI",)
+# Labels for the two Pythons the table lists: the trials' interpreter (the fingerprint's) and
+# the build's (a toolchain tool).
+_ROW_LABELS = {"Python": "Python (ran the trials)", "python": "python (built the artifacts)"}
+
+
+def environment_table(doc: Mapping[str, Any]) -> list[str]:
+    """The environment, toolchain and artifacts, less what only restates this machine."""
+    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(doc)
+            if label not in _ROWS_LEFT_OUT]
+    gpus = len(doc["environment"]["gpu"].get("gpus") or [])
+    variables = [(k, v) for k, v in sorted((doc["environment"].get("environment") or {}).items())
+                 if gpus > 1 or not k.startswith("NCCL_")]  # NCCL matters across GPUs only
+    env = table(["", ""], rows)
+    if variables:
+        env += ["", *table(["variable", "value"], [[f"`{k}`", f"`{v}`"] for k, v in variables])]
+    env += ["", *table(["artifact", "sha256"],
+                       [[f"`{name}`", f"`{a['sha256']}`"]
+                        for name, a in sorted(doc["artifacts"].items())])]
+    runtime = runtime_rows(doc)
+    if runtime:
+        env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
+                           runtime)]
+    return env
 
 
 def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -313,14 +424,11 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
-    env = table(["", ""], environment_rows(doc))
-    env += ["", *table(["variable", "value"],
-                       [[f"`{k}`", f"`{v}`"] for k, v in
-                        sorted((doc["environment"].get("environment") or {}).items())])]
-    env += ["", *table(["artifact", "sha256"],
-                       [[f"`{name}`", f"`{a['sha256']}`"]
-                        for name, a in sorted(doc["artifacts"].items())])]
-    blocks.append(("Full environment, toolchain and artifacts", "\n".join(env)))
+    python = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if python:
+        blocks.append(("Python frames at the crash (the faulting thread, most recent call first)",
+                       "\n".join(python)))
+    blocks.append(("Full environment, toolchain and artifacts", "\n".join(environment_table(doc))))
     for name, analysis in (doc.get("analyses") or {}).items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
             blocks.append((f"Analysis: {name}", str(analysis["markdown"])))
@@ -342,14 +450,20 @@ def _cut(body: str, room: int) -> str:
 
 
 def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
-               extra_blocks: Sequence[tuple[str, str]] = ()) -> str:
+               extra_blocks: Sequence[tuple[str, str]] = (), extra_head: Sequence[str] = (),
+               url: str | None = None) -> str:
+    """The comment: the head (``extra_head``: lines for the maintainer's bullets, such as the
+    toolchain matrix's), then the <details> blocks (``extra_blocks`` before the environment's)
+    as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
+    gpurepro.report.rerun.repository_url)."""
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
     for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
         if not isinstance(doc.get(key), Mapping):
             raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
-    text = head(doc, path)
-    footer = f"\n_Made by `python -m gpurepro issue {path.name}` (gpurepro {doc.get('gpurepro_version')})._\n"
+    text = head(doc, path, extra_head, repository_url() if url is None else url)
+    footer = (f"\n_Made by `gpurepro issue {cell(path.name)}` "
+              f"(gpurepro {cell(doc.get('gpurepro_version'))})._\n")
     blocks = detail_blocks(doc)
     # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
     at = next((i for i, (summary, _) in enumerate(blocks) if summary.startswith("Full environment")),
@@ -375,7 +489,7 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
         break
     if left:
         text += (f"\n_Left out for length: {'; '.join(left)}. The attached JSON holds them "
-                 f"(`python -m gpurepro report` renders them)._\n")
+                 f"(`gpurepro report` renders them)._\n")
     text += footer
     if len(text) > limit:  # a head too long on its own (it never is for committed documents)
         note = "\n\n_Cut at GitHub's comment limit; the attached JSON holds the rest._\n"

@@ -1,6 +1,6 @@
 """Report: a result document -> GitHub-flavoured Markdown, section by section, and beside it
 (``write_report``) the forest plot (forest.py), the survival plot (survival.py), the forest plot
-per GPU or host (per_gpu.py) and the pyperf suite (pyperf.py).
+per GPU or host (per_gpu.py).
 
 Everything here is derived from the validated document alone, so anyone can regenerate the
 report from an attached JSON with ``nox -s report -- results/<case>/<file>.json``.
@@ -9,6 +9,7 @@ report from an attached JSON with ``nox -s report -- results/<case>/<file>.json`
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,8 @@ from . import cluster as cluster_report
 from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
-from .pyperf import pyperf_suite
 from .survival import plot, survival_headline
-from .tables import table
+from .tables import code, table
 from .wrong import per_trial
 from .wrong import section as wrong_section
 
@@ -50,10 +50,39 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    facts = env.get("cuda_python") or {}
+    if facts.get("source"):  # what the driver says through cuda.bindings (env/fingerprint.py)
+        rows.append((f"Module loading / driver API ({facts['source']})",
+                     f"{facts.get('module_loading') or '–'} / "
+                     f"{facts.get('driver_api_version') or '–'}"))
+    rows += condition_rows(env.get("conditions"))
     for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
         rows.append((name, str(version)))
     for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
         rows.append((tool, version))
+    return rows
+
+
+def condition_rows(conditions: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The environment's conditions that change a race's rate (recorded since the fingerprint
+    has them; an older document has none)."""
+    if not conditions:
+        return []
+    cpu = conditions.get("cpu") or {}
+    virt = conditions.get("virtualization") or {}
+    governor = ", ".join(f"{g} ({c})" for g, c in (cpu.get("governor") or {}).items()) or "–"
+    rows = [("CPUs usable / affinity / governor",
+             f"{cpu.get('usable_cores', '–')} / {cpu.get('affinity') or '–'} / {governor}"),
+            ("Hypervisor / container",
+             f"{'yes' if virt.get('hypervisor') else 'no'}"
+             f"{' (' + str(virt['vendor']) + ')' if virt.get('vendor') else ''} / "
+             f"{virt.get('container') or 'none'}")]
+    for g in conditions.get("gpus") or []:
+        rows.append((f"GPU {g.get('index')} modes",
+                     f"persistence {g.get('persistence_mode') or '–'}, compute {g.get('compute_mode') or '–'}, "
+                     f"MIG {g.get('mig_mode') or '–'}, ECC {g.get('ecc_mode') or '–'}, application "
+                     f"clocks {g.get('application_clock_graphics_mhz') or '–'}/"
+                     f"{g.get('application_clock_memory_mhz') or '–'} MHz"))
     return rows
 
 
@@ -262,6 +291,71 @@ def threads_table(trials: Iterable[Mapping[str, Any]],
     return table(["arm", "faulting thread", "the other threads", "read", "crash records"], rows)
 
 
+PYTHON_FRAMES_SHOWN = 6  # of the faulting thread's frames, the most recent
+
+
+def python_frames_table(trials: Iterable[Mapping[str, Any]],
+                        failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
+    """The faulting thread's Python frames at each crash (a Python driver's
+    ``crash.python_frames``), most recent call first: a row per arm and stack, the most
+    frequent first within an arm; no lines when no failed trial's crash record has them."""
+    stacks: dict[str, Counter[str]] = {}
+    for t in trials:
+        if t.get("outcome") not in failure_outcomes:
+            continue
+        threads = (t.get("crash") or {}).get("python_frames") or []
+        current = next((th for th in threads if th.get("current")), None)
+        frames = (current or {}).get("frames") or []
+        if not frames:
+            continue
+        shown = [code(f"{f.get('file')}:{f.get('line') if f.get('line') is not None else '?'} "
+                      f"{f.get('function')}") for f in frames[:PYTHON_FRAMES_SHOWN]]
+        more = len(frames) - PYTHON_FRAMES_SHOWN
+        stack = " ← ".join(shown) + (f" ← {more} more" if more > 0 else "")
+        stacks.setdefault(str(t.get("arm")), Counter())[stack] += 1
+    rows = []
+    for arm, counts in stacks.items():
+        total = sum(counts.values())
+        rows += [[f"`{arm}`", stack, f"{n} of {total}"] for stack, n in counts.most_common()]
+    if not rows:
+        return []
+    return table(["arm", "faulting thread's Python frames (most recent call first)",
+                  "crash records"], rows)
+
+
+def _python_frames_section(doc: Mapping[str, Any]) -> list[str]:
+    rows = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    if not rows:
+        return []
+    return ["### Python frames at the crash\n",
+            "A Python driver's faulting thread at the fault, from faulthandler's dump after the "
+            "native crash record (`file:line function`, the checkout's paths relative).\n",
+            *rows, ""]
+
+
+def runtime_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+    """Per arm that pins runtime packages: requested, resolved, and what the node provided."""
+    rows = []
+    for arm, r in (doc.get("runtime") or {}).get("arms", {}).items():
+        node = "; ".join(f"{n.get('requirement')} (of {n.get('of')}): "
+                         f"{n.get('version') or 'not installed'}"
+                         + {True: "", False: ", does not meet it", None: ", unknown"}[n.get("met")]
+                         for n in r.get("from_node") or [])
+        rows.append([arm, ", ".join(r.get("requested") or []),
+                     ", ".join(f"{k} {v}" for k, v in sorted((r.get("resolved") or {}).items())),
+                     node or "–"])
+    return rows
+
+
+def _runtime_section(doc: Mapping[str, Any]) -> list[str]:
+    rows = runtime_rows(doc)
+    if not rows:
+        return []
+    python = doc["runtime"].get("python")
+    return ["", f"### Runtime packages (wheels for Python {python}, unpacked on the node)\n",
+            *table(["arm", "requested", "resolved", "left to the node"], rows)]
+
+
 def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for name, analysis in (doc.get("analyses") or {}).items():
@@ -291,6 +385,7 @@ def _environment_section(doc: Mapping[str, Any]) -> list[str]:
     out += ["", "### Artifacts\n",
             *table(["artifact", "sha256"], [[f"`{name}` ({a['path']})", f"`{a['sha256'][:16]}…`"]
                                             for name, a in doc["artifacts"].items()])]
+    out += _runtime_section(doc)
     out += ["", f"_Generated by gpurepro {doc['gpurepro_version']} at {doc['created_at']}._\n"]
     return out
 
@@ -312,7 +407,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
             + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
-            + _threads_section(doc)
+            + _threads_section(doc) + _python_frames_section(doc)
             + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
@@ -337,9 +432,9 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     md = stem.with_suffix(".md")
     write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
     written["markdown"] = md
-    perf = Path(str(stem) + ".pyperf.json")
-    if pyperf_suite(doc, perf):
-        written["pyperf"] = perf
-    else:
-        perf.unlink(missing_ok=True)  # a suite from an earlier rendering no longer applies
+    # Earlier renderings wrote the seconds to failure of the failed trials as a pyperf suite
+    # beside the document; it is gone (README, "Result format": a suite cannot hold a trial that
+    # survived, and `pyperf compare_to` read a change in crash timing as a slowdown), and so is
+    # any such file left by an earlier rendering.
+    Path(str(stem) + ".pyperf.json").unlink(missing_ok=True)
     return written

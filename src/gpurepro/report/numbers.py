@@ -7,6 +7,8 @@ thousands grouped, no exponent below a million, since a figure's column has no r
 
 from __future__ import annotations
 
+import re
+
 
 def fmt(x: float | None, digits: int = 3) -> str:
     if x is None:
@@ -56,3 +58,23 @@ def picture_number(x: float) -> str:
     if 1000 <= abs(x) < 1e6:
         return f"{float(f'{x:.3g}'):,.0f}"
     return f"{x:.3g}"
+
+
+def plain(x: float | None) -> str:
+    """A number as the issue comment writes it, for a reader who is not a statistician: three
+    significant digits, thousands grouped, never an exponent for a large number (1.31e+05 is
+    131,000); a small one keeps ``fmt``'s form (an exponent below 1e-3)."""
+    if x is None:
+        return "–"
+    if abs(x) >= 1000:
+        return f"{float(f'{x:.3g}'):,.0f}"
+    return fmt(x)
+
+
+_EXPONENT = re.compile(r"(?<![\w.])(\d(?:\.\d+)?)e\+0*(\d{1,2})(?![\w.])")
+
+
+def plain_text(text: str) -> str:
+    """``text`` with every large number in exponent form (2.61e+05) written plainly
+    (261,000): the verdict's sentences are written in the report's rule, the comment in this."""
+    return _EXPONENT.sub(lambda m: plain(float(f"{m.group(1)}e{m.group(2)}")), text)

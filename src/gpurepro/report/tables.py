@@ -8,6 +8,7 @@ space (``| |``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -24,3 +25,14 @@ def row(cells: Sequence[object]) -> str:
 def table(head: Sequence[object], rows: Iterable[Sequence[object]]) -> list[str]:
     """The table's lines: the header, the separator, a line per row."""
     return [row(head), "|" + "---|" * len(head), *(row(r) for r in rows)]
+
+
+def code(value: object) -> str:
+    """``value`` as one Markdown code span that no backtick inside it ends early (CommonMark:
+    a fence longer than any run of backticks in the text, and a space inside the fence where
+    the text starts or ends with one). In a table, ``cell`` still escapes its ``|``."""
+    text = " ".join(str(value).split("\n"))
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"

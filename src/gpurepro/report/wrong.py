@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .numbers import fmt, fmt_ci
-from .tables import table
+from .tables import cell, table
 
 FIRST_SHOWN = 4  # mismatches of an arm's first wrong trial in a table cell
 
@@ -93,7 +93,8 @@ def head_lines(doc: Mapping[str, Any]) -> list[str]:
     check = ts[0]["check"]
     total = sum(len(v) for v in wrong.values())
     arms: Sequence[str] = list(wrong)
-    return ["### Wrong results\n",
-            f"{total} trial(s) returned wrong results, in {', '.join(f'`{a}`' for a in arms)}. "
-            f"`{arm}`, first wrong trial: {check.get('mismatches')} of {check.get('n')} elements "
-            f"differ ({check.get('kind')}); first: {first_mismatches(check)}.", ""]
+    return ["### Wrong results", "",
+            f"{total} trial(s) returned wrong results, in {', '.join(f'`{cell(a)}`' for a in arms)}. "
+            f"`{cell(arm)}`, first wrong trial: {cell(check.get('mismatches'))} of "
+            f"{cell(check.get('n'))} elements differ ({cell(check.get('kind'))}); first: "
+            f"{cell(first_mismatches(check))}.", ""]

@@ -26,6 +26,7 @@ from .classify import StdoutTail, classify, exit_description, short_module
 from .journal import Journal
 from .plan import Plan, PlannedTrial
 from .progress import Progress
+from .runtime import site_for
 from .trial import TrialCancelled, run_trial
 from .watchdog import RUN_ID_VARIABLE
 
@@ -83,7 +84,8 @@ def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[st
              root: Path, budget: TrialBudget) -> TrialContext:
     artifacts = {name: root / e["path"] for name, e in index["artifacts"].items()}
     return TrialContext(arm=arm, factors=factors, artifacts=artifacts, budget=budget,
-                        native=root / "native", case_dir=case.directory, check=case.check)
+                        native=root / "native", case_dir=case.directory, check=case.check,
+                        runtime=site_for(index.get("runtime"), arm, root))
 
 
 def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from . import schedule
+from . import runtime, schedule
 from .execute import (
     Gate,
     RunOptions,
@@ -219,7 +219,8 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
     index = load_build(case, root, request.build_dir, g.target)
     opts = RunOptions(budget=request.budget, jobs=request.jobs, gpus=gpus, redact=request.redact,
                       run_id=uuid.uuid4().hex)
-    index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root)}
+    index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
+             "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
     stopping, families = (run_design(case, plan, request, root) if g.supported
                           else (request.stopping, None))
     header = journal_header(case, root, plan, opts, stopping,
@@ -316,6 +317,8 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "device": device,
         "toolchain": index["toolchain"],
         "artifacts": index["artifacts"],
+        # The arms' runtime packages (Case.runtime), unpacked here: gpurepro.run.runtime.
+        **({"runtime": index["runtime"]} if index.get("runtime") else {}),
         "probe": None,
     }
 
@@ -354,7 +357,10 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     """Run what the plan still needs. Returns the exit status: 1 when a trial ended as a
     harness error (our bug, or a driver that broke the event protocol)."""
     journal, plan = run.journal, run.plan
-    index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"]}
+    index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"],
+             "runtime": run.header.get("runtime")}
+    if index["runtime"]:  # unpacked at the start; again here for a run resumed on another node
+        runtime.ensure(index["runtime"], root)
     if not run.gate.supported:
         _say(f"{case.name}: {run.gate.reason}; every trial is recorded as unsupported")
         finished = {r["index"] for r in run.done}

@@ -28,7 +28,7 @@ _CUDA = [
     "nvidia-cuda-nvcc==13.3.73",
     "nvidia-nvvm==13.3.73",
     "nvidia-cuda-crt==13.3.73",
-    "nvidia-cuda-runtime==13.3.*",
+    "nvidia-cuda-runtime==13.3.29",
 ]
 
 ARTIFACTS = [

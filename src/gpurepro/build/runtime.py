@@ -1,0 +1,209 @@
+"""Build: a case's runtime packages (``Case.runtime``) as wheels for the GPU node's Python.
+
+Each pin (``numba==0.62.1``) is downloaded once, with ``pip download --only-binary=:all:
+--no-deps`` for the node's interpreter (``Runtime.python``, ``implementation``, ``platforms``),
+into ``build/<case>/runtime/wheels/<key>/``; the key is a hash of the pin and those tags, so an
+unchanged pin reuses its wheel and two arms pinning the same release share one file. Every
+wheel's sha256 and size are recorded. Then each arm's requirement set is resolved against
+itself: every requirement its wheels declare (``Requires-Dist``, markers evaluated for the
+node) must be met by another pin of the same arm, or be named in ``Runtime.from_node``, left
+to the node's own installation (its version there is recorded by each run: gpurepro.run.runtime).
+The index ``build/<case>/runtime/index.json`` is what the run stage reads; it unpacks the
+wheels on the node and installs nothing.
+
+Needs pip (``python -m pip``) and ``packaging`` (pip's own copy serves), as the rest of the
+build stage needs its toolchain; the run stage does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Sequence
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import Any
+
+from ..case.model import Case, Runtime, normalized_name
+from ..errors import BuildError
+from .artifacts import sha256_file
+
+INDEX_NAME = "index.json"
+# Bump when the way wheels are fetched changes what a key names: part of every key.
+RECIPE = "runtime-1"
+
+
+def runtime_dir(build_dir: Path, case: Case) -> Path:
+    return build_dir / case.name / "runtime"
+
+
+def index_path(build_dir: Path, case: Case) -> Path:
+    return runtime_dir(build_dir, case) / INDEX_NAME
+
+
+def _rel(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def wheel_key(pin: str, rt: Runtime) -> str:
+    material = {"pin": pin, "python": rt.python, "implementation": rt.implementation,
+                "platforms": list(rt.platforms), "recipe": RECIPE}
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def pip_download_argv(pin: str, rt: Runtime, dest: Path, pip_args: Sequence[str] = ()) -> list[str]:
+    """The one pip command that fetches ``pin``'s wheel for the node's interpreter."""
+    platforms = [a for p in rt.platforms for a in ("--platform", p)]
+    return [sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
+            "--only-binary=:all:", "--no-deps", "--python-version", rt.python,
+            "--implementation", rt.implementation, *platforms, "--dest", str(dest),
+            *pip_args, pin]
+
+
+def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
+          on_event: Callable[[str, str], None] | None = None) -> dict[str, Any] | None:
+    """Download every runtime pin of ``case``, resolve each arm's set, write and return the
+    index; None for a case without runtime packages. ``pip_args``: extra pip options (an index
+    or ``--no-index --find-links DIR``)."""
+    rt = case.runtime
+    if rt is None:
+        return None
+    say = on_event or (lambda name, status: None)
+    root = root.resolve()
+    build_dir = build_dir if build_dir.is_absolute() else root / build_dir
+    pins = sorted({p for pins in rt.packages.values() for p in pins})
+    wheels = {pin: _wheel(pin, rt, root, runtime_dir(build_dir, case), pip_args, say)
+              for pin in pins}
+    arms = {}
+    for arm in (a.name for a in case.arms):
+        chosen = rt.pins_for(arm)
+        if chosen:
+            arms[arm] = _resolve(arm, chosen, wheels, rt)
+    index = {"case": case.name, "python": rt.python, "implementation": rt.implementation,
+             "platforms": list(rt.platforms), "from_node": list(rt.from_node),
+             "wheels": wheels, "arms": arms,
+             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path = index_path(build_dir, case)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
+    os.replace(tmp, path)
+    return index
+
+
+def _wheel(pin: str, rt: Runtime, root: Path, folder: Path, pip_args: Sequence[str],
+           say: Callable[[str, str], None]) -> dict[str, Any]:
+    key = wheel_key(pin, rt)
+    out = folder / "wheels" / key[:20]
+    stamp = out / ".wheel.json"
+    if stamp.is_file():
+        entry = json.loads(stamp.read_text())
+        if (out / entry["file"]).is_file() and sha256_file(out / entry["file"]) == entry["sha256"]:
+            say(pin, "cached")
+            return {**entry, "path": _rel(out / entry["file"], root)}
+    say(pin, "downloading")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gpurepro-wheel-", dir=out.parent) as tmp:
+        done = subprocess.run(pip_download_argv(pin, rt, Path(tmp), pip_args), cwd=root,
+                              capture_output=True, text=True, check=False,
+                              stdin=subprocess.DEVNULL)
+        got = sorted(Path(tmp).glob("*.whl"))
+        if done.returncode != 0 or len(got) != 1:
+            why = (f"exit status {done.returncode}" if done.returncode
+                   else f"{len(got)} wheels instead of one")
+            tail = (done.stdout + done.stderr)[-2000:]
+            raise BuildError(f"downloading {pin} for Python {rt.python} "
+                             f"({', '.join(rt.platforms)}) failed ({why}):\n{tail}")
+        meta = wheel_metadata(got[0])
+        if normalized_name(meta["name"]) != normalized_name(pin.split("==")[0]):
+            raise BuildError(f"{pin}: pip fetched {got[0].name}, a wheel of {meta['name']}")
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        shutil.move(str(got[0]), out / got[0].name)
+    wheel = out / got[0].name
+    entry = {"pin": pin, "key": key, "file": wheel.name, "sha256": sha256_file(wheel),
+             "size": wheel.stat().st_size, "name": meta["name"], "version": meta["version"],
+             "requires": meta["requires"]}
+    stamp.write_text(json.dumps(entry, indent=1, sort_keys=True))
+    say(pin, "downloaded")
+    return {**entry, "path": _rel(wheel, root)}
+
+
+def wheel_metadata(wheel: Path) -> dict[str, Any]:
+    """Name, Version and Requires-Dist of a wheel, from its ``*.dist-info/METADATA``."""
+    with zipfile.ZipFile(wheel) as z:
+        names = [n for n in z.namelist()
+                 if n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")
+                 and n.endswith("/METADATA")]
+        if len(names) != 1:
+            raise BuildError(f"{wheel.name} has {len(names)} dist-info METADATA files, not one")
+        text = z.read(names[0]).decode("utf-8", errors="replace")
+    msg = HeaderParser().parsestr(text)
+    return {"name": msg["Name"], "version": msg["Version"],
+            "requires": list(msg.get_all("Requires-Dist") or [])}
+
+
+def _packaging() -> tuple[Any, Any]:
+    """``packaging``'s requirements and version modules, or pip's vendored copies."""
+    try:
+        from packaging import requirements, version
+    except ImportError:
+        try:
+            from pip._vendor.packaging import requirements, version  # type: ignore[no-redef]
+        except ImportError as exc:
+            raise BuildError("resolving runtime packages needs 'packaging' (or pip's copy of "
+                             "it) in the build environment") from exc
+    return requirements, version
+
+
+def node_markers(rt: Runtime) -> dict[str, str]:
+    """The marker environment of the node's interpreter (Linux, x86-64, CPython ``python``)."""
+    return {"python_version": rt.python, "python_full_version": f"{rt.python}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "implementation_version": f"{rt.python}.0", "os_name": "posix",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+            "platform_release": "", "platform_version": "", "extra": ""}
+
+
+def _resolve(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
+             rt: Runtime) -> dict[str, Any]:
+    """An arm's set: each wheel's requirements met inside it, or left to the node by name."""
+    requirements, version = _packaging()
+    markers = node_markers(rt)
+    pinned = {normalized_name(wheels[p]["name"]): wheels[p] for p in pins}
+    from_node = {normalized_name(n) for n in rt.from_node}
+    left: list[dict[str, str]] = []
+    for pin in pins:
+        for text in wheels[pin]["requires"]:
+            req = requirements.Requirement(text)
+            if req.marker is not None and not req.marker.evaluate(markers):
+                continue  # an extra, or another platform's
+            name = normalized_name(req.name)
+            have = pinned.get(name)
+            if have is not None:
+                if not req.specifier.contains(version.Version(have["version"]), prereleases=True):
+                    raise BuildError(f"runtime of arm {arm}: {pin} requires {text}; the arm pins "
+                                     f"{have['pin']}, which does not meet it")
+            elif name in from_node:
+                left.append({"requirement": str(req), "of": pin})
+            else:
+                raise BuildError(f"runtime of arm {arm}: {pin} requires {text}, which the arm "
+                                 f"neither pins nor leaves to the node (Runtime.from_node)")
+    files = sorted(wheels[p]["file"] for p in pins)
+    key = hashlib.sha256(json.dumps([wheels[p]["sha256"] for p in sorted(pins)]).encode())
+    return {"requested": list(pins), "wheels": files, "from_node": left,
+            "key": key.hexdigest(), "size": sum(wheels[p]["size"] for p in pins)}
+
+
+def carried(index: dict[str, Any]) -> tuple[int, list[str]]:
+    """Bytes of wheels a GPU node needs for this index, and their paths."""
+    paths = sorted({w["path"] for w in index["wheels"].values()})
+    return sum(w["size"] for w in index["wheels"].values()), paths
