@@ -136,7 +136,7 @@ def wrap(cmd: TrialCommand, name: str | None, tools: Mapping[str, Tool] | None =
 
     from ..build import toolchain
 
-    if name in (None, NONE):
+    if name is None or name == NONE:
         return cmd
     inst = lookup(name, extra)
     # -P: the script's folder (this package's) must not shadow standard modules.
