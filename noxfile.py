@@ -273,6 +273,20 @@ def tile_matrix_assemble(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bisect(session: nox.Session) -> None:
+    """A case over every release of one toolchain axis (Case.axes): the CPU stage with the
+    case's pins, the GPU stage where a GPU is, the document: nox -s bisect -- CASE --axis NAME
+    [--stage cpu|gpu|assemble] [--exhaustive] [--gpu-out DIR] (python -m gpurepro bisect --help)"""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s bisect -- CASE --axis NAME [options]")
+    case, args = session.posargs[0], list(session.posargs)
+    _install_project(session)
+    target = _flag_value(args, "--arch") or _target(session, case)
+    _install_pins(session, case, target)
+    _run_gpurepro(session, "bisect", *args)
+
+
+@nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """The test suite (no GPU needed; GPU tests skip with the reason).
 

@@ -174,7 +174,7 @@ def test_ok_heartbeats_budget_and_final(bins):
 def test_checked_output_in_the_final_record(bins):
     final = events(pydriver(bins, "check", "--seconds", "0.1").stdout)[-1]
     assert final["check"] == {"kind": "tolerance", "n": 4, "mismatches": 2,
-                              "first": [[2, 3.5, 3.0], [3, 4, 5]]}
+                              "first": [[2, 3.5, 3.0], [3, 4, 5]], "rel": 1e-3, "abs": 0.0}
 
 
 def test_a_stuck_worker_is_hung_with_every_threads_call(bins):

@@ -10,7 +10,8 @@ XLA, where the report comes from, runs ptxas as a program as
 ``ptxas <ptx> -o <cubin> -arch=sm_90 --warn-on-spills`` (that flag only adds warnings). Beside
 the cubin goes ``ptxas.json``: the release asked for, the version its wheel declares,
 ``ptxas --version``, the wheel's file and sha256, the flags, the exit status (or the signal that ended ptxas) and the first line of its standard error; with
-``--nvdisasm``, ``sass.json``: each kernel's IABS, clamp and what the clamp reads (sass_facts.py).
+``--nvdisasm``, ``sass.json``: each kernel's IABS, clamp and what the clamp reads (sass_facts.py)
+and its instructions.
 Exit status 0 when ptxas made the cubin, 1 when it did not. Standard library only.
 """
 
@@ -91,6 +92,7 @@ def sass_record(nvdisasm: Path, cubin: Path) -> dict[str, Any]:
     done = subprocess.run([str(nvdisasm), str(cubin)], capture_output=True, text=True,
                           timeout=120, check=False)
     kernels = sass_facts.kernel_facts(done.stdout) if done.returncode == 0 else {}
+    listing = sass_facts.parse(done.stdout) if done.returncode == 0 else {}
     record: dict[str, Any] = {"disassembler": "nvdisasm",
                               "version": tool_version(nvdisasm)["release"],
                               "exit_status": done.returncode,
@@ -99,6 +101,9 @@ def sass_record(nvdisasm: Path, cubin: Path) -> dict[str, Any]:
         k = kernels["abs_clamp"]
         record.update(abs_dropped=not k["iabs"], iabs_feeds_clamp=k["clamp_reads"] == "IABS")
     record["kernels"] = kernels
+    # Every kernel's instructions (texts, no offsets): what a verdict diffs between releases
+    # (gpurepro.build.sass.diff).
+    record["listing"] = {k: [i.text for i in v] for k, v in sorted(listing.items())}
     return record
 
 

@@ -9,14 +9,17 @@ over the whole int32 range (INT_MIN left out: abs of it is undefined in C); for 
 index is not clamped, in [-5, 5]. Each launch writes a sentinel over the output first, launches,
 synchronizes, copies the output back and compares it with the reference computed here (A[k] = k,
 so each element is 3 * the index the kernel should have used). The comparison of every launch
-goes into the final record's ``check`` (protocol.Check); ``observations`` adds the report's six
+goes into the final record's ``check``; ``observations`` adds the report's six
 values, how the mismatches split by the sign of m, and whether launches disagreed.
 
-Protocol: JSON lines on standard output (protocol.py, native/README.md). No libcuda: a
-``no_driver`` final record, exit status 3. cuda-python's bindings, new layout
-(``cuda.bindings.driver``) or old (``cuda.cuda``), are imported only once libcuda is found;
-without them the driver says so on standard error and exits 2 without a final record (the
-trial is the harness's error, not the bug's). Standard library and cuda-python only.
+The protocol is the harness's Python driver kit's (gpurepro.case.driver, native/README.md):
+start, heartbeats, a final record with ``check`` (the kit's ``compare`` per launch, merged)
+and the exit status of its status. No libcuda: a ``no_driver`` final record, exit status 3.
+cuda-python's bindings, new layout (``cuda.bindings.driver``) or old (``cuda.cuda``), are
+imported only once libcuda is found; without them the driver says so on standard error and
+exits 2 without a final record (the trial is the harness's error, not the bug's). A CUDA error
+is named by the bindings' CUresult and ends the trial as ``cuda_error`` at its call; a first
+load the device cannot run is ``unsupported``. Standard library, gpurepro and cuda-python only.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import array
 import ctypes
 import hashlib
 import importlib.metadata
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import protocol
+from gpurepro.case import driver as kit
 
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
@@ -42,8 +46,8 @@ SENTINEL = 0xDEADBEEF  # written over the output before each launch (-559038737 
 REPORT_M = [-3, -2, -1, 0, 1, 2]
 DEFAULT_SEED = 24438  # jax-ml/jax PR 24438
 # A first load that fails with one of these means the device cannot run the cubin at all.
-UNSUPPORTED_LOAD = {"CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_IMAGE",
-                    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_SOURCE"}
+UNSUPPORTED_LOAD = kit.UNSUPPORTED_LOAD_ERRORS | {"CUDA_ERROR_INVALID_SOURCE"}
+FIRST_MISMATCHES = 8  # kept in the final record's check
 
 
 def abs32(x: int) -> int:
@@ -121,23 +125,26 @@ def import_bindings() -> tuple[Any, str, str | None]:
 
 
 class CudaFailed(Exception):
-    def __init__(self, call: str, error: str):
-        super().__init__(f"{call}: {error}")
-        self.call, self.error = call, error
+    """A call failed; the kit has decided the final status (cuda_error or unsupported)."""
+
+    def __init__(self, call: str):
+        super().__init__(call)
+        self.call = call
 
 
-class Driver:
-    """cuda-python's calls, each returning its results without the status, or raising
-    CudaFailed naming the call and the error."""
+class Cuda:
+    """cuda-python's calls through the kit: each returns its results without the status; a
+    failed one is counted and decides the final record (``unsupported`` where its error is in
+    ``unsupported``), then raises CudaFailed."""
 
-    def __init__(self, cu: Any):
-        self.cu = cu
+    def __init__(self, cu: Any, d: kit.Driver):
+        self.cu, self.d = cu, d
 
-    def __call__(self, name: str, *args: Any) -> Any:
+    def __call__(self, name: str, *args: Any, unsupported: frozenset[str] | set[str] = frozenset()) -> Any:
         result = getattr(self.cu, name)(*args)
         err, rest = (result[0], result[1:]) if isinstance(result, tuple) else (result, ())
-        if int(err) != 0:
-            raise CudaFailed(name, getattr(err, "name", None) or f"CUresult {int(err)}")
+        if self.d.failed(err, name, unsupported=unsupported):
+            raise CudaFailed(name)
         return rest[0] if len(rest) == 1 else rest
 
 
@@ -148,44 +155,36 @@ def launch_params(*values: ctypes._SimpleCData) -> tuple[Any, int]:
     return ptrs, ctypes.addressof(ptrs)
 
 
-def run(args: argparse.Namespace, ev: protocol.Events, image: bytes) -> tuple[protocol.Check,
-                                                                              dict[str, Any]]:
-    check = protocol.Check("exact")
+def run(args: argparse.Namespace, d: kit.Driver, image: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every launch's check and the observations; the kit holds the final status."""
+    checks: list[dict[str, Any]] = []
     obs: dict[str, Any] = {}
     missing = libcuda_missing()
     if missing is not None:
-        ev.stop("no_driver", reason=missing)
-        return check, obs
+        d.stop_with("no_driver", reason=missing)
+        return checks, obs
     try:
         cu_module, layout, version = import_bindings()
     except ImportError as exc:
         print(f"driver.py: cuda-python is not importable ({exc}); install cuda-bindings for "
               f"{sys.executable}", file=sys.stderr)
-        raise SystemExit(protocol.EXIT["usage"]) from exc
+        raise SystemExit(kit.EXIT_USAGE) from exc
     obs["bindings"] = {"layout": layout, "version": version}
-    cu = Driver(cu_module)
+    cu = Cuda(cu_module, d)
     try:
-        cu("cuInit", 0)
-    except CudaFailed as exc:
-        status = "unsupported" if exc.error == "CUDA_ERROR_NO_DEVICE" else "cuda_error"
-        ev.stop(status, error=exc.error, call=exc.call, reason=exc.error)
-        return check, obs
-    except RuntimeError as exc:  # the bindings could not open libcuda after all
-        ev.stop("no_driver", reason=str(exc))
-        return check, obs
-    try:
-        _launch_and_check(cu, cu_module, args, ev, image, check, obs)
-    except CudaFailed as exc:
-        if exc.call == "cuModuleLoadData" and exc.error in UNSUPPORTED_LOAD:
-            ev.stop("unsupported", error=exc.error, call=exc.call,
-                    reason=f"{exc.error} at cuModuleLoadData")
-        else:
-            ev.stop("cuda_error", error=exc.error, call=exc.call)
-    return check, obs
+        try:
+            cu("cuInit", 0, unsupported={"CUDA_ERROR_NO_DEVICE"})
+        except RuntimeError as exc:  # the bindings could not open libcuda after all
+            d.stop_with("no_driver", reason=str(exc))
+            return checks, obs
+        _launch_and_check(cu, cu_module, args, d, image, checks, obs)
+    except CudaFailed:
+        pass  # the kit has the status, the error and the call
+    return checks, obs
 
 
-def _launch_and_check(cu: Driver, cu_module: Any, args: argparse.Namespace, ev: protocol.Events,
-                      image: bytes, check: protocol.Check, obs: dict[str, Any]) -> None:
+def _launch_and_check(cu: Cuda, cu_module: Any, args: argparse.Namespace, d: kit.Driver,
+                      image: bytes, checks: list[dict[str, Any]], obs: dict[str, Any]) -> None:
     attr = cu_module.CUdevice_attribute
     dev = cu("cuDeviceGet", 0)
     major = cu("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
@@ -196,7 +195,7 @@ def _launch_and_check(cu: Driver, cu_module: Any, args: argparse.Namespace, ev: 
                      "driver_api": cu("cuDriverGetVersion")}
     ctx = cu("cuDevicePrimaryCtxRetain", dev)
     cu("cuCtxSetCurrent", ctx)
-    module = cu("cuModuleLoadData", image)
+    module = cu("cuModuleLoadData", image, unsupported=UNSUPPORTED_LOAD)
     func = cu("cuModuleGetFunction", module, args.kernel.encode())
 
     m = inputs(args.kernel, args.random, args.seed)
@@ -219,24 +218,27 @@ def _launch_and_check(cu: Driver, cu_module: Any, args: argparse.Namespace, ev: 
         cu("cuMemsetD32", d_out, SENTINEL, n)
         cu("cuLaunchKernel", func, grid, 1, 1, args.block, 1, 1, 0, 0, params, 0)
         cu("cuCtxSynchronize")
-        ev.count("launches")
+        d.expose()
         cu("cuMemcpyDtoH", host_out.buffer_info()[0], d_out, 4 * n)
         got = host_out.tolist()
-        offset = len(outputs) * n  # index into all launches' outputs, one after another
-        for i in check.compare(got, expected, offset):
-            sign["negative_m" if m[i - offset] < 0 else "nonnegative_m"] += 1
-        ev.count("checked", n)
+        check = kit.compare(got, expected, first=FIRST_MISMATCHES)
+        for i, (g, e) in enumerate(zip(got, expected, strict=True)):
+            if g != e:
+                sign["negative_m" if m[i] < 0 else "nonnegative_m"] += 1
+        checks.append(check)
+        d.counters["checked"].inc(n)
         outputs.append(got)
-        ev.heartbeat()
+        d.heartbeat()
 
     obs["report_m"] = {"m": REPORT_M, "got": outputs[0][: len(REPORT_M)] if outputs else None,
                        "expected": expected[: len(REPORT_M)]}
     obs["mismatches_by_sign"] = sign
     obs["launches_agree"] = all(o == outputs[0] for o in outputs)
-    # The first mismatches' inputs, in the order of check.first.
-    obs["first_m"] = [m[idx % n] for idx, _got, _exp in check.first]
-    for d in (d_m, d_a, d_out):
-        cu("cuMemFree", d)
+    # The first mismatches' inputs, in the order of the check's first mismatches.
+    merged = kit.merge_checks(checks, FIRST_MISMATCHES)
+    obs["first_m"] = [m[idx % n] for idx, _got, _exp in merged["first"]]
+    for buf in (d_m, d_a, d_out):
+        cu("cuMemFree", buf)
     cu("cuModuleUnload", module)
     cu("cuDevicePrimaryCtxRelease", dev)
 
@@ -262,14 +264,18 @@ def main(argv: list[str] | None = None) -> int:
         image = args.cubin.read_bytes()
     except OSError as exc:
         print(f"driver.py: cannot read --cubin: {exc}", file=sys.stderr)
-        return protocol.EXIT["usage"]
-    ev = protocol.Events(driver="python")
-    ev.start({"cubin": args.cubin.name, "cubin_sha256": hashlib.sha256(image).hexdigest(),
-              "kernel": args.kernel, "launches": args.launches, "random": args.random,
-              "seed": args.seed, "block": args.block, "n": len(REPORT_M) + args.random})
-    check, obs = run(args, ev, image)
-    return ev.finish(check if check.n else None, obs)
+        return kit.EXIT_USAGE
+    d = kit.Driver("ptxas_abs_clamp", ("launches", "checked"), exposure="launches",
+                   budget=kit.Budget(seconds=0, max_exposure=args.launches, heartbeat_ms=1000,
+                                     join_timeout_s=0))
+    d.start({"cubin": args.cubin.name, "cubin_sha256": hashlib.sha256(image).hexdigest(),
+             "kernel": args.kernel, "launches": args.launches, "random": args.random,
+             "seed": args.seed, "block": args.block, "n": len(REPORT_M) + args.random})
+    checks, obs = run(args, d, image)
+    return d.finish(obs, kit.merge_checks(checks, FIRST_MISMATCHES) if checks else None)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    os._exit(status)  # no interpreter teardown after the final record (gpurepro.case.driver)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 DEFAULT_CUBINS = HERE.parents[1] / "build" / "ptxas_abs_clamp" / "cubins"
 TIMEOUT_S = 60
+# The driver imports the harness's Python driver kit (gpurepro.case.driver): src/ on its path.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    filter(None, (str(HERE.parents[1] / "src"), os.environ.get("PYTHONPATH"))))}
 
 
 def final_record(stdout: str) -> dict[str, Any] | None:
@@ -51,7 +55,8 @@ def run_one(entry: dict[str, Any], kernel: str, args: argparse.Namespace) -> dic
     argv = [sys.executable, str(HERE / "driver.py"), "--cubin", str(cubin),
             "--kernel", kernel, "--launches", str(args.launches), "--random", str(args.random)]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+                              env=ENV)
         stdout, stderr, rc = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as exc:
         stdout = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")

@@ -9,28 +9,30 @@ of the two boundaries return the reference?
 One PTX (nvcc 13.3 -arch=sm_90 -ptx on kernel.cu, its .version lowered to 8.0 by
 lower_ptx_version.py) compiled by each arm's ptxas (compile_cubin.py: the ptxas of an
 nvidia-cuda-nvcc-cu12 wheel, or the pinned 13.3 one) with -arch=sm_90 -O3. The arms' releases
-are the boundaries releases.py measured on the CPU (releases.cpu.json). A trial is driver.py:
-one process, a few launches, every output element checked against the host's reference.
-Standard library + gpurepro only: imported on GPU nodes with no network.
+are the boundaries releases.py measured on the CPU (releases.cpu.json) and the bisection over
+the ``ptxas`` axis confirms on the GPU (gpurepro bisect ptxas_abs_clamp --axis ptxas). A trial
+is driver.py: one process, three launches, every output element checked against the host's
+reference (Case.check, exact): a mismatch is a wrong_result. Standard library + gpurepro only:
+imported on GPU nodes with no network.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpurepro.case import (
-    OUTCOMES,
     Arm,
     Artifact,
+    Axis,
     Case,
     Claim,
     Defaults,
     Devices,
     Exposure,
     Factor,
+    OutputCheck,
     TrialCommand,
     TrialContext,
     load_sibling,
@@ -65,6 +67,8 @@ RELEASES = {
 KERNELS = ("abs_clamp", "abs_only", "clamp_only")
 LAUNCHES = 3  # per trial, each checked; the budget's max_exposure overrides it
 RANDOM_INPUTS = 4096  # seeded inputs after the report's six, per launch
+_GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
+        "-static-libstdc++", "-static-libgcc")
 
 
 def cubin_artifact(release: str) -> str:
@@ -91,6 +95,18 @@ def _cubin(release: str) -> Artifact:
 
 
 ARTIFACTS = [
+    Artifact(
+        name="crash_preload",
+        description=("the crash handler as an LD_PRELOAD object: the driver's native crash "
+                     "record, written before faulthandler's Python frames"),
+        command=(*_GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+                 "native/crash_preload.cc", "native/crash.cc", "native/events.cc",
+                 "-o", "{out}/libgpurepro_crash.so", "-ldl"),
+        outputs=("libgpurepro_crash.so",),
+        sources=("native/crash_preload.cc", "native/crash.cc", "native/events.cc",
+                 "native/crash.h", "native/events.h", "native/cuda_types.h"),
+        tools=("gxx",),
+    ),
     Artifact(
         name="ptx",
         description="kernel.cu -> PTX with the pinned nvcc (.version 9.3)",
@@ -127,6 +143,10 @@ ARMS = [
 BASELINE = "last-bad"
 
 # ---------------------------------------------------------------------------------- claims
+# A trial is the unit (a wrong answer is a property of a trial): the outcome claims count
+# trials, with the share's exact interval; the boundary claims compare the shares of failing
+# trials of two arms (Fisher's exact test, unit="trial"). With 12 trials per arm, 12 of 12 gives
+# p = 2 * 0.5^12 = 0.0005 against Holm's smallest threshold 0.05 / 10 = 0.005.
 _COUNT = "{count} of {n} valid trials"
 
 
@@ -134,17 +154,30 @@ def _wrong(arm: str, release: str) -> Claim:
     return Claim(
         f"{arm}-wrong", arm=arm, kind="outcome", outcome="wrong_result", share=0.5,
         supported=f"ptxas {release} ({{arm}}) miscompiles clamp(abs(m), 0, 5) for sm_90: "
-                  f"wrong results in {_COUNT}.",
+                  f"wrong results in {_COUNT} (95% CI of the share {{share_ci}}).",
         contradicted=f"ptxas {release} ({{arm}}) does not give wrong results in most trials: "
                      f"{_COUNT} wrong.",
         not_decided=f"Whether ptxas {release} ({{arm}}) gives wrong results in most trials is not "
                     f"decided: {_COUNT} wrong.")
 
 
+def _never_wrong(arm: str, release: str) -> Claim:
+    return Claim(
+        f"{arm}-never-wrong", arm=arm, kind="outcome", outcome="wrong_result", share=0.5,
+        bound="below",
+        supported=f"ptxas {release} ({{arm}}) compiles clamp(abs(m), 0, 5) right: wrong results "
+                  f"in {_COUNT} (95% CI of the share {{share_ci}}).",
+        contradicted=f"ptxas {release} ({{arm}}) gives wrong results in {_COUNT}: not fewer "
+                     f"than half.",
+        not_decided=f"Whether ptxas {release} ({{arm}}) gives wrong results in fewer than half "
+                    f"of its trials is not decided: {_COUNT} wrong.")
+
+
 def _right(arm: str, what: str) -> Claim:
     return Claim(
         f"{arm}-right", arm=arm, kind="outcome", outcome="survived", share=0.5,
-        supported=f"{what} ({{arm}}) returns the reference: every element right in {_COUNT}.",
+        supported=f"{what} ({{arm}}) returns the reference: every element right in {_COUNT} "
+                  f"(95% CI of the share {{share_ci}}).",
         contradicted=f"{what} ({{arm}}) does not return the reference in most trials: right in "
                      f"{_COUNT}.",
         not_decided=f"Whether {what} ({{arm}}) returns the reference is not decided: right in "
@@ -155,33 +188,55 @@ def _boundary(name: str, arm: str, reference: str, kind: str, sentence: str) -> 
     counts = ("{arm}: {count} of {n} trials failed; {reference}: {reference_count} of "
               "{reference_n}")
     return Claim(
-        name, arm=arm, reference=reference, kind=kind,
+        name, arm=arm, reference=reference, kind=kind, unit="trial",
         supported=f"{sentence}: {counts}.",
-        contradicted=f"Contrary to the boundary releases.py measured in the SASS: {counts}.",
-        not_decided=f"Whether {sentence[0].lower() + sentence[1:]} is not decided: {counts}; "
-                    "deciding it needs {needed}.")
+        contradicted=f"Contrary to the boundary the SASS shows: {counts}.",
+        not_decided=f"Whether {sentence[0].lower() + sentence[1:]} is not decided: {counts}.")
 
 
 CLAIMS = [
     _wrong("first-bad", "12.5.40"),
     _wrong("last-bad", "12.6.77"),
-    _right("last-good", "ptxas 12.4.131"),
-    _right("first-fixed", "ptxas 12.6.85"),
+    _never_wrong("last-good", "12.4.131"),
+    _never_wrong("first-fixed", "12.6.85"),
     _right("newest-12", "ptxas 12.9.86"),
     _right("cuda-13", f"ptxas {PINNED_PTXAS}"),
     _right("control-abs-only", "The abs without the clamp, ptxas 12.6.77"),
     _right("control-clamp-only", "The clamp without the abs, ptxas 12.6.77"),
     _boundary("breaks-at-12-5", "first-bad", "last-good", "higher",
-              "ptxas 12.5.40 (first-bad) fails more often than 12.4.131 (last-good)"),
+              "ptxas 12.5.40 (first-bad) fails in more trials than 12.4.131 (last-good)"),
     _boundary("fixed-at-12-6-85", "first-fixed", "last-bad", "lower",
-              "ptxas 12.6.85 (first-fixed) fails less often than 12.6.77 (last-bad)"),
+              "ptxas 12.6.85 (first-fixed) fails in fewer trials than 12.6.77 (last-bad)"),
 ]
-# The claims are about wrong results: a trial whose output differs from the reference. Until
-# gpurepro.case.OUTCOMES has that outcome, a wrong result is recorded as a survival, and
-# the claims would be rejected (outcome) or meaningless (survived, higher, lower); the case
-# then declares none.
-WRONG_RESULT_KNOWN = "wrong_result" in OUTCOMES
 FAILURES = ("wrong_result", "cuda_error", "crashed", "hung")
+
+# ---------------------------------------------------------------------------------- the axis
+# Every nvidia-cuda-nvcc-cu12 release PyPI lists from 12.0 to before 13, each release's ptxas
+# out of its wheel on the same lowered PTX with the arms' flags (compile_cubin.FLAGS: the same
+# argv, so the same cubins); each distinct cubin stands in for the last-bad arm's (abs_clamp)
+# on the GPU. The SASS fact that segments the search: an IABS in abs_clamp.
+AXES = {
+    "ptxas": Axis(
+        package=CU12, versions=">=12.0,<13", tool="ptxas",
+        build=("{tool}", "-arch={arch}", "-O3", "{artifact:ptx_lowered}/kernel.ptx",
+               "-o", "{out}/kernel.cubin"),
+        output="kernel.cubin", artifact="cubin_12.6.77", arms=("last-bad",),
+        watch=(("abs_clamp", "IABS"),), trials=3, jobs=3, duration_s=5.0, timeout_s=30.0,
+        description="ptxas of every nvidia-cuda-nvcc-cu12 release on the lowered PTX, "
+                    "-arch=sm_90 -O3: the abs_clamp kernel of the last-bad arm"),
+    # The same on the PTX as nvcc 13.3 wrote it (.version 9.3): what a user who does not lower
+    # it meets. ptxas 12.0.x dies of SIGSEGV, 12.1 ... 12.9 refuse it (exit status 255, naming
+    # their newest ISA); the document records why each release could not build, and nothing
+    # is left to run on a GPU.
+    "ptxas-as-emitted": Axis(
+        package=CU12, versions=">=12.0,<13", tool="ptxas",
+        build=("{tool}", "-arch={arch}", "-O3", "{artifact:ptx}/kernel.ptx",
+               "-o", "{out}/kernel.cubin"),
+        output="kernel.cubin", artifact="cubin_12.6.77", arms=("last-bad",),
+        watch=(("abs_clamp", "IABS"),), trials=3, jobs=3, duration_s=5.0, timeout_s=30.0,
+        description="ptxas of every nvidia-cuda-nvcc-cu12 release on the PTX as emitted "
+                    "(.version 9.3), -arch=sm_90 -O3"),
+}
 
 
 # ---------------------------------------------------------------------------------- trials
@@ -191,9 +246,10 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
     cubin = ctx.artifacts[cubin_artifact(f["ptxas"])]
     launches = ctx.budget.max_exposure or LAUNCHES
-    return TrialCommand(argv=(sys.executable, str(Path(ctx.case_dir) / "driver.py"),
-                              "--cubin", str(cubin), "--kernel", f["kernel"],
-                              "--launches", str(launches), "--random", str(RANDOM_INPUTS)))
+    return ctx.python_driver(Path(ctx.case_dir) / "driver.py", "--cubin", str(cubin),
+                             "--kernel", f["kernel"], "--launches", str(launches),
+                             "--random", str(RANDOM_INPUTS),
+                             preload=ctx.artifacts["crash_preload"])
 
 
 def _sass(paths: Mapping[str, Path]) -> Mapping[str, Any]:
@@ -207,6 +263,57 @@ def _sass(paths: Mapping[str, Path]) -> Mapping[str, Any]:
         if sass is not None and sass.is_file():
             by_release[release] = json.loads(sass.read_text())
     return {"available": bool(by_release), "by_ptxas": by_release}
+
+
+BISECTION = "bisect_ptxas_[0-9]*.json"  # the ptxas axis's committed bisections, results/<case>/
+
+
+def bisection_summary(docs: list[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    """The newest of the bisections whose GPU stage ran (one that bisected, before an
+    exhaustive one): its boundaries, each between two adjacent releases, with what the GPU and
+    the SASS showed; and whether the newest exhaustive bisection pins the same ones."""
+    ran = [(name, d) for name, d in docs if (d.get("gpu") or {}).get("status") == "ran"]
+    if not ran:
+        return {"available": False,
+                "reason": "no bisection document under results/ptxas_abs_clamp/ whose GPU stage ran"}
+    searched = [(n, d) for n, d in ran if (d.get("gpu") or {}).get("mode") == "bisect"]
+    exhaustive = [(n, d) for n, d in ran if (d.get("gpu") or {}).get("mode") == "exhaustive"]
+    name, doc = (searched or ran)[-1]
+
+    def pinned(d: Mapping[str, Any]) -> list[list[str]]:
+        return [b["between"] for b in (d.get("boundaries") or {}).get("pinned") or []]
+
+    out = []
+    for b in (doc.get("boundaries") or {}).get("pinned") or []:
+        changes = (b["sass"]["kernels"].get("abs_clamp") or {}).get("changes") or []
+        out.append({"between": b["between"], "classes": b["classes"],
+                    "not_built_between": b["not_built_between"], "watched": b["sass"]["watched"],
+                    "abs_clamp_changes": changes[:1]})
+    runs = [r for r in doc.get("runs") or [] if r.get("status") == "ran" and "same_as_point" not in r]
+    summary = {"available": True, "document": name,
+               "package": doc["axis"]["package"], "versions": doc["axis"]["versions"],
+               "releases": len(doc["releases"]),
+               "built": sum(1 for r in doc["releases"] if r.get("sha256")),
+               "distinct": len(doc["artifacts"]), "runs": len(runs),
+               "mode": (doc.get("gpu") or {}).get("mode"),
+               "device": ((doc.get("gpu") or {}).get("device") or {}).get("name"),
+               "boundaries": out, "open": (doc.get("boundaries") or {}).get("open") or []}
+    if exhaustive and exhaustive[-1][0] != name:
+        summary["exhaustive"] = {"document": exhaustive[-1][0],
+                                 "same_boundaries": pinned(exhaustive[-1][1]) == pinned(doc),
+                                 "runs": sum(1 for r in exhaustive[-1][1].get("runs") or []
+                                             if r.get("status") == "ran" and "same_as_point" not in r)}
+    return summary
+
+
+def _bisection(paths: Mapping[str, Path]) -> Mapping[str, Any]:
+    """The committed bisections over the ptxas axis (results/ptxas_abs_clamp/), summarized."""
+    import json
+
+    here = Path(__file__).resolve().parent
+    found = sorted((here.parents[1] / "results" / here.name).glob(BISECTION))
+    return bisection_summary([(f"results/{here.name}/{p.name}", json.loads(p.read_text()))
+                              for p in found])
 
 
 CASE = Case(
@@ -231,10 +338,13 @@ CASE = Case(
             "cubins hold sm_90 SASS, which only a 9.0 device runs",
     ),
     exposure=Exposure(counter="launches", unit="launches"),
-    # One process per trial: load, three launches of 4102 elements, check, exit (about a second).
-    defaults=Defaults(trials_per_arm=20, duration_s=5.0, trial_timeout_s=60.0,
-                      max_exposure=LAUNCHES, jobs=1),
-    failure_outcomes=FAILURES if WRONG_RESULT_KNOWN else ("cuda_error", "crashed", "hung"),
-    analyses={"sass": _sass},
-    claims=CLAIMS if WRONG_RESULT_KNOWN else (),
+    # One process per trial: load, three launches of 4102 elements, check, exit (well under a
+    # second); a miscompile is no race, so four trials at a time: 96 trials in about 15 s.
+    defaults=Defaults(trials_per_arm=12, duration_s=5.0, trial_timeout_s=30.0,
+                      max_exposure=LAUNCHES, jobs=4),
+    failure_outcomes=FAILURES,
+    check=OutputCheck("exact"),
+    analyses={"sass": _sass, "bisection": _bisection},
+    claims=CLAIMS,
+    axes=AXES,
 )

@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpurepro.build import sass as harness_sass
 from gpurepro.build import toolchain
 from gpurepro.case import load_sibling
 
@@ -103,7 +104,11 @@ def _run(cmd: list[str]) -> str:
 
 
 def disassemble(cuobjdump: Path, path: Path) -> dict[str, list[Instr]]:
-    return sass_parse.parse_listing(_run([str(cuobjdump), "-sass", str(path)]))
+    """``cuobjdump -sass`` through the harness's disassembler finder (gpurepro.build.sass)."""
+    got = harness_sass.disassemble(path, {"cuobjdump": cuobjdump}, order=("cuobjdump",))
+    if got.read_by is None:
+        raise RuntimeError(f"cuobjdump -sass {path.name}: {got.attempts['cuobjdump']}")
+    return got.listing
 
 
 def compile_kernels(t: dict[str, Path], target: str, kernels: list[tuple[str, str, str]],
@@ -138,7 +143,7 @@ def _row(instrs: list[Instr], i: int) -> dict[str, Any]:
 
 def key_rows(instrs: list[Instr], indices: list[int] | None = None) -> list[dict[str, Any]]:
     idx = range(len(instrs)) if indices is None else indices
-    return [_row(instrs, i) for i in idx if instrs[i].is_key]
+    return [_row(instrs, i) for i in idx if sass_parse.is_key(instrs[i])]
 
 
 def mbarrier_table(funcs: dict[str, list[Instr]]) -> list[dict[str, Any]]:
@@ -147,7 +152,7 @@ def mbarrier_table(funcs: dict[str, list[Instr]]) -> list[dict[str, Any]]:
     for kernel, ptx, _ in snippets.MBARRIER[1:]:
         instrs = funcs[kernel]
         sass = [_row(instrs, i) for i, ins in enumerate(instrs)
-                if ins.is_key and ins.text not in reference]
+                if sass_parse.is_key(ins) and ins.text not in reference]
         claim = MBARRIER_CLAIMS.get(kernel)
         opcodes = [r["opcode"] for r in sass]
         rows.append({"kernel": kernel, "ptx": ptx, "sass": sass, "report_claim": claim,

@@ -1,8 +1,10 @@
-"""Read cuobjdump -sass listings and find the leader/follower split of a 2-CTA lowering.
+"""Find the leader/follower split of a 2-CTA lowering in a parsed SASS listing.
 
-Pure text processing, standard library only, so it is unit-testable without the tools.
+Pure text processing, standard library and gpurepro only, so it is unit-testable without the
+tools. The listing parser and ``Instr`` are the harness's (gpurepro.build.sass), named here too.
 
-* ``parse_listing(text)`` -> {function: [Instr]}.
+* ``parse_listing(text)`` -> {function: [Instr]} (gpurepro.build.sass).
+* ``is_key(ins)``: an instruction that moves data or synchronises (``KEY_PREFIXES``).
 * ``parity_split(instrs)`` finds the branch on ``SR_CgaCtaId & 1`` (the CTA's parity in its
   pair: even = leader, odd = follower, PTX ISA "CTA Pair") and walks both sides
   path-sensitively (the parity predicate's value is known on each side until something
@@ -15,10 +17,10 @@ Pure text processing, standard library only, so it is unit-testable without the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-_LINE = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*(?:/\*\s*0x[0-9a-fA-F]+\s*\*/)?\s*$")
-_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+from gpurepro.build.sass import Instr, parse_instr, parse_listing  # noqa: F401 (this case's names)
+
 _REG = re.compile(r"\b(U?R\d+|U?P\d+)\b")
 
 # Opcodes that move data or synchronise: what a table about a lowering should show.
@@ -26,69 +28,8 @@ KEY_PREFIXES = ("SYNCS", "UTC", "STAS", "LDS", "STS", "ATOMS", "ELECT", "NANOSLE
                 "UCGABAR", "UVIRTCOUNT", "MEMBAR", "ERRBAR", "CGAERRBAR", "DEPBAR", "CCTL")
 
 
-@dataclass
-class Instr:
-    offset: int
-    pred: str | None  # "@!P0", "@P1", "@UP0" ...
-    opcode: str
-    operands: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        ops = ", ".join(self.operands)
-        return f"{self.pred + ' ' if self.pred else ''}{self.opcode}{' ' + ops if ops else ''}"
-
-    @property
-    def is_key(self) -> bool:
-        return self.opcode.startswith(KEY_PREFIXES)
-
-
-def _split_operands(rest: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in rest:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
-def parse_instr(offset: int, body: str) -> Instr:
-    body = body.strip().rstrip(";").strip()
-    pred = None
-    if body.startswith("@"):
-        pred, _, body = body.partition(" ")
-        body = body.strip()
-    opcode, _, rest = body.partition(" ")
-    return Instr(offset, pred, opcode, _split_operands(rest.strip()))
-
-
-def parse_listing(text: str) -> dict[str, list[Instr]]:
-    """Functions of a ``cuobjdump -sass`` listing; for a name seen twice the longer body wins
-    (an executable's fatbin can list the same function in more than one ELF image)."""
-    funcs: dict[str, list[Instr]] = {}
-    current: list[Instr] | None = None
-    name = None
-    for line in text.splitlines():
-        m = _FUNC.match(line)
-        if m:
-            if name is not None and current is not None and len(current) > len(funcs.get(name, [])):
-                funcs[name] = current
-            name, current = m.group(1), []
-            continue
-        m = _LINE.match(line)
-        if m and current is not None:
-            current.append(parse_instr(int(m.group(1), 16), m.group(2)))
-    if name is not None and current is not None and len(current) > len(funcs.get(name, [])):
-        funcs[name] = current
-    return funcs
+def is_key(ins: Instr) -> bool:
+    return ins.opcode.startswith(KEY_PREFIXES)
 
 
 # ----------------------------------------------------------------------------- data flow

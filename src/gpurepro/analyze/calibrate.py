@@ -41,6 +41,7 @@ from typing import Any
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..errors import UsageError
+from ..run.classify import EVIDENCE
 from ..run.plan import DEFAULT_ALPHA, PlannedTrial
 from .simulate import (
     ArmModel,
@@ -77,8 +78,7 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
     out, the baseline may not)."""
     if paths:
         docs = [(Path(p), _read(Path(p))) for p in paths]
-        seen = {t["arm"] for _, d in docs for t in d["trials"]
-                if t.get("outcome") in ("survived", "crashed", "cuda_error", "hung")}
+        seen = {t["arm"] for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE}
         missing = [a for a in arms if a not in seen]
         if missing:
             raise UsageError(f"--from: no valid trial of arm(s) {', '.join(missing)} in "

@@ -21,7 +21,10 @@ Tests, with scipy.stats:
   Binomial(k, e_arm r_arm / (e_arm r_arm + e_ref r_ref)), at ratio 1 (lower/higher) or at the
   margin's ratios (equivalence: two one-sided tests, both must reject);
 - rate claims without exposure: Fisher's exact test on the trials, one-sided;
-- outcome claims: the exact binomial test of the share of trials with that outcome;
+- outcome claims: the exact binomial test of the share of trials with that outcome, against
+  ``share`` from above (more than it) or, with ``bound="below"``, from below (fewer than it);
+- rate claims with ``unit="trial"``: Fisher's exact test on the trials whatever the exposure
+  (a wrong result is a property of a trial, not an event per unit of exposure);
 - concentrated claims: with a constant hazard per unit of exposure, each failure falls inside
   the stratum with probability (exposure inside) / (all exposure), summed along every trial's
   own trajectory; the exact binomial test of the failures that did.
@@ -154,15 +157,19 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
     a = arm_counts(records, claim.arm, failure_outcomes, claim)
     if claim.kind == "outcome":
         m = a.outcome_counts["matching"]
-        return Evidence("binomial share", _binom_p(m, a.n_valid, claim.share, "greater"),
-                        _binom_p(m, a.n_valid, claim.share, "less"),
+        more = _binom_p(m, a.n_valid, claim.share, "greater")
+        fewer = _binom_p(m, a.n_valid, claim.share, "less")
+        if claim.bound == "below":
+            return Evidence("binomial share (below)", fewer, more,
+                            {"count": m, "n": a.n_valid, "share": claim.share})
+        return Evidence("binomial share", more, fewer,
                         {"count": m, "n": a.n_valid, "share": claim.share})
     r = arm_counts(records, reference, failure_outcomes)
     numbers: dict[str, Any] = {"arm": {"failures": a.failures, "n": a.n_valid, "exposure": a.exposure},
                                "reference": {"failures": r.failures, "n": r.n_valid, "exposure": r.exposure}}
     if a.n_valid == 0 or r.n_valid == 0:
         return Evidence("none (an arm has no valid trial)", 1.0, 1.0, numbers)
-    if a.exposure > 0 and r.exposure > 0:
+    if a.exposure > 0 and r.exposure > 0 and claim.unit != "trial":
         k = a.failures + r.failures
         if claim.kind == "equivalent":
             # Two one-sided tests: the ratio is below the margin AND above its inverse.
@@ -473,7 +480,7 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> fl
     """How many times the present exposure would decide the claim at the observed rates
     (None: not within 1000x, or no failure anywhere to estimate a rate from)."""
     nums = record.get("numbers") or {}
-    if claim.kind == "outcome" or "arm" not in nums:
+    if claim.kind == "outcome" or "arm" not in nums or claim.unit == "trial":
         return None
     a, r = nums["arm"], nums["reference"]
     if a["failures"] + r["failures"] == 0 or not a["exposure"] or not r["exposure"]:
@@ -502,12 +509,12 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
 
         def rate(c: Mapping[str, Any]) -> str:
             return (f"{_f(c['failures'] / c['exposure'] * per)} per {per:.0e} {unit}".replace("1e+06", "10^6")
-                    if c["exposure"] else f"{c['failures']}/{c['n']} trials")
+                    if c["exposure"] and claim.unit != "trial" else f"{c['failures']}/{c['n']} trials")
 
         values.update(rate=rate(a), reference_rate=rate(r), exposure=_f(a["exposure"]),
                       count=a["failures"], n=a["n"], reference_count=r["failures"],
                       reference_n=r["n"])
-        if a["exposure"] and r["exposure"] and (a["failures"] + r["failures"]):
+        if a["exposure"] and r["exposure"] and (a["failures"] + r["failures"]) and claim.unit != "trial":
             ci = sps.binomtest(a["failures"], a["failures"] + r["failures"]).proportion_ci(method="exact")
 
             def ratio(p: float) -> str:
@@ -519,6 +526,9 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
             values["upper"] = _f(-__import__("math").log(0.05) / a["exposure"] * per)
     else:
         values.update(count=nums.get("count"), n=nums.get("n"))
+        if claim.kind == "outcome" and nums.get("n"):
+            ci = sps.binomtest(int(nums["count"]), int(nums["n"])).proportion_ci(method="exact")
+            values["share_ci"] = f"{_f(ci.low)}–{_f(ci.high)}"
         if "share" in nums:  # concentrated: failures inside the stratum against its exposure
             values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
                           exposure_inside=_f(nums.get("exposure_inside")),
@@ -556,6 +566,12 @@ def _default(claim: Claim, decision: str) -> str:
                                 "{count} of {n} fell there, where it spent {share} of its exposure.")}[decision]
     if claim.kind == "outcome":
         what_o = f"ends as {claim.outcome}" + (f" ({claim.detail})" if claim.detail else "")
+        if claim.bound == "below":
+            return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (fewer than {claim.share:.0%}; "
+                                 f"95% CI of the share {{share_ci}}).",
+                    "contradicted": f"{{arm}} {what_o} in {{count}} of {{n}} trials: not fewer than {claim.share:.0%}.",
+                    "not_decided": f"Whether fewer than {claim.share:.0%} of {{arm}}'s trials {what_o.replace('ends', 'end')} "
+                                   f"is not decided ({{count}} of {{n}} trials)."}[decision]
         return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",
                 "contradicted": f"{{arm}} does not {what_o.replace('ends', 'end')}: {{count}} of {{n}} trials.",
                 "not_decided": f"Whether {{arm}} {what_o} is not decided ({{count}} of {{n}} trials)."}[decision]

@@ -58,6 +58,8 @@ def decide_claims(case: Case, header: Mapping[str, Any],
                        if c.kind == "outcome" else {}),
                     **({"stratum": c.stratum} if c.kind == "concentrated" else {}),
                     **({"failures": list(c.failures)} if c.failures else {}),
+                    **({"bound": c.bound} if c.bound != "above" else {}),
+                    **({"unit": c.unit} if c.unit != "exposure" else {}),
                     **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
                     "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit,
                                          exploratory_level if exploratory else level)})

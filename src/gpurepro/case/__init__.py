@@ -12,6 +12,7 @@ from ..analyze.views import Analysis, ArmSummary, CrashSite
 from ..errors import ManifestError
 from ..run import instruments
 from . import kit
+from .axis import Axis
 from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
@@ -26,6 +27,7 @@ from .model import (
     Devices,
     Exposure,
     Factor,
+    OutputCheck,
     Runtime,
     Stratum,
     Tool,
@@ -36,8 +38,9 @@ from .model import (
 
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
-    "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Case",
-    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "Runtime", "Stratum", "Tool",
+    "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
+    "Claim", "Defaults", "Devices", "Exposure", "Factor", "ManifestError", "OutputCheck", "Runtime",
+    "Stratum", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

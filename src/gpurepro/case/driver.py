@@ -301,8 +301,48 @@ def compare(got: Sequence[Any], expected: Sequence[Any], *, rel: float | None = 
             mismatches += 1
             if len(bad) < first:
                 bad.append([i, g, e])
-    return {"kind": "tolerance" if tolerance else "exact", "n": n, "mismatches": mismatches,
-            "first": bad}
+    out: dict[str, Any] = {"kind": "tolerance" if tolerance else "exact", "n": n,
+                           "mismatches": mismatches, "first": bad}
+    if tolerance:
+        out.update(rel=float(rel or 0.0), abs=float(abs_tol or 0.0))
+    return out
+
+
+def merge_checks(checks: Iterable[Mapping[str, Any]], first: int = 8) -> dict[str, Any]:
+    """Several ``compare`` results (one per launch, say) as one check object: the counts
+    summed, the indices running on from one to the next, the first ``first`` mismatches."""
+    merged: dict[str, Any] | None = None
+    offset = 0
+    for c in checks:
+        if merged is None:
+            merged = {k: v for k, v in c.items() if k not in ("n", "mismatches", "first")}
+            merged.update(n=0, mismatches=0, first=[])
+        elif c.get("kind") != merged.get("kind"):
+            raise ValueError(f"cannot merge a {c.get('kind')} check into a {merged.get('kind')} one")
+        for i, g, e in c["first"]:
+            if len(merged["first"]) < first:
+                merged["first"].append([i + offset, g, e])
+        merged["n"] += c["n"]
+        merged["mismatches"] += c["mismatches"]
+        offset += c["n"]
+    return merged or {"kind": "exact", "n": 0, "mismatches": 0, "first": []}
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """--check-rel and --check-abs: the tolerance the case declares (``Case.check``), which
+    ``TrialContext.check_arguments()`` passes on; 0 and 0 (the default): an exact check."""
+    parser.add_argument("--check-rel", type=float, default=0.0,
+                        help="relative tolerance of the output check (0: exact)")
+    parser.add_argument("--check-abs", type=float, default=0.0,
+                        help="absolute tolerance of the output check (0: exact)")
+
+
+def compare_as_declared(got: Sequence[Any], expected: Sequence[Any], args: argparse.Namespace,
+                        first: int = 8) -> dict[str, Any]:
+    """``compare`` with the tolerance given by --check-rel/--check-abs (exact without one)."""
+    rel = args.check_rel or None
+    abs_tol = args.check_abs or None
+    return compare(got, expected, rel=rel, abs_tol=abs_tol, first=first)
 
 
 # ---- the budget ----
@@ -513,6 +553,11 @@ class Driver:
         return self._lib
 
     def error_name(self, r: Any) -> str:
+        """The error's name: the one a cuda.bindings ``CUresult`` carries, else the driver's
+        own (cuGetErrorName)."""
+        named = getattr(r[0] if isinstance(r, tuple) and r else r, "name", None)
+        if isinstance(named, str) and named.startswith("CUDA_"):
+            return named
         return self._names(result_code(r))
 
     def record_error(self, r: Any) -> str:

@@ -15,13 +15,17 @@ from typing import Any
 
 from ..errors import ManifestError
 from .model import (
+    CHECK_KINDS,
     CLAIM_KINDS,
+    CLAIM_UNITS,
     OUTCOMES,
     RUNTIME_PIN,
+    SHARE_BOUNDS,
     SINGLE_ARM_KINDS,
     Case,
     Claim,
     Defaults,
+    OutputCheck,
     Runtime,
     Tool,
 )
@@ -97,6 +101,11 @@ def validate(case: Case, path: Path | str) -> None:
         if outcome not in OUTCOMES:
             raise ManifestError(path, f"failure_outcomes[{i}]", f"unknown outcome {outcome!r}")
     _check_defaults(case.defaults, path)
+    _check_output_check(case, path)
+    if case.axes:
+        from .axis import check_axes
+
+        check_axes(case.axes, names, seen, path)
     if not _COUNTER.match(case.exposure.counter or ""):
         raise ManifestError(path, "exposure.counter",
                             f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")
@@ -139,6 +148,26 @@ def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
 _DIST_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
 
 
+def _check_output_check(case: Case, path: Path | str) -> None:
+    c = case.check
+    if c is None:
+        return
+    if not isinstance(c, OutputCheck):
+        raise ManifestError(path, "check", "must be a gpurepro.case.OutputCheck")
+    if c.kind not in CHECK_KINDS:
+        raise ManifestError(path, "check.kind", f"{c.kind!r} is not one of {CHECK_KINDS}")
+    for name in ("rel", "abs"):
+        v = getattr(c, name)
+        if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise ManifestError(path, f"check.{name}", f"must be a number, at least 0; got {v!r}")
+    if c.kind == "exact" and (c.rel or c.abs):
+        raise ManifestError(path, "check", "an exact check has no tolerance (kind='tolerance')")
+    if c.kind == "tolerance" and not (c.rel or c.abs):
+        raise ManifestError(path, "check", "a tolerance check needs rel or abs above 0")
+    if not isinstance(c.first, int) or c.first < 0:
+        raise ManifestError(path, "check.first", f"must be a count, got {c.first!r}")
+
+
 def _check_tools(case: Case, path: Path | str) -> None:
     for name, tool in case.tools.items():
         if not isinstance(tool, Tool):
@@ -179,8 +208,15 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
         if c.kind == "outcome":
             if c.outcome not in OUTCOMES:
                 raise ManifestError(path, f"{where}.outcome", f"{c.outcome!r} is not an outcome")
-            if not 0 <= c.share < 1:
-                raise ManifestError(path, f"{where}.share", f"must be in [0, 1), got {c.share!r}")
+            if not 0 <= c.share < 1 or (c.bound == "below" and c.share == 0):
+                raise ManifestError(path, f"{where}.share", f"must be in [0, 1) (above) or (0, 1) "
+                                    f"(below), got {c.share!r}")
+        if c.bound not in SHARE_BOUNDS or (c.bound != "above" and c.kind != "outcome"):
+            raise ManifestError(path, f"{where}.bound", f"{c.bound!r}: one of {SHARE_BOUNDS}, and "
+                                "'below' only for an outcome claim")
+        if c.unit not in CLAIM_UNITS or (c.unit != "exposure" and c.kind not in ("lower", "higher")):
+            raise ManifestError(path, f"{where}.unit", f"{c.unit!r}: one of {CLAIM_UNITS}, and "
+                                "'trial' only for a lower/higher claim")
 
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

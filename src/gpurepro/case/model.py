@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 
-OUTCOMES = ("survived", "crashed", "cuda_error", "hung", "invalid", "unsupported", "harness_error")
+OUTCOMES = ("survived", "crashed", "cuda_error", "wrong_result", "hung", "invalid", "unsupported",
+            "harness_error")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,10 @@ CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome", "concentrated")
 Stratum = Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]
 # Claims about one arm alone: no reference arm.
 SINGLE_ARM_KINDS = ("outcome", "concentrated")
+# An outcome claim's bound: more than ``share`` of the trials (above) or fewer (below).
+SHARE_BOUNDS = ("above", "below")
+# What a lower/higher claim counts failures against: the exposure (a rate), or the trials.
+CLAIM_UNITS = ("exposure", "trial")
 
 
 @dataclass(frozen=True)
@@ -114,17 +119,22 @@ class Claim:
       of exposure where exposure is recorded, per trial otherwise);
     - ``equivalent``: the rate ratio arm/reference lies within [1/``margin``, ``margin``];
     - ``outcome``: more than ``share`` of ``arm``'s valid trials end as ``outcome`` (and, with
-      ``detail``, with that text in their detail, e.g. a CUDA error name);
+      ``detail``, with that text in their detail, e.g. a CUDA error name); with
+      ``bound="below"``, fewer than ``share`` do ("no trial gives a wrong result" is
+      ``outcome="wrong_result", share=..., bound="below"``: the harness can only bound a share);
     - ``concentrated``: ``arm``'s failures fall in the case's ``stratum`` (a named part of each
       trial's exposure, ``Case.strata``) more often than the share of its exposure spent there
       predicts, i.e. the hazard is higher inside the stratum than outside it.
-    ``reference`` defaults to the case's baseline. ``failures``: the outcomes that count as a
+    ``reference`` defaults to the case's baseline. ``unit="trial"`` makes a lower/higher claim
+    compare the shares of failing trials (Fisher's exact test) even where exposure is recorded:
+    a wrong result is a property of a trial, not an event per unit of exposure. ``failures``: the outcomes that count as a
     failure for this claim (default: the case's ``failure_outcomes``), so a case whose failure is a
     crash can also claim something about its hangs (``failures=("hung",)``); rates are then
     cause-specific (a trial ended by another failure is censored there). The three sentences are what the verdict
     prints for each decision; they may use {arm}, {reference} and the numbers the harness
     computes ({rate}, {reference_rate}, {ratio}, {ratio_ci}, {p}, {count}, {n}, {exposure},
-    {upper}, {needed}, {reference_count}, {reference_n}); an empty sentence gets the harness's own wording.
+    {upper}, {needed}, {reference_count}, {reference_n}; for outcome claims also {share_ci}, the
+    exact 95% interval of the share); an empty sentence gets the harness's own wording.
     """
 
     name: str
@@ -137,9 +147,60 @@ class Claim:
     share: float = 0.5
     stratum: str | None = None
     failures: tuple[str, ...] = ()
+    bound: str = "above"
+    unit: str = "exposure"
     supported: str = ""
     contradicted: str = ""
     not_decided: str = ""
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How a case's driver checks its output against a reference (``Case.check``).
+
+    ``exact`` for integers (every element equal), ``tolerance`` for floating point: an element
+    passes when ``math.isclose(got, expected, rel_tol=rel, abs_tol=abs)``. The driver does the
+    comparison (``gpurepro.case.driver.compare``, or the same object from a native driver) and
+    puts it in its final record as ``check``: ``{"kind", "n", "mismatches", "first":
+    [[index, got, expected], ...]}`` (a tolerance check adds its ``rel`` and ``abs``). A case
+    that declares a check gets ``invalid`` for a trial that checked nothing and
+    ``harness_error`` for an ``ok`` final without a check, of another kind or looser than
+    declared; ``wrong_result`` for any mismatch (classify)."""
+
+    kind: str = "exact"
+    rel: float = 0.0
+    abs: float = 0.0
+    first: int = 8  # mismatches the record keeps
+
+    def refuses(self, check: Mapping[str, Any]) -> str | None:
+        """Why a driver's check object does not do what the case declared (None: it does)."""
+        if not isinstance(check, Mapping):
+            return f"check is {type(check).__name__}, not an object"
+        for key in ("n", "mismatches"):
+            v = check.get(key)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                return f"check.{key} is {v!r}, not a count"
+        if check["mismatches"] > check["n"]:
+            return f"check.mismatches ({check['mismatches']}) exceeds check.n ({check['n']})"
+        if not isinstance(check.get("first", []), list):
+            return "check.first is not a list"
+        if check.get("kind") != self.kind:
+            return f"the case declares a {self.kind} check, the driver made a {check.get('kind')!r} one"
+        if self.kind == "tolerance":
+            for key, declared in (("rel", self.rel), ("abs", self.abs)):
+                used = check.get(key, 0.0)
+                if not isinstance(used, int | float) or used > declared:
+                    return (f"check.{key} = {used!r} is looser than the case's {declared!r}")
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.kind == "tolerance":
+            out.update(rel=self.rel, abs=self.abs)
+        return out
+
+
+CHECK_KINDS = ("exact", "tolerance")
 
 
 @dataclass(frozen=True)
@@ -258,9 +319,18 @@ class TrialContext:
     # from: what a Python driver runs with and puts on its PYTHONPATH (python_driver).
     python: str = field(default_factory=lambda: sys.executable)
     pythonpath: Path = field(default_factory=harness_import_root)
+    # The case's output check (Case.check): what the driver compares with, and how closely.
+    check: OutputCheck | None = None
     # The arm's runtime packages (Case.runtime) unpacked on this node, or None: first on a
     # Python driver's PYTHONPATH (python_driver).
     runtime: Path | None = None
+
+    def check_arguments(self) -> tuple[str, ...]:
+        """The case's tolerance for a driver on ``gpurepro.case.driver`` (add_check_arguments):
+        ``--check-rel R --check-abs A`` for a tolerance check, nothing for an exact one."""
+        if self.check is None or self.check.kind != "tolerance":
+            return ()
+        return ("--check-rel", repr(float(self.check.rel)), "--check-abs", repr(float(self.check.abs)))
 
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
                       env: Mapping[str, str] | None = None) -> TrialCommand:
@@ -322,6 +392,11 @@ class Case:
     # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact
     # commands name as {placeholders} or in Artifact.tools, and what instruments run.
     tools: Mapping[str, Tool] = field(default_factory=dict)
+    # The case's drivers check their output against a reference: an ok trial without that
+    # check is never a survival, one with a mismatch is a wrong_result (OutputCheck).
+    check: OutputCheck | None = None
+    # Toolchain axes a bisection runs along (gpurepro.bisect): name -> Axis.
+    axes: Mapping[str, Any] = field(default_factory=dict)
     # The Python packages the trials import, pinned per arm where arms compare releases.
     runtime: Runtime | None = None
 

@@ -113,6 +113,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if str(doc.get("schema", "")).startswith("gpurepro/matrix"):
         raise UsageError(f"{path} is a toolchain matrix document; `python -m gpurepro matrix "
                          f"table {path}` renders it")
+    if str(doc.get("schema", "")).startswith("gpurepro/bisect"):
+        raise UsageError(f"{path} is a bisection document; `python -m gpurepro bisect "
+                         f"{(doc.get('case') or {}).get('name')} --table {path}` renders it")
     validate_document(doc, str(path))
     target = path
     if args.out_dir:

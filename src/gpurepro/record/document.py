@@ -76,6 +76,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                  "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
                               "per": case.exposure.per,
                               **({"label": case.exposure.label} if case.exposure.label else {})},
+                 **({"check": case.check.describe()} if case.check is not None else {}),
                  **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
         "environment": header["environment"],
         "device": device,

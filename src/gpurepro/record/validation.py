@@ -47,16 +47,23 @@ def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list
         from ..matrix.document import consistency_errors
 
         out += consistency_errors(doc) + _privacy_errors(doc)
+    elif _schema_for(doc) == "bisect.schema.json":
+        from ..bisect.document import consistency_errors as bisect_errors
+
+        out += bisect_errors(doc) + _privacy_errors(doc)
     return out
 
 
 def meaning_errors(doc: Any) -> list[str]:
     """What the schema cannot say, as 'path/to/field: what was expected, what was found':
-    the summary's counts recomputed from the trials; no secret anywhere; and in a redacted
+    the summary's counts recomputed from the trials; each trial's outcome agreeing with its
+    output check (record/outputs.py); no secret anywhere; and in a redacted
     document no hostname, home directory or absolute checkout path."""
     if not isinstance(doc, Mapping):
         return []
-    return _trial_errors(doc) + _summary_errors(doc) + _privacy_errors(doc)
+    from .outputs import check_errors
+
+    return _trial_errors(doc) + _summary_errors(doc) + check_errors(doc) + _privacy_errors(doc)
 
 
 # How far past its limit a trial may end: the harness kills at the limit, then waits for the
@@ -201,6 +208,8 @@ def _schema_for(doc: Any) -> str:
         return "bench.schema.json"
     if kind.startswith("gpurepro/matrix"):
         return "matrix.schema.json"
+    if kind.startswith("gpurepro/bisect"):
+        return "bisect.schema.json"
     return "result.schema.json"
 
 

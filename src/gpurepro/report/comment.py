@@ -42,6 +42,8 @@ from .markdown import (
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
 from .rerun import repository_url, rerun_arguments, rerun_section, session_for
 from .tables import code, escape, fence, table
+from .wrong import head_lines as wrong_head
+from .wrong import per_trial
 
 __all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
 
@@ -214,9 +216,12 @@ def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
             f"much more exposure would decide it).")
 
 
-def _rate_cell(s: Mapping[str, Any], coarse: int) -> str:
+def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
     if s["n_valid"] == 0:
         return "–"
+    if trials:  # a case that checks its output: the share of failing trials
+        prop = s["proportion"]
+        return f"{plain(prop['estimate'])} {_ci(prop['ci95'])}"
     if s["exposure"]["total"] <= 0 or coarse:
         prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
@@ -263,14 +268,16 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
     for arm in shown:
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
-        meaningful = not coarse[arm] and not coarse.get(case["baseline"]) and rr.get("p_value") is not None
+        meaningful = (not coarse[arm] and not coarse.get(case["baseline"]) and not per_trial(doc)
+                      and rr.get("p_value") is not None)
         ratio = ([f"{plain(rr.get('estimate'))} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
         valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
             "no valid trial (" + escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items())) + ")")
-        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm]), *ratio])
-    lines = table(["arm", "failed / valid",
-                   f"failures per {escape(per_label(per))} {escape(exposure_unit(doc))} (95% CI)",
+        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
+    rate_head = ("share of failing trials (95% CI)" if per_trial(doc)
+                 else f"failures per {escape(per_label(per))} {escape(exposure_unit(doc))} (95% CI)")
+    lines = table(["arm", "failed / valid", rate_head,
                    f"rate ratio vs {_code(case['baseline'])} (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
@@ -355,7 +362,7 @@ def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
     out.append(arms)
     if left_out:
         out.append(f"({left_out} more arm(s) in the details below.)\n")
-    out += ["### Crash signature", ""] + crash_signature(doc) + [""]
+    out += wrong_head(doc) or ["### Crash signature", ""] + crash_signature(doc) + [""]
     out += rerun_section(doc, url)
     out += [attachments(doc, path), ""]
     return "\n".join(out)

@@ -25,6 +25,7 @@ from ..errors import CompareError
 from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
+from .wrong import per_trial
 
 DECIDED = ("supported", "contradicted")
 
@@ -134,7 +135,9 @@ def _arm_run(doc: Mapping[str, Any], arm: str) -> dict[str, Any] | None:
             "proportion_ci95": s["proportion"]["ci95"],
             # Failures with no counter reading (a once-a-second printout): the exposure is no
             # time axis there, so the arm is compared per trial.
-            "coarse_failures": stats.coarse_counter(failed)}
+            "coarse_failures": stats.coarse_counter(failed),
+            # A case that checks its output: a trial is the unit (wrong results), not exposure.
+            **({"per_trial": True} if per_trial(doc) else {})}
 
 
 def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -143,7 +146,8 @@ def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> di
     if not run or not ref or not run["n_valid"] or not ref["n_valid"]:
         return None
     coarse = run["coarse_failures"] or ref["coarse_failures"]
-    if run["exposure"] > 0 and ref["exposure"] > 0 and not coarse:
+    trials = run.get("per_trial") or ref.get("per_trial")
+    if run["exposure"] > 0 and ref["exposure"] > 0 and not coarse and not trials:
         rr = stats.rate_ratio(run["failures"], run["exposure"], ref["failures"], ref["exposure"])
         if rr["p_value"] is None:  # no failure in either run: nothing to compare
             return {"test": "rate ratio (exact conditional binomial)", "estimate": None,
@@ -151,7 +155,8 @@ def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> di
         return {"test": "rate ratio (exact conditional binomial)", "estimate": rr["estimate"],
                 "ci95": rr["ci95"], "p_value": rr["p_value"]}
     f = stats.fisher(run["failures"], run["n_valid"], ref["failures"], ref["n_valid"])
-    why = "coarse exposure counter" if coarse else "no exposure recorded"
+    why = ("a trial is the unit" if trials else "coarse exposure counter" if coarse
+           else "no exposure recorded")
     return {"test": f"odds ratio of failing trials (Fisher exact; {why})",
             "estimate": f["odds_ratio"], "ci95": None, "p_value": f["p_value"]}
 
@@ -283,8 +288,9 @@ def _rate(r: Mapping[str, Any] | None) -> str:
         return "not run"
     if not r["n_valid"]:
         return "no valid trial"
-    if r["exposure"] <= 0 or r["coarse_failures"]:
-        why = (f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
+    if r["exposure"] <= 0 or r["coarse_failures"] or r.get("per_trial"):
+        why = ("a trial is the unit" if r.get("per_trial") else
+               f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
                if r["coarse_failures"] else "no exposure")
         return f"– ({why}; proportion {fmt(r['proportion'])} {fmt_ci(r['proportion_ci95'])})"
     return f"{fmt(r['rate'])} {fmt_ci(r['rate_ci95'])}"
@@ -404,6 +410,8 @@ def _drawable(r: Mapping[str, Any] | None) -> str | None:
         return "not run"
     if not r["n_valid"]:
         return "no valid trial"
+    if r.get("per_trial"):
+        return "a trial is the unit"
     if r["exposure"] <= 0 or not r.get("rate_ci95"):
         return "no exposure"
     if r["coarse_failures"]:

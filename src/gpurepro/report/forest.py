@@ -1,6 +1,8 @@
 """The forest plot: each arm's failure rate per unit of exposure with its exact interval, on a
 log axis against the baseline's band, marked with its claim's decision. Its rows, layout, axis
-and markers serve the per-GPU panels and compare's paired plot too.
+and markers serve the per-GPU panels and compare's paired plot too. For a case that checks its
+output (a trial is the unit: wrong results), each arm's share of failing trials with its exact
+Clopper-Pearson interval, on a linear axis from 0 to 1.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from .figure import save, text_width
 from .numbers import fmt, per_label, per_superscript, picture_number
+from .wrong import per_trial
 
 # Each claim decision has a marker shape and a colour (Okabe-Ito, safe for colour blindness);
 # the shape alone tells them apart in greyscale. Rows with no claim of their own (a reference
@@ -79,12 +82,15 @@ def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     rows: list[dict[str, Any]] = []
     left_out: list[str] = []
     coarse = coarse_arms(doc)
+    trials = per_trial(doc)
     for arm, s in summary.items():
         arm_claims = [c for c in claims if c["arm"] == arm]
-        rate = (s.get("exposure") or {}).get("rate") or {}
+        rate = (s.get("proportion") if trials else (s.get("exposure") or {}).get("rate")) or {}
         why = None
         if s["n_valid"] == 0:
             why = "no valid trial"
+        elif trials:
+            pass  # the share of failing trials needs no exposure
         elif not (s.get("exposure") or {}).get("total") or not rate.get("ci95"):
             why = "no exposure counted"
         elif arm in coarse:
@@ -119,7 +125,8 @@ def forest_headline(doc: Mapping[str, Any]) -> str:
     unit, per = case["exposure"]["unit"], per_label(case["exposure"]["per"])
     rows, left_out = forest_rows(doc)
     base = next((r for r in rows if r["arm"] == case["baseline"]), None)
-    parts = [f"Forest plot: failures per {per} {unit} per arm with exact 95% intervals"
+    what = "share of failing trials" if per_trial(doc) else f"failures per {per} {unit}"
+    parts = [f"Forest plot: {what} per arm with exact 95% intervals"
              + (f", against the baseline's {fmt(base['estimate'])} ({fmt(base['lo'])}–{fmt(base['hi'])})"
                 if base else " (the baseline is not drawn)")]
     claims = doc.get("claims") or []
@@ -156,17 +163,18 @@ def layout_rows(rows: list[dict[str, Any]]) -> tuple[list[tuple[float, str]], fl
     return headers, y
 
 
-def rate_axis(ax: Any, xmin: float, xmax: float, ylim: tuple[float, float]) -> None:
-    """A forest plot's axis: log scale of rates, rows top down, no y ticks, light grid."""
-    from matplotlib.ticker import FuncFormatter, LogLocator
+def rate_axis(ax: Any, xmin: float, xmax: float, ylim: tuple[float, float], log: bool = True) -> None:
+    """A forest plot's axis: log scale of rates (or, ``log=False``, a linear one of shares),
+    rows top down, no y ticks, light grid."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, MultipleLocator
 
-    ax.set_xscale("log")
+    ax.set_xscale("log" if log else "linear")
     ax.set_xlim(xmin, xmax)
     ax.set_ylim(*ylim)
     ax.set_yticks([])
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    ax.xaxis.set_major_locator(LogLocator(base=10))
+    ax.xaxis.set_major_locator(LogLocator(base=10) if log else MultipleLocator(0.25))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.grid(True, axis="x", which="major", alpha=0.4)
     ax.grid(True, axis="x", which="minor", alpha=0.12)
@@ -218,8 +226,9 @@ def forest_figure(doc: Mapping[str, Any]):
     has_claims = bool(doc.get("claims"))
     baseline = case["baseline"]
     headers, n_lines = layout_rows(rows)
-    arrow = 10 ** 0.4
-    xmin, xmax = x_range(rows, arrow)
+    trials = per_trial(doc)
+    arrow = 4.0 if trials else 10 ** 0.4
+    xmin, xmax = (-0.03, 1.03) if trials else x_range(rows, arrow)
     base = next((r for r in rows if r["arm"] == baseline), None)
     _row_texts(rows, baseline)
     used = {r["decision"] for r in rows}
@@ -232,18 +241,22 @@ def forest_figure(doc: Mapping[str, Any]):
     fig_h = top_in + row_in * n_lines + bottom_in
     fig = plt.figure(figsize=(9.0, fig_h), dpi=100)
     cols = _columns(fig, rows, headers, per, baseline, has_claims)
+    if trials:
+        cols["per"] = "trial"
     ax = fig.add_axes((cols["left"], bottom_in / fig_h, cols["right"] - cols["left"],
                        row_in * n_lines / fig_h))
-    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
+    rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6), log=not trials)
     if base:
         draw_band(ax, base, xmin)
     _draw_rows(fig, ax, rows, headers, cols, baseline, has_claims, arrow)
-    ax.set_xlabel(f"failures per {per} {case['exposure']['unit']} (log scale; exact Poisson 95% "
+    ax.set_xlabel("share of valid trials that failed (exact Clopper-Pearson 95% interval)" if trials
+                  else f"failures per {per} {case['exposure']['unit']} (log scale; exact Poisson 95% "
                   f"interval)", fontsize=9)
     ax.tick_params(axis="x", labelsize=9)
     claims = doc.get("claims") or []
     decided = sum(c["decision"] in ("supported", "contradicted") for c in claims)
-    fig.text(NAME_X, 1 - 0.1 / fig_h, f"{case['name']}: failure rate per arm against {baseline}"
+    fig.text(NAME_X, 1 - 0.1 / fig_h, f"{case['name']}: failing trials per arm against {baseline}"
+             if trials else f"{case['name']}: failure rate per arm against {baseline}"
              + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
     handles = legend_handles(used, has_claims, any(r["zero"] for r in rows))

@@ -64,6 +64,10 @@ def baseline_rate(doc: Mapping[str, Any]) -> str:
     counts = f"{s['failures']}/{s['n_valid']} failed"
     rate = (s.get("exposure") or {}).get("rate") or {}
     exposure = case.get("exposure") or {}
+    if isinstance(case.get("check"), Mapping):  # a trial is the unit: the share, not a rate
+        prop = s.get("proportion") or {}
+        ci = prop.get("ci95")
+        return f"{counts}" + (f", share [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
     if rate.get("estimate") is None or _coarse(doc, case["baseline"]):
         return counts
     ci = rate.get("ci95") or [None, None]
@@ -120,6 +124,7 @@ def render(folder: Path) -> str:
     others: list[str] = []
     rows: list[tuple[str, str, str]] = []
     matrices: list[tuple[str, str]] = []
+    bisections: list[tuple[str, str]] = []
     for path in documents(folder):
         rel = path.relative_to(folder).as_posix()
         doc = _load(path)
@@ -131,6 +136,9 @@ def render(folder: Path) -> str:
             continue  # benchmarks are summarised in the repository's README
         if schema.startswith("gpurepro/matrix"):
             matrices.append((rel, _matrix_row(folder, path, doc)))
+            continue
+        if schema.startswith("gpurepro/bisect"):
+            bisections.append((rel, _bisection_row(folder, path, doc)))
             continue
         if not isinstance(doc.get("case"), Mapping) or not isinstance(doc.get("summary"), Mapping):
             others.append(f"- [{code(rel)}]({_href(rel)}): not a result document")
@@ -162,6 +170,13 @@ def render(folder: Path) -> str:
                 *table(["matrix", "case", "GPU stage", "combinations", "exported",
                         "distinct cubins (Tile IR + plain)", "runs", "links"], []),
                 *[line for _, line in sorted(matrices)], ""]
+    if bisections:
+        out += [f"## Bisections over toolchain releases ({len(bisections)})", "",
+                "Every release of one toolchain package built on the CPU, the fewest distinct "
+                "artifacts that pin every boundary run on a GPU (`python -m gpurepro bisect`).", "",
+                *table(["bisection", "case", "package", "GPU stage", "releases (built)",
+                        "distinct artifacts (run)", "boundaries", "links"], []),
+                *[line for _, line in sorted(bisections)], ""]
     out += ["Benchmark documents (`bench/`) are not case results; the repository's README "
            "summarises them.", ""]
     if others:
@@ -185,6 +200,24 @@ def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
     return row([f"[{escape(path.stem)}]({_href(rel)})", code(name), stage, len(cells), exported,
                 f"{kinds.count('tile')} + {kinds.count('cuda')}", f"{ran} of {len(runs)} ran",
                 _links(folder, path)])
+
+
+def _bisection_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
+    """One bisection document (gpurepro.bisect) as a row."""
+    gpu = doc.get("gpu") or {}
+    device = gpu.get("device") or {}
+    stage = escape(f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"
+                   if gpu.get("status") == "ran" else str(gpu.get("reason") or "not run"))
+    axis = doc.get("axis") or {}
+    releases = doc.get("releases") or []
+    runs = [r for r in doc.get("runs") or [] if r.get("status") == "ran" and "same_as_point" not in r]
+    pinned = (doc.get("boundaries") or {}).get("pinned") or []
+    bounds = escape(", ".join(f"{b['between'][0]} → {b['between'][1]}" for b in pinned) or "none")
+    rel = path.relative_to(folder).as_posix()
+    return row([f"[{escape(path.stem)}]({_href(rel)})", code((doc.get('case') or {}).get('name')),
+                code(f"{axis.get('package')}{axis.get('versions')}"), stage,
+                f"{len(releases)} ({sum(1 for r in releases if r.get('sha256'))})",
+                f"{len(doc.get('artifacts') or {})} ({len(runs)})", bounds, _links(folder, path)])
 
 
 def index_path(folder: Path) -> Path:

@@ -22,6 +22,8 @@ from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
 from .survival import plot, survival_headline
 from .tables import address, code, escape, fence, table
+from .wrong import per_trial
+from .wrong import section as wrong_section
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
@@ -175,6 +177,7 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
                  for a in (c["arm"], c.get("reference"))}
     outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
     errors = _errors_by_arm(doc)
+    trials = per_trial(doc)  # a case that checks its output: proportions, no rates
     head = ["arm", "differs from baseline", "outcomes", "failed / valid", "CUDA errors (at call)",
             "proportion (95% CI)", f"exposure ({unit})", f"failures per {fmt(per)} {unit} (95% CI)",
             f"median {unit} to failure"]
@@ -187,13 +190,14 @@ def _arms_section(doc: Mapping[str, Any]) -> list[str]:
             continue
         prop, rate = s["proportion"], s["exposure"]["rate"]
         km = (s.get("time_to_failure") or {}).get("exposure") or {}
-        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0
+        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0 and not trials
         median = (fmt(km.get('median')) if km.get('median') is not None
                   else 'not reached' if s['failures'] else '–')
         rows.append([*first, f"{s['failures']} / {s['n_valid']}", errors.get(arm, '–'),
                      f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"]
                     + ([fmt(s['exposure']['total']), f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}",
-                        median] if meaningful else ["–", "– (an outcome arm)", "–"]))
+                        median] if meaningful else
+                       ["–", "– (a trial is the unit)" if trials else "– (an outcome arm)", "–"]))
     out = ["### Arms\n", _plan_line(doc), *table(head, rows), ""]
     return out
 
@@ -405,8 +409,9 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if doc.get("claims"):
         out.append(claims_table(doc))
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + cluster_report.section(doc) + _crash_sites_section(doc) + _threads_section(doc)
-            + _python_frames_section(doc) + _analyses_section(doc) + _probe_section(doc))
+            + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
+            + _threads_section(doc) + _python_frames_section(doc)
+            + _analyses_section(doc) + _probe_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)

@@ -19,11 +19,12 @@ from typing import Any
 
 CRASH_PREFIX = "GPUREPRO_CRASH "
 STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
+CHECK_FIRST_KEPT = 16  # mismatches of a final record's check kept in the trial record
 
 # Outcomes that are evidence: the trial ran the code under test. Those not among a case's
 # failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
 # without the crash being looked for any longer).
-EVIDENCE = ("survived", "crashed", "cuda_error", "hung")
+EVIDENCE = ("survived", "crashed", "cuda_error", "wrong_result", "hung")
 
 # Final statuses a driver may report (native/README.md) -> outcome.
 _FINAL_STATUS = {
@@ -62,6 +63,7 @@ class Classified:
     errors: dict[str, int] = field(default_factory=dict)
     observations: dict[str, Any] = field(default_factory=dict)
     call: str | None = None  # the API function that failed (final.call), when the driver says
+    check: dict[str, Any] | None = None  # the final record's output check, as the driver made it
 
 
 class StdoutTail:
@@ -223,13 +225,17 @@ def _errors(events: list[dict[str, Any]]) -> dict[str, int]:
     return errors
 
 
-def classify(obs: Observed, progress_counter: str) -> Classified:
-    """Exactly one outcome per trial; ``progress_counter`` names the counter that must be >0.
+def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classified:
+    """Exactly one outcome per trial; ``progress_counter`` names the counter that must be >0;
+    ``check`` is the case's output check (``Case.check``, an OutputCheck), if it declares one.
 
     Order matters: a trial the run stage could not start, or could not hold to its wall-clock
     limit, is a `harness_error`; a process we killed is `hung` whatever it printed; a fatal signal is
-    `crashed` whatever it printed before; only then is the driver's own final record believed,
-    and a "survival" without progress is `invalid`, never `survived`.
+    `crashed` whatever it printed before; only then is the driver's own final record believed:
+    a CUDA error is that error even where the output it checked was wrong; an ``ok`` final is
+    `invalid` without progress, `wrong_result` when its check found a mismatch, and
+    `survived` only otherwise, and, for a case that checks its output, only with a check that
+    compared something in the way the case declares (``check_outcome``).
     """
     if obs.launch_error is not None:
         return Classified("harness_error", obs.launch_error)
@@ -248,9 +254,13 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
 
     call = final.get("call") if final else None
     call = str(call) if call else None
+    checked = final.get("check") if final else None
+    kept = dict(checked) if isinstance(checked, Mapping) else None
+    if kept is not None and isinstance(kept.get("first"), list):
+        kept["first"] = kept["first"][:CHECK_FIRST_KEPT]
 
     def out(outcome: str, detail: str) -> Classified:
-        return Classified(outcome, detail, counters, errors, observations, call)
+        return Classified(outcome, detail, counters, errors, observations, call, kept)
 
     if obs.timed_out:
         return out("hung", "killed at the wall-clock limit")
@@ -293,7 +303,7 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
                            f"exposure.counter")
             if not made_progress:
                 return out("invalid", f"no progress: {progress_counter} = 0")
-            return out("survived", "budget used up")
+            return out(*check_outcome(checked, check))
         return out("harness_error", f"unknown final status {status!r}")
 
     # No final record and no signal: the driver broke the protocol. A Python driver that raised
@@ -306,6 +316,38 @@ def classify(obs: Observed, progress_counter: str) -> Classified:
                    if n else "")
         return out("harness_error", f"no protocol output (exit status {rc}{printed}){why}")
     return out("harness_error", f"exited with status {rc} without a final record{why}")
+
+
+def check_outcome(checked: Any, declared: Any) -> tuple[str, str]:
+    """(outcome, detail) of an ``ok`` final that made progress, from its ``check`` object and
+    the case's declared check (None: the case declares none, and a check is optional)."""
+    if checked is None:
+        if declared is None:
+            return "survived", "budget used up"
+        return ("harness_error", f"the case checks its output ({declared.kind}), but the driver's "
+                "final record carries no check")
+    if declared is not None:
+        why = declared.refuses(checked)
+        if why:
+            return "harness_error", f"output check: {why}"
+    elif not isinstance(checked, Mapping) or not isinstance(checked.get("mismatches"), int) \
+            or not isinstance(checked.get("n"), int):
+        return "harness_error", "the final record's check is not {kind, n, mismatches, first}"
+    n, bad = int(checked["n"]), int(checked["mismatches"])
+    if bad > 0:
+        return "wrong_result", mismatch_detail(checked)
+    if n == 0:
+        return "invalid", "no output checked: check.n = 0"
+    return "survived", f"budget used up; {n} elements match the reference"
+
+
+def mismatch_detail(checked: Mapping[str, Any]) -> str:
+    """'K of N elements differ from the reference (exact); first: [i] got g, expected e; ...'."""
+    first = [f"[{m[0]}] got {m[1]!r}, expected {m[2]!r}" for m in (checked.get("first") or [])[:3]
+             if isinstance(m, list | tuple) and len(m) == 3]
+    kind = str(checked.get("kind") or "exact")
+    return (f"{checked['mismatches']} of {checked['n']} elements differ from the reference ({kind})"
+            + (f"; first: {'; '.join(first)}" if first else ""))
 
 
 def exit_description(returncode: int | None, timed_out: bool, stalled: bool = False) -> dict[str, Any]:

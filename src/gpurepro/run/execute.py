@@ -84,7 +84,7 @@ def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[st
              root: Path, budget: TrialBudget) -> TrialContext:
     artifacts = {name: root / e["path"] for name, e in index["artifacts"].items()}
     return TrialContext(arm=arm, factors=factors, artifacts=artifacts, budget=budget,
-                        native=root / "native", case_dir=case.directory,
+                        native=root / "native", case_dir=case.directory, check=case.check,
                         runtime=site_for(index.get("runtime"), arm, root))
 
 
@@ -175,7 +175,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
     done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse,
                      stall_s=opts.budget.stall_s,
                      on_line=stdout.hook(on_line), cancel=cancel)
-    result = classify(done.observed, case.exposure.counter)
+    result = classify(done.observed, case.exposure.counter, case.check)
     record = {
         **base,
         "outcome": result.outcome,
@@ -198,6 +198,7 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         **({"duration_from": done.timing} if done.timing else {}),
         "command": list(cmd.argv),
         "env": dict(cmd.env),
+        **({"check": result.check} if result.check is not None else {}),
     }
     # Checkout paths relative, home as ~, secret-named variables dropped (and, with --redact,
     # the hostname): the record may end up on a public issue.

@@ -1,0 +1,236 @@
+"""The CPU stage: every release of an axis built, identical artifacts counted once, their SASS.
+
+For each final release PyPI lists for the axis's package in its range (oldest first): the
+wheel (cached, its sha256 checked against PyPI's), the program ``bin/<tool>`` out of it, the
+version its METADATA declares (resolved) and its ``--version``, then the axis's build command
+with ``{tool}`` naming that program: its status (ok, failed with an exit status, crashed with a
+signal, timeout), the first line it wrote to standard error, and the output's sha256. Every
+distinct artifact is copied once to ``<root>/artifacts/`` (what the GPU stage carries) and
+disassembled by the harness's finder (one disassembler for all where one reads them all), with
+the watched facts that segment the search (search.py). Writes ``<root>/bisect.cpu.json``; needs
+the case's own build (``gpurepro build``) for the artifacts the command names. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..build import sass, toolchain
+from ..build.artifacts import load_index, reproducible_env, sha256_file
+from ..case.axis import Axis
+from ..case.model import PLACEHOLDER, Case, harness_import_root
+from ..errors import BuildError, ToolNotFound, UsageError
+from . import pypi, search
+from .document import CPU_FILE, SCHEMA_ID, axis_root, describe_case
+
+BUILD_TIMEOUT_S = 300
+DISASSEMBLERS = ("cuobjdump", "nvdisasm")
+
+
+def axis_of(case: Case, name: str) -> Axis:
+    if name not in case.axes:
+        known = ", ".join(sorted(case.axes)) or "none"
+        raise UsageError(f"{case.name} has no toolchain axis {name!r} (its axes: {known})")
+    return case.axes[name]
+
+
+def _rel(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+
+
+def _first_line(text: str, *paths: Path) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    for p in paths:
+        line = line.replace(str(p), p.name)
+    return line[:300]
+
+
+def tool_version(program: Path) -> str | None:
+    """``--version``'s release (``12.6.77``), or its first line."""
+    try:
+        done = subprocess.run([str(program), "--version"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (done.stdout + done.stderr).strip()
+    m = re.search(r"\bV(\d+\.\d+\.\d+)\b", text)
+    return m.group(1) if m else (text.splitlines()[0][:120] if text else None)
+
+
+def _values(case: Case, axis: Axis, target: str, root: Path, index: Mapping[str, Any],
+            out: Path, program: Path) -> dict[str, str]:
+    values = {"tool": str(program), "python": sys.executable,
+              "case": str(case.directory.relative_to(root)), "arch": target,
+              "out": _rel(out, root), "native": "native"}
+    for dep in axis.dependencies():
+        entry = index["artifacts"].get(dep)
+        if entry is None:
+            raise BuildError(f"axis build names {{artifact:{dep}}}, which the case's build for "
+                             f"{target} does not have")
+        values[f"artifact:{dep}"] = entry["dir"]
+    for name in axis.placeholders() - set(values):
+        if toolchain.is_tool(name, case.tools):
+            values[name] = str(toolchain.find_tool(name, case.tools))
+    unknown = axis.placeholders() - set(values)
+    if unknown:
+        raise BuildError(f"axis build: unknown placeholder(s) {sorted(unknown)}")
+    return values
+
+
+def build_release(case: Case, axis: Axis, target: str, root: Path, index: Mapping[str, Any],
+                  out: Path, program: Path) -> dict[str, Any]:
+    """The axis's build with one release's program: status, exit status or signal, the first
+    line of its standard error, the output's sha256."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    values = _values(case, axis, target, root, index, out, program)
+    argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], part) for part in axis.build]
+    env = {k: v for k, v in os.environ.items() if k != "NVCC_PREPEND_FLAGS"}
+    env.update(reproducible_env(root, out))
+    # A case's build script may import the harness (its driver kit, its SASS parser).
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(harness_import_root()),
+                                                      os.environ.get("PYTHONPATH"))))
+    t0 = time.monotonic()
+    try:
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, env=env,
+                              timeout=BUILD_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "exit_status": None, "signal": None,
+                "stderr_first_line": f"killed after {BUILD_TIMEOUT_S} s", "seconds": BUILD_TIMEOUT_S}
+    (out / "build.log").write_text("$ " + " ".join(argv) + "\n" + done.stdout + done.stderr)
+    rc = done.returncode
+    made = out / axis.output
+    record: dict[str, Any] = {
+        "exit_status": rc if rc >= 0 else None,
+        "signal": signal.Signals(-rc).name if rc < 0 else None,
+        "stderr_first_line": _first_line(done.stderr + done.stdout, program, out, root),
+        "seconds": round(time.monotonic() - t0, 2)}
+    if rc < 0:
+        record["status"] = "crashed"
+    elif rc != 0 or not made.is_file():
+        record["status"] = "failed"
+    else:
+        record.update(status="ok", sha256=sha256_file(made), size=made.stat().st_size)
+    return record
+
+
+def _disassemblers(case: Case) -> dict[str, Path | None]:
+    found: dict[str, Path | None] = {}
+    for name in DISASSEMBLERS:
+        try:
+            found[name] = toolchain.find_tool(name, case.tools)
+        except ToolNotFound:
+            found[name] = None
+    return found
+
+
+def signature(axis: Axis, listing: Mapping[str, Any]) -> dict[str, Any]:
+    """What segments the search: the watched (kernel, opcode) presence, or every kernel's
+    opcode sequence where the axis watches nothing."""
+    if axis.watch:
+        return sass.presence(listing, axis.watch)
+    return sass.opcodes(listing)
+
+
+def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir: Path,
+                  cache: Path, index_url: str = pypi.INDEX, only: tuple[str, ...] = (),
+                  say: Callable[[str], None] = lambda _m: None, into: Path | None = None) -> Path:
+    """Build every release, write the CPU document; returns its path. ``into``: another folder
+    than ``build/bisect/<case>/<axis>/<target>`` (inside the repository)."""
+    axis = axis_of(case, axis_name)
+    index = load_index(build_dir, case, target)
+    where = into or root / axis_root(case.name, axis_name, target)
+    listed = pypi.releases(axis.package, index_url)
+    considered = [v for v in listed["final"] if pypi.in_range(v, axis.versions)]
+    unknown = [v for v in only if v not in considered]
+    if unknown:
+        raise UsageError(f"--only: {', '.join(unknown)} not among the {len(considered)} releases "
+                         f"PyPI lists for {axis.package}{axis.versions}")
+    chosen = [v for v in considered if not only or v in only]
+    releases = []
+    for version in chosen:
+        say(f"bisect: {axis.package} {version}")
+        rec: dict[str, Any] = {"requested": version, "resolved": None}
+        try:
+            program, wheel, declared = pypi.tool_from_release(
+                axis.package, version, axis.tool, cache, index_url, listed["files"][version])
+        except (LookupError, ValueError, OSError, urllib.error.URLError) as exc:
+            rec["build"] = {"status": "unavailable", "stderr_first_line": f"{type(exc).__name__}: {exc}"}
+            releases.append(rec)
+            continue
+        rec.update(resolved=declared, wheel={"filename": wheel.filename, "sha256": wheel.sha256},
+                   tool_version=tool_version(program))
+        rec["build"] = build_release(case, axis, target, root, index,
+                                     where / "releases" / version, program)
+        if rec["build"]["status"] == "ok":
+            rec["sha256"] = rec["build"]["sha256"]
+        releases.append(rec)
+
+    artifacts_dir = where / "artifacts"
+    if artifacts_dir.exists():
+        shutil.rmtree(artifacts_dir)
+    artifacts_dir.mkdir(parents=True)
+    distinct: dict[str, dict[str, Any]] = {}
+    for r in releases:
+        sha = r.get("sha256")
+        if not sha:
+            continue
+        if sha not in distinct:
+            made = where / "releases" / r["requested"] / axis.output
+            kept = artifacts_dir / f"{sha[:16]}{Path(axis.output).suffix}"
+            shutil.copyfile(made, kept)
+            distinct[sha] = {"path": _rel(kept, root), "size": kept.stat().st_size, "releases": []}
+        distinct[sha]["releases"].append(r["requested"])
+    tools = _disassemblers(case)
+    shas = list(distinct)
+    listings, reader = sass.common_reader([root / distinct[s]["path"] for s in shas], tools)
+    for sha, d in zip(shas, listings, strict=True):
+        distinct[sha]["sass"] = d.record()
+        distinct[sha]["signature"] = signature(axis, d.listing) if d.read_by else None
+    points = search.points_of(releases)
+    segments = search.segments_of(points, {s: a["signature"] for s, a in distinct.items()})
+    for k, seg in enumerate(segments):
+        for i in seg:
+            points[i]["segment"] = k
+    doc = {
+        "schema": SCHEMA_ID,
+        "stage": "cpu",
+        "case": describe_case(case, root),
+        "axis": {"name": axis_name, **axis.describe()},
+        "target": target,
+        "listing": {"index": index_url, "listed": listed["listed"], "considered": considered,
+                    "excluded": [{"version": v, "reason": "not a final release"}
+                                 for v in listed["other"]]
+                    + [{"version": v, "reason": "outside the range"} for v in listed["final"]
+                       if v not in considered],
+                    **({"only": list(only)} if only else {})},
+        "case_build": _rel(build_dir, root),
+        "inputs": {dep: {"path": index["artifacts"][dep]["path"],
+                         "sha256": index["artifacts"][dep]["sha256"]} for dep in axis.dependencies()},
+        "disassemblers": {n: (tool_version(p) if p else None) for n, p in tools.items()},
+        "common_reader": reader,
+        "releases": releases,
+        "artifacts": distinct,
+        "points": points,
+        "segments": len(segments),
+        "search": {"assumption": search.ASSUMPTION},
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    path = where / CPU_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path

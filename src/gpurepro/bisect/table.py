@@ -1,0 +1,127 @@
+"""The Markdown of a bisection document: release → artifact → SASS facts → trials, and the
+boundaries with the SASS difference at each. Everything comes from the document, so it can be
+regenerated: ``python -m gpurepro bisect-table DOC.json``. Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..report.tables import code, escape, table
+
+
+def _short(sha: str | None) -> str:
+    return code(sha[:12]) if sha else "–"
+
+
+def counts_cell(counts: Mapping[str, Any] | None) -> str:
+    """Per arm: failed/valid and the outcomes, e.g. ``last-bad: 3/3 failed (wrong_result 3)``."""
+    if not counts:
+        return "–"
+    parts = []
+    for arm, c in counts.items():
+        outcomes = ", ".join(f"{k} {v}" for k, v in c["outcomes"].items())
+        parts.append(escape(f"{arm}: {c['failures']}/{c['n_valid']} failed ({outcomes})"))
+    return "; ".join(parts)
+
+
+def _facts(doc: Mapping[str, Any], sha: str | None) -> str:
+    if not sha:
+        return "–"
+    a = doc["artifacts"][sha]
+    sig = a.get("signature")
+    if sig is None:
+        return "no disassembler read it"
+    if not doc["axis"]["watch"]:
+        return escape(f"read by {a['sass']['read_by']}")
+    return escape(", ".join(f"{k.replace(':', ' ')} {'present' if v else 'absent' if v is not None else '–'}"
+                     for k, v in sig.items()))
+
+
+def releases_table(doc: Mapping[str, Any]) -> list[str]:
+    number = {sha: i + 1 for i, sha in enumerate(doc["artifacts"])}
+    rows = []
+    by_release = {r["release"]: r for r in doc.get("results") or []}
+    for r in doc["releases"]:
+        sha = r.get("sha256")
+        res = by_release.get(r["requested"]) or {}
+        b = r.get("build") or {}
+        built = "ok" if sha else escape(b.get("status", "–") + (f" ({b['signal']})" if b.get("signal") else
+                                                         f" (exit {b['exit_status']})" if b.get("exit_status") else "")
+                                  + (f": {b['stderr_first_line']}" if b.get("stderr_first_line") else ""))
+        if res.get("status") == "ran":
+            gpu = f"**{escape(res['class'])}**: {counts_cell(res['counts'])}"
+        elif res.get("status") == "inferred":
+            gpu = escape(f"{res['class']} (inferred, not run)")
+        elif res.get("status") == "not built":
+            gpu = "–"
+        else:
+            gpu = escape(res.get("reason") or "–")
+        rows.append([escape(r["requested"]), escape(r.get("resolved") or "–"), built,
+                     f"#{number[sha]} {_short(sha)}" if sha else "–", _facts(doc, sha), gpu])
+    return table(["release", "resolved", "build", "artifact (sha256)", "SASS", "on the GPU"], rows)
+
+
+def _instrs(lines: list[str]) -> str:
+    return " · ".join(code(x) for x in lines) or "(none)"
+
+
+def boundaries_section(doc: Mapping[str, Any]) -> list[str]:
+    b = doc.get("boundaries") or {"pinned": [], "open": []}
+    if not b["pinned"] and not b["open"]:
+        return ["No boundary: every artifact run ended alike." if doc.get("runs") else
+                "No boundary: no release built an artifact." if not doc["artifacts"] else
+                "No boundary yet: the GPU stage has not run.", ""]
+    out = []
+    rows = []
+    for x in b["pinned"]:
+        s = x["sass"]
+        watched = escape("; ".join(f"{w['fact'].replace(':', ' ')}: {'present' if w['before'] else 'absent'} → "
+                            f"{'present' if w['after'] else 'absent'}" for w in s["watched"]) or "–")
+        changed = []
+        for kernel, d in s["kernels"].items():
+            for c in d["changes"][:2]:
+                changed.append(f"{escape(kernel)}: {_instrs(c['a'])} → {_instrs(c['b'])}")
+        rows.append([escape(f"{x['between'][0]} → {x['between'][1]}"
+                            + (f" (not built between: {', '.join(x['not_built_between'])})"
+                               if x["not_built_between"] else "")),
+                     escape(f"{x['classes'][0]} → {x['classes'][1]}"), watched,
+                     "<br>".join(changed) or "same instructions"])
+    if rows:
+        out += ["Boundaries (adjacent releases whose artifacts ended differently on the GPU):", "",
+                *table(["between", "on the GPU", "watched SASS", "instructions that changed (before → after)"],
+                       rows), ""]
+    for x in b["open"]:
+        out.append(escape(f"Not pinned: between {x['between'][0]} ({x['classes'][0]}) and "
+                          f"{x['between'][1]} ({x['classes'][1]}), {len(x['unrun_points'])} artifact(s) not run."))
+    if b["open"]:
+        out.append("")
+    return out
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    ax = doc["axis"]
+    n_built = sum(1 for r in doc["releases"] if r.get("sha256"))
+    runs = [r for r in doc.get("runs") or [] if r["status"] == "ran" and "same_as_point" not in r]
+    gpu = doc.get("gpu") or {}
+    where = escape(f"trials on {gpu['device'].get('name')}, driver {gpu['device'].get('driver_version')}"
+             if gpu.get("status") == "ran" and gpu.get("device") else
+             f"GPU stage {gpu.get('reason') or 'not run'}")
+    lines = [
+        f"Bisection of {code(doc['case']['name'])} over {code(str(ax['package']) + str(ax['versions']))} "
+        f"({code(ax['tool'])} from each release's wheel, standing in for {code(ax['artifact'])} in "
+        f"{', '.join(code(a) for a in ax['arms'])}) for {escape(doc['target'])}: "
+        f"{len(doc['releases'])} releases PyPI lists in the range, {n_built} built, "
+        f"{len(doc['artifacts'])} distinct artifacts (by sha256), {len(runs)} run on the GPU "
+        f"({escape(gpu.get('mode') or '–')}; {where}); {escape(ax['trials'])} trial(s) per arm and artifact.", "",
+        *releases_table(doc), "", *boundaries_section(doc),
+        (escape(f"SASS read by {doc.get('common_reader') or 'each artifact’s first reader'} "
+                f"({', '.join(f'{k} {v}' for k, v in doc['disassemblers'].items() if v)}). ")
+         if doc["artifacts"] else "")
+        + escape(f"Search: {doc['search']['assumption']}."), ""]
+    excluded = doc["listing"]["excluded"]
+    if excluded:
+        lines += [escape("Left out of the range: " + ", ".join(f"{e['version']} ({e['reason']})" for e in excluded)
+                         + "."), ""]
+    return "\n".join(lines)

@@ -1,0 +1,244 @@
+"""SASS: the disassembler finder, the listing parser and the instruction diff, for any case.
+
+- ``disassemble(cubin, tools)``: the cubin's SASS from the first disassembler that reads it
+  (``cuobjdump -sass``, then ``nvdisasm``: a 13.x cuobjdump says "does not contain device code"
+  for the cubins of ptxas 12.0 ... 12.3.52, which nvdisasm 13.2.51 reads), with every attempt
+  and why it failed; ``common_reader`` picks one disassembler for a set of cubins, so that
+  listings compared with each other come from the same one.
+- ``parse_listing(text)``: kernel -> instructions, from either listing (``Function : NAME`` of
+  cuobjdump, ``.text.NAME:`` of nvdisasm); for a kernel listed twice (an executable's fatbin can
+  hold one function in more than one ELF image) the longer body wins.
+- ``has_opcode``, ``presence``: whether an instruction (``IABS``: the opcode or any of its
+  modified forms, ``IABS.*``) is in a kernel: the measured fact "present in release A, absent
+  in release B" a verdict can state.
+- ``diff(a, b)``: what changed between two kernels' instructions: the opcodes only one side
+  has, and the changed runs of instructions (offsets and trailing NOPs left out).
+
+Pure text processing and subprocess, standard library only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import subprocess
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# An instruction line of either disassembler: "/*0040*/  IMAD R9, R9, UR4, R0 ;" with
+# cuobjdump's encoding comment "/* 0x... */" after it.
+_LINE = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*(?:/\*\s*0x[0-9a-fA-F]+\s*\*/)?\s*$")
+_CUOBJDUMP_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_NVDISASM_FUNC = re.compile(r"^\.text\.(\S+):\s*$")
+_NVDISASM_SECTION = re.compile(r"^\s*(?://-+|\.section\b)")
+
+# The disassemblers the finder tries, in order, with the arguments that print SASS.
+DISASSEMBLERS: tuple[tuple[str, tuple[str, ...]], ...] = (("cuobjdump", ("-sass",)),
+                                                         ("nvdisasm", ()))
+
+
+@dataclass
+class Instr:
+    offset: int
+    pred: str | None  # "@!P0", "@P1", "@UP0" ...
+    opcode: str
+    operands: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        ops = ", ".join(self.operands)
+        return f"{self.pred + ' ' if self.pred else ''}{self.opcode}{' ' + ops if ops else ''}"
+
+    def is_op(self, name: str) -> bool:
+        """The opcode is ``name`` or a modified form of it (``IABS`` matches ``IABS.X``)."""
+        return self.opcode == name or self.opcode.startswith(name + ".")
+
+
+def _split_operands(rest: str) -> list[str]:
+    """Operands split at the commas outside brackets (``desc[UR4][R2.64]``, ``c[0x0][0x28]``)."""
+    parts, depth, cur = [], 0, ""
+    for ch in rest:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def parse_instr(offset: int, body: str) -> Instr:
+    body = body.strip().rstrip(";").strip()
+    pred = None
+    if body.startswith("@"):
+        pred, _, body = body.partition(" ")
+        body = body.strip()
+    opcode, _, rest = body.partition(" ")
+    return Instr(offset, pred, opcode, _split_operands(rest.strip()))
+
+
+def parse_listing(text: str) -> dict[str, list[Instr]]:
+    """Kernel name -> its instructions, from a ``cuobjdump -sass`` or an ``nvdisasm`` listing.
+
+    In nvdisasm's, a kernel's code ends at the next section; directives (``.byte``, labels)
+    are not instructions. For a name seen twice the longer body wins."""
+    funcs: dict[str, list[Instr]] = {}
+    current: list[Instr] | None = None
+    name: str | None = None
+    sectioned = False
+
+    def close() -> None:
+        if name is not None and current is not None and len(current) > len(funcs.get(name, [])):
+            funcs[name] = current
+
+    for line in text.splitlines():
+        m = _CUOBJDUMP_FUNC.match(line) or _NVDISASM_FUNC.match(line)
+        if m:
+            close()
+            name, current, sectioned = m.group(1), [], m.re is _NVDISASM_FUNC
+            continue
+        if sectioned and _NVDISASM_SECTION.match(line):
+            close()
+            name, current, sectioned = None, None, False
+            continue
+        m = _LINE.match(line)
+        if m and current is not None and not m.group(2).startswith("."):
+            current.append(parse_instr(int(m.group(1), 16), m.group(2)))
+    close()
+    return {k: v for k, v in funcs.items() if v}
+
+
+def opcodes(listing: Mapping[str, Sequence[Instr]]) -> dict[str, list[str]]:
+    """Kernel -> its opcode sequence: what two disassemblers of one cubin must agree on."""
+    return {name: [i.opcode for i in instrs] for name, instrs in sorted(listing.items())}
+
+
+def has_opcode(instrs: Iterable[Instr], name: str) -> bool:
+    return any(i.is_op(name) for i in instrs)
+
+
+def presence(listing: Mapping[str, Sequence[Instr]],
+             watch: Iterable[tuple[str, str]]) -> dict[str, bool | None]:
+    """``"kernel:OPCODE"`` -> whether the kernel has that instruction (None: no such kernel)."""
+    return {f"{k}:{op}": (has_opcode(listing[k], op) if k in listing else None) for k, op in watch}
+
+
+# ---------------------------------------------------------------------------------- the diff
+
+
+def _body(instrs: Sequence[Instr]) -> list[str]:
+    """Instruction texts without offsets, the alignment NOPs after the last EXIT/BRA cut."""
+    texts = [i.text for i in instrs]
+    while texts and texts[-1] == "NOP":
+        texts.pop()
+    return texts
+
+
+def diff(a: Sequence[Instr], b: Sequence[Instr]) -> dict[str, Any]:
+    """How kernel ``b`` differs from kernel ``a``: ``only_a`` / ``only_b`` (opcodes one side
+    has more often, with the count), ``changes`` (each run of instructions replaced, removed or
+    added: ``{"a": [...], "b": [...]}``) and ``same`` (every instruction alike)."""
+    ta, tb = _body(a), _body(b)
+    ca, cb = Counter(i.opcode for i in a if i.opcode != "NOP"), Counter(i.opcode for i in b if i.opcode != "NOP")
+    changes = [{"a": ta[i1:i2], "b": tb[j1:j2]}
+               for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=ta, b=tb, autojunk=False).get_opcodes()
+               if tag != "equal"]
+    return {"same": ta == tb,
+            "only_a": dict(sorted((ca - cb).items())), "only_b": dict(sorted((cb - ca).items())),
+            "changes": changes}
+
+
+def diff_listings(a: Mapping[str, Sequence[Instr]], b: Mapping[str, Sequence[Instr]]
+                  ) -> dict[str, dict[str, Any]]:
+    """``diff`` of every kernel either listing has (a kernel on one side only: all of it)."""
+    return {k: diff(a.get(k, []), b.get(k, [])) for k in sorted(set(a) | set(b))}
+
+
+# ---------------------------------------------------------------------------------- the finder
+
+
+@dataclass
+class Disassembly:
+    """A cubin's SASS: which disassembler read it (None: none could), its listing, and every
+    attempt (``{"tool": {"status": "ok"|"unreadable"|"timeout"|"missing", ...}}``)."""
+
+    read_by: str | None
+    listing: dict[str, list[Instr]]
+    attempts: dict[str, dict[str, Any]]
+
+    def record(self) -> dict[str, Any]:
+        """JSON: the reader, the attempts and per kernel its instruction texts."""
+        return {"read_by": self.read_by, "attempts": self.attempts,
+                "kernels": {k: [i.text for i in v] for k, v in sorted(self.listing.items())}}
+
+
+def _first_line(text: str, cubin: Path) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line.replace(str(cubin), cubin.name)
+
+
+def run_disassembler(tool: Path, args: Sequence[str], cubin: Path,
+                     timeout: float = 120) -> tuple[dict[str, Any], dict[str, list[Instr]]]:
+    """One disassembler on one cubin: the attempt's record and what it listed."""
+    try:
+        done = subprocess.run([str(tool), *args, str(cubin)], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout", "timeout_s": timeout}, {}
+    except OSError as exc:
+        return {"status": "missing", "reason": f"{type(exc).__name__}: {exc}"}, {}
+    listing = parse_listing(done.stdout) if done.returncode == 0 else {}
+    attempt: dict[str, Any] = {"status": "ok" if listing else "unreadable",
+                               "exit_status": done.returncode}
+    if not listing:
+        attempt["reason"] = (_first_line(done.stderr + done.stdout, cubin)
+                             or "no kernel in its listing")
+    elif done.stderr.strip():
+        attempt["warning"] = _first_line(done.stderr, cubin)
+    return attempt, listing
+
+
+def disassemble(cubin: Path, tools: Mapping[str, Path | None],
+                order: Sequence[str] | None = None) -> Disassembly:
+    """The cubin's SASS from the first of ``order`` (default: cuobjdump, nvdisasm) that reads
+    it; ``tools`` maps a disassembler's name to its program (None: not installed)."""
+    args = dict(DISASSEMBLERS)
+    attempts: dict[str, dict[str, Any]] = {}
+    for name in order or [n for n, _ in DISASSEMBLERS]:
+        tool = tools.get(name)
+        if tool is None:
+            attempts[name] = {"status": "missing", "reason": f"{name} is not installed here"}
+            continue
+        attempt, listing = run_disassembler(Path(tool), args.get(name, ()), cubin)
+        attempts[name] = attempt
+        if listing:
+            return Disassembly(name, listing, attempts)
+    return Disassembly(None, {}, attempts)
+
+
+def common_reader(cubins: Sequence[Path], tools: Mapping[str, Path | None]
+                  ) -> tuple[list[Disassembly], str | None]:
+    """Every cubin disassembled, by one disassembler where one reads them all (the first such
+    of cuobjdump, nvdisasm: listings then compare instruction for instruction), else each by
+    the first that reads it; and the common reader (None: there is none)."""
+    firsts = [disassemble(c, tools) for c in cubins]
+    if all(d.read_by == (firsts[0].read_by if firsts else None) for d in firsts):
+        return firsts, firsts[0].read_by if firsts else None
+    for name, _ in DISASSEMBLERS:
+        if tools.get(name) is None:
+            continue
+        again = [d if d.read_by == name else disassemble(c, tools, order=(name,))
+                 for c, d in zip(cubins, firsts, strict=True)]
+        if all(d.read_by == name for d in again):
+            for d, first in zip(again, firsts, strict=True):
+                d.attempts = {**first.attempts, **d.attempts}
+            return again, name
+    return firsts, None

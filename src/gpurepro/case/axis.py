@@ -1,0 +1,115 @@
+"""A toolchain axis: what a bisection over one package's releases varies (``Case.axes``).
+
+Plain data a manifest declares; ``gpurepro.bisect`` does the work. The releases are never typed
+in: they are every final release PyPI lists for ``package`` within ``versions``, found when the
+bisection runs. For each release the program ``tool`` is taken out of its wheel (``bin/<tool>``)
+and ``build`` runs with ``{tool}`` naming it; the file it writes, ``{out}/<output>``, stands in
+for the manifest's artifact ``artifact`` in the trials of ``arms`` on the GPU
+(``--artifact artifact=PATH``). Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ManifestError
+
+# Placeholders of an axis's build command beyond an artifact's (case/model.py Artifact).
+AXIS_PLACEHOLDERS = ("tool",)
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+_PACKAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CLAUSE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*\d+(?:\.\d+)*\s*$")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One package's releases, and what each of them builds.
+
+    - ``package``, ``versions``: the PyPI package and a range (``>=12.0,<13``: clauses, all of
+      which must hold; empty: every final release). Pre-releases, dev and post releases are
+      left out, and the document says so.
+    - ``tool``: the program each release's wheel holds under ``bin/``.
+    - ``build``: an argv template with ``{tool}`` (that program) and an artifact command's
+      placeholders (``{python}``, ``{case}``, ``{arch}``, ``{out}``, ``{artifact:NAME}`` of the
+      case's own build, the case's tools such as ``{nvdisasm}``); it writes ``output`` in
+      ``{out}``. A release whose build fails (a status, a signal, a timeout) is recorded with
+      why, and left out of the GPU stage.
+    - ``artifact``: the manifest artifact the output replaces on the GPU, in the trials of
+      ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
+      ``timeout_s`` per trial.
+    - ``watch``: ``(kernel, opcode)`` pairs whose presence in the SASS (the harness's
+      disassembler finder and parser) each distinct artifact records; the GPU stage runs both
+      sides of every change in them and the ends, then bisects between runs that differ. Empty:
+      every kernel's opcode sequence is watched.
+    """
+
+    package: str
+    versions: str
+    tool: str
+    build: tuple[str, ...]
+    output: str
+    artifact: str
+    arms: tuple[str, ...]
+    watch: tuple[tuple[str, str], ...] = ()
+    trials: int = 3
+    jobs: int = 1
+    duration_s: float = 5.0
+    timeout_s: float = 30.0
+    description: str = ""
+
+    def placeholders(self) -> set[str]:
+        return {m.group(1) for part in self.build for m in re.finditer(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}", part)}
+
+    def dependencies(self) -> list[str]:
+        return sorted(p.split(":", 1)[1] for p in self.placeholders() if p.startswith("artifact:"))
+
+    def describe(self) -> dict[str, Any]:
+        return {"package": self.package, "versions": self.versions, "tool": self.tool,
+                "build": list(self.build), "output": self.output, "artifact": self.artifact,
+                "arms": list(self.arms), "watch": [list(w) for w in self.watch],
+                "trials": self.trials, "jobs": self.jobs, "duration_s": self.duration_s,
+                "timeout_s": self.timeout_s, "description": self.description}
+
+
+def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str) -> None:
+    """The mistakes a manifest's ``axes`` can hold, as ManifestError naming the field."""
+    if not isinstance(axes, dict):
+        raise ManifestError(path, "axes", "must be a dict of name -> gpurepro.case.Axis")
+    for name, ax in axes.items():
+        where = f"axes.{name}"
+        if not isinstance(ax, Axis):
+            raise ManifestError(path, where, "must be a gpurepro.case.Axis")
+        if not _NAME.match(str(name)):
+            raise ManifestError(path, where, f"{name!r} is not a lower-case name")
+        if not _PACKAGE.match(ax.package):
+            raise ManifestError(path, f"{where}.package", f"{ax.package!r} is not a package name")
+        for clause in filter(None, (c.strip() for c in ax.versions.split(","))):
+            if not _CLAUSE.match(clause):
+                raise ManifestError(path, f"{where}.versions",
+                                    f"cannot read {clause!r} (use >=, <=, ==, !=, >, < and a version)")
+        if not ax.tool or "/" in ax.tool:
+            raise ManifestError(path, f"{where}.tool", f"{ax.tool!r} is not a program name")
+        if "tool" not in ax.placeholders():
+            raise ManifestError(path, f"{where}.build", "never names {tool}, the release's program")
+        if not ax.output or "/" in ax.output:
+            raise ManifestError(path, f"{where}.output", f"{ax.output!r} is not a file name")
+        if ax.artifact not in artifacts:
+            raise ManifestError(path, f"{where}.artifact", f"{ax.artifact!r} is not an artifact")
+        for dep in ax.dependencies():
+            if dep not in artifacts:
+                raise ManifestError(path, f"{where}.build", f"refers to unknown artifact {dep!r}")
+        if not ax.arms or any(a not in arms for a in ax.arms):
+            raise ManifestError(path, f"{where}.arms", f"{list(ax.arms)!r}: arms of the case expected")
+        if any(not (isinstance(w, tuple) and len(w) == 2 and all(isinstance(x, str) and x for x in w))
+               for w in ax.watch):
+            raise ManifestError(path, f"{where}.watch", "expected (kernel, opcode) pairs")
+        if not (isinstance(ax.trials, int) and ax.trials >= 1):
+            raise ManifestError(path, f"{where}.trials", f"must be at least 1, got {ax.trials!r}")
+        if not (isinstance(ax.jobs, int) and ax.jobs >= 1):
+            raise ManifestError(path, f"{where}.jobs", f"must be at least 1, got {ax.jobs!r}")
+        if not (0 < ax.duration_s < ax.timeout_s):
+            raise ManifestError(path, f"{where}.timeout_s",
+                                f"must exceed duration_s ({ax.duration_s!r}), got {ax.timeout_s!r}")

@@ -1,0 +1,117 @@
+"""`python -m gpurepro bisect CASE --axis NAME`: a bisection over one toolchain axis's releases.
+
+The stages (gpurepro.bisect), one after the other by default (``--stage all``), or one:
+
+- ``cpu``: every release PyPI lists in the axis's range built (the case's own build first, if
+  it is missing), identical artifacts once, their SASS: ``build/bisect/<case>/<axis>/<target>/
+  bisect.cpu.json``; standard library only, needs the network and the case's pins;
+- ``gpu``: the fewest distinct artifacts that pin every boundary run through the harness
+  (``--exhaustive``: all), into ``--gpu-out``; standard library only, no network; exit 5
+  without a GPU;
+- ``assemble``: the CPU document and the GPU stage's folder into
+  ``results/<case>/bisect_<axis>_<stamp>_<gpu>.json`` and ``.md`` (the analysis packages).
+
+``--table DOC`` prints a bisection document's Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import EXIT_NO_DRIVER, EXIT_OK, UsageError
+from .args import checked_build_dir, nonneg_int, repository_root, say
+
+STAGES = ("all", "cpu", "gpu", "assemble")
+
+
+def _target(case, given: str | None) -> str:
+    targets = sorted(set(case.devices.targets.values()))
+    if given:
+        if given not in targets:
+            raise UsageError(f"--arch {given}: {case.name} builds for {', '.join(targets)}")
+        return given
+    if len(targets) != 1:
+        raise UsageError(f"--arch: {case.name} builds for {', '.join(targets)}; name one")
+    return targets[0]
+
+
+def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
+    from ..bisect.cpu import axis_of, run_cpu_stage
+    from ..build.artifacts import build_case, index_path
+
+    axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
+    build_dir = root / checked_build_dir(args.build_dir, root)
+    if not index_path(build_dir, case, target).is_file():
+        say(f"bisect: building {case.name} for {target} first")
+        build_case(case, target, root, build_dir)
+    only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
+    cache = Path(args.cache) if args.cache else root / "build" / "wheels"
+    path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
+    say(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
+    return path
+
+
+def cmd(args: argparse.Namespace) -> int:
+    from ..bisect.document import CPU_FILE, axis_root
+    from ..case.load import load_case
+
+    root = repository_root()
+    if args.table:
+        from ..bisect.gpu import read_document
+        from ..bisect.table import markdown
+
+        sys.stdout.write(markdown(read_document(Path(args.table))))
+        return EXIT_OK
+    if not args.axis:
+        raise UsageError("--axis: name the toolchain axis to bisect (the manifest's Case.axes)")
+    case = load_case(args.case, root)
+    target = _target(case, args.arch)
+    document = Path(args.document) if args.document else root / axis_root(case.name, args.axis, target) / CPU_FILE
+    gpu_out = Path(args.gpu_out) if args.gpu_out else root / axis_root(case.name, args.axis, target) / "gpu"
+    if args.stage in ("all", "cpu"):
+        document = _cpu(args, case, target, root)
+    if args.stage in ("all", "gpu"):
+        from ..bisect.gpu import run_gpu_stage
+
+        status = run_gpu_stage(document, gpu_out, root, exhaustive=args.exhaustive, seed=args.seed,
+                               say=say)
+        if status != EXIT_OK:
+            if status == EXIT_NO_DRIVER:
+                say(f"bisect: on a GPU node, with build/{case.name} and build/bisect/{case.name} "
+                    f"carried: python -m gpurepro bisect {case.name} --axis {args.axis} --stage gpu "
+                    f"--gpu-out OUT; then here: --stage assemble --gpu-out OUT")
+            return status
+    if args.stage in ("all", "assemble"):
+        from ..bisect.assemble import write_document
+
+        path = write_document(document, gpu_out if gpu_out.is_dir() else None, root,
+                              Path(args.out_dir), force=args.force)
+        say(f"bisect: document {path.relative_to(root) if path.is_relative_to(root) else path}")
+    return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
+                       "each on the CPU, run the fewest that pin every boundary on a GPU")
+    p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
+    p.add_argument("--axis", help="the manifest's toolchain axis (Case.axes)")
+    p.add_argument("--arch", help="build target (default: the case's only one)")
+    p.add_argument("--stage", choices=STAGES, default="all",
+                   help="cpu, gpu, assemble, or all of them one after the other (default)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="GPU stage: run every distinct artifact, not only those the search needs")
+    p.add_argument("--document", help="the CPU document (default: build/bisect/<case>/<axis>/<target>/bisect.cpu.json)")
+    p.add_argument("--gpu-out", help="the GPU stage's folder (default: build/bisect/<case>/<axis>/<target>/gpu)")
+    p.add_argument("--out-dir", default="results", help="assemble: results folder (default: results/)")
+    p.add_argument("--force", action="store_true", help="assemble: replace an existing document")
+    p.add_argument("--only", help="CPU stage: a comma-separated subset of the releases PyPI lists "
+                   "in the range (recorded in the document)")
+    p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
+    p.add_argument("--cache", help="wheel cache (default: build/wheels)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
+    p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
+    p.set_defaults(fn=cmd)
+    return p
