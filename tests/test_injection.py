@@ -51,8 +51,10 @@ def _tokens(text: str):
         stack[0:0] = list(t.children or [])
 
 
-def assert_inert(text: str, allowed_links: set[str] = frozenset()) -> None:
-    """What GitHub would render from ``text`` holds nothing a document's strings put there."""
+def assert_inert(text: str, allowed_links: set[str] = frozenset(),
+                 own_inline: frozenset[str] = frozenset()) -> None:
+    """What GitHub would render from ``text`` holds nothing a document's strings put there
+    (``own_inline``: the inline HTML the renderer writes itself, e.g. a cell's ``<br>``)."""
     opened = closed = 0
     for t in _tokens(text):
         if t.type == "html_block":
@@ -63,7 +65,7 @@ def assert_inert(text: str, allowed_links: set[str] = frozenset()) -> None:
                 assert line.count("<") == (2 if line.startswith("<details>") else 1) + line.count(
                     "</summary>"), f"a tag inside a summary: {line!r}"
             assert "<img" not in t.content and "<!--" not in t.content, t.content
-        assert t.type != "html_inline", f"inline HTML: {t.content!r}"
+        assert t.type != "html_inline" or t.content in own_inline, f"inline HTML: {t.content!r}"
         if t.type == "image":  # the report's own pictures, beside it; never an address
             src = str(t.attrs.get("src"))
             assert ":" not in src and "/" not in src, f"a picture from {src}"
@@ -241,3 +243,53 @@ def test_issue_validates_a_document_that_names_no_schema(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 1 and "does not match the schema" in done.stderr, done.stderr
     assert "'schema' is a required property" in done.stderr and not done.stdout
+
+
+WRONG = ROOT / "results" / "ptxas_abs_clamp" / "20261201T142138Z_NVIDIA-H200_redacted.json"
+BISECT = ROOT / "results" / "ptxas_abs_clamp" / "bisect_ptxas_20261201T142359Z_NVIDIA-H200.json"
+
+
+def test_a_wrong_result_whose_check_carries_markup_is_inert_in_the_comment_and_the_report():
+    doc = json.loads(WRONG.read_text())
+    wrong = [t for t in doc["trials"] if t["outcome"] == "wrong_result"]
+    assert wrong
+    for t in wrong:  # a driver's own check record: the kit writes it, a hostile driver as it likes
+        t["check"]["first"][0] = [INJECTED, FENCE_BREAK + INJECTED, INJECTED]
+        t["check"]["first"][1] = [1, INJECTED, FENCE_BREAK]
+        t["check"]["kind"] = INJECTED  # outside the schema's enum: the report still escapes it
+    url = doc["case"]["report_url"]
+    body = issue_body(doc, WRONG)
+    assert "### Wrong results" in body
+    assert_inert(body, {url})
+    report = markdown(doc, "x.png", "x.forest.png")
+    assert "### Wrong results" in report
+    assert_inert(report, {url})
+
+
+def test_a_bisection_whose_strings_carry_markup_is_inert_in_its_table_and_the_index(tmp_path):
+    from gpurepro.bisect.table import markdown as bisect_markdown
+
+    doc = json.loads(BISECT.read_text())
+    for r in doc["releases"]:
+        r["requested"] = r["requested"] + " " + INJECTED
+        r["build"] = {"status": "failed " + INJECTED, "exit_status": 1,
+                      "stderr_first_line": FENCE_BREAK + INJECTED}
+        r.pop("sha256", None)
+    doc["target"] = "sm_90 " + INJECTED
+    doc["search"]["assumption"] = INJECTED
+    doc["gpu"]["device"]["name"] = "NVIDIA H200 " + INJECTED
+    for b in doc["boundaries"]["pinned"]:
+        b["between"] = [INJECTED, FENCE_BREAK]
+        b["classes"] = [INJECTED, INJECTED]
+    doc["listing"]["excluded"] = [{"version": INJECTED, "reason": FENCE_BREAK + INJECTED}]
+    text = bisect_markdown(doc)
+    assert "octocat" in text and "evil.example" in text  # the strings are shown, as text
+    assert_inert(text, own_inline=frozenset({"<br>"}))  # the table's own line break in a cell
+    folder = tmp_path / "results"
+    (folder / "ptxas_abs_clamp").mkdir(parents=True)
+    (folder / "ptxas_abs_clamp" / BISECT.name).write_text(json.dumps(doc))
+    index = render_index(folder).replace(MARKER, "")
+    hrefs = {t.attrs.get("href") for t in _tokens(index) if t.type == "link_open"}
+    own = {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+    assert hrefs and all(urllib.parse.unquote(str(h)) in own for h in hrefs), hrefs
+    assert_inert(index, hrefs)

@@ -49,7 +49,8 @@ def _g(v: Any) -> str:
 def first_mismatches(check: Mapping[str, Any], shown: int = FIRST_SHOWN) -> str:
     first = [m for m in check.get("first") or [] if isinstance(m, list) and len(m) == 3]
     text = "; ".join(f"[{i}] {_value(g)} ≠ {_value(e)}" for i, g, e in first[:shown])
-    more = check.get("mismatches", 0) - min(len(first), shown)
+    mismatches = check.get("mismatches")
+    more = (mismatches if isinstance(mismatches, int) else 0) - min(len(first), shown)
     return escape(text + (f"; … {more} more" if text and more > 0 else ""))
 
 
