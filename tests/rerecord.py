@@ -88,21 +88,26 @@ def differences(root: Path = ROOT) -> Iterator[tuple[Path, list[str]]]:
             yield document_of(path), keys or ["(formatting)"]
 
 
-def render_differences(out: Path, root: Path = ROOT) -> list[str]:
-    """Each committed document rendered again into ``out``: the names of the files (Markdown,
-    pictures, pyperf suite) that are not byte-identical to the committed ones, or missing."""
+def render_difference(path: Path, out: Path) -> list[str]:
+    """One committed journal's document rendered again into ``out``: the names of the files
+    (Markdown, pictures, pyperf suite) that are not byte-identical to the committed ones, or
+    missing."""
     from gpurepro.report.markdown import write_report
 
+    doc = json.loads(document_of(path).read_text())
+    target = out / path.parent.name / document_of(path).name
+    target.parent.mkdir(parents=True, exist_ok=True)
     differing = []
-    for path in committed_journals(root):
-        doc = json.loads(document_of(path).read_text())
-        target = out / path.parent.name / document_of(path).name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        for written in write_report(doc, target).values():
-            committed = document_of(path).parent / written.name
-            if not committed.is_file() or committed.read_bytes() != written.read_bytes():
-                differing.append(f"{path.parent.name}/{written.name}")
+    for written in write_report(doc, target).values():
+        committed = document_of(path).parent / written.name
+        if not committed.is_file() or committed.read_bytes() != written.read_bytes():
+            differing.append(f"{path.parent.name}/{written.name}")
     return differing
+
+
+def render_differences(out: Path, root: Path = ROOT) -> list[str]:
+    """Each committed document rendered again into ``out`` (``render_difference``)."""
+    return [name for path in committed_journals(root) for name in render_difference(path, out)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,9 +26,12 @@ pytestmark = pytest.mark.skipif(bool(envmod.gpus().get("gpus")),
 def _bench(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     return subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_scaling.py"), *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)
+                          env=env, capture_output=True, text=True, timeout=540)
 
 
+# Six harness runs (three GPU counts, two repetitions), each with its imports and its claims'
+# simulation: several minutes on two loaded cores.
+@pytest.mark.timeout(600)
 def test_fake_gpu_counts_give_one_valid_document_with_a_list_per_count(fake_build, tmp_path):
     build_dir, _ = fake_build
     proc = _bench("--case", FAKE, "--arms", "crash,ok", "--fake-gpus", "4", "--counts", "1,2,4",
