@@ -104,18 +104,25 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         from ..cluster.merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
-    if case.claims and "families" in header.get("options", {}):
+    return with_floor_and_verdict(case, doc, header.get("options", {}), root)
+
+
+def with_floor_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[str, Any],
+                           root: Path) -> dict[str, Any]:
+    """``doc`` as JSON gives it back, with its floor and its verdict computed from its own
+    fields: what `record` writes last, and what `validate` recomputes (record/recompute.py)."""
+    out: dict[str, Any] = plain(doc)
+    if case.claims and "families" in options:
         # Runs that fixed their claim families before their first trial (the older ones did not
         # and their documents stay as recorded): the floor for their own rates.
         from ..analyze.floor import run_floor
 
-        floor = run_floor(case, json.loads(json.dumps(doc, default=_jsonable)), root)
+        floor = run_floor(case, out, root)
         if floor is not None:
-            doc["floor"] = floor
-    doc = json.loads(json.dumps(doc, default=_jsonable))
+            out["floor"] = plain(floor)
     # The verdict reads the document as recorded, through its typed views (analyze/views.py).
-    doc["verdict"] = json.loads(json.dumps(verdict_for(case, doc), default=_jsonable))
-    return doc
+    out["verdict"] = plain(verdict_for(case, out))
+    return out
 
 
 def _options(header: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,6 +139,11 @@ def _jsonable(obj: Any) -> Any:
     if hasattr(obj, "item"):
         return obj.item()  # numpy scalars
     raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as JSON gives it back (paths as strings, numpy scalars as numbers)."""
+    return json.loads(json.dumps(obj, default=_jsonable))
 
 
 def write_document(doc: Mapping[str, Any], path: Path, replace: bool = True) -> Path:

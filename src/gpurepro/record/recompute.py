@@ -92,13 +92,14 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     """(errors, notes): what differs from a recomputation from the trials, and what could not
     be recomputed here (a case not in this checkout)."""
     from ..analyze import stats
-    from ..analyze.verdict import decide_claims, verdict_for
+    from ..analyze.verdict import decide_claims
+    from .document import plain, with_floor_and_verdict
 
     case_fields, plan, trials = doc["case"], doc["plan"], doc["trials"]
     measured = stats.analyze(trials, plan["arms"], case_fields["baseline"],
                              case_fields["failure_outcomes"], case_fields["exposure"]["unit"],
                              case_fields["exposure"]["per"])
-    measured = json.loads(json.dumps(measured, default=_jsonable))
+    measured = plain(measured)
     errors = []
     for key, ours in (("summary", measured["arms"]), ("comparisons", measured["comparisons"]),
                       ("crash_sites", measured["crash_sites"]), ("per_gpu", measured["per_gpu"])):
@@ -114,34 +115,17 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
         return errors, notes
     options = plan.get("options") or {}
     header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
-    claims = json.loads(json.dumps(decide_claims(case, header, trials), default=_jsonable))
+    claims = plain(decide_claims(case, header, trials))
     errors += differences(doc["claims"], claims, "claims")
     ours = {**doc, "summary": measured["arms"], "comparisons": measured["comparisons"],
             "crash_sites": measured["crash_sites"], "per_gpu": measured["per_gpu"],
             "claims": claims}
     ours.pop("floor", None)
-    if case.claims and "families" in options:
-        # A run that fixed its claim families before its first trial has a floor (its own
-        # rates, its decided claims: record/document.py), and the verdict says it.
-        from ..analyze.floor import run_floor
-
-        floor = run_floor(case, ours, root)
-        if floor is not None:
-            ours["floor"] = json.loads(json.dumps(floor, default=_jsonable))
+    ours = with_floor_and_verdict(case, ours, options, root)
     if "floor" in doc or "floor" in ours:
         errors += differences(doc.get("floor"), ours.get("floor"), "floor")
-    verdict = verdict_for(case, ours)
-    errors += differences(doc.get("verdict"), json.loads(json.dumps(verdict, default=_jsonable)),
-                          "verdict")
+    errors += differences(doc.get("verdict"), ours["verdict"], "verdict")
     return errors, notes
-
-
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
 
 
 # A Markdown link or picture whose target is a file beside it: ](name.png)
