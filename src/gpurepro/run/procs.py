@@ -72,7 +72,8 @@ def alive(pid: int, start: int | None = None) -> bool:
     return p is not None and p.state not in ("Z", "X") and (start is None or p.start == start)
 
 
-def _signal(pid: int, sig: int) -> None:
+def signal_quietly(pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid``; a process already gone, or not ours, is left as it is."""
     try:
         os.kill(pid, sig)
     except (ProcessLookupError, PermissionError):
@@ -97,7 +98,7 @@ def stop_tree(roots: Iterable[int], known: dict[int, int] | None = None) -> dict
                 continue
             if known and pid in known and known[pid] != p.start:
                 continue  # another process now has that pid
-            _signal(pid, signal.SIGSTOP)
+            signal_quietly(pid, signal.SIGSTOP)
             if p.pgid == pid and p.pgid != my_group:
                 try:
                     os.killpg(p.pgid, signal.SIGSTOP)
@@ -125,5 +126,5 @@ def kill_tree(roots: Iterable[int], known: dict[int, int] | None = None) -> dict
                 os.killpg(p.pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        _signal(pid, signal.SIGKILL)
+        signal_quietly(pid, signal.SIGKILL)
     return stopped

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import contain
+from . import contain, procs
 from .classify import Observed, find_crash_record, parse_json_lines
 from .output import CappedLines, CappedTail, pump_lines, pump_tail
 
@@ -208,7 +208,7 @@ def run_trial(
         if (progress is not None and stall_s and stalled is None
                 and progress.stalled_for(now) >= stall_s):
             stalled = progress.stalled_for(now)
-            _signal(proc.pid, signal.SIGQUIT)
+            procs.signal_quietly(proc.pid, signal.SIGQUIT)
             deadline = min(deadline, now + QUIT_GRACE_S)
         if cancel is not None and cancel.is_set():
             break
@@ -248,10 +248,3 @@ def run_trial(
     dropped = {"stdout_bytes": out.dropped_bytes + cut_lines[0], "stdout_lines": out.dropped_lines,
                "stderr_bytes": err.dropped}
     return Finished(obs, duration, proc.pid, dropped, timing)
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

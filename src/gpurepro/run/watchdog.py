@@ -58,15 +58,15 @@ class Escaped:
 
 def _of_run(pid: int, needle: bytes, like: Escaped | None, root: Path = Path("/proc")) -> bool:
     entry = root / str(pid)
+    p = procs.proc(pid, root)
+    if p is None or p.state == "Z":
+        return False
     try:
-        stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        if stat[0] == "Z":
-            return False
         if needle in (entry / "environ").read_bytes().split(b"\0"):
             return True
-        return bool(like and like.cmdlines and int(stat[19]) >= like.since
+        return bool(like and like.cmdlines and p.start >= like.since
                     and (entry / "cmdline").read_bytes() in like.cmdlines)
-    except (OSError, ValueError, IndexError):
+    except OSError:
         return False  # gone meanwhile, or not ours to read
 
 
