@@ -38,24 +38,29 @@ UV = "uv==0.13.9"  # the lock session's compiler: one version, so the locks read
 def _select_pyenv_pythons(versions: list[str]) -> None:
     """nox finds `python3.X` on PATH. Where pyenv's shims stand there, a version pyenv has
     installed but not selected answers "command not found": select the newest installed release
-    of each wanted version beside the current one (PYENV_VERSION), so nox and uv find it. uv's
-    own downloads of Python come from GitHub, which CI does not reach (README, "Python
-    versions"); without pyenv nothing changes, and nox says which interpreter is missing."""
-    if not shutil.which("pyenv") or os.environ.get("PYENV_VERSION"):
+    of each wanted version beside the ones already selected (PYENV_VERSION), so nox and uv find
+    it. nox started through pyenv's own shim already has PYENV_VERSION set (pyenv exec exports
+    the version it chose), so that selection is extended, not taken as final. uv's own
+    downloads of Python come from GitHub, which CI does not reach (README, "Python versions");
+    without pyenv nothing changes, and nox says which interpreter is missing."""
+    if not shutil.which("pyenv"):
         return
     def out(*argv: str) -> str:
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         return done.stdout if done.returncode == 0 else ""
-    current = out("pyenv", "version-name").strip()
+    selected = [v for v in os.environ.get("PYENV_VERSION", "").split(":") if v]
+    if not selected:
+        current = out("pyenv", "version-name").strip()
+        selected = [current] if current else []
     installed = out("pyenv", "versions", "--bare").split()
-    chosen = [current] if current else []
+    chosen = list(selected)
     for version in versions:
         if out(f"python{version}", "--version"):
             continue
         releases = [v for v in installed if v.startswith(version + ".") and v[len(version) + 1:].isdigit()]
         if releases:
             chosen.append(max(releases, key=lambda v: int(v.rsplit(".", 1)[1])))
-    if len(chosen) > 1:
+    if chosen != selected:
         os.environ["PYENV_VERSION"] = ":".join(chosen)
 
 
