@@ -51,6 +51,7 @@ def _lines(text: str) -> list[str]:
     (["--arms", "ok"], "--arms"),  # without the baseline
     (["--build-dir", "/tmp/elsewhere"], "--build-dir"),
     (["--seed", "-4"], "--seed"),
+    (["--resume", ""], "--resume"),  # an unset variable: not a new run of every arm
 ])
 def test_a_bad_flag_is_one_line_and_exit_2_before_anything_runs(flags, names, tmp_path, fake_build):
     _assert_refused_before_anything("run", flags, names, tmp_path)

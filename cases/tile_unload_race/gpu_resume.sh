@@ -40,7 +40,7 @@ print(n)' "$1"
 pid=$!
 journal=""
 for _ in $(seq 600); do
-  journal=$(ls "$out"/same/*.journal.jsonl 2>/dev/null | head -n 1)
+  journal=$(ls "$out"/same/tile_unload_race/*.journal.jsonl 2>/dev/null | head -n 1)
   if [[ -n "$journal" && $(trials_in "$journal") -ge 2 ]]; then break; fi
   kill -0 "$pid" 2>/dev/null || break
   sleep 0.1
@@ -48,6 +48,7 @@ done
 kill -INT "$pid" 2>/dev/null
 wait "$pid"
 step "same: first run exit $? with $(trials_in "$journal") trials journaled"
+[[ -n "$journal" ]] || { step "same: the run wrote no journal (run.log says why)"; exit 1; }
 "${run[@]}" --resume "$journal" --no-record > "$out/same/resume.log" 2>&1
 step "same: resume exit $? with $(trials_in "$journal") trials journaled"
 

@@ -44,6 +44,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def journal_path(text: str) -> str:
+    """A journal to resume: an empty value (an unset shell variable, say) is refused here
+    rather than read as no --resume at all, which would start a whole new run."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give the journal's path")
+    return text
+
+
 def nonneg_int(text: str) -> int:
     value = int(_number(text, int))
     if value < 0:

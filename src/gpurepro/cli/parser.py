@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..errors import EXIT_USAGE
 from . import results, run
-from .args import alpha_value, artifact_override, nonneg_int, positive_float, positive_int, say
+from .args import alpha_value, artifact_override, journal_path, nonneg_int, positive_float, positive_int, say
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -72,7 +72,7 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
 
 def _output_flags(p: argparse.ArgumentParser) -> None:
     """Where the journal, the build and the result are, and what the record keeps."""
-    p.add_argument("--resume", metavar="JOURNAL", help="continue an interrupted run from its journal")
+    p.add_argument("--resume", metavar="JOURNAL", type=journal_path, help="continue an interrupted run from its journal")
     p.add_argument("--other-device", action="store_true",
                    help="with --resume: continue on a GPU or driver other than the journal's "
                         "(recorded in the journal)")
