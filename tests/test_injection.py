@@ -107,6 +107,10 @@ def _hostile_doc(tmp_path: Path) -> tuple[dict, Path]:
     doc["environment"]["gpu"]["gpus"][0]["name"] = "NVIDIA H200 " + INJECTED
     doc["environment"]["gpu"]["driver_version"] = "580 " + INJECTED
     doc["case"]["question"] = FENCE_BREAK + INJECTED
+    doc["resumed"] = [{"at": doc["trials"][-1]["started_at"], "other_device": True,
+                       "device": {"name": "NVIDIA H200 " + INJECTED, "uuid": FENCE_BREAK + INJECTED,
+                                  "driver_version": "580 " + INJECTED},
+                       "differs": ["uuid " + INJECTED + " (journal) against " + FENCE_BREAK]}]
     path = tmp_path / COMMITTED.name
     path.write_text(json.dumps(doc, indent=1))
     return doc, path

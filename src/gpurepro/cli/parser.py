@@ -11,7 +11,15 @@ from typing import Any, NoReturn
 from .. import __version__
 from ..errors import EXIT_USAGE
 from . import results, run
-from .args import alpha_value, artifact_override, journal_path, nonneg_int, positive_float, positive_int, say
+from .args import (
+    alpha_value,
+    artifact_override,
+    journal_path,
+    nonneg_int,
+    positive_float,
+    positive_int,
+    say,
+)
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,

@@ -36,6 +36,7 @@ from .markdown import (
     claims_table,
     environment_rows,
     python_frames_table,
+    resumes,
     runtime_rows,
     threads_table,
 )
@@ -99,8 +100,17 @@ def environment_line(doc: Mapping[str, Any]) -> str:
     api = f" (CUDA driver API {escape(gpu['cuda_driver_api'])})" if gpu.get("cuda_driver_api") else ""
     host = doc["environment"].get("host") or {}
     python = f"; Python {escape(host['python'])} ran the trials" if host.get("python") else ""
-    return (f"**Environment:** {where}; driver {driver}{api}; target "
+    line = (f"**Environment:** {where}; driver {driver}{api}; target "
             f"{_code(doc['device'].get('target'))}{python}.")
+    moved = [r for r in resumes(doc) if r.get("other_device")]
+    for r in moved:  # trials that ran elsewhere than the device named above (not its UUID:
+        d = r.get("device") or {}  # the comment names no machine; the report's Resumed section does)
+        what = [a for a in ("name", "uuid", "driver version")
+                if any(str(x).startswith(a + " ") for x in r.get("differs") or [])]
+        line += (f" Resumed with `--other-device` at {escape(r['at'])}: {len(r['trials'])} trial(s) "
+                 f"ran on {escape(d.get('name'))}, driver {escape(d.get('driver_version'))}, "
+                 f"whose {escape(', '.join(what) or 'device')} differ(s) from the journal's.")
+    return line
 
 
 def _decisions(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

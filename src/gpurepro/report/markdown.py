@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -383,6 +384,54 @@ def _probe_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def resumes(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each resume of the run's journal with the trials that started after it (before the next
+    resume): which trials ran on the device that resume found, which may not be the one the
+    document's device and environment name (``--other-device``)."""
+    found = list(doc.get("resumed") or [])
+    starts = [(_when(t["started_at"]), int(t["index"])) for t in doc.get("trials") or []
+              if t.get("started_at")]
+    out = []
+    for i, r in enumerate(found):
+        begin = _when(r["at"])
+        end = _when(found[i + 1]["at"]) if i + 1 < len(found) else None
+        after = sorted(n for when, n in starts if when >= begin and (end is None or when < end))
+        out.append({**r, "trials": after})
+    return out
+
+
+def _trial_span(indices: Sequence[int]) -> str:
+    """How many trials, and their plan indices (a range where they run unbroken)."""
+    if not indices:
+        return "none"
+    if list(indices) == list(range(indices[0], indices[-1] + 1)) and len(indices) > 2:
+        return f"{len(indices)}: indices {indices[0]}–{indices[-1]}"
+    return f"{len(indices)}: {'index' if len(indices) == 1 else 'indices'} {', '.join(map(str, indices))}"
+
+
+def _resumed_section(doc: Mapping[str, Any]) -> list[str]:
+    found = resumes(doc)
+    if not found:
+        return []
+    rows = []
+    for r in found:
+        d = r.get("device") or {}
+        rows.append([escape(r["at"]),
+                     f"{escape(d.get('name'))} {code(d.get('uuid'))}, driver {escape(d.get('driver_version'))}",
+                     "**another device**: " + "; ".join(escape(x) for x in r.get("differs") or [])
+                     if r.get("other_device") else "the journal's",
+                     _trial_span(r["trials"])])
+    out = ["### Resumed\n", *table(["resumed at", "device found", "device", "trials started after"], rows), ""]
+    if any(r.get("other_device") for r in found):
+        out.append("Trials journaled after a resume with `--other-device` ran on the device that "
+                   "resume found, not on the one the Environment names.\n")
+    return out
+
+
 def _environment_section(doc: Mapping[str, Any]) -> list[str]:
     out = ["### Environment\n", *table(["", ""], environment_rows(doc))]
     out += ["", "### Artifacts\n",
@@ -411,7 +460,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
             + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
             + _threads_section(doc) + _python_frames_section(doc)
-            + _analyses_section(doc) + _probe_section(doc))
+            + _analyses_section(doc) + _probe_section(doc) + _resumed_section(doc))
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
