@@ -102,11 +102,16 @@ def environment_line(doc: Mapping[str, Any]) -> str:
     python = f"; Python {escape(host['python'])} ran the trials" if host.get("python") else ""
     line = (f"**Environment:** {where}; driver {driver}{api}; target "
             f"{_code(doc['device'].get('target'))}{python}.")
-    moved = [r for r in resumes(doc) if r.get("other_device")]
-    for r in moved:  # trials that ran elsewhere than the device named above (not its UUID:
-        d = r.get("device") or {}  # the comment names no machine; the report's Resumed section does)
-        what = [a for a in ("name", "uuid", "driver version")
-                if any(str(x).startswith(a + " ") for x in r.get("differs") or [])]
+    # The journal's device, as the document names it: what a resume compared the device it
+    # found against (run/session.resume_device).
+    was = {"name": doc["device"].get("name"), "uuid": doc["device"].get("uuid"),
+           "driver_version": gpu.get("driver_version")}
+    for r in (r for r in resumes(doc) if r.get("other_device")):
+        # Trials that ran elsewhere than the device named above; not its UUID: the comment
+        # names no machine (the report's Resumed section does).
+        d = r.get("device") or {}
+        what = [key.replace("_", " ") for key, value in was.items()
+                if value is not None and d.get(key) != value]
         line += (f" Resumed with `--other-device` at {escape(r['at'])}: {len(r['trials'])} trial(s) "
                  f"ran on {escape(d.get('name'))}, driver {escape(d.get('driver_version'))}, "
                  f"whose {escape(', '.join(what) or 'device')} differ(s) from the journal's.")
