@@ -591,5 +591,11 @@ CASE = Case(
     parsers={"seed": _seed_output.parse},
     analyses={"sections": _sections.analyze},
     claims=CLAIMS,
+    # The report's own questions, what `make tile-unload-race` decides by default: reproduced
+    # (and reproduced with seed/repro.cc as filed), the owner (Tile IR modules crash more than
+    # plain ones, and the crash needs the calls to overlap and to unload) and the workaround
+    # users can adopt. The mechanism and cuda-python arms run with --deep.
+    main_question=("baseline-crashes", "as-filed-crashes", "control-cuda", "as-filed-cuda",
+                   "one-thread", "serialized", "never-unload", "lock-unload-launch"),
     strata=_strata.STRATA,
 )

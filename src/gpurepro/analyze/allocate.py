@@ -42,19 +42,26 @@ class ArmPrior:
     seconds: float  # a survivor's wall time, start and stop included
     speed: float  # exposure per second (0: not known)
     overhead_s: float
+    # The causes are chances per trial (an arm whose counter cannot time its failures,
+    # analyze.simulate.untimed); ``seconds`` is then any trial's wall time.
+    per_trial: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"causes": [list(c) for c in self.causes], "budget": self.budget,
-                "seconds": self.seconds, "speed": self.speed, "overhead_s": self.overhead_s}
+                "seconds": self.seconds, "speed": self.speed, "overhead_s": self.overhead_s,
+                **({"per_trial": True} if self.per_trial else {})}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> ArmPrior:
         return cls(tuple((str(o), str(dt), float(r)) for o, dt, r in d["causes"]),
                    float(d["budget"]), float(d["seconds"]), float(d["speed"]),
-                   float(d["overhead_s"]))
+                   float(d["overhead_s"]), bool(d.get("per_trial", False)))
 
     @classmethod
     def of_model(cls, m: Any) -> ArmPrior:
+        if getattr(m, "per_trial", False):
+            return cls(tuple((c.outcome, c.detail, c.rate) for c in m.causes), m.budget,
+                       m.seconds, m.speed, 0.0, per_trial=True)
         return cls(tuple((c.outcome, c.detail, c.rate) for c in m.causes), m.budget,
                    m.overhead_s + (m.seconds or 0.0), m.speed, m.overhead_s)
 
@@ -62,6 +69,10 @@ class ArmPrior:
         """The ways one trial ends within ``budget`` exposure: (chance, outcome, detail,
         exposure reached), survival last."""
         b = self.budget if budget is None else budget
+        if self.per_trial:
+            failing = [(p, o, d, 0.0) for o, d, p in self.causes if p > 0]
+            return [*failing, (max(0.0, 1 - sum(p for p, *_ in failing)), "survived",
+                               "budget used up", b)]
         total = sum(r for _, _, r in self.causes if math.isfinite(r))
         if any(not math.isfinite(r) for _, _, r in self.causes):  # a coarse counter: at once
             inf = [(o, d) for o, d, r in self.causes if not math.isfinite(r)]
@@ -76,7 +87,7 @@ class ArmPrior:
 
     def trial_seconds(self, budget: float | None = None) -> float:
         """The expected wall time of one trial."""
-        if self.speed <= 0:
+        if self.speed <= 0 or self.per_trial:
             return self.seconds
         return sum(p * (self.overhead_s + x / self.speed)
                    for p, _, _, x in self.ends(budget)) or self.seconds
@@ -128,7 +139,7 @@ def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: A
     """The exposure at which a survivor of ``arm`` would decide every open claim the arm takes
     part in (with a margin), where that is below its budget; else None (the whole budget)."""
     mine = [c for c in claims if arm in _arms_of(decider, c)]
-    if not mine:
+    if not mine or prior.per_trial:  # a failure's exposure is not known: no cap
         return None
 
     def decides(x: float) -> bool:
@@ -147,11 +158,18 @@ def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: A
 
 
 def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any],
-           priors: Mapping[str, ArmPrior], fallback: ArmPrior) -> tuple[Any, float | None]:
+           priors: Mapping[str, ArmPrior], fallback: ArmPrior,
+           first: Sequence[str] = ()) -> tuple[Any, float | None]:
     """The next trial among ``candidates`` (planned trials, in plan order, each of an arm still
-    needed) and the exposure cap of its survivor (None: the budget)."""
+    needed) and the exposure cap of its survivor (None: the budget). While a claim named in
+    ``first`` (the case's main question) is open, only its claims and arms are served."""
     claims = open_claims(decider)
     threshold = _threshold(decider, records, len(claims))
+    main = [c for c in claims if c.name in first]
+    if main:
+        serving = [t for t in candidates if any(t.arm in _arms_of(decider, c) for c in main)]
+        if serving:
+            claims, candidates = main, serving
     now = {c.name: distance(decider.evidence(c, records).p_value, threshold) for c in claims}
     first: dict[str, Any] = {}
     for t in candidates:

@@ -72,19 +72,21 @@ def _read(path: Path) -> dict[str, Any]:
 
 def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms: Sequence[str],
                 jobs: int = 1, duration_s: float | None = None,
-                max_exposure: int | None = None) -> Models:
-    """Arm models from ``paths`` (every arm must have valid trials there), or from the newest
-    committed results at ``jobs`` trials at a time that cover the arms (arms none covers drop
-    out, the baseline may not)."""
+                max_exposure: int | None = None, kind: str | None = None,
+                flag: str = "--from") -> Models:
+    """Arm models from ``paths`` (given with ``flag``; with --from every arm must have valid
+    trials there, with a run's --priors-from an arm they lack gets the run's default prior), or
+    by rule from the committed results (simulate.choose_documents: same ``jobs``, design
+    ``kind`` first; arms none covers drop out, the baseline may not)."""
     if paths:
         docs = [(Path(p), _read(Path(p))) for p in paths]
         seen = {t["arm"] for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE}
         missing = [a for a in arms if a not in seen]
-        if missing:
-            raise UsageError(f"--from: no valid trial of arm(s) {', '.join(missing)} in "
+        if missing and (flag == "--from" or case.baseline in missing):
+            raise UsageError(f"{flag}: no valid trial of arm(s) {', '.join(missing)} in "
                              f"{', '.join(str(p) for p, _ in docs)}; the claims need them")
     else:
-        docs = choose_documents(case, root, arms, jobs)
+        docs = choose_documents(case, root, arms, jobs, kind)
     models = models_from(case, docs, root, arms, duration_s, max_exposure)
     if case.baseline not in models.arms:
         raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "
@@ -99,7 +101,7 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
 def p_matching(claim: Claim, m: ArmModel, mode: str) -> float:
     """The chance that one of the arm's trials ends as the outcome claim says."""
     match = [c for c in m.causes if _matches(claim, c.outcome, c.detail)]
-    if mode == "per_trial":
+    if mode == "per_trial" or m.per_trial:
         return sum(c.rate for c in match)
     total = sum(c.rate for c in m.causes)
     if total <= 0 or not match:
@@ -130,7 +132,7 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
         if math.isclose(q, claim.share, rel_tol=1e-9, abs_tol=1e-12):
             return None
         return "supported" if q > claim.share else "contradicted"
-    x, y = a.rate_of(failures), models[reference or ""].rate_of(failures)
+    x, y = _rate(a, failures), _rate(models[reference or ""], failures)
     if (x == 0 and y == 0) or (math.isinf(x) and math.isinf(y)):
         return None
     ratio = math.inf if y == 0 else x / y
@@ -142,6 +144,17 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
     if ratio == 1:
         return None
     return "supported" if (ratio < 1) == (claim.kind == "lower") else "contradicted"
+
+
+def _rate(m: ArmModel, failures: Sequence[str]) -> float:
+    """The arm's failure rate per unit of exposure; for an arm modelled per trial, the rate
+    that gives its chance of failing within its budget (0 where it has no budget)."""
+    if not m.per_trial:
+        return m.rate_of(failures)
+    p = m.rate_of(failures)
+    if m.budget <= 0 or p <= 0:
+        return 0.0
+    return -math.log1p(-min(p, 1 - 1e-12)) / m.budget
 
 
 def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, ArmModel],
@@ -158,8 +171,8 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
             left_out[c.name] = (f"{done[c.arm]} already sets how {c.arm}'s trials end; one outcome "
                                 f"claim per arm can be held at its share")
             continue
-        ends = -math.expm1(-sum(x.rate for x in m.causes) * m.budget) if mode == "exposure" \
-            else sum(x.rate for x in m.causes)
+        ends = -math.expm1(-sum(x.rate for x in m.causes) * m.budget) \
+            if mode == "exposure" and not m.per_trial else sum(x.rate for x in m.causes)
         if ends < c.share:
             left_out[c.name] = (f"at the baseline's rates {c.arm}'s trials end in {ends:.3g} of its "
                                 f"trials, less than the share {c.share:g}: the share cannot be held")
@@ -251,7 +264,8 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               trials: int, workers: int = 1, decider: Any = None,
               scenarios: Sequence[str] = ("null", "observed"), exploratory: Sequence[str] = (),
               order: Sequence[PlannedTrial] | None = None,
-              priors: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+              priors: Mapping[str, Mapping[str, Any]] | None = None,
+              first: Sequence[str] = ()) -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario.
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
@@ -264,7 +278,8 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
                    failure_outcomes=tuple(case.failure_outcomes), per=case.exposure.per,
                    design=design, sequential=sequential, trials=trials, mode=models.mode,
                    strata=tuple(case.strata), order=tuple(order) if order else None,
-                   decider=decider, priors=priors if priors is not None else priors_of(models))
+                   decider=decider, priors=priors if priors is not None else priors_of(models),
+                   first=tuple(first))
 
     def ref(c: Claim) -> str | None:
         return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
@@ -364,11 +379,14 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     exploratory: list[str] = []
     budget: Mapping[str, Any] = {}
     priors = None
+    first: list[str] = []
     sources: list[str] | None
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)
-        priors = (((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}).get("priors")
+        recorded_stopping = ((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}
+        priors = recorded_stopping.get("priors")
+        first = list(recorded_stopping.get("first") or ())
         sources = list(rates_from or [design_of_result])
     else:
         design = Design.from_description(stopping) if stopping else Design(
@@ -380,7 +398,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                          max_exposure=budget.get("max_exposure"))
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
-                       exploratory=exploratory, priors=priors)
+                       exploratory=exploratory, priors=priors, first=first)
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)
@@ -391,8 +409,13 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
 
 def text(r: Mapping[str, Any]) -> str:
     d = r["design"]
-    what = (f"--until-decided, looks every {d['step']} up to {d['max_trials']} trials"
-            if d["sequential"] else f"{d['trials_per_arm']} trials per arm")
+    if d.get("design") == "decisive":
+        what = (f"the decisive design, looks at {', '.join(map(str, d['look_at']))} valid trials, "
+                f"at most {d['max_trials']} per arm")
+    elif d["sequential"]:
+        what = f"--until-decided, looks every {d['step']} up to {d['max_trials']} trials"
+    else:
+        what = f"{d['trials_per_arm']} trials per arm"
     lines = [f"{r['case']}: {r['runs']} simulated runs per scenario ({what}, {len(d['arms'])} arms, "
              f"alpha {r['alpha']:g}, seed {r['seed']}; rates from "
              f"{', '.join(r['rates_from']['documents'])})"]

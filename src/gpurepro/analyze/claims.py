@@ -430,6 +430,17 @@ class Decider:
                     self.decisions[c.name] = self._record(c, ev, "not_decided", None, records)
         self._decide_exploratory(records)
 
+    def stop_open(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """A stopped run: every claim not decided at a look the run took stays open (not
+        decided, ``open``); the exploratory family's one look, at the end, was not taken."""
+        for c in [*self.claims, *self.exploratory]:
+            if c.name not in self.decisions:
+                ev = self.evidence(c, records)
+                self.decisions[c.name] = {**self._record(c, ev, "not_decided", None, records),
+                                          "open": True,
+                                          **({"family": "exploratory"} if c in self.exploratory
+                                             else {})}
+
     def _decide_exploratory(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Holm's step-down over the exploratory claims at the design's alpha, once."""
         open_claims = [c for c in self.exploratory if c.name not in self.decisions]

@@ -31,30 +31,55 @@ THRESHOLD = 0.5  # a claim less likely than this to be decided within the plan i
 RUNS = 200  # simulated runs per round: the chance is known to about +-0.035 near 0.5
 
 
-def not_computed(reason: str) -> dict[str, Any]:
-    return {"computed": False, "reason": reason, "exploratory": []}
+def not_computed(reason: str, exploratory: Sequence[str] = ()) -> dict[str, Any]:
+    return {"computed": False, "reason": reason, "exploratory": list(exploratory)}
+
+
+def main_claims(case: Case, plan: Plan) -> list[str]:
+    """The main question's claims among the plan's (Case.main_question)."""
+    return [n for n in case.main_question if any(c.name == n and c.arm in plan.arms
+                                                    for c in case.claims)]
+
+
+def beside_main(case: Case, plan: Plan, scope: str) -> list[str]:
+    """A main-question run's other claims (about arms it runs for the main question): decided
+    once at the end, exploratory, so that they neither keep an arm running nor tighten the main
+    question's thresholds."""
+    if scope != "main" or not case.main_question:
+        return []
+    return [c.name for c in case.claims if c.arm in plan.arms and c.name not in case.main_question]
 
 
 def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
            budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
            threshold: float = THRESHOLD, workers: int = 1,
-           fixed_exploratory: Sequence[str] | None = None) -> dict[str, Any]:
+           fixed_exploratory: Sequence[str] | None = None, scope: str = "arms",
+           priors_from: Sequence[Path] | None = None, models: Any = None) -> dict[str, Any]:
     """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
-    the simulation expects the run to take."""
+    the simulation expects the run to take. The main question's claims stay confirmatory
+    whatever their chance (what the report asks is never dropped); in a main-question run the
+    others are exploratory (``beside_main``)."""
     try:
         from .calibrate import calibrate, family_of, load_models
+        from .simulate import design_kind
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install 'gpurepro[analysis]'")
+                            f"pip install 'gpurepro[analysis]'", beside_main(case, plan, scope))
     arms = list(plan.arms)
     family, _ = family_of(case, design, arms, ())
     if not family:
         return not_computed("the run's arms take part in no claim")
-    try:
-        models = load_models(case, root, None, arms, jobs, budget.get("duration_s"),
-                             budget.get("max_exposure"))
-    except UsageError as exc:
-        return not_computed(f"not computed: {exc}")
+    if models is None:
+        try:
+            models = load_models(case, root, priors_from, arms, jobs, budget.get("duration_s"),
+                                 budget.get("max_exposure"), kind=design_kind(design.describe()
+                                                                              if sequential else None),
+                                 flag="--priors-from")
+        except UsageError as exc:
+            if priors_from:
+                raise  # the documents the run was given must be usable
+            return not_computed(f"not computed: {exc}", beside_main(case, plan, scope))
+    main = main_claims(case, plan)
     modeled = set(models.arms)
     order = [t for t in plan.order if t.arm in modeled]
 
@@ -63,23 +88,25 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
 
     unknown = {c.name for c in family
                if c.arm not in modeled or (reference(c) is not None and reference(c) not in modeled)}
-    exploratory: list[str] = list(fixed_exploratory or [])
+    exploratory: list[str] = list(fixed_exploratory if fixed_exploratory is not None
+                                  else beside_main(case, plan, scope))
     priors = (design_priors(models) if getattr(design, "first_look", None) is not None else None)
     while True:
         r = calibrate(case, models, runs,
                       plan.seed, design, sequential, trials, workers, scenarios=("observed",),
-                      exploratory=exploratory, order=order, priors=priors)
+                      exploratory=exploratory, order=order, priors=priors, first=main)
         observed = r["observed"]
         chance = {name: None if name in unknown else 1.0 - c["not_decided"]
                   for name, c in observed["claims"].items()}
-        low = [n for n, p in chance.items() if n not in exploratory and p is not None and p < threshold]
+        low = [n for n, p in chance.items() if n not in exploratory and n not in main
+               and p is not None and p < threshold]
         if not low or fixed_exploratory is not None:
             break
         exploratory += low
     return {"computed": True, "threshold": threshold, "runs": runs, "seed": plan.seed,
             "rates_from": models.documents,
             "chance": chance, "exploratory": [c.name for c in family if c.name in exploratory],
-            "no_estimate": sorted(unknown),
+            "main": main, "no_estimate": sorted(unknown),
             "expected": {"trials": observed["mean_trials"],
                          "seconds_median": observed["median_seconds"],
                          "arms_without_rates": sorted(set(arms) - modeled)}}
@@ -97,12 +124,15 @@ def lines(families: Mapping[str, Any], claims: Sequence[str]) -> list[str]:
         return [f"claims' chances of being decided: {families.get('reason')}; every claim is "
                 f"confirmatory"]
     chance, exploratory = families["chance"], set(families["exploratory"])
+    main = set(families.get("main") or ())
     out = [f"chance that the plan decides each claim (simulated {families['runs']} times from "
            f"{', '.join(families['rates_from'])}); below {families['threshold']:g} a claim is "
-           f"exploratory: outside the family-wise error rate, it keeps no arm running"]
+           f"exploratory: outside the family-wise error rate, it keeps no arm running"
+           + ("; the main question's claims stay confirmatory" if main else "")]
     for name in claims:
         p = chance.get(name)
-        tag = "exploratory" if name in exploratory else "confirmatory"
+        tag = ("exploratory" if name in exploratory
+               else "confirmatory, main question" if name in main else "confirmatory")
         out.append(f"  {name}: " + ("no committed rates for its arms" if p is None else f"{p:.2f}")
                    + f"  ({tag})")
     exp = families["expected"]
@@ -117,7 +147,8 @@ FIRST_LOOK_MARGIN = 1.15  # the first look this much past the trials the floor p
 
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
-                  threshold: float = THRESHOLD, workers: int = 1
+                  threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
+                  priors_from: Sequence[Path] | None = None
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
@@ -128,14 +159,19 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     from .calibrate import load_models
     from .claims import DecisiveDesign, Design
     from .floor import oracle_floor
+    from .simulate import PRIOR_RULE
 
     total = len(plan.order)
     try:
-        models = load_models(case, root, None, list(plan.arms), jobs, budget.get("duration_s"),
-                             budget.get("max_exposure"))
+        models = load_models(case, root, priors_from, list(plan.arms), jobs,
+                             budget.get("duration_s"), budget.get("max_exposure"),
+                             kind="decisive", flag="--priors-from")
     except UsageError:
+        if priors_from:
+            raise  # the documents the run was given must be usable
         models = None
     priors = {a: ArmPrior.of_model(m) for a, m in (models.arms.items() if models else [])}
+    check_priors(priors)
 
     def first_look_for(claim_names: Sequence[str]) -> int:
         chosen = [c for c in case.claims if c.name in claim_names]
@@ -149,19 +185,39 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
         return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(floor["trials"].values()))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
-    # The families of a first guess of the design (every claim confirmatory), then the first
-    # look for the confirmatory ones, and the families of that final design.
-    design = DecisiveDesign(alpha=alpha, max_trials=max_trials, first_look=first_look_for(in_plan),
+    beside = beside_main(case, plan, scope)
+    # The families of a first guess of the design (every claim confirmatory but those beside
+    # the main question), then the first look for the confirmatory ones, and the families of
+    # that final design.
+    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                            first_look=first_look_for([n for n in in_plan if n not in beside]),
                             total=total)
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
-                      workers)
-    confirmatory = [n for n in in_plan if n not in families.get("exploratory", [])]
+                      workers, scope=scope, models=models)
+    confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for(confirmatory), total=total)
     if families.get("computed"):
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
-                          workers, fixed_exploratory=families["exploratory"])
+                          workers, fixed_exploratory=families["exploratory"], scope=scope,
+                          models=models)
+    without = [a for a in plan.arms if a not in priors]
     stopping = {**design.describe(), "priors": {a: p.to_json() for a, p in priors.items()},
-                "priors_from": models.documents if models else []}
+                "priors_from": models.documents if models else [],
+                **({"priors_named": True} if priors_from else {"priors_rule": PRIOR_RULE}),
+                "prior_default": (f"an arm without a prior is allocated as the baseline "
+                                  f"({case.baseline}) would be" if case.baseline in priors else
+                                  "no arm has a prior: trials follow the plan's order"),
+                **({"arms_without_priors": without} if without else {}),
+                "first": main_claims(case, plan)}
     _ = Design  # the base design is what a fixed-size run has
     return stopping, families
+
+
+def check_priors(priors: Mapping[str, Any]) -> None:
+    """Every prior a finite, non-negative number where a number is: a prior of infinity or NaN
+    would be journaled as no JSON reader reads it, and allocate as nothing should."""
+    for arm, p in priors.items():
+        numbers = [p.budget, p.seconds, p.speed, p.overhead_s, *(r for _, _, r in p.causes)]
+        if not all(math.isfinite(x) and x >= 0 for x in numbers):
+            raise ValueError(f"the prior of arm {arm} is not finite ({p}); a bug in gpurepro")

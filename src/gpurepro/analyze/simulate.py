@@ -59,6 +59,10 @@ class ArmModel:
     overhead_s: float  # a trial's start and stop, beyond its exposure's time
     strata: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     # stratum -> (share of exposure inside it, share of failures that fell inside it)
+    # The causes' numbers are chances per trial, not rates: the arm's counter cannot time its
+    # failures (a reporter's program that prints its count once a second and crashes within
+    # it), so its trials are modelled by how they ended, each within its budget.
+    per_trial: bool = False
 
     def rate_of(self, outcomes: Sequence[str], detail: str | None = None) -> float:
         return sum(c.rate for c in self.causes
@@ -100,20 +104,33 @@ def committed_results(case: Case, root: Path) -> list[Path]:
     return sorted(files, key=lambda f: f.name, reverse=True)
 
 
-def _valid_arms(doc: Mapping[str, Any]) -> set[str]:
-    return {t["arm"] for t in doc.get("trials") or [] if t.get("outcome") in EVIDENCE}
-
-
 def _jobs(doc: Mapping[str, Any]) -> int:
     return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
 
 
-def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1
-                     ) -> list[tuple[Path, dict[str, Any]]]:
-    """The newest committed results run at ``jobs`` trials at a time (concurrency changes a
-    race's rates), each taken only if it adds an arm the ones before it lack."""
-    docs: list[tuple[Path, dict[str, Any]]] = []
-    covered: set[str] = set()
+# An arm's rates are taken from a document only where it ran at least this many valid trials:
+# one or two trials (a resume check, a first look) give a rate of 0 or of everything.
+MIN_PRIOR_TRIALS = 5
+PRIOR_RULE = (f"per arm, the newest committed result of the same design kind (then any other) "
+              f"run at the same trials at a time, complete, with at least {MIN_PRIOR_TRIALS} "
+              f"valid trials of that arm")
+
+
+def design_kind(stopping: Mapping[str, Any] | None) -> str:
+    """decisive, until-decided or fixed: what a run's journaled ``stopping`` describes."""
+    if not stopping:
+        return "fixed"
+    return "decisive" if stopping.get("design") == "decisive" else "until-decided"
+
+
+def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
+                     kind: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+    """The committed results an arm's rates come from, by rule (PRIOR_RULE): for each arm, the
+    newest document run at ``jobs`` trials at a time (concurrency changes a race's rates) that
+    is not a stopped run and holds at least MIN_PRIOR_TRIALS valid trials of it, those of
+    design ``kind`` first. Each document comes back with the trials of the arms taken from it
+    alone, so no arm's model mixes in another document's few trials."""
+    candidates: list[tuple[Path, dict[str, Any]]] = []
     for f in committed_results(case, root):
         try:
             doc = json.loads(f.read_text())
@@ -121,13 +138,22 @@ def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1
             continue
         if not isinstance(doc, dict) or _jobs(doc) != jobs:
             continue
-        adds = (_valid_arms(doc) & set(arms)) - covered
-        if adds:
-            docs.append((f, doc))
-            covered |= adds
-        if covered >= set(arms):
-            break
-    return docs
+        if (doc.get("completion") or {}).get("complete") is False:
+            continue
+        candidates.append((f, doc))
+    if kind is not None:  # stable: newest first within each group
+        candidates.sort(key=lambda fd: design_kind((fd[1].get("plan") or {}).get(
+            "options", {}).get("stopping")) != kind)
+    taken: dict[Path, set[str]] = {}
+    for arm in arms:
+        for f, doc in candidates:
+            n = sum(1 for t in doc.get("trials") or []
+                    if t.get("arm") == arm and t.get("outcome") in EVIDENCE)
+            if n >= MIN_PRIOR_TRIALS:
+                taken.setdefault(f, set()).add(arm)
+                break
+    return [(f, {**doc, "trials": [t for t in doc.get("trials") or [] if t.get("arm") in taken[f]]})
+            for f, doc in candidates if f in taken]
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -140,6 +166,16 @@ def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 MIN_SPEED_S = 0.5  # trials shorter than this are mostly start-up: their speed is not counted
+
+
+def untimed(ts: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an arm's counter cannot time its failures: no exposure at all, or most of its
+    failures at exposure 0 (a counter read too seldom to see them coming)."""
+    if not any(float(t.get("exposure") or 0) > 0 for t in ts):
+        return True
+    failed = [t for t in ts if t["outcome"] != "survived"]
+    at_zero = sum(1 for t in failed if float(t.get("exposure") or 0) <= 0)
+    return bool(failed) and at_zero * 2 > len(failed)
 
 
 def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root: Path,
@@ -177,11 +213,11 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
         exposure = float(sum(float(t.get("exposure") or 0) for t in ts))
         ended = Counter((t["outcome"], str(t.get("detail") or "")) for t in ts
                         if t["outcome"] != "survived")
-        if any_exposure:
-            causes = tuple(Cause(o, d, (k / exposure) if exposure > 0 else math.inf)
-                           for (o, d), k in sorted(ended.items()))
-        else:
+        per_trial = not any_exposure or untimed(ts)
+        if per_trial:  # chances per trial (never a rate over no exposure: that is infinite)
             causes = tuple(Cause(o, d, k / len(ts)) for (o, d), k in sorted(ended.items()))
+        else:
+            causes = tuple(Cause(o, d, k / exposure) for (o, d), k in sorted(ended.items()))
         # Speed from every trial that ran long enough for its start-up not to dominate: a
         # crashing trial's exposure per second is as good a measure as a survivor's, and a
         # survivor that barely moved (a stall the trial did not report) must not set it alone.
@@ -198,6 +234,10 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
         if max_exposure and (budget > max_exposure or not budget):
             budget, how = float(max_exposure), f"the exposure budget {max_exposure}"
         seconds = min(duration, budget / speed) if speed else duration
+        if per_trial and any_exposure:
+            # Its trials' own wall time: a failure's exposure says nothing of when it came.
+            seconds = float(statistics.median(float(t.get("duration_s") or 0) for t in ts))
+            overhead, how = 0.0, how + "; failures per trial (its counter cannot time them)"
         strata = {}
         failed = [t for t in ts if t["outcome"] in failure]
         for name, fn in case.strata.items():
@@ -206,8 +246,12 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
             k_in = sum(1 for t, (_, f) in zip(ts, inside, strict=True) if f and t in failed)
             strata[name] = (e_in / exposure if exposure else 0.0,
                             k_in / len(failed) if failed else 0.0)
-        models[arm] = ArmModel(causes, budget, speed, seconds, overhead, strata)
+        models[arm] = ArmModel(causes, budget, speed, seconds, overhead, strata,
+                               per_trial=per_trial and any_exposure)
         summary[arm] = {"n_valid": len(ts), "exposure": exposure,
+                        "from": [_rel(p, root) for p, d in docs
+                                 if any(t.get("arm") == arm for t in d.get("trials") or [])],
+                        **({"per_trial": True} if per_trial and any_exposure else {}),
                         "ended": {f"{o}: {d}" if d else o: k for (o, d), k in sorted(ended.items())},
                         "speed": speed, "budget": budget, "budget_from": how,
                         "overhead_s": overhead}
@@ -218,11 +262,22 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
 def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
     """The global null of the rate and stratum claims: every arm ends as the baseline's trials
     do, at the baseline's rates, keeping its own speed, budget and strata, with its failures
-    falling inside each stratum exactly as often as its exposure is spent there."""
+    falling inside each stratum exactly as often as its exposure is spent there. An arm
+    modelled per trial gets the chance of each end that a baseline trial has."""
     base = models.arms[case.baseline]
-    return {a: replace(m, causes=base.causes,
+    return {a: replace(m, causes=causes_per_trial(base) if m.per_trial and not base.per_trial
+                       else base.causes,
                        strata={s: (share, share) for s, (share, _) in m.strata.items()})
             for a, m in models.arms.items()}
+
+
+def causes_per_trial(m: ArmModel) -> tuple[Cause, ...]:
+    """An exposure model's causes as the chance that one of its trials ends by each."""
+    total = sum(c.rate for c in m.causes)
+    if m.per_trial or total <= 0:
+        return m.causes
+    p_end = -math.expm1(-total * m.budget)
+    return tuple(Cause(c.outcome, c.detail, p_end * c.rate / total) for c in m.causes)
 
 
 # ---------------------------------------------------------------- one run
@@ -233,14 +288,14 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
     decisive design's exposure cap for this trial), or survival."""
     budget = m.budget if cap is None else min(m.budget, cap)
     outcome, detail, exposure = "survived", "budget used up", budget
-    if mode == "per_trial":
+    if mode == "per_trial" or m.per_trial:
         u = rng.random()
         for c in m.causes:
             if u < c.rate:
                 outcome, detail = c.outcome, c.detail
                 break
             u -= c.rate
-        exposure = 0.0
+        exposure = budget if m.per_trial and outcome == "survived" else 0.0
     else:
         first = budget
         for c in m.causes:
@@ -255,9 +310,8 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
         ended = outcome != "survived"
         rec["_strata"] = {s: (share * exposure, bool(ended and rng.random() < inside))
                           for s, (share, inside) in m.strata.items()}
-    rec["_seconds"] = m.overhead_s + (exposure / m.speed if m.speed and (outcome != "survived"
-                                                                         or cap is not None)
-                                      else m.seconds)
+    rec["_seconds"] = m.seconds if m.per_trial else m.overhead_s + (
+        exposure / m.speed if m.speed and (outcome != "survived" or cap is not None) else m.seconds)
     return rec
 
 
@@ -280,6 +334,7 @@ class RunSpec:
     order: tuple[PlannedTrial, ...] | None = None  # the run's own plan; None: a new shuffle each run
     decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
     priors: Mapping[str, Mapping[str, Any]] | None = None  # the decisive design's (journaled form)
+    first: tuple[str, ...] = ()  # the decisive design's main-question claims, served first
 
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
@@ -295,7 +350,7 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
                                         exploratory=spec.exploratory)
     records: list[dict[str, Any]] = []
     if getattr(spec.design, "first_look", None) is not None:  # the decisive design
-        allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline)
+        allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline, spec.first)
         taken: set[int] = set()
         while True:
             picked = allocation.next(records, [t for t in order if t.index not in taken])

@@ -19,9 +19,25 @@ from .views import Analysis
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""
     verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+    completion = doc.get("completion") or {}
+    if completion.get("complete") is False:
+        verdict["stopped"] = stopped_sentence(completion, doc["claims"])
+        verdict["next"] = [f"Continue the run: {completion['resume']}", *verdict["next"]]
     if doc.get("floor"):
         verdict["sentences"].append(floor_sentence(doc["floor"], doc["claims"]))
     return verdict
+
+
+def stopped_sentence(completion: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+    """What a stopped run's document can say: how far it got and which claims it decided."""
+    confirmatory = [c for c in claims if c.get("family") != "exploratory"]
+    decided = [c["name"] for c in confirmatory if c["decision"] in ("supported", "contradicted")]
+    return (f"Partial result: the run was stopped after {completion['trials']} of its "
+            f"{completion['planned']} planned trials (its journal has no end record). "
+            + (f"Decided before the stop: {', '.join(decided)}; " if decided
+               else "No claim was decided before the stop; ")
+            + f"the other {len(confirmatory) - len(decided)} confirmatory claim(s) are open "
+              f"and the run can be resumed: {completion['resume']}.")
 
 
 def floor_sentence(floor: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
@@ -37,13 +53,18 @@ def floor_sentence(floor: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
 
 
 def decide_claims(case: Case, header: Mapping[str, Any],
-                  trials: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+                  trials: Sequence[Mapping[str, Any]], stopped: bool = False) -> list[dict[str, Any]]:
     """Every claim of the run's family with its decision: journaled by a sequential run, or
-    taken now in the one look of a fixed-size run."""
+    taken now in the one look of a fixed-size run. A run that was ``stopped`` keeps the
+    decisions it journaled before the stop, and its other claims stay open (not decided,
+    ``open``): no look is taken for it that the run did not take, and resuming it continues
+    the same design."""
     from .claims import decider_for, sentence
 
     decider = decider_for(case, header)
-    if decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
+    if stopped:
+        decider.stop_open(trials)
+    elif decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
         decider.final(trials)
     level = decider.design.alpha_per_look / max(1, len(decider.claims))
     exploratory_level = decider.design.alpha / max(1, len(decider.exploratory))

@@ -217,6 +217,14 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
         if c.unit not in CLAIM_UNITS or (c.unit != "exposure" and c.kind not in ("lower", "higher")):
             raise ManifestError(path, f"{where}.unit", f"{c.unit!r}: one of {CLAIM_UNITS}, and "
                                 "'trial' only for a lower/higher claim")
+    main = case.main_question
+    if not isinstance(main, tuple) or not all(isinstance(n, str) for n in main):
+        raise ManifestError(path, "main_question", "must be a tuple of claim names")
+    for j, name in enumerate(main):
+        if name not in names:
+            raise ManifestError(path, f"main_question[{j}]", f"{name!r} is not one of the case's claims")
+    if len(set(main)) != len(main):
+        raise ManifestError(path, "main_question", "names a claim twice")
 
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

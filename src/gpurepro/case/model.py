@@ -399,6 +399,10 @@ class Case:
     axes: Mapping[str, Any] = field(default_factory=dict)
     # The Python packages the trials import, pinned per arm where arms compare releases.
     runtime: Runtime | None = None
+    # The claims that answer the report's own questions (reproduced as filed, owner, workaround):
+    # the main job runs their arms and stops when they are decided; every other arm is one
+    # flag away (--deep), where these claims still get their trials first. Empty: every arm.
+    main_question: tuple[str, ...] = ()
 
     @property
     def directory(self) -> Path:
@@ -415,6 +419,16 @@ class Case:
             if a.name == name:
                 return a
         raise KeyError(name)
+
+    def main_arms(self) -> list[str]:
+        """The arms the main question's claims are about (claim arms, their references and the
+        baseline), in the case's arm order; every arm where the case declares no main question."""
+        if not self.main_question:
+            return list(self.resolved_arms())
+        chosen = [c for c in self.claims if c.name in self.main_question]
+        used = {self.baseline} | {c.arm for c in chosen} | {
+            c.reference or self.baseline for c in chosen if c.kind not in SINGLE_ARM_KINDS}
+        return [a for a in self.resolved_arms() if a in used]
 
     def resolved_arms(self) -> dict[str, dict[str, Any]]:
         """Arm name -> full factor assignment (defaults filled in)."""

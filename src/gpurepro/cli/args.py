@@ -9,6 +9,7 @@ Standard library only (the run stage parses its flags on GPU nodes).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
 import sys
@@ -118,7 +119,7 @@ def checked_build_dir(given: str | Path, root: Path) -> Path:
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
 PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "hang_after", "seed", "jobs",
-              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact")
+              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact", "priors_from")
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).
 CLUSTER_FLAGS = ("partition", "gres", "time", "account", "jobs_per_partition", "shared_dir",
@@ -171,7 +172,8 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                  if getattr(args, f, None) is not None]
         loose += [flag for flag, on in (("--until-decided", args.until_decided),
                                          ("--decisive", getattr(args, "decisive", False)),
-                                         ("--fixed", getattr(args, "fixed", False))) if on]
+                                         ("--fixed", getattr(args, "fixed", False)),
+                                         ("--deep", getattr(args, "deep", False))) if on]
         if loose:
             raise UsageError(f"--resume continues the journal's own plan and options; "
                              f"{', '.join(loose)} cannot be given with it")
@@ -181,7 +183,8 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         return RunRequest(**given, target=header["device"]["target"],
                           budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
                           trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume),
-                          other_device=bool(getattr(args, "other_device", False)))
+                          other_device=bool(getattr(args, "other_device", False)),
+                          scope=str(o.get("scope") or "arms"))
     if getattr(args, "other_device", False):
         raise UsageError("--other-device goes with --resume (a new run records the device it has)")
 
@@ -195,6 +198,7 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         if case.baseline not in arms:
             raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
                              f"comparison is made against it")
+    scope, arms = run_scope(case, arms, bool(getattr(args, "deep", False)))
     d = case.defaults
     duration = args.duration if args.duration is not None else d.duration_s
     exposure = args.max_exposure if args.max_exposure is not None else d.max_exposure
@@ -219,7 +223,50 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                       stopping=stopping,
                       substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root),
                       arch=args.arch, seed=args.seed, gpus=args.gpus,
-                      journal=Path(args.journal) if args.journal else None)
+                      journal=Path(args.journal) if args.journal else None, scope=scope,
+                      priors_from=checked_priors_from(case, getattr(args, "priors_from", None), root))
+
+
+def run_scope(case: Case, arms: tuple[str, ...] | None, deep: bool
+              ) -> tuple[str, tuple[str, ...] | None]:
+    """Which arms a run plans, and what to call that: the arms given ("arms"), every arm
+    (--deep: "deep"), or by default the case's main question ("main": its claims' arms; every
+    arm where the case declares none)."""
+    if arms is not None and deep:
+        raise UsageError("--deep runs every arm and --arms names the arms to run: give one")
+    if arms is not None:
+        return "arms", arms
+    if deep:
+        return "deep", None
+    return "main", tuple(case.main_arms()) if case.main_question else None
+
+
+def checked_priors_from(case: Case, given: list[str] | None, root: Path) -> tuple[Path, ...]:
+    """--priors-from: result documents of this case, inside the repository (recorded relative
+    to it, as every path a run records)."""
+    if given is None:
+        return ()
+    if not case.claims:
+        raise UsageError(f"--priors-from sets the rates a plan's claims are simulated with; "
+                         f"{case.name} declares no claims")
+    out = []
+    for text in given:
+        path = Path(text)
+        absolute = (path if path.is_absolute() else root / path).resolve()
+        if not absolute.is_relative_to(root.resolve()):
+            raise UsageError(f"--priors-from {text}: must be inside the repository ({root.name}/)")
+        if not absolute.is_file():
+            raise UsageError(f"--priors-from {text}: no such file")
+        try:
+            doc = json.loads(absolute.read_text())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--priors-from {text}: not a readable result document ({exc})") from None
+        named = ((doc.get("case") or {}).get("name") if isinstance(doc, dict) else None)
+        if named != case.name:
+            raise UsageError(f"--priors-from {text}: a result of {named or 'no case'}, not of "
+                             f"{case.name}")
+        out.append(absolute.relative_to(root.resolve()))
+    return tuple(out)
 
 
 def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,

@@ -51,7 +51,11 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
     # Defaults that come from the manifest are None here, so that --resume can tell a flag
     # that was given (and would change the journal's plan) from one that was not.
     p.add_argument("--arch", help="build target (default: from the GPU, e.g. sm_90)")
-    p.add_argument("--arms", help="comma-separated arms to run (default: all)")
+    p.add_argument("--arms", help="comma-separated arms to run (default: the arms of the case's "
+                   "main question; --deep: all)")
+    p.add_argument("--deep", action="store_true",
+                   help="every arm of the case, the mechanism and detail arms beyond its main "
+                        "question (whose claims still get their trials first)")
     p.add_argument("--trials", type=positive_int, help="trials per arm (default: the manifest's)")
     p.add_argument("--duration", type=positive_float, help="seconds per trial (budget)")
     p.add_argument("--max-exposure", type=nonneg_int,
@@ -76,6 +80,9 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-trials", type=positive_int, help="with --until-decided or --decisive: most trials per arm (default 25)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
+    p.add_argument("--priors-from", nargs="+", metavar="RESULT.json",
+                   help="result documents (inside the repository) the plan's rates come from, in "
+                        "place of the committed results chosen by rule (recorded either way)")
 
 
 def _output_flags(p: argparse.ArgumentParser) -> None:

@@ -133,7 +133,7 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
     stopping, families = run_design(case, plan, request, root)
     header = journal_header(case, root, plan, run_opts, stopping, environment, device,
-                            indexes[primary], families)
+                            indexes[primary], families, request.scope)
     if families is not None:
         say_families(case, plan, families)
     shared = _resolved_dir(opts.shared_dir, root)

@@ -19,6 +19,7 @@ from .. import __version__
 from ..analyze.verdict import decide_claims, verdict_for
 from ..build.artifacts import sha256_file
 from ..case.model import Case
+from ..run import journal as journal_format
 from ..run.atomic import create_atomic, write_atomic
 from .validation import validate_document
 
@@ -63,7 +64,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
     device = dict(header.get("device") or {})
-    claims = decide_claims(case, header, trials)
+    completion = run_completion(case, header, trials, journal_path, root)
+    claims = decide_claims(case, header, trials,
+                           stopped=completion is not None and not completion["complete"])
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {
         "schema": SCHEMA_ID,
@@ -98,6 +101,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         "verdict": None,  # below: from the document's own fields
         "journal": str(journal_path.relative_to(root)) if journal_path and journal_path.is_relative_to(root) else None,
     }
+    if completion is not None:
+        doc["completion"] = completion
     if header.get("resumed"):  # each resume: when, on which device, and whether it was another
         doc["resumed"] = list(header["resumed"])
     if header.get("cluster"):
@@ -105,6 +110,22 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
     return with_floor_and_verdict(case, doc, header.get("options", {}), root)
+
+
+def run_completion(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
+                   journal_path: Path | None, root: Path) -> dict[str, Any] | None:
+    """Whether the run's execution finished (its journal's end record) or was stopped, and how
+    to continue it; None for a journal from before end records (format 3 and older) or a
+    cluster run's shards, where it is not known."""
+    if header.get("cluster") or int(header.get("journal_format") or 0) < journal_format.END_FORMAT:
+        return None
+    out: dict[str, Any] = {"complete": "ended" in header, "trials": len(trials),
+                           "planned": len(header["plan"]["order"])}
+    if not out["complete"]:
+        where = (str(journal_path.relative_to(root)) if journal_path is not None
+                 and journal_path.is_relative_to(root) else "JOURNAL")
+        out["resume"] = f"python -m gpurepro run {case.name} --resume {where}"
+    return out
 
 
 def with_floor_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[str, Any],

@@ -115,7 +115,8 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
         return errors, notes
     options = plan.get("options") or {}
     header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
-    claims = plain(decide_claims(case, header, trials))
+    stopped = (doc.get("completion") or {}).get("complete") is False
+    claims = plain(decide_claims(case, header, trials, stopped=stopped))
     errors += differences(doc["claims"], claims, "claims")
     ours = {**doc, "summary": measured["arms"], "comparisons": measured["comparisons"],
             "crash_sites": measured["crash_sites"], "per_gpu": measured["per_gpu"],

@@ -355,6 +355,10 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
             raise
     if failures:
         raise HarnessError(f"{failures[0]}" + (f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""))
+    # Every planned trial ran or was not needed: the run's execution finished (a journal
+    # without this record was stopped, and records as a partial run).
+    journal.append_end({"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                        "trials": len(records)})
     return records
 
 

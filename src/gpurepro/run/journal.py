@@ -30,6 +30,7 @@ import errno
 import fcntl
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -47,8 +48,13 @@ STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a
 SCHEDULER_KIND = "scheduler"
 # A resume: when, on which device and driver, and whether --other-device let it continue there.
 RESUMED_KIND = "resumed"
-# 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain
-FORMAT = 3
+# The run's execution finished (every planned trial, or its design stopped it): a journal of
+# format 4 or later without one was stopped (or is still running).
+END_KIND = "end"
+# 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain; 4: the
+# end record
+FORMAT = 4
+END_FORMAT = 4
 IDENTITY_FORMAT = 2  # the oldest format that can be resumed
 CHAIN_FORMAT = 3
 CHAIN_KEY = "chain"
@@ -59,7 +65,28 @@ def plan_sha256(plan: Mapping[str, Any]) -> str:
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
-    return (json.dumps(obj, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    """One record as its line. JSON has no NaN or infinity (``record`` refuses them, and so
+    does every other reader that follows the standard): a record holding one is refused here,
+    before anything is written, naming where it is."""
+    try:
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        raise JournalError(f"{_described(obj)} holds a number JSON cannot carry (NaN or "
+                           f"infinity) at {nonfinite_path(obj)}; nothing was written") from None
+    return (text + "\n").encode()
+
+
+def nonfinite_path(obj: Any, path: str = "") -> str | None:
+    """Where the first NaN or infinity in ``obj`` is, as a path of keys and indices."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return path or "the top level"
+    items = (obj.items() if isinstance(obj, Mapping)
+             else enumerate(obj) if isinstance(obj, (list, tuple)) else ())
+    for key, value in items:
+        found = nonfinite_path(value, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None
 
 
 def chain_start(header_line: bytes) -> str:
@@ -74,6 +101,8 @@ def chain_next(previous: str, obj: Mapping[str, Any]) -> str:
 
 
 def _described(obj: Any) -> str:
+    if isinstance(obj, Mapping) and obj.get("kind") == HEADER_KIND:
+        return "the journal's header"
     if isinstance(obj, dict) and obj.get("kind") == TRIAL_KIND:
         return f"trial {obj.get('index')} ({obj.get('arm')}, {obj.get('outcome')})"
     return f"a {obj.get('kind') if isinstance(obj, dict) else 'non-object'} record"
@@ -108,6 +137,7 @@ def parse(data: bytes, where: str) -> Contents:
     duplicates = 0
     repeated: list[str] = []
     resumed: list[dict[str, Any]] = []
+    ended: dict[str, Any] | None = None
     chain: str | None = None
     for number, raw in enumerate(body.splitlines(keepends=True), 1):
         if not raw.strip():
@@ -145,12 +175,15 @@ def parse(data: bytes, where: str) -> Contents:
                 continue
             seen[obj["index"]] = obj
             trials.append(obj)
+            ended = None  # an end record stands only for the trials before it
         elif kind == STOPPING_KIND:
             stopping = obj  # the last one written stands
         elif kind == SCHEDULER_KIND:
             scheduler = obj
         elif kind == RESUMED_KIND:
             resumed.append({k: v for k, v in obj.items() if k != "kind"})
+        elif kind == END_KIND:
+            ended = {k: v for k, v in obj.items() if k != "kind"}
         else:
             raise JournalError(f"{where}: line {number} is neither a trial nor a stopping record")
     if header is None:
@@ -161,6 +194,8 @@ def parse(data: bytes, where: str) -> Contents:
         header = {**header, "scheduler_state": {k: v for k, v in scheduler.items() if k != "kind"}}
     if resumed:
         header = {**header, "resumed": resumed}
+    if ended is not None:
+        header = {**header, "ended": ended}
     return Contents(header, trials, torn, duplicates, chain, tuple(repeated))
 
 
@@ -273,6 +308,9 @@ class Journal:
 
     def append_resumed(self, resumed: Mapping[str, Any]) -> None:
         self._append({"kind": RESUMED_KIND, **resumed})
+
+    def append_end(self, ended: Mapping[str, Any]) -> None:
+        self._append({"kind": END_KIND, **ended})
 
     def _append(self, obj: Mapping[str, Any]) -> None:
         chain = chain_next(self._chain, obj) if self._chain is not None else None

@@ -34,9 +34,10 @@ class Allocation:
     """The decisive design's choice of the next trial, from the priors its journal holds."""
 
     def __init__(self, decider: Any, priors: Mapping[str, Mapping[str, Any]], max_trials: int,
-                 fallback_arm: str):
+                 fallback_arm: str, first: Sequence[str] = ()):
         from ..analyze.allocate import ArmPrior
 
+        self.first = tuple(first)  # the main question's claims: served while one is open
         self.decider = decider
         self.priors = {a: ArmPrior.from_json(p) for a, p in priors.items()}
         self.fallback = self.priors.get(fallback_arm) or next(iter(self.priors.values()), None)
@@ -59,5 +60,6 @@ class Allocation:
             return None
         if self.fallback is None:  # no committed rates for any arm: the plan's order
             return candidates[0], None
-        planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback)
+        planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback,
+                              self.first)
         return planned, (None if cap is None else max(1, math.ceil(cap)))

@@ -85,6 +85,12 @@ class RunRequest:
     resume: Path | None = None  # the journal to continue
     record: bool = True  # record (and report) once the trials are done
     other_device: bool = False  # --resume on a GPU or driver other than the journal's
+    # Which arms: "main" (the case's main question, the default), "deep" (every arm), or
+    # "arms" (--arms as given).
+    scope: str = "main"
+    # --priors-from: the result documents the decisive design's priors come from (relative to
+    # the repository); empty: chosen by rule from the committed results.
+    priors_from: tuple[Path, ...] = ()
 
 
 def substitute_artifacts(artifacts: dict[str, Any], substitutes: tuple[tuple[str, Path], ...],
@@ -227,7 +233,7 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
     header = journal_header(case, root, plan, opts, stopping,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
-                            else gate_json(g), index, families)
+                            else gate_json(g), index, families, request.scope)
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
@@ -262,7 +268,9 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
                          f"analysis packages ({exc.name}): pip install 'gpurepro[analysis]', or "
                          f"run the fixed plan with --fixed") from None
     return plan_decisive(case, plan, float(stopping["alpha"]), int(stopping["max_trials"]),
-                         asdict(request.budget), request.jobs, root, workers=_cpus())
+                         asdict(request.budget), request.jobs, root, workers=_cpus(),
+                         scope=request.scope,
+                         priors_from=[root / p for p in request.priors_from] or None)
 
 
 def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> dict[str, Any] | None:
@@ -270,17 +278,19 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> d
     (gpurepro.analyze.decidability); None for a case without claims."""
     if not case.claims:
         return None
-    from ..analyze.decidability import assess, not_computed
+    from ..analyze.decidability import assess, beside_main, not_computed
 
     try:
         from ..analyze.claims import Design
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install 'gpurepro[analysis]'")
+                            f"pip install 'gpurepro[analysis]'",
+                            beside_main(case, plan, request.scope))
     stopping = request.stopping
     design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
     return assess(case, plan, design, bool(stopping), request.trials_per_arm,
-                  asdict(request.budget), request.jobs, root, workers=_cpus())
+                  asdict(request.budget), request.jobs, root, workers=_cpus(),
+                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None)
 
 
 def _cpus() -> int:
@@ -299,7 +309,7 @@ def gate_json(g: Gate) -> dict[str, Any]:
 def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                    stopping: dict[str, Any] | None, environment: dict[str, Any],
                    device: dict[str, Any], index: dict[str, Any],
-                   families: dict[str, Any] | None = None) -> dict[str, Any]:
+                   families: dict[str, Any] | None = None, scope: str = "arms") -> dict[str, Any]:
     """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
     what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
     assert opts.run_id is not None
@@ -315,7 +325,7 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "name_suffix": opts.run_id[:6],
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
-                    "redact": opts.redact, "stopping": stopping,
+                    "redact": opts.redact, "stopping": stopping, "scope": scope,
                     **({"families": families} if families is not None else {})},
         "environment": environment,
         "device": device,
@@ -425,6 +435,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         for t in plan.order:
             if t.index not in finished:
                 journal.append_trial(unsupported_record(t, str(run.gate.reason)))
+        journal.append_end({"at": _stamp(), "trials": len(read(journal.path).trials)})
         return EXIT_UNSUPPORTED
 
     still_needed = None
@@ -447,7 +458,8 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 journaled.append(now)
 
         if stopping.get("design") == "decisive":
-            allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline)
+            allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline,
+                                             stopping.get("first") or ())
 
             def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
                 picked = allocation.next(records, remaining)
