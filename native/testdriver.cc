@@ -1,6 +1,6 @@
 // A fake trial driver for the harness's own tests: speaks the protocol (native/README.md) and
 // fails in each way a real trial can, without CUDA or a GPU.
-//   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S]
+//   testdriver MODE [--seconds S] [--cycles N] [--heartbeat-ms MS] [--join-timeout S] [--nap-us US]
 //                   [--mappings N]
 //   MODE: ok crash abort hang stuck cuda_error unsupported silent noprogress no_driver garbage
 //         crash_other_runs stall
@@ -41,13 +41,17 @@ void nap_us(long us) {
   nanosleep(&ts, nullptr);
 }
 
+// The pause of one fake cycle (--nap-us): 200 us by default; 0 makes a trial reach a budget of
+// a real GPU's size in a fraction of a second.
+long cycle_nap_us = 200;
+
 // One fake load/launch/unload cycle, with the same counters a host driver keeps.
 void fake_cycle(unsigned n) {
   c_loads.inc();
   c_launches.inc();
   if (n & 3) c_unloads.inc();
   c_cycles.inc();
-  nap_us(200);
+  if (cycle_nap_us > 0) nap_us(cycle_nap_us);
 }
 
 // noinline + a volatile pointer: a real fault in a named frame of this binary.
@@ -178,6 +182,7 @@ int main(int argc, char **argv) {
     if (a == "--seconds") seconds = atof(argv[++i]);
     else if (a == "--cycles") cycles = strtoull(argv[++i], nullptr, 10);
     else if (a == "--heartbeat-ms") heartbeat_ms = atoi(argv[++i]);
+    else if (a == "--nap-us") cycle_nap_us = atol(argv[++i]);
     else if (a == "--join-timeout") join_timeout_s = atof(argv[++i]);
     else if (a == "--mappings") mappings = atol(argv[++i]);
     else return usage();

@@ -67,6 +67,7 @@ int cuGetErrorName(int e, const char **s) {
   *s = 0;
   return 1;
 }
+int cuDeviceGetCount(int *n) { *n = 1; return hook("cuDeviceGetCount"); }
 int cuDeviceGet(int *d, int o) { *d = o; return hook("cuDeviceGet"); }
 int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : 0; return 0; }
 int cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, len, "Fake GPU"); return 0; }

@@ -168,12 +168,21 @@ def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 MIN_SPEED_S = 0.5  # trials shorter than this are mostly start-up: their speed is not counted
 
 
+# Failures found only once a trial has run its course (its output checked at the end): a
+# property of the trial, never an event at some point of its exposure.
+PER_TRIAL_OUTCOMES = ("wrong_result",)
+
+
 def untimed(ts: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether an arm's counter cannot time its failures: no exposure at all, or most of its
-    failures at exposure 0 (a counter read too seldom to see them coming)."""
+    """Whether an arm's failures cannot be placed in its exposure, so that its trials are
+    modelled by how they ended: no exposure at all; most of its failures at exposure 0 (a
+    counter read too seldom to see them coming); or failures that a trial's check finds at its
+    end (a wrong result)."""
     if not any(float(t.get("exposure") or 0) > 0 for t in ts):
         return True
     failed = [t for t in ts if t["outcome"] != "survived"]
+    if failed and any(t["outcome"] in PER_TRIAL_OUTCOMES for t in failed):
+        return True
     at_zero = sum(1 for t in failed if float(t.get("exposure") or 0) <= 0)
     return bool(failed) and at_zero * 2 > len(failed)
 

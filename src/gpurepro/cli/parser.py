@@ -156,10 +156,12 @@ def _run_commands(sub: Any) -> None:
     _run_arguments(p)
     p.set_defaults(fn=run.cmd_case, decisive_by_default=True)
 
+    # The same defaults as `case` (the main job's: the main question, the decisive design): a
+    # GPU node runs from a prebuilt build/ exactly what `make <case>` runs where it builds.
     p = sub.add_parser("run", help="run (and record) a case from a prebuilt build/",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
-    p.set_defaults(fn=run.cmd_run)
+    p.set_defaults(fn=run.cmd_run, decisive_by_default=True)
 
     # Internal commands, for nox and for Slurm: given no help=, argparse leaves them out of
     # `gpurepro --help`; their own --help still describes them.

@@ -103,6 +103,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     }
     if completion is not None:
         doc["completion"] = completion
+    deeper = beyond_main(case, header, claims)
+    if deeper:
+        doc["case"]["deeper"] = deeper
     if header.get("resumed"):  # each resume: when, on which device, and whether it was another
         doc["resumed"] = list(header["resumed"])
     if header.get("cluster"):
@@ -110,6 +113,17 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
     return with_floor_and_verdict(case, doc, header.get("options", {}), root)
+
+
+def beyond_main(case: Case, header: Mapping[str, Any],
+                claims: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A main-question run (``scope`` "main"): the case's arms it did not run and the claims
+    they would decide, which --deep runs; None for any other run."""
+    if (header.get("options") or {}).get("scope") != "main":
+        return None
+    arms = [a for a in case.resolved_arms() if a not in header["plan"]["arms"]]
+    ran = {c["name"] for c in claims}
+    return {"arms": arms, "claims": [c.name for c in case.claims if c.name not in ran]} if arms else None
 
 
 def run_completion(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],

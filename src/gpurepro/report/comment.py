@@ -223,6 +223,25 @@ def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
     return line
 
 
+def deeper_bullet(doc: Mapping[str, Any]) -> str | None:
+    """A main-question run: the arms and claims beyond it, and the command that runs them."""
+    deeper = doc["case"].get("deeper") or {}
+    if not deeper.get("arms"):
+        return None
+    claims = deeper.get("claims") or []
+    command = f"nox -s {session_for(doc['case']['name'])} -- --deep"
+    return (f"**Beyond the main question:** this run answered the report's own questions; "
+            f"{len(deeper['arms'])} more arm(s) ({', '.join(_code(a) for a in deeper['arms'])}) "
+            f"would decide {len(claims)} more claim(s) of mechanism and detail"
+            + (f" ({', '.join(_code(c) for c in claims)})" if claims else "")
+            + f": {_code(command)} runs every arm, the main question's first.")
+
+
+def partial_bullet(doc: Mapping[str, Any]) -> str | None:
+    stopped = (doc.get("verdict") or {}).get("stopped")
+    return f"**Partial result:** {_text(stopped)}" if stopped else None
+
+
 def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
     undecided = [c["name"] for c in doc.get("claims") or [] if c["decision"] == "not_decided"]
     if not undecided:
@@ -332,8 +351,9 @@ def has_plot(doc: Mapping[str, Any]) -> bool:
 def act_on(doc: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
     """The bullets a maintainer acts on, in order; ``extra`` (the toolchain matrix's line) goes
     after the hypotheses."""
-    bullets = [owner_bullet(doc), workaround_bullet(doc), hypotheses_bullet(doc), *extra,
-               not_run_bullet(doc), not_decided_bullet(doc)]
+    bullets = [partial_bullet(doc), owner_bullet(doc), workaround_bullet(doc),
+               hypotheses_bullet(doc), *extra, not_run_bullet(doc), deeper_bullet(doc),
+               not_decided_bullet(doc)]
     return [f"- {b}" for b in bullets if b]
 
 
@@ -357,6 +377,17 @@ def attachments(doc: Mapping[str, Any], path: Path) -> str:
     return "**Attachments:** " + " and ".join(attach) + "."
 
 
+def how_it_ended(doc: Mapping[str, Any]) -> str:
+    """How the run's trials came to an end: its design, or a stop before it."""
+    completion = doc.get("completion") or {}
+    if completion.get("complete") is False:
+        return (f"stopped after {escape(completion['trials'])} of {escape(completion['planned'])} "
+                f"planned trials, before its design ended it (a partial result).")
+    if (doc["plan"].get("options") or {}).get("stopping"):
+        return "stopped arm by arm once their claims were decided."
+    return "a fixed number per arm."
+
+
 def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
          url: str | None = None) -> str:
     case, verdict = doc["case"], doc["verdict"]
@@ -371,8 +402,7 @@ def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
     opts = doc["plan"].get("options") or {}
     out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {escape(doc['plan']['seed'])}), "
                f"{escape(opts.get('jobs', 1))} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
-               + ("stopped arm by arm once their claims were decided."
-                  if opts.get("stopping") else "a fixed number per arm.") + "\n")
+               + how_it_ended(doc) + "\n")
     arms, left_out = arms_table(doc)
     out.append(arms)
     if left_out:

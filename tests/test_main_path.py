@@ -1,0 +1,159 @@
+"""The main path, as a user walks it: a case's default plan (its main question, the decisive
+design, priors chosen by rule from the committed results) is journaled, run and recorded into a
+valid document whose comment renders; and a fresh clone's `make tile-unload-race` builds and ends
+with the no-driver status.
+
+The trials here run native/testdriver (the fake case's driver) in place of the case's own: each
+arm crashes or runs its course as the committed results say it mostly does, so the decisive
+design allocates, looks and stops on the priors it planned with. What is tested is everything
+around the trials: the plan, the journal (which refuses NaN and infinity), the end record, the
+record and the comment. The first case is in the fast tier; every case, and the fresh clone,
+in the slow one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = sorted(p.parent.name for p in (ROOT / "cases").glob("*/manifest.py"))
+# A fake GPU for each case: the compute capability of its first target.
+DURATION_S = 0.3  # the fake driver's trials: short; the plan and its priors are the case's own
+
+
+def _fails_mostly(prior: dict[str, Any]) -> bool:
+    """Whether the committed results say an arm's trials mostly fail."""
+    if prior.get("per_trial"):
+        return sum(float(r) for _, _, r in prior["causes"]) > 0.5
+    rate = sum(float(r) for _, _, r in prior["causes"])
+    return -math.expm1(-rate * float(prior["budget"])) > 0.5
+
+
+def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    """The case's default plan (as `case` and `run` plan it with no flag), its trials through
+    the fake driver, recorded. Returns the document and the journal."""
+    from gpurepro.case import TrialCommand
+    from gpurepro.case.load import load_case
+    from gpurepro.cli.args import check_arguments
+    from gpurepro.cli.parser import parser
+    from gpurepro.env import fingerprint as envmod
+    from gpurepro.record.result import record_journals
+    from gpurepro.run import session
+    from gpurepro.run.execute import RunOptions, execute_plan
+    from gpurepro.run.journal import read
+
+    case = load_case(case_name, ROOT)
+    capability = next(iter(case.devices.targets))
+    gpu_info = {"available": True, "gpus": [{"index": 0, "name": "Fake GPU", "uuid": "GPU-fake",
+                                             "compute_capability": capability}]}
+    args = parser().parse_args(["run", case_name, "--out-dir", str(tmp_path)])
+    request = check_arguments(case, args, ROOT, gpu_info)
+    plan = session.new_plan(case, request)
+    stopping, families = session.run_design(case, plan, request, ROOT)
+    _, index = fake_build
+    opts = RunOptions(budget=request.budget, jobs=request.jobs, redact=True, run_id="f" * 32)
+    device = {"name": "Fake GPU", "compute_capability": capability, "uuid": "GPU-fake",
+              "index": 0, "supported": True, "target": request.target, "reason": None}
+    header = session.journal_header(case, ROOT, plan, opts, stopping,
+                                    envmod.fingerprint(ROOT, redact=True, gpu_info=gpu_info),
+                                    device, index, families, request.scope)
+    journal = session.create(tmp_path / f"{case_name}.journal.jsonl", header)
+    priors = (stopping or {}).get("priors") or {}
+    driver = index["artifacts"]["testdriver"]["path"]
+
+    def fake_command(ctx: Any) -> TrialCommand:
+        # A survivor reaches the exposure the plan expects of the arm (or its cap) at once, as
+        # a real trial would by its budget's end.
+        prior = priors.get(ctx.arm, {"causes": [], "budget": 0})
+        mode = "crash" if _fails_mostly(prior) else "ok"
+        cycles = ctx.budget.max_exposure or round(float(prior["budget"])) or 1000
+        return TrialCommand(argv=(str(ROOT / driver), mode, "--seconds", str(DURATION_S),
+                                  "--cycles", str(cycles), "--nap-us", "0",
+                                  "--heartbeat-ms", "50"))
+
+    # The fake driver counts launches and checks no output: the case's own counter and check
+    # are its drivers'.
+    faked = dataclasses.replace(case, trial_command=fake_command, runtime=None, check=None,
+                                exposure=dataclasses.replace(case.exposure, counter="launches"))
+    started = session.Started(journal, header, plan, opts, session.Gate(True, request.target,
+                                                                          device, None), [])
+    with journal:
+        status = session.execute(faked, started, ROOT, case_name)
+    assert status == 0, status
+    contents = read(journal.path)
+    assert contents.header.get("ended"), "a finished run's journal ends with its end record"
+    out, doc = record_journals(case, [journal.path], ROOT, tmp_path / "result.json")
+    return doc, journal
+
+
+def check_document(doc: dict[str, Any], case_name: str) -> None:
+    from gpurepro.case.load import load_case
+    from gpurepro.record.validation import validation_errors
+    from gpurepro.report.comment import issue_body
+
+    assert validation_errors(doc) == []
+    assert doc["completion"] == {"complete": True, "trials": len(doc["trials"]),
+                                 "planned": len(doc["plan"]["order"])}
+    case = load_case(case_name, ROOT)
+    options = doc["plan"]["options"]
+    assert options["scope"] == "main"
+    assert options["stopping"]["design"] == "decisive"
+    for prior in options["stopping"]["priors"].values():  # every prior a finite number
+        json.dumps(prior, allow_nan=False)
+    assert set(doc["plan"]["arms"]) == set(case.main_arms())
+    main = set(case.main_question)
+    family = {c["name"] for c in doc["claims"] if c.get("family") != "exploratory"}
+    assert main <= family, f"the main question's claims are confirmatory: {sorted(main - family)}"
+    assert issue_body(doc, Path("result.json"))
+
+
+def test_the_default_plan_of_the_first_case_runs_and_records(fake_build, tmp_path):
+    """tile_unload_race's main job: the report's arms, the reporter's own program included
+    (as-filed ran and its claim is confirmatory), priors chosen by rule, recorded."""
+    doc, _ = run_default_plan("tile_unload_race", fake_build, tmp_path)
+    check_document(doc, "tile_unload_race")
+    assert any(t["arm"] == "as-filed" for t in doc["trials"]), "seed/repro.cc as filed runs"
+    stopping = doc["plan"]["options"]["stopping"]
+    assert stopping["first"] == list(doc["case"].get("main_question", stopping["first"]))
+    assert doc["case"]["deeper"]["arms"], "the comment can say what --deep would add"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_name", CASES)
+def test_the_default_plan_of_every_case_runs_and_records(case_name, fake_build, tmp_path):
+    doc, _ = run_default_plan(case_name, fake_build, tmp_path)
+    from gpurepro.record.validation import validation_errors
+
+    assert validation_errors(doc) == []
+    assert doc["completion"]["complete"] is True
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_builds_the_main_job_and_stops_at_no_driver(tmp_path):
+    """README's first command on a machine with nothing installed by hand (here: no GPU):
+    `make tile-unload-race` installs nox, the toolchain, builds every artifact and says plainly
+    that no CUDA driver is present (status 5, which make reports as its Error 5)."""
+    if shutil.which("git") is None or shutil.which("make") is None:
+        pytest.skip("needs git and make")
+    clone = tmp_path / "gpurepro"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if ".nox" not in p and ".venv" not in p)
+    done = subprocess.run(["make", "tile-unload-race", f"PYTHON={sys.executable}"], cwd=clone,
+                          env=env, capture_output=True, text=True, timeout=1500)
+    out = done.stdout + done.stderr
+    assert "no CUDA driver is present" in out, out[-3000:]
+    assert "Error 5" in out, out[-3000:]
+    built = clone / "build" / "tile_unload_race"
+    assert any(built.rglob("repro")) and any(built.rglob("kernel.cubin")), out[-3000:]
