@@ -113,7 +113,9 @@ def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_
     assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25} and trials == 25
     assert sequential_design(case, _args("case", str(FAKE), "--fixed")) == (None, case.defaults.trials_per_arm)
     assert sequential_design(case, _args("case", str(FAKE), "--trials", "3")) == (None, 3)
-    assert sequential_design(case, _args("run", str(FAKE)))[0] is None  # `run` keeps the fixed plan
+    # `run` (a GPU node's prebuilt tree) has the main job's defaults too.
+    assert sequential_design(case, _args("run", str(FAKE))) == (stopping, 25)
+    assert sequential_design(case, _args("run", str(FAKE), "--fixed"))[0] is None
 
 
 def test_decisive_with_a_fixed_size_is_refused():

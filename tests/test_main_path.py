@@ -92,7 +92,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     assert status == 0, status
     contents = read(journal.path)
     assert contents.header.get("ended"), "a finished run's journal ends with its end record"
-    out, doc = record_journals(case, [journal.path], ROOT, tmp_path / "result.json")
+    out, doc = record_journals(faked, [journal.path], ROOT, tmp_path / "result.json")
     return doc, journal
 
 

@@ -84,7 +84,7 @@ def test_new_journal_lines_carry_the_hash_chain(finished):
 
 @pytest.mark.parametrize("tamper, named", [
     ("flip", "line 2 (trial"),       # a crashed trial rewritten as survived
-    ("duplicate", "line 6 (trial"),  # a trial line repeated at the end
+    ("duplicate", "line 7 (trial"),  # a trial line repeated at the end, after the end record
     ("drop", "line 3 (trial"),       # a trial line removed: the next one is named
     ("header", "line 2 (trial"),     # the header's plan hash edited
 ])
