@@ -7,8 +7,9 @@
 #   bench/main_job.sh CASE OUT_DIR [output flags, e.g. --redact]
 #
 # The run stage writes its journal under results/CASE/ of this tree, as `make` would; OUT_DIR gets
-# a copy of what the run, the record and the comment wrote, and main_job.log: each command, its
-# exit status and its wall-clock seconds (the run stage's is the main job's GPU time). The run
+# a copy of what the run, the record and the comment wrote (the comment as comment.md), and
+# main_job.log: each command, its exit status and its wall-clock seconds (the run stage's is the
+# main job's GPU time). The run
 # stage needs the standard library and, for the decisive design's plan, numpy and scipy; record,
 # report and issue need gpurepro[analysis] (jsonschema, pyelftools, matplotlib, ...).
 set -uo pipefail
