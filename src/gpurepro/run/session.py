@@ -50,7 +50,7 @@ from .journal import (
     verify_identity,
 )
 from .plan import DEFAULT_ALPHA, Plan, make_plan
-from .watchdog import Watchdog, kill_run
+from .watchdog import Watchdog, end_earlier_harnesses
 
 
 def _say(msg: str) -> None:
@@ -330,7 +330,7 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
 def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunOptions) -> dict[str, Any]:
     """On a device the case cannot run on, run one baseline trial to show what happens."""
     planned = next((t for t in plan.order if t.arm == case.baseline), plan.order[0])
-    with Watchdog(opts.run_id or uuid.uuid4().hex) as watchdog, contain.contained(watchdog, _say):
+    with Watchdog(opts.tag or uuid.uuid4().hex) as watchdog, contain.contained(watchdog, _say):
         rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                             opts.gpus[0] if opts.gpus else None, 0)
     return {"arm": planned.arm, "command": rec["command"], "outcome": rec["outcome"],
@@ -396,8 +396,8 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
             raise
     header = contents.header
     # A trial of the interrupted run that is still running (its harness was killed and its
-    # watchdog has not swept yet) must not run beside the resumed trials.
-    leftovers = kill_run(header["run_id"])
+    # watchdog has not swept yet) must not run beside the resumed trials, nor that watchdog.
+    leftovers = end_earlier_harnesses(header["run_id"], _say)
     if leftovers:
         _say(f"killed {leftovers} process(es) left running by the interrupted run")
     plan = Plan.from_json(header["plan"])
@@ -460,7 +460,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 return runs
 
     try:
-        with Watchdog(run.opts.run_id or uuid.uuid4().hex) as watchdog, \
+        with Watchdog(run.opts.tag or uuid.uuid4().hex) as watchdog, \
                 contain.contained(watchdog, _say), stop_signals():
             records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed,
                                    choose_next=choose_next)
