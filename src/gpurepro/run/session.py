@@ -50,13 +50,20 @@ from .journal import (
     verify_identity,
 )
 from .plan import DEFAULT_ALPHA, Plan, make_plan
+from .progress import Progress, expectation_of
 from .watchdog import Watchdog, end_earlier_harnesses
 
 
 def _say(msg: str) -> None:
+    """A note or a diagnostic, on stderr."""
     import sys
 
     print(msg, file=sys.stderr, flush=True)
+
+
+def _show(msg: str) -> None:
+    """What the command produces (the journal it writes), on stdout."""
+    print(msg, flush=True)
 
 
 @dataclass(frozen=True)
@@ -186,7 +193,7 @@ def journal_path(case: Case, header: dict[str, Any], request: RunRequest) -> Pat
 def create(path: Path, header: dict[str, Any]) -> Journal:
     """A new run's journal, created and locked (a local run's and a cluster run's alike)."""
     journal = Journal.create(path, header)
-    _say(f"journal: {journal.path}")
+    _show(f"journal: {journal.path}")
     return journal
 
 
@@ -411,6 +418,23 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
     return Started(journal, header, plan, opts, g, contents.trials)
 
 
+def progress_for(run: Started, decider: Any | None) -> Progress:
+    """The run's progress on stderr: its expectation (the journal header's), its worker slots
+    and, in a design that stops arms as their claims are decided, the trials its open arms may
+    still run (what its time left counts)."""
+    stopping = run.header["options"].get("stopping")
+    to_run = None
+    if decider is not None and stopping:
+        max_trials = int(stopping["max_trials"])
+
+        def to_run(records: Any) -> int:
+            return schedule.trials_open(decider, run.plan.order, records, max_trials)
+
+    slots = max(1, run.opts.jobs) * max(1, len(run.opts.gpus))
+    return Progress(run.plan, run.done, expected=expectation_of(run.header), slots=slots,
+                    to_run=to_run)
+
+
 def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     """Run what the plan still needs. Returns the exit status: 1 when a trial ended as a
     harness error (our bug, or a driver that broke the event protocol)."""
@@ -463,7 +487,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
         with Watchdog(run.opts.tag or uuid.uuid4().hex) as watchdog, \
                 contain.contained(watchdog, _say), stop_signals():
             records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed,
-                                   choose_next=choose_next)
+                                   progress=progress_for(run, decider), choose_next=choose_next)
             if decider is not None:
                 decider.final(records)
                 journal.append_stopping(decider.to_json())
