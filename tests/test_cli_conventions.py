@@ -63,6 +63,24 @@ def test_results_go_to_stdout_and_notes_to_stderr(tmp_path):
     assert "1 of 1 documents valid" in done.stdout and "ok  " not in done.stderr
 
 
+def test_record_prints_the_document_and_verdict_on_stdout_and_notes_on_stderr(fake_build, tmp_path):
+    build_dir, _ = fake_build
+    journal = tmp_path / "fake_case" / "run.journal.jsonl"
+    run = _cli("run", "tests/fixtures/fake_case/manifest.py", "--arms", "ok,crash", "--trials", "1",
+               "--duration", "0.05", "--seed", "1", "--journal", str(journal),
+               "--build-dir", str(build_dir), "--no-record")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == f"journal: {journal}\n"
+    assert "ok#0" in run.stderr and "crash#0" in run.stderr  # the trial lines
+    done = _cli("record", str(journal))
+    assert done.returncode == 0, done.stderr
+    result = next(p for p in journal.parent.glob("*.json") if not p.name.endswith(".pyperf.json"))
+    shown = done.stdout.splitlines()
+    assert shown[0] == f"result: {result}" and f"markdown: {result.with_suffix('.md')}" in shown
+    assert any(line.startswith("verdict: ") for line in shown)
+    assert "verdict" not in done.stderr and str(result) not in done.stderr
+
+
 def test_report_writes_into_out_dir(tmp_path):
     done = _cli("report", str(NEWEST), "--out-dir", str(tmp_path / "rendered"))
     assert done.returncode == 0, done.stderr

@@ -28,18 +28,29 @@ def _trial_lines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if '"kind":"trial"' in line)
 
 
+# A wait that only a hang would not end is failed after this many times as long as the run took
+# to journal the trials it was stopped after (its start-up on this machine, however loaded).
+HANG_FACTOR = 10
+
+
+def _stop_after_trials(proc: subprocess.Popen, journal: Path, trials: int) -> float:
+    """SIGINT once the journal holds ``trials`` trial lines (or the run has exited); returns
+    how long that took, the scale of the waits that follow."""
+    began = time.monotonic()
+    while proc.poll() is None and _trial_lines(journal) < trials:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGINT)
+    return time.monotonic() - began
+
+
 def test_interrupted_run_resumes_without_losing_or_repeating_trials(root, fake_build, tmp_path):
     build_dir, _ = fake_build
     journal = tmp_path / "run.journal.jsonl"
     args = ["run", FAKE, "--arms", "ok,crash", "--trials", "4", "--duration", "0.4",
             "--seed", "7", "--journal", str(journal), "--build-dir", str(build_dir), "--no-record"]
     proc = _cli(root, *args)
-    # Generous: on a loaded machine the claims' simulation before the first trial is slow.
-    deadline = time.monotonic() + 120
-    while _trial_lines(journal) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    hang_s = HANG_FACTOR * _stop_after_trials(proc, journal, 2)
+    _, err = proc.communicate(timeout=hang_s)
     assert proc.returncode == 130, err
     assert "--resume" in err
     header, done = read(journal).header, read(journal).trials
@@ -48,7 +59,7 @@ def test_interrupted_run_resumes_without_losing_or_repeating_trials(root, fake_b
 
     resumed = _cli(root, "run", FAKE, "--resume", str(journal), "--build-dir", str(build_dir),
                    "--no-record")
-    _, err = resumed.communicate(timeout=60)
+    _, err = resumed.communicate(timeout=hang_s)
     assert resumed.returncode == 0, err
     _, trials = read(journal).header, read(journal).trials
     assert sorted(t["index"] for t in trials) == list(range(8))
@@ -150,14 +161,11 @@ def test_until_decided_resumes_the_same_design(root, fake_build, tmp_path):
             "--look-every", "3", "--duration", "0.2", "--seed", "9", "--journal", str(journal),
             "--build-dir", str(build_dir), "--no-record"]
     proc = _cli(root, *args)
-    deadline = time.monotonic() + 30
-    while _trial_lines(journal) < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    hang_s = HANG_FACTOR * _stop_after_trials(proc, journal, 4)
+    _, err = proc.communicate(timeout=hang_s)
     assert proc.returncode == 130, err
     resumed = _cli(root, "run", FAKE, "--resume", str(journal), "--build-dir", str(build_dir))
-    _, err = resumed.communicate(timeout=120)
+    _, err = resumed.communicate(timeout=hang_s)
     assert resumed.returncode == 0, err
     doc = json.loads(next(p for p in tmp_path.glob("*.json") if not p.name.endswith(".pyperf.json")).read_text())
     assert doc["plan"]["options"]["stopping"]["look_thresholds"] == [3]

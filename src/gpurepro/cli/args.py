@@ -131,8 +131,13 @@ NODE_LOCAL = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 
 def say(msg: str) -> None:
-    """A line for the user, on stderr (stdout carries what a command prints as its output)."""
+    """A note, progress or a diagnostic, on stderr (stdout carries what a command produces)."""
     print(msg, file=sys.stderr, flush=True)
+
+
+def show(line: str) -> None:
+    """A line of a command's result (a verdict, a file written, a table), on stdout."""
+    print(line, flush=True)
 
 
 def repository_root() -> Path:

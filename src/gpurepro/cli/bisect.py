@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from ..errors import EXIT_NO_DRIVER, EXIT_OK, UsageError
-from .args import checked_build_dir, nonneg_int, repository_root, say
+from .args import checked_build_dir, nonneg_int, repository_root, say, show
 
 STAGES = ("all", "cpu", "gpu", "assemble")
 
@@ -49,7 +49,7 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
     only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
     cache = Path(args.cache) if args.cache else root / "build" / "wheels"
     path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
-    say(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
+    show(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
     return path
 
 
@@ -88,7 +88,7 @@ def cmd(args: argparse.Namespace) -> int:
 
         path = write_document(document, gpu_out if gpu_out.is_dir() else None, root,
                               Path(args.out_dir), force=args.force)
-        say(f"bisect: document {path.relative_to(root) if path.is_relative_to(root) else path}")
+        show(f"bisect: document {path.relative_to(root) if path.is_relative_to(root) else path}")
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from .args import checked_build_dir, nonneg_int, positive_float
+from .args import checked_build_dir, nonneg_int, positive_float, show
 
 
 def _say(msg: str) -> None:
@@ -53,7 +53,7 @@ def cmd_collect(args: argparse.Namespace, root: Path) -> int:
 
     path = write_cpu_document(args.case, root, Path(args.out) if args.out else None,
                               into=_build_dir(args, root))
-    _say(f"CPU matrix document: {path.relative_to(root) if path.is_relative_to(root) else path}")
+    show(f"CPU matrix document: {path.relative_to(root) if path.is_relative_to(root) else path}")
     return 0
 
 
@@ -70,7 +70,7 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
     path = write_document(Path(args.document), Path(args.gpu_out) if args.gpu_out else None, root,
                           Path(args.out_dir), force=args.force)
-    _say(f"matrix document: {path.relative_to(root) if path.is_relative_to(root) else path}")
+    show(f"matrix document: {path.relative_to(root) if path.is_relative_to(root) else path}")
     return 0
 
 
@@ -83,7 +83,7 @@ def cmd_table(args: argparse.Namespace, root: Path) -> int:
         from ..run.atomic import write_atomic
 
         write_atomic(Path(args.out), text)
-        _say(f"table: {args.out}")
+        show(f"table: {args.out}")
     else:
         sys.stdout.write(text)
     return 0

@@ -21,12 +21,7 @@ from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, UsageError
 from ..run.journal import read
-from .args import repository_root, say, sequential_design
-
-
-def show(line: str) -> None:
-    """A line of a command's result, on stdout."""
-    print(line, flush=True)
+from .args import repository_root, say, sequential_design, show
 
 
 def record_report_index(case: Case, journals: list[Path], root: Path, out: Path | None = None,
@@ -44,12 +39,12 @@ def record_report_index(case: Case, journals: list[Path], root: Path, out: Path 
     from ..report.markdown import write_report
 
     written = write_report(doc, out)
-    say(f"result: {out}")
+    show(f"result: {out}")
     for kind, path in written.items():
-        say(f"{kind}: {path}")
-    say("verdict: " + doc["verdict"]["status"])
+        show(f"{kind}: {path}")
+    show("verdict: " + doc["verdict"]["status"])
     for s in doc["verdict"]["sentences"]:
-        say(f"  - {s}")
+        show(f"  - {s}")
     _refresh_index(out, root)
     return out
 
@@ -67,7 +62,7 @@ def _refresh_index(out: Path, root: Path) -> None:
         say(f"the results index could not be rewritten ({exc}); run python -m gpurepro index")
         return
     if changed:
-        say(f"index: {path}")
+        show(f"index: {path}")
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -41,6 +41,7 @@ from .args import (
     repository_root,
     resolve_target,
     say,
+    show,
 )
 from .results import record_report_index
 
@@ -124,12 +125,12 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
 
     index = build_case(case, target, root, build_dir, on_event)
     for name, e in index["artifacts"].items():
-        say(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
+        show(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
     wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event)
     if wheels is not None:
         size, paths = build_runtime.carried(wheels)
-        say(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
-            f"{size / 1e6:.1f} MB, in {build_runtime.runtime_dir(build_dir, case)}")
+        show(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
+             f"{size / 1e6:.1f} MB, in {build_runtime.runtime_dir(build_dir, case)}")
     return index
 
 

@@ -32,7 +32,7 @@ from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsuppor
 from ..run.journal import Journal, check_trials, read, verify_identity
 from ..run.plan import Plan
 from ..run.session import gate_json, manifest_sha256
-from ..run.watchdog import Watchdog, kill_run
+from ..run.watchdog import Watchdog, end_earlier_harnesses
 
 # Signals with which Slurm ends a job (scancel, preemption, the time limit). A trial that
 # died by one of them while the task was being stopped was ended by the stop, not by the bug.
@@ -143,7 +143,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
             raise
         header = contents.header
         done += contents.trials
-        kill_run(tag)  # what it left running, if anything
+        end_earlier_harnesses(tag)  # what it left running, if anything
     else:
         gpu_info = envmod.gpus()
         g = gate(case, gpu_info, spec["target"], gpus)
@@ -179,7 +179,7 @@ def run_task(spec_file: Path, task: int | None = None, root: Path | None = None)
                           redact=bool(o.get("redact")), run_id=tag)
         index = {"artifacts": header["artifacts"], "toolchain": header["toolchain"]}
         try:
-            with Watchdog(tag) as watchdog, contained(watchdog), stop_signals(stopping):
+            with Watchdog(opts.tag or tag) as watchdog, contained(watchdog), stop_signals(stopping):
                 execute_plan(case, share, index, root, journal, opts, done,
                              _arm_filter(run_dir) if o.get("stopping") else None)
         except Stopped as exc:

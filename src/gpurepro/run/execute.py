@@ -28,7 +28,7 @@ from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .runtime import site_for
 from .trial import TrialCancelled, run_trial
-from .watchdog import RUN_ID_VARIABLE
+from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,17 @@ class RunOptions:
     gpus: tuple[str, ...] = ()  # CUDA_VISIBLE_DEVICES values; () = leave as is
     redact: bool = False
     extra_env: Mapping[str, str] = field(default_factory=dict)
-    # Tags every trial process (and what it forks) for the watchdog; see watchdog.py.
+    # With ``harness``, tags every trial process (and what it forks) for the watchdog; see
+    # watchdog.py.
     run_id: str | None = None
+    # This harness process's own token: each start and each resume of a run makes its options
+    # anew, so no earlier harness's watchdog matches this one's trials.
+    harness: str = field(default_factory=new_token)
+
+    @property
+    def tag(self) -> str | None:
+        """What this harness's trials carry in GPUREPRO_RUN_ID, and its watchdog sweeps by."""
+        return harness_tag(self.run_id, self.harness) if self.run_id else None
 
 
 @dataclass
@@ -169,8 +178,8 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
     env = {**os.environ, **opts.extra_env, **cmd.env}
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
-    if opts.run_id:
-        env[RUN_ID_VARIABLE] = opts.run_id
+    if opts.tag:
+        env[RUN_ID_VARIABLE] = opts.tag
     stdout = StdoutTail()
     done = run_trial(cmd.argv, env, root, opts.budget.timeout_s, parse=parse,
                      stall_s=opts.budget.stall_s,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +72,31 @@ def alive(pid: int, start: int | None = None) -> bool:
     """The process is there (not a zombie) and, with ``start``, still the same one."""
     p = proc(pid)
     return p is not None and p.state not in ("Z", "X") and (start is None or p.start == start)
+
+
+def wait_gone(pid: int, start: int, timeout_s: float) -> bool:
+    """Wait until the process ``pid`` that started at ``start`` has ended (it need not be our
+    child): on a pidfd, which becomes readable when it exits, where the kernel has them; by
+    looking every 10 ms where it has not. Returns whether it ended within ``timeout_s``."""
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfds here (Linux before 5.3), or already gone
+        fd = None
+    try:
+        if not alive(pid, start):  # looked at after the pidfd opened: it names that process
+            return True
+        if fd is not None:
+            select.select([fd], [], [], timeout_s)
+            return not alive(pid, start)
+        deadline = time.monotonic() + timeout_s
+        while alive(pid, start):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def signal_quietly(pid: int, sig: int) -> None:

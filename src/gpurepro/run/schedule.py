@@ -63,3 +63,21 @@ class Allocation:
         planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback,
                               self.first)
         return planned, (None if cap is None else max(1, math.ceil(cap)))
+
+
+def trials_open(decider: Any, order: Sequence[PlannedTrial], records: Sequence[Mapping[str, Any]],
+                max_trials: int) -> int:
+    """How many of the planned trials not yet run the arms still open may still run: each arm
+    that serves an undecided claim, its planned trials left, at most its maximum less the
+    evidence it has (the progress's time left, gpurepro.run.progress)."""
+    needed = decider.arms_needed()
+    ran = {r["index"] for r in records}
+    evidence: dict[str, int] = {}
+    for r in records:
+        if r["outcome"] in EVIDENCE:
+            evidence[r["arm"]] = evidence.get(r["arm"], 0) + 1
+    planned: dict[str, int] = {}
+    for t in order:
+        if t.index not in ran and t.arm in needed:
+            planned[t.arm] = planned.get(t.arm, 0) + 1
+    return sum(min(n, max(0, max_trials - evidence.get(arm, 0))) for arm, n in planned.items())

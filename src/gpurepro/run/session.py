@@ -50,13 +50,20 @@ from .journal import (
     verify_identity,
 )
 from .plan import DEFAULT_ALPHA, Plan, make_plan
-from .watchdog import Watchdog, kill_run
+from .progress import Progress, expectation_of
+from .watchdog import Watchdog, end_earlier_harnesses
 
 
 def _say(msg: str) -> None:
+    """A note or a diagnostic, on stderr."""
     import sys
 
     print(msg, file=sys.stderr, flush=True)
+
+
+def _show(msg: str) -> None:
+    """What the command produces (the journal it writes), on stdout."""
+    print(msg, flush=True)
 
 
 @dataclass(frozen=True)
@@ -192,7 +199,7 @@ def journal_path(case: Case, header: dict[str, Any], request: RunRequest) -> Pat
 def create(path: Path, header: dict[str, Any]) -> Journal:
     """A new run's journal, created and locked (a local run's and a cluster run's alike)."""
     journal = Journal.create(path, header)
-    _say(f"journal: {journal.path}")
+    _show(f"journal: {journal.path}")
     return journal
 
 
@@ -340,7 +347,7 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
 def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunOptions) -> dict[str, Any]:
     """On a device the case cannot run on, run one baseline trial to show what happens."""
     planned = next((t for t in plan.order if t.arm == case.baseline), plan.order[0])
-    with Watchdog(opts.run_id or uuid.uuid4().hex) as watchdog, contain.contained(watchdog, _say):
+    with Watchdog(opts.tag or uuid.uuid4().hex) as watchdog, contain.contained(watchdog, _say):
         rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                             opts.gpus[0] if opts.gpus else None, 0)
     return {"arm": planned.arm, "command": rec["command"], "outcome": rec["outcome"],
@@ -406,8 +413,8 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
             raise
     header = contents.header
     # A trial of the interrupted run that is still running (its harness was killed and its
-    # watchdog has not swept yet) must not run beside the resumed trials.
-    leftovers = kill_run(header["run_id"])
+    # watchdog has not swept yet) must not run beside the resumed trials, nor that watchdog.
+    leftovers = end_earlier_harnesses(header["run_id"], _say)
     if leftovers:
         _say(f"killed {leftovers} process(es) left running by the interrupted run")
     plan = Plan.from_json(header["plan"])
@@ -419,6 +426,23 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
     g = Gate(d["supported"], d["target"], d, d.get("reason"))
     _say(f"resuming {journal.path}: {len(contents.trials)} of {len(plan.order)} trials done")
     return Started(journal, header, plan, opts, g, contents.trials)
+
+
+def progress_for(run: Started, decider: Any | None) -> Progress:
+    """The run's progress on stderr: its expectation (the journal header's), its worker slots
+    and, in a design that stops arms as their claims are decided, the trials its open arms may
+    still run (what its time left counts)."""
+    stopping = run.header["options"].get("stopping")
+    to_run = None
+    if decider is not None and stopping:
+        max_trials = int(stopping["max_trials"])
+
+        def to_run(records: Any) -> int:
+            return schedule.trials_open(decider, run.plan.order, records, max_trials)
+
+    slots = max(1, run.opts.jobs) * max(1, len(run.opts.gpus))
+    return Progress(run.plan, run.done, expected=expectation_of(run.header), slots=slots,
+                    to_run=to_run)
 
 
 def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
@@ -472,10 +496,10 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 return runs
 
     try:
-        with Watchdog(run.opts.run_id or uuid.uuid4().hex) as watchdog, \
+        with Watchdog(run.opts.tag or uuid.uuid4().hex) as watchdog, \
                 contain.contained(watchdog, _say), stop_signals():
             records = execute_plan(case, plan, index, root, journal, run.opts, run.done, still_needed,
-                                   choose_next=choose_next)
+                                   progress=progress_for(run, decider), choose_next=choose_next)
             if decider is not None:
                 decider.final(records)
                 journal.append_stopping(decider.to_json())

@@ -1,17 +1,20 @@
 """Watchdog: no trial outlives the harness, however the harness ends, and none outruns its
 wall-clock limit while the harness is not looking.
 
-Every process a run starts carries ``GPUREPRO_RUN_ID=<id>`` in its environment (trial drivers
-and whatever they fork: the variable is inherited). The harness starts this watchdog once per
-run, in a session of its own so a Ctrl-C, a Ctrl-Z or a signal to the harness's process group
+Every process a harness starts carries ``GPUREPRO_RUN_ID=<tag>`` in its environment (trial
+drivers and whatever they fork: the variable is inherited). The tag is the run id, ``/``, and a
+token of that harness process's own (``harness_tag``): a run started and then resumed twice has
+three harnesses, one after the other, each with its own tag. The harness starts this watchdog
+once, in a session of its own so a Ctrl-C, a Ctrl-Z or a signal to the harness's process group
 does not reach it, and holds the write end of its stdin. On that pipe the harness also names
 every trial it starts (pid, start time, wall-clock deadline) and every orphan its containment
 finds (contain.py: processes that left the trial's session, some with an empty environment).
 
 - When the pipe closes (the harness exited, was killed with SIGKILL, or the OOM killer took it)
-  the watchdog stops and kills every process carrying the run id and every process it was
-  named, with whatever they forked (procs.kill_tree: stopped first, so a process that keeps
-  forking cannot stay ahead), then exits.
+  the watchdog stops and kills every process carrying its harness's tag, every process it was
+  named, and every untagged process with the command line of an orphan it was named, with
+  whatever they forked (procs.kill_tree: stopped first, so a process that keeps forking cannot
+  stay ahead), then exits.
 - When a trial named to it is still running ``DEADLINE_GRACE_S`` past its deadline (the harness
   kills at the deadline itself, unless it is stopped or starved), the watchdog kills it and
   writes ``killed PID T`` on its stdout (T: the monotonic time of the kill), which the harness
@@ -21,7 +24,16 @@ Why an environment tag as well as pids: the harness can die between starting a t
 telling anyone about it; the tag is in place from the trial's first instruction.
 PR_SET_PDEATHSIG alone would not do either: it reaches only the direct child.
 
-Standard library only; run as a script (``python -I watchdog.py RUN_ID``) so it starts in a
+Why a tag per harness, not per run: the watchdog of a killed harness sweeps for a while after
+its harness is gone, and a resume of the run may start its trials meanwhile; with the run id
+alone as the tag it would kill them. No watchdog matches another harness's tag, and a match
+by command line (for escapees that cleared their environment) never takes a process that
+carries any tag: a trial of another run, or of the same run's resume, with the same command
+line is not an escapee. A resume, before its first trial, waits for the earlier harnesses'
+watchdogs to finish and then kills what still carries any of the run's tags
+(``end_earlier_harnesses``).
+
+Standard library only; run as a script (``python -I watchdog.py TAG``) so it starts in a
 few tens of milliseconds and imports nothing of the harness but procs.py.
 """
 
@@ -33,17 +45,54 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 RUN_ID_VARIABLE = "GPUREPRO_RUN_ID"
+_TAGGED = f"{RUN_ID_VARIABLE}=".encode()
+HARNESS_SEPARATOR = "/"  # between the run id and a harness's token in a tag
 DEADLINE_GRACE_S = 0.5
+SWEEP_LIMIT_S = 10.0  # a sweep (kill_run) gives up after this long
+# How long past its sweep's limit a resume waits for an earlier harness's watchdog to exit (it
+# may have been starved) before it kills it.
+SWEEP_GRACE_S = 5.0
 
 if __package__:
     from . import procs
 else:  # run as a script: procs.py beside this file, imported by its path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import procs  # type: ignore[no-redef]
+
+
+def new_token() -> str:
+    """A harness process's own token (each start and each resume of a run makes one)."""
+    return os.urandom(6).hex()
+
+
+def harness_tag(run_id: str, token: str) -> str:
+    """What one harness of a run puts in its trials' environment: ``<run id>/<token>``."""
+    return f"{run_id}{HARNESS_SEPARATOR}{token}"
+
+
+@dataclass(frozen=True)
+class Tag:
+    """Which ``GPUREPRO_RUN_ID`` values a sweep takes for its own: one harness's tag exactly (a
+    watchdog's), or with ``every_harness`` any tag of the run ``value`` names (a resume's,
+    before its first trial: every earlier harness of the run; the run id alone is the tag
+    harnesses wrote before tags were per harness)."""
+
+    value: str
+    every_harness: bool = False
+
+    def names(self, tag: str) -> bool:
+        if tag == self.value:
+            return True
+        return self.every_harness and tag.startswith(self.value + HARNESS_SEPARATOR)
+
+    def carried_by(self, environ: list[bytes]) -> bool:
+        return any(e.startswith(_TAGGED) and self.names(e[len(_TAGGED):].decode(errors="replace"))
+                   for e in environ)
 
 
 @dataclass(frozen=True)
@@ -56,28 +105,31 @@ class Escaped:
     since: int = 0
 
 
-def _of_run(pid: int, needle: bytes, like: Escaped | None, root: Path = Path("/proc")) -> bool:
+def _of_run(pid: int, tag: Tag, like: Escaped | None, root: Path = Path("/proc")) -> bool:
     entry = root / str(pid)
     p = procs.proc(pid, root)
     if p is None or p.state == "Z":
         return False
     try:
-        if needle in (entry / "environ").read_bytes().split(b"\0"):
+        environ = (entry / "environ").read_bytes().split(b"\0")
+        if tag.carried_by(environ):
             return True
+        if any(e.startswith(_TAGGED) for e in environ):
+            return False  # another harness's process: never taken for an escapee of ours
         return bool(like and like.cmdlines and p.start >= like.since
                     and (entry / "cmdline").read_bytes() in like.cmdlines)
     except OSError:
         return False  # gone meanwhile, or not ours to read
 
 
-def processes_with(run_id: str, proc: Path = Path("/proc"), like: Escaped | None = None) -> list[int]:
-    """Pids (other than ours) whose initial environment carries ``GPUREPRO_RUN_ID=run_id`` (or
-    that look like a process the run had escape, ``like``). Newest first: a process that forks
-    and exits lives milliseconds, and the one alive now has one of the highest pids."""
-    needle = f"{RUN_ID_VARIABLE}={run_id}".encode()
+def processes_with(tag: Tag, proc: Path = Path("/proc"), like: Escaped | None = None) -> list[int]:
+    """Pids (other than ours) whose initial environment carries a ``GPUREPRO_RUN_ID`` that
+    ``tag`` names (or, untagged, that look like a process the run had escape, ``like``). Newest
+    first: a process that forks and exits lives milliseconds, and the one alive now has one of
+    the highest pids."""
     me = os.getpid()
     return [pid for pid in sorted((int(e.name) for e in proc.glob("[0-9]*")), reverse=True)
-            if pid != me and _of_run(pid, needle, like, proc)]
+            if pid != me and _of_run(pid, tag, like, proc)]
 
 
 def _last_pid() -> int | None:
@@ -89,35 +141,35 @@ def _last_pid() -> int | None:
     return None
 
 
-def newest_with(run_id: str, span: int = 32, like: Escaped | None = None) -> set[int]:
-    """Of the ``span`` most recently made pids, those that carry the run id: the one link alive
+def newest_with(tag: Tag, span: int = 32, like: Escaped | None = None) -> set[int]:
+    """Of the ``span`` most recently made pids, those that carry the tag: the one link alive
     of a chain that forks and exits (each lives milliseconds) is almost always among them,
     and reading a few /proc entries is quick enough to find it before it is gone."""
     last = _last_pid()
     if last is None:
         return set()
-    needle = f"{RUN_ID_VARIABLE}={run_id}".encode()
     me = os.getpid()
     return {pid for pid in range(last, max(1, last - span), -1)
-            if pid != me and _of_run(pid, needle, like)}
+            if pid != me and _of_run(pid, tag, like)}
 
 
-def kill_run(run_id: str, known: dict[int, int] | None = None, quiet_s: float = 0.3,
-             limit_s: float = 10.0, like: Escaped | None = None) -> int:
-    """Stop, then SIGKILL, every process of the run (tagged with its id, or named in ``known``:
-    pid -> start time) with everything under it, until none has been seen for ``quiet_s`` (and
-    a whole scan of /proc found none). A scan of /proc can take longer than a process that forks
-    and exits lives: the newest pids are looked at between scans (``newest_with``)."""
+def kill_run(tag: Tag, known: dict[int, int] | None = None, quiet_s: float = 0.3,
+             limit_s: float = SWEEP_LIMIT_S, like: Escaped | None = None) -> int:
+    """Stop, then SIGKILL, every process of the run (carrying a tag ``tag`` names, or named in
+    ``known``: pid -> start time) with everything under it, until none has been seen for
+    ``quiet_s`` (and a whole scan of /proc found none). A scan of /proc can take longer than a
+    process that forks and exits lives: the newest pids are looked at between scans
+    (``newest_with``)."""
     killed = 0
     known = dict(known or {})
     start = time.monotonic()
     last_seen = start
     last_scan = None
     while time.monotonic() - start < limit_s:
-        pids = newest_with(run_id, like=like)
+        pids = newest_with(tag, like=like)
         scanned = last_scan is None or time.monotonic() - last_scan > 0.1
         if scanned:
-            pids |= set(processes_with(run_id, like=like))
+            pids |= set(processes_with(tag, like=like))
             pids |= {pid for pid, begun in known.items() if procs.alive(pid, begun)}
             last_scan = time.monotonic()
         if pids:
@@ -129,19 +181,56 @@ def kill_run(run_id: str, known: dict[int, int] | None = None, quiet_s: float = 
     return killed
 
 
+def watchdogs_of(run_id: str, root: Path = Path("/proc")) -> dict[int, int]:
+    """The live watchdogs of any harness of the run (pid -> start time), by their command
+    line, ``python -I .../watchdog.py TAG``."""
+    tag = Tag(run_id, every_harness=True)
+    found: dict[int, int] = {}
+    for entry in root.glob("[0-9]*"):
+        try:
+            argv = (entry / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if len(argv) < 2 or os.path.basename(argv[-2]) != b"watchdog.py":
+            continue
+        if not tag.names(argv[-1].decode(errors="replace")):
+            continue
+        p = procs.proc(int(entry.name), root)
+        if p is not None and p.state not in ("Z", "X") and p.pid != os.getpid():
+            found[p.pid] = p.start
+    return found
+
+
+def end_earlier_harnesses(run_id: str, say: Callable[[str], None] | None = None,
+                          wait_s: float = SWEEP_LIMIT_S + SWEEP_GRACE_S) -> int:
+    """Before a resumed run's first trial: nothing of the run's earlier harnesses may act beside
+    it. Their watchdogs (each sweeping once its harness is gone) are waited for, each up to
+    ``wait_s`` (its sweep's limit and a grace), and one still there then is killed; then every
+    process that still carries a tag of the run is killed. Returns how many processes that was.
+    The caller holds the run's journal: every earlier harness of the run is gone."""
+    say = say or (lambda _line: None)
+    for pid, start in watchdogs_of(run_id).items():
+        if procs.wait_gone(pid, start, wait_s):
+            continue
+        say(f"the interrupted run's watchdog (pid {pid}) had not finished its sweep within "
+            f"{wait_s:g} s; killed it")
+        procs.kill_tree([pid], {pid: start})
+    return kill_run(Tag(run_id, every_harness=True))
+
+
 class Watchdog:
     """The harness side: start it, tell it the run's processes, let it go when the run ends (or
-    die: same effect)."""
+    die: same effect). ``tag``: this harness's tag (``harness_tag``), the one its trials carry."""
 
-    def __init__(self, run_id: str):
-        self.run_id = run_id
+    def __init__(self, tag: str):
+        self.tag = tag
         self.proc: subprocess.Popen[bytes] | None = None
         self._said = b""
 
     def start(self) -> Watchdog:
         env = {k: v for k, v in os.environ.items() if k != RUN_ID_VARIABLE}
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(Path(__file__).resolve()), self.run_id],
+            [sys.executable, "-I", str(Path(__file__).resolve()), self.tag],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, start_new_session=True, close_fds=True,
         )
@@ -228,7 +317,7 @@ def _say(line: str) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: watchdog.py RUN_ID", file=sys.stderr)
+        print("usage: watchdog.py TAG", file=sys.stderr)
         return 2
     # Ignore the signals a terminal or a process-group kill would send: only the pipe counts.
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
@@ -277,7 +366,7 @@ def main(argv: list[str]) -> int:
                 del trials[pid]
                 if _kill_at_deadline(pid, start):
                     _say(f"killed {pid} {time.monotonic():.3f}")
-    kill_run(argv[1], known=named,
+    kill_run(Tag(argv[1]), known=named,
              like=Escaped(frozenset(escaped), me.start if me is not None else 0))
     return 0
 
