@@ -189,6 +189,14 @@ def test_the_commit_found_is_checked_out_and_how_it_was_found_is_said():
     assert repo["manifest"]["note"] in "\n".join(rerun_section(doc, None))
 
 
+def test_a_dirty_tree_is_said_of_the_commit_it_was_on_not_of_one_found_for_it():
+    found = _doc(TILE / "20261130T032141Z_NVIDIA-H200_redacted.json")  # dirty on 312086f
+    named = _doc(TILE / "20261130T030214Z_NVIDIA-H200_redacted.json")  # dirty, holds it
+    assert found["environment"]["repository"]["dirty"] and named["environment"]["repository"]["dirty"]
+    assert "uncommitted changes" not in "\n".join(rerun_section(found, None))
+    assert "uncommitted changes on top of" in "\n".join(rerun_section(named, None))
+
+
 def test_without_a_url_the_steps_and_issue_say_exactly_what_to_set(tmp_path):
     nox, _ = _blocks(_doc(FIXED), url=None)
     assert nox[0].startswith("# in a clone of gpurepro") and URL_VARIABLE in nox[0]

@@ -258,9 +258,10 @@ def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str],
     manifest = repo.get("manifest") or {}
     notes = []
     lines = _clone_lines(url)
+    found_elsewhere = manifest.get("found") not in (None, "named")
     if commit:
         lines.append(f"git checkout {shell_words([commit])}")
-        if repo.get("dirty"):
+        if repo.get("dirty") and not found_elsewhere:  # else the tree that was dirty is another
             notes.append(f"The recording checkout had uncommitted changes on top of "
                          f"{code(commit)}: this commit is the nearest exact tree.")
     else:
@@ -268,7 +269,7 @@ def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str],
         if not manifest:
             notes.append("The document names no commit (a tree copied without git and without "
                          "GPUREPRO_COMMIT): check out the release whose version it names.")
-    if manifest.get("found") not in (None, "named"):
+    if found_elsewhere:
         notes.append(f"The commit: {escape(manifest.get('note') or '')}.")
     return lines, notes
 
