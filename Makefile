@@ -6,7 +6,7 @@ PYTHON ?= python3
 NOX_VERSION := 2026.10.20
 NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
 
-.PHONY: test test-slurm lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: test test-slow test-slurm lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
 # The toolchains, the whole suite on this machine's Python, then the run stage and the record
 # step on every Python pyproject.toml supports (tests_py-3.11, tests_py-3.12). A Python this
@@ -15,6 +15,10 @@ NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
 test: $(NOX)
 	$(NOX) -s toolchain tests -- $(ARGS)
 	$(NOX) --no-error-on-missing-interpreters -s tests_py
+
+# The slow tier: every committed document's rerun steps, executed as the comment prints them.
+test-slow: $(NOX)
+	$(NOX) -s tests_slow -- $(ARGS)
 
 # locks/: write them (after changing pins or pyproject.toml's dependencies), or check that they
 # are current (CI).

@@ -302,9 +302,22 @@ def tests(session: nox.Session) -> None:
                   for record in sorted(TOOLCHAIN_RECORDS.glob("*@*"))
                   if Path(record.read_text().strip(), "bin", "python").exists()]
     # Four workers on two cores: most tests wait on subprocesses (crashes, hangs, builds);
-    # a file's tests stay together (module fixtures).
-    session.run("pytest", *(session.posargs or ["-q", "-n", "4", "--dist", "loadfile"]),
+    # a file's tests stay together (module fixtures). The slow tier is tests_slow's.
+    session.run("pytest", *(session.posargs or ["-q", "-n", "4", "--dist", "loadfile",
+                                                "-m", "not slow"]),
                 env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
+
+
+@nox.session(python=PYTHON)
+def tests_slow(session: nox.Session) -> None:
+    """The slow tier (pytest -m slow): every committed document's rerun steps executed as the
+    issue comment prints them, each clone's own nox session to the no-driver exit (make
+    test-slow; README "The issue comment")."""
+    _install_project(session, "test")
+    # The rerun steps call nox: this one.
+    here = Path(sys.executable).parent / "nox"
+    session.run("pytest", *(session.posargs or ["-q", "-s", "-m", "slow"]),
+                env={"GPUREPRO_NOX": str(here)} if here.is_file() else {})
 
 
 @nox.session(python=PYTHON)

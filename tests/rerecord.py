@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpurepro.record import document  # noqa: E402
+from gpurepro.record import document, provenance  # noqa: E402
 from gpurepro.record.result import case_for_journal  # noqa: E402
 from gpurepro.run import journal  # noqa: E402
 
@@ -129,6 +129,12 @@ def main(argv: list[str] | None = None) -> int:
         document.write_document(doc, path)
         write_report(doc, path)
         print(f"re-recorded {path.relative_to(ROOT)}")
+    # The commit each run's manifest was found at, kept beside its journal as `record` keeps
+    # it: a shallow clone then re-records the same documents.
+    for j in committed_journals():
+        pinned = provenance.write_pin(provenance.find(journal.read(j).header, ROOT, j), j)
+        if pinned is not None:
+            print(f"kept {pinned.relative_to(ROOT)}")
     # A change to the report alone (a new section) leaves the documents as they are: their
     # Markdown and pictures are rendered again from the committed documents.
     for j in committed_journals():

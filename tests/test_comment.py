@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpurepro.report.comment import LIMIT, issue_body, rerun_arguments, session_for
+from gpurepro.report.compare import stopping_numbers
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"
@@ -76,7 +77,7 @@ def test_tile_comment_has_what_a_maintainer_needs():
     # The upstream report is the issue this comment goes to: no link back to itself.
     assert "https://github.com/NVIDIA/cuda-tile/issues/23" not in head
     assert ("ARGS=(--arch sm_90 --arms " in head
-            and "--seed 3 --duration 5 --timeout 90 --max-exposure 0 --jobs 1 --until-decided "
+            and "--seed 3 --duration 5 --timeout 90 --jobs 1 --until-decided "
                 "--max-trials 10 --look-every 5 --alpha 0.05 --redact)" in head)
     assert 'nox -s tile_unload_race -- "${ARGS[@]}"' in head
     assert f"`{UNTIL.name}`" in head and f"`{UNTIL.with_suffix('.png').name}`" in head
@@ -105,7 +106,12 @@ def test_rerun_command_parses_as_the_case_command(root):
         assert set(checked.arms or ()) == set(doc["plan"]["arms"])
         assert parsed.seed == doc["plan"]["seed"]
         assert parsed.jobs == doc["plan"]["options"]["jobs"]
-        assert bool(parsed.until_decided) == bool(doc["plan"]["options"].get("stopping"))
+        stopping = doc["plan"]["options"].get("stopping") or {}
+        decisive = stopping.get("design") == "decisive"
+        assert (parsed.decisive, parsed.until_decided) == (decisive, bool(stopping) and not decisive)
+        if stopping:
+            assert checked.stopping["max_trials"] == stopping_numbers(stopping)[0]
+            assert checked.stopping["alpha"] == stopping["alpha"]
 
 
 def test_document_from_before_claims():
@@ -118,7 +124,7 @@ def test_document_from_before_claims():
 
 def test_sessions():
     assert session_for("tile_unload_race") == "tile_unload_race"
-    assert session_for("tcgen05_alloc_order") == "tcgen05_alloc_order"
+    assert session_for("tcgen05_alloc_order") == "tcgen05_ablation"  # in every noxfile
     assert session_for("my_case") == "my_case"
 
 
@@ -210,7 +216,9 @@ def test_the_visible_part_holds_what_a_maintainer_acts_on():
         assert noise not in full
     assert "| Python (ran the trials) | 3.12.3 |" in full
     assert "| python (built the artifacts) |" in full
-    assert head.count("always-unload,baseline,library-api") == 1  # the arm list once
+    # The arm list once, in the order the run was given its arms (the shuffle's input).
+    assert head.count("baseline,lock-launch,lock-unload-launch,lock-unload-load,always-unload,"
+                      "library-api") == 1
 
 
 def _shell_blocks(section: str) -> list[str]:

@@ -234,10 +234,27 @@ def test_a_changed_wheel_is_refused_before_any_trial(built, tmp_path):
         run_runtime.ensure(record, ROOT)
 
 
-def test_wheels_for_another_python_are_refused(built):
-    _, index, _ = built
-    with pytest.raises(BuildError, match=r"downloaded for Python 2\.7"):
-        run_runtime.ensure({"python": "2.7", "wheels": {}, "arms": {}}, ROOT)
+def test_wheels_for_another_python_are_refused_in_one_line_saying_how(built):
+    """Before any trial: the arms that need the wheels' Python and the two ways to run them."""
+    with pytest.raises(BuildError) as refused:
+        run_runtime.ensure({"python": "2.7", "wheels": {}, "arms": {"one": {}, "two": {}}}, ROOT,
+                           "runtime_case")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("runtime_case: arms one, two import packages carried as wheels for "
+                              "Python 2.7")
+    assert "nox -s runtime_case --force-python 2.7 -- ..." in message and "--arms" in message
+
+
+def test_arms_without_runtime_packages_run_on_any_python(case, built, monkeypatch):
+    """A plan of arms that pin nothing needs no particular Python (the main question of a case
+    whose Python arms are deeper)."""
+    build_dir, index, _ = built
+    monkeypatch.setitem(index, "python", "2.7")
+    monkeypatch.setattr(run_runtime, "load_index", lambda *_args: index)
+    assert run_runtime.prepare(case, ROOT, build_dir.relative_to(ROOT), ["node"]) is None
+    with pytest.raises(BuildError, match="arms one import"):
+        run_runtime.prepare(case, ROOT, build_dir.relative_to(ROOT), ["node", "one"])
 
 
 def test_the_index_says_what_a_gpu_node_must_carry(built):

@@ -5,8 +5,9 @@
 #
 # run from the repository root, with build/ptxas_abs_clamp and build/bisect/ptxas_abs_clamp
 # carried from the machine that built them (python -m gpurepro build ptxas_abs_clamp --arch
-# sm_90; python -m gpurepro bisect ptxas_abs_clamp --axis ptxas --stage cpu). Python 3.11+ with
-# the standard library and cuda-python's cuda.bindings; PYTHON names another interpreter.
+# sm_90; python -m gpurepro bisect ptxas_abs_clamp --axis ptxas --stage cpu). Python 3.12 with
+# the standard library: the case's cuda-bindings 13.3.1 is carried as cp312 wheels in
+# build/ptxas_abs_clamp/runtime (Case.runtime); PYTHON names another interpreter.
 # Writes, under OUT:
 #   case.journal.jsonl    the case: every arm, its default 12 trials, 4 at a time (about 30 s)
 #   bisect/               the bisection's GPU stage over the ptxas axis: the ends of every

@@ -33,6 +33,7 @@ from gpurepro.case import (
     Exposure,
     Factor,
     OutputCheck,
+    Runtime,
     TrialCommand,
     TrialContext,
     load_sibling,
@@ -64,6 +65,11 @@ RELEASES = {
     "12.9.86": ("newest-12", "the newest nvidia-cuda-nvcc-cu12 release"),
     PINNED_PTXAS: ("cuda-13", "the ptxas of the pinned nvidia-cuda-nvcc 13.3.73"),
 }
+# What driver.py imports in every trial: cuda.bindings as the H200 image has it (13.3.1, what
+# every committed trial's check record reports) and the cuda-pathfinder it requires, at the
+# version the same image's ctx_get_device_v2 run recorded; carried as wheels for the node's
+# Python (build/runtime), so a machine without that image runs the same bindings.
+RUNTIME = Runtime(packages={"*": ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]})
 KERNELS = ("abs_clamp", "abs_only", "clamp_only")
 LAUNCHES = 3  # per trial, each checked; the budget's max_exposure overrides it
 RANDOM_INPUTS = 4096  # seeded inputs after the report's six, per launch
@@ -347,4 +353,5 @@ CASE = Case(
     analyses={"sass": _sass, "bisection": _bisection},
     claims=CLAIMS,
     axes=AXES,
+    runtime=RUNTIME,
 )

@@ -15,6 +15,7 @@ from gpurepro.case import (
     Devices,
     Exposure,
     Factor,
+    Runtime,
     TrialCommand,
     TrialContext,
     kit,
@@ -233,6 +234,15 @@ ARMS = [
           ("ctx-destroy", "a library outliving cuCtxDestroy of its context (4)"),
           ("ctx-destroy-kernel", "its kernel asked for an attribute after the destroy (5, 7)"))),
 ]
+
+# What the cuda-python arms' driver (host_cuda_python.py) imports: cuda.bindings as the H200
+# image has it (13.3.1, what every committed cuda-python trial reported in its start event) and
+# the cuda-pathfinder it requires, at the version the same image's ctx_get_device_v2 run
+# recorded. Carried as wheels for the node's Python (build/runtime): a machine without that
+# image runs the same bindings. The host.cc and seed arms import nothing.
+CUDA_BINDINGS = ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]
+RUNTIME = Runtime(packages={a.name: CUDA_BINDINGS for a in ARMS
+                            if a.factors.get("driver") == "cuda-python"})
 
 _CUBINS = {
     "tile": ("tile_cubin",),
@@ -598,4 +608,5 @@ CASE = Case(
     main_question=("baseline-crashes", "as-filed-crashes", "control-cuda", "as-filed-cuda",
                    "one-thread", "serialized", "never-unload", "lock-unload-launch"),
     strata=_strata.STRATA,
+    runtime=RUNTIME,
 )

@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from ..case.load import find_repo_root
 from ..case.model import Case, TrialBudget
 from ..cluster import slurm
 from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
+from ..env import commits
 from ..env import fingerprint as envmod
 from ..errors import JournalError, UsageError
 from ..run.journal import read, verify_identity
@@ -192,6 +195,7 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                           scope=str(o.get("scope") or "arms"))
     if getattr(args, "other_device", False):
         raise UsageError("--other-device goes with --resume (a new run records the device it has)")
+    check_named_commit(case, root)
 
     target = resolve_target(case, args.arch, gpu_info)
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else None
@@ -272,6 +276,21 @@ def checked_priors_from(case: Case, given: list[str] | None, root: Path) -> tupl
                              f"{case.name}")
         out.append(absolute.relative_to(root.resolve()))
     return tuple(out)
+
+
+def check_named_commit(case: Case, root: Path, environ: Mapping[str, str] | None = None) -> None:
+    """GPUREPRO_COMMIT, where this tree's own git can check it, must be a commit whose manifest
+    is this run's: a document names it as the commit to rerun."""
+    named = ((os.environ if environ is None else environ).get("GPUREPRO_COMMIT") or "").strip()
+    sha = manifest_sha256(case)
+    if not named or case.path is None or sha is None:
+        return
+    path = case.path.resolve()
+    if not path.is_relative_to(root.resolve()):
+        return
+    why = commits.named_commit_differs(root, str(path.relative_to(root.resolve())), sha, named)
+    if why is not None:
+        raise UsageError(why)
 
 
 def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,

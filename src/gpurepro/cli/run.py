@@ -31,6 +31,7 @@ from ..cluster.options import (
 )
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, EXIT_UNSUPPORTED, UsageError
+from ..run import runtime as run_runtime
 from ..run import session
 from ..run.session import RunRequest, Started
 from .args import (
@@ -131,6 +132,9 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
         size, paths = build_runtime.carried(wheels)
         show(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
              f"{size / 1e6:.1f} MB, in {build_runtime.runtime_dir(build_dir, case)}")
+        mismatch = run_runtime.python_mismatch(wheels["python"], wheels["arms"], case.name)
+        if mismatch is not None:
+            say(f"  note: {mismatch}")
     return index
 
 

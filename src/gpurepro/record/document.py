@@ -21,6 +21,7 @@ from ..build.artifacts import sha256_file
 from ..case.model import Case
 from ..run import journal as journal_format
 from ..run.atomic import create_atomic, write_atomic
+from . import provenance
 from .validation import validate_document
 
 SCHEMA_ID = "gpurepro/result/1"
@@ -50,10 +51,12 @@ def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str,
 
 def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
                    root: Path, journal_path: Path | None = None,
-                   manifest_changed: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   manifest_changed: Mapping[str, Any] | None = None,
+                   found: provenance.Found | None = None) -> dict[str, Any]:
     """``manifest_changed``: recorded with a manifest other than the run's (record
     --manifest-changed), what ``record.result.case_for_journal`` said; kept under
-    ``case.manifest_changed``."""
+    ``case.manifest_changed``. ``found``: the commit whose manifest is the run's
+    (record.provenance.find; looked up here when not given)."""
     if header.get("cluster"):
         from ..cluster.merge import cluster_header
 
@@ -81,7 +84,10 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                               **({"label": case.exposure.label} if case.exposure.label else {})},
                  **({"check": case.check.describe()} if case.check is not None else {}),
                  **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
-        "environment": header["environment"],
+        "environment": {**header["environment"],
+                        "repository": provenance.repository(
+                            header, found or provenance.find(header, root, journal_path),
+                            provenance.manifest_path(header))},
         "device": device,
         "toolchain": header["toolchain"],
         **({"runtime": header["runtime"]} if header.get("runtime") else {}),

@@ -16,6 +16,7 @@ from ..case.load import find_case, load_case
 from ..case.model import Case
 from ..errors import JournalError, ManifestError, UsageError
 from ..run.journal import Contents, merge, read, result_name
+from . import provenance
 
 
 def _say(msg: str) -> None:
@@ -110,13 +111,20 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
         out = journals[0].parent / f"{result_name(header)}.json"
     if out.exists() and not force:
         raise _exists(out)
-    doc = build_document(case, header, trials, root, journals[0].resolve(), manifest_changed)
+    found = provenance.find(header, root, journals[0])
+    doc = build_document(case, header, trials, root, journals[0].resolve(), manifest_changed,
+                         found)
     try:
         # One atomic create: of two records to one name, one wins and the other is refused
         # here, before it writes anything (its Markdown included).
         write_document(doc, out, replace=force)
     except FileExistsError:
         raise _exists(out) from None
+    if provenance.write_pin(found, journals[0]) is not None:
+        _say(f"commit: {doc['environment']['repository']['manifest']['note']} "
+             f"(kept in {provenance.pin_path(journals[0])})")
+    elif found.found != provenance.NAMED:
+        _say(f"commit: {doc['environment']['repository']['manifest']['note']}")
     return out, doc
 
 

@@ -51,6 +51,9 @@ def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("Python", host.get("python", "–")),
         ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
     ]
+    found = env["repository"].get("manifest") or {}
+    if found.get("found") not in (None, "named"):  # the commit record found (record/provenance)
+        rows.append(("Repository: the commit", str(found.get("note"))))
     facts = env.get("cuda_python") or {}
     if facts.get("source"):  # what the driver says through cuda.bindings (env/fingerprint.py)
         rows.append((f"Module loading / driver API ({facts['source']})",

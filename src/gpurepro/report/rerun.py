@@ -16,6 +16,8 @@ is a fence no word can close (tables.fence).
 from __future__ import annotations
 
 import os
+import random
+import re
 import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -25,16 +27,23 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cluster import merge
+from ..run.plan import PlannedTrial, make_plan
 from .compare import stopping_numbers
-from .tables import code, fence
+from .tables import code, escape, fence
 
 URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
 PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"  # in a checkout
 
 
+# Sessions by the name their users know, in every noxfile since the first; a case folder's own
+# session (noxfile.py gives every case one) came later, and a commit before it has none.
+SESSIONS = {"tcgen05_alloc_order": "tcgen05_ablation"}
+
+
 def session_for(case: str) -> str:
-    """Every case has a nox session of its own name (noxfile.py)."""
-    return case
+    """The nox session that runs ``case`` at any commit: its alias where it has one, else the
+    session of its folder's name."""
+    return SESSIONS.get(case, case)
 
 
 def _configured_url() -> str | None:
@@ -85,40 +94,116 @@ def _arg(x: float) -> str:
 
 
 def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
-    """The `gpurepro case` arguments that repeat this run's plan and options."""
+    """The `gpurepro case` arguments that repeat this run's plan and options: where it ran, its
+    arms (``scope_arguments``), its design (``design_arguments``), seed, budget, jobs, GPUs,
+    named priors and redaction."""
     plan = doc["plan"]
     opts = plan.get("options") or {}
-    budget = opts.get("budget") or {}
     # A cluster run reruns on its partitions, each with its own target.
     where = merge.rerun_arguments(doc) if doc.get("cluster") else ["--arch", str(doc["device"]["target"])]
-    args = [*where, "--arms", ",".join(plan["arms"])]
+    args = [*where, *scope_arguments(plan, opts)]
     stopping = opts.get("stopping") or {}
     if not stopping:
         per_arm = set((plan.get("trials_per_arm") or {}).values())
         if per_arm:
             args += ["--trials", str(max(per_arm))]
     args += ["--seed", str(plan["seed"])]
-    if budget.get("duration_s") is not None:
-        args += ["--duration", _arg(budget["duration_s"])]
-    if budget.get("timeout_s") is not None:
-        args += ["--timeout", _arg(budget["timeout_s"])]
-    exposure = budget.get("max_exposure")
-    if exposure is not None:
-        args += ["--max-exposure", str(int(exposure))]
+    args += budget_arguments(opts.get("budget") or {})
     args += ["--jobs", str(opts.get("jobs", 1))]
     if opts.get("gpus"):
         args += ["--gpus", ",".join(map(str, opts["gpus"]))]
     if stopping:
-        max_trials, step = stopping_numbers(stopping)
-        args.append("--until-decided")
-        if max_trials is not None:
-            args += ["--max-trials", str(max_trials)]
-        if step is not None:
-            args += ["--look-every", str(step)]
-        if stopping.get("alpha") is not None:
-            args += ["--alpha", _arg(stopping["alpha"])]
+        args += design_arguments(stopping)
+    args += priors_arguments(stopping)
     if opts.get("redact"):
         args.append("--redact")
+    return args
+
+
+def scope_arguments(plan: Mapping[str, Any], opts: Mapping[str, Any]) -> list[str]:
+    """Which arms: the case's main question (``scope`` "main": `case`'s default, no flag),
+    every arm (``"deep"``: ``--deep``), or the arms the plan names (``"arms"``, and every run
+    recorded before runs had a scope)."""
+    scope = opts.get("scope")
+    if scope == "main":
+        return []
+    if scope == "deep":
+        return ["--deep"]
+    return ["--arms", ",".join(arms_as_given(plan))]
+
+
+def _unshuffled(items: Sequence[Any], seed: int) -> list[Any]:
+    """``items`` as they were before ``random.Random(seed).shuffle`` put them in this order
+    (a shuffle's permutation depends on the seed and the length alone)."""
+    where = list(range(len(items)))
+    random.Random(seed).shuffle(where)
+    out: list[Any] = [None] * len(items)
+    for position, index in enumerate(where):
+        out[index] = items[position]
+    return out
+
+
+def arms_as_given(plan: Mapping[str, Any]) -> list[str]:
+    """The plan's arms in the order the run was given them. The order is an input of the
+    seeded shuffle, and the journal keeps the arms by name, sorted: a rerun with the arms in
+    that order would shuffle another plan. It is read back from the shuffle itself: the first
+    of the randomized blocks (run/plan.py) holds one trial of every arm, and the first
+    harness's plan (before 2026-11-30T03:30Z) was one shuffle of every arm's trials, arm after
+    arm; each reading counts only where shuffling again gives the plan's order. Else the arms
+    as the plan lists them."""
+    order = [(str(t["arm"]), int(t["rep"])) for t in plan["order"]]
+    seed, counts = int(plan["seed"]), {str(k): int(v) for k, v in plan["trials_per_arm"].items()}
+    first = _unshuffled(order[:sum(1 for c in counts.values() if c > 0)], seed)
+    in_blocks = [arm for arm, _ in first]
+    if make_plan(str(plan["case"]), {a: {} for a in counts}, counts, seed, in_blocks).order \
+            == tuple(PlannedTrial(i, a, r) for i, (a, r) in enumerate(order)):
+        return in_blocks
+    whole = list(dict.fromkeys(arm for arm, _ in _unshuffled(order, seed)))
+    slots = [(a, r) for a in whole for r in range(counts.get(a, 0))]
+    random.Random(seed).shuffle(slots)
+    return whole if slots == order else list(plan["arms"])
+
+
+def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
+    """A sequential run's own design: the decisive design (``design`` "decisive": its looks
+    and priors are fixed at the start from the same numbers) or the group-sequential one."""
+    max_trials, step = stopping_numbers(stopping)
+    if stopping.get("design") == "decisive":
+        args = ["--decisive"]
+    else:
+        args = ["--until-decided"]
+    if max_trials is not None:
+        args += ["--max-trials", str(max_trials)]
+    if step is not None and stopping.get("design") != "decisive":
+        args += ["--look-every", str(step)]
+    if stopping.get("alpha") is not None:
+        args += ["--alpha", _arg(stopping["alpha"])]
+    return args
+
+
+def priors_arguments(stopping: Mapping[str, Any]) -> list[str]:
+    """``--priors-from`` with the documents a run was given (``priors_named``); priors chosen by
+    rule from the committed documents come again by the same rule at the same commit."""
+    named = stopping.get("priors_from") if stopping.get("priors_named") is True else None
+    return ["--priors-from", *map(str, named)] if named else []
+
+
+def budget_arguments(budget: Mapping[str, Any]) -> list[str]:
+    """The trial budget as flags. A budget in the case's exposure counter of 0 (none) is
+    written only for a run whose harness had the no-progress limit (``stall_s`` in its budget):
+    before 2026-11-30 the flag was ``--max-cycles``, and a harness of then refuses
+    ``--max-exposure`` (a nonzero budget of then keeps the name its record has)."""
+    args = []
+    if budget.get("duration_s") is not None:
+        args += ["--duration", _arg(budget["duration_s"])]
+    if budget.get("timeout_s") is not None:
+        args += ["--timeout", _arg(budget["timeout_s"])]
+    flag = "--max-cycles" if "max_cycles" in budget else "--max-exposure"
+    exposure = budget.get("max_exposure", budget.get("max_cycles"))
+    if exposure is not None and (exposure or "stall_s" in budget):
+        args += [flag, str(int(exposure))]
+    if budget.get("stall_s") is not None:
+        args += ["--hang-after", _arg(budget["stall_s"])]
     return args
 
 
@@ -128,44 +213,122 @@ def pins(doc: Mapping[str, Any]) -> list[str]:
     return [f"{name}=={version}" for name, version in sorted(resolved.items())]
 
 
+def runtime_python(doc: Mapping[str, Any]) -> str | None:
+    """The Python the run's runtime wheels are for (its trials import them), or None."""
+    python = (doc.get("runtime") or {}).get("python")
+    return str(python) if python else None
+
+
+_BINDINGS = re.compile(r"^cuda\.bindings ([0-9][0-9A-Za-z.+!-]*)$")
+
+
+def left_to_node(doc: Mapping[str, Any]) -> list[str]:
+    """The requirements the run's runtime left to the GPU node (``Runtime.from_node``), as
+    exact pins at the versions the node had."""
+    found: dict[str, str] = {}
+    for arm in ((doc.get("runtime") or {}).get("arms") or {}).values():
+        for req in arm.get("from_node") or []:
+            if req.get("name") and req.get("version"):
+                found[str(req["name"])] = f"{req['name']}=={req['version']}"
+    return [found[k] for k in sorted(found)]
+
+
+def unpinned_bindings(doc: Mapping[str, Any]) -> list[str]:
+    """cuda-bindings as the GPU node had it installed (the fingerprint's cuda.bindings), where
+    the run pinned it for no arm: a Python driver of the run imported that one."""
+    pinned = {name for arm in ((doc.get("runtime") or {}).get("arms") or {}).values()
+              for name in (arm.get("resolved") or {})}
+    source = str((doc["environment"].get("cuda_python") or {}).get("source") or "")
+    m = _BINDINGS.match(source)
+    return [f"cuda-bindings=={m.group(1)}"] if m and "cuda-bindings" not in pinned else []
+
+
+def _clone_lines(url: str | None) -> list[str]:
+    if url:
+        return [f"git clone {shell_words([url])} gpurepro", "cd gpurepro"]
+    return [f"# in a clone of gpurepro: no repository URL is configured where this was made "
+            f"(set {URL_VARIABLE}, or [project.urls] Repository in pyproject.toml, and the "
+            f"clone step is printed here)"]
+
+
 def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str], list[str]]:
     """(shell lines that get the exact tree, notes about it)."""
     repo = doc["environment"].get("repository") or {}
     commit = repo.get("commit")
+    manifest = repo.get("manifest") or {}
     notes = []
-    if url:
-        lines = [f"git clone {shell_words([url])} gpurepro", "cd gpurepro"]
-    else:
-        lines = ["# in a clone of gpurepro (the project's repository URL is not configured "
-                 f"here: {URL_VARIABLE})"]
+    lines = _clone_lines(url)
+    found_elsewhere = manifest.get("found") not in (None, "named")
     if commit:
         lines.append(f"git checkout {shell_words([commit])}")
-        if repo.get("dirty"):
+        if repo.get("dirty") and not found_elsewhere:  # else the tree that was dirty is another
             notes.append(f"The recording checkout had uncommitted changes on top of "
                          f"{code(commit)}: this commit is the nearest exact tree.")
     else:
-        notes.append("The document names no commit (a tree copied without git and without "
-                     "GPUREPRO_COMMIT): check out the release whose version it names.")
+        lines.append("# no commit to check out: the note below says why")
+        if not manifest:
+            notes.append("The document names no commit (a tree copied without git and without "
+                         "GPUREPRO_COMMIT): check out the release whose version it names.")
+    if found_elsewhere:
+        notes.append(f"The commit: {escape(manifest.get('note') or '')}.")
     return lines, notes
+
+
+def _nox_line(doc: Mapping[str, Any]) -> str:
+    session = shell_words([session_for(doc["case"]["name"])])
+    python = runtime_python(doc)
+    forced = f" --force-python {shell_words([python])}" if python else ""
+    return f'nox -s {session}{forced} -- "${{ARGS[@]}}"'
+
+
+def _plain_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The same without nox: an environment of the runtime's Python where the run carried
+    wheels, the package with the resolved toolchain and the node's packages, the case."""
+    case = shell_words([doc["case"]["name"]])
+    python = runtime_python(doc)
+    lines = []
+    if python:
+        venv = shell_words([f"python{python}"])
+        lines.append(f"{venv} -m venv .venv-rerun && . .venv-rerun/bin/activate")
+    extra = pins(doc) + left_to_node(doc) + unpinned_bindings(doc)
+    lines.append("python -m pip install -e '.[analysis]'" + (" " + shell_words(extra) if extra else ""))
+    lines.append(f'python -m gpurepro case {case} "${{ARGS[@]}}"')
+    return lines
+
+
+def _runtime_notes(doc: Mapping[str, Any]) -> list[str]:
+    notes = []
+    python = runtime_python(doc)
+    if python:
+        notes.append(f"The run's trials imported packages carried as wheels for Python "
+                     f"{escape(python)} (the case's runtime pins): the build downloads them "
+                     f"again, and the trials need that Python (`--force-python`, the "
+                     f"environment above).")
+    node = left_to_node(doc)
+    if node:
+        notes.append(f"The case left {', '.join(code(p) for p in node)} to the GPU node's own "
+                     f"installation, at these versions there: the steps without nox install "
+                     f"them, nox only what the case pins.")
+    bindings = unpinned_bindings(doc)
+    if bindings:
+        notes.append(f"The GPU node had {code(bindings[0])} installed, which the case at this "
+                     f"commit pins for no arm; a Python driver of the run imported that one: the "
+                     f"steps without nox install it, nox only what the case pins.")
+    return notes
 
 
 def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     """The "Rerun it" section: clone and checkout, the nox command, the same without nox. The
     arguments are written once, as a shell array both commands expand (bash and zsh alike)."""
-    case = shell_words([doc["case"]["name"]])
-    session = shell_words([session_for(doc["case"]["name"])])
     args = shell_words(rerun_arguments(doc))
     checkout, notes = _checkout_lines(doc, url)
     out = ["### Rerun it", "",
-           *fence("\n".join([*checkout, f"ARGS=({args})",
-                             f'nox -s {session} -- "${{ARGS[@]}}"']),
-                  "sh")]
-    exact = pins(doc)
+           *fence("\n".join([*checkout, f"ARGS=({args})", _nox_line(doc)]), "sh")]
+    out += notes
     out.append(f"The session installs the case's pinned toolchain for "
                f"{code(doc['device']['target'])}. The same without nox, with the versions this "
-               f"run resolved (Python 3.11+; recording, reports and `--until-decided` need the "
-               f"`analysis` extra):")
-    install = "python -m pip install -e '.[analysis]'" + (" " + shell_words(exact) if exact else "")
-    out += fence("\n".join([install, f'python -m gpurepro case {case} "${{ARGS[@]}}"']), "sh")
-    out += [*notes, ""]
+               f"run resolved (Python 3.11+; recording, reports and the sequential designs need "
+               f"the `analysis` extra):")
+    out += fence("\n".join(_plain_lines(doc)), "sh")
+    out += [*_runtime_notes(doc), ""]
     return out

@@ -73,21 +73,36 @@ def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str]) -> dic
         out[arm] = {"requested": entry["requested"],
                     "wheels": {f: wheels[f]["sha256"] for f in entry["wheels"]},
                     "site": _rel(site, root.resolve()), "from_node": entry["from_node"]}
+    if not out:
+        return None  # no planned arm imports a pinned package: the node's Python is enough
     record = {"python": index["python"], "platforms": index["platforms"],
               "interpreter": ".".join(map(str, sys.version_info[:3])), "wheels": wheels,
               "arms": out}
-    ensure(record, root)
+    ensure(record, root, case.name)
     return record
 
 
-def ensure(record: Mapping[str, Any], root: Path) -> None:
-    """Every arm's folder unpacked (a resumed run on another node unpacks them again), and its
-    resolved versions and the node's versions filled in."""
+def python_mismatch(python: str, arms: Iterable[str], case: str) -> str | None:
+    """Why this interpreter cannot run the arms whose runtime wheels are for ``python`` (one
+    line, saying how to run them), or None when it can."""
     here = ".".join(map(str, sys.version_info[:2]))
-    if record["python"] != here:
-        raise BuildError(f"the runtime packages were downloaded for Python {record['python']}; "
-                         f"this interpreter is Python {here}: run with a {record['python']} "
-                         f"interpreter, or rebuild them (Runtime.python)")
+    if python == here:
+        return None
+    named = sorted(arms)
+    which = ", ".join(named[:4]) + (f" and {len(named) - 4} more" if len(named) > 4 else "")
+    return (f"{case}: arms {which} import packages carried as wheels for Python {python} "
+            f"(Case.runtime); this interpreter is Python {here}, so their trials could not import "
+            f"them: run with Python {python} (nox -s {case} --force-python {python} -- ..., or "
+            f"python{python} -m gpurepro ...), or leave those arms out (--arms)")
+
+
+def ensure(record: Mapping[str, Any], root: Path, case: str = "the case") -> None:
+    """Every arm's folder unpacked (a resumed run on another node unpacks them again), and its
+    resolved versions and the node's versions filled in. Refused, before any trial, where this
+    interpreter is not the Python the wheels are for."""
+    why = python_mismatch(record["python"], record["arms"], case)
+    if why is not None:
+        raise BuildError(why)
     for entry in record["arms"].values():
         site = root / entry["site"]
         unpack(site, {f: record["wheels"][f] for f in entry["wheels"]}, root)

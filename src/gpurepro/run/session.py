@@ -452,7 +452,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"],
              "runtime": run.header.get("runtime")}
     if index["runtime"]:  # unpacked at the start; again here for a run resumed on another node
-        runtime.ensure(index["runtime"], root)
+        runtime.ensure(index["runtime"], root, case.name)
     if not run.gate.supported:
         _say(f"{case.name}: {run.gate.reason}; every trial is recorded as unsupported")
         finished = {r["index"] for r in run.done}
