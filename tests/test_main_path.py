@@ -157,3 +157,104 @@ def test_a_fresh_clone_builds_the_main_job_and_stops_at_no_driver(tmp_path):
     assert "Error 5" in out, out[-3000:]
     built = clone / "build" / "tile_unload_race"
     assert any(built.rglob("repro")) and any(built.rglob("kernel.cubin")), out[-3000:]
+
+
+# ---------------------------------------------------------------- what the path rests on
+
+
+def test_the_journal_refuses_nan_and_infinity_before_writing(tmp_path):
+    """A NaN or an infinity is no JSON number: the journal names where it is and writes
+    nothing, as the recorder refuses it (a prior of infinity once made a run unrecordable)."""
+    from gpurepro.errors import JournalError
+    from gpurepro.run.journal import Journal, read
+
+    with pytest.raises(JournalError, match=r"options\.stopping\.priors\.as-filed\.causes\.0\.2"):
+        Journal.create(tmp_path / "a.jsonl", {"case": "x", "options": {"stopping": {
+            "priors": {"as-filed": {"causes": [["crashed", "SIGSEGV", math.inf]]}}}}})
+    assert not (tmp_path / "a.jsonl").exists()
+    journal = Journal.create(tmp_path / "b.jsonl", {"case": "x"})
+    before = (tmp_path / "b.jsonl").read_bytes()
+    with pytest.raises(JournalError, match=r"trial 3 .*exposure"):
+        journal.append_trial({"index": 3, "arm": "a", "outcome": "survived", "exposure": math.nan})
+    journal.close()
+    assert (tmp_path / "b.jsonl").read_bytes() == before
+    assert read(tmp_path / "b.jsonl").trials == []
+
+
+def _trial(arm: str, outcome: str, exposure: float, seconds: float = 1.0) -> dict[str, Any]:
+    return {"arm": arm, "outcome": outcome, "detail": "SIGSEGV" if outcome == "crashed" else "",
+            "exposure": exposure, "duration_s": seconds}
+
+
+def test_an_arm_whose_counter_cannot_time_its_failures_is_modelled_per_trial(root):
+    """The reporter's program counts once a second and crashes within it: its failures at
+    exposure 0 give a chance per trial, never a rate over no exposure (infinite)."""
+    from gpurepro.analyze.allocate import ArmPrior
+    from gpurepro.analyze.simulate import models_from
+    from gpurepro.case.load import load_case
+
+    case = load_case("tile_unload_race", root)
+    trials = ([_trial("baseline", "crashed", 9000.0)] * 4 + [_trial("baseline", "survived", 150000.0)]
+              + [_trial("as-filed", "crashed", 0.0, 0.6)] * 3 + [_trial("as-filed", "survived", 39000.0, 5.2)])
+    doc = {"plan": {"options": {"budget": {"duration_s": 20.0}}}, "trials": trials}
+    models = models_from(case, [(root / "x.json", doc)], root, ["baseline", "as-filed"])
+    filed = models.arms["as-filed"]
+    assert filed.per_trial and [c.rate for c in filed.causes] == [0.75]
+    assert not models.arms["baseline"].per_trial
+    prior = ArmPrior.of_model(filed)
+    json.dumps(prior.to_json(), allow_nan=False)
+    ends = prior.ends()
+    assert ends[0][:2] == (0.75, "crashed") and ends[-1][1] == "survived"
+    assert ArmPrior.from_json(prior.to_json()) == prior
+
+
+def test_priors_come_only_from_documents_with_enough_trials_of_an_arm(root, tmp_path):
+    """A document with one or two trials of an arm (a resume check) sets no rate for it."""
+    from gpurepro.analyze.simulate import MIN_PRIOR_TRIALS, choose_documents
+    from gpurepro.case.load import load_case
+
+    case = load_case("tile_unload_race", root)
+    folder = tmp_path / "results" / case.name
+    folder.mkdir(parents=True)
+
+    def write(name: str, arms: dict[str, int], complete: bool = True) -> None:
+        trials = [_trial(a, "crashed", 100.0) for a, n in arms.items() for _ in range(n)]
+        doc = {"plan": {"options": {"jobs": 1}}, "trials": trials,
+               **({} if complete else {"completion": {"complete": False}})}
+        (folder / name).write_text(json.dumps(doc))
+
+    write("20300101T000000Z_new.json", {"baseline": 2, "as-filed": 1})  # newest, too few
+    write("20290101T000000Z_stopped.json", {"baseline": 9, "as-filed": 9}, complete=False)
+    write("20280101T000000Z_old.json", {"baseline": MIN_PRIOR_TRIALS, "as-filed": MIN_PRIOR_TRIALS})
+    os.environ["GPUREPRO_COMMIT"] = "x"  # the folder is no git checkout: its files count
+    try:
+        docs = choose_documents(case, tmp_path, ["baseline", "as-filed"])
+    finally:
+        del os.environ["GPUREPRO_COMMIT"]
+    assert [p.name for p, _ in docs] == ["20280101T000000Z_old.json"]
+
+
+def test_a_stopped_run_records_as_a_partial_document_that_says_how_to_resume(fake_build, tmp_path):
+    """No end record: the document says how far the run got, keeps the claims it decided
+    at its looks, leaves the rest open and names the command that continues it."""
+    from gpurepro.case.load import load_case
+    from gpurepro.record.result import record_journals
+
+    build_dir, _ = fake_build
+    journal = tmp_path / "run.journal.jsonl"
+    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", "tests/fixtures/fake_case/manifest.py",
+                           "--arms", "ok,crash", "--trials", "3", "--duration", "0.1", "--seed", "5",
+                           "--journal", str(journal), "--build-dir", str(build_dir), "--no-record"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    lines = journal.read_text().splitlines()
+    assert json.loads(lines[-1])["kind"] == "end"
+    journal.write_text("\n".join(lines[:-3]) + "\n")  # stopped: two trials and the end unwritten
+    case = load_case(ROOT / "tests/fixtures/fake_case/manifest.py", ROOT)
+    _, doc = record_journals(case, [journal], ROOT, tmp_path / "partial.json")
+    assert doc["completion"]["complete"] is False and doc["completion"]["planned"] == 6
+    assert doc["completion"]["trials"] == 4
+    assert "--resume" in doc["completion"]["resume"]
+    assert all(c["decision"] == "not_decided" and c["open"] for c in doc["claims"])
+    assert "Partial result" in doc["verdict"]["stopped"] and "resumed" in doc["verdict"]["stopped"]
