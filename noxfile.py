@@ -291,33 +291,48 @@ def bisect(session: nox.Session) -> None:
     _run_gpurepro(session, "bisect", *args)
 
 
-@nox.session(python=PYTHON)
-def tests(session: nox.Session) -> None:
-    """The test suite (no GPU needed; GPU tests skip with the reason).
+# What every test session's pytest runs under. Where the environment sets PYTHONDONTWRITEBYTECODE,
+# each of the suite's Python processes (hundreds: every `python -m gpurepro`, every Python trial
+# driver) would compile what it imports from source again, matplotlib and scipy included: half of
+# the CPU time of a `record`. The caches are written under .nox/ and into the checkout's
+# __pycache__ folders, which git ignores.
+TEST_ENV: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
+# Four workers on two cores: most tests wait on subprocesses (trials, crashes, hangs, builds);
+# a file's tests stay together, so a module's fixture is made once.
+WORKERS = ["-n", "4", "--dist", "loadfile"]
 
-    Run after `toolchain` (make test runs both) for the build tests; without it they skip and
-    say so."""
-    _install_project(session, "test")
+
+def _toolchain_env() -> dict[str, str]:
+    """GPUREPRO_TOOLCHAINS: the environments the `toolchain` sessions made, for the build tests."""
     toolchains = [f"{record.name}={record.read_text().strip()}"
                   for record in sorted(TOOLCHAIN_RECORDS.glob("*@*"))
                   if Path(record.read_text().strip(), "bin", "python").exists()]
-    # Four workers on two cores: most tests wait on subprocesses (crashes, hangs, builds);
-    # a file's tests stay together (module fixtures). The slow tier is tests_slow's.
-    session.run("pytest", *(session.posargs or ["-q", "-n", "4", "--dist", "loadfile",
-                                                "-m", "not slow"]),
-                env={"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)})
+    return {"GPUREPRO_TOOLCHAINS": os.pathsep.join(toolchains)}
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The fast tier (make test; README "Testing"): pytest -m "not slow", no GPU and no
+    toolchain needed (GPU tests skip with the reason). Arguments after -- replace -q and the
+    workers (a -m of their own replaces the tier)."""
+    _install_project(session, "test")
+    session.run("pytest", "-m", "not slow", *(session.posargs or ["-q", *WORKERS]),
+                env={**TEST_ENV, **_toolchain_env()})
 
 
 @nox.session(python=PYTHON)
 def tests_slow(session: nox.Session) -> None:
-    """The slow tier (pytest -m slow): every committed document's rerun steps executed as the
-    issue comment prints them, each clone's own nox session to the no-driver exit (make
-    test-slow; README "The issue comment")."""
+    """The slow tier's pytest (pytest -m slow; make test-slow runs the `toolchain` sessions
+    first, whose environments its build tests use, and tests_py and the cluster tests after):
+    fault injection at volume, every committed document re-rendered and its rerun steps executed
+    as the issue comment prints them, the builds with real nvcc/tileiras, every case's default
+    plan, packaging, a fresh clone's main job."""
     _install_project(session, "test")
     # The rerun steps call nox: this one.
     here = Path(sys.executable).parent / "nox"
-    session.run("pytest", *(session.posargs or ["-q", "-s", "-m", "slow"]),
-                env={"GPUREPRO_NOX": str(here)} if here.is_file() else {})
+    session.run("pytest", "-m", "slow", *(session.posargs or ["-q", *WORKERS]),
+                env={**TEST_ENV, **_toolchain_env(),
+                     **({"GPUREPRO_NOX": str(here)} if here.is_file() else {})})
 
 
 @nox.session(python=PYTHON)
@@ -328,7 +343,7 @@ def slurm_test(session: nox.Session) -> None:
     arrays on two partitions, a task cancelled mid-run, --resume, --until-decided."""
     _install_project(session, "test")
     session.run("pytest", "-v", "-s", "tests/test_slurm.py", *session.posargs,
-                env={"GPUREPRO_SLURM_TEST": "1"})
+                env={**TEST_ENV, "GPUREPRO_SLURM_TEST": "1"})
 
 
 @nox.session(python=PYTHON)
@@ -441,9 +456,10 @@ TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_
 
 @nox.session(python=PYTHONS)
 def tests_py(session: nox.Session) -> None:
-    """The run stage and the record step on each supported Python (make test runs them)."""
+    """The run stage and the record step on each supported Python, both tiers of their files
+    (make test-slow runs them)."""
     _install_project(session, "test")
-    session.run("pytest", *(session.posargs or ["-q", "-n", "2", "--dist", "loadfile", *TESTS_PY]))
+    session.run("pytest", *(session.posargs or ["-q", *WORKERS, *TESTS_PY]), env=TEST_ENV)
 
 
 @nox.session(python=PYTHON)

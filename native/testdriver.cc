@@ -69,14 +69,17 @@ void progress_then(void (*fail)()) {
 }
 
 // Worker for ok / noprogress / stuck: cycles until the stop; `stuck` blocks in its 20th cycle.
+// The first cycle comes before the stop is looked at: a loaded machine can keep a new thread off
+// the CPU for the whole of a short budget, and a trial that ran its course made progress.
 void *cycle_worker(void *arg) {
   const std::string mode = static_cast<const char *>(arg);
   if (mode == "noprogress") return nullptr;  // counters stay at zero
-  for (unsigned n = 0; !stop_requested(); ++n) {
+  unsigned n = 0;
+  do {
     if (mode == "stuck" && n == 20)
       for (;;) pause();  // the synchronize that never returns
-    fake_cycle(n);
-  }
+    fake_cycle(n++);
+  } while (!stop_requested());
   return nullptr;
 }
 

@@ -10,9 +10,22 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_CASE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
+NATIVE_PROGRAMS = ROOT / "tests" / "fixtures" / "native_programs" / "manifest.py"
 
 
+# The slow tier (make check; README "Testing") is `pytest -m slow`: the tests marked slow, and
+# every test of a marker that always means minutes or a machine of its own: the builds with real
+# nvcc/tileiras (toolchain) and the cluster runs (slurm). make test is `-m "not slow"`.
+SLOW_MARKERS = ("toolchain", "slurm")
+
+
+# First, so that `-m slow` / `-m "not slow"` (the mark plugin's deselection, run after this hook)
+# sees the marker added here.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SLOW_MARKERS):
+            item.add_marker(pytest.mark.slow)
     has_gpu = shutil.which("nvidia-smi") is not None or any(
         Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl"))
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU and driver; none on this machine")
@@ -41,6 +54,20 @@ def fake_build(fake_case):
 
     build_dir = ROOT / "build" / "tests"
     return build_dir, build_case(fake_case, "host", ROOT, build_dir)
+
+
+@pytest.fixture(scope="session")
+def native_programs() -> dict[str, Path]:
+    """The native programs the crash-record and driver tests run (tests/fixtures/native_programs:
+    the test driver, the preloaded crash handler, tile_unload_race's host driver, the fake
+    libcuda, ...), name -> file. Built as a case's artifacts are, into build/tests beside the fake
+    case's: content-addressed, each under a lock, so one build serves every test process of the
+    session, and the next session while the sources are unchanged."""
+    from gpurepro.build.artifacts import build_case
+    from gpurepro.case import load_case
+
+    index = build_case(load_case(NATIVE_PROGRAMS, ROOT), "host", ROOT, ROOT / "build" / "tests")
+    return {name: ROOT / entry["path"] for name, entry in index["artifacts"].items()}
 
 
 def toolchain_venv(case: str, target: str) -> Path | None:

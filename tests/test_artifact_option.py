@@ -3,10 +3,8 @@ run, recorded with its sha256; a bad value is one line and exit 2 before anythin
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,14 +12,14 @@ import pytest
 from gpurepro.build.artifacts import sha256_file
 from gpurepro.run.journal import read
 
+from . import cli
 from .conftest import ROOT
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return cli.gpurepro(*args)
 
 
 def test_the_substitute_runs_and_the_journal_records_it(fake_build, tmp_path):

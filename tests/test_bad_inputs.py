@@ -4,14 +4,13 @@ trial, no journal. Harness errors exit 1 and name themselves; nothing shows a tr
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from . import cli
 from .conftest import ROOT
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
@@ -19,8 +18,7 @@ USAGE, ERROR = 2, 1
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    return cli.gpurepro(*args, cwd=cwd)
 
 
 def _lines(text: str) -> list[str]:

@@ -4,7 +4,6 @@ bench suites sets each configuration side by side and tests the difference."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import common  # noqa: E402
+
+from . import pace  # noqa: E402
 
 
 def _doc(created: str, values: dict[str, list[float]]) -> dict:
@@ -35,13 +36,13 @@ def test_two_bench_suites_compare_benchmark_by_benchmark(tmp_path):
         path = tmp_path / f"{name}.pyperf.json"
         common.pyperf_suite(doc).dump(str(path), replace=True)
         paths.append(str(path))
-    done = subprocess.run([sys.executable, "-m", "pyperf", "compare_to", *paths, "--table"],
-                          capture_output=True, text=True, timeout=120)
+    done = pace.run([sys.executable, "-m", "pyperf", "compare_to", *paths, "--table"],
+                    capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "harness_overhead/harness" in done.stdout and "slower" in done.stdout
     assert "ERROR" not in done.stdout
-    meta = subprocess.run([sys.executable, "-m", "pyperf", "metadata", paths[0]],
-                          capture_output=True, text=True, timeout=120)
+    meta = pace.run([sys.executable, "-m", "pyperf", "metadata", paths[0]],
+                    capture_output=True, text=True)
     for line in ("python_version: 3.12.3", "cpu_count: 2", "hostname: redacted",
                  "gpurepro_commit: abc123", "param_reps: 6", "date: 2026-12-01 10:00:00"):
         assert line in meta.stdout, meta.stdout

@@ -21,6 +21,7 @@ from gpurepro.build.artifacts import build_case
 from gpurepro.case import load_case
 from gpurepro.errors import ManifestError, UsageError
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 FIXTURE = ROOT / "tests" / "fixtures" / "bisect_case" / "manifest.py"
@@ -286,9 +287,9 @@ def test_a_bad_axis_names_the_manifest_field(fake_case):
 
 
 def test_the_command_line_refuses_an_unknown_axis():
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "bisect", "ptxas_abs_clamp", "--axis", "nvcc"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "bisect", "ptxas_abs_clamp", "--axis", "nvcc"],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 2 and "has no toolchain axis 'nvcc' (its axes: ptxas, ptxas-as-emitted)" in done.stderr
 
 
@@ -352,9 +353,9 @@ def test_the_gpu_stage_needs_no_third_party_module():
     modules = ["gpurepro.bisect.gpu", "gpurepro.bisect.search", "gpurepro.bisect.document",
                "gpurepro.bisect.pypi", "gpurepro.bisect.cpu", "gpurepro.bisect.table",
                "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
-    done = subprocess.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
+                    capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"imported {len(modules)}" in done.stdout
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from gpurepro.build.artifacts import build_case
 from gpurepro.case import load_case
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build")
@@ -69,9 +69,9 @@ def test_tile_unload_race_sm90_builds_identically_in_two_folders(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     indexes = []
     for root in roots:
-        done = subprocess.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build",
-                               "tile_unload_race", "--arch", "sm_90", "--build-dir", "build"],
-                              cwd=root, env=env, capture_output=True, text=True, timeout=600)
+        done = pace.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build",
+                         "tile_unload_race", "--arch", "sm_90", "--build-dir", "build"],
+                        cwd=root, env=env, capture_output=True, text=True, startups=pace.BUILD)
         assert done.returncode == 0, done.stdout + done.stderr
         index = root / "build" / "tile_unload_race" / "sm_90" / "artifacts.json"
         indexes.append(json.loads(index.read_text()))

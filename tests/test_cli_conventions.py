@@ -15,6 +15,8 @@ import pytest
 from gpurepro.cli import extras, main
 from gpurepro.cli.parser import parser, prog_name
 
+from . import pace
+
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"
 NEWEST = TILE / "20261201T102114Z_NVIDIA-H200_redacted.json"
@@ -23,8 +25,8 @@ OTHER = TILE / "20261201T101933Z_NVIDIA-H200_redacted.json"
 
 def _cli(*args: str, cwd: Path = ROOT, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300, **kw)
+    return pace.run([sys.executable, "-m", "gpurepro", *args], cwd=cwd, env=env,
+                    capture_output=True, text=True, **kw)
 
 
 def _parsers(p: argparse.ArgumentParser, path: str = "gpurepro"):
@@ -97,9 +99,8 @@ def test_a_closed_pipe_ends_the_command_quietly():
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run([sys.executable, "-m", "gpurepro", "compare", str(NEWEST), str(OTHER)],
-                              cwd=ROOT, env=env, stdout=write, stderr=subprocess.PIPE, text=True,
-                              timeout=300)
+        done = pace.run([sys.executable, "-m", "gpurepro", "compare", str(NEWEST), str(OTHER)],
+                        cwd=ROOT, env=env, stdout=write, stderr=subprocess.PIPE, text=True)
     finally:
         os.close(write)
     assert done.stderr == "" and done.returncode == 141

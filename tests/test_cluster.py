@@ -31,6 +31,7 @@ from gpurepro.run.journal import read
 from gpurepro.run.plan import make_plan
 from gpurepro.run.session import journal_header
 
+from . import pace
 from .conftest import ROOT
 from .test_stdlib_run import BLOCKER
 
@@ -83,8 +84,8 @@ def _stubs(folder: Path) -> Path:
 
 def _cli(*args: str, path: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PATH": path}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return pace.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, env=env,
+                    capture_output=True, text=True)
 
 
 @pytest.mark.parametrize(("args", "says"), [
@@ -178,9 +179,8 @@ def test_array_tasks_run_from_a_staged_tree_merge_into_one_valid_document(
         env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"),
                "SLURM_ARRAY_JOB_ID": "77", "SLURM_ARRAY_TASK_ID": str(task),
                "SLURMD_NODENAME": node}
-        done = subprocess.run([sys.executable, "-c", BLOCKER, "slurm-task", str(spec)],
-                              cwd=run_dir / "tree", env=env, capture_output=True, text=True,
-                              timeout=120)
+        done = pace.run([sys.executable, "-c", BLOCKER, "slurm-task", str(spec)],
+                        cwd=run_dir / "tree", env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert shard_path(run_dir, 1, "alpha", task).is_file()
 
@@ -233,8 +233,8 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
     spec = _staged_task_spec(case, index, header, run_dir, [[t.index for t in plan.order]])
     env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"), "SLURM_ARRAY_JOB_ID": "5",
            "SLURM_ARRAY_TASK_ID": "0", "SLURMD_NODENAME": "nodeC"}
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
-                          cwd=run_dir / "tree", env=env, capture_output=True, text=True, timeout=120)
+    done = pace.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
+                    cwd=run_dir / "tree", env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     (shard,), _ = read_shards(run_dir, header)
     assert {t["outcome"] for t in shard.trials} == {"unsupported"} and len(shard.trials) == 6
@@ -283,9 +283,8 @@ def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_na
         env = {**os.environ, "PYTHONPATH": str(run_dir / "tree" / "src"),
                "SLURM_ARRAY_JOB_ID": "9", "SLURM_ARRAY_TASK_ID": "0", "SLURMD_NODENAME": node,
                "SLURM_RESTART_COUNT": str(restart)}
-        done = subprocess.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
-                              cwd=run_dir / "tree", env=env, capture_output=True, text=True,
-                              timeout=120)
+        done = pace.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
+                        cwd=run_dir / "tree", env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
 
     attempt("nodeA", 0)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpurepro.report.comment import LIMIT, issue_body, rerun_arguments, session_for
 from gpurepro.report.compare import stopping_numbers
+
+from . import cli, pace
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"
@@ -24,9 +24,7 @@ OLD = TILE / "20261129T235221Z_NVIDIA-H200_redacted.json"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return cli.gpurepro(*args)
 
 
 def _results() -> list[Path]:
@@ -250,8 +248,8 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
     log = tmp_path / "calls"
     stubs = "".join(f'{name}() {{ printf "{name}" >> {log}; printf " %s" "$@" >> {log}; echo >> {log}; }}\n'
                     for name in ("git", "nox", "python", "cd"))
-    done = subprocess.run(["bash", "-c", stubs + nox_block + "\n" + plain_block], capture_output=True,
-                          text=True, timeout=30)
+    done = pace.run(["bash", "-c", stubs + nox_block + "\n" + plain_block], capture_output=True,
+                    text=True)
     assert done.returncode == 0, done.stderr
     calls = [line.split() for line in log.read_text().splitlines()]
     commit = doc["environment"]["repository"]["commit"]

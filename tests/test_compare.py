@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,8 @@ import pytest
 from gpurepro.analyze import stats
 from gpurepro.errors import CompareError
 from gpurepro.report.compare import compare, markdown
+
+from . import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TILE = ROOT / "results" / "tile_unload_race"
@@ -27,9 +27,7 @@ BENCH = sorted((ROOT / "results" / "bench").glob("loop_rate_*.json"))
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return cli.gpurepro(*args)
 
 
 def _load(path: Path) -> dict:

@@ -18,6 +18,7 @@ import pytest
 
 from gpurepro.run.journal import read
 
+from . import pace
 from .conftest import ROOT
 
 HOSTILE = "tests/fixtures/hostile_case/manifest.py"
@@ -112,7 +113,7 @@ def test_what_a_trial_leaves_dies_with_it_however_the_harness_ends(hostile_build
         assert _wait_for(started), "the escapee never started"
         time.sleep(0.4)  # the harness has seen it come back (it polls every 0.05 s)
         proc.send_signal(getattr(signal, end))
-    _, err = proc.communicate(timeout=60)
+    _, err = pace.communicate(proc)
     assert proc.returncode == {"normal": 0, "SIGTERM": 143, "SIGKILL": -9}[end], err
     # After a SIGKILL the watchdog does it, between whole scans of /proc: on a machine loaded
     # by other work that takes seconds, so the bound is generous (it returns once all is gone).
@@ -142,7 +143,7 @@ def test_a_daemon_never_runs_beside_later_trials(hostile_build, tmp_path):
                    "--duration", "0.3", "--seed", "2", "--journal", str(journal),
                    "--build-dir", str(hostile_build), "--no-record"], tag,
                   HOSTILE_BEAT=str(tmp_path / "beat"))
-    _, err = proc.communicate(timeout=120)
+    _, err = pace.communicate(proc)
     assert proc.returncode == 0, err
     trials = read(journal).trials
     counts = [t["observations"]["escapees"] for t in trials if t["arm"] == "count"]
@@ -170,7 +171,7 @@ def test_a_killed_watchdog_is_replaced_so_killing_the_harness_then_leaves_nothin
     os.kill(first, signal.SIGKILL)
     assert _wait_for(lambda: _watchdog_of(tag) not in (None, first), 5.0), "no new watchdog"
     proc.send_signal(signal.SIGKILL)
-    _, err = proc.communicate(timeout=30)
+    _, err = pace.communicate(proc)
     assert f"the watchdog (pid {first}) is gone; started another" in err
     assert _gone_within(tag, 2.0) == []
 
@@ -189,7 +190,7 @@ def test_a_stopped_harness_still_holds_its_trials_to_their_limit(hostile_build, 
     os.kill(proc.pid, signal.SIGSTOP)
     time.sleep(6.0)
     os.kill(proc.pid, signal.SIGCONT)
-    _, err = proc.communicate(timeout=60)
+    _, err = pace.communicate(proc)
     assert proc.returncode == 0, err
     by_arm = {t["arm"]: t for t in read(journal).trials}
     crash = by_arm["crash-at"]
@@ -210,12 +211,12 @@ def test_a_flooding_trial_costs_the_harness_megabytes_and_the_record_counts_the_
     measure = ("import resource, subprocess, sys\n"
                "done = subprocess.run(sys.argv[1:])\n"
                "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
-    done = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "gpurepro", "run",
-                           HOSTILE, "--arms", "ok,flood", "--trials", "1", "--duration", "0.2",
-                           "--timeout", "60", "--journal", str(journal),
-                           "--build-dir", str(hostile_build), "--no-record"],
-                          cwd=ROOT, env=_env(tag, FLOOD_MB=str(FLOOD_MB)), capture_output=True,
-                          text=True, timeout=120)
+    done = pace.run([sys.executable, "-c", measure, sys.executable, "-m", "gpurepro", "run",
+                     HOSTILE, "--arms", "ok,flood", "--trials", "1", "--duration", "0.2",
+                     "--timeout", "60", "--journal", str(journal),
+                     "--build-dir", str(hostile_build), "--no-record"],
+                    cwd=ROOT, env=_env(tag, FLOOD_MB=str(FLOOD_MB)), capture_output=True,
+                    text=True)
     status, max_rss_kib = map(int, done.stdout.splitlines()[-1].split())
     assert status == 0, done.stderr
     assert max_rss_kib < 200 * 1024, f"{max_rss_kib // 1024} MiB for {2 * FLOOD_MB} MiB of output"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +19,7 @@ from gpurepro.cli.parser import parser
 from gpurepro.run.journal import read
 from gpurepro.run.plan import PlannedTrial
 
+from . import pace
 from .conftest import ROOT
 
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
@@ -130,11 +130,11 @@ def test_a_decisive_run_journals_its_design_and_its_document_the_floor(fake_buil
     build_dir, _ = fake_build
     journal = tmp_path / "d.journal.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", str(FAKE.relative_to(ROOT)),
-                           "--decisive", "--arms", "crash,ok", "--max-trials", "6",
-                           "--duration", "0.3", "--seed", "3", "--build-dir", str(build_dir),
-                           "--journal", str(journal), "--out-dir", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = pace.run([sys.executable, "-m", "gpurepro", "run", str(FAKE.relative_to(ROOT)),
+                     "--decisive", "--arms", "crash,ok", "--max-trials", "6",
+                     "--duration", "0.3", "--seed", "3", "--build-dir", str(build_dir),
+                     "--journal", str(journal), "--out-dir", str(tmp_path)],
+                    cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     contents = read(journal)
     stopping = contents.header["options"]["stopping"]

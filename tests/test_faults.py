@@ -167,6 +167,7 @@ def _one_stop(i: int, delay: float, sig: signal.Signals, jobs: int, build_dir: P
 # 49 runs of the harness, each importing scipy for its claims: on two cores under four CPU hogs
 # that is longer than the suite's limit for one test (300 s), so the test holds its own limits,
 # each derived from the pace it measured first (the suite's limit guards that one run).
+@pytest.mark.slow  # fault injection at volume
 @pytest.mark.timeout(0)
 def test_random_stops_leave_no_process_and_resume_runs_every_trial_once(fake_build, tmp_path,
                                                                         pytestconfig):

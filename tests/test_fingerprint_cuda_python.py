@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from gpurepro.env.fingerprint import cuda_python_facts
 
+from . import pace
 from .conftest import ROOT
 
 FAKE = ROOT / "tests" / "fixtures" / "fake_cuda_bindings_loading"
@@ -23,10 +23,9 @@ PROGRAM = ("import json, sys; from gpurepro.env.fingerprint import cuda_python_f
 
 def _facts(fake: bool, **env: str) -> dict:
     path = [str(ROOT / "src"), *([str(FAKE)] if fake else [])]
-    done = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True,
-                          timeout=60, check=True,
-                          env={**{k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"},
-                               "PYTHONPATH": os.pathsep.join(path), **env})
+    done = pace.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, check=True,
+                    env={**{k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"},
+                         "PYTHONPATH": os.pathsep.join(path), **env})
     return json.loads(done.stdout)
 
 

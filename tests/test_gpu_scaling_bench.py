@@ -16,6 +16,8 @@ import pytest
 
 from gpurepro.env import fingerprint as envmod
 
+from . import cli, pace
+
 ROOT = Path(__file__).resolve().parents[1]
 FAKE = "tests/fixtures/fake_case/manifest.py"
 
@@ -25,12 +27,13 @@ pytestmark = pytest.mark.skipif(bool(envmod.gpus().get("gpus")),
 
 def _bench(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, str(ROOT / "bench" / "gpu_scaling.py"), *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=540)
+    return pace.run([sys.executable, str(ROOT / "bench" / "gpu_scaling.py"), *args], cwd=ROOT,
+                    env=env, capture_output=True, text=True, startups=6 * pace.COMMAND)
 
 
 # Six harness runs (three GPU counts, two repetitions), each with its imports and its claims'
-# simulation: several minutes on two loaded cores.
+# simulation: several minutes on two loaded cores, the slow tier's.
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_fake_gpu_counts_give_one_valid_document_with_a_list_per_count(fake_build, tmp_path):
     build_dir, _ = fake_build
@@ -40,9 +43,7 @@ def test_fake_gpu_counts_give_one_valid_document_with_a_list_per_count(fake_buil
     assert proc.returncode == 0, proc.stderr + proc.stdout
     docs = [p for p in tmp_path.glob("gpu_scaling_*.json") if not p.name.endswith(".pyperf.json")]
     assert len(docs) == 1
-    valid = subprocess.run([sys.executable, "-m", "gpurepro", "validate", str(docs[0])], cwd=ROOT,
-                           env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-                           capture_output=True, text=True)
+    valid = cli.gpurepro("validate", str(docs[0]))
     assert valid.returncode == 0, valid.stdout + valid.stderr
     doc = json.loads(docs[0].read_text())
     assert set(doc["samples"]) == {"1gpu", "2gpu", "4gpu"}

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from gpurepro.report.index import indexed_folder, is_current, render, write_index
+
+from . import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -19,9 +19,7 @@ STALE = "README.md is out of date: run python -m gpurepro index"
 
 
 def _cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return cli.gpurepro(*args, cwd=cwd)
 
 
 def _case_results(folder: Path) -> list[Path]:

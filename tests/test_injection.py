@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import urllib.parse
 import uuid
@@ -28,6 +27,7 @@ from gpurepro.report.index import render as render_index
 from gpurepro.report.markdown import markdown
 from gpurepro.report.tables import escape
 
+from . import cli, pace
 from .conftest import ROOT
 
 markdown_it = pytest.importorskip("markdown_it")
@@ -139,9 +139,7 @@ def test_a_hostile_document_renders_inert_in_the_comment_and_the_report(tmp_path
 
 def test_issue_refuses_a_document_whose_arm_names_the_schema_refuses(tmp_path):
     _, path = _hostile_doc(tmp_path)
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = cli.gpurepro("issue", str(path))
     assert done.returncode == 1 and "does not match the schema" in done.stderr
     assert "does not match '^[a-z][a-z0-9_-]*$'" in done.stderr and not done.stdout
 
@@ -165,17 +163,16 @@ def test_a_driver_that_writes_markup_in_its_crash_and_final_records(fake_build, 
     build_case(load_case(ROOT / HOSTILE, ROOT), "host", ROOT, build_dir)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "FAULT_TAG": uuid.uuid4().hex}
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", HOSTILE, "--arms",
-                           "ok,inject-crash,inject-final", "--trials", "2", "--duration", "0.2",
-                           "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=180, env=env)
+    done = pace.run([sys.executable, "-m", "gpurepro", "run", HOSTILE, "--arms",
+                     "ok,inject-crash,inject-final", "--trials", "2", "--duration", "0.2",
+                     "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
+                    cwd=ROOT, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     [path] = [p for p in (out / "hostile_case").glob("*.json") if not p.name.endswith(".pyperf.json")]
     doc = json.loads(path.read_text())
     outcomes = {t["arm"]: t["outcome"] for t in doc["trials"]}
     assert outcomes["inject-crash"] == "crashed" and outcomes["inject-final"] == "cuda_error"
-    issue = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120, env=env)
+    issue = cli.gpurepro("issue", str(path), env=env)
     assert issue.returncode == 0, issue.stderr
     assert "octocat" in issue.stdout  # it is there, as text
     assert_inert(issue.stdout)
@@ -226,9 +223,7 @@ def test_a_toolchain_matrix_with_markup_is_inert_in_the_comment(tmp_path):
     matrix["gpu"]["device"]["name"] = "NVIDIA H200 " + INJECTED
     hostile = tmp_path / "matrix](javascript:alert(1)) @octocat.json"
     hostile.write_text(json.dumps(matrix))
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(COMMITTED), "--matrix",
-                           str(hostile)], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = cli.gpurepro("issue", str(COMMITTED), "--matrix", str(hostile))
     assert done.returncode == 0, done.stderr
     assert "octocat" in done.stdout and "Toolchain matrix" in done.stdout
     assert_inert(done.stdout, {json.loads(COMMITTED.read_text())["case"]["report_url"]})
@@ -242,9 +237,7 @@ def test_issue_validates_a_document_that_names_no_schema(tmp_path):
     doc["verdict"]["status"] = ["not", "a", "string"]
     path = tmp_path / COMMITTED.name
     path.write_text(json.dumps(doc))
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(path)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = cli.gpurepro("issue", str(path))
     assert done.returncode == 1 and "does not match the schema" in done.stderr, done.stderr
     assert "'schema' is a required property" in done.stderr and not done.stdout
 

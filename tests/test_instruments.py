@@ -27,6 +27,7 @@ from gpurepro.run import instruments
 from gpurepro.run.execute import RunOptions, execute_trial
 from gpurepro.run.plan import PlannedTrial
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 BUDGET = TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=5.0)
@@ -291,10 +292,10 @@ def test_build_finds_a_tool_of_the_real_nvcc_wheel_outside_the_defaults(tmp_path
         "import subprocess, sys\n"
         "open(sys.argv[1], 'w').write(subprocess.run(sys.argv[2:], capture_output=True, "
         "text=True, check=True).stdout)\n")
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build", "toolcase",
-                           "--arch", "host", "--build-dir", "build"], cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-                          capture_output=True, text=True, timeout=300)
+    done = pace.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build", "toolcase",
+                     "--arch", "host", "--build-dir", "build"], cwd=root,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                    capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     index = json.loads((root / "build" / "toolcase" / "host" / "artifacts.json").read_text())
     made = index["artifacts"]["made"]

@@ -20,10 +20,13 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from . import pace
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = sorted(p.parent.name for p in (ROOT / "cases").glob("*/manifest.py"))
@@ -49,7 +52,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     from gpurepro.env import fingerprint as envmod
     from gpurepro.record.result import record_journals
     from gpurepro.run import session
-    from gpurepro.run.execute import RunOptions, execute_plan
+    from gpurepro.run.execute import RunOptions
     from gpurepro.run.journal import read
 
     case = load_case(case_name, ROOT)
@@ -61,7 +64,10 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     plan = session.new_plan(case, request)
     stopping, families = session.run_design(case, plan, request, ROOT)
     _, index = fake_build
-    opts = RunOptions(budget=request.budget, jobs=request.jobs, redact=True, run_id="f" * 32)
+    # A run id of its own: every process tagged with it is swept when the run's watchdog ends,
+    # so a run id shared by two tests lets a late sweep of one kill the other's trials.
+    opts = RunOptions(budget=request.budget, jobs=request.jobs, redact=True,
+                      run_id=uuid.uuid4().hex)
     device = {"name": "Fake GPU", "compute_capability": capability, "uuid": "GPU-fake",
               "index": 0, "supported": True, "target": request.target, "reason": None}
     header = session.journal_header(case, ROOT, plan, opts, stopping,
@@ -150,8 +156,8 @@ def test_a_fresh_clone_builds_the_main_job_and_stops_at_no_driver(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NOX", "VIRTUAL_ENV"))}
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                   if ".nox" not in p and ".venv" not in p)
-    done = subprocess.run(["make", "tile-unload-race", f"PYTHON={sys.executable}"], cwd=clone,
-                          env=env, capture_output=True, text=True, timeout=1500)
+    done = pace.run(["make", "tile-unload-race", f"PYTHON={sys.executable}"], cwd=clone,
+                    env=env, capture_output=True, text=True, startups=pace.BUILD)
     out = done.stdout + done.stderr
     assert "no CUDA driver is present" in out, out[-3000:]
     assert "Error 5" in out, out[-3000:]
@@ -242,11 +248,11 @@ def test_a_stopped_run_records_as_a_partial_document_that_says_how_to_resume(fak
 
     build_dir, _ = fake_build
     journal = tmp_path / "run.journal.jsonl"
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", "tests/fixtures/fake_case/manifest.py",
-                           "--arms", "ok,crash", "--trials", "3", "--duration", "0.1", "--seed", "5",
-                           "--journal", str(journal), "--build-dir", str(build_dir), "--no-record"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "run", "tests/fixtures/fake_case/manifest.py",
+                     "--arms", "ok,crash", "--trials", "3", "--duration", "0.1", "--seed", "5",
+                     "--journal", str(journal), "--build-dir", str(build_dir), "--no-record"],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     lines = journal.read_text().splitlines()
     assert json.loads(lines[-1])["kind"] == "end"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from gpurepro.matrix.table import markdown
 from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import Journal
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 SCRATCH = ROOT / "build" / "tests-matrix"  # inside the repository: paths are recorded relative to it
@@ -86,11 +86,11 @@ def test_one_real_cell_reproduces_the_case_build_and_its_document_validates():
     if venv is None:
         pytest.skip("no tile_unload_race sm_90 toolchain venv (nox -s tests makes it)")
     into = SCRATCH / "real"
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "gpurepro", "matrix", "cell",
-                           "tile_unload_race", "--release", "1.5.0", "--family", "13.3",
-                           "--build-dir", str(into.relative_to(ROOT))],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([str(venv / "bin" / "python"), "-m", "gpurepro", "matrix", "cell",
+                     "tile_unload_race", "--release", "1.5.0", "--family", "13.3",
+                     "--build-dir", str(into.relative_to(ROOT))],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     doc = cpu_document(load("tile_unload_race", ROOT), ROOT, into=into)
     assert validation_errors(doc) == []
@@ -272,10 +272,10 @@ def test_runs_that_would_not_fit_the_budget_are_not_started(tmp_path, monkeypatc
 
 
 def test_an_unknown_arm_is_refused_before_anything_runs(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "matrix", "run", str(_cpu_file(tmp_path)),
-                           "--out", str(tmp_path / "gpu"), "--newest-arms", "baseline,no-such-arm"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "matrix", "run", str(_cpu_file(tmp_path)),
+                     "--out", str(tmp_path / "gpu"), "--newest-arms", "baseline,no-such-arm"],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 2 and "no-such-arm" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "gpu").exists()
 
@@ -285,10 +285,10 @@ def test_the_gpu_stage_needs_no_third_party_module(tmp_path):
     GPU or with one) starts with every analysis package blocked."""
     from .test_stdlib_run import BLOCKER
 
-    done = subprocess.run([sys.executable, "-c", BLOCKER, "matrix", "run", str(_cpu_file(tmp_path)),
-                           "--out", str(tmp_path / "gpu"), "--budget-s", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-c", BLOCKER, "matrix", "run", str(_cpu_file(tmp_path)),
+                     "--out", str(tmp_path / "gpu"), "--budget-s", "1"],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode in (0, 5), done.stderr
     assert "blocked for this test" not in done.stderr
     assert json.loads((tmp_path / "gpu" / gpustage.GPU_FILE).read_text())["schema"] == gpustage.GPU_SCHEMA
@@ -304,8 +304,8 @@ def test_a_matrix_document_is_indexed_as_a_matrix_and_refused_by_report(tmp_path
     text = render(results)
     assert "## Toolchain matrices (1)" in text and "## Case results (0)" in text
     assert "| [matrix_20261130T060000Z_no-gpu](tile_unload_race/matrix_20261130T060000Z_no-gpu.json) |" in text
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "report",
-                           str(results / "tile_unload_race" / "matrix_20261130T060000Z_no-gpu.json")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "report",
+                     str(results / "tile_unload_race" / "matrix_20261130T060000Z_no-gpu.json")],
+                    cwd=ROOT, capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 2 and "gpurepro matrix table" in done.stderr

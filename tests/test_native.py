@@ -11,8 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,11 +18,11 @@ import pytest
 from gpurepro.run.classify import Observed, classify
 from gpurepro.run.trial import run_trial
 
+from . import pace
+
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
 CASE = ROOT / "cases" / "tile_unload_race"
-CXXFLAGS = ["-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer", "-static-libstdc++",
-            "-static-libgcc"]
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("g++") and shutil.which("cc")), reason="needs g++ and cc"
@@ -39,89 +37,25 @@ def _have_libcuda() -> bool:
         return False
 
 
-# A case's own driver that needs entry points native/ does not list: it extends the table from
-# its own source file (CUDA_ENTRY + cuda_load_entries, cuda_proc_as) without editing native/.
-EXT_DRIVER = r"""
-#include <stdio.h>
-#include <string.h>
-#include "cuda_loader.h"
-#include "events.h"
-
-struct {
-  CUresult (*cuEventCreate)(CUevent *, unsigned);
-  CUresult (*cuNotInThisDriver)(void);
-} ext;
-const CudaEntry kExt[] = {
-    CUDA_ENTRY(ext, cuEventCreate, 2000, "cuEventCreate", true),
-    CUDA_ENTRY(ext, cuNotInThisDriver, 2000, "cuNotInThisDriver", false),
-};
-const CudaEntry kMissing[] = {CUDA_ENTRY(ext, cuNotInThisDriver, 2000, "cuNotInThisDriver", true)};
-
-int main(int argc, char **argv) {
-  cuda_load();
-  cuda_load_entries(kExt);
-  if (argc > 1) cuda_load_entries(kMissing);  // a required entry the driver lacks
-  CUevent ev = nullptr;
-  CUcontext ctx;
-  CUdeviceptr d;
-  char in[8] = "abcdefg", out[8] = {};
-  int ok = cu.cuInit(0) == 0 && cu.cuCtxCreate(&ctx, 0, 0) == 0 && cu.cuMemAlloc(&d, 8) == 0 &&
-           cu.cuMemsetD8(d, 0, 8) == 0 && cu.cuMemcpyHtoD(d, in, 8) == 0 &&
-           cu.cuMemcpyDtoH(out, d, 8) == 0 && cu.cuMemFree(d) == 0 &&
-           ext.cuEventCreate(&ev, 0) == 0;
-  auto typed = cuda_proc_as<CUresult (*)(CUevent *, unsigned)>("cuEventCreate", 2000);
-  printf("{\"ok\":%d,\"roundtrip\":%d,\"event\":%d,\"missing_optional\":%d,\"typed\":%d,"
-         "\"absent\":%d}\n", ok, !strcmp(in, out), ev == (CUevent)0x2000,
-         ext.cuNotInThisDriver == nullptr, typed == ext.cuEventCreate,
-         cuda_proc("cuNotInThisDriver", 2000) == nullptr);
-  return 0;
-}
-"""
-
-
 @pytest.fixture(scope="module")
-def bins(tmp_path_factory) -> dict[str, Path]:
-    """Every binary the tests run, compiled in parallel into one temporary folder."""
-    out = tmp_path_factory.mktemp("native")
-    (out / "fake").mkdir()
-    (out / "null.c").write_text("int main(void) { volatile int *p = 0; return *p; }\n")
-    (out / "ext.cc").write_text(EXT_DRIVER)
-    n = lambda f: str(NATIVE / f)  # noqa: E731
-    jobs = {
-        "testdriver": ["g++", *CXXFLAGS, n("testdriver.cc"), n("events.cc"), n("crash.cc"),
-                       "-o", str(out / "testdriver"), "-ldl"],
-        "preload": ["g++", *CXXFLAGS, "-shared", "-fPIC", "-fvisibility=hidden",
-                    "-Wl,--exclude-libs,ALL", n("crash_preload.cc"), n("crash.cc"),
-                    n("events.cc"), "-o", str(out / "libgpurepro_crash.so"), "-ldl"],
-        "host": ["g++", *CXXFLAGS, str(CASE / "host.cc"), n("cuda_loader.cc"), n("events.cc"),
-                 n("crash.cc"), "-o", str(out / "host"), "-ldl"],
-        "fake": ["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                 str(out / "fake" / "libcuda.so.1"), str(ROOT / "tests" / "fake_libcuda.c")],
-        "null": ["cc", "-O0", str(out / "null.c"), "-o", str(out / "null")],
-        "ext": ["g++", *CXXFLAGS, f"-I{NATIVE}", str(out / "ext.cc"), n("cuda_loader.cc"),
-                n("events.cc"), "-o", str(out / "ext"), "-ldl"],
-    }
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        outs = list(pool.map(
-            lambda cmd: subprocess.run(cmd, capture_output=True, text=True), jobs.values()))
-    results = dict(zip(jobs, outs, strict=True))
-    for name, r in results.items():
-        assert r.returncode == 0, f"{name} failed to build:\n{r.stderr}"
-    (out / "kernel.cubin").write_bytes(b"\x7fELF not really a cubin")
+def bins(native_programs, tmp_path_factory) -> dict[str, Path]:
+    """Every program the tests run (conftest's native_programs: built once per session), the fake
+    libcuda's folder, and a file that is no cubin."""
+    cubin = tmp_path_factory.mktemp("native") / "kernel.cubin"
+    cubin.write_bytes(b"\x7fELF not really a cubin")
     return {
-        "dir": out,
-        "testdriver": out / "testdriver",
-        "preload": out / "libgpurepro_crash.so",
-        "host": out / "host",
-        "fake": out / "fake",
-        "null": out / "null",
-        "ext": out / "ext",
-        "cubin": out / "kernel.cubin",
+        "testdriver": native_programs["testdriver"],
+        "preload": native_programs["preload"],
+        "host": native_programs["host"],
+        "fake": native_programs["fake_libcuda"].parent,
+        "null": native_programs["null"],
+        "ext": native_programs["ext"],
+        "cubin": cubin,
     }
 
 
-def run(cmd, env=None, timeout=20) -> subprocess.CompletedProcess:
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+def run(cmd, env=None) -> subprocess.CompletedProcess:
+    return pace.run([str(c) for c in cmd], capture_output=True, text=True,
                           env={**os.environ, **(env or {})})
 
 
@@ -240,11 +174,8 @@ def test_hang_group_kill_leaves_no_orphan(bins):
         child = start["config"]["child_pid"]
         assert start["event"] == "start" and _alive(child)
         os.killpg(p.pid, signal.SIGKILL)
-        assert p.wait(timeout=5) == -signal.SIGKILL
-        deadline = time.monotonic() + 3
-        while _alive(child) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not _alive(child)
+        assert pace.wait(p) == -signal.SIGKILL
+        assert pace.until(lambda: not _alive(child))
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
@@ -371,7 +302,7 @@ def test_host_crash_inside_driver(bins):
     r = host_fake(bins, "--seconds", "5", FAKE_CUDA_CRASH="cuLaunchKernel:500")
     assert r.returncode == -signal.SIGSEGV
     rec = crash_record(r.stderr)
-    assert rec["pc_map"]["path"].endswith("/fake/libcuda.so.1")
+    assert rec["pc_map"]["path"] == str((bins["fake"] / "libcuda.so.1").resolve())
     assert any(f["path"] == str(bins["host"].resolve()) for f in rec["frames"])
     assert rec["counters"]["launches"] >= 500
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 
@@ -26,8 +27,8 @@ def repo_copy(tmp_path) -> Path:
 
 
 def _gpurepro(root: Path, *args: str, python: str = sys.executable) -> subprocess.CompletedProcess:
-    return subprocess.run([python, "-m", "gpurepro", *args], cwd=root, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(root / "src")})
+    return pace.run([python, "-m", "gpurepro", *args], cwd=root, capture_output=True,
+                    text=True, env={**os.environ, "PYTHONPATH": str(root / "src")})
 
 
 def test_new_writes_a_case_that_loads_and_refuses_bad_names(repo_copy):
@@ -42,7 +43,7 @@ def test_new_writes_a_case_that_loads_and_refuses_bad_names(repo_copy):
 
 
 @pytest.mark.toolchain
-def test_new_case_builds_and_exits_with_the_no_gpu_status(repo_copy, tmp_path):
+def test_new_case_builds_and_exits_with_the_no_gpu_status(repo_copy, native_programs, tmp_path):
     venv = toolchain_venv("tile_unload_race", "sm_90")  # the CUDA 13.3 family, as the scaffold pins
     if venv is None:
         pytest.skip("no sm_90 toolchain environment (nox -s tests makes it)")
@@ -57,15 +58,12 @@ def test_new_case_builds_and_exits_with_the_no_gpu_status(repo_copy, tmp_path):
 
     # The host driver against the fake libcuda: launches counted, final ok; a failing
     # synchronize is a cuda_error naming the call.
-    fake = tmp_path / "fake"
-    fake.mkdir()
-    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(fake / "libcuda.so.1"),
-                    str(ROOT / "tests" / "fake_libcuda.c")], check=True)
+    fake = native_programs["fake_libcuda"].parent
     cubin = repo_copy / index["artifacts"]["kernel"]["path"]
 
     def run(**env: str) -> list[dict]:
-        r = subprocess.run([str(host), "--cubin", str(cubin), "--seconds", "0.3"], capture_output=True,
-                           text=True, timeout=20, env={"LD_LIBRARY_PATH": str(fake), **env})
+        r = pace.run([str(host), "--cubin", str(cubin), "--seconds", "0.3"], capture_output=True,
+                     text=True, env={"LD_LIBRARY_PATH": str(fake), **env})
         return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
 
     final = run()[-1]

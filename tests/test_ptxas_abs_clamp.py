@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 CASE_DIR = ROOT / "cases" / "ptxas_abs_clamp"
@@ -45,8 +46,8 @@ def case_modules():
 
 
 def _run(script: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(CASE_DIR / script), *args], capture_output=True,
-                          text=True, timeout=600, **kw)
+    return pace.run([sys.executable, str(CASE_DIR / script), *args], capture_output=True,
+                    text=True, **kw, startups=pace.BUILD)
 
 
 def _has_libcuda() -> bool:
@@ -412,8 +413,8 @@ def _tools(venv: Path | None, *names: str) -> dict[str, Path]:
 def test_the_ptx_fixture_is_what_the_pinned_nvcc_emits(tmp_path):
     nvcc = _tools(toolchain_venv("tile_unload_race", "sm_90"), "nvcc")["nvcc"]
     out = tmp_path / "k.ptx"
-    done = subprocess.run([str(nvcc), "-arch=sm_90", "-ptx", str(CASE_DIR / "kernel.cu"), "-o",
-                           str(out)], capture_output=True, text=True, timeout=300)
+    done = pace.run([str(nvcc), "-arch=sm_90", "-ptx", str(CASE_DIR / "kernel.cu"), "-o",
+                     str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert out.read_text() == EMITTED_PTX.read_text()
 

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,12 @@ from gpurepro.run.classify import Observed, classify, find_crash_record
 from gpurepro.run.execute import crash_summary
 from gpurepro.run.trial import run_trial
 
+from . import pace
 from .conftest import ROOT
 
 NATIVE = ROOT / "native"
 PYDRIVER = ROOT / "tests" / "fixtures" / "pydriver.py"
 FAKE_BINDINGS = ROOT / "tests" / "fixtures" / "fake_cuda_bindings"
-CXXFLAGS = ["-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer", "-static-libstdc++",
-            "-static-libgcc"]
 # The fields of a native crash record (native/README.md), which a Python driver's must have too.
 NATIVE_FIELDS = {"signal", "signo", "si_code", "code_name", "addr", "pc", "pc_map", "addr_map",
                  "frames", "t", "tid", "counters", "threads"}
@@ -44,28 +42,13 @@ def _have_libcuda() -> bool:
 
 
 @pytest.fixture(scope="module")
-def bins(tmp_path_factory) -> dict[str, Path]:
-    """The crash object, the native test driver (for its record's fields) and the fake libcuda."""
-    out = tmp_path_factory.mktemp("pydriver")
-    (out / "fake").mkdir()
-    n = lambda f: str(NATIVE / f)  # noqa: E731
-    jobs = {
-        "preload": ["g++", *CXXFLAGS, "-shared", "-fPIC", "-fvisibility=hidden",
-                    "-Wl,--exclude-libs,ALL", n("crash_preload.cc"), n("crash.cc"),
-                    n("events.cc"), "-o", str(out / "libgpurepro_crash.so"), "-ldl"],
-        "testdriver": ["g++", *CXXFLAGS, n("testdriver.cc"), n("events.cc"), n("crash.cc"),
-                       "-o", str(out / "testdriver"), "-ldl"],
-        "fake": ["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                 str(out / "fake" / "libcuda.so.1"), str(ROOT / "tests" / "fake_libcuda.c")],
-    }
-    with ThreadPoolExecutor(len(jobs)) as pool:
-        done = dict(zip(jobs, pool.map(lambda c: subprocess.run(c, capture_output=True, text=True),
-                                       jobs.values()), strict=True))
-    for name, r in done.items():
-        assert r.returncode == 0, f"{name} failed to build:\n{r.stderr}"
-    (out / "kernel.cubin").write_bytes(b"\x7fELF not really a cubin")
-    return {"preload": out / "libgpurepro_crash.so", "testdriver": out / "testdriver",
-            "fake": out / "fake", "cubin": out / "kernel.cubin"}
+def bins(native_programs, tmp_path_factory) -> dict[str, Path]:
+    """The crash object, the native test driver (for its record's fields) and the fake libcuda
+    (conftest's native_programs: built once per session), and a file that is no cubin."""
+    cubin = tmp_path_factory.mktemp("pydriver") / "kernel.cubin"
+    cubin.write_bytes(b"\x7fELF not really a cubin")
+    return {"preload": native_programs["preload"], "testdriver": native_programs["testdriver"],
+            "fake": native_programs["fake_libcuda"].parent, "cubin": cubin}
 
 
 def env_for(bins, preload=True, fake=False, bindings=False, **extra) -> dict[str, str]:
@@ -79,9 +62,9 @@ def env_for(bins, preload=True, fake=False, bindings=False, **extra) -> dict[str
     return env
 
 
-def pydriver(bins, mode, *args, timeout=20, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(PYDRIVER), mode, "--heartbeat-ms", "50", *args],
-                          capture_output=True, text=True, timeout=timeout, env=env_for(bins, **kw))
+def pydriver(bins, mode, *args, **kw) -> subprocess.CompletedProcess:
+    return pace.run([sys.executable, str(PYDRIVER), mode, "--heartbeat-ms", "50", *args],
+                    capture_output=True, text=True, env=env_for(bins, **kw))
 
 
 def events(stdout: str) -> list[dict]:
@@ -105,8 +88,8 @@ def test_sigsegv_from_python_leaves_the_native_record_then_python_frames(bins):
     r = pydriver(bins, "crash", "--seconds", "5")
     assert r.returncode == -signal.SIGSEGV  # still dies of the signal
     rec = native_record(r.stderr)
-    native = native_record(subprocess.run([str(bins["testdriver"]), "crash"], capture_output=True,
-                                          text=True, timeout=20).stderr)
+    native = native_record(pace.run([str(bins["testdriver"]), "crash"], capture_output=True,
+                                    text=True).stderr)
     assert NATIVE_FIELDS - {"threads"} <= set(native) and set(native) - {"threads"} <= set(rec)
     assert NATIVE_FIELDS <= set(rec)
     # The fault's own siginfo and registers, not faulthandler's raise(): a real SEGV at 0.
@@ -206,7 +189,7 @@ def test_sigterm_kills_a_python_driver_started_by_a_process_that_ignores_it(bins
                          preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
     assert json.loads(p.stdout.readline())["event"] == "start"
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == -signal.SIGTERM
+    assert pace.wait(p) == -signal.SIGTERM
     p.stdout.close()
 
 
@@ -223,7 +206,7 @@ def test_sigterm_kills_a_python_driver_as_a_native_one(bins):
                          stdout=subprocess.PIPE, text=True, env=env_for(bins))
     assert json.loads(p.stdout.readline())["event"] == "start"
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == -signal.SIGTERM
+    assert pace.wait(p) == -signal.SIGTERM
     p.stdout.close()
     c = classify(Observed(-signal.SIGTERM, False, [{"event": "start"}]), "cycles")
     assert (c.outcome, c.detail) == ("harness_error", "killed by SIGTERM from outside the trial")
@@ -355,7 +338,7 @@ def test_kit_run_until_returns_at_the_exposure_budget_quickly(bins):
 def test_a_native_driver_with_the_crash_object_preloaded_writes_one_record(bins):
     # install_crash_handler() replaces the preloaded handler without chaining to it: one
     # record, the driver's own (its counters), as before Python drivers existed.
-    r = subprocess.run([str(bins["testdriver"]), "crash"], capture_output=True, text=True,
-                       timeout=20, env={**os.environ, "LD_PRELOAD": str(bins["preload"])})
+    r = pace.run([str(bins["testdriver"]), "crash"], capture_output=True, text=True,
+                 env={**os.environ, "LD_PRELOAD": str(bins["preload"])})
     assert r.returncode == -signal.SIGSEGV
     assert native_record(r.stderr)["counters"]["cycles"] > 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ from gpurepro.report.forest import DECISION_STYLE, forest_figure, forest_headlin
 from gpurepro.report.per_gpu import facets, per_gpu_figure, per_gpu_headline
 from gpurepro.report.survival import survival_headline
 
+from . import pace
+
 FAKE = "tests/fixtures/fake_case/manifest.py"
 
 
@@ -23,10 +24,10 @@ def fake_result(root, fake_build, tmp_path_factory) -> Path:
     build_dir, _ = fake_build
     out = tmp_path_factory.mktemp("forest")
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    proc = subprocess.run([sys.executable, "-m", "gpurepro", "run", FAKE,
-                           "--arms", "crash,ok,abort,cuda-error", "--trials", "3", "--duration", "0.2",
-                           "--seed", "3", "--out-dir", str(out), "--build-dir", str(build_dir)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    proc = pace.run([sys.executable, "-m", "gpurepro", "run", FAKE,
+                     "--arms", "crash,ok,abort,cuda-error", "--trials", "3", "--duration", "0.2",
+                     "--seed", "3", "--out-dir", str(out), "--build-dir", str(build_dir)],
+                    cwd=root, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return next(p for p in (out / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
 
@@ -104,10 +105,10 @@ def two_gpu_result(root, fake_build, tmp_path_factory) -> Path:
     build_dir, _ = fake_build
     out = tmp_path_factory.mktemp("per-gpu")
     env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    proc = subprocess.run([sys.executable, "-m", "gpurepro", "run", FAKE, "--gpus", "0,1",
-                           "--arms", "crash,ok,abort", "--trials", "4", "--duration", "0.2",
-                           "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    proc = pace.run([sys.executable, "-m", "gpurepro", "run", FAKE, "--gpus", "0,1",
+                     "--arms", "crash,ok,abort", "--trials", "4", "--duration", "0.2",
+                     "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir)],
+                    cwd=root, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return next(p for p in (out / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json"))
 

@@ -25,7 +25,9 @@ def test_committed_journal_re_records_to_its_document(path):
 
 
 # One test per document: rendering every document's pictures is minutes of matplotlib on a
-# loaded machine, more than one test's timeout.
+# loaded machine, more than one test's timeout. The slow tier's (re-rendering every committed
+# document); re-recording them, above, is the fast tier's.
+@pytest.mark.slow
 @pytest.mark.parametrize("path", JOURNALS, ids=[p.name.split("_")[0] for p in JOURNALS])
 def test_committed_document_renders_to_its_committed_files(path, tmp_path):
     assert rerecord.render_difference(path, tmp_path) == []

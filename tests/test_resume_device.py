@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from gpurepro.errors import UsageError
 from gpurepro.run import journal as journal_mod
 from gpurepro.run import session
 
+from . import pace
 from .conftest import ROOT
 
 # A committed H200 journal of tile_unload_race, 18 trials (journal format 2, without the hash
@@ -46,9 +46,8 @@ def partial(tmp_path) -> Path:
 @pytest.mark.skipif(_has_gpu(), reason="this machine has a GPU: the no-driver half needs none")
 def test_a_partial_h200_journal_resumed_without_a_driver_exits_5_untouched(partial):
     before = partial.read_bytes()
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", "tile_unload_race",
-                           "--resume", str(partial)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "run", "tile_unload_race",
+                     "--resume", str(partial)], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 5, done.stderr
     assert "no CUDA driver is present" in done.stderr and "is unchanged" in done.stderr
     assert len([ln for ln in done.stderr.splitlines() if ln.strip()]) == 1, done.stderr
@@ -100,8 +99,8 @@ def test_a_resume_on_the_journals_own_device_records_it_and_goes_on(partial):
 
 
 def test_other_device_without_resume_is_a_usage_error(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "run", "tests/fixtures/fake_case/manifest.py",
-                           "--other-device", "--out-dir", str(tmp_path / "out")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-m", "gpurepro", "run", "tests/fixtures/fake_case/manifest.py",
+                     "--other-device", "--out-dir", str(tmp_path / "out")], cwd=ROOT,
+                    capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 2 and "--other-device goes with --resume" in done.stderr

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from gpurepro.errors import BuildError
 from gpurepro.run import runtime as run_runtime
 from gpurepro.run.journal import read
 
+from . import pace
 from .conftest import ROOT
 from .test_stdlib_run import BLOCKER
 
@@ -177,10 +177,10 @@ def test_the_nodes_version_is_checked_against_the_requirement(version, spec, met
 def test_trials_import_their_arms_release_with_the_standard_library_alone(built, tmp_path):
     build_dir, index, _ = built
     journal = tmp_path / "j.jsonl"
-    done = subprocess.run(
+    done = pace.run(
         [sys.executable, "-c", BLOCKER, "run", str(MANIFEST.relative_to(ROOT)), "--trials", "1",
          "--journal", str(journal), "--build-dir", str(build_dir.relative_to(ROOT))],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     contents = read(journal)
@@ -207,11 +207,11 @@ def test_the_document_records_the_runtime_per_arm_and_validates(built, case, tmp
 
     build_dir, _, _ = built
     journal = tmp_path / "j.jsonl"
-    subprocess.run([sys.executable, "-m", "gpurepro", "run", str(MANIFEST.relative_to(ROOT)),
-                    "--trials", "1", "--arms", "one,two", "--journal", str(journal),
-                    "--build-dir", str(build_dir.relative_to(ROOT)), "--no-record"],
-                   cwd=ROOT, capture_output=True, text=True, timeout=120, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    pace.run([sys.executable, "-m", "gpurepro", "run", str(MANIFEST.relative_to(ROOT)),
+              "--trials", "1", "--arms", "one,two", "--journal", str(journal),
+              "--build-dir", str(build_dir.relative_to(ROOT)), "--no-record"],
+             cwd=ROOT, capture_output=True, text=True, check=True,
+             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     contents = read(journal)
     doc = build_document(case, contents.header, contents.trials, ROOT)
     assert validation_errors(doc) == []

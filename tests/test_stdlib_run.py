@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from gpurepro.run.journal import read
 
+from . import pace
 from .conftest import ROOT
 
 BLOCKER = """
@@ -31,11 +31,11 @@ runpy.run_module("gpurepro", run_name="__main__", alter_sys=True)
 def test_run_stage_needs_no_third_party_module(fake_build, tmp_path):
     build_dir, _ = fake_build
     journal = tmp_path / "j.jsonl"
-    done = subprocess.run(
+    done = pace.run(
         [sys.executable, "-c", BLOCKER, "run", "tests/fixtures/fake_case/manifest.py",
          "--arms", "ok,crash", "--trials", "2", "--duration", "0.2", "--journal", str(journal),
          "--build-dir", str(build_dir)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     # Recording needs the analysis packages: it says so and points at `gpurepro record`.
@@ -56,11 +56,11 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     build_dir = ROOT / "build" / "tests"
     build_case(load_case(manifest, ROOT), "host", ROOT, build_dir)
     journal = tmp_path / "j.jsonl"
-    done = subprocess.run(
+    done = pace.run(
         [sys.executable, "-c", BLOCKER, "run", str(manifest.relative_to(ROOT)),
          "--arms", "ok,crash,noprogress", "--trials", "1", "--duration", "0.3",
          "--journal", str(journal), "--build-dir", str(build_dir)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     trials = {t["arm"]: t for t in read(journal).trials}
@@ -108,8 +108,8 @@ def _modules(package: str) -> list[str]:
 @pytest.mark.parametrize("package", STDLIB_PACKAGES)
 def test_every_module_of_the_package_imports_with_the_standard_library_alone(package):
     modules = _modules(package)
-    done = subprocess.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
+                    capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"imported {len(modules)}" in done.stdout

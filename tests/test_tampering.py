@@ -24,17 +24,16 @@ import pytest
 from gpurepro.errors import BuildError, JournalError
 from gpurepro.run import journal as journal_mod
 
+from . import cli
 from .conftest import ROOT
 
 FAKE = "tests/fixtures/fake_case/manifest.py"
 USAGE, ERROR = 2, 1
 
 
-def _cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
-         **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})}, **kw)
+def _cli(*args: str, env: dict[str, str] | None = None, **kw) -> subprocess.CompletedProcess:
+    return cli.gpurepro(*args, env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
+                        **kw)
 
 
 def _lines(text: str) -> list[str]:
@@ -209,6 +208,14 @@ def in_repo(fake_build):
     shutil.rmtree(out, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def valid_in_repo(in_repo) -> bytes:
+    """The recorded document's bytes, validated once (the edits below are each of a copy)."""
+    ok = _cli("validate", str(in_repo))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    return in_repo.read_bytes()
+
+
 def _flip_claim(doc):
     claim = doc["claims"][0]
     claim["decision"] = "contradicted" if claim["decision"] != "contradicted" else "supported"
@@ -252,9 +259,8 @@ def _duration(doc):
 @pytest.mark.parametrize("tamper", [_flip_claim, _rewrite_verdict, _change_p, _change_rate,
                                     _change_outcome_and_summary, _duplicate_index, _duration],
                          ids=lambda f: f.__name__.strip("_"))
-def test_validate_names_a_document_that_its_trials_do_not_give(in_repo, tamper):
-    ok = _cli("validate", str(in_repo))
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+def test_validate_names_a_document_that_its_trials_do_not_give(in_repo, valid_in_repo, tamper):
+    assert in_repo.read_bytes() == valid_in_repo  # what validated, untouched by the tests before
     doc = json.loads(in_repo.read_text())
     where = tamper(doc)
     edited = in_repo.with_name("edited.json")
@@ -294,6 +300,7 @@ def test_validate_and_issue_name_an_empty_picture_or_suite(in_repo, tmp_path):
 KILLS = 6
 
 
+@pytest.mark.slow  # fault injection at volume: six kills, each after up to 4 s of rendering
 def test_a_report_killed_at_a_random_moment_leaves_no_empty_or_torn_file(in_repo, tmp_path):
     rng = random.Random(20261202)
     for i in range(KILLS):
@@ -318,6 +325,7 @@ def test_a_report_killed_at_a_random_moment_leaves_no_empty_or_torn_file(in_repo
 PAIRS = 4
 
 
+@pytest.mark.slow  # at volume: four races of two records, each rendering its report
 def test_two_records_to_one_out_one_wins_and_the_other_refuses(finished, fake_build, tmp_path):
     build_dir, _ = fake_build
     other = tmp_path / "other.journal.jsonl"

@@ -6,12 +6,11 @@ The toolchains live in virtualenvs that `nox -s tests` makes (their pins conflic
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from gpurepro.build import elf
 
+from . import pace
 from .conftest import ROOT, toolchain_venv
 
 pytestmark = pytest.mark.toolchain
@@ -22,9 +21,9 @@ def _build(target: str) -> dict:
     if venv is None:
         pytest.skip(f"no tile_unload_race {target} toolchain venv (nox -s tests makes it)")
     build_dir = ROOT / "build" / "tests-toolchain"
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build", "tile_unload_race",
-                           "--arch", target, "--build-dir", str(build_dir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    done = pace.run([str(venv / "bin" / "python"), "-m", "gpurepro", "build", "tile_unload_race",
+                     "--arch", target, "--build-dir", str(build_dir)],
+                    cwd=ROOT, capture_output=True, text=True, startups=pace.BUILD)
     assert done.returncode == 0, done.stderr
     import json
 

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpurepro.record.validation import meaning_errors, validation_errors
 
+from . import cli
+
 FAKE = "tests/fixtures/fake_case/manifest.py"
 
 
 def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(root / "src")}
-    return subprocess.run([sys.executable, "-m", "gpurepro", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return cli.gpurepro(*args, cwd=root)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ from gpurepro.errors import ManifestError
 from gpurepro.run.classify import Observed, classify
 from gpurepro.run.journal import read
 
+from . import pace
 from .conftest import ROOT
 
 CHECKED = ROOT / "tests" / "fixtures" / "checked_case" / "manifest.py"
@@ -109,10 +109,10 @@ def checked_run(tmp_path_factory):
 
     build_case(load_case(CHECKED, ROOT), "host", ROOT, ROOT / "build" / "tests")
     journal = tmp_path_factory.mktemp("checked") / "run.journal.jsonl"
-    done = subprocess.run(
+    done = pace.run(
         [sys.executable, "-m", "gpurepro", "run", str(CHECKED.relative_to(ROOT)), "--trials", "2",
          "--journal", str(journal), "--no-record", "--build-dir", "build/tests"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode in (0, 1), done.stderr  # 1: the loose and nocheck arms are harness errors
     return read(journal)
