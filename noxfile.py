@@ -237,6 +237,9 @@ TOOLCHAIN_RECORDS = ROOT / ".nox" / "toolchains"
 def toolchain(session: nox.Session, case: str, target: str) -> None:
     """A case's locked toolchain for one target, in an environment of its own (pins conflict)."""
     session.install("-e", ".", "--no-deps")  # the build runs gpurepro from inside this env
+    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`, as
+    # in the case's own session.
+    session.install("pip")
     _install_pins(session, case, target)
     # The tests find this environment through a file, not through printed output.
     TOOLCHAIN_RECORDS.mkdir(parents=True, exist_ok=True)
@@ -298,8 +301,13 @@ def bisect(session: nox.Session) -> None:
 # __pycache__ folders, which git ignores.
 TEST_ENV: dict[str, str | None] = {"PYTHONDONTWRITEBYTECODE": None}
 # Four workers on two cores: most tests wait on subprocesses (trials, crashes, hangs, builds);
-# a file's tests stay together, so a module's fixture is made once.
+# a file's tests stay together, so a module's fixture is made once. The slow tier's groups are
+# files too, but test_rerun_literal's are commits (tests/conftest.py): its 14 clones are most of
+# that tier's time, and they spread over the workers.
 WORKERS = ["-n", "4", "--dist", "loadfile"]
+SLOW_WORKERS = ["-n", "4", "--dist", "loadgroup"]
+# Each tier's JUnit report, which `python tests/durations.py` reads (the slowest tests, totals).
+REPORTS = ROOT / "build" / "test-reports"
 
 
 def _toolchain_env() -> dict[str, str]:
@@ -316,7 +324,8 @@ def tests(session: nox.Session) -> None:
     toolchain needed (GPU tests skip with the reason). Arguments after -- replace -q and the
     workers (a -m of their own replaces the tier)."""
     _install_project(session, "test")
-    session.run("pytest", "-m", "not slow", *(session.posargs or ["-q", *WORKERS]),
+    session.run("pytest", "-m", "not slow", f"--junitxml={REPORTS / 'fast.xml'}",
+                *(session.posargs or ["-q", *WORKERS]),
                 env={**TEST_ENV, **_toolchain_env()})
 
 
@@ -330,7 +339,8 @@ def tests_slow(session: nox.Session) -> None:
     _install_project(session, "test")
     # The rerun steps call nox: this one.
     here = Path(sys.executable).parent / "nox"
-    session.run("pytest", "-m", "slow", *(session.posargs or ["-q", *WORKERS]),
+    session.run("pytest", "-m", "slow", f"--junitxml={REPORTS / 'slow.xml'}",
+                *(session.posargs or ["-q", *SLOW_WORKERS]),
                 env={**TEST_ENV, **_toolchain_env(),
                      **({"GPUREPRO_NOX": str(here)} if here.is_file() else {})})
 

@@ -26,6 +26,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(name) for name in SLOW_MARKERS):
             item.add_marker(pytest.mark.slow)
+        # Under --dist loadgroup (the slow tier's) a file's tests stay on one worker, its module
+        # fixtures made once, as under loadfile (the fast tier's); a test that names a group of
+        # its own goes with that group (test_rerun_literal: the documents of one commit).
+        if not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
     has_gpu = shutil.which("nvidia-smi") is not None or any(
         Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl"))
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU and driver; none on this machine")

@@ -125,10 +125,15 @@ def test_ok_heartbeats_and_final(bins):
     assert ev[-1]["errors"] == {} and ev[-1]["t"] >= 0.35
 
 
+# A budget in seconds no test waits out: a driver that ends before it ended for another reason
+# (its cycles, an error), however slow the machine.
+LONG_S = 600
+
+
 def test_cycle_budget(bins):
-    r = run([bins["testdriver"], "ok", "--seconds", "10", "--cycles", "50"])
+    r = run([bins["testdriver"], "ok", "--seconds", str(LONG_S), "--cycles", "50"])
     final = events(r.stdout)[-1]
-    assert final["status"] == "ok" and final["counters"]["cycles"] >= 50 and final["t"] < 5
+    assert final["status"] == "ok" and final["counters"]["cycles"] >= 50 and final["t"] < LONG_S
 
 
 @pytest.mark.parametrize(
@@ -289,11 +294,11 @@ def test_host_fake_driver_arms(bins):
      ("cuModuleUnload:4242:3", 1, "cuda_error", "CUDA_ERROR_4242", "cuModuleUnload")],
 )
 def test_host_fake_driver_errors_are_terminal(bins, fail, rc, status, error, call):
-    r = host_fake(bins, "--threads", "1", "--seconds", "5", FAKE_CUDA_FAIL=fail)
+    r = host_fake(bins, "--threads", "1", "--seconds", str(LONG_S), FAKE_CUDA_FAIL=fail)
     assert r.returncode == rc, r.stdout + r.stderr
     final = events(r.stdout)[-1]
     assert (final["status"], final["error"], final["call"]) == (status, error, call)
-    assert final["errors"] == {error: 1} and final["t"] < 4
+    assert final["errors"] == {error: 1} and final["t"] < LONG_S
     if status == "unsupported":
         assert "first load" in final["reason"]
 

@@ -169,7 +169,11 @@ def _run(block: list[str], where: Path) -> tuple[int, str, float]:
 
 
 @pytest.mark.timeout(3600)
-@pytest.mark.parametrize("doc", DOCS, ids=[p.name.split("_")[0] for p in DOCS])
+# The documents of one commit on one worker (the slow tier's --dist loadgroup), which makes
+# that commit's clone once; the commits spread over the workers.
+@pytest.mark.parametrize("doc", [pytest.param(p, marks=pytest.mark.xdist_group(
+    json.loads(p.read_text())["environment"]["repository"]["commit"])) for p in DOCS],
+    ids=[p.name.split("_")[0] for p in DOCS])
 def test_the_rerun_block_reaches_the_no_driver_exit_with_the_documents_plan(doc, clones,
                                                                             tmp_path_factory):
     record = json.loads(doc.read_text())

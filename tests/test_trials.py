@@ -13,6 +13,8 @@ from gpurepro.run.execute import RunOptions, execute_trial
 from gpurepro.run.plan import PlannedTrial
 from gpurepro.run.trial import run_trial
 
+from . import pace
+
 BUDGET = TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=3.0)
 
 
@@ -61,11 +63,12 @@ def test_hang_is_killed_at_the_limit_with_its_whole_group(root, fake_build):
     driver = root / index["artifacts"]["testdriver"]["path"]
     started = time.monotonic()
     done = run_trial([str(driver), "hang"], dict(os.environ), root, timeout_s=1.0)
-    assert done.observed.timed_out and 1.0 <= time.monotonic() - started < 8
+    # Killed at its limit, not long after: within what 20 of this machine's harness start-ups
+    # take now (6 s idle), for the kill and the reaping.
+    assert done.observed.timed_out and 1.0 <= time.monotonic() - started < 1.0 + pace.limit_s(20)
     # The hang mode forked a sleeping child into the trial's process group: nothing of the
-    # group may survive the kill.
-    time.sleep(0.2)
-    assert _live_members(done.pid) == []
+    # group survives the kill (its members end as the kernel gets to them).
+    assert pace.until(lambda: _live_members(done.pid) == []), _live_members(done.pid)
 
 
 def _live_members(pgid: int) -> list[int]:
@@ -100,7 +103,7 @@ def test_a_trial_whose_counters_stop_is_stopped_at_the_no_progress_limit(fake_ca
     budget = TrialBudget(duration_s=20.0, max_exposure=0, timeout_s=30.0, stall_s=0.6)
     started = time.monotonic()
     rec = _trial(fake_case, fake_build, root, "stall", budget)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < budget.duration_s
     assert rec["outcome"] == "hung" and rec["detail"].startswith("no progress for ")
     assert rec["exit"] == {"code": None, "signal": "SIGQUIT", "killed_by_harness": True}
     assert rec["crash"] is None  # the harness's SIGQUIT is no crash
