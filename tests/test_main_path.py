@@ -49,7 +49,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     from gpurepro.env import fingerprint as envmod
     from gpurepro.record.result import record_journals
     from gpurepro.run import session
-    from gpurepro.run.execute import RunOptions, execute_plan
+    from gpurepro.run.execute import RunOptions
     from gpurepro.run.journal import read
 
     case = load_case(case_name, ROOT)
