@@ -171,11 +171,11 @@ def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any
         if serving:
             claims, candidates = main, serving
     now = {c.name: distance(decider.evidence(c, records).p_value, threshold) for c in claims}
-    first: dict[str, Any] = {}
+    first_of_arm: dict[str, Any] = {}
     for t in candidates:
-        first.setdefault(t.arm, t)
+        first_of_arm.setdefault(t.arm, t)
     best, best_score = None, 0.0
-    for arm, planned in first.items():
+    for arm, planned in first_of_arm.items():
         prior = priors.get(arm, fallback)
         score = expected_gain(decider, records, arm, prior, claims, threshold, now) / max(
             prior.trial_seconds(), 1e-3)
