@@ -233,9 +233,17 @@ def left_to_node(doc: Mapping[str, Any]) -> list[str]:
     return [found[k] for k in sorted(found)]
 
 
+def ran_python_drivers(doc: Mapping[str, Any]) -> bool:
+    """Whether a trial of the run was a Python driver (the interpreter, then a script)."""
+    return any(len(t.get("command") or []) > 1 and str(t["command"][1]).endswith(".py")
+               for t in doc.get("trials") or [])
+
+
 def unpinned_bindings(doc: Mapping[str, Any]) -> list[str]:
     """cuda-bindings as the GPU node had it installed (the fingerprint's cuda.bindings), where
-    the run pinned it for no arm: a Python driver of the run imported that one."""
+    the run pinned it for no arm and ran a Python driver: that driver imported the node's."""
+    if not ran_python_drivers(doc):
+        return []
     pinned = {name for arm in ((doc.get("runtime") or {}).get("arms") or {}).values()
               for name in (arm.get("resolved") or {})}
     source = str((doc["environment"].get("cuda_python") or {}).get("source") or "")
