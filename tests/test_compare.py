@@ -99,7 +99,9 @@ def test_newest_two_show_the_flipped_claim_and_fail_on_change():
         f"{name}: supported in A, not_decided in B"
         for name in ("always-unload-crashes", "distinct-cubins-crashes", "other-tile-kernel-crashes",
                      "library-api-crashes", "baseline-crossings-live")]
-    assert [d["name"] for d in parsed["environment"]["differs"]] == ["GPU UUID", "design"]
+    # Re-recorded, each document names the commit its manifest was found at: two commits.
+    assert [d["name"] for d in parsed["environment"]["differs"]] == ["GPU UUID", "design",
+                                                                     "gpurepro commit"]
 
 
 def test_a_document_against_itself_changes_nothing():
