@@ -101,7 +101,8 @@ def test_rerun_command_parses_as_the_case_command(root):
         case = load_case(doc["case"]["name"], root)
         checked = check_arguments(case, parsed, root, gpu_info={"gpus": []})
         assert checked.target == doc["device"]["target"]
-        assert set(checked.arms or ()) == set(doc["plan"]["arms"])
+        # The arms the command plans: those it names, or none named, every arm (session.new_plan).
+        assert set(checked.arms or case.resolved_arms()) == set(doc["plan"]["arms"])
         assert parsed.seed == doc["plan"]["seed"]
         assert parsed.jobs == doc["plan"]["options"]["jobs"]
         stopping = doc["plan"]["options"].get("stopping") or {}
