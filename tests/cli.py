@@ -10,7 +10,10 @@ given, with stdout and stderr captured and the program's name as `python -m gpur
 Everything that starts trials, watchdogs or builds (run, case, build, ...) runs as
 `python -m gpurepro`, under pace's limit: its processes, signals and exit are what it tests.
 tests/test_cli_conventions.py runs document commands as programs too: the entry point, stdout
-against stderr, a closed pipe.
+against stderr, a closed pipe. A call from any thread but the main one is a program as well: the
+folder, the environment and sys.stdout/sys.stderr belong to the whole process, so two commands
+run in two threads of it would share them (two records racing for one name each read the
+other's refusal), and what a race between writers tests is two processes anyway.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,7 +40,8 @@ def gpurepro(*args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None,
     a process of its own: no Popen argument), else `python -m gpurepro ARGS`. ``env``, when
     given, is the whole environment, as subprocess.run takes it; by default this process's, with
     PYTHONPATH this checkout's src/."""
-    if args and args[0] in IN_PROCESS and not popen:
+    alone = threading.current_thread() is threading.main_thread()
+    if args and args[0] in IN_PROCESS and not popen and alone:
         return in_process(list(args), cwd, env)
     return program(list(args), cwd, env, **popen)
 
