@@ -179,3 +179,102 @@ def test_tile_unload_race_holds_alpha():
                                           or (c.reference or case.baseline) in measured)}
     assert r["rates_from"]["documents"] and set(r["power"]) == expected
     assert "control-cuda" in expected and "lock-unload-launch" in expected
+
+
+# ---------------------------------------------------------------- truth: every bound and outcome
+
+
+def _per_trial_arm(*causes):
+    # Chances per trial (a wrong result is found at a trial's end); 1000 units a surviving trial.
+    return sim.ArmModel(tuple(sim.Cause(o, d, p) for o, d, p in causes), 1000.0, 500.0, 2.0, 0.0,
+                        per_trial=True)
+
+
+WRONG = Claim("x-wrong", arm="x", kind="outcome", outcome="wrong_result", share=0.5)
+NEVER_WRONG = Claim("x-never-wrong", arm="x", kind="outcome", outcome="wrong_result", share=0.5,
+                    bound="below")
+RIGHT = Claim("x-right", arm="x", kind="outcome", outcome="survived", share=0.5)
+
+
+def test_truth_of_an_outcome_claim_follows_its_bound():
+    wrong_mostly = {"x": _per_trial_arm(("wrong_result", "differs", 0.9))}
+    right_mostly = {"x": _per_trial_arm(("wrong_result", "differs", 0.1))}
+    assert cal.truth(WRONG, None, wrong_mostly, "exposure", ("wrong_result",)) == "supported"
+    # "Fewer than half wrong": false where 9 in 10 are wrong, true where 1 in 10 is.
+    assert cal.truth(NEVER_WRONG, None, wrong_mostly, "exposure", ("wrong_result",)) == "contradicted"
+    assert cal.truth(NEVER_WRONG, None, right_mostly, "exposure", ("wrong_result",)) == "supported"
+
+
+def test_truth_of_a_survived_claim_counts_the_trials_that_ran_their_budget():
+    # No cause is "survived": a survivor is a trial that no cause ended within its budget.
+    right_mostly = {"x": _per_trial_arm(("wrong_result", "differs", 0.1))}
+    wrong_mostly = {"x": _per_trial_arm(("wrong_result", "differs", 0.9))}
+    assert cal.truth(RIGHT, None, right_mostly, "exposure", ("wrong_result",)) == "supported"
+    assert cal.truth(RIGHT, None, wrong_mostly, "exposure", ("wrong_result",)) == "contradicted"
+    # In exposure: a crash rate that ends 1 - exp(-0.2) = 18% of the trials within the budget.
+    rare = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-4),), 2000.0, 1000.0, 2.0, 0.1)
+    assert cal.p_matching(RIGHT, rare, "exposure") == pytest.approx(math.exp(-0.2))
+    assert cal.truth(RIGHT, None, {"x": rare}, "exposure", ("crashed",)) == "supported"
+
+
+def _share_drawn(model, mode, claim, n=4000):
+    import numpy as np
+
+    from gpurepro.analyze.claims import arm_counts
+
+    rng = np.random.Generator(np.random.PCG64(7))
+    records = [sim.draw(model, mode, rng, "x") for _ in range(n)]
+    return arm_counts(records, "x", ("crashed",), claim).outcome_counts["matching"] / n
+
+
+@pytest.mark.parametrize("model", [
+    _per_trial_arm(("wrong_result", "differs", 0.8)),
+    sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 2000.0, 1000.0, 2.0, 0.1),
+], ids=["per-trial", "exposure"])
+def test_the_null_holds_a_survived_claim_at_its_share(model):
+    # Held, the arm's trials survive in exactly half of them (drawn, within 4 standard errors):
+    # a trial that runs its budget is the survival the claim counts, never a second way to it.
+    case = load_case(FAKE, ROOT)
+    held, left_out = cal.hold_outcome_claims(case, [RIGHT], {"x": model}, "exposure")
+    assert not left_out
+    assert cal.p_matching(RIGHT, held["x"], "exposure") == pytest.approx(0.5)
+    assert cal.truth(RIGHT, None, held, "exposure", case.failure_outcomes) is None
+    assert abs(_share_drawn(held["x"], "exposure", RIGHT) - 0.5) < 4 * math.sqrt(0.25 / 4000)
+
+
+def test_the_null_holds_a_below_bound_claim_at_its_share_even_where_no_other_failure_exists():
+    # Every trial wrong at the baseline's chances and no other failure outcome to split them
+    # with: the claimed end takes half the trials and the rest survive.
+    case = dataclasses.replace(load_case(FAKE, ROOT), failure_outcomes=("wrong_result",))
+    model = _per_trial_arm(("wrong_result", "differs", 1.0))
+    held, left_out = cal.hold_outcome_claims(case, [NEVER_WRONG], {"x": model}, "exposure")
+    assert not left_out
+    assert cal.truth(NEVER_WRONG, None, held, "exposure", case.failure_outcomes) is None
+    assert abs(_share_drawn(held["x"], "exposure", NEVER_WRONG) - 0.5) < 4 * math.sqrt(0.25 / 4000)
+
+
+def test_truth_of_a_per_trial_rate_claim_compares_shares_of_failing_trials():
+    # x fails at half ref's rate per unit of exposure but runs 8 times the budget: it fails in
+    # more of its trials. A claim with unit="trial" is about that share.
+    x = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 4000.0, 1000.0, 4.0, 0.1)
+    ref = sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 2e-3),), 500.0, 1000.0, 0.5, 0.1)
+    models = {"x": x, "ref": ref}
+    higher = Claim("x-higher", arm="x", reference="ref", kind="higher", unit="trial")
+    per_exposure = Claim("x-higher-rate", arm="x", reference="ref", kind="higher")
+    assert cal.truth(higher, "ref", models, "exposure", ("crashed",)) == "supported"
+    assert cal.truth(per_exposure, "ref", models, "exposure", ("crashed",)) == "contradicted"
+
+
+def test_design_of_a_run_from_before_claims_and_of_one_without_baseline_trials():
+    # Its looks journaled as trial counts, no max_trials: the last look is its maximum.
+    old = ROOT / "results" / "tile_unload_race" / "20261130T000116Z_NVIDIA-H200_redacted.json"
+    r = _cli("tile_unload_race", "--design-of", str(old), "--runs", "20", "--seed", "1")
+    assert r["design"]["max_trials"] == 10 and r["family_wise_false_claim_rate"] <= 0.05 + 0.1
+    # No valid trial of the baseline: no rates to simulate with, one line saying so.
+    none = ROOT / "results" / "tile_unload_race" / "20261130T001134Z_NVIDIA-H200_redacted.json"
+    err = io.StringIO()
+    from contextlib import redirect_stderr
+    with redirect_stderr(err):
+        status = main(["calibrate", "tile_unload_race", "--design-of", str(none), "--json",
+                       "--workers", "1"])
+    assert status == 2 and "no valid trial of the baseline" in err.getvalue()

@@ -81,7 +81,7 @@ def test_tile_comment_has_what_a_maintainer_needs():
     assert f"`{UNTIL.name}`" in head and f"`{UNTIL.with_suffix('.png').name}`" in head
     # The rest is folded away.
     decided = sum(1 for c in doc["claims"] if c["decision"] != "not_decided")
-    for summary in (f"Claims ({decided} of {len(doc['claims'])} decided)",
+    for summary in (f"Claims ({decided} of {len(doc['claims'])} claims decided)",
                     f"Not decided ({len(doc['claims']) - decided})", "Hypotheses (",
                     "Full environment, toolchain and artifacts"):
         assert f"<details><summary>{summary}" in body

@@ -1,6 +1,6 @@
 """The decisive design: alpha spent over its potential looks by a rule fixed before the run,
 trials allocated where they bring a decision nearest, survivors capped at the exposure that
-decides, the floor it is measured against, and the main job's default."""
+decides, the known-rates plan it is measured against, and the main job's default."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 
 from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
-from gpurepro.analyze.floor import oracle_floor
+from gpurepro.analyze.known_rates import plan_for
+from gpurepro.analyze.verdict import plan_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.args import sequential_design
 from gpurepro.cli.parser import parser
@@ -94,13 +95,30 @@ def test_a_survivor_runs_only_to_the_exposure_that_decides_its_claims():
     assert decider.evidence(LOWER, [*records, _rec("ok", False, cap / 4)]).p_value > threshold
 
 
-def test_the_floor_gives_the_reference_its_failures_and_the_quiet_arm_its_exposure():
+def test_the_known_rates_plan_gives_the_reference_its_failures_and_the_quiet_arm_its_exposure():
     case = load_case(FAKE, ROOT)
     priors = {"crash": _prior(1e-3), "ok": _prior(0.0)}
-    floor = oracle_floor(case, [LOWER], priors, {}, 0.05, 20)
-    assert floor["reached"] and floor["trials"]["crash"] >= 2 and floor["trials"]["ok"] >= 1
-    assert floor["seconds"] == pytest.approx(sum(n * priors[a].trial_seconds()
-                                                 for a, n in floor["trials"].items()), abs=1e-3)
+    known = plan_for(case, [LOWER], priors, {}, 0.05, 20)
+    assert known["reached"] and known["trials"]["crash"] >= 2 and known["trials"]["ok"] >= 1
+    assert known["seconds"] == pytest.approx(sum(n * priors[a].trial_seconds()
+                                                 for a, n in known["trials"].items()), abs=1e-3)
+    assert "not a lower bound" in known["method"]
+
+
+def _plan(reached: bool, ratio: float | None) -> dict:
+    return {"seconds": 80.0, "run_seconds": 160.0, "reached": reached, "ratio": ratio,
+            "unreached": [] if reached else ["ok-lower"],
+            "chance": {"decides_every_claim": 0.15, "runs": 200, "seed": 0}}
+
+
+def test_the_run_is_set_against_the_known_rates_plan_only_where_that_plan_decides():
+    claims = [{"name": "ok-lower", "decision": "supported"}]
+    reached = plan_sentence(_plan(True, 2.0), claims)
+    assert "(the run took 2.00x that)" in reached and "in 15% of 200 simulated runs" in reached
+    assert "not a lower bound" in reached and "floor" not in reached
+    unreached = plan_sentence(_plan(False, None), claims)
+    assert "x that" not in unreached and "not reached: ok-lower" in unreached
+    assert "is not set against it" in unreached
 
 
 def _args(*argv: str):
@@ -126,7 +144,8 @@ def test_decisive_with_a_fixed_size_is_refused():
         sequential_design(case, _args("run", str(FAKE), "--decisive", "--trials", "3"))
 
 
-def test_a_decisive_run_journals_its_design_and_its_document_the_floor(fake_build, tmp_path):
+def test_a_decisive_run_journals_its_design_and_its_document_the_known_rates_plan(fake_build,
+                                                                                  tmp_path):
     build_dir, _ = fake_build
     journal = tmp_path / "d.journal.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -144,3 +163,6 @@ def test_a_decisive_run_journals_its_design_and_its_document_the_floor(fake_buil
     assert sum(1 for t in contents.trials if t["arm"] == "ok") < 6
     doc = json.loads(next(tmp_path.glob("*.json")).read_text())
     assert any(s.startswith("Time to the verdict:") for s in doc["verdict"]["sentences"])
+    known = doc["known_rates_plan"]
+    assert 0 <= known["chance"]["decides_every_claim"] <= 1 and known["chance"]["runs"] > 0
+    assert (known["ratio"] is None) == (not known["reached"])

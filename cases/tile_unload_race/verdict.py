@@ -386,7 +386,7 @@ def race_pair_hypothesis(analysis: Analysis) -> list[str]:
              "crashed (its claim of a lower rate supported), while its loads still overlapped "
              "launches"]
     ll = arms.get("lock-launch")
-    if ll and decision("lock-launch") != "supported":
+    if ll and ll.n_valid and decision("lock-launch") != "supported":
         parts.append(f"a mutex around get-function + launch alone, so that launches never overlap "
                      f"but unloads run free (lock-launch), did not lower it in a decided claim "
                      f"({ll.failures} crashes in {ll.n_valid} valid trials; claim "
@@ -608,13 +608,19 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
                            "it; this run does not decide that.")
         lul = arms.get("lock-unload-launch")
         if supported("lock-unload-launch") and lul:
+            # lock-launch is named for what it showed only where it ran valid trials.
+            ll = arms.get("lock-launch")
+            apart = ("lock-launch (launches apart, unloads free) is the arm that separates the two"
+                     + (f": {ll.failures} crashes in {ll.n_valid} valid trials, claim "
+                        f"{str(decision('lock-launch')).replace('_', ' ')}" if ll and ll.n_valid else
+                        ", and had no valid trial in this run" if ll else
+                        ", and was not in this run"))
             nxt.append(f"A workaround users can adopt (claim lock-unload-launch): one mutex around "
                        f"cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
                        f"synchronizes left concurrent, lowered the crash rate ({lul.failures} crashes "
                        f"in {lul.n_valid} valid trials). Its mutex also keeps the two threads' "
-                       f"launches apart; lock-launch (launches apart, unloads free) separates the "
-                       f"two. Whether it holds with other cuda-tile / tileiras releases is what "
-                       f"the toolchain matrix (nox -s tile_matrix) runs.")
+                       f"launches apart; {apart}. Whether it holds with other cuda-tile / tileiras "
+                       f"releases is what the toolchain matrix (nox -s tile_matrix) runs.")
         if supported("serialized"):
             nxt.append("A mitigation this run supports (claim serialized): one mutex around each whole "
                        "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "

@@ -1,7 +1,8 @@
 """Where the next trial goes: the arm whose next trial brings a decision nearest, per second.
 
 Used by the decisive design (analyze.claims.DecisiveDesign) in a run, by its simulation
-(analyze.simulate) and by the floor (analyze.floor), so all three allocate the same way.
+(analyze.simulate) and by the known-rates plan (analyze.known_rates), so all three allocate the
+same way.
 
 For every confirmatory claim still open, its distance to a decision is how far its p-value is
 above the threshold it needs, in log units: ``max(0, ln p - ln threshold)`` (0: decided at the

@@ -98,8 +98,28 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
 # ---------------------------------------------------------------- truth under a scenario
 
 
+SURVIVED = "survived"
+SURVIVOR_DETAIL = "budget used up"  # what run.classify gives a trial that ran its budget
+
+
+def p_end(m: ArmModel, mode: str) -> float:
+    """The chance that one of the arm's trials ends by one of its causes within its budget (the
+    rest run their budget and survive)."""
+    if mode == "per_trial" or m.per_trial:
+        return min(1.0, sum(c.rate for c in m.causes))
+    if any(math.isinf(c.rate) for c in m.causes):
+        return 1.0
+    total = sum(c.rate for c in m.causes)
+    return -math.expm1(-total * m.budget) if total > 0 and m.budget > 0 else 0.0
+
+
 def p_matching(claim: Claim, m: ArmModel, mode: str) -> float:
-    """The chance that one of the arm's trials ends as the outcome claim says."""
+    """The chance that one of the arm's trials ends as the outcome claim says. A survivor is a
+    trial that no cause ended within its budget: that is what ``survived`` counts (the model's
+    causes are only ways of failing)."""
+    if claim.outcome == SURVIVED:
+        survives = 1.0 - p_end(m, mode)
+        return survives if not claim.detail or claim.detail in SURVIVOR_DETAIL else 0.0
     match = [c for c in m.causes if _matches(claim, c.outcome, c.detail)]
     if mode == "per_trial" or m.per_trial:
         return sum(c.rate for c in match)
@@ -109,17 +129,43 @@ def p_matching(claim: Claim, m: ArmModel, mode: str) -> float:
     if math.isinf(total):
         inf = [c for c in m.causes if math.isinf(c.rate)]
         return sum(1 for c in match if math.isinf(c.rate)) / len(inf)
-    return sum(c.rate for c in match) / total * -math.expm1(-total * m.budget)
+    return sum(c.rate for c in match) / total * p_end(m, mode)
+
+
+def p_failing(m: ArmModel, failures: Sequence[str], mode: str) -> float:
+    """The chance that one of the arm's trials ends as one of ``failures`` (a share of trials:
+    what a claim with ``unit="trial"`` compares)."""
+    if mode == "per_trial" or m.per_trial:
+        return m.rate_of(failures)
+    total = sum(c.rate for c in m.causes)
+    if total <= 0:
+        return 0.0
+    if math.isinf(total):
+        inf = [c for c in m.causes if math.isinf(c.rate)]
+        return sum(1 for c in inf if c.outcome in failures) / len(inf)
+    return m.rate_of(failures) / total * p_end(m, mode)
 
 
 def _matches(claim: Claim, outcome: str, detail: str) -> bool:
     return outcome == claim.outcome and (not claim.detail or claim.detail in detail)
 
 
+def _direction(x: float, y: float, claim_says_lower: bool) -> str | None:
+    """supported or contradicted for "x is lower than y" (``claim_says_lower``) or higher; None
+    where they are equal."""
+    if math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-15) or (math.isinf(x) and math.isinf(y)):
+        return None
+    return "supported" if (x < y) == claim_says_lower else "contradicted"
+
+
 def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], mode: str,
           failure_outcomes: Sequence[str]) -> str | None:
     """The decision that is right under ``models``: "supported", "contradicted", or None where
-    neither is (no direction: a decision either way is false)."""
+    neither is (no direction: a decision either way is false). Every kind and bound a claim can
+    have: an outcome claim's share of trials above its ``share``, or below it with
+    ``bound="below"``, whatever the outcome (``survived`` included: a trial that ran its
+    budget); a rate claim's rates per unit of exposure, or with ``unit="trial"`` its shares of
+    failing trials."""
     a = models[claim.arm]
     failures = claim.failures or failure_outcomes
     if claim.kind == "concentrated":
@@ -131,19 +177,21 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
         q = p_matching(claim, a, mode)
         if math.isclose(q, claim.share, rel_tol=1e-9, abs_tol=1e-12):
             return None
-        return "supported" if q > claim.share else "contradicted"
-    x, y = _rate(a, failures), _rate(models[reference or ""], failures)
+        return _direction(q, claim.share, claim.bound == "below")
+    ref = models[reference or ""]
+    if claim.unit == "trial":  # Fisher's exact test on the trials: shares of failing trials
+        x, y = p_failing(a, failures, mode), p_failing(ref, failures, mode)
+    else:
+        x, y = _rate(a, failures), _rate(ref, failures)
     if (x == 0 and y == 0) or (math.isinf(x) and math.isinf(y)):
         return None
-    ratio = math.inf if y == 0 else x / y
     if claim.kind == "equivalent":
+        ratio = math.inf if y == 0 else x / y
         lo, hi = 1 / claim.margin, claim.margin
         if lo < ratio < hi:
             return "supported"
         return None if ratio in (lo, hi) else "contradicted"
-    if ratio == 1:
-        return None
-    return "supported" if (ratio < 1) == (claim.kind == "lower") else "contradicted"
+    return _direction(x, y, claim.kind == "lower")
 
 
 def _rate(m: ArmModel, failures: Sequence[str]) -> float:
@@ -157,10 +205,41 @@ def _rate(m: ArmModel, failures: Sequence[str]) -> float:
     return -math.log1p(-min(p, 1 - 1e-12)) / m.budget
 
 
+def _other_failure(case: Case, claim: Claim) -> str | None:
+    """A failure outcome that the claim does not count as its own (to end a held arm's other
+    trials without matching it)."""
+    return next((o for o in [claim.outcome, *case.failure_outcomes]
+                 if o and o != SURVIVED and not _matches(claim, o, OTHER_DETAIL)), None)
+
+
+def _ending(m: ArmModel, mode: str, p: float, causes: Sequence[Cause]) -> ArmModel | None:
+    """The arm with ``causes`` (their proportions kept) scaled so that a trial ends by one of
+    them with chance ``p``; None where that cannot be set (no budget to fail within)."""
+    total = sum(c.rate for c in causes)
+    if total <= 0 or any(math.isinf(c.rate) for c in causes):
+        return None
+    if mode == "per_trial" or m.per_trial:
+        target = p
+    elif m.budget > 0 and p < 1:
+        target = -math.log1p(-p) / m.budget  # the total rate that ends p of the trials
+    else:
+        return None
+    return replace(m, causes=tuple(Cause(c.outcome, c.detail, c.rate * target / total)
+                                   for c in causes))
+
+
 def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, ArmModel],
                         mode: str) -> tuple[dict[str, ArmModel], dict[str, str]]:
     """The null scenario's outcome claims with a share above 0, each held exactly at its share
-    where that can be done; the others (and why) are returned apart and not counted."""
+    where that can be done (whichever its bound: at the share, a decision either way is
+    false); the others (and why) are returned apart and not counted.
+
+    - ``survived``: the arm's trials fail (its causes, in their proportions, or the case's
+      first failure where it has none) in exactly 1 - share of its trials; the rest run their
+      budget, and it is they that the claim counts;
+    - another outcome: where the arm's trials end in at least ``share`` of its trials, the
+      claimed end takes ``share`` of them and another failure the rest (the arm's failure rate
+      unchanged); otherwise the claimed end alone, in ``share`` of them, the rest surviving."""
     left_out: dict[str, str] = {}
     done: dict[str, str] = {}
     for c in claims:
@@ -171,23 +250,29 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
             left_out[c.name] = (f"{done[c.arm]} already sets how {c.arm}'s trials end; one outcome "
                                 f"claim per arm can be held at its share")
             continue
-        ends = -math.expm1(-sum(x.rate for x in m.causes) * m.budget) \
-            if mode == "exposure" and not m.per_trial else sum(x.rate for x in m.causes)
-        if ends < c.share:
-            left_out[c.name] = (f"at the baseline's rates {c.arm}'s trials end in {ends:.3g} of its "
-                                f"trials, less than the share {c.share:g}: the share cannot be held")
+        if c.share >= 1:
+            left_out[c.name] = f"a share of {c.share:g} cannot be held below 1"
             continue
-        pm = c.share / ends
-        other = next((o for o in [c.outcome, *case.failure_outcomes]
-                      if o and not _matches(c, o, OTHER_DETAIL)), None)
-        if pm < 1 and other is None:
-            left_out[c.name] = "no outcome differs from the claimed one"
+        other = _other_failure(case, c)
+        held: ArmModel | None
+        if c.outcome == SURVIVED:
+            causes = list(m.causes) or ([Cause(other, OTHER_DETAIL, 1.0)] if other else [])
+            held = _ending(m, mode, 1 - c.share, causes)
+            why = f"{c.arm}'s trials cannot be made to fail in {1 - c.share:g} of them (no budget)"
+        else:
+            ends = p_end(m, mode)
+            total = sum(x.rate for x in m.causes)
+            if ends >= c.share and other is not None and math.isfinite(total) and total > 0:
+                pm = c.share / ends
+                held = replace(m, causes=(Cause(c.outcome or "", c.detail or "", total * pm),
+                                          Cause(other, OTHER_DETAIL, total * (1 - pm))))
+            else:
+                held = _ending(m, mode, c.share, [Cause(c.outcome or "", c.detail or "", 1.0)])
+            why = f"{c.arm}'s trials cannot be made to end as {c.outcome} in {c.share:g} of them"
+        if held is None:
+            left_out[c.name] = why
             continue
-        total = sum(x.rate for x in m.causes)
-        causes = [Cause(c.outcome or "", c.detail or "", total * pm)]
-        if pm < 1 and other:
-            causes.append(Cause(other, OTHER_DETAIL, total * (1 - pm)))
-        models[c.arm] = replace(m, causes=tuple(causes))
+        models[c.arm] = held
         done[c.arm] = c.name
     return models, left_out
 
@@ -358,7 +443,9 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
     stopping = options.get("stopping")
     if stopping:
         design, sequential = Design.from_description(stopping), True
-        trials = int(stopping["max_trials"])
+        # A run from before claims journaled its looks as trial counts, the last its maximum.
+        trials = int(stopping.get("max_trials") or design.max_trials
+                     or max(int(n) for n in plan["trials_per_arm"].values()))
     else:
         design, sequential = Design(alpha=DEFAULT_ALPHA), False
         trials = max(int(n) for n in plan["trials_per_arm"].values())
@@ -377,6 +464,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     from .claims import Design
 
     exploratory: list[str] = []
+    without: list[str] = []
     budget: Mapping[str, Any] = {}
     priors = None
     first: list[str] = []
@@ -388,6 +476,16 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
         priors = recorded_stopping.get("priors")
         first = list(recorded_stopping.get("first") or ())
         sources = list(rates_from or [design_of_result])
+        if not rates_from:
+            # Rates from the run's own trials: an arm it has none of is not simulated (its claims
+            # are not decided in any simulated run either), and the output says so.
+            seen = {t.get("arm") for t in recorded["trials"] if t.get("outcome") in EVIDENCE}
+            if case.baseline not in seen:
+                raise UsageError(f"{design_of_result}: no valid trial of the baseline "
+                                 f"({case.baseline}): there are no rates to simulate its design "
+                                 f"with; give result documents with --from")
+            without = [a for a in arms if a not in seen]
+            arms = [a for a in arms if a in seen]
     else:
         design = Design.from_description(stopping) if stopping else Design(
             alpha=alpha if alpha is not None else DEFAULT_ALPHA)
@@ -402,6 +500,8 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)
+        if without:
+            result["design"]["arms_without_valid_trials"] = without
     print(json.dumps(result, indent=1) if as_json else text(result))
     sys.stdout.flush()
     return 0
@@ -435,6 +535,9 @@ def text(r: Mapping[str, Any]) -> str:
             tag = " (exploratory)" if c["family"] == "exploratory" else ""
             lines.append(f"  {name}{tag}: " + ("no true direction" if p is None
                                                else f"{p:.3f} ({c['true']})"))
+    if d.get("arms_without_valid_trials"):
+        lines.append(f"  (not simulated: {', '.join(d['arms_without_valid_trials'])}, which had no "
+                     f"valid trial in the run; their claims are left out)")
     for name, why in (r.get("null") or {}).get("left_out", {}).items():
         lines.append(f"  (null: {name} not counted: {why})")
     if "wall_s" in r:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats as sps
-from scipy.special import _ufuncs
+from scipy.special import bdtr, bdtrc
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
@@ -72,28 +72,23 @@ def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes:
     return ArmCounts(k, n, exposure, {"matching": matching})
 
 
-# binom.cdf and binom.sf evaluate these ufuncs (scipy.stats' binomial is Boost's); called
-# directly they give the same numbers without the distribution machinery's milliseconds per
-# call, which matters where the decisive design asks for thousands per trial it allocates.
-# Where a SciPy release lacks them, the public functions give the same values, slower.
-_BINOM_CDF = getattr(_ufuncs, "_binom_cdf", None)
-_BINOM_SF = getattr(_ufuncs, "_binom_sf", None)
-
-
 def _binom_p(k: int, n: int, p: float, alternative: str) -> float:
     """The exact one-sided binomial p-value, what ``binomtest(k, n, p, alternative).pvalue``
-    gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1))."""
+    gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1)), from the binomial's
+    distribution functions in scipy.special (``bdtr``: P(X <= k), ``bdtrc``: P(X > k)): the
+    same numbers without scipy.stats' distribution machinery's milliseconds per call, which
+    matters where the decisive design asks for thousands per trial it allocates."""
     if n == 0:
         return 1.0
     p = min(max(p, 0.0), 1.0)
     if alternative == "less":  # P(X <= k)
         if k >= n:
             return 1.0
-        value = _BINOM_CDF(k, n, p) if _BINOM_CDF is not None else sps.binom.cdf(k, n, p)
+        value = bdtr(k, n, p)
     else:  # P(X >= k) = P(X > k - 1)
         if k <= 0:
             return 1.0
-        value = _BINOM_SF(k - 1, n, p) if _BINOM_SF is not None else sps.binom.sf(k - 1, n, p)
+        value = bdtrc(k - 1, n, p)
     return float(min(1.0, value))
 
 
@@ -258,7 +253,7 @@ class DecisiveDesign(Design):
     the first, and the trials go where they bring a decision nearest (analyze.allocate).
 
     Looks are numbered by the run's valid trials: at ``first_look`` (the trial count at which
-    the committed rates predict the decisions, gpurepro.analyze.floor), then each ``growth``
+    the committed rates predict the decisions, gpurepro.analyze.known_rates), then each ``growth``
     times the one before, and at ``total`` (the plan's size). The first gets ``first_share`` of
     alpha, every later one an equal part of the rest, so the looks' alphas sum to alpha
     (Bonferroni over looks, Holm within each), however the trials were allocated (calibrate
@@ -556,7 +551,9 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
         values["needed"] = "far more exposure than this run had"
     template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
     text = template.format_map(_Missing(values))
-    when = f", decided at look {record['look']}" if record["decision"] != "not_decided" else ""
+    # An exploratory claim is decided once, at the end, outside the design's looks.
+    when = ("" if record["decision"] == "not_decided" else ", exploratory, decided at the end"
+            if record.get("family") == "exploratory" else f", decided at look {record['look']}")
     return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
 
 

@@ -142,7 +142,7 @@ def lines(families: Mapping[str, Any], claims: Sequence[str]) -> list[str]:
     return out
 
 
-FIRST_LOOK_MARGIN = 1.15  # the first look this much past the trials the floor predicts
+FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's trials
 
 
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
@@ -152,13 +152,13 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
-    plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the floor (the least
-    a design that knew those rates would need, analyze.floor) for the claims of the
-    confirmatory family; the families are assessed on this very design."""
+    plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
+    plan (the trials a design that knew those rates would plan, analyze.known_rates) for the
+    claims of the confirmatory family; the families are assessed on this very design."""
     from .allocate import ArmPrior
     from .calibrate import load_models
     from .claims import DecisiveDesign, Design
-    from .floor import oracle_floor
+    from .known_rates import plan_for
     from .simulate import PRIOR_RULE
 
     total = len(plan.order)
@@ -178,11 +178,11 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
         if not priors or not chosen:
             return max(1, min(total, len(plan.arms)))
         strata = {a: m.strata for a, m in models.arms.items()} if models else {}
-        floor = oracle_floor(case, chosen, priors, strata, alpha, max_trials)
-        if floor.get("unreached"):  # what the plan cannot decide must not set the first look
-            chosen = [c for c in chosen if c.name not in floor["unreached"]]
-            floor = oracle_floor(case, chosen, priors, strata, alpha, max_trials)
-        return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(floor["trials"].values()))))
+        known = plan_for(case, chosen, priors, strata, alpha, max_trials)
+        if known.get("unreached"):  # what the plan cannot decide must not set the first look
+            chosen = [c for c in chosen if c.name not in known["unreached"]]
+            known = plan_for(case, chosen, priors, strata, alpha, max_trials)
+        return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values()))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
     beside = beside_main(case, plan, scope)

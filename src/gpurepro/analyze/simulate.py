@@ -176,12 +176,16 @@ PER_TRIAL_OUTCOMES = ("wrong_result",)
 def untimed(ts: Sequence[Mapping[str, Any]]) -> bool:
     """Whether an arm's failures cannot be placed in its exposure, so that its trials are
     modelled by how they ended: no exposure at all; most of its failures at exposure 0 (a
-    counter read too seldom to see them coming); or failures that a trial's check finds at its
-    end (a wrong result)."""
+    counter read too seldom to see them coming); failures that a trial's check finds at its
+    end (a wrong result); or failures at the very exposure every other trial of the arm reached
+    (a counter that counts the one call each trial makes measures no opportunity within it: a
+    rate per call would make a failure that every trial has a chance below 1)."""
     if not any(float(t.get("exposure") or 0) > 0 for t in ts):
         return True
     failed = [t for t in ts if t["outcome"] != "survived"]
     if failed and any(t["outcome"] in PER_TRIAL_OUTCOMES for t in failed):
+        return True
+    if failed and len(ts) > 1 and len({float(t.get("exposure") or 0) for t in ts}) == 1:
         return True
     at_zero = sum(1 for t in failed if float(t.get("exposure") or 0) <= 0)
     return bool(failed) and at_zero * 2 > len(failed)
@@ -272,10 +276,17 @@ def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
     """The global null of the rate and stratum claims: every arm ends as the baseline's trials
     do, at the baseline's rates, keeping its own speed, budget and strata, with its failures
     falling inside each stratum exactly as often as its exposure is spent there. An arm
-    modelled per trial gets the chance of each end that a baseline trial has."""
+    modelled per trial gets the chance of each end that a baseline trial has; where the
+    baseline is modelled per trial, every arm is, with the baseline's chances (never a chance
+    read as a rate in another arm's exposure)."""
     base = models.arms[case.baseline]
-    return {a: replace(m, causes=causes_per_trial(base) if m.per_trial and not base.per_trial
-                       else base.causes,
+
+    def ends_as_baseline(m: ArmModel) -> ArmModel:
+        if base.per_trial:
+            return replace(m, causes=base.causes, per_trial=True)
+        return replace(m, causes=causes_per_trial(base) if m.per_trial else base.causes)
+
+    return {a: replace(ends_as_baseline(m),
                        strata={s: (share, share) for s, (share, _) in m.strata.items()})
             for a, m in models.arms.items()}
 

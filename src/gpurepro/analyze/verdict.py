@@ -18,14 +18,35 @@ from .views import Analysis
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""
-    verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"])
+    verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"],
+                              exploratory_reasons(doc))
     completion = doc.get("completion") or {}
     if completion.get("complete") is False:
         verdict["stopped"] = stopped_sentence(completion, doc["claims"])
         verdict["next"] = [f"Continue the run: {completion['resume']}", *verdict["next"]]
-    if doc.get("floor"):
-        verdict["sentences"].append(floor_sentence(doc["floor"], doc["claims"]))
+    if doc.get("known_rates_plan"):
+        verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
     return verdict
+
+
+def exploratory_reasons(doc: Mapping[str, Any]) -> dict[str, str]:
+    """Why each exploratory claim of a run was kept out of its confirmatory family, as the run
+    journaled its families before the first trial (gpurepro.analyze.decidability)."""
+    options = (doc.get("plan") or {}).get("options") or {}
+    families = options.get("families") or {}
+    main = set(families.get("main") or ())
+    chance = families.get("chance") or {}
+    threshold = families.get("threshold")
+    out = {}
+    for c in doc.get("claims") or []:
+        if c.get("family") != "exploratory":
+            continue
+        p = chance.get(c["name"])
+        if options.get("scope") == "main" and main and c["name"] not in main:
+            out[c["name"]] = "beside the main question"
+        elif isinstance(p, (int, float)) and threshold is not None and p < threshold:
+            out[c["name"]] = f"the plan was unlikely to decide it: chance {p:.2f}"
+    return out
 
 
 def stopped_sentence(completion: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
@@ -40,16 +61,30 @@ def stopped_sentence(completion: Mapping[str, Any], claims: Sequence[Mapping[str
               f"and the run can be resumed: {completion['resume']}.")
 
 
-def floor_sentence(floor: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
-    """How long the run took against the least a design that knew its rates would need."""
+def plan_sentence(plan: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+    """How long the run took, against the known-rates plan for its own rates
+    (analyze.known_rates): what that plan needs, its chance of deciding every claim, and a
+    ratio only where it decides them."""
     confirmatory = [c for c in claims if c.get("family") != "exploratory"]
     decided = [c for c in confirmatory if c["decision"] in ("supported", "contradicted")]
     what = ("decided every confirmatory claim" if len(decided) == len(confirmatory)
             else f"decided {len(decided)} of its {len(confirmatory)} confirmatory claims")
-    ratio = f" ({floor['ratio']:.2f}x)" if floor.get("ratio") else ""
-    return (f"Time to the verdict: the run {what} in {floor['run_seconds']:.3g} s of trials; the "
-            f"floor for these rates, the least a one-look design that knew them would need for "
-            f"the same claims (gpurepro.analyze.floor), is {floor['seconds']:.3g} s{ratio}.")
+    those = "them" if len(decided) == len(confirmatory) else "those it decided"
+    head = (f"Time to the verdict: the run {what} in {plan['run_seconds']:.3g} s of trials; a "
+            f"plan that knew this run's rates (its own trials) and took one look at alpha, its "
+            f"trials allocated as if each ended at its expected outcome (gpurepro.analyze."
+            f"known_rates, an estimate, not a lower bound), ")
+    chance = plan.get("chance") or {}
+    odds = (f"; drawn at random from those rates, that plan decides all of them in "
+            f"{chance['decides_every_claim']:.0%} of {chance['runs']} simulated runs"
+            if "decides_every_claim" in chance else "")
+    if not plan.get("reached", True):
+        unreached = ", ".join(plan.get("unreached") or [])
+        return (head + f"would not decide every one of {those} within the run's most trials per "
+                f"arm" + (f" (not reached: {unreached})" if unreached else "")
+                + f"{odds}, so the run's time is not set against it.")
+    ratio = f" (the run took {plan['ratio']:.2f}x that)" if plan.get("ratio") else ""
+    return head + f"needs {plan['seconds']:.3g} s for {those}{ratio}{odds}."
 
 
 def decide_claims(case: Case, header: Mapping[str, Any],
@@ -87,12 +122,14 @@ def decide_claims(case: Case, header: Mapping[str, Any],
     return out
 
 
-def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
+                    why_exploratory: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
     sentences of its decided claims. An owner may rest only on decided claims (supported, or
     contradicted: "plain modules crash more" is a decision too) of the confirmatory family,
     never on undecided or exploratory ones. Exploratory claims' sentences are listed apart,
-    labelled: they are not covered by the run's family-wise error rate."""
+    labelled: they are not covered by the run's family-wise error rate (``why_exploratory``:
+    why each was kept apart, where the run's families say)."""
     verdict = dict(given)
     exploratory = [c for c in claims if c.get("family") == "exploratory"]
     claims = [c for c in claims if c.get("family") != "exploratory"]
@@ -109,10 +146,11 @@ def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]
         c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
     verdict["not_decided"] = [c["sentence"] for c in claims if c["decision"] == "not_decided"]
     if exploratory:
+        why = why_exploratory or {}
         verdict["exploratory"] = [
-            f"Exploratory (outside the family-wise error rate; the plan was unlikely to decide "
-            f"it): {c['sentence']}" if c["decision"] != "not_decided" else c["sentence"]
-            for c in exploratory]
+            "Exploratory (outside the family-wise error rate"
+            + (f"; {why[c['name']]}" if c["name"] in why else "")
+            + f"): {c['sentence']}" for c in exploratory]
     verdict.setdefault("hypotheses", [])
     verdict.setdefault("next", [])
     if not verdict["sentences"]:

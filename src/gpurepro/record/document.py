@@ -118,7 +118,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         from ..cluster.merge import document_fields
 
         doc.update(document_fields(header, trials, case.failure_outcomes))
-    return with_floor_and_verdict(case, doc, header.get("options", {}), root)
+    return with_plan_and_verdict(case, doc, header.get("options", {}), root)
 
 
 def beyond_main(case: Case, header: Mapping[str, Any],
@@ -148,19 +148,20 @@ def run_completion(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     return out
 
 
-def with_floor_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[str, Any],
-                           root: Path) -> dict[str, Any]:
-    """``doc`` as JSON gives it back, with its floor and its verdict computed from its own
-    fields: what `record` writes last, and what `validate` recomputes (record/recompute.py)."""
+def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[str, Any],
+                          root: Path) -> dict[str, Any]:
+    """``doc`` as JSON gives it back, with its known-rates plan and its verdict computed from
+    its own fields: what `record` writes last, and what `validate` recomputes
+    (record/recompute.py)."""
     out: dict[str, Any] = plain(doc)
     if case.claims and "families" in options:
         # Runs that fixed their claim families before their first trial (the older ones did not
-        # and their documents stay as recorded): the floor for their own rates.
-        from ..analyze.floor import run_floor
+        # and their documents stay as recorded): the known-rates plan for their own rates.
+        from ..analyze.known_rates import run_plan
 
-        floor = run_floor(case, out, root)
-        if floor is not None:
-            out["floor"] = plain(floor)
+        plan = run_plan(case, out, root)
+        if plan is not None:
+            out["known_rates_plan"] = plain(plan)
     # The verdict reads the document as recorded, through its typed views (analyze/views.py).
     out["verdict"] = plain(verdict_for(case, out))
     return out

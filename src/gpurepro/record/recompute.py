@@ -3,10 +3,11 @@
 `validate` runs this after the schema and the meaning checks (record/validation.py): the
 per-arm summaries, the comparisons, the crash sites and the per-GPU table are recomputed from
 the trials with the document's own case fields (no manifest needed); the claims' decisions, the
-floor (of a run that fixed its claim families before its first trial: gpurepro.analyze.floor)
-and the verdict are recomputed with the case's manifest, found inside the repository (the one the
-document's journal names, else ``cases/<name>/manifest.py``). A flipped decision, a rewritten
-verdict, a changed p-value, rate or outcome is named as ``path: recorded, recomputed``.
+known-rates plan (of a run that fixed its claim families before its first trial:
+gpurepro.analyze.known_rates) and the verdict are recomputed with the case's manifest, found
+inside the repository (the one the document's journal names, else ``cases/<name>/manifest.py``).
+A flipped decision, a rewritten verdict, a changed p-value, rate or outcome is named as
+``path: recorded, recomputed``.
 
 A sequential run's decisions were taken at its looks and journaled; they are taken from the
 document's ``plan.options.stopping`` as `record` takes them from the journal, so a decision
@@ -93,7 +94,7 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     be recomputed here (a case not in this checkout)."""
     from ..analyze import stats
     from ..analyze.verdict import decide_claims
-    from .document import plain, with_floor_and_verdict
+    from .document import plain, with_plan_and_verdict
 
     case_fields, plan, trials = doc["case"], doc["plan"], doc["trials"]
     measured = stats.analyze(trials, plan["arms"], case_fields["baseline"],
@@ -121,10 +122,12 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     ours = {**doc, "summary": measured["arms"], "comparisons": measured["comparisons"],
             "crash_sites": measured["crash_sites"], "per_gpu": measured["per_gpu"],
             "claims": claims}
-    ours.pop("floor", None)
-    ours = with_floor_and_verdict(case, ours, options, root)
-    if "floor" in doc or "floor" in ours:
-        errors += differences(doc.get("floor"), ours.get("floor"), "floor")
+    ours.pop("known_rates_plan", None)
+    ours.pop("floor", None)  # its name before it was the known-rates plan
+    ours = with_plan_and_verdict(case, ours, options, root)
+    for key in ("known_rates_plan", "floor"):
+        if key in doc or key in ours:
+            errors += differences(doc.get(key), ours.get(key), key)
     errors += differences(doc.get("verdict"), ours["verdict"], "verdict")
     return errors, notes
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IssueError
+from . import families
 from .markdown import (
     claims_table,
     environment_rows,
@@ -124,7 +125,7 @@ def _decisions(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _claim_refs(doc: Mapping[str, Any], names: Sequence[str]) -> str:
     decisions = _decisions(doc)
-    return ", ".join(f"{_code(name)} ({escape(str(decisions[name]['decision']).replace('_', ' '))}, "
+    return ", ".join(f"{_code(name)} ({escape(families.decision_text(decisions[name]))}, "
                      f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else _code(name)
                      for name in names)
 
@@ -149,7 +150,7 @@ _CLAIM_IN = re.compile(r"\(claim ([A-Za-z0-9_.-]+)\)")
 
 
 def workaround_bullet(doc: Mapping[str, Any]) -> str | None:
-    """The verdict's workaround, where a decided claim supports it: a next step that offers a
+    """The verdict's workaround, where a decided confirmatory claim supports it: a next step that offers a
     workaround and names its claim, "(claim NAME)", with that claim supported."""
     decisions = _decisions(doc)
     for step in doc["verdict"].get("next") or []:
@@ -158,8 +159,8 @@ def workaround_bullet(doc: Mapping[str, Any]) -> str | None:
         if "workaround" not in text.lower() or not named:
             continue
         claim = decisions.get(named.group(1))
-        if not claim or claim.get("decision") != "supported":
-            continue
+        if not claim or claim.get("decision") != "supported" or families.is_exploratory(claim):
+            continue  # a workaround rests on a confirmatory decision
         what = text[named.end():].lstrip(": ") or text
         first = what[: what.index(". ") + 1] if ". " in what else what  # the rest: Next steps
         return (f"**Workaround:** {_code(claim['arm'])}: {_text(first)} (claim "
@@ -243,7 +244,9 @@ def partial_bullet(doc: Mapping[str, Any]) -> str | None:
 
 
 def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
-    undecided = [c["name"] for c in doc.get("claims") or [] if c["decision"] == "not_decided"]
+    # The confirmatory family's: an exploratory claim left undecided is listed with its family.
+    undecided = [c["name"] for c in families.confirmatory(doc.get("claims") or [])
+                 if c["decision"] == "not_decided"]
     if not undecided:
         return None
     return (f"**Not decided:** {', '.join(_code(n) for n in undecided)} (each says below how "
@@ -456,12 +459,14 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         blocks.append((f"Verdict in full ({len(verdict['sentences'])} sentences)",
                        _bullets(verdict["sentences"])))
     if doc.get("claims"):
-        decided = sum(1 for c in doc["claims"] if c["decision"] != "not_decided")
-        blocks.append((f"Claims ({decided} of {len(doc['claims'])} decided)", claims_table(doc)))
+        blocks.append((f"Claims ({families.decided_count(doc['claims'])})", claims_table(doc)))
     elif "claims" not in doc:
         blocks.append(("Claims", "This document was recorded before the harness decided claims."))
     if verdict.get("not_decided"):
         blocks.append((f"Not decided ({len(verdict['not_decided'])})", _bullets(verdict["not_decided"])))
+    if verdict.get("exploratory"):
+        blocks.append((f"Exploratory ({len(verdict['exploratory'])}; outside the family-wise "
+                       f"error rate, no owner rests on them)", _bullets(verdict["exploratory"])))
     if verdict.get("hypotheses"):
         blocks.append((f"Hypotheses ({len(verdict['hypotheses'])}; no arm of this run isolates them)",
                        _bullets(verdict["hypotheses"])))

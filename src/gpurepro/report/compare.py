@@ -22,6 +22,7 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
+from . import families
 from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
@@ -183,6 +184,10 @@ def _claim_change(before: str | None, after: str | None) -> str | None:
     return "newly decided" if after in DECIDED else "changed"
 
 
+def _labelled(decision: str | None, family: str | None) -> str:
+    return f"{decision} (exploratory)" if family == "exploratory" else str(decision)
+
+
 def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> dict[str, Any]:
     """The comparison as one JSON-ready object (``markdown`` renders it)."""
     if len(docs) < 2:
@@ -211,6 +216,7 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
             "jobs": (doc["plan"].get("options") or {}).get("jobs", 1),
             "design": design(doc), "trials": len(doc.get("trials") or []),
             "claims": None if doc_claims is None else len(doc_claims),
+            "exploratory_claims": len(families.exploratory(doc_claims or [])),
             "verdict": {"status": doc["verdict"].get("status"), "owner": doc["verdict"].get("owner")},
         })
 
@@ -240,18 +246,29 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
                          for c in claim_docs]
             p_values = [None if c is None or claim not in c else c[claim].get("p_value")
                         for c in claim_docs]
+            # Each run's family of the claim: an exploratory decision is outside that run's
+            # family-wise error rate, and is never shown as a plain one.
+            kinds = [None if c is None or claim not in c else
+                     ("exploratory" if families.is_exploratory(c[claim]) else "confirmatory")
+                     for c in claim_docs]
             changes = []
-            for label, by_name, dec in zip(names[1:], claim_docs[1:], decisions[1:], strict=True):
+            for label, by_name, dec, kind in zip(names[1:], claim_docs[1:], decisions[1:],
+                                                 kinds[1:], strict=True):
                 if by_name is None:
                     continue  # a document without claims: said once, above
                 change = _claim_change(decisions[0], dec)
+                if change is None and kind and kinds[0] and kind != kinds[0]:
+                    change = f"now {kind}"
                 if change:
                     changes.append({"run": label, "from": decisions[0], "to": dec, "change": change})
                     if change == "flipped":
-                        claims["flips"].append(f"{claim}: {decisions[0]} in A, {dec} in {label}")
+                        claims["flips"].append(
+                            f"{claim}: {_labelled(decisions[0], kinds[0])} in A, "
+                            f"{_labelled(dec, kind)} in {label}")
             if changes:
                 claims["changed"].append({"claim": claim, "decisions": dict(zip(names, decisions, strict=True)),
                                           "p_values": dict(zip(names, p_values, strict=True)),
+                                          "families": dict(zip(names, kinds, strict=True)),
                                           "changes": changes})
             else:
                 claims["unchanged"] += 1
@@ -313,7 +330,9 @@ def markdown(result: Mapping[str, Any]) -> str:
                   [[escape(r["label"]), code(Path(r['path']).name), escape(r["started_at"] or "–"),
                     escape(f"{r['gpu']} ({r['compute_capability']})"), escape(r["driver"] or "–"),
                     escape(r["jobs"]), escape(r["design"]), escape(r["trials"]),
-                    "none recorded" if r["claims"] is None else escape(r["claims"])]
+                    "none recorded" if r["claims"] is None else escape(r["claims"])
+                    + (f" ({r['exploratory_claims']} exploratory)" if r.get("exploratory_claims")
+                       else "")]
                    for r in runs]), ""]
 
     base = result["arms"].get(result["baseline"])
@@ -364,8 +383,10 @@ def markdown(result: Mapping[str, Any]) -> str:
     else:
         changed = []
         for c in claims["changed"]:
-            decisions = [f"{escape(str(d).replace('_', ' '))} (p {fmt_p(p)})" if d else "–"
-                         for d, p in zip(c["decisions"].values(), c["p_values"].values(), strict=True)]
+            kinds = list((c.get("families") or {}).values()) or [None] * len(c["decisions"])
+            decisions = [f"{escape(_labelled(d, k).replace('_', ' '))} (p {fmt_p(p)})" if d else "–"
+                         for d, p, k in zip(c["decisions"].values(), c["p_values"].values(), kinds,
+                                            strict=True)]
             change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
             flipped = any(ch["change"] == "flipped" for ch in c["changes"])
             change = escape(change)

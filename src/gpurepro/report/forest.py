@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import families
 from .figure import save, text_width
 from .numbers import fmt, per_label, per_superscript, picture_number
 from .wrong import per_trial
@@ -58,13 +59,15 @@ def _claim_text(c: Mapping[str, Any], baseline: str) -> str:
         what = (f"within ×{c['margin']:g}" if c.get("margin") else "alike") + (f" of {than}" if vs else "")
     else:
         what = f"{kind}{vs}"
-    return f"{what}: {c['decision'].replace('_', ' ')}"
+    return f"{what}: {families.decision_text(c)}"
 
 
 def _row_decision(claims: list[Mapping[str, Any]]) -> str:
     """One marker per row: supported if any of the arm's claims is, else contradicted if any
     is, else not decided; the label column spells out every claim."""
-    decisions = {c["decision"] for c in claims}
+    # The confirmatory claims' decisions set the marker; an arm with exploratory claims only
+    # gets theirs (its label says they are exploratory).
+    decisions = {c["decision"] for c in (families.confirmatory(claims) or claims)}
     for d in ("supported", "contradicted", "not_decided"):
         if d in decisions:
             return d
@@ -96,7 +99,7 @@ def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]
         elif arm in coarse:
             why = "exposure counter too coarse"
         if why:
-            decided = "; ".join(f"{c['name']} {c['decision'].replace('_', ' ')}" for c in arm_claims)
+            decided = "; ".join(f"{c['name']} {families.decision_text(c)}" for c in arm_claims)
             left_out.append(f"{arm} ({why}" + (f"; claim {decided}" if decided else "") + ")")
             continue
         diff = sorted(k for k, v in s.get("factors", {}).items() if base_factors.get(k) != v)
@@ -131,10 +134,11 @@ def forest_headline(doc: Mapping[str, Any]) -> str:
                 if base else " (the baseline is not drawn)")]
     claims = doc.get("claims") or []
     if claims:
-        n_sup = sum(c["decision"] == "supported" for c in claims)
-        n_con = sum(c["decision"] == "contradicted" for c in claims)
-        parts.append(f"{n_sup + n_con} of {len(claims)} claims decided ({n_sup} supported, "
-                     f"{n_con} contradicted)")
+        conf = families.confirmatory(claims)
+        n_sup = sum(c["decision"] == "supported" for c in conf)
+        n_con = sum(c["decision"] == "contradicted" for c in conf)
+        parts.append(f"{families.decided_count(claims)} ({n_sup} supported, {n_con} "
+                     f"contradicted{' confirmatory' if len(conf) < len(claims) else ''})")
     if base:
         below = [r["arm"] for r in rows if r is not base and r["hi"] < base["lo"]]
         above = [r["arm"] for r in rows if r is not base and r["lo"] > base["hi"]]
@@ -254,10 +258,9 @@ def forest_figure(doc: Mapping[str, Any]):
                   f"interval)", fontsize=9)
     ax.tick_params(axis="x", labelsize=9)
     claims = doc.get("claims") or []
-    decided = sum(c["decision"] in ("supported", "contradicted") for c in claims)
     fig.text(NAME_X, 1 - 0.1 / fig_h, f"{case['name']}: failing trials per arm against {baseline}"
              if trials else f"{case['name']}: failure rate per arm against {baseline}"
-             + (f" ({decided} of {len(claims)} claims decided)" if claims else ""),
+             + (f" ({families.decided_count(claims)})" if claims else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
     handles = legend_handles(used, has_claims, any(r["zero"] for r in rows))
     if base:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..run.atomic import write_atomic
+from . import families
 from .numbers import fmt
 from .tables import code, escape, row, table
 
@@ -80,8 +81,7 @@ def _verdict(doc: Mapping[str, Any]) -> str:
     claims = doc.get("claims")
     if claims is None:
         return f"{status} (recorded before claims)"
-    decided = sum(1 for c in claims if c.get("decision") != "not_decided")
-    return f"{status} ({decided} of {len(claims)} claims decided)"
+    return f"{status} ({families.decided_count(claims)})"
 
 
 def _arms(doc: Mapping[str, Any]) -> str:

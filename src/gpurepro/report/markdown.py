@@ -18,6 +18,7 @@ from typing import Any
 from ..run import phases
 from ..run.atomic import write_atomic
 from . import cluster as cluster_report
+from . import families
 from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
@@ -91,30 +92,40 @@ def condition_rows(conditions: Mapping[str, Any] | None) -> list[tuple[str, str]
     return rows
 
 
-def claims_table(doc: Mapping[str, Any]) -> str:
-    claims = doc["claims"]
-    first = claims[0]
-    stopping = doc["plan"].get("options", {}).get("stopping") or {}
-    lines = ["### Claims\n",
-             f"Decided under one family-wise error rate alpha = {first['alpha']:g} over "
-             f"{len(claims)} claims and {escape(first['looks'])} look(s): alpha / {escape(first['looks'])} per look "
-             f"(Bonferroni), Holm's step-down over the undecided claims at each look"
-             + (f"; looks when the slowest arm still needed reaches "
-                f"{escape(', '.join(map(str, stopping.get('look_thresholds') or [])))} valid trials, "
-                f"and at the end" if stopping.get("look_thresholds") else "; one look, at the end")
-             + ".\n"]
+def _claim_rows(claims: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     rows = []
     for c in claims:
         kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
             f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "") + (
-            f" in {c['stratum']}" if c.get("stratum") else "")
+            f" in {c['stratum']}" if c.get("stratum") else "") + (
+            f" {'<' if c.get('bound') == 'below' else '>'} {c['share']:.0%}"
+            if c["kind"] == "outcome" and c.get("share") is not None else "")
+        # An exploratory claim is decided once, at the end: no look of the design.
+        when = "end" if families.is_exploratory(c) else c['look']
         rows.append([code(c['name']), code(c['arm']), escape(kind),
                      code(c['reference']) if c.get('reference') else '–', escape(c['test']),
                      fmt_p(c['p_value']), fmt(c['threshold']),
-                     f"**{escape(str(c['decision']).replace('_', ' '))}** ({escape(c['look'])})"])
-    lines += table(["claim", "arm", "kind", "reference", "test", "p", "threshold",
-                    "decision (look)"], rows)
-    lines.append("")
+                     f"**{escape(families.decision_text(c))}** ({escape(when)})"])
+    return rows
+
+
+def claims_table(doc: Mapping[str, Any]) -> str:
+    """The claims, the confirmatory family first under the design's statement, then the
+    exploratory one under its own: the family-wise promise counts only the first."""
+    claims = doc["claims"]
+    if not claims:
+        return "### Claims\n\nThis run's arms take part in no claim.\n"
+    head = ["claim", "arm", "kind", "reference", "test", "p", "threshold", "decision (look)"]
+    lines = ["### Claims\n", escape(families.design_statement(doc), "prose") + "\n"]
+    confirmatory = families.confirmatory(claims)
+    if confirmatory:
+        lines += table(head, _claim_rows(confirmatory))
+        lines.append("")
+    exploratory_text = families.exploratory_statement(doc)
+    if exploratory_text:
+        lines += ["#### Exploratory claims\n", escape(exploratory_text, "prose") + "\n"]
+        lines += table(head, _claim_rows(families.exploratory(claims)))
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -129,6 +140,10 @@ def _verdict_section(doc: Mapping[str, Any]) -> list[str]:
     if verdict.get("not_decided"):
         out.append("\n**Not decided:**")
         out += [f"- {escape(s, 'prose')}" for s in verdict["not_decided"]]
+    if verdict.get("exploratory"):
+        out.append("\n**Exploratory** (outside the family-wise error rate; no owner rests on "
+                   "them):")
+        out += [f"- {escape(s, 'prose')}" for s in verdict["exploratory"]]
     if verdict.get("owner"):
         because = verdict.get("owner_because") or []
         out.append(f"\n**Owner:** {escape(verdict['owner'], 'prose')}"

@@ -1,0 +1,127 @@
+"""The two families of a run's claims, as every rendering states them (report, issue comment,
+compare, index, forest plot).
+
+A run decides its confirmatory claims under one family-wise error rate, over all its looks
+(gpurepro.analyze.claims); its exploratory claims (gpurepro.analyze.decidability: beside the
+main question, or unlikely to be decided by the plan) are decided once, at the end, by a Holm
+step-down of their own, outside that promise. A rendering that counts or shows a decision says
+which family it is of: "supported" alone is a confirmatory decision.
+
+The design's alpha spending is read from what the run journaled (``plan.options.stopping``,
+with the looks it took), never restated from a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .numbers import fmt
+
+EXPLORATORY = "exploratory"
+
+
+def is_exploratory(claim: Mapping[str, Any]) -> bool:
+    return claim.get("family") == EXPLORATORY
+
+
+def confirmatory(claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [c for c in claims if not is_exploratory(c)]
+
+
+def exploratory(claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [c for c in claims if is_exploratory(c)]
+
+
+def decision_text(claim: Mapping[str, Any]) -> str:
+    """A claim's decision in words, its family named where it is not the confirmatory one."""
+    text = str(claim.get("decision") or "–").replace("_", " ")
+    return f"{text} (exploratory)" if is_exploratory(claim) else text
+
+
+def decided_count(claims: Sequence[Mapping[str, Any]]) -> str:
+    """'5 of 8 confirmatory claims decided; 1 of 2 exploratory' (the families apart)."""
+    conf, expl = confirmatory(claims), exploratory(claims)
+
+    def decided(cs: Sequence[Mapping[str, Any]]) -> int:
+        return sum(1 for c in cs if c.get("decision") in ("supported", "contradicted"))
+
+    out = f"{decided(conf)} of {len(conf)} {'confirmatory ' if expl else ''}claims decided"
+    if expl:
+        out += f"; {decided(expl)} of {len(expl)} exploratory"
+    return out
+
+
+def _n(x: Any) -> str:
+    return fmt(float(x)) if isinstance(x, (int, float)) else "–"
+
+
+def _looks_taken(stopping: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> int | None:
+    if isinstance(stopping.get("looks_taken"), int):
+        return int(stopping["looks_taken"])
+    looks = [int(c["look"]) for c in confirmatory(claims) if isinstance(c.get("look"), int)]
+    return max(looks) if looks else None
+
+
+def design_statement(doc: Mapping[str, Any]) -> str:
+    """How the run's confirmatory claims were decided, as its plan journaled it: how many, at
+    which looks (the valid-trial counts), at what alpha each, and the looks the run took."""
+    claims = doc.get("claims") or []
+    conf = confirmatory(claims)
+    stopping = (doc["plan"].get("options") or {}).get("stopping") or {}
+    alpha = float((conf or claims)[0]["alpha"]) if (conf or claims) else 0.05
+    n = len(conf)
+    head = (f"The {n} confirmatory claim(s) are decided under one family-wise error rate "
+            f"alpha = {alpha:g} over all of them and all looks")
+    holm = "Holm's step-down over the claims still open at each look"
+    taken = _looks_taken(stopping, claims)
+    if stopping.get("design") == "decisive":
+        at = [int(x) for x in stopping.get("look_at") or []]
+        first, later = stopping.get("alpha_first_look"), stopping.get("alpha_later_looks")
+        spend = (f"alpha {_n(first)} at the first and {_n(later)} at each later one "
+                 f"(Bonferroni over the looks)" if len(at) > 1 else f"alpha {_n(first)} at it")
+        last = stopping.get("last_look_at")
+        ran = (f"; the run took {taken} of them" + (f", the last at {last} valid trials"
+                                                   if isinstance(last, int) and taken else "")
+               if taken is not None else "")
+        return (f"{head}: {len(at)} look(s), at {', '.join(map(str, at))} valid trials of the "
+                f"run (the last is the plan's end; a run that ends between two takes the next "
+                f"one then), {spend}; {holm}{ran}.")
+    if stopping:
+        looks = int((conf or claims)[0]["looks"]) if (conf or claims) else 1
+        thresholds = stopping.get("look_thresholds")
+        if thresholds is None and isinstance(stopping.get("looks"), list):
+            thresholds = list(stopping["looks"])[:-1]  # recorded before claims: trial counts
+        when = (f"when the slowest arm still needed reaches "
+                f"{', '.join(map(str, thresholds))} valid trials, and at the end"
+                if thresholds else "at the end")
+        ran = f"; the run took {taken} of them" if taken is not None else ""
+        return (f"{head}: {looks} look(s), {when}, alpha / {looks} = {_n(alpha / looks)} at each "
+                f"(Bonferroni over the looks); {holm}{ran}.")
+    return f"{head}: one look, at the end of the run, at alpha {alpha:g}; Holm's step-down over them."
+
+
+def exploratory_statement(doc: Mapping[str, Any]) -> str | None:
+    """Why the run's exploratory claims are apart and how they were decided; None without any."""
+    claims = doc.get("claims") or []
+    expl = exploratory(claims)
+    if not expl:
+        return None
+    options = doc["plan"].get("options") or {}
+    families = options.get("families") or {}
+    why = []
+    main = set(families.get("main") or ())
+    if options.get("scope") == "main" and main:
+        why.append("beside the main question")
+    chance = families.get("chance") or {}
+    threshold = families.get("threshold")
+    if any(isinstance(chance.get(c["name"]), (int, float)) and threshold is not None
+           and chance[c["name"]] < threshold for c in expl):
+        why.append(f"less likely than {threshold:g} to be decided by the plan (simulated before "
+                   f"the first trial)")
+    alpha = float(expl[0]["alpha"])
+    return (f"The {len(expl)} exploratory claim(s)"
+            + (f" ({' or '.join(why)})" if why else "")
+            + f" are decided once, at the end, by Holm's step-down at alpha = {alpha:g} over "
+              f"them alone: outside the family-wise error rate above, and no owner rests on "
+              f"them.")
