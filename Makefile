@@ -17,13 +17,14 @@ test: $(NOX)
 # The slow tier: the locked toolchains and the tests marked slow (fault injection at volume,
 # committed documents re-rendered and their rerun steps executed, real nvcc/tileiras builds, every
 # case's default plan, packaging), then the run stage and the record step on every Python
-# pyproject.toml supports (tests_py-3.11, tests_py-3.12), then the cluster tests where Slurm can
+# pyproject.toml supports (tests_py-3.11, tests_py-3.12; the one nox runs under is skipped, as
+# make test and tests_slow run those files on it), then the cluster tests where Slurm can
 # start. A Python this machine does not have is reported as skipped, as the cluster tests are
 # where Slurm cannot run: nox's default on CI (CI set) is to fail for it, and no registry CI
 # reaches serves CPython.
 test-slow: $(NOX)
 	$(NOX) -s toolchain tests_slow -- $(ARGS)
-	$(NOX) --no-error-on-missing-interpreters -s tests_py
+	GPUREPRO_TIERS_RAN_HERE=1 $(NOX) --no-error-on-missing-interpreters -s tests_py
 	$(MAKE) test-slurm-where-possible
 
 # Everything CI runs (.ci/run): lint, the locks, both tiers.

@@ -472,6 +472,12 @@ TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_
 def tests_py(session: nox.Session) -> None:
     """The run stage and the record step on each supported Python, both tiers of their files
     (make test-slow runs them)."""
+    # make test-slow sets this: on the interpreter nox runs under, `tests` (make test) and
+    # `tests_slow` have run every test of these files already, so a third run repeats them.
+    tiers_python = ".".join(map(str, sys.version_info[:2]))
+    if os.environ.get("GPUREPRO_TIERS_RAN_HERE") == "1" and session.python == tiers_python:
+        session.skip(f"the fast and slow tiers run these files on Python {tiers_python}, the "
+                     "interpreter nox runs under")
     _install_project(session, "test")
     session.run("pytest", *(session.posargs or ["-q", *WORKERS, *TESTS_PY]), env=TEST_ENV)
 
