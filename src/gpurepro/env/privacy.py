@@ -11,6 +11,7 @@ leading or doubled ``//``, ``..``, a symlink into it); ``--redact`` also replace
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -95,7 +96,7 @@ def _kind(c: str) -> int:
 def _random_looking_urlsafe(token: str) -> bool:
     if not ("-" in token or "_" in token) or not _random_looking(token):
         return False
-    switches = sum(_kind(a) != _kind(b) for a, b in zip(token, token[1:]))
+    switches = sum(_kind(a) != _kind(b) for a, b in itertools.pairwise(token))
     return switches / (len(token) - 1) >= URLSAFE_SWITCHES
 
 
