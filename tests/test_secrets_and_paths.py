@@ -251,6 +251,8 @@ def test_hashes_uuids_and_names_are_not_taken_for_secrets():
                      "cuda-python-lock-unload-launch", "_ZN4cuda3std6detail11__invoke_implE",
                      "20261202T063128Z-361562_NVIDIA-H200_redacted.forest_per_gpu",
                      "GPU-57930161-E112-1265-6E1A-27640810674F",
+                     "GPU-46b0d2f7-9a3c-8e15-4f6d-b2c9a07e1d35",
+                     "MIG-0b8f3a6c-1d2e-4f5a-9b7c-8d6e5f4a3b2c",
                      "nvidia_cuda_nvcc_cu12-12.5.40-py3-none-manylinux2014_x86_64.whl",
                      "test_the_rerun_block_reaches_the_no_driver_exit_with_the_documents_plan",
                      "https://pypi.org/simple/nvidia-cuda-nvcc/?format=json",

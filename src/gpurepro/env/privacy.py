@@ -93,8 +93,14 @@ def _kind(c: str) -> int:
     return 0 if c.isupper() else 1 if c.islower() else 2 if c.isdigit() else 3
 
 
+# Hex with dashes after a short word (GPU-<uuid>, MIG-<uuid>): a device's name, never a secret.
+_PREFIXED_HEX = re.compile(r"(?:[A-Za-z]{1,8}[-_])?[0-9a-fA-F_-]+")
+
+
 def _random_looking_urlsafe(token: str) -> bool:
-    if not ("-" in token or "_" in token) or not _random_looking(token):
+    if not ("-" in token or "_" in token) or _PREFIXED_HEX.fullmatch(token):
+        return False
+    if not _random_looking(token):
         return False
     switches = sum(_kind(a) != _kind(b) for a, b in itertools.pairwise(token))
     return switches / (len(token) - 1) >= URLSAFE_SWITCHES
