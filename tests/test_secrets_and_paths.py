@@ -198,7 +198,17 @@ SECRET_VALUES = {
     "github": "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
     "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
     "entropy": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+    # the seven formats an outside review found passing through
+    "base64url": "Zq3_Kx9-Vb2pLm7_Rt4wNc8-Yh1sJd6fQ0",
+    "azure_sas": "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sig=Qk3%2Fz9Lm%2BtY7wR2pXc%3D",
+    "scp": "deploy:Hunter2pass@git.example.com:org/repo.git",
+    "google_oauth": "GOCSPX-1a2B3c4D5e6F7g8H9i0JkLmNoPq",
+    "discord": "MTA4NzY1NDMyMTA5ODc2NTQz.GhT7xQ.Zk3pL9mQ2vR8sW4tY6uX1cB5nD0eF7gH3jK",
+    "slack_app": "xapp-1-A012BCDEF3G-4567890123456-0a1b2c3d4e5f",
 }
+# What part of each value must not be in the masked text, where that is not the whole value.
+SECRET_PART = {"url": "builder:hunter2-Pa55", "azure_sas": "Qk3%2Fz9Lm%2BtY7wR2pXc%3D",
+               "scp": "deploy:Hunter2pass"}
 
 
 @pytest.mark.parametrize("kind", sorted(SECRET_VALUES))
@@ -206,17 +216,47 @@ def test_a_secret_value_is_masked_whatever_its_variable(kind):
     value = SECRET_VALUES[kind]
     masked = privacy.clean_text(f"CUDA_HOME={value} and more")
     assert privacy.SECRET_MASK in masked and "and more" in masked
-    secret = value.split("//", 1)[1].split("@", 1)[0] if kind == "url" else value
-    assert secret not in masked
+    assert SECRET_PART.get(kind, value) not in masked
     assert privacy.secret_values(value), kind
     if kind == "url":
         assert masked.endswith("<secret>@artifacts.example.com/cuda and more")
+    if kind == "scp":
+        assert masked == "CUDA_HOME=<secret>@git.example.com:org/repo.git and more"
+    if kind == "azure_sas":
+        assert "sv=2022-11-02&sig=<secret> and more" in masked
+
+
+def test_a_40_digit_hex_value_of_an_environment_variable_is_masked():
+    token = "4f3c2a1b0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b"
+    assert privacy.HEX40.search(token)
+    trial = privacy.portable_trial({"env": {"CUDA_HOME": token}, "command": [f"x {token}"]}, "/x")
+    assert trial["env"]["CUDA_HOME"] == privacy.SECRET_MASK
+    assert trial["command"] == [f"x {token}"], "a hex string outside the environment is a hash"
+    assert env.environment_variables({"CUDA_HOME": token}) == {"CUDA_HOME": privacy.SECRET_MASK}
+
+
+def test_a_short_hostname_is_redacted_as_a_part_of_a_gpu_uuid(monkeypatch):
+    monkeypatch.setattr(socket, "gethostname", lambda: "vm")
+    gpu_info = {"available": True, "driver_version": "580.1",
+                "gpus": [{"index": 0, "name": "NVIDIA H200", "uuid": "GPU-vm-0000",
+                          "pci_bus_id": "00000000:00:06.0"}]}
+    fp = env.fingerprint(Path.cwd(), redact=True, gpu_info=gpu_info)
+    assert fp["gpu"]["gpus"][0]["uuid"] == "GPU-<host>-0000"
+    assert privacy.redact_text("vm-2", hostname="vm") == "vm-2", "elsewhere, whole words only"
 
 
 def test_hashes_uuids_and_names_are_not_taken_for_secrets():
     for harmless in ("3f9a" * 16, "GPU-57930161-e112-1265-6e1a-27640810674f", "a1b2c3d4" * 5,
                      "20261201T102114Z_NVIDIA-H200_redacted", "libcuda.so.1+0x31a708",
-                     "cuda-python-lock-unload-launch", "_ZN4cuda3std6detail11__invoke_implE"):
+                     "cuda-python-lock-unload-launch", "_ZN4cuda3std6detail11__invoke_implE",
+                     "20261202T063128Z-361562_NVIDIA-H200_redacted.forest_per_gpu",
+                     "GPU-57930161-E112-1265-6E1A-27640810674F",
+                     "GPU-46b0d2f7-9a3c-8e15-4f6d-b2c9a07e1d35",
+                     "MIG-0b8f3a6c-1d2e-4f5a-9b7c-8d6e5f4a3b2c",
+                     "nvidia_cuda_nvcc_cu12-12.5.40-py3-none-manylinux2014_x86_64.whl",
+                     "test_the_rerun_block_reaches_the_no_driver_exit_with_the_documents_plan",
+                     "https://pypi.org/simple/nvidia-cuda-nvcc/?format=json",
+                     "git@github.com:NVIDIA/cuda-python.git"):
         assert privacy.secret_values(harmless) == [], harmless
         assert privacy.clean_text(harmless) == harmless
 
@@ -229,8 +269,7 @@ def test_secret_values_in_allowed_variables_never_reach_the_fingerprint(monkeypa
     fp = env.fingerprint(Path.cwd(), redact=redact, gpu_info={"available": False, "gpus": []})
     text = json.dumps(fp)
     for kind, value in SECRET_VALUES.items():
-        secret = value.split("//", 1)[1].split("@", 1)[0] if kind == "url" else value
-        assert secret not in text, kind
+        assert SECRET_PART.get(kind, value) not in text, kind
 
 
 @pytest.mark.parametrize("spelling", ["//{home}/cfg", "{home}//cfg", "{home}/./x/../cfg",

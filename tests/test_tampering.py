@@ -274,6 +274,49 @@ def test_validate_names_a_document_that_its_trials_do_not_give(in_repo, valid_in
     assert f"  {where}" in text, text
 
 
+def test_validate_fails_a_document_whose_journal_names_a_decoy_manifest(in_repo, tmp_path):
+    """A doctored document whose `journal` points (../) at a decoy header naming a manifest that
+    cannot load: validate used to say ok (nothing recomputed); the claims are recomputed from
+    the case's own manifest or the document fails."""
+    doc = json.loads(in_repo.read_text())
+    _flip_claim(doc)
+    decoy = in_repo.parent / "decoy" / "fake_case"
+    decoy.mkdir(parents=True)
+    (decoy / "manifest.py").write_text("raise RuntimeError('decoy')\n")
+    header = in_repo.parent / "decoy" / "decoy.journal.jsonl"
+    manifest = (decoy / "manifest.py").relative_to(ROOT)
+    header.write_text(json.dumps({"manifest": str(manifest)}) + "\n")
+    edited = in_repo.with_name("decoyed.json")
+    try:
+        doc["journal"] = str(Path("build", "..", header.relative_to(ROOT)))
+        edited.write_text(json.dumps(doc, indent=1))
+        done = _cli("validate", str(edited))
+    finally:
+        edited.unlink()
+        shutil.rmtree(decoy.parent)
+    text = done.stdout + done.stderr
+    assert done.returncode == ERROR and f"INVALID {edited}" in text, text
+    assert "not recomputed: case 'fake_case' does not load" in text, text
+
+
+def test_validate_fails_a_document_it_cannot_recompute_unless_told_schema_only(in_repo):
+    doc = json.loads(in_repo.read_text())
+    doc["case"]["name"] = "no_such_case"
+    doc["journal"] = None  # its header would name the fake case's manifest
+    edited = in_repo.with_name("elsewhere.json")
+    try:
+        edited.write_text(json.dumps(doc, indent=1))
+        done = _cli("validate", str(edited))
+        schema_only = _cli("validate", "--schema-only", str(edited))
+    finally:
+        edited.unlink()
+    text = done.stdout + done.stderr
+    assert done.returncode == ERROR, text
+    assert "not recomputed: case 'no_such_case' is not in this checkout" in text, text
+    assert schema_only.returncode == 0, schema_only.stdout + schema_only.stderr
+    assert "(schema only: claims and verdict not recomputed)" in schema_only.stdout
+
+
 # ---------------------------------------------------------------- whole files only
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import conditions
-from .privacy import is_secret_name, mask_secrets, portable_text, redact_text
+from .privacy import is_secret_name, mask_env_value, portable_text, redact_identifier, redact_text
 
 # The environment variables a record keeps: an explicit allow-list of names known to change how
 # a GPU program behaves, or to say which stack it ran on, and whose values are not private.
@@ -315,7 +315,7 @@ def environment_variables(environ: Mapping[str, str] | None = None,
     with paths made portable (see ``portable_text``) and secret-looking tokens masked."""
     environ = dict(os.environ if environ is None else environ)
     return {
-        k: mask_secrets(portable_text(v, root))
+        k: mask_env_value(portable_text(v, root))
         for k, v in sorted(environ.items())
         if k in ENV_ALLOWED and not is_secret_name(k)
     }
@@ -361,12 +361,15 @@ def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def redact_value(value: Any, hostname: str | None) -> Any:
-    """``redact_text`` over every string of a JSON value (keys left alone)."""
+def redact_value(value: Any, hostname: str | None, _key: str | None = None) -> Any:
+    """``redact_text`` over every string of a JSON value (keys left alone); in a device's
+    ``uuid`` also the hostname as one of its dash-separated parts (``GPU-vm-0000``), which
+    the whole-word rule keeps elsewhere (``vm-2``)."""
     if isinstance(value, str):
-        return redact_text(value, hostname)
+        text = redact_text(value, hostname)
+        return redact_identifier(text, hostname) if _key == "uuid" else text
     if isinstance(value, dict):
-        return {k: redact_value(v, hostname) for k, v in value.items()}
+        return {k: redact_value(v, hostname, k) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_value(v, hostname) for v in value]
     return value

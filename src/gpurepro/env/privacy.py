@@ -11,6 +11,7 @@ leading or doubled ``//``, ``..``, a symlink into it); ``--redact`` also replace
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
@@ -23,16 +24,28 @@ from typing import Any
 # A name that looks like it holds a secret is never recorded, redacted or not, allowed or not.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 # Values that are secrets whatever their name: NVIDIA API keys, GitHub tokens, AWS access key
-# ids, Slack tokens, OpenAI/Anthropic-style keys, Hugging Face and GitLab tokens, PyPI and npm
-# tokens, Google API keys, Stripe keys, JSON web tokens; and the credentials of a URL.
+# ids, Slack bot, user and app-level tokens, OpenAI/Anthropic-style keys, Hugging Face and
+# GitLab tokens, PyPI and npm tokens, Google API keys and OAuth client secrets, Stripe keys,
+# JSON web tokens, Discord-style bot tokens; the credentials of a URL or of an scp-style remote
+# (``user:password@host:path``); the value of a URL query parameter that carries a signature or
+# a key (an Azure SAS ``sig=``, an S3 or GCS presigned ``X-Amz-Signature=``, ``access_token=``).
 SECRET_VALUE = re.compile(
     r"(?<![\w-])(?:nvapi-[\w-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|xox[abposr]-[\w-]{10,}|sk-[\w-]{20,}|hf_[A-Za-z0-9]{20,}"
-    r"|glpat-[\w-]{20,}|pypi-[\w-]{16,}|npm_[A-Za-z0-9]{20,}|AIza[\w-]{30,}"
-    r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
-    r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,})"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}|x(?:ox[abposre]|app)-[\w-]{10,}|sk-[\w-]{20,}"
+    r"|hf_[A-Za-z0-9]{20,}|glpat-[\w-]{20,}|pypi-[\w-]{16,}|npm_[A-Za-z0-9]{20,}"
+    r"|AIza[\w-]{30,}|GOCSPX-[\w-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}"
+    r"|[MNO][A-Za-z\d_-]{23,27}\.[\w-]{6}\.[\w-]{27,40})"
     # user:password in a URL (the scheme before it; the host after it stays)
     r"|(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"
+    # user:password of an scp-style remote, user:password@host:path (the host stays)
+    r"|(?<![\w/:@.%-])[\w.-]+:[^\s/:@'\"]+(?=@[\w.-]+:)"
+)
+# A signing or key query parameter (names as the services write them) and its value (group 2).
+SIGNED_QUERY = re.compile(
+    r"([?&](?:sig|Signature|signature|X-Amz-Signature|X-Goog-Signature|X-Amz-Credential"
+    r"|X-Amz-Security-Token|access_token|api_key|apikey|token|key|password|secret)=)"
+    r"([^&\s'\"#]+)"
 )
 SECRET_MASK = "<secret>"
 # A long run of letters, digits and + / = with upper and lower case and digits in it, as random
@@ -40,6 +53,17 @@ SECRET_MASK = "<secret>"
 # base64 secret that no prefix names. Hex (hashes, UUIDs, commits) is lower case: never one.
 HIGH_ENTROPY = re.compile(r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=_-])")
 HIGH_ENTROPY_BITS = 4.0
+# The same in base64url, whose alphabet has - and _ where base64 has + and /. Names are spelled
+# with those too (20261201T102114Z-361562_NVIDIA-H200_redacted, cuda-python-lock-unload-launch),
+# so a token of this alphabet must also switch between upper case, lower case, digits and - _
+# as often as random characters do: at about 0.65 of its neighbouring pairs for base64url, at
+# 0.3 or less for names, timestamps and UUIDs (long runs of one kind).
+HIGH_ENTROPY_URLSAFE = re.compile(r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9_-]{32,}(?![A-Za-z0-9+/=_-])")
+URLSAFE_SWITCHES = 0.5
+# A 40-digit hex string is a commit, a sha1 or a classic OAuth token, which no pattern tells
+# apart: one in an environment variable's value is masked (the commits a record names come
+# from git, not from the environment).
+HEX40 = re.compile(r"(?<![0-9A-Fa-f])[0-9a-fA-F]{40}(?![0-9A-Fa-f])")
 # A home directory: /home/<user>, /Users/<user>, /root (not inside a longer path or a URL).
 HOME_PATH = re.compile(r"(?<![\w.~/-])(?:/home/[^/\s:'\",;=]+|/Users/[^/\s:'\",;=]+|/root)(?![\w.-])")
 # An absolute path into some checkout of this repository: its prefix up to the first build/,
@@ -65,15 +89,43 @@ def _random_looking(token: str) -> bool:
     return bits >= HIGH_ENTROPY_BITS
 
 
+def _kind(c: str) -> int:
+    return 0 if c.isupper() else 1 if c.islower() else 2 if c.isdigit() else 3
+
+
+# Hex with dashes after a short word (GPU-<uuid>, MIG-<uuid>): a device's name, never a secret.
+_PREFIXED_HEX = re.compile(r"(?:[A-Za-z]{1,8}[-_])?[0-9a-fA-F_-]+")
+
+
+def _random_looking_urlsafe(token: str) -> bool:
+    if not ("-" in token or "_" in token) or _PREFIXED_HEX.fullmatch(token):
+        return False
+    if not _random_looking(token):
+        return False
+    switches = sum(_kind(a) != _kind(b) for a, b in itertools.pairwise(token))
+    return switches / (len(token) - 1) >= URLSAFE_SWITCHES
+
+
 def secret_values(text: str) -> list[str]:
     """The secret-looking tokens in ``text`` (nvapi-..., ghp_..., AKIA..., sk-..., pypi-...,
-    a JWT, a URL's user:password, a long high-entropy string)."""
-    return SECRET_VALUE.findall(text) + [m for m in HIGH_ENTROPY.findall(text) if _random_looking(m)]
+    a JWT, a URL's or an scp remote's user:password, a signing query parameter, a long
+    high-entropy string in base64 or base64url)."""
+    return (SECRET_VALUE.findall(text) + [m[1] for m in SIGNED_QUERY.findall(text)]
+            + [m for m in HIGH_ENTROPY.findall(text) if _random_looking(m)]
+            + [m for m in HIGH_ENTROPY_URLSAFE.findall(text) if _random_looking_urlsafe(m)])
 
 
 def mask_secrets(text: str) -> str:
-    text = SECRET_VALUE.sub(SECRET_MASK, text)
-    return HIGH_ENTROPY.sub(lambda m: SECRET_MASK if _random_looking(m.group(0)) else m.group(0), text)
+    text = SIGNED_QUERY.sub(lambda m: m.group(1) + SECRET_MASK, SECRET_VALUE.sub(SECRET_MASK, text))
+    text = HIGH_ENTROPY.sub(lambda m: SECRET_MASK if _random_looking(m.group(0)) else m.group(0), text)
+    return HIGH_ENTROPY_URLSAFE.sub(
+        lambda m: SECRET_MASK if _random_looking_urlsafe(m.group(0)) else m.group(0), text)
+
+
+def mask_env_value(text: str) -> str:
+    """An environment variable's value as a record keeps it: secrets masked, and a 40-digit hex
+    string too (HEX40)."""
+    return HEX40.sub(SECRET_MASK, mask_secrets(text))
 
 
 # Not preceded by what would make the match the inside of a longer path, word or URL.
@@ -174,6 +226,14 @@ def redact_text(text: str, hostname: str | None = None, home: str | None = None)
     return HOME_PATH.sub("~", _ABSOLUTE.sub(_plain_if_a_home, text))
 
 
+def redact_identifier(text: str, hostname: str | None = None) -> str:
+    """The hostname (default: this machine's), in any of its spellings, as ``<host>`` where it
+    is one whole dash-separated part of ``text`` (a device UUID a virtual machine's host built:
+    ``GPU-vm-0000``)."""
+    names = set(host_names(hostname))
+    return "-".join("<host>" if part in names else part for part in text.split("-"))
+
+
 def _plain_if_a_home(m: re.Match[str]) -> str:
     """A path into any home folder in its plain spelling (no ``//``, ``.`` or ``..``), so
     HOME_PATH finds it; other paths as written."""
@@ -219,8 +279,12 @@ def portable_value(value: Any, root: Path | str | None = None, redact: bool = Fa
         return clean_text(value, root, redact, hostname, foreign)
     if isinstance(value, Mapping):
         is_env = _key in ENV_KEYS or (_key == "environment" and _parent == "environment")
+        if is_env:
+            return {k: (HEX40.sub(SECRET_MASK, cleaned) if isinstance(cleaned := portable_value(
+                        v, root, redact, hostname, foreign, str(k), _key), str) else cleaned)
+                    for k, v in value.items() if not is_secret_name(str(k))}
         return {k: portable_value(v, root, redact, hostname, foreign, str(k), _key)
-                for k, v in value.items() if not (is_env and is_secret_name(str(k)))}
+                for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [portable_value(v, root, redact, hostname, foreign, None, _key) for v in value]
     return value

@@ -62,36 +62,50 @@ def _show(v: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def case_of(doc: Mapping[str, Any], root: Path) -> Case | None:
-    """The document's case from a manifest inside the repository, or None (not in this
-    checkout). The journal's header names the manifest it ran; else cases/<name>/."""
+class NotRecomputed(Exception):
+    """The claims and verdict of a document could not be recomputed here: the reason."""
+
+
+def case_of(doc: Mapping[str, Any], root: Path) -> Case:
+    """The document's case, from a manifest inside the repository: the one its journal's header
+    names where that is a ``manifest.py`` in a folder of the case's name (a header can name
+    none, or anything: a decoy header, a journal path out of the checkout, any other ``.py``
+    are never imported), else ``cases/<name>/manifest.py``. NotRecomputed says why none
+    loads."""
     root = root.resolve()
+    name = (doc.get("case") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        raise NotRecomputed("the document names no case")
     candidates = []
     journal = doc.get("journal")
-    if isinstance(journal, str):
+    if isinstance(journal, str) and (root / journal).resolve().is_relative_to(root):
         try:
             with open(root / journal, "rb") as fh:
                 header = json.loads(fh.readline())
             if isinstance(header, dict) and isinstance(header.get("manifest"), str):
-                candidates.append(root / header["manifest"])
+                named = (root / header["manifest"]).resolve()
+                if named.name == "manifest.py" and named.parent.name == name:
+                    candidates.append(named)
         except (OSError, ValueError):
             pass
-    name = (doc.get("case") or {}).get("name")
-    if isinstance(name, str):
-        candidates.append(root / "cases" / name / "manifest.py")
-    for path in candidates:
-        path = path.resolve()
-        if path.is_relative_to(root) and path.is_file():
-            try:
-                return load_case(path, root)
-            except ManifestError:
-                return None
-    return None
+    candidates.append((root / "cases" / name / "manifest.py").resolve())
+    failures = []
+    for path in dict.fromkeys(candidates):
+        if not (path.is_relative_to(root) and path.is_file()):
+            continue
+        try:
+            return load_case(path, root)
+        except ManifestError as exc:
+            failures.append(str(exc))
+    if failures:
+        raise NotRecomputed(f"case {name!r} does not load: {failures[-1]}")
+    raise NotRecomputed(f"case {name!r} is not in this checkout")
 
 
 def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], list[str]]:
-    """(errors, notes): what differs from a recomputation from the trials, and what could not
-    be recomputed here (a case not in this checkout)."""
+    """(errors, notes): what differs from a recomputation from the trials. NotRecomputed where
+    the claims and verdict cannot be recomputed here (the case not in this checkout, or its
+    manifest not loading)."""
     from ..analyze import stats
     from ..analyze.verdict import decide_claims
     from .document import plain, with_plan_and_verdict
@@ -109,11 +123,7 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     notes: list[str] = []
     if "claims" not in doc:  # recorded before the harness decided claims
         return errors, notes
-    case = case_of(doc, root)
-    if case is None:
-        notes.append(f"claims and verdict not recomputed: case {case_fields.get('name')!r} is "
-                     f"not in this checkout")
-        return errors, notes
+    case = case_of(doc, root)  # NotRecomputed: the caller says why, and fails unless told
     options = plan.get("options") or {}
     header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
     stopped = (doc.get("completion") or {}).get("complete") is False
