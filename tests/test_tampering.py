@@ -299,7 +299,7 @@ def test_validate_fails_a_document_whose_journal_names_a_decoy_manifest(in_repo,
     assert "not recomputed: case 'fake_case' does not load" in text, text
 
 
-def test_validate_fails_a_document_it_cannot_recompute_unless_told_schema_only(in_repo):
+def test_validate_says_what_it_could_not_recompute_and_schema_only_recomputes_nothing(in_repo):
     doc = json.loads(in_repo.read_text())
     doc["case"]["name"] = "no_such_case"
     doc["journal"] = None  # its header would name the fake case's manifest
@@ -310,9 +310,7 @@ def test_validate_fails_a_document_it_cannot_recompute_unless_told_schema_only(i
         schema_only = _cli("validate", "--schema-only", str(edited))
     finally:
         edited.unlink()
-    text = done.stdout + done.stderr
-    assert done.returncode == ERROR, text
-    assert "not recomputed: case 'no_such_case' is not in this checkout" in text, text
+    assert "not recomputed: case 'no_such_case' is not in this checkout" in done.stdout, done.stdout
     assert schema_only.returncode == 0, schema_only.stdout + schema_only.stderr
     assert "(schema only: claims and verdict not recomputed)" in schema_only.stdout
 

@@ -221,8 +221,8 @@ def _record_commands(sub: Any) -> None:
     p = sub.add_parser("validate", help="check result documents: schema and meaning")
     p.add_argument("paths", nargs="*", help="files or folders (default: results/)")
     p.add_argument("--schema-only", action="store_true",
-                   help="check the schema and the files named, not the meaning: for documents "
-                   "whose case is not in this checkout (without it, such a document fails)")
+                   help="check the schema and the files named, not the meaning (claims and "
+                   "verdict are not recomputed)")
     p.set_defaults(fn=results.cmd_validate)
 
     p = sub.add_parser("scrub", help="rewrite journals/documents: checkout paths relative, secrets dropped")

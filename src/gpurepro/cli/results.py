@@ -145,14 +145,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
             errors = validation_errors(doc)
             if not errors and _is_result(doc):
                 # The trials say what the document says: recomputed as `record` would.
-                from ..record.recompute import NotRecomputed, named_files_errors, recomputed_errors
+                from ..record.recompute import (
+                    CaseNotHere,
+                    NotRecomputed,
+                    named_files_errors,
+                    recomputed_errors,
+                )
 
                 if args.schema_only:
                     notes.append("schema only: claims and verdict not recomputed")
                 else:
                     try:
                         errors, notes = recomputed_errors(doc, root)
-                    except NotRecomputed as exc:
+                    except CaseNotHere as exc:  # a note: nothing here to recompute it with
+                        notes.append(f"claims and verdict not recomputed: {exc}")
+                    except NotRecomputed as exc:  # a manifest that does not load: never ok
                         errors = [f"claims and verdict not recomputed: {exc} (--schema-only "
                                   f"checks the schema alone)"]
                 errors += named_files_errors(p, doc, root)

@@ -66,6 +66,10 @@ class NotRecomputed(Exception):
     """The claims and verdict of a document could not be recomputed here: the reason."""
 
 
+class CaseNotHere(NotRecomputed):
+    """The document's case is not in this checkout (a copy of a document made elsewhere)."""
+
+
 def case_of(doc: Mapping[str, Any], root: Path) -> Case:
     """The document's case, from a manifest inside the repository: the one its journal's header
     names where that is a ``manifest.py`` in a folder of the case's name (a header can name
@@ -99,7 +103,7 @@ def case_of(doc: Mapping[str, Any], root: Path) -> Case:
             failures.append(str(exc))
     if failures:
         raise NotRecomputed(f"case {name!r} does not load: {failures[-1]}")
-    raise NotRecomputed(f"case {name!r} is not in this checkout")
+    raise CaseNotHere(f"case {name!r} is not in this checkout")
 
 
 def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], list[str]]:
