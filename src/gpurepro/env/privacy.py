@@ -279,12 +279,11 @@ def portable_value(value: Any, root: Path | str | None = None, redact: bool = Fa
         return clean_text(value, root, redact, hostname, foreign)
     if isinstance(value, Mapping):
         is_env = _key in ENV_KEYS or (_key == "environment" and _parent == "environment")
-        if is_env:
-            return {k: (HEX40.sub(SECRET_MASK, cleaned) if isinstance(cleaned := portable_value(
-                        v, root, redact, hostname, foreign, str(k), _key), str) else cleaned)
-                    for k, v in value.items() if not is_secret_name(str(k))}
-        return {k: portable_value(v, root, redact, hostname, foreign, str(k), _key)
-                for k, v in value.items()}
+        kept = {k: portable_value(v, root, redact, hostname, foreign, str(k), _key)
+                for k, v in value.items() if not (is_env and is_secret_name(str(k)))}
+        if is_env:  # a variable's value: a 40-digit hex string masked too (HEX40)
+            return {k: HEX40.sub(SECRET_MASK, v) if isinstance(v, str) else v for k, v in kept.items()}
+        return kept
     if isinstance(value, list | tuple):
         return [portable_value(v, root, redact, hostname, foreign, None, _key) for v in value]
     return value
