@@ -47,7 +47,8 @@ def partial(tmp_path) -> Path:
 def test_a_partial_h200_journal_resumed_without_a_driver_exits_5_untouched(partial):
     before = partial.read_bytes()
     done = pace.run([sys.executable, "-m", "gpurepro", "run", "tile_unload_race",
-                     "--resume", str(partial)], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+                     "--resume", str(partial), "--old-journal"], cwd=ROOT, capture_output=True,
+                    text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 5, done.stderr
     assert "no CUDA driver is present" in done.stderr and "is unchanged" in done.stderr
     assert len([ln for ln in done.stderr.splitlines() if ln.strip()]) == 1, done.stderr
@@ -104,3 +105,22 @@ def test_other_device_without_resume_is_a_usage_error(tmp_path):
                     capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 2 and "--other-device goes with --resume" in done.stderr
+
+
+@pytest.mark.parametrize("nulled", ["device", "driver"])
+def test_a_journal_whose_gpu_facts_were_set_to_null_does_not_resume_on_another_gpu(partial, nulled):
+    from gpurepro.case.load import load_case
+
+    case = load_case("tile_unload_race", ROOT)
+    lines = partial.read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    if nulled == "device":
+        header["device"].update(name=None, uuid=None)
+    else:
+        header["environment"]["gpu"]["driver_version"] = None
+    partial.write_text(json.dumps(header, sort_keys=True, separators=(",", ":")) + "\n"
+                       + "".join(lines[1:]))
+    before = partial.read_bytes()
+    with pytest.raises(UsageError, match=r"unknown \(journal\).*--other-device"):
+        session.resume(case, partial, _machine("NVIDIA H100 80GB HBM3", "GPU-0000", "575.51.03"))
+    assert partial.read_bytes() == before

@@ -45,10 +45,20 @@ def rechain(lines: list[str]) -> list[str]:
     checksum without a secret cannot tell (the manifest and plan checks still can)."""
     out = [lines[0]]
     chain = journal_mod.chain_start((lines[0] + "\n").encode())
+    indices: set[int] = set()
     for line in lines[1:]:
         obj = json.loads(line)
+        if obj.get("kind") == "trial":
+            indices.add(obj["index"])
+        if obj.get("kind") == "end":  # its count and head as the edited lines give them
+            obj.update(trials=len(indices), head=chain)
+            end = journal_mod.seal_text(len(indices), chain)
         chain = journal_mod.chain_next(chain, obj)
         out.append(json.dumps({**obj, "chain": chain}, sort_keys=True, separators=(",", ":")))
+    header = json.loads(out[0])
+    if header.get("sealed", "").strip():  # the seal too, as the writer's last step
+        header["sealed"] = end
+        out[0] = json.dumps(header, sort_keys=True, separators=(",", ":"))
     return out
 
 
@@ -126,11 +136,45 @@ def _unchained(finished: Path) -> list[str]:
     return lines
 
 
-def test_a_journal_from_before_the_chain_records_and_says_so(finished, tmp_path):
+def _lowered(finished: Path) -> list[str]:
+    """The journal with its header's format lowered to 2, its lines and chain left as written."""
+    lines = finished.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["journal_format"] = 2
+    lines[0] = json.dumps(header, sort_keys=True, separators=(",", ":"))
+    return lines
+
+
+def test_a_journal_from_before_the_chain_is_refused_unless_asked_for_and_then_says_so(finished,
+                                                                                       tmp_path):
     path = _copy(finished, tmp_path, _unchained(finished))
-    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    refused = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert refused.returncode == USAGE and len(_lines(refused.stderr)) == 1, refused.stderr
+    assert "format 2, from before the hash chain" in refused.stderr and "--old-journal" in refused.stderr
+    assert not (tmp_path / "doc.json").exists()
+    resumed = _cli("run", FAKE, "--resume", str(path), "--no-record")
+    assert resumed.returncode == USAGE and "--old-journal" in resumed.stderr, resumed.stderr
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"), "--old-journal")
     assert done.returncode == 0, done.stderr
     assert "predates the journal's hash chain" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["record", "record --old-journal", "resume --old-journal"])
+def test_a_journal_whose_format_was_lowered_is_refused_even_when_old_ones_are_asked_for(
+        finished, tmp_path, command):
+    path = _copy(finished, tmp_path, _lowered(finished))
+    before = path.read_bytes()
+    extra = ["--old-journal"] if "old-journal" in command else []
+    if command.startswith("record"):
+        done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"), *extra)
+    else:
+        done = _cli("run", FAKE, "--resume", str(path), "--no-record", *extra)
+    assert done.returncode == USAGE, done.stderr
+    assert len(_lines(done.stderr)) == 1 and "Traceback" not in done.stderr
+    assert ("line 2 carries the hash chain" in done.stderr or "format 2" in done.stderr), done.stderr
+    if extra:  # asked for old journals: the lowered format itself is named
+        assert "format was lowered" in done.stderr, done.stderr
+    assert path.read_bytes() == before and not (tmp_path / "doc.json").exists()
 
 
 def test_a_repeated_contradicting_line_without_the_chain_is_refused_not_dropped(finished, tmp_path):
@@ -138,12 +182,12 @@ def test_a_repeated_contradicting_line_without_the_chain_is_refused_not_dropped(
     repeat = json.loads(lines[1])
     repeat["outcome"] = "survived" if repeat["outcome"] != "survived" else "crashed"
     path = _copy(finished, tmp_path, [*lines, json.dumps(repeat, sort_keys=True)])
-    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"), "--old-journal")
     assert done.returncode == ERROR, done.stderr
     assert f"line {len(lines) + 1} repeats trial {repeat['index']}" in done.stderr
     assert not (tmp_path / "doc.json").exists()
     same = _copy(finished, tmp_path, [*lines, lines[1]])
-    done = _cli("record", str(same), "--out", str(tmp_path / "same.json"))
+    done = _cli("record", str(same), "--out", str(tmp_path / "same.json"), "--old-journal")
     assert done.returncode == 0, done.stderr
     assert f"repeats trial {repeat['index']} (the same record)" in done.stderr
 

@@ -25,7 +25,7 @@ from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TAS
 from ..env import commits
 from ..env import fingerprint as envmod
 from ..errors import JournalError, UsageError
-from ..run.journal import read, verify_identity
+from ..run.journal import read, refuse_unchained, verify_identity
 from ..run.plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS
 from ..run.session import RunRequest, manifest_sha256
 
@@ -185,7 +185,9 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
         if loose:
             raise UsageError(f"--resume continues the journal's own plan and options; "
                              f"{', '.join(loose)} cannot be given with it")
-        header = read(Path(args.resume)).header
+        contents = read(Path(args.resume))
+        refuse_unchained(contents, str(args.resume), bool(getattr(args, "old_journal", False)))
+        header = contents.header
         verify_identity(header, case.name, manifest_sha256(case), args.resume)
         o = header["options"]
         return RunRequest(**given, target=header["device"]["target"],
@@ -193,6 +195,8 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                           trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume),
                           other_device=bool(getattr(args, "other_device", False)),
                           scope=str(o.get("scope") or "arms"))
+    if getattr(args, "old_journal", False):
+        raise UsageError("--old-journal goes with --resume (a new run writes today's journal)")
     if getattr(args, "other_device", False):
         raise UsageError("--other-device goes with --resume (a new run records the device it has)")
     check_named_commit(case, root)

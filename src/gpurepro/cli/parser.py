@@ -91,6 +91,9 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--other-device", action="store_true",
                    help="with --resume: continue on a GPU or driver other than the journal's "
                         "(recorded in the journal)")
+    p.add_argument("--old-journal", action="store_true",
+                   help="with --resume: continue a journal from before the hash chain (format 2 "
+                        "or older), whose lines nothing checks")
     p.add_argument("--journal", help="journal path (default: results/<case>/<stamp>_<gpu>_<host>.journal.jsonl)")
     p.add_argument("--out-dir", default="results", help="folder for journals and results")
     p.add_argument("--build-dir", default="build", help="prebuilt artifacts, inside the repository (default: build/)")
@@ -210,6 +213,9 @@ def _record_commands(sub: Any) -> None:
     p.add_argument("--manifest-changed", action="store_true",
                    help="record with the case's manifest as it is now although its sha256 is not "
                         "the run's (recorded in the document)")
+    p.add_argument("--old-journal", action="store_true",
+                   help="record a journal from before the hash chain (format 2 or older), whose "
+                        "lines nothing checks (the document says so)")
     p.set_defaults(fn=results.cmd_record)
 
     p = sub.add_parser("report", help="result document -> Markdown and plots")

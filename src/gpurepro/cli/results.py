@@ -20,7 +20,7 @@ from ..case.load import find_repo_root, load_case
 from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, UsageError
-from ..run.journal import read
+from ..run.journal import read, refuse_unchained
 from .args import repository_root, say, sequential_design, show
 
 
@@ -68,6 +68,8 @@ def _refresh_index(out: Path, root: Path) -> None:
 def cmd_record(args: argparse.Namespace) -> int:
     root = repository_root()
     journals = [Path(j) for j in args.journal]
+    for j in journals:
+        refuse_unchained(read(j), str(j), args.old_journal)
     header = read(journals[0]).header
     from ..record.result import case_for_journal
 

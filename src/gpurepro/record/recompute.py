@@ -163,6 +163,8 @@ def named_files_errors(path: Path, doc: Mapping[str, Any], root: Path) -> list[s
         where = root / journal
         if not where.is_file() or where.stat().st_size == 0:
             errors.append(f"journal: {journal} {'is empty' if where.is_file() else 'is missing'}")
+        else:
+            errors += journal_errors(where, journal, doc)
     stem = path.name[: -len(".json")] if path.name.endswith(".json") else path.stem
     for sibling in sorted(path.parent.glob(f"{glob_escape(stem)}.*")):
         if sibling != path and sibling.is_file() and sibling.stat().st_size == 0:
@@ -176,6 +178,24 @@ def named_files_errors(path: Path, doc: Mapping[str, Any], root: Path) -> list[s
             elif where.stat().st_size == 0:
                 errors.append(f"{markdown.name}: names {target}, which is empty")
     return errors
+
+
+def journal_errors(where: Path, name: str, doc: Mapping[str, Any]) -> list[str]:
+    """The document's journal read as `record` reads it: a broken chain, end record or seal
+    named; a document of a completed run whose journal has lost its end record (its last lines
+    removed after the document was recorded) named too."""
+    from ..errors import JournalError
+    from ..run import journal as journal_format
+
+    try:
+        contents = journal_format.read(where)
+    except JournalError as exc:
+        return [f"journal: {exc}"]
+    if (doc.get("completion") or {}).get("complete") and "ended" not in contents.header:
+        return [f"journal: {name} holds {len(contents.trials)} trial(s) and no end record, and "
+                f"the document says its run completed with {len(doc.get('trials') or [])}: the "
+                f"journal's last lines were removed after it was recorded"]
+    return []
 
 
 def glob_escape(text: str) -> str:

@@ -19,7 +19,20 @@ Guarantees, each tested in tests/test_faults.py:
   value; the header's bytes for the first) and of the line itself without ``chain``: a line
   edited, repeated, moved or removed, or an edited header, breaks the chain at a line that is
   named. Journals from before the chain (format 2 and older) are read as before, and say so
-  (``Contents.chained``).
+  (``Contents.chained``); one whose lines carry the chain but whose header says format 2 or
+  older (a format lowered to turn the check off) is refused;
+- a run whose execution finished ends with an end record (format 4) that carries, from
+  format 5, the number of trials journaled and the chain value before it (the chain's head);
+  the same pair is then written into the header's ``sealed`` field (a fixed-width slot that the
+  chain does not cover, written in place): a complete journal whose last lines were removed,
+  its end record with them, is named instead of read as a stopped run, and one rechained after
+  an edit no longer matches its seal.
+
+What this protects against: accidents (a torn write, a full disk, a copy cut short) and naive
+edits (a line changed, removed, repeated, moved, or the header changed). Not against a forger:
+a checksum without a secret can be recomputed by anyone who edits the file (the chain, the end
+record and the seal alike). The defence against a forger is `validate` recomputing every
+figure, claim and verdict from the trials, and a rerun.
 
 Standard library only.
 """
@@ -52,9 +65,16 @@ RESUMED_KIND = "resumed"
 # format 4 or later without one was stopped (or is still running).
 END_KIND = "end"
 # 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain; 4: the
-# end record
-FORMAT = 4
+# end record; 5: the end record's trial count and chain head, and the header's seal
+FORMAT = 5
 END_FORMAT = 4
+SEAL_FORMAT = 5
+SEAL_KEY = "sealed"
+# The seal's slot in the header: "<trials> <chain head>" padded with spaces to a fixed width,
+# so that writing it in place changes no other byte of the file.
+SEAL_WIDTH = 96
+UNSEALED = " " * SEAL_WIDTH
+_SEAL_PREFIX = f'"{SEAL_KEY}":"'.encode()
 IDENTITY_FORMAT = 2  # the oldest format that can be resumed
 CHAIN_FORMAT = 3
 CHAIN_KEY = "chain"
@@ -90,8 +110,39 @@ def nonfinite_path(obj: Any, path: str = "") -> str | None:
 
 
 def chain_start(header_line: bytes) -> str:
-    """The chain value before the first record: the header line's own bytes, hashed."""
+    """The chain value before the first record: the header line's own bytes, hashed (with its
+    seal's slot as it was before the seal was written: the seal is written last)."""
+    at = seal_offset(header_line)
+    if at is not None:
+        header_line = header_line[:at] + UNSEALED.encode() + header_line[at + SEAL_WIDTH:]
     return hashlib.sha256(header_line).hexdigest()
+
+
+def seal_offset(header_line: bytes) -> int | None:
+    """Where the seal's value starts in the header line (None: a header without a seal)."""
+    at = header_line.find(_SEAL_PREFIX)
+    if at < 0:
+        return None
+    at += len(_SEAL_PREFIX)
+    if header_line[at + SEAL_WIDTH: at + SEAL_WIDTH + 1] != b'"':
+        return None  # not the slot the writer made: the chain start then covers it as it is
+    return at
+
+
+def seal_text(trials: int, head: str) -> str:
+    return f"{trials} {head}".ljust(SEAL_WIDTH)
+
+
+def _seal_of(header: Mapping[str, Any], where: str) -> tuple[int, str] | None:
+    """The header's seal as (trials, head); None while the run has not ended."""
+    value = header.get(SEAL_KEY)
+    if value == UNSEALED:
+        return None
+    parts = value.split() if isinstance(value, str) and len(value) == SEAL_WIDTH else []
+    if len(parts) != 2 or not parts[0].isdigit() or not re.fullmatch(r"[0-9a-f]{64}", parts[1]):
+        raise JournalMismatch(f"{where}: its header's seal ({SEAL_KEY}) is damaged: "
+                              f"{str(value).strip()[:80]!r}")
+    return int(parts[0]), parts[1]
 
 
 def chain_next(previous: str, obj: Mapping[str, Any]) -> str:
@@ -138,6 +189,7 @@ def parse(data: bytes, where: str) -> Contents:
     repeated: list[str] = []
     resumed: list[dict[str, Any]] = []
     ended: dict[str, Any] | None = None
+    ends: list[tuple[int, str]] = []  # (trials, head) of each end record (format 5)
     chain: str | None = None
     for number, raw in enumerate(body.splitlines(keepends=True), 1):
         if not raw.strip():
@@ -155,6 +207,19 @@ def parse(data: bytes, where: str) -> Contents:
             continue
         elif header is None:
             raise JournalError(f"{where}: not a gpurepro journal (line 1 is no journal header)")
+        if chain is None and isinstance(obj, dict) and CHAIN_KEY in obj:
+            raise JournalMismatch(
+                f"{where}: line {number} carries the hash chain, but the header says format "
+                f"{header.get('journal_format', 1)}, from before the chain: the header's format "
+                f"was lowered (which would turn the chain's check off)")
+        if chain is not None and kind == END_KIND and isinstance(obj, dict) \
+                and isinstance(obj.get("trials"), int) and obj.get("head") is not None \
+                and (obj["trials"] != len(trials) or obj["head"] != chain):
+            raise JournalMismatch(
+                f"{where}: line {number}, the end record, says the run journaled "
+                f"{obj['trials']} trial(s) before it, and {len(trials)} are there"
+                + ("" if obj["trials"] != len(trials) else " with other lines (its chain head "
+                   "differs)") + ": lines before it were removed or changed")
         if chain is not None:
             expected = chain_next(chain, obj) if isinstance(obj, dict) else None
             if expected is None or obj.get(CHAIN_KEY) != expected:
@@ -184,10 +249,21 @@ def parse(data: bytes, where: str) -> Contents:
             resumed.append({k: v for k, v in obj.items() if k != "kind"})
         elif kind == END_KIND:
             ended = {k: v for k, v in obj.items() if k != "kind"}
+            if isinstance(obj.get("trials"), int) and obj.get("head"):
+                ends.append((obj["trials"], obj["head"]))
         else:
             raise JournalError(f"{where}: line {number} is neither a trial nor a stopping record")
     if header is None:
         raise JournalError(f"{where}: empty or not a gpurepro journal")
+    seal = _seal_of(header, where) if chain is not None and SEAL_KEY in header else None
+    if seal is not None and seal not in ends:
+        raise JournalMismatch(
+            f"{where}: its header says the run ended with {seal[0]} trial(s) journaled, and "
+            + (f"no end record is there ({len(trials)} trial(s)): its last lines were removed"
+               if not ends else
+               f"its end record says {ends[-1][0]} (chain head {ends[-1][1][:12]}…, the seal "
+               f"{seal[1][:12]}…): its lines were changed and their chain computed again")
+            + "; it is not a stopped run to resume")
     if stopping is not None:
         header = {**header, "stopping_result": {k: v for k, v in stopping.items() if k != "kind"}}
     if scheduler is not None:
@@ -214,6 +290,8 @@ class Journal:
         self.path = path
         self._fd = fd
         self._chain = chain  # the last record's chain value; None: a journal without the chain
+        self._seal_at: int | None = None  # the offset of the header's seal slot (format 5)
+        self._indices: set[int] = set()  # the trials journaled (for the end record's count)
 
     # -- opening
 
@@ -231,9 +309,11 @@ class Journal:
         journal = cls(path, fd)
         try:
             journal._lock()
-            line = _line({"kind": HEADER_KIND, "journal_format": FORMAT, **header})
+            line = _line({"kind": HEADER_KIND, "journal_format": FORMAT, **header,
+                          SEAL_KEY: UNSEALED})
             journal._write(line)
             journal._chain = chain_start(line)
+            journal._seal_at = seal_offset(line)
             try:
                 os.link(tmp, path)
             except FileExistsError:
@@ -268,6 +348,10 @@ class Journal:
             journal.close()
             raise
         journal._chain = contents.chain
+        first = data[: data.find(b"\n") + 1]
+        if contents.chained and SEAL_KEY in contents.header:
+            journal._seal_at = seal_offset(first)
+        journal._indices = {t["index"] for t in contents.trials}
         return journal, contents
 
     def _lock(self) -> None:
@@ -299,6 +383,8 @@ class Journal:
 
     def append_trial(self, record: Mapping[str, Any]) -> None:
         self._append({"kind": TRIAL_KIND, **record})
+        if isinstance(record.get("index"), int):
+            self._indices.add(record["index"])
 
     def append_stopping(self, decisions: Mapping[str, Any]) -> None:
         self._append({"kind": STOPPING_KIND, **decisions})
@@ -310,7 +396,25 @@ class Journal:
         self._append({"kind": RESUMED_KIND, **resumed})
 
     def append_end(self, ended: Mapping[str, Any]) -> None:
-        self._append({"kind": END_KIND, **ended})
+        """The run's execution finished: the end record (the trials journaled, the chain's
+        head before it), then the same pair written into the header's seal."""
+        head = self._chain
+        count = len(self._indices)
+        self._append({"kind": END_KIND, **ended, "trials": count,
+                      **({"head": head} if head is not None else {})})
+        if self._seal_at is not None and head is not None:
+            self._seal(seal_text(count, head))
+
+    def _seal(self, text: str) -> None:
+        """Write the seal into the header's slot in place (the journal's descriptor appends:
+        O_APPEND makes pwrite append on Linux, so through a second one)."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            if os.pwrite(fd, text.encode(), self._seal_at) != SEAL_WIDTH:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _append(self, obj: Mapping[str, Any]) -> None:
         chain = chain_next(self._chain, obj) if self._chain is not None else None
@@ -348,6 +452,17 @@ def verify_identity(header: Mapping[str, Any], case_name: str, manifest_sha256: 
                               f"started; a resumed run must run the same case definition")
     if plan_sha256(header.get("plan", {})) != header.get("plan_sha256"):
         raise JournalMismatch(f"{where}: its plan does not match the plan hash in its header")
+
+
+def refuse_unchained(contents: Contents, where: str, allowed: bool) -> None:
+    """A journal from before the hash chain (format 2 or older) is read only when asked for
+    (``--old-journal``): nothing checks its lines, and a newer journal whose header's format
+    was lowered reads the same."""
+    if not contents.chained and not allowed:
+        raise JournalMismatch(
+            f"{where} is a journal of format {contents.header.get('journal_format', 1)}, from "
+            f"before the hash chain: nothing checks that its lines were not edited (a newer "
+            f"journal's format lowered reads the same); give --old-journal to read it as it is")
 
 
 def _exists(path: Path) -> JournalError:

@@ -376,8 +376,11 @@ def resume_device(case: Case, header: dict[str, Any], gpu_info: dict[str, Any],
     if case.devices.requires_gpu:
         for key, was in (("name", recorded.get("name")), ("uuid", recorded.get("uuid")),
                          ("driver_version", was_driver)):
-            if was is not None and now[key] != was:
-                differs.append(f"{key.replace('_', ' ')} {was} (journal) against {now[key]} (here)")
+            # A journal of a GPU case always names its device: one whose facts are missing or
+            # null says nothing that shows this is the same device, so it counts as another.
+            if now[key] != was:
+                differs.append(f"{key.replace('_', ' ')} {'unknown' if was is None else was} "
+                               f"(journal) against {now[key]} (here)")
         known = {str(x.get(k)) for x in gpu_info.get("gpus") or [] for k in ("uuid", "index")}
         missing = [p for p in pinned if p not in known]
         if missing:

@@ -1,0 +1,194 @@
+"""Faults from outside the run, round three: what the journal's chain, end record and seal name,
+artifacts and tools replaced after they were built, manifests that exit or loop at import,
+counters and clocks no trial can have, and records racing or killed. Each fault of docs/faults.md
+that these tests hold names its test here. The slow tier: each runs real runs of the fake or the
+hostile case."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gpurepro.run import journal as journal_mod
+
+from . import cli
+from .conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+FAKE = "tests/fixtures/fake_case/manifest.py"
+USAGE, ERROR = 2, 1
+
+
+def _cli(*args: str, env: dict[str, str] | None = None, **kw):
+    return cli.gpurepro(*args, env={**os.environ, "PYTHONPATH": str(ROOT / "src"), **(env or {})},
+                        **kw)
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _compact(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+@pytest.fixture(scope="module")
+def recorded(fake_build):
+    """A complete run of the fake case recorded inside the repository (so `validate` finds its
+    journal): (document, journal)."""
+    build_dir, _ = fake_build
+    out = ROOT / "build" / f"tests-integrity-{uuid.uuid4().hex[:8]}"
+    done = _cli("run", FAKE, "--arms", "ok,crash", "--trials", "3", "--duration", "0.1",
+                "--seed", "5", "--out-dir", str(out), "--build-dir", str(build_dir))
+    assert done.returncode == 0, done.stderr
+    [doc] = [p for p in (out / "fake_case").glob("*.json") if not p.name.endswith(".pyperf.json")]
+    [journal] = (out / "fake_case").glob("*.journal.jsonl")
+    yield doc, journal
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def _copy_beside(journal: Path, tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "copy.journal.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# ---------------------------------------------------------------- the end record and the seal
+
+
+def test_a_complete_journal_ends_with_its_trial_count_and_head_and_is_sealed(recorded):
+    _, journal = recorded
+    lines = journal.read_text().splitlines()
+    end = json.loads(lines[-1])
+    header = json.loads(lines[0])
+    assert end["kind"] == "end" and end["trials"] == 6
+    assert header["sealed"].split() == [str(end["trials"]), end["head"]]
+
+
+def _truncated(journal: Path, keep_trials: int) -> list[str]:
+    """The journal with its last trial lines and its end record deleted (the header untouched)."""
+    lines = journal.read_text().splitlines()
+    trials = [i for i, line in enumerate(lines) if json.loads(line).get("kind") == "trial"]
+    return lines[: trials[keep_trials - 1] + 1]
+
+
+@pytest.mark.parametrize("command", ["record", "resume"])
+def test_a_complete_journal_with_its_last_lines_deleted_is_named_not_resumed(recorded, tmp_path,
+                                                                             command, fake_build):
+    _, journal = recorded
+    path = _copy_beside(journal, tmp_path, _truncated(journal, 4))
+    before = path.read_bytes()
+    if command == "record":
+        done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    else:
+        done = _cli("run", FAKE, "--resume", str(path), "--no-record",
+                    "--build-dir", str(fake_build[0]))
+    assert done.returncode == USAGE, done.stderr
+    assert "ended with 6 trial(s)" in done.stderr and "last lines were removed" in done.stderr
+    assert len(_lines(done.stderr)) == 1 and "Traceback" not in done.stderr
+    assert path.read_bytes() == before and not (tmp_path / "doc.json").exists()
+
+
+def test_validate_names_a_document_whose_journal_lost_its_last_lines(recorded):
+    doc, journal = recorded
+    ok = _cli("validate", str(doc))
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    saved = journal.read_bytes()
+    try:
+        journal.write_text("\n".join(_truncated(journal, 4)) + "\n")
+        bad = _cli("validate", str(doc))
+        assert bad.returncode == ERROR, bad.stdout
+        assert "last lines were removed" in bad.stdout, bad.stdout
+        # The same cut from a journal without a seal (format 4): the document says complete.
+        lines = _truncated(journal, 4)
+        header = json.loads(lines[0])
+        header.pop("sealed")
+        header["journal_format"] = 4
+        journal.write_text("\n".join([_compact(header), *rechained(lines[1:], _compact(header))])
+                           + "\n")
+        bad = _cli("validate", str(doc))
+        assert bad.returncode == ERROR, bad.stdout
+        assert "no end record" in bad.stdout and "says its run completed" in bad.stdout, bad.stdout
+    finally:
+        journal.write_bytes(saved)
+
+
+def rechained(lines: list[str], header_line: str) -> list[str]:
+    chain = journal_mod.chain_start((header_line + "\n").encode())
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        obj.pop("chain", None)
+        chain = journal_mod.chain_next(chain, obj)
+        out.append(_compact({**obj, "chain": chain}))
+    return out
+
+
+def test_trial_lines_deleted_before_the_end_record_are_named_by_its_count(recorded, tmp_path):
+    _, journal = recorded
+    lines = journal.read_text().splitlines()
+    del lines[-2]  # the last trial, its end record kept
+    # Rechained (the chain alone would name the end record's line as a break): the count names it.
+    lines = [lines[0], *rechained(lines[1:], lines[0])]
+    path = _copy_beside(journal, tmp_path, lines)
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert done.returncode == USAGE, done.stderr
+    assert "the end record, says the run journaled 6 trial(s) before it, and 5 are there" in done.stderr
+
+
+def test_an_edit_rechained_without_its_seal_is_named_by_the_seal(recorded, tmp_path):
+    _, journal = recorded
+    lines = journal.read_text().splitlines()
+    first = json.loads(lines[1])
+    first["outcome"] = "survived" if first["outcome"] != "survived" else "crashed"
+    lines[1] = _compact(first)
+    body = rechained(lines[1:], lines[0])
+    end = json.loads(body[-1])
+    # The end record made consistent too, as an editor who read the journal's code would.
+    end.pop("chain")
+    end["head"] = json.loads(body[-2])["chain"]
+    body[-1] = rechained([_compact(end)], lines[0])[0]  # a chain value, wrong, recomputed below
+    body = rechained(body, lines[0])
+    path = _copy_beside(journal, tmp_path, [lines[0], *body])
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert done.returncode == USAGE, done.stderr
+    assert "computed again" in done.stderr, done.stderr
+
+
+def test_a_forgery_consistent_in_chain_end_and_seal_records(recorded, tmp_path):
+    """What the chain does not protect against, shown: an editor who recomputes everything."""
+    from .test_tampering import rechain
+
+    _, journal = recorded
+    lines = journal.read_text().splitlines()
+    first = json.loads(lines[1])
+    first["detail"] = "an edited detail"
+    lines[1] = _compact(first)
+    path = _copy_beside(journal, tmp_path, rechain(lines))
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert done.returncode == 0, done.stderr
+
+
+def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
+    _, journal = recorded
+    lines = _truncated(journal, 4)
+    header = json.loads(lines[0])
+    header["sealed"] = journal_mod.UNSEALED  # a run stopped after 4 trials
+    lines[0] = _compact(header)
+    path = _copy_beside(journal, tmp_path, lines)
+    done = _cli("run", FAKE, "--resume", str(path), "--no-record", "--build-dir", str(fake_build[0]))
+    assert done.returncode == 0, done.stderr
+    resumed = path.read_text().splitlines()
+    kinds = [json.loads(line).get("kind") for line in resumed]
+    assert kinds.count("resumed") == 1 and kinds[-1] == "end"
+    where = kinds.index("resumed")
+    path.write_text("\n".join(resumed[:where] + resumed[where + 1:]) + "\n")
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert done.returncode == USAGE, done.stderr
+    assert f"line {where + 1} (trial" in done.stderr and "hash chain" in done.stderr
