@@ -116,10 +116,26 @@ def _of_run(pid: int, tag: Tag, like: Escaped | None, root: Path = Path("/proc")
             return True
         if any(e.startswith(_TAGGED) for e in environ):
             return False  # another harness's process: never taken for an escapee of ours
-        return bool(like and like.cmdlines and p.start >= like.since
-                    and (entry / "cmdline").read_bytes() in like.cmdlines)
+        if not (like and like.cmdlines and p.start >= like.since):
+            return False
+        cmdline = (entry / "cmdline").read_bytes()
+        # An empty command line names no process: a process in the middle of an exec (a trial
+        # of another run starting, its environment unreadable for that instant too) and one
+        # exiting both read as empty.
+        return bool(cmdline) and cmdline in like.cmdlines
     except OSError:
         return False  # gone meanwhile, or not ours to read
+
+
+def escapee_cmdline(pid: int, root: Path = Path("/proc")) -> bytes | None:
+    """The command line an orphan named to the watchdog is known by; None where it has none to
+    read (gone, or exiting: a zombie's reads as empty, and an empty one would match any process
+    caught in the middle of an exec, another run's trials among them)."""
+    try:
+        cmdline = (root / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    return cmdline or None
 
 
 def processes_with(tag: Tag, proc: Path = Path("/proc"), like: Escaped | None = None) -> list[int]:
@@ -351,10 +367,8 @@ def main(argv: list[str]) -> int:
                         named[int(parts[1])] = int(parts[2])
                     elif parts[0] == "orphan" and len(parts) == 3:
                         named[int(parts[1])] = int(parts[2])
-                        try:
-                            escaped.add(Path(f"/proc/{int(parts[1])}/cmdline").read_bytes())
-                        except OSError:
-                            pass
+                        if (cmdline := escapee_cmdline(int(parts[1]))) is not None:
+                            escaped.add(cmdline)
                     elif parts[0] in ("ended", "gone") and len(parts) == 2:
                         trials.pop(int(parts[1]), None)
                         named.pop(int(parts[1]), None)
