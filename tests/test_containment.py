@@ -173,7 +173,7 @@ def test_a_killed_watchdog_is_replaced_so_killing_the_harness_then_leaves_nothin
     assert _wait_for(lambda: _watchdog_of(tag) not in (None, first)), "no new watchdog"
     proc.send_signal(signal.SIGKILL)
     _, err = pace.communicate(proc)
-    assert f"the watchdog (pid {first}) is gone; started another" in err
+    assert f"the watchdog (pid {first}) is gone; starting another" in err
     assert _left_after_the_sweep(tag) == []
 
 

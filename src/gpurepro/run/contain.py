@@ -192,10 +192,9 @@ class Containment:
         told every trial and orphan there is."""
         if self.watchdog is None or self.watchdog.alive():
             return
-        old = self.watchdog.pid
+        # Said before the new one starts: a harness killed the instant it appears has said it.
+        self.say(f"gpurepro: the watchdog (pid {self.watchdog.pid}) is gone; starting another")
         self.watchdog.restart()
-        self.say(f"gpurepro: the watchdog (pid {old}) is gone; started another (pid "
-                 f"{self.watchdog.pid})")
         for t in self._trials.values():
             self._tell(f"trial {t.pid} {t.start} {t.deadline:.3f}")
         for pid, (start, _owners) in self._orphans.items():

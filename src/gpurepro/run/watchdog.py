@@ -252,7 +252,23 @@ class Watchdog:
         )
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
+        self._until_exec_done()
         return self
+
+    def _until_exec_done(self, limit_s: float = 10.0) -> None:
+        """Popen returns in the middle of the exec, while the new program's command line still
+        reads as empty; a resume finds earlier watchdogs by that command line
+        (``watchdogs_of``), so this one is not started until it shows."""
+        assert self.proc is not None
+        cmdline = Path(f"/proc/{self.proc.pid}/cmdline")
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if cmdline.read_bytes():
+                    return
+            except OSError:
+                return  # no /proc here: nothing to wait for
+            time.sleep(0.001)
 
     @property
     def pid(self) -> int | None:
