@@ -45,7 +45,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,7 +243,9 @@ class Watchdog:
         self.proc: subprocess.Popen[bytes] | None = None
         self._said = b""
 
-    def start(self) -> Watchdog:
+    def start(self, told: Sequence[str] = ()) -> Watchdog:
+        """Start the watchdog; ``told``: lines it is to know before anyone can see it (a
+        replacement's trials and orphans), written before its program has even started."""
         env = {k: v for k, v in os.environ.items() if k != RUN_ID_VARIABLE}
         self.proc = subprocess.Popen(
             [sys.executable, "-I", str(Path(__file__).resolve()), self.tag],
@@ -252,6 +254,8 @@ class Watchdog:
         )
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
+        for line in told:
+            self.tell(line)
         self._until_exec_done()
         return self
 
@@ -277,8 +281,9 @@ class Watchdog:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def restart(self) -> None:
-        """A new watchdog for the same run (the old one died: it is reaped)."""
+    def restart(self, told: Sequence[str] = ()) -> None:
+        """A new watchdog for the same run (the old one died: it is reaped), told ``told``
+        first."""
         if self.proc is not None:
             self.proc.poll()
             for pipe in (self.proc.stdin, self.proc.stdout):
@@ -287,7 +292,7 @@ class Watchdog:
                         pipe.close()
                 except OSError:
                     pass
-        self.start()
+        self.start(told)
 
     def tell(self, line: str) -> None:
         """One line to the watchdog (a trial, an orphan, a trial ended); lost if it is gone (the
