@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 from gpurepro.case.model import TrialBudget
 from gpurepro.run import procs
@@ -118,3 +119,42 @@ def test_an_earlier_watchdog_that_does_not_end_is_killed_and_named():
     finally:
         stuck.proc.kill()
         stuck.proc.wait()
+
+
+def _fake_proc(root, pid: int, environ: bytes, cmdline: bytes, start: int = 100):
+    """/proc/<pid> as the watchdog reads it: stat (state, group, session, start time), the
+    initial environment and the command line."""
+    entry = root / str(pid)
+    entry.mkdir(parents=True)
+    rest = ["S", "1", str(pid), str(pid)] + ["0"] * 15 + [str(start)]
+    (entry / "stat").write_text(f"{pid} (x) {' '.join(rest)}\n")
+    (entry / "environ").write_bytes(environ)
+    (entry / "cmdline").write_bytes(cmdline)
+
+
+def test_a_process_caught_in_its_exec_is_never_taken_for_an_escapee(tmp_path):
+    # In the middle of an exec (a trial of another run starting) a process's environment and
+    # command line both read as empty, as a zombie's do: an empty command line learnt from an
+    # orphan that was exiting once matched, and another run's trial was killed at its start.
+    from gpurepro.run.watchdog import Escaped, Tag, _of_run
+
+    mine = Tag(_options(uuid.uuid4().hex).tag)
+    _fake_proc(tmp_path, 11, b"", b"")
+    _fake_proc(tmp_path, 12, b"HOME=/\0", b"sleep\0infinity\0")
+    _fake_proc(tmp_path, 13, f"{RUN_ID_VARIABLE}=other/1\0".encode(), b"sleep\0infinity\0")
+    like = Escaped(frozenset({b"", b"sleep\0infinity\0"}), since=0)
+    assert not _of_run(11, mine, like, tmp_path)
+    assert _of_run(12, mine, like, tmp_path)  # untagged, with an escapee's command line
+    assert not _of_run(13, mine, like, tmp_path)  # another harness's
+
+
+def test_an_exiting_orphan_gives_no_command_line_to_look_for():
+    from gpurepro.run.watchdog import escapee_cmdline
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        assert procs.wait_gone(child.pid, _start_time(child), 60)  # a zombie, not reaped yet
+        assert escapee_cmdline(child.pid) is None
+    finally:
+        child.wait()
+    assert escapee_cmdline(os.getpid()) == Path("/proc/self/cmdline").read_bytes()

@@ -40,8 +40,9 @@ from typing import Any
 from scipy import stats as sps
 from scipy.special import bdtr, bdtrc
 
-from ..case.model import SINGLE_ARM_KINDS, Case, Claim, Stratum
+from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
+from . import timing
 from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
@@ -149,6 +150,11 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
         return Evidence("binomial share of failures inside the stratum (constant-hazard null)",
                         _binom_p(c["count"], c["n"], c["share"], "greater"),
                         _binom_p(c["count"], c["n"], c["share"], "less"), c)
+    if claim.kind in TIMED_KINDS:
+        test, sup, con, nums = timing.evidence_numbers(
+            claim.kind, claim.margin, timing.arm_times(records, claim.arm),
+            timing.arm_times(records, reference))
+        return Evidence(test, sup, con, nums)
     a = arm_counts(records, claim.arm, failure_outcomes, claim)
     if claim.kind == "outcome":
         m = a.outcome_counts["matching"]
@@ -530,6 +536,13 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
                           ratio_ci=f"{ratio(ci.low)}–{ratio(ci.high)}")
         if a["exposure"] and a["failures"] == 0:
             values["upper"] = _f(-__import__("math").log(0.05) / a["exposure"] * per)
+    elif "times" in nums:  # a timed claim
+        t_a, t_r = nums["times"]["arm"], nums["times"]["reference"]
+        values.update(n=t_a["n"], reference_n=t_r["n"], margin=f"{nums['margin']:.0%}",
+                      time=_seconds(t_a["geomean_s"]), reference_time=_seconds(t_r["geomean_s"]))
+        if nums.get("ratio") is not None:
+            values.update(ratio=f"{nums['ratio']:.3f}",
+                          ratio_ci=f"{nums['ratio_ci'][0]:.3f}–{nums['ratio_ci'][1]:.3f}")
     else:
         values.update(count=nums.get("count"), n=nums.get("n"))
         if claim.kind == "outcome" and nums.get("n"):
@@ -562,7 +575,24 @@ class _Missing(dict):
         return "–"
 
 
+def _seconds(x: float | None) -> str:
+    """A time as people read one: microseconds below a millisecond, milliseconds below a
+    second."""
+    if x is None:
+        return "–"
+    return f"{x * 1e6:.4g} µs" if x < 1e-3 else f"{x * 1e3:.4g} ms" if x < 1 else f"{x:.4g} s"
+
+
 def _default(claim: Claim, decision: str) -> str:
+    if claim.kind in TIMED_KINDS:
+        what = {"slower": "is slower than {reference} by more than {margin}",
+                "faster": "is faster than {reference} by more than {margin}",
+                "same": "takes the same time as {reference} within {margin}"}[claim.kind]
+        times = ("{time} against {time_ref} per launch (ratio {ratio}, 95% CI {ratio_ci}; "
+                 "{n} and {reference_n} trials)").replace("{time_ref}", "{reference_time}")
+        return {"supported": f"{{arm}} {what}: {times}.",
+                "contradicted": f"Contrary to the claim, {{arm}} is not: {times}.",
+                "not_decided": f"Whether {{arm}} {what} is not decided: {times}."}[decision]
     what = {"lower": "fails at a lower rate than", "higher": "fails at a higher rate than",
             "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind, "")
     if claim.kind == "concentrated":

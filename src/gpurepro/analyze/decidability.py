@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..case.model import SINGLE_ARM_KINDS, Case
+from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
 from ..errors import UsageError
 from ..run.plan import Plan
 
@@ -65,6 +65,10 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
                             f"pip install 'gpurepro[analysis]'", beside_main(case, plan, scope))
+    if any(c.kind in TIMED_KINDS for c in case.claims):
+        return not_computed("not computed: the simulation models failures, and the case's "
+                            "timed claims are decided on the times its trials measure",
+                            beside_main(case, plan, scope))
     arms = list(plan.arms)
     family, _ = family_of(case, design, arms, ())
     if not family:

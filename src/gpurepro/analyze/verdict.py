@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..case.model import Case
+from ..case.model import TIMED_KINDS, Case
 from ..errors import RecordError
 from .views import Analysis
 
@@ -109,7 +109,7 @@ def decide_claims(case: Case, header: Mapping[str, Any],
         ref = decider.reference(c)
         exploratory = rec.get("family") == "exploratory"
         out.append({"name": c.name, "kind": c.kind, "arm": c.arm, "reference": ref,
-                    **({"margin": c.margin} if c.kind == "equivalent" else {}),
+                    **({"margin": c.margin} if c.kind in ("equivalent", *TIMED_KINDS) else {}),
                     **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
                        if c.kind == "outcome" else {}),
                     **({"stratum": c.stratum} if c.kind == "concentrated" else {}),

@@ -22,6 +22,7 @@ from .model import (
     RUNTIME_PIN,
     SHARE_BOUNDS,
     SINGLE_ARM_KINDS,
+    TIMED_KINDS,
     Case,
     Claim,
     Defaults,
@@ -199,6 +200,10 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
             raise ManifestError(path, f"{where}.reference", "an arm compared with itself")
         if c.kind == "equivalent" and not (isinstance(c.margin, (int, float)) and c.margin > 1):
             raise ManifestError(path, f"{where}.margin", f"must be a ratio above 1, got {c.margin!r}")
+        if c.kind in TIMED_KINDS and not (isinstance(c.margin, (int, float)) and 0 < c.margin < 1):
+            raise ManifestError(path, f"{where}.margin",
+                                f"a {c.kind} claim's margin is a fraction in (0, 1) (0.05: 5 %), "
+                                f"got {c.margin!r}")
         if c.kind == "concentrated" and c.stratum not in case.strata:
             raise ManifestError(path, f"{where}.stratum",
                                 f"{c.stratum!r} is not one of the case's strata {sorted(case.strata)}")

@@ -99,7 +99,10 @@ class Arm:
     description: str = ""
 
 
-CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome", "concentrated")
+CLAIM_KINDS = ("lower", "higher", "equivalent", "outcome", "concentrated", "slower", "faster",
+               "same")
+# Claims on the times a timed arm's trials measured (Claim, "slower" ...), not on failures.
+TIMED_KINDS = ("slower", "faster", "same")
 # A case's stratum: (trial record, the arm's factors) -> (exposure inside it, failed inside it).
 Stratum = Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[float, bool]]
 # Claims about one arm alone: no reference arm.
@@ -122,6 +125,12 @@ class Claim:
       ``detail``, with that text in their detail, e.g. a CUDA error name); with
       ``bound="below"``, fewer than ``share`` do ("no trial gives a wrong result" is
       ``outcome="wrong_result", share=..., bound="below"``: the harness can only bound a share);
+    - ``slower`` / ``faster``: ``arm``'s time is above ``(1 + margin)`` times / below
+      ``1 / (1 + margin)`` times ``reference``'s; ``same``: the ratio lies within
+      ``[1 / (1 + margin), 1 + margin]``. Here ``margin`` is a fraction (0.05: 5 %), and the
+      time of a trial is the median of the per-launch times its driver measured (its final
+      record's ``observations.timing.values``, seconds); the ratio is that of the geometric
+      means of the trials' times (Welch's t-test on their logarithms, gpurepro.analyze.timing);
     - ``concentrated``: ``arm``'s failures fall in the case's ``stratum`` (a named part of each
       trial's exposure, ``Case.strata``) more often than the share of its exposure spent there
       predicts, i.e. the hazard is higher inside the stratum than outside it.

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case.load import find_repo_root
-from ..case.model import Case, TrialBudget
+from ..case.model import TIMED_KINDS, Case, TrialBudget
 from ..cluster import slurm
 from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
 from ..env import commits
@@ -329,7 +329,13 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
                          "--until-decided")
     if getattr(args, "fixed", False) and args.until_decided:
         raise UsageError("--fixed and --until-decided are two designs: give one")
-    if not decisive and not fixed and not args.until_decided and case.claims \
+    timed = [c.name for c in case.claims if c.kind in TIMED_KINDS]
+    if decisive and timed:
+        raise UsageError(f"--decisive allocates trials by failure rates; {case.name}'s claims "
+                         f"{', '.join(timed)} are on times: run it fixed-size (the default) or "
+                         f"--until-decided")
+    # A case with timed claims runs fixed-size by default: one look, at the end.
+    if not decisive and not fixed and not args.until_decided and case.claims and not timed \
             and getattr(args, "decisive_by_default", False):
         decisive = True
     if decisive:

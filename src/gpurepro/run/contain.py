@@ -192,14 +192,13 @@ class Containment:
         told every trial and orphan there is."""
         if self.watchdog is None or self.watchdog.alive():
             return
-        old = self.watchdog.pid
-        self.watchdog.restart()
-        self.say(f"gpurepro: the watchdog (pid {old}) is gone; started another (pid "
-                 f"{self.watchdog.pid})")
-        for t in self._trials.values():
-            self._tell(f"trial {t.pid} {t.start} {t.deadline:.3f}")
-        for pid, (start, _owners) in self._orphans.items():
-            self._tell(f"orphan {pid} {start}")
+        # Said before the new one starts: a harness killed the instant it appears has said it.
+        self.say(f"gpurepro: the watchdog (pid {self.watchdog.pid}) is gone; starting another")
+        # Told before it can be seen: a harness killed the instant the new one appears leaves
+        # it knowing every trial and orphan there is.
+        told = [f"trial {t.pid} {t.start} {t.deadline:.3f}" for t in self._trials.values()]
+        told += [f"orphan {pid} {start}" for pid, (start, _o) in self._orphans.items()]
+        self.watchdog.restart(told)
 
     def _read_watchdog(self) -> None:
         if self.watchdog is None:

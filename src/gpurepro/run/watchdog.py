@@ -45,7 +45,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,10 +116,26 @@ def _of_run(pid: int, tag: Tag, like: Escaped | None, root: Path = Path("/proc")
             return True
         if any(e.startswith(_TAGGED) for e in environ):
             return False  # another harness's process: never taken for an escapee of ours
-        return bool(like and like.cmdlines and p.start >= like.since
-                    and (entry / "cmdline").read_bytes() in like.cmdlines)
+        if not (like and like.cmdlines and p.start >= like.since):
+            return False
+        cmdline = (entry / "cmdline").read_bytes()
+        # An empty command line names no process: a process in the middle of an exec (a trial
+        # of another run starting, its environment unreadable for that instant too) and one
+        # exiting both read as empty.
+        return bool(cmdline) and cmdline in like.cmdlines
     except OSError:
         return False  # gone meanwhile, or not ours to read
+
+
+def escapee_cmdline(pid: int, root: Path = Path("/proc")) -> bytes | None:
+    """The command line an orphan named to the watchdog is known by; None where it has none to
+    read (gone, or exiting: a zombie's reads as empty, and an empty one would match any process
+    caught in the middle of an exec, another run's trials among them)."""
+    try:
+        cmdline = (root / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    return cmdline or None
 
 
 def processes_with(tag: Tag, proc: Path = Path("/proc"), like: Escaped | None = None) -> list[int]:
@@ -227,7 +243,9 @@ class Watchdog:
         self.proc: subprocess.Popen[bytes] | None = None
         self._said = b""
 
-    def start(self) -> Watchdog:
+    def start(self, told: Sequence[str] = ()) -> Watchdog:
+        """Start the watchdog; ``told``: lines it is to know before anyone can see it (a
+        replacement's trials and orphans), written before its program has even started."""
         env = {k: v for k, v in os.environ.items() if k != RUN_ID_VARIABLE}
         self.proc = subprocess.Popen(
             [sys.executable, "-I", str(Path(__file__).resolve()), self.tag],
@@ -236,7 +254,25 @@ class Watchdog:
         )
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
+        for line in told:
+            self.tell(line)
+        self._until_exec_done()
         return self
+
+    def _until_exec_done(self, limit_s: float = 10.0) -> None:
+        """Popen returns in the middle of the exec, while the new program's command line still
+        reads as empty; a resume finds earlier watchdogs by that command line
+        (``watchdogs_of``), so this one is not started until it shows."""
+        assert self.proc is not None
+        cmdline = Path(f"/proc/{self.proc.pid}/cmdline")
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if cmdline.read_bytes():
+                    return
+            except OSError:
+                return  # no /proc here: nothing to wait for
+            time.sleep(0.001)
 
     @property
     def pid(self) -> int | None:
@@ -245,8 +281,9 @@ class Watchdog:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def restart(self) -> None:
-        """A new watchdog for the same run (the old one died: it is reaped)."""
+    def restart(self, told: Sequence[str] = ()) -> None:
+        """A new watchdog for the same run (the old one died: it is reaped), told ``told``
+        first."""
         if self.proc is not None:
             self.proc.poll()
             for pipe in (self.proc.stdin, self.proc.stdout):
@@ -255,7 +292,7 @@ class Watchdog:
                         pipe.close()
                 except OSError:
                     pass
-        self.start()
+        self.start(told)
 
     def tell(self, line: str) -> None:
         """One line to the watchdog (a trial, an orphan, a trial ended); lost if it is gone (the
@@ -351,10 +388,8 @@ def main(argv: list[str]) -> int:
                         named[int(parts[1])] = int(parts[2])
                     elif parts[0] == "orphan" and len(parts) == 3:
                         named[int(parts[1])] = int(parts[2])
-                        try:
-                            escaped.add(Path(f"/proc/{int(parts[1])}/cmdline").read_bytes())
-                        except OSError:
-                            pass
+                        if (cmdline := escapee_cmdline(int(parts[1]))) is not None:
+                            escaped.add(cmdline)
                     elif parts[0] in ("ended", "gone") and len(parts) == 2:
                         trials.pop(int(parts[1]), None)
                         named.pop(int(parts[1]), None)
