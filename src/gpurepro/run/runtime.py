@@ -116,15 +116,62 @@ def site_for(record: Mapping[str, Any] | None, arm: str, root: Path) -> Path | N
     return None if entry is None else root / entry["site"]
 
 
+STAMP = ".site.json"
+
+
+def site_files(site: Path) -> dict[str, str]:
+    """Every file under ``site`` -> its sha256; its stamp and the bytecode caches that Python
+    writes there as trials import (``__pycache__``) left out."""
+    return {str(p.relative_to(site)): _sha256(p) for p in sorted(site.rglob("*"))
+            if (p.is_file() or p.is_symlink()) and p.name != STAMP
+            and "__pycache__" not in p.relative_to(site).parts}
+
+
+def site_problem(site: Path) -> str | None:
+    """What differs between an unpacked site and the files its stamp lists (a file changed,
+    missing or added after unpacking), or None when it holds exactly them."""
+    try:
+        listed = json.loads((site / STAMP).read_text()).get("files")
+    except (OSError, ValueError):
+        return "it has no readable stamp"
+    if not isinstance(listed, dict):
+        return "its stamp lists no files (unpacked by an older gpurepro)"
+    try:
+        found = site_files(site)
+    except OSError as exc:
+        return f"a file cannot be read ({exc.strerror or exc})"
+    for name in sorted(set(listed) | set(found)):
+        if listed.get(name) != found.get(name):
+            how = ("is missing" if name not in found else "was added" if name not in listed
+                   else "was changed")
+            return f"{name} {how} after unpacking"
+    return None
+
+
+def verify_site(site: Path) -> None:
+    """Before a trial imports from ``site``: every file as unpacked, or the trial is refused."""
+    from .rehash import ArtifactChanged
+
+    why = site_problem(site)
+    if why is not None:
+        raise ArtifactChanged(f"runtime site {site.name}: {why}; no trial runs with it. Resume "
+                              f"the run: it unpacks the site again from its checked wheels")
+
+
 def unpack(site: Path, wheels: Mapping[str, Mapping[str, Any]], root: Path) -> None:
-    """``wheels`` (file -> path, sha256) unpacked into ``site``, once: a stamp names them."""
+    """``wheels`` (file -> path, sha256) unpacked into ``site``, once: a stamp names them and
+    every file unpacked with its sha256; a site whose files are not those is unpacked again."""
     want = {f: w["sha256"] for f, w in sorted(wheels.items())}
-    stamp = site / ".site.json"
+    stamp = site / STAMP
     site.parent.mkdir(parents=True, exist_ok=True)
     with open(site.parent / f"{site.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.is_file() and json.loads(stamp.read_text()).get("wheels") == want:
-            return
+            why = site_problem(site)
+            if why is None:
+                return
+            print(f"gpurepro: runtime site {site.name}: {why}; unpacking it again from its "
+                  f"wheels", file=sys.stderr, flush=True)
         for w in wheels.values():
             path = root / w["path"]
             if not path.is_file():
@@ -137,7 +184,8 @@ def unpack(site: Path, wheels: Mapping[str, Mapping[str, Any]], root: Path) -> N
             staging.mkdir()
             for _, w in sorted(wheels.items()):
                 _unzip_wheel(root / w["path"], staging)
-            (staging / ".site.json").write_text(json.dumps({"wheels": want}, indent=1))
+            (staging / STAMP).write_text(json.dumps({"wheels": want,
+                                                     "files": site_files(staging)}, indent=1))
             if site.exists():
                 shutil.rmtree(site)
             staging.rename(site)
