@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -300,3 +301,79 @@ def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_mani
         assert not marker.exists()
     finally:
         planted.unlink()
+
+
+# ---------------------------------------------------------------- manifests that exit or loop
+
+
+BODIES = {"exits": "raise SystemExit(0)\n", "loops": "while True:\n    pass\n"}
+
+
+@pytest.fixture
+def bad_manifest():
+    """Make ``build/tests-integrity-*/fake_case/manifest.py`` with one of BODIES (a folder of
+    the fake case's name, so that validate would take it for the case's manifest)."""
+    made = []
+
+    def make(kind: str) -> Path:
+        folder = ROOT / "build" / f"tests-integrity-{kind}-{uuid.uuid4().hex[:8]}" / "fake_case"
+        folder.mkdir(parents=True)
+        (folder / "manifest.py").write_text(BODIES[kind])
+        made.append(folder.parent)
+        return folder / "manifest.py"
+
+    yield make
+    for folder in made:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _import_limit_env(fake_case) -> dict[str, str]:
+    """A manifest import limit derived from how long the fake case's manifest takes here."""
+    import time
+
+    from gpurepro.case.load import IMPORT_LIMIT_VARIABLE, load_case
+
+    t0 = time.perf_counter()
+    load_case(fake_case.path, ROOT)
+    took = time.perf_counter() - t0
+    return {IMPORT_LIMIT_VARIABLE: f"{max(1.0, 50 * took):.3f}"}
+
+
+@pytest.mark.parametrize("kind", ["exits", "loops"])
+@pytest.mark.parametrize("command", ["run", "record", "validate"])
+def test_a_manifest_that_exits_or_loops_at_import_fails_the_command_in_one_line(
+        bad_manifest, recorded, tmp_path, kind, command, fake_case):
+    from .test_tampering import rechain
+
+    manifest = bad_manifest(kind)
+    rel = str(manifest.relative_to(ROOT))
+    env = _import_limit_env(fake_case) if kind == "loops" else {}
+    # As programs: pytest-timeout holds this process's real-time timer, which the limit uses.
+    program = {"stdin": subprocess.DEVNULL}
+    doc, journal = recorded
+    if command == "run":
+        done = _cli("run", rel, "--out-dir", str(tmp_path / "out"), env=env)
+    elif command == "record":
+        done = _cli("record", str(journal), "--case", rel, "--out", str(tmp_path / "doc.json"),
+                    "--manifest-changed", env=env, **program)
+    else:
+        # The document's journal names the manifest (rechained, as a consistent edit would be).
+        lines = journal.read_text().splitlines()
+        header = json.loads(lines[0])
+        header["manifest"] = rel
+        lines[0] = _compact(header)
+        copy = manifest.parent.parent / "edited.journal.jsonl"
+        copy.write_text("\n".join(rechain(lines)) + "\n")
+        edited = json.loads(doc.read_text())
+        edited["journal"] = str(copy.relative_to(ROOT))
+        target = manifest.parent.parent / "edited.json"
+        target.write_text(json.dumps(edited, indent=1) + "\n")
+        done = _cli("validate", str(target), env=env, **program)
+    said = done.stdout + done.stderr if command == "validate" else done.stderr
+    assert done.returncode != 0, said
+    expected = "exits at import (SystemExit(0))" if kind == "exits" else "did not finish importing"
+    assert expected in said, said
+    assert "Traceback" not in said
+    if command != "validate":
+        assert len(_lines(done.stderr)) == 1, done.stderr
+    assert not (tmp_path / "doc.json").exists()

@@ -7,9 +7,14 @@ Standard library only: the run stage loads manifests on GPU nodes with no networ
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
+import os
 import re
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -291,6 +296,47 @@ def find_case(name_or_path: str | Path, root: Path | None = None) -> Path:
     )
 
 
+# How long a manifest's import may take (seconds): one that loops is stopped and named.
+IMPORT_LIMIT_VARIABLE = "GPUREPRO_MANIFEST_IMPORT_LIMIT_S"
+IMPORT_LIMIT_S = 30.0
+
+
+def import_limit_s() -> float:
+    try:
+        value = float(os.environ.get(IMPORT_LIMIT_VARIABLE, IMPORT_LIMIT_S))
+    except ValueError:
+        return IMPORT_LIMIT_S
+    return value if value > 0 and math.isfinite(value) else IMPORT_LIMIT_S
+
+
+class _ImportTimedOut(BaseException):
+    """Raised in a manifest's import at its time limit (a BaseException: a manifest's own
+    ``except Exception`` does not swallow it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """SIGALRM after ``seconds`` raises _ImportTimedOut in the import. Only where this is the
+    main thread and no one else uses the real-time timer (a signal handler runs only in the
+    main thread); elsewhere the import runs without a limit."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, signal.SIG_IGN)
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _ImportTimedOut()
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     """Import a manifest file, validate it and return its Case."""
     path = find_case(name_or_path, root).resolve()
@@ -298,10 +344,19 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     if spec is None or spec.loader is None:
         raise ManifestError(path, "file", "cannot be imported")
     module = importlib.util.module_from_spec(spec)
+    limit = import_limit_s()
     try:
-        spec.loader.exec_module(module)
+        with _time_limit(limit):
+            spec.loader.exec_module(module)
     except ManifestError:
         raise
+    except _ImportTimedOut:
+        raise ManifestError(path, "file", f"did not finish importing within {limit:g} s (a loop "
+                            f"at import?); a manifest is data, imported in well under a "
+                            f"second ({IMPORT_LIMIT_VARIABLE} sets the limit)") from None
+    except SystemExit as exc:  # sys.exit() at import would end the command, status 0 and silent
+        raise ManifestError(path, "file", f"exits at import (SystemExit({exc.code!r})); a "
+                            f"manifest defines CASE and returns") from None
     except Exception as exc:  # a manifest with a bug must name itself, not show our stack
         raise ManifestError(path, "file", f"fails to import: {type(exc).__name__}: {exc}") from exc
     case = getattr(module, "CASE", None)
