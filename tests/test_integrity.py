@@ -377,3 +377,83 @@ def test_a_manifest_that_exits_or_loops_at_import_fails_the_command_in_one_line(
     if command != "validate":
         assert len(_lines(done.stderr)) == 1, done.stderr
     assert not (tmp_path / "doc.json").exists()
+
+
+# ---------------------------------------------------------------- counters, clocks, timestamps
+
+HOSTILE = "tests/fixtures/hostile_case/manifest.py"
+BAD_COUNTERS = ("counter-negative", "counter-infinite", "counter-enormous", "counter-nan")
+BAD_CLOCKS = ("clock-negative", "clock-infinite")
+CRASH_CLOCK = "clock-crash"
+
+
+@pytest.fixture(scope="module")
+def hostile_counts(tmp_path_factory):
+    """One run of the hostile case's bad-counter and bad-clock arms, recorded: (exit, document)."""
+    from gpurepro.build.artifacts import build_case
+    from gpurepro.case.load import load_case
+
+    build_dir = ROOT / "build" / "tests"
+    build_case(load_case(ROOT / HOSTILE, ROOT), "host", ROOT, build_dir)
+    out = ROOT / "build" / f"tests-integrity-counts-{uuid.uuid4().hex[:8]}"
+    done = _cli("run", HOSTILE, "--arms", ",".join(("ok", *BAD_COUNTERS, *BAD_CLOCKS, CRASH_CLOCK)),
+                "--trials", "1", "--duration", "0.2", "--seed", "2", "--out-dir", str(out),
+                "--build-dir", str(build_dir))
+    docs = [p for p in (out / "hostile_case").glob("*.json") if not p.name.endswith(".pyperf.json")]
+    yield done, docs
+    shutil.rmtree(out, ignore_errors=True)
+
+
+def test_counters_outside_the_protocol_are_harness_errors_and_the_run_records(hostile_counts):
+    done, docs = hostile_counts
+    assert done.returncode == ERROR, done.stderr  # a harness error in the run: exit 1
+    assert len(docs) == 1, done.stderr  # recorded all the same
+    doc = json.loads(docs[0].read_text())
+    by_arm = {t["arm"]: t for t in doc["trials"]}
+    for arm in BAD_COUNTERS:
+        t = by_arm[arm]
+        assert t["outcome"] == "harness_error", t
+        assert "broke the event protocol" in t["detail"] and "'cycles'" in t["detail"], t
+        assert t["counters"] == {} and t["exposure"] == 0
+    assert by_arm["ok"]["outcome"] == "survived"
+    assert _cli("validate", str(docs[0])).returncode == 0
+
+
+def test_a_clock_that_cannot_be_one_is_not_believed(hostile_counts):
+    _, docs = hostile_counts
+    doc = json.loads(docs[0].read_text())
+    for t in doc["trials"]:
+        if t["arm"] in BAD_CLOCKS:
+            assert t["outcome"] == "survived", t
+            assert 0 <= t["duration_s"] < 60 and "duration_from" not in t, t
+    [crashed] = [t for t in doc["trials"] if t["arm"] == CRASH_CLOCK]
+    assert crashed["outcome"] == "crashed", crashed
+    assert crashed["crash"]["t"] is None and "snapshot_ns" not in crashed["crash"], crashed["crash"]
+
+
+@pytest.mark.parametrize("stamp", ["1970-01-01T00:00:00Z", "2099-06-01T00:00:00Z"])
+@pytest.mark.parametrize("where", ["header", "trial"])
+def test_a_journal_dated_1970_or_2099_is_refused_by_record(recorded, tmp_path, stamp, where):
+    from .test_tampering import rechain
+
+    _, journal = recorded
+    lines = journal.read_text().splitlines()
+    index = 0 if where == "header" else 2
+    obj = json.loads(lines[index])
+    obj["started_at"] = stamp
+    lines[index] = _compact(obj)
+    path = _copy_beside(journal, tmp_path, rechain(lines))
+    done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    assert done.returncode != 0 and len(_lines(done.stderr)) == 1, done.stderr
+    assert f"is {stamp}, outside 2020-01-01 to a day after this machine's clock" in done.stderr
+    assert not (tmp_path / "doc.json").exists()
+
+
+# ---------------------------------------------------------------- names, races, kills
+
+
+def test_a_case_named_for_a_built_in_session_is_refused(tmp_path):
+    done = _cli("new", "lint")
+    assert done.returncode == USAGE, done.stderr
+    assert "nox session" in done.stderr and len(_lines(done.stderr)) == 1
+    assert not (ROOT / "cases" / "lint").exists()

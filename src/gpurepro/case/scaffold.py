@@ -10,6 +10,7 @@ replaces the kernel, the loop and the arms with the bug's.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -23,6 +24,29 @@ TOKEN = "CASE_NAME"
 FILES = ("manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md")
 
 
+def reserved_names(root: Path) -> dict[str, str]:
+    """Names a case cannot take: the sessions the repository's noxfiles define themselves (read
+    from their source, not imported) and the Makefile's targets (``tile-unload-race`` is the
+    case ``tile_unload_race``), each -> what it is."""
+    names: dict[str, str] = {}
+    for noxfile in sorted(root.glob("noxfile*.py")):
+        try:
+            tree = ast.parse(noxfile.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and any(
+                    "session" in ast.unparse(d) for d in node.decorator_list):
+                names[node.name] = f"nox session ({noxfile.name})"
+    try:
+        makefile = (root / "Makefile").read_text(encoding="utf-8")
+    except OSError:
+        makefile = ""
+    for target in re.findall(r"^([a-z][a-z0-9-]*):", makefile, re.M):
+        names.setdefault(target.replace("-", "_"), "make target (Makefile)")
+    return names
+
+
 def create(name: str, root: Path) -> list[Path]:
     """Write cases/<name>/ (manifest, verdict, kernel, host driver, README); return the files."""
     if not NAME.match(name):
@@ -31,6 +55,10 @@ def create(name: str, root: Path) -> list[Path]:
     folder = root / "cases" / name
     if folder.exists():
         raise UsageError(f"{folder} exists; choose another name")
+    taken = reserved_names(root)
+    if name in taken:
+        raise UsageError(f"{name!r} is the name of the repository's own {taken[name]}: a case "
+                         f"names a nox session of its own; choose another name")
     folder.mkdir(parents=True)
     written = []
     for filename in FILES:

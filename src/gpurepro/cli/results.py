@@ -30,15 +30,22 @@ def record_report_index(case: Case, journals: list[Path], root: Path, out: Path 
     """The last steps of every run and of `record`: the result document, then its report,
     then the results index that lists it."""
     from ..record.result import record_journals
+    from ..run.atomic import folder_lock, remove_stale
 
-    recorded = record_journals(case, journals, root, out, force=force,
-                               manifest_changed=manifest_changed)
-    if recorded is None:
-        return None
-    out, doc = recorded
-    from ..report.markdown import write_report
+    # One record at a time into one folder: of two `record --force` to one name, the document
+    # and its report are both the last one's. What a killed record left there goes first.
+    folder = (out or journals[0]).parent
+    with folder_lock(folder):
+        for stale in remove_stale(folder):
+            say(f"note: removed {stale.name}, left by a record that was stopped while writing")
+        recorded = record_journals(case, journals, root, out, force=force,
+                                   manifest_changed=manifest_changed)
+        if recorded is None:
+            return None
+        out, doc = recorded
+        from ..report.markdown import write_report
 
-    written = write_report(doc, out)
+        written = write_report(doc, out)
     show(f"result: {out}")
     for kind, path in written.items():
         show(f"{kind}: {path}")

@@ -6,6 +6,7 @@ recording knows nothing of reports.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import sys
 from collections.abc import Mapping
@@ -88,6 +89,36 @@ def journal_notes(contents: Contents, where: str) -> list[str]:
     return notes
 
 
+# The rule for a journal's times: a run cannot have started before gpurepro existed (2020), nor
+# later than a day after the recording machine's clock (a day of slack for clocks that differ).
+EARLIEST = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+CLOCK_SLACK = datetime.timedelta(days=1)
+
+
+def refuse_implausible_times(header: Mapping[str, Any], trials: list[dict[str, Any]],
+                             where: str) -> None:
+    """A journal whose timestamps fall outside EARLIEST … now + CLOCK_SLACK (a node whose clock
+    was never set says 1970) is refused in one line naming the first one."""
+    latest = datetime.datetime.now(datetime.timezone.utc) + CLOCK_SLACK
+    stamps = [("the header's started_at", header.get("started_at"))]
+    stamps += [(f"resume {i + 1}'s at", r.get("at")) for i, r in enumerate(header.get("resumed") or [])]
+    stamps += [(f"trial {t.get('index')}'s started_at", t.get("started_at")) for t in trials]
+    stamps.append(("the end record's at", (header.get("ended") or {}).get("at")))
+    for what, stamp in stamps:
+        if stamp is None:
+            continue
+        try:
+            when = datetime.datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(
+                tzinfo=datetime.timezone.utc)
+        except ValueError:
+            raise JournalError(f"{where}: {what} {str(stamp)[:40]!r} is not a UTC timestamp "
+                               f"(YYYY-MM-DDTHH:MM:SSZ)") from None
+        if not EARLIEST <= when <= latest:
+            raise JournalError(f"{where}: {what} is {stamp}, outside {EARLIEST:%Y-%m-%d} to a day "
+                               f"after this machine's clock: the clock of the machine that ran it "
+                               f"was wrong, or the journal was edited; nothing was recorded")
+
+
 def record_journals(case: Case, journals: list[Path], root: Path, out: Path | None = None,
                     force: bool = False, manifest_changed: Mapping[str, Any] | None = None,
                     ) -> tuple[Path, dict[str, Any]] | None:
@@ -113,6 +144,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
         if contents.torn_bytes:
             _say(f"{journals[0]}: its last line is torn ({contents.torn_bytes} bytes, a write cut "
                  f"short); the document covers the {len(trials)} complete records")
+    refuse_implausible_times(header, trials, str(journals[0]))
     planned = len(header["plan"]["order"])
     if len(trials) < planned and not header.get("options", {}).get("stopping"):
         _say(f"note: the journal holds {len(trials)} of {planned} planned trials; the document "

@@ -4,17 +4,68 @@ over it (``write_atomic``, ``atomic_path``) or linked to it only if no file has 
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 
+# A temporary's name: hidden, the writer's pid, a random part, ".tmp" and (for a picture) the
+# target's suffix. A document's temporary does not end in ".json", so a writer killed before
+# its rename (SIGKILL) leaves nothing that reads as a document (the results index lists
+# *.json); ``remove_stale`` removes what such a writer left.
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp(\.[A-Za-z0-9]+)?$")
+
+
 def _temporary(path: Path) -> Path:
-    """A name beside ``path`` that no other writer uses, ending in ``path``'s own suffix (so a
-    writer that picks its format by the name, as matplotlib and pyperf do, picks the same)."""
-    return path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{path.suffix}")
+    """A name beside ``path`` that no other writer uses, ending in ``path``'s own suffix where
+    the writer picks its format by the name (matplotlib does); never in ``.json``."""
+    suffix = "" if path.suffix == ".json" else path.suffix
+    return path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}.tmp{suffix}")
+
+
+def remove_stale(folder: Path) -> list[Path]:
+    """Remove the temporaries in ``folder`` whose writer is no longer running; return them."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TEMPORARY.match(entry.name)
+        if not m or int(m.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue  # its writer may still be writing
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue  # alive, another user's
+        try:
+            entry.unlink()
+            removed.append(entry)
+        except OSError:
+            pass
+    return removed
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive flock on ``folder`` itself (no lock file is left in it), held for the
+    block: writers of several files there (a document, its Markdown, its pictures) one at a
+    time, so that the set is one writer's."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _sync(path: Path) -> None:

@@ -8,6 +8,7 @@ stdout, and the crash record found on its stderr.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -209,11 +210,45 @@ def signal_name(signo: int) -> str:
         return f"SIG{signo}"
 
 
+# The event protocol's rule for a counter (native/events.h counts in 64 bits): an integer from
+# 0 to 2^63 - 1. A value outside it (negative, not finite, not a whole number, larger) is the
+# driver breaking the protocol: the trial is a harness_error that names it, and the value is
+# left out of its counters, so the run stays recordable.
+COUNTER_MAX = 2**63 - 1
+
+
+def count(value: Any) -> int | None:
+    """``value`` as a counter under the protocol's rule, or None where it breaks it."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 0 <= value <= COUNTER_MAX else None
+
+
+def _counts(mapping: Mapping[Any, Any]) -> dict[str, int]:
+    return {str(k): n for k, v in mapping.items() if (n := count(v)) is not None}
+
+
+def broken_count(events: list[dict[str, Any]], crash: Mapping[str, Any] | None) -> str | None:
+    """The first counter (or error count) outside the protocol's rule, described."""
+    sources = [ev for ev in events] + ([crash] if crash else [])
+    for source in sources:
+        for field_name in ("counters", "errors"):
+            values = source.get(field_name)
+            if not isinstance(values, Mapping):
+                continue
+            for key, value in values.items():
+                if count(value) is None:
+                    return f"{field_name[:-1]} {str(key)[:40]!r} = {str(value)[:40]}"
+    return None
+
+
 def last_counters(events: list[dict[str, Any]]) -> dict[str, int]:
     counters: dict[str, int] = {}
     for ev in events:
         if isinstance(ev.get("counters"), Mapping):
-            counters = {k: int(v) for k, v in ev["counters"].items()}
+            counters = _counts(ev["counters"])
     return counters
 
 
@@ -221,7 +256,7 @@ def _errors(events: list[dict[str, Any]]) -> dict[str, int]:
     errors: dict[str, int] = {}
     for ev in events:
         if isinstance(ev.get("errors"), Mapping):
-            errors = {k: int(v) for k, v in ev["errors"].items()}
+            errors = _counts(ev["errors"])
     return errors
 
 
@@ -245,8 +280,12 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
     counters = last_counters(obs.events)
     if obs.crash and isinstance(obs.crash.get("counters"), Mapping) and obs.crash["counters"]:
         # The crash record holds the exact counters at the fault; heartbeats lag by up to 1 s.
-        counters = {k: int(v) for k, v in obs.crash["counters"].items()} or counters
+        counters = _counts(obs.crash["counters"]) or counters
     errors = _errors(obs.events)
+    broken = broken_count(obs.events, obs.crash)
+    if broken is not None:
+        return Classified("harness_error", f"the driver broke the event protocol: {broken} (a "
+                          f"count is an integer from 0 to 2^63-1; left out)", counters, errors)
     finals = [ev for ev in obs.events if ev.get("event") == "final"]
     final = finals[-1] if finals else None
     observations = dict(final.get("observations") or {}) if final else {}

@@ -8,6 +8,7 @@ the shuffled plan in order, so every arm is spread over every GPU.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import signal
@@ -22,7 +23,7 @@ from typing import Any
 from ..case.model import Case, TrialBudget, TrialContext
 from ..env import privacy
 from ..errors import HarnessError, Stopped
-from .classify import StdoutTail, classify, exit_description, short_module
+from .classify import COUNTER_MAX, StdoutTail, classify, exit_description, short_module
 from .journal import Journal
 from .plan import Plan, PlannedTrial
 from .progress import Progress
@@ -129,7 +130,7 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "pc_offset": pc["offset"],
         "pc_perms": pc["perms"],
         "frames": frames,
-        "t": crash.get("t"),
+        "t": _clock(crash.get("t")),
         # Every worker's published call (native/events.h, PhaseSlot), where the driver
         # publishes them: `threads` at the fault where the record says how long the snapshot
         # took (snapshot_ns; older handlers read them late), `threads_late` as read again after
@@ -145,7 +146,18 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _int_field(crash: Mapping[str, Any], key: str) -> dict[str, int]:
-    return {key: crash[key]} if isinstance(crash.get(key), int) else {}
+    """A count of nanoseconds the handler measured, kept where it can be one (0 … 2^63-1)."""
+    value = crash.get(key)
+    return ({key: value} if isinstance(value, int) and not isinstance(value, bool)
+            and 0 <= value <= COUNTER_MAX else {})
+
+
+def _clock(value: Any) -> int | float | None:
+    """The driver's clock at its crash (seconds since its start): None where it cannot be one
+    (negative, not finite, not a number), which no JSON document could carry or believe."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if math.isfinite(value) and 0 <= value <= COUNTER_MAX else None
 
 
 def _threads(threads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

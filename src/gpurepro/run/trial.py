@@ -11,6 +11,7 @@ is checked against its limit whatever the harness was doing meanwhile (``wall_cl
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -84,7 +85,9 @@ def _own_clock(events: list[dict[str, Any]], crash: dict[str, Any] | None) -> fl
     """The trial's own clock at its last word: the largest ``t`` of its events and its crash
     record (seconds since the driver started; native/events.cc, case/driver.py)."""
     seen = [e.get("t") for e in events] + [(crash or {}).get("t")]
-    times = [float(t) for t in seen if isinstance(t, int | float) and not isinstance(t, bool)]
+    # A clock that cannot be a time since the driver's start (negative, not finite) is not one.
+    times = [float(t) for t in seen if isinstance(t, int | float) and not isinstance(t, bool)
+             and math.isfinite(t) and t >= 0]
     return max(times) if times else None
 
 
