@@ -457,3 +457,60 @@ def test_a_case_named_for_a_built_in_session_is_refused(tmp_path):
     assert done.returncode == USAGE, done.stderr
     assert "nox session" in done.stderr and len(_lines(done.stderr)) == 1
     assert not (ROOT / "cases" / "lint").exists()
+
+
+def _journal_with_seed(build_dir: Path, tmp_path: Path, seed: int) -> Path:
+    path = tmp_path / f"seed{seed}.journal.jsonl"
+    done = _cli("run", FAKE, "--arms", "ok,crash", "--trials", "2", "--duration", "0.05",
+                "--seed", str(seed), "--journal", str(path), "--build-dir", str(build_dir),
+                "--no-record")
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_two_concurrent_forced_records_to_one_output_leave_one_writers_pair(fake_build, tmp_path):
+    import re
+    from concurrent.futures import ThreadPoolExecutor
+
+    build_dir, _ = fake_build
+    journals = [_journal_with_seed(build_dir, tmp_path, seed) for seed in (11, 12)]
+    out = tmp_path / "out" / "doc.json"
+    program = {"stdin": subprocess.DEVNULL}  # each its own process: what races is two writers
+    for _ in range(4):
+        with ThreadPoolExecutor(2) as pool:
+            runs = list(pool.map(lambda j: _cli("record", str(j), "--out", str(out), "--force",
+                                                **program), journals))
+        assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+        seed = json.loads(out.read_text())["plan"]["seed"]
+        shown = re.search(r"shuffled \(seed (\d+)\)", out.with_suffix(".md").read_text())
+        assert shown and int(shown.group(1)) == seed
+
+
+def test_a_record_killed_while_writing_leaves_nothing_the_index_lists_and_the_next_removes_it(
+        recorded, tmp_path):
+    import signal
+    import sys
+
+    from gpurepro.report.index import documents
+
+    _, journal = recorded
+    folder = tmp_path / "out"
+    folder.mkdir()
+    # A writer SIGKILLed inside an atomic write of a document: its temporary stays.
+    killed = subprocess.run(
+        [sys.executable, "-c",
+         "import os, signal, sys\n"
+         "from pathlib import Path\n"
+         "from gpurepro.run.atomic import atomic_path\n"
+         "with atomic_path(Path(sys.argv[1])) as tmp:\n"
+         "    tmp.write_text('{')\n"
+         "    os.kill(os.getpid(), signal.SIGKILL)\n", str(folder / "doc.json")],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert killed.returncode == -signal.SIGKILL
+    [left] = list(folder.iterdir())
+    assert left.name.startswith(".doc.") and not left.name.endswith(".json")
+    assert documents(folder) == []
+    done = _cli("record", str(journal), "--out", str(folder / "doc.json"))
+    assert done.returncode == 0, done.stderr
+    assert f"removed {left.name}" in done.stderr and not left.exists()
+    assert [p.name for p in documents(folder)] == ["doc.json"]
