@@ -72,6 +72,18 @@ def test_a_complete_journal_ends_with_its_trial_count_and_head_and_is_sealed(rec
     assert header["sealed"].split() == [str(end["trials"]), end["head"]]
 
 
+def test_a_scrubbed_journal_keeps_its_end_record_and_seal_consistent(recorded, tmp_path):
+    from gpurepro.record.scrub import scrub_file
+
+    _, journal = recorded
+    copy = tmp_path / "scrubbed.journal.jsonl"
+    shutil.copy(journal, copy)
+    assert scrub_file(copy, ROOT, redact=True)  # the hostname goes: lines change
+    contents = journal_mod.read(copy)  # chain, end record and seal all hold
+    assert "ended" in contents.header and len(contents.trials) == 6
+    assert contents.header["sealed"].split()[1] == contents.header["ended"]["head"]
+
+
 def _truncated(journal: Path, keep_trials: int) -> list[str]:
     """The journal with its last trial lines and its end record deleted (the header untouched)."""
     lines = journal.read_text().splitlines()

@@ -91,7 +91,7 @@ def journal_notes(contents: Contents, where: str) -> list[str]:
 
 # The rule for a journal's times: a run cannot have started before gpurepro existed (2020), nor
 # later than a day after the recording machine's clock (a day of slack for clocks that differ).
-EARLIEST = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+EARLIEST = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
 CLOCK_SLACK = datetime.timedelta(days=1)
 
 
@@ -99,7 +99,7 @@ def refuse_implausible_times(header: Mapping[str, Any], trials: list[dict[str, A
                              where: str) -> None:
     """A journal whose timestamps fall outside EARLIEST … now + CLOCK_SLACK (a node whose clock
     was never set says 1970) is refused in one line naming the first one."""
-    latest = datetime.datetime.now(datetime.timezone.utc) + CLOCK_SLACK
+    latest = datetime.datetime.now(datetime.UTC) + CLOCK_SLACK
     stamps = [("the header's started_at", header.get("started_at"))]
     stamps += [(f"resume {i + 1}'s at", r.get("at")) for i, r in enumerate(header.get("resumed") or [])]
     stamps += [(f"trial {t.get('index')}'s started_at", t.get("started_at")) for t in trials]
@@ -109,7 +109,7 @@ def refuse_implausible_times(header: Mapping[str, Any], trials: list[dict[str, A
             continue
         try:
             when = datetime.datetime.strptime(str(stamp), "%Y-%m-%dT%H:%M:%SZ").replace(
-                tzinfo=datetime.timezone.utc)
+                tzinfo=datetime.UTC)
         except ValueError:
             raise JournalError(f"{where}: {what} {str(stamp)[:40]!r} is not a UTC timestamp "
                                f"(YYYY-MM-DDTHH:MM:SSZ)") from None

@@ -70,7 +70,7 @@ def _scrub_journal(text: str, root: Path, redact: bool) -> str:
     hostname: str | None = None
     lines = []
     chain: str | None = None
-    end: tuple[Any, str] | None = None  # the last end record's (trials, chain head)
+    last_end: tuple[Any, str] | None = None  # the last end record's (trials, chain head)
     for line in text.splitlines(keepends=True):
         try:
             obj = json.loads(line)
@@ -87,7 +87,7 @@ def _scrub_journal(text: str, root: Path, redact: bool) -> str:
             scrubbed[journal.SEAL_KEY] = obj[journal.SEAL_KEY]
         if chain is not None and scrubbed.get("kind") == journal.END_KIND and "head" in obj:
             scrubbed = {**scrubbed, "trials": obj.get("trials"), "head": chain}
-            end = (obj.get("trials"), chain)
+            last_end = (obj.get("trials"), chain)
         if chain is not None and journal.CHAIN_KEY in scrubbed:
             scrubbed = {**scrubbed, journal.CHAIN_KEY: journal.chain_next(chain, scrubbed)}
             chain = scrubbed[journal.CHAIN_KEY]
@@ -99,11 +99,11 @@ def _scrub_journal(text: str, root: Path, redact: bool) -> str:
         if not chain and scrubbed.get("kind") == journal.HEADER_KIND and \
                 int(scrubbed.get("journal_format") or 0) >= journal.CHAIN_FORMAT:
             chain = journal.chain_start(lines[-1].encode())
-    if lines and end is not None:
+    if lines and last_end is not None:
         # The header's seal names the last end record's trials and chain head, as written now.
         first = lines[0].encode()
         at = journal.seal_offset(first)
         if at is not None and first[at:at + journal.SEAL_WIDTH] != journal.UNSEALED.encode():
-            seal = journal.seal_text(*end).encode()
+            seal = journal.seal_text(*last_end).encode()
             lines[0] = (first[:at] + seal + first[at + journal.SEAL_WIDTH:]).decode()
     return "".join(lines)

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
 # A temporary's name: hidden, the writer's pid, a random part, ".tmp" and (for a picture) the
 # target's suffix. A document's temporary does not end in ".json", so a writer killed before
 # its rename (SIGKILL) leaves nothing that reads as a document (the results index lists
@@ -29,7 +28,7 @@ def _temporary(path: Path) -> Path:
 
 def remove_stale(folder: Path) -> list[Path]:
     """Remove the temporaries in ``folder`` whose writer is no longer running; return them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(folder).iterdir())
     except OSError:

@@ -408,6 +408,7 @@ class Journal:
     def _seal(self, text: str) -> None:
         """Write the seal into the header's slot in place (the journal's descriptor appends:
         O_APPEND makes pwrite append on Linux, so through a second one)."""
+        assert self._seal_at is not None
         fd = os.open(self.path, os.O_WRONLY | os.O_CLOEXEC)
         try:
             if os.pwrite(fd, text.encode(), self._seal_at) != SEAL_WIDTH:
