@@ -220,13 +220,15 @@ def _stopped_after(path: Path, trials: int) -> None:
 
 
 @pytest.fixture
-def own_build(fake_build):
-    """A copy of the fake case's build inside the repository, for one test to damage."""
-    build_dir, _ = fake_build
-    copy = ROOT / "build" / f"tests-integrity-build-{uuid.uuid4().hex[:8]}"
-    shutil.copytree(build_dir / "fake_case", copy / "fake_case", symlinks=True)
-    yield copy
-    shutil.rmtree(copy, ignore_errors=True)
+def own_build(fake_case):
+    """A build of the fake case of its own inside the repository, for one test to damage (the
+    shared one, build/tests, serves every other test)."""
+    from gpurepro.build.artifacts import build_case
+
+    folder = ROOT / "build" / f"tests-integrity-build-{uuid.uuid4().hex[:8]}"
+    build_case(fake_case, "host", ROOT, folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_an_artifact_replaced_after_the_build_is_refused_when_a_trial_uses_it(own_build, tmp_path):
@@ -237,6 +239,7 @@ def test_an_artifact_replaced_after_the_build_is_refused_when_a_trial_uses_it(ow
     _stopped_after(journal, 2)
     [entry] = json.loads(journal.read_text().splitlines()[0])["artifacts"].values()
     driver = ROOT / entry["path"]
+    assert driver.is_relative_to(own_build), driver  # never the shared build
     # A program that claims a survival, in the built driver's place.
     driver.unlink()
     driver.write_text('#!/bin/sh\necho \'{"event":"final","status":"ok","counters":{"launches":9}}\'\n')
