@@ -1,10 +1,16 @@
-# Thin aliases for the nox sessions (see noxfile.py). nox itself is installed into .venv/
-# on first use when it is not on PATH, so a fresh machine needs only Python 3.11+ and g++.
+# Thin aliases for the nox sessions (see noxfile.py). nox itself is installed into .venv/ from its
+# lock (locks/nox.txt, from locks/nox.in) on first use when no nox on PATH is as new as the
+# noxfile's nox.needs_version, so a fresh machine needs only Python 3.11+ and g++.
 # Pass arguments to a case with ARGS, e.g. make tile-unload-race ARGS="--arch sm_120".
 
 PYTHON ?= python3
-NOX_VERSION := 2026.10.20
-NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
+# The oldest nox noxfile.py runs under (its nox.needs_version, ">=X"), and the nox to use: the
+# one on PATH where `sort -V` puts needs_version first (it is at least that), else the locked one.
+NOX_NEEDS := $(shell sed -n 's/^nox.needs_version = ">=\(.*\)"$$/\1/p' noxfile.py)
+NOX := $(shell found=$$(command -v nox 2>/dev/null); \
+	have=$$([ -n "$$found" ] && "$$found" --version 2>/dev/null | tail -n 1); \
+	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
+	then echo "$$found"; else echo .venv/bin/nox; fi)
 
 .PHONY: check test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
@@ -78,6 +84,8 @@ bench: $(NOX)
 list: $(NOX)
 	$(NOX) -l
 
-.venv/bin/nox:
+# Reinstalled when the lock changes: an older .venv/bin/nox is not kept past a new lock.
+.venv/bin/nox: locks/nox.txt
 	$(PYTHON) -m venv .venv
-	.venv/bin/python -m pip install -q --disable-pip-version-check "nox[uv]==$(NOX_VERSION)"
+	.venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r locks/nox.txt
+	touch $@
