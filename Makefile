@@ -12,9 +12,9 @@ NOX := $(shell found=$$(command -v nox 2>/dev/null); \
 	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
 	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: check docs test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
-# The two tiers (README, "Testing"). make test: the fast tier, every module's unit and contract
+# The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
 # (pytest -m "not slow"; no toolchain, no GPU).
 test: $(NOX)
@@ -33,8 +33,13 @@ test-slow: $(NOX)
 	GPUREPRO_TIERS_RAN_HERE=1 $(NOX) --no-error-on-missing-interpreters -s tests_py
 	$(MAKE) test-slurm-where-possible
 
-# Everything CI runs (.ci/run): lint, the locks, both tiers.
-check: lint lock-check test test-slow
+# Everything CI runs (.ci/run): lint, the locks, the documentation site, both tiers.
+check: lint lock-check docs test test-slow
+
+# The documentation site (docs/, mkdocs.yml) into build/site, warnings as errors; its results
+# pages are generated from results/.
+docs: $(NOX)
+	$(NOX) -s docs -- $(ARGS)
 
 # locks/: write them (after changing pins or pyproject.toml's dependencies), or check that they
 # are current (CI).

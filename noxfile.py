@@ -47,7 +47,7 @@ def _select_pyenv_pythons(versions: list[str]) -> None:
     of each wanted version beside the ones already selected (PYENV_VERSION), so nox and uv find
     it. nox started through pyenv's own shim already has PYENV_VERSION set (pyenv exec exports
     the version it chose), so that selection is extended, not taken as final. uv's own
-    downloads of Python come from GitHub, which CI does not reach (README, "Python versions");
+    downloads of Python come from GitHub, which CI does not reach (docs/running.md, "Python versions");
     without pyenv nothing changes, and nox says which interpreter is missing."""
     if not shutil.which("pyenv"):
         return
@@ -119,7 +119,7 @@ def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
 
 
 def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> None:
-    """Run `python -m gpurepro ...`; its exit status becomes nox's (see the README's table).
+    """Run `python -m gpurepro ...`; its exit status becomes nox's (docs/running.md, its table of exit statuses).
 
     nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
     reach a GPU (5) or whose GPU cannot run the case (4) must not read as success, nor as
@@ -378,6 +378,21 @@ def lint(session: nox.Session) -> None:
     _install_project(session, "lint")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
     session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
+
+
+SITE = ROOT / "build" / "site"
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The documentation site (make docs): MkDocs, warnings as errors, into build/site.
+
+    Its results section is generated from results/ at build time (docs/hooks/results.py,
+    gpurepro.report.site): every committed document rendered, each case's page linking its
+    runs. Arguments after -- go to `mkdocs build` (e.g. --site-dir DIR)."""
+    _install_project(session, "docs")
+    session.run("mkdocs", "build", "--strict", "--clean", *(session.posargs or
+                ["--site-dir", str(SITE)]))
 
 
 # One analysis environment (gpurepro[analysis]: scipy, matplotlib, jsonschema, rich, pyperf,

@@ -119,7 +119,7 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster (Slurm)", "run the trials as Slurm job arrays and merge "
-                             "them into one document (README: Running across a cluster)")
+                             "them into one document (docs/cluster.md)")
     g.add_argument("--slurm", action="store_true",
                    help="submit the trials to Slurm: one job array per --partition")
     g.add_argument("--partition", action="append", metavar="NAME[=TARGET]",
