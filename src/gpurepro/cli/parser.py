@@ -42,7 +42,7 @@ class Parser(argparse.ArgumentParser):
         say(f"gpurepro: usage error: {message} (see {self.see or self.prog} --help)")
         raise SystemExit(EXIT_USAGE)
 
-    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]  # one signature for the overloads argparse declares
         # argparse reports flags no parser took on the top level, whose --help lists none of
         # a command's flags: say it with the command's own hint instead.
         parsed, extras = self.parse_known_args(args, namespace)
