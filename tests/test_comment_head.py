@@ -53,6 +53,11 @@ def test_the_head_fits_one_screen_with_what_a_maintainer_acts_on(path):
     assert f"nox -s {session_for(doc['case']['name'])}" in head
 
 
+@pytest.mark.parametrize("path", _results(), ids=lambda p: p.stem.split("_")[0])
+def test_every_committed_head_fits_one_screen(path):
+    assert len(_comment(path)[2]) <= HEAD_LIMIT
+
+
 def test_the_tile_head_has_its_workaround_and_what_was_not_run():
     _, _, head = _comment(TILE)
     assert "- **Workaround:** `lock-unload-launch`: one mutex" in head

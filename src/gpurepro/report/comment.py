@@ -621,6 +621,8 @@ def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
     text = _head(doc, extra, url, QUOTE_CHARS)
     if len(text) > HEAD_LIMIT:  # a long rerun line: the quoted verdict gives the room
         text = _head(doc, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
+    if len(text) > HEAD_LIMIT:  # and, at the last, its place ("Verdict in full" is folded below)
+        text = _head(doc, extra, url, 0)
     return text
 
 
@@ -629,7 +631,7 @@ def _head(doc: Mapping[str, Any], extra: Sequence[str], url: str | None, quote: 
     sentences = verdict.get("sentences") or []
     title = f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}"
     out = [title + (" (partial run)" if partial(doc) else ""), ""]
-    if sentences:
+    if sentences and quote:
         out += [f"> {gist(sentences[0], quote)}", ""]
     bullets = [partial_head(doc), as_filed_bullet(doc), owner_head(doc), workaround_head(doc),
                signature_head(doc), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
