@@ -1,14 +1,20 @@
-# Thin aliases for the nox sessions (see noxfile.py). nox itself is installed into .venv/
-# on first use when it is not on PATH, so a fresh machine needs only Python 3.11+ and g++.
+# Thin aliases for the nox sessions (see noxfile.py). nox itself is installed into .venv/ from its
+# lock (locks/nox.txt, from locks/nox.in) on first use when no nox on PATH is as new as the
+# noxfile's nox.needs_version, so a fresh machine needs only Python 3.11+ and g++.
 # Pass arguments to a case with ARGS, e.g. make tile-unload-race ARGS="--arch sm_120".
 
 PYTHON ?= python3
-NOX_VERSION := 2026.10.20
-NOX := $(shell command -v nox 2>/dev/null || echo .venv/bin/nox)
+# The oldest nox noxfile.py runs under (its nox.needs_version, ">=X"), and the nox to use: the
+# one on PATH where `sort -V` puts needs_version first (it is at least that), else the locked one.
+NOX_NEEDS := $(shell sed -n 's/^nox.needs_version = ">=\(.*\)"$$/\1/p' noxfile.py)
+NOX := $(shell found=$$(command -v nox 2>/dev/null); \
+	have=$$([ -n "$$found" ] && "$$found" --version 2>/dev/null | tail -n 1); \
+	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
+	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: check docs test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
-# The two tiers (README, "Testing"). make test: the fast tier, every module's unit and contract
+# The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
 # (pytest -m "not slow"; no toolchain, no GPU).
 test: $(NOX)
@@ -27,8 +33,13 @@ test-slow: $(NOX)
 	GPUREPRO_TIERS_RAN_HERE=1 $(NOX) --no-error-on-missing-interpreters -s tests_py
 	$(MAKE) test-slurm-where-possible
 
-# Everything CI runs (.ci/run): lint, the locks, both tiers.
-check: lint lock-check test test-slow
+# Everything CI runs (.ci/run): lint, the locks, the documentation site, both tiers.
+check: lint lock-check docs test test-slow
+
+# The documentation site (docs/, mkdocs.yml) into build/site, warnings as errors; its results
+# pages are generated from results/.
+docs: $(NOX)
+	$(NOX) -s docs -- $(ARGS)
 
 # locks/: write them (after changing pins or pyproject.toml's dependencies), or check that they
 # are current (CI).
@@ -78,6 +89,8 @@ bench: $(NOX)
 list: $(NOX)
 	$(NOX) -l
 
-.venv/bin/nox:
+# Reinstalled when the lock changes: an older .venv/bin/nox is not kept past a new lock.
+.venv/bin/nox: locks/nox.txt
 	$(PYTHON) -m venv .venv
-	.venv/bin/python -m pip install -q --disable-pip-version-check "nox[uv]==$(NOX_VERSION)"
+	.venv/bin/python -m pip install -q --disable-pip-version-check --require-hashes -r locks/nox.txt
+	touch $@

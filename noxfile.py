@@ -19,6 +19,12 @@ from pathlib import Path
 
 import nox
 
+# The oldest nox this file runs under: `requires=` (the document sessions share one analysis
+# environment) came in 2025.02.09. nox reads this before running the file, so an older nox
+# stops with one line naming it instead of a TypeError from a decorator; the Makefile uses a nox
+# on PATH only when it is at least this, else the locked one (locks/nox.txt) in .venv/.
+nox.needs_version = ">=2025.2.9"
+
 # uv where it is installed (the Makefile installs nox[uv]): environments and the ~1 GB of
 # toolchain wheels install several times faster; virtualenv otherwise.
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -41,7 +47,7 @@ def _select_pyenv_pythons(versions: list[str]) -> None:
     of each wanted version beside the ones already selected (PYENV_VERSION), so nox and uv find
     it. nox started through pyenv's own shim already has PYENV_VERSION set (pyenv exec exports
     the version it chose), so that selection is extended, not taken as final. uv's own
-    downloads of Python come from GitHub, which CI does not reach (README, "Python versions");
+    downloads of Python come from GitHub, which CI does not reach (docs/running.md, "Python versions");
     without pyenv nothing changes, and nox says which interpreter is missing."""
     if not shutil.which("pyenv"):
         return
@@ -113,7 +119,7 @@ def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
 
 
 def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> None:
-    """Run `python -m gpurepro ...`; its exit status becomes nox's (see the README's table).
+    """Run `python -m gpurepro ...`; its exit status becomes nox's (docs/running.md, its table of exit statuses).
 
     nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
     reach a GPU (5) or whose GPU cannot run the case (4) must not read as success, nor as
@@ -286,9 +292,11 @@ def tile_matrix_assemble(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def bisect(session: nox.Session) -> None:
-    """A case over every release of one toolchain axis (Case.axes): the CPU stage with the
-    case's pins, the GPU stage where a GPU is, the document: nox -s bisect -- CASE --axis NAME
-    [--stage cpu|gpu|assemble] [--exhaustive] [--gpu-out DIR] (python -m gpurepro bisect --help)"""
+    """A case over every release of one toolchain axis (Case.axes), boundaries in one document.
+
+    The CPU stage with the case's pins, the GPU stage where a GPU is, the document:
+    nox -s bisect -- CASE --axis NAME [--stage cpu|gpu|assemble] [--exhaustive] [--gpu-out DIR]
+    (python -m gpurepro bisect --help)."""
     if not session.posargs or session.posargs[0].startswith("-"):
         session.error("usage: nox -s bisect -- CASE --axis NAME [options]")
     case, args = session.posargs[0], list(session.posargs)
@@ -324,8 +332,9 @@ def _toolchain_env() -> dict[str, str]:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The fast tier (make test; README "Testing"): pytest -m "not slow", no GPU and no
-    toolchain needed (GPU tests skip with the reason). Arguments after -- replace -q and the
+    """The fast tier (make test): pytest -m "not slow", no GPU and no toolchain needed.
+
+    GPU tests skip with the reason (docs: Testing). Arguments after -- replace -q and the
     workers (a -m of their own replaces the tier)."""
     _install_project(session, "test")
     session.run("pytest", "-m", "not slow", f"--junitxml={REPORTS / 'fast.xml'}",
@@ -335,9 +344,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests_slow(session: nox.Session) -> None:
-    """The slow tier's pytest (pytest -m slow; make test-slow runs the `toolchain` sessions
-    first, whose environments its build tests use, and tests_py and the cluster tests after):
-    fault injection at volume, every committed document re-rendered and its rerun steps executed
+    """The slow tier's pytest (pytest -m slow), as make test-slow runs it.
+
+    make test-slow runs the `toolchain` sessions first, whose environments its build tests
+    use, and tests_py and the cluster tests after: fault injection at volume, every committed document re-rendered and its rerun steps executed
     as the issue comment prints them, the builds with real nvcc/tileiras, every case's default
     plan, packaging, a fresh clone's main job."""
     _install_project(session, "test")
@@ -368,6 +378,21 @@ def lint(session: nox.Session) -> None:
     _install_project(session, "lint")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
     session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
+
+
+SITE = ROOT / "build" / "site"
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The documentation site (make docs): MkDocs, warnings as errors, into build/site.
+
+    Its results section is generated from results/ at build time (docs/hooks/results.py,
+    gpurepro.report.site): every committed document rendered, each case's page linking its
+    runs. Arguments after -- go to `mkdocs build` (e.g. --site-dir DIR)."""
+    _install_project(session, "docs")
+    session.run("mkdocs", "build", "--strict", "--clean", *(session.posargs or
+                ["--site-dir", str(SITE)]))
 
 
 # One analysis environment (gpurepro[analysis]: scipy, matplotlib, jsonschema, rich, pyperf,
@@ -470,8 +495,9 @@ TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_
 
 @nox.session(python=PYTHONS)
 def tests_py(session: nox.Session) -> None:
-    """The run stage and the record step on each supported Python, both tiers of their files
-    (make test-slow runs them)."""
+    """The run stage and the record step on one supported Python, both tiers of their files.
+
+    make test-slow runs them on every Python of pyproject.toml's classifiers."""
     # make test-slow sets this: on the interpreter nox runs under, `tests` (make test) and
     # `tests_slow` have run every test of these files already, so a third run repeats them.
     tiers_python = ".".join(map(str, sys.version_info[:2]))

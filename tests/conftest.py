@@ -13,7 +13,7 @@ FAKE_CASE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
 NATIVE_PROGRAMS = ROOT / "tests" / "fixtures" / "native_programs" / "manifest.py"
 
 
-# The slow tier (make check; README "Testing") is `pytest -m slow`: the tests marked slow, and
+# The slow tier (make check; docs/testing.md) is `pytest -m slow`: the tests marked slow, and
 # every test of a marker that always means minutes or a machine of its own: the builds with real
 # nvcc/tileiras (toolchain) and the cluster runs (slurm). make test is `-m "not slow"`.
 SLOW_MARKERS = ("toolchain", "slurm")

@@ -53,6 +53,24 @@ def test_internal_commands_are_not_listed():
     assert _cli("prepare", "--help").returncode == 0  # still there for nox
 
 
+@pytest.mark.parametrize("argv", [
+    ["prepare", "tile_unload_race", "--bogus", "--prepare-out", "x.json"],  # nox -s <case> -- --bogus
+    ["prepare", "tile_unload_race", "--trials", "0", "--prepare-out", "x.json"],
+    ["slurm-task"],
+    ["case", "tile_unload_race", "--bogus"],
+])
+def test_a_usage_hint_never_points_at_a_hidden_command(argv, tmp_path):
+    top = parser()
+    hidden = set(top.commands) - {a.dest for a in top._subparsers._group_actions[0]._choices_actions}
+    assert hidden == {"prepare", "slurm-task"}
+    done = _cli(*argv, cwd=ROOT)
+    assert done.returncode == 2, done.stderr
+    hint = done.stderr.strip().splitlines()[-1]
+    assert hint.startswith("gpurepro: usage error: ") and hint.endswith(" --help)"), hint
+    named = hint.rsplit("(see python -m gpurepro ", 1)[1].split()[0]
+    assert named in top.commands and named not in hidden, hint
+
+
 def test_usage_lines_name_the_program_as_it_was_run():
     assert prog_name("/venv/bin/gpurepro") == "gpurepro"
     assert prog_name(str(ROOT / "src" / "gpurepro" / "__main__.py")) == "python -m gpurepro"

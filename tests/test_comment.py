@@ -64,21 +64,24 @@ def test_tile_comment_has_what_a_maintainer_needs():
     doc = json.loads(UNTIL.read_text())
     body = issue_body(doc, UNTIL)
     head = body.split("<details>")[0]
-    assert head.startswith("## gpurepro: `tile_unload_race` — reproduced")
-    assert doc["verdict"]["owner"] in head
-    for claim in doc["verdict"]["owner_because"]:
-        assert f"`{claim}` (supported" in head
-    assert "NVIDIA H200 × 1, compute capability 9.0; driver 580.159.04" in head
-    assert " cuda-tile==1.5.0 " in head and " nvidia-cuda-tileiras==13.3.36" in head
-    assert "| `baseline` | 9 / 10 | 73.2 [33.5, 139]" in head
+    assert head.startswith("## gpurepro: `tile_unload_race` — reproduced\n")
+    assert doc["verdict"]["owner"].split(":")[0] in head
+    assert f"(rests on {len(doc['verdict']['owner_because'])} decided claims, below)" in head
     assert doc["crash_sites"][0]["signature"] in head
     # The upstream report is the issue this comment goes to: no link back to itself.
-    assert "https://github.com/NVIDIA/cuda-tile/issues/23" not in head
-    assert ("ARGS=(--arch sm_90 --arms " in head
+    assert "https://github.com/NVIDIA/cuda-tile/issues/23" not in body
+    # The shortest rerun in the head, the full steps in a fold.
+    assert ("nox -s tile_unload_race -- --arch sm_90 --arms " in head
             and "--seed 3 --duration 5 --timeout 90 --jobs 1 --until-decided "
-                "--max-trials 10 --look-every 5 --alpha 0.05 --redact)" in head)
-    assert 'nox -s tile_unload_race -- "${ARGS[@]}"' in head
-    assert f"`{UNTIL.name}`" in head and f"`{UNTIL.with_suffix('.png').name}`" in head
+                "--max-trials 10 --look-every 5 --alpha 0.05 --redact\n" in head)
+    folds = body[len(head):]
+    for claim in doc["verdict"]["owner_because"]:
+        assert f"`{claim}` (supported" in folds
+    assert "NVIDIA H200 × 1, compute capability 9.0; driver 580.159.04" in folds
+    assert " cuda-tile==1.5.0 " in folds and " nvidia-cuda-tileiras==13.3.36" in folds
+    assert "| `baseline` | 9 / 10 | 73.2 [33.5, 139]" in folds
+    assert 'nox -s tile_unload_race -- "${ARGS[@]}"' in folds
+    assert f"`{UNTIL.name}`" in folds and f"`{UNTIL.with_suffix('.png').name}`" in folds
     # The rest is folded away.
     decided = sum(1 for c in doc["claims"] if c["decision"] != "not_decided")
     for summary in (f"Claims ({decided} of {len(doc['claims'])} claims decided)",
@@ -189,26 +192,31 @@ def _visible(body: str) -> str:
 
 
 def test_the_visible_part_holds_what_a_maintainer_acts_on():
-    """Before any fold: verdict, owner, the workaround a decided claim supports, the
-    hypotheses, what was not run (the reporter's GPU, target and driver), what is undecided."""
+    """Before any fold: verdict, as filed, owner, the workaround a decided claim supports,
+    the crash, what was not run (the reporter's GPU, target and driver, what is undecided);
+    in the first folds the same in full, the hypotheses and the arms."""
     doc = json.loads(NEWEST.read_text())
-    head = _visible(issue_body(doc, NEWEST, url=""))
+    full = issue_body(doc, NEWEST, url="")
+    head = _visible(full)
     assert head.startswith("## gpurepro: `tile_unload_race` — reproduced")
     assert "> On NVIDIA H200 (compute capability 9.0), baseline" in head
+    # This run had no as-filed arm: the head says so rather than yes or no.
+    assert "- **Reproduced as filed:** the case has no arm of the reporter's program" in head
     assert "- **Owner:** none named" in head and "needs control-cuda decided" in head
     assert ("- **Workaround:** `lock-unload-launch`: one mutex around cuModuleUnload and around "
             "cuModuleGetFunction + cuLaunchKernel" in head)
     assert "(claim `lock-unload-launch` supported, p < 1e-12)" in head
-    assert "the racing pair is cuModuleUnload in one thread against cuModuleGetFunction" in head
-    assert ("- **Not run:** on what the report was filed from, NVIDIA GeForce RTX 5090 (sm_120), "
-            "driver 595.84" in head and "this run had NVIDIA H200 (sm_90), driver 580.159.04" in head)
-    assert "--arch sm_120` builds the as-filed artifacts" in head
-    assert "- **Not decided:** `lock-launch`" in head
+    assert ("- **Not run:** the reporter's NVIDIA GeForce RTX 5090 (sm_120), driver 595.84"
+            in head and "`nox -s tile_unload_race -- --arch sm_120` builds the as-filed" in head)
+    assert "claim(s) left undecided (below)" in head
+    folds = full[len(head):]
+    assert "the racing pair is cuModuleUnload in one thread against cuModuleGetFunction" in folds
+    assert "this run had NVIDIA H200 (sm_90), driver 580.159.04" in folds
+    assert "- **Not decided:** `lock-launch`" in folds
     # The unit by what it counts; numbers plainly; no device identity or other noise.
-    assert "failures per 10^6 load/launch/unload iterations (95% CI)" in head
-    assert '"cycles" counts load/launch/unload iterations' in head
-    assert "261,000 cycles in all" in head and "e+0" not in head
-    full = issue_body(doc, NEWEST, url="")
+    assert "failures per 10^6 load/launch/unload iterations (95% CI)" in folds
+    assert '"cycles" counts load/launch/unload iterations' in folds
+    assert "261,000 cycles in all" in head and "e+0" not in full
     for noise in (doc["environment"]["gpu"]["gpus"][0]["uuid"],
                   doc["environment"]["gpu"]["gpus"][0]["pci_bus_id"], "NCCL_VERSION",
                   "Upstream report"):
@@ -244,7 +252,9 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
 
     doc = json.loads(NEWEST.read_text())
     body = issue_body(doc, NEWEST, url=url or "")
-    section = body[body.index("### Rerun it"):body.index("**Attachments:**")]
+    # The full steps, in their fold; the head's shortest rerun is the same nox command.
+    section = body[body.index("<summary>Rerun it"):]
+    section = section[:section.index("</details>")]
     nox_block, plain_block = _shell_blocks(section)
     log = tmp_path / "calls"
     stubs = "".join(f'{name}() {{ printf "{name}" >> {log}; printf " %s" "$@" >> {log}; echo >> {log}; }}\n'

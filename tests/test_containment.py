@@ -2,7 +2,7 @@
 tries and whatever happens to the harness: trials that detach (double fork, setsid, an empty
 environment), that keep forking and exiting, a watchdog killed and then its harness, a harness
 stopped past its trials' limits, a trial that floods its output. The hostile case
-(tests/fixtures/hostile.py) does each; the README's fault table quotes these counts."""
+(tests/fixtures/hostile.py) does each; the fault table (docs/faults.md) quotes these counts."""
 
 from __future__ import annotations
 

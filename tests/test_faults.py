@@ -1,7 +1,7 @@
 """Fault injection from the outside: stops at random moments, damaged and foreign journals,
 concurrent resumes, read-only and full output folders. The fake case's driver crashes, hangs
 (forking a child into its group) and survives, so every kind of trial is in flight when the
-fault comes. The README's fault table quotes the counts this file asserts.
+fault comes. The fault table (docs/faults.md) quotes the counts this file asserts.
 """
 
 from __future__ import annotations

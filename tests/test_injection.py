@@ -79,7 +79,13 @@ def assert_inert(text: str, allowed_links: set[str] = frozenset(),
 
 
 def _rerun_blocks(text: str) -> list[list[str]]:
-    return [t.content.splitlines() for t in _tokens(text) if t.type == "fence" and t.info == "sh"]
+    """The shell blocks of the "Rerun it" fold (the nox block, the one without nox); the head's
+    shortest rerun, the first block, is the harness's lines as well (checked here)."""
+    blocks = [t.content.splitlines() for t in _tokens(text) if t.type == "fence" and t.info == "sh"]
+    *checkout, nox = blocks[0]
+    assert all(line.startswith(("git clone ", "cd gpurepro", "git checkout ")) for line in checkout)
+    assert nox.startswith("nox -s ") and "\n" not in nox
+    return blocks[1:]
 
 
 def assert_own_rerun_lines(block: list[str], case: str) -> None:
@@ -256,7 +262,7 @@ def test_a_wrong_result_whose_check_carries_markup_is_inert_in_the_comment_and_t
         t["check"]["kind"] = INJECTED  # outside the schema's enum: the report still escapes it
     url = doc["case"]["report_url"]
     body = issue_body(doc, WRONG)
-    assert "### Wrong results" in body
+    assert "- **Wrong results:** " in body.split("<details>")[0]
     assert_inert(body, {url})
     report = markdown(doc, "x.png", "x.forest.png")
     assert "### Wrong results" in report

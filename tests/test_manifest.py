@@ -65,3 +65,21 @@ def test_real_cases_load():
     for name in ("tile_unload_race",):
         case = load_case(name, ROOT)
         assert case.baseline in case.resolved_arms()
+
+
+def test_a_case_with_a_check_counts_wrong_results_as_failures():
+    import dataclasses
+    from pathlib import Path
+
+    import pytest
+
+    from gpurepro.case.load import ManifestError, load_case, validate
+    from gpurepro.case.model import OutputCheck
+
+    root = Path(__file__).resolve().parents[1]
+    fake = load_case(root / "tests" / "fixtures" / "fake_case" / "manifest.py", root)
+    checked = dataclasses.replace(fake, check=OutputCheck("exact"),
+                                  failure_outcomes=("crashed", "wrong_result"))
+    validate(checked, "manifest.py")
+    with pytest.raises(ManifestError, match="add 'wrong_result' to failure_outcomes"):
+        validate(dataclasses.replace(checked, failure_outcomes=("crashed",)), "manifest.py")

@@ -1,7 +1,7 @@
 """Faults from outside the run, round two: journals and documents edited after the fact, a
 journal that names a manifest it should not, two writers of one name, a killed `report`, a
 full disk under a build, a file system without flock. Each is refused with one line naming
-what is wrong, or leaves only whole files. The README's fault table quotes these counts."""
+what is wrong, or leaves only whole files. The fault table (docs/faults.md) quotes these counts."""
 
 from __future__ import annotations
 

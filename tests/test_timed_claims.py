@@ -107,3 +107,4 @@ def test_a_case_with_timed_claims_runs_fixed_size_and_refuses_decisive():
     args.decisive = True
     with pytest.raises(UsageError, match="on times"):
         sequential_design(Timed, args)
+

@@ -203,7 +203,10 @@ def test_the_report_the_forest_plot_compare_and_the_issue_body(checked_run, tmp_
     assert by_arm["outside"]["estimate"] == 1.0 and by_arm["right"]["zero"]
     assert fig.axes[0].get_xscale() == "linear"
     body = issue_body(doc, tmp_path / "r.json")
-    assert "### Wrong results" in body and "### Crash signature" not in body
+    # The wrong answers in the head, in the place of a crash signature; no survival plot.
+    head = body.split("<details>")[0]
+    assert "- **Wrong results:** " in head and "Crash signature" not in body
+    assert "Kaplan–Meier" not in body
     assert "share of failing trials (95% CI)" in body
     result = cmp.compare([doc, doc], ["a.json", "b.json"])
     assert "odds ratio of failing trials (Fisher exact; a trial is the unit)" in json.dumps(result)

@@ -1,6 +1,6 @@
 """Every error a user can cause or meet, and the exit status each ends with.
 
-The command line (gpurepro.cli) turns each into one line and its documented status (README:
+The command line (gpurepro.cli) turns each into one line and its documented status (docs/running.md:
 "Exit statuses"); nothing here imports outside the standard library, so a GPU node with no
 analysis packages can name every one of them, RecordError included.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-# Exit statuses of `python -m gpurepro` (and the nox sessions), documented in the README. 3 is
+# Exit statuses of `python -m gpurepro` (and the nox sessions), documented in docs/running.md. 3 is
 # nox's own "no such session", so "no driver" is 5.
 EXIT_OK = 0
 EXIT_ERROR = 1  # bad manifest, failed build, harness error

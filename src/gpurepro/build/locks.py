@@ -5,8 +5,9 @@
 - ``locks/toolchain/<case>-<target>.txt``: a case's toolchain for one build target, compiled
   from ``<case>-<target>.in``, which holds the manifest's pins for that target (written here,
   from the manifest, so a change of pins shows as a changed input);
-- ``locks/analysis.txt``, ``locks/test.txt``, ``locks/lint.txt``: the package's extras,
-  compiled from ``pyproject.toml``, for every Python the package supports.
+- ``locks/analysis.txt``, ``locks/test.txt``, ``locks/lint.txt``, ``locks/docs.txt``: the
+  package's extras, compiled from ``pyproject.toml``, for every Python the package supports;
+- ``locks/nox.txt``: nox itself, for the Makefile, compiled from ``locks/nox.in``.
 
 ``nox -s lock`` writes them with ``uv pip compile --generate-hashes``; ``nox -s lock -- --check``
 (CI, through ``make test``) compiles them again against the committed locks, which uv keeps as
@@ -27,7 +28,11 @@ LOCKS = "locks"
 TOOLCHAIN = "toolchain"
 # The environments that install the package's extras, each its own lock: name -> the extras
 # it holds (lint type-checks the analysis code, so it holds both).
-EXTRAS = {"analysis": ("analysis",), "test": ("test",), "lint": ("analysis", "lint")}
+EXTRAS = {"analysis": ("analysis",), "test": ("test",), "lint": ("analysis", "lint"),
+          "docs": ("docs",)}
+# Tools installed from an input of their own, not from the package: nox, which the Makefile
+# installs into .venv/ (locks/nox.in names its release, locks/nox.txt is that release locked).
+TOOLS = ("nox",)
 # The oldest Python the package supports: the locks resolve from it up, for every platform
 # (uv's --universal), so one lock serves 3.11 and 3.12 alike.
 PYTHON = "3.11"
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [compile_argv(source, f"{LOCKS}/{name}.txt") for name, source in write_inputs(root).items()]
     jobs += [compile_argv("pyproject.toml", f"{LOCKS}/{name}.txt", extras)
              for name, extras in EXTRAS.items()]
+    jobs += [compile_argv(f"{LOCKS}/{tool}.in", f"{LOCKS}/{tool}.txt") for tool in TOOLS
+             if (root / LOCKS / f"{tool}.in").is_file()]
     Path(args[2]).write_text(json.dumps(jobs, indent=1) + "\n")
     return 0
 

@@ -106,6 +106,13 @@ def validate(case: Case, path: Path | str) -> None:
     for i, outcome in enumerate(case.failure_outcomes):
         if outcome not in OUTCOMES:
             raise ManifestError(path, f"failure_outcomes[{i}]", f"unknown outcome {outcome!r}")
+    if case.check is not None and "wrong_result" not in case.failure_outcomes:
+        # Otherwise its claims, plots and the bisection's pass/fail class count every wrong
+        # answer its check finds as a pass.
+        raise ManifestError(path, "failure_outcomes",
+                            f"the case declares a check ({case.check.kind}), so a wrong_result "
+                            f"is one of its failures: add 'wrong_result' to failure_outcomes "
+                            f"(now {', '.join(case.failure_outcomes)})")
     _check_defaults(case.defaults, path)
     _check_output_check(case, path)
     if case.axes:

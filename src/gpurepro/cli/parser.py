@@ -31,11 +31,25 @@ stopped by SIGINT/SIGTERM/SIGHUP (the journal keeps every finished trial: contin
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (and exit 2), not the whole usage block."""
+    """argparse, but a usage error is one line (and exit 2), not the whole usage block, and its
+    hint names a help a person can read: a hidden command's (`prepare`, `slurm-task`) names the
+    public command it serves (``see``), and a flag no command knows names the command given."""
+
+    see: str | None = None  # the command whose --help the hint names, where not this one
+    commands: dict[str, argparse.ArgumentParser] | None = None  # the top level's subcommands
 
     def error(self, message: str) -> NoReturn:
-        say(f"gpurepro: usage error: {message} (see {self.prog} --help)")
+        say(f"gpurepro: usage error: {message} (see {self.see or self.prog} --help)")
         raise SystemExit(EXIT_USAGE)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]  # one signature for the overloads argparse declares
+        # argparse reports flags no parser took on the top level, whose --help lists none of
+        # a command's flags: say it with the command's own hint instead.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = (self.commands or {}).get(getattr(parsed, "command", None) or "")
+            (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -108,7 +122,7 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
 
 def _cluster_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster (Slurm)", "run the trials as Slurm job arrays and merge "
-                             "them into one document (README: Running across a cluster)")
+                             "them into one document (docs/cluster.md)")
     g.add_argument("--slurm", action="store_true",
                    help="submit the trials to Slurm: one job array per --partition")
     g.add_argument("--partition", action="append", metavar="NAME[=TARGET]",
@@ -138,6 +152,11 @@ def prog_name(argv0: str) -> str:
     return "gpurepro" if Path(argv0).name == "gpurepro" else "python -m gpurepro"
 
 
+def _sibling(p: argparse.ArgumentParser, command: str) -> str:
+    """The prog of another command beside ``p`` ("python -m gpurepro prepare" -> "... case")."""
+    return f"{p.prog.rsplit(' ', 1)[0]} {command}"
+
+
 def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     ap = Parser(
         prog=prog,
@@ -149,6 +168,7 @@ def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     for commands in (_run_commands, _build_commands, _record_commands, _case_commands,
                      _reading_commands):
         commands(sub)
+    ap.commands = dict(sub.choices)
     return ap
 
 
@@ -173,12 +193,15 @@ def _run_commands(sub: Any) -> None:
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
     p.set_defaults(fn=run.cmd_prepare, decisive_by_default=True)
+    # nox passes a case's flags through prepare first: a bad one is a `case` flag to the user.
+    p.see = _sibling(p, "case")
 
     p = sub.add_parser("slurm-task", description="one array task of a cluster run (Slurm runs "
                        "it; not for people)")
     p.add_argument("spec", help="the round's task list, written by the submitting side")
     p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
     p.set_defaults(fn=run.cmd_slurm_task)
+    p.see = _sibling(p, "run")  # it runs one array task of `run --slurm`
 
 
 def _build_commands(sub: Any) -> None:

@@ -113,7 +113,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     doc = _read_document(path)
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise UsageError(f"{path} is a benchmark document; `report` renders case results "
-                         f"(benchmarks are summarised in the README)")
+                         f"(benchmarks are summarised in docs/benchmarks.md)")
     if str(doc.get("schema", "")).startswith("gpurepro/matrix"):
         raise UsageError(f"{path} is a toolchain matrix document; `python -m gpurepro matrix "
                          f"table {path}` renders it")

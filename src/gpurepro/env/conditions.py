@@ -6,8 +6,10 @@ ECC and its clocks, and under a hypervisor or in a container. Each is recorded a
 where this machine does not say; nothing here fails a run. The CPU facts are read the way
 pyperf's metadata collector reads them (``pyperf/_collect_metadata.py``: the affinity mask, the
 cgroup CPU quota, ``cpufreq/scaling_governor``, ``isolated``, ``nohz_full``); each reader
-catches only the error it expects (``OSError`` around a file that may be absent). Standard
-library only, like the rest of the fingerprint: the run stage takes it on the GPU node.
+catches only the error it expects (``OSError`` around a file that may be absent). The GPU's
+modes are read through NVML (pynvml, as the fingerprint's GPU list is) where it is installed,
+with nvidia-smi's text as the fallback: the run stage takes this module on a GPU node that may
+have the standard library only.
 
 Nothing private is recorded (no container id, cgroup path, serial number or hostname); under
 ``--redact`` the DMI product name, which can name a specific rented machine type, is dropped too.
@@ -198,7 +200,7 @@ def _smi_value(text: str) -> Any:
         return text
 
 
-def gpu_conditions(run: Any) -> list[dict[str, Any]] | None:
+def smi_conditions(run: Any) -> list[dict[str, Any]] | None:
     """Per GPU (by index), its persistence, compute and MIG modes, ECC, application and maximum
     clocks and power limit, from nvidia-smi (``run``: the fingerprint's command runner, None
     when the command is missing or fails); None where nvidia-smi says nothing."""
@@ -213,6 +215,75 @@ def gpu_conditions(run: Any) -> list[dict[str, Any]] | None:
             continue
         out.append({name: _smi_value(v) for name, v in zip(SMI_FIELDS.values(), values, strict=True)})
     return out or None
+
+
+# NVML's enumerations in the words nvidia-smi prints for them, so a record reads the same
+# whichever of the two read it (nvml.h: nvmlComputeMode_t, nvmlEnableState_t).
+NVML_COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+NVML_STATES = {0: "Disabled", 1: "Enabled"}
+NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM, NVML_CLOCK_MEM = 0, 1, 2
+
+
+def _pynvml() -> Any:
+    """pynvml (nvidia-ml-py, of gpurepro[analysis]) where it is installed; the run stage on a
+    GPU node may have the standard library only."""
+    try:
+        import pynvml  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return pynvml
+
+
+def nvml_conditions(nvml: Any) -> list[dict[str, Any]] | None:
+    """The same facts as ``smi_conditions``, read through NVML (``nvml``: the pynvml module);
+    None where NVML does not start (no driver, no GPU). A query a device does not support
+    (MIG on a GPU without it, application clocks on some boards) is None, as nvidia-smi's
+    "[N/A]" is."""
+    if nvml is None:
+        return None
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError:
+        return None
+
+    def ask(fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except nvml.NVMLError:
+            return None
+
+    def current(pair: Any) -> Any:  # MIG and ECC modes come as [current, pending]
+        return pair[0] if pair is not None else None
+
+    try:
+        out = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            h = nvml.nvmlDeviceGetHandleByIndex(index)
+            power_mw = ask(nvml.nvmlDeviceGetPowerManagementLimit, h)
+            out.append({
+                "index": index,
+                "persistence_mode": NVML_STATES.get(ask(nvml.nvmlDeviceGetPersistenceMode, h)),
+                "compute_mode": NVML_COMPUTE_MODES.get(ask(nvml.nvmlDeviceGetComputeMode, h)),
+                "mig_mode": NVML_STATES.get(current(ask(nvml.nvmlDeviceGetMigMode, h))),
+                "ecc_mode": NVML_STATES.get(current(ask(nvml.nvmlDeviceGetEccMode, h))),
+                "application_clock_graphics_mhz": ask(nvml.nvmlDeviceGetApplicationsClock, h,
+                                                      NVML_CLOCK_GRAPHICS),
+                "application_clock_memory_mhz": ask(nvml.nvmlDeviceGetApplicationsClock, h,
+                                                    NVML_CLOCK_MEM),
+                "max_clock_sm_mhz": ask(nvml.nvmlDeviceGetMaxClockInfo, h, NVML_CLOCK_SM),
+                "power_limit_w": power_mw / 1000 if power_mw is not None else None,
+            })
+        return out or None
+    except nvml.NVMLError:  # the device list itself could not be read
+        return None
+    finally:
+        ask(nvml.nvmlShutdown)
+
+
+def gpu_conditions(run: Any) -> list[dict[str, Any]] | None:
+    """Per GPU, its modes, ECC, clocks and power limit: through NVML where pynvml is installed
+    and the driver answers it, else from nvidia-smi's text (``run``: the command runner)."""
+    return nvml_conditions(_pynvml()) or smi_conditions(run)
 
 
 def collect(run: Any) -> dict[str, Any]:

@@ -1,30 +1,34 @@
 """A result document -> the body of a GitHub issue comment.
 
-What a maintainer acts on comes first, before any fold: the verdict headline, the owner with the
-claims it rests on, the workaround where a decided claim supports one, the hypotheses (the
-racing pair) as far as the run bounds them, the toolchain matrix in one line (``--matrix``),
-what was not run (the reporter's GPU, target and driver, where this run had others) and the
-claims not decided; then one environment line, a short arms table, the crash signature, the
-exact rerun (clone, checkout, the nox command with its seed, the same without nox:
-gpurepro.report.rerun) and the attachments. Everything else (the verdict in full, claims,
-hypotheses in full, crash sites, threads, the environment, analyses) folds into ``<details>``
-blocks, and what only restates the run (the GPU's UUID and PCI bus id, NCCL variables of a
-one-GPU run, the upstream link back to the issue itself) is left out. Numbers are written
-plainly (131,000, not 1.31e+05: numbers.plain), and the exposure unit by what it counts where
-the case says (``Exposure.label``). GitHub refuses a comment over 65,536 characters: the details
-are cut to fit, with a note, never the head.
+The head, before any fold, fits one screen (at most ``HEAD_LIMIT`` characters for the committed
+documents, which a test holds): the verdict headline, whether the report reproduced as filed,
+the owner and the workaround where a decided claim supports one, the crash signature (or the
+wrong-result summary, or the most frequent CUDA error), a partial run said to be partial, what
+was not run (the reporter's GPU, target and driver where this run had others, the arms beyond
+the main question, the claims not decided) and the shortest rerun. Everything else folds into
+``<details>`` blocks: the arms table, the owner and workaround with the claims they rest on,
+the hypotheses, the full rerun steps (clone, checkout, the nox command, the same without nox:
+gpurepro.report.rerun), the environment and attachments, the verdict in full, claims, crash
+sites, threads, analyses. What only restates the run (the GPU's UUID and PCI bus id, NCCL
+variables of a one-GPU run, the upstream link back to the issue itself) is left out. Numbers are
+written plainly (131,000, not 1.31e+05: numbers.plain), and the exposure unit by what it counts
+where the case says (``Exposure.label``). GitHub refuses a comment over 65,536 characters: the
+details are cut to fit, with a note, never the head.
+
+A command the comment prints is one the case accepts: an ``--arch`` only for a target the case
+builds (its manifest, where this checkout has the case), and next steps that advise what is
+committed beside the document (a bisection) are said to be done instead.
 
 Every string that comes from the document goes through ``tables.escape``, the one escaping
 function of the reports, in the context it goes into (text, the verdict's prose, a code span,
 the HTML of a ``<summary>``, an analysis's Markdown), whether in a table, a bullet or a
-sentence; the crash signature is a fence no line of it can close, and the rerun block's lines
-are all the harness's, each document word shell-quoted on one line. Everything comes from the
-document alone, so a comment can be made from an attached JSON; only the repository's URL is
-the project's (gpurepro.report.rerun).
+sentence; the crash signature is a code span no string of it can close, and the rerun lines
+are all the harness's, each document word shell-quoted on one line.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -42,7 +46,7 @@ from .markdown import (
     threads_table,
 )
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
-from .rerun import repository_url, rerun_arguments, rerun_section, session_for
+from .rerun import repository_url, rerun_arguments, rerun_section, session_for, shortest_rerun
 from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
@@ -50,7 +54,11 @@ from .wrong import per_trial
 __all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
-ARMS_IN_HEAD = 40  # more arms than this go to a <details> block
+ARMS_IN_HEAD = 40  # more arms than this go to a <details> block of their own
+HEAD_LIMIT = 2_500  # characters before the first <details>: one screen of a GitHub comment
+# How long each of the head's sentences from the document may be before it is cut (with "…",
+# the whole of it in the folds below).
+QUOTE_CHARS, OWNER_CHARS, STEP_CHARS = 480, 420, 260
 
 # ---------------------------------------------------------------- the head
 
@@ -64,6 +72,26 @@ def _text(value: object) -> str:
     """A document string of the verdict's prose (its code spans kept), its large numbers
     written plainly, escaped (tables.escape's "prose")."""
     return escape(plain_text(str(value)), "prose")
+
+
+def first_sentence(text: str, limit: int) -> str:
+    """A text's first sentence, cut at a clause boundary to at most ``limit`` characters with
+    "…" where it was longer, never inside a code span."""
+    first = re.split(r"(?<=[a-z0-9)\]])\. (?=[A-Z])", " ".join(text.split()), maxsplit=1)[0]
+    if len(first) <= limit:
+        return first
+    cut = first[:limit]
+    at = max(cut.rfind("; "), cut.rfind(", "), cut.rfind(": "))
+    cut = cut[:at] if at > limit // 2 else cut[: cut.rfind(" ")]
+    if cut.count("`") % 2:
+        cut = cut[: cut.rindex("`")].rstrip()
+    return cut.rstrip(",;: ") + " …"
+
+
+def gist(value: object, limit: int) -> str:
+    """A document sentence for the head (``first_sentence``), its numbers plain, escaped as
+    prose."""
+    return escape(first_sentence(plain_text(str(value)), limit), "prose")
 
 
 def exposure_unit(doc: Mapping[str, Any]) -> str:
@@ -219,9 +247,41 @@ def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
     line = (f"**Not run:** on what the report was filed from, {_machine(reported)}: this run "
             f"had {_machine(here)}.")
     if "target" in differs and reported.get("target"):
-        command = f"nox -s {session_for(doc['case']['name'])} -- --arch {reported['target']}"
-        line += f" {_code(command)} builds the as-filed artifacts for a rerun there."
+        line += " " + as_filed_build(doc, str(reported["target"]))
     return line
+
+
+def case_targets(doc: Mapping[str, Any]) -> set[str] | None:
+    """The build targets the document's case has in this checkout (its manifest's device
+    table); None where the checkout has no such case (a document copied elsewhere)."""
+    return _targets_of(str(doc["case"]["name"]))
+
+
+@functools.cache
+def _targets_of(name: str) -> set[str] | None:
+    from ..case.load import load_case
+    from ..errors import ManifestError
+
+    root = Path(__file__).resolve().parents[3]  # the checkout, where the package is run from it
+    if not (root / "cases" / name / "manifest.py").is_file():
+        return None
+    try:
+        case = load_case(name, root)
+    except (ManifestError, OSError):
+        return None
+    return set(case.devices.targets.values())
+
+
+def as_filed_build(doc: Mapping[str, Any], target: str) -> str:
+    """The command that builds the reporter's target, where the case builds it; else why not."""
+    targets = case_targets(doc)
+    if targets is None:
+        return "(this checkout has not the case, to say which command builds that target)."
+    if target not in targets:
+        return (f"The case builds no {_code(target)} target "
+                f"({', '.join(_code(t) for t in sorted(targets))}).")
+    command = f"nox -s {session_for(doc['case']['name'])} -- --arch {target}"
+    return f"{_code(command)} builds the as-filed artifacts for a rerun there."
 
 
 def deeper_bullet(doc: Mapping[str, Any]) -> str | None:
@@ -260,11 +320,45 @@ def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
         prop = s["proportion"]
         return f"{plain(prop['estimate'])} {_ci(prop['ci95'])}"
     if s["exposure"]["total"] <= 0 or coarse:
-        prop = s["proportion"]
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {plain(prop['estimate'])} of trials {_ci(prop['ci95'])})"
+        return f"– ({why}; {share_words(s['proportion'])})"
     rate = s["exposure"]["rate"]
     return f"{plain(rate['estimate'])} {_ci(rate['ci95'])}"
+
+
+def share_words(prop: Mapping[str, Any]) -> str:
+    """A share of failing trials in words: "every trial failed", "none failed", "40% of
+    trials failed (95% CI 12–74%)"."""
+    estimate, ci = prop.get("estimate"), prop.get("ci95") or [None, None]
+    if estimate is None:
+        return "no trial to count"
+    if estimate >= 1:
+        return "every trial failed"
+    if estimate <= 0:
+        return "no trial failed"
+    lo, hi = (f"{100 * x:.0f}" if x is not None else "?" for x in ci)
+    return f"{100 * estimate:.0f}% of trials failed (95% CI {lo}–{hi}%)"
+
+
+def valid_cell(s: Mapping[str, Any]) -> str:
+    """failed / valid, or in words why no trial counts ("none valid: 3 hung")."""
+    if s["n_valid"]:
+        return f"{s['failures']} / {s['n_valid']}"
+    outcomes = s.get("outcomes") or {}
+    if not outcomes:
+        return "not run"
+    return "none valid: " + escape(", ".join(f"{v} {k.replace('_', ' ')}"
+                                             for k, v in sorted(outcomes.items())))
+
+
+def rate_heading(doc: Mapping[str, Any]) -> str:
+    """The rate column's heading: per 10^6 of the unit, or per one of it in words."""
+    if per_trial(doc):
+        return "share of failing trials (95% CI)"
+    per, unit = doc["case"]["exposure"]["per"], escape(exposure_unit(doc))
+    if per == 1:
+        return f"failures / {unit} (95% CI)"
+    return f"failures per {escape(per_label(per))} {unit} (95% CI)"
 
 
 def _ci(ci: list[float | None] | None) -> str:
@@ -288,7 +382,6 @@ def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
 def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
     """The short arms table (at most ``limit`` arms) and how many arms it left out."""
     case = doc["case"]
-    per = case["exposure"]["per"]
     summary = doc["summary"]
     if not any(s["n_valid"] for s in summary.values()):
         outcomes: Counter[str] = Counter()
@@ -307,14 +400,12 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
         meaningful = (not coarse[arm] and not coarse.get(case["baseline"]) and not per_trial(doc)
                       and rr.get("p_value") is not None)
-        ratio = ([f"{plain(rr.get('estimate'))} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
+        estimate = plain(rr.get("estimate")) if rr.get("estimate") is not None else "∞"
+        ratio = ([f"{estimate} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
                  if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
-        valid = f"{s['failures']} / {s['n_valid']}" if s["n_valid"] else (
-            "no valid trial (" + escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items())) + ")")
+        valid = valid_cell(s)
         rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
-    rate_head = ("share of failing trials (95% CI)" if per_trial(doc)
-                 else f"failures per {escape(per_label(per))} {escape(exposure_unit(doc))} (95% CI)")
-    lines = table(["arm", "failed / valid", rate_head,
+    lines = table(["arm", "failed / valid", rate_heading(doc),
                    f"rate ratio vs {_code(case['baseline'])} (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
@@ -346,18 +437,122 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
 
 
 def has_plot(doc: Mapping[str, Any]) -> bool:
-    """Whether `report` draws a plot for this document (the same condition as report.plot)."""
-    curves = [a for a, s in doc["summary"].items() if (s.get("time_to_failure") or {}).get("exposure")]
-    return bool(curves) and any(s["failures"] for s in doc["summary"].values())
+    """Whether `report` draws the survival plot for this document (survival.plot's own test)."""
+    from .survival import draws_survival
+
+    return draws_survival(doc)
 
 
 def act_on(doc: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
-    """The bullets a maintainer acts on, in order; ``extra`` (the toolchain matrix's line) goes
-    after the hypotheses."""
+    """The bullets in full, as the "Owner, workaround and what is open" fold gives them;
+    ``extra`` (the toolchain matrix's line) goes after the hypotheses."""
     bullets = [partial_bullet(doc), owner_bullet(doc), workaround_bullet(doc),
                hypotheses_bullet(doc), *extra, not_run_bullet(doc), deeper_bullet(doc),
                not_decided_bullet(doc)]
     return [f"- {b}" for b in bullets if b]
+
+
+def as_filed_bullet(doc: Mapping[str, Any]) -> str:
+    """Whether the report reproduced as filed: the decision on the arm that runs the reporter's
+    program unchanged (``as-filed``) where the case has one, else what the case's arms found
+    (the verdict's status); and where the reporter's machine was not this one."""
+    claim = next((c for c in families.confirmatory(doc.get("claims") or [])
+                  if c.get("arm") == "as-filed"), None)
+    if claim is not None:
+        word = {"supported": "yes", "contradicted": "no"}.get(claim["decision"], "not decided")
+        line = (f"**Reproduced as filed:** {word}: the reporter's program unchanged "
+                f"({_code('as-filed')}), claim {_code(claim['name'])} "
+                f"{escape(families.decision_text(claim))}, p {fmt_p(claim.get('p_value'))}")
+    else:
+        status = str(doc["verdict"]["status"]).replace("_", " ")
+        line = (f"**Reproduced as filed:** the case has no arm of the reporter's program "
+                f"unchanged; what it reports, rebuilt in the case's arms: {escape(status)}")
+    reported = doc["case"].get("reported") or {}
+    names = {str(g.get("name")) for g in doc["environment"]["gpu"].get("gpus") or []}
+    if reported.get("gpu") and reported["gpu"] not in names:
+        line += f", on {escape(', '.join(sorted(names)) or 'no GPU')}, not the reporter's GPU"
+    return line + "."
+
+
+def owner_head(doc: Mapping[str, Any]) -> str:
+    """The owner in one sentence, with how many decided claims it rests on (listed in full in
+    the fold)."""
+    verdict = doc["verdict"]
+    owner = verdict.get("owner")
+    if not owner:
+        why = next((s for s in verdict.get("next") or [] if "owner" in str(s).lower()), None)
+        return "**Owner:** none named: no decided claim points to one" + (
+            f" ({gist(why, OWNER_CHARS // 2)})." if why else ".")
+    because = verdict.get("owner_because")
+    rests = (f" (rests on {len(because)} decided claim{'s' if len(because) != 1 else ''}, "
+             f"below)" if because else "")
+    return f"**Owner:** {gist(owner, OWNER_CHARS)}{rests}."
+
+
+def workaround_head(doc: Mapping[str, Any]) -> str | None:
+    full = workaround_bullet(doc)
+    if full is None:
+        return None
+    return full if len(full) <= STEP_CHARS + 120 else (
+        full[: full.index(": ", len("**Workaround:** ")) + 2] + "see below.")
+
+
+def signature_head(doc: Mapping[str, Any]) -> str:
+    """The failure in one bullet: the top crash site (a code span), the wrong answers, or the
+    most frequent CUDA error."""
+    wrong = wrong_head(doc)
+    if wrong:
+        return "**Wrong results:** " + wrong[2]
+    sites = doc.get("crash_sites") or []
+    if not sites:
+        return "**Crash signature:** " + crash_signature(doc)[0]
+    top = sites[0]
+    crashes = sum(b["count"] for b in sites)
+    signature = " ".join(str(top["signature"]).split())
+    code_name = f", {escape(top['code_name'])}" if top.get("code_name") else ""
+    others = f"; {len(sites) - 1} other site(s) below" if len(sites) > 1 else ""
+    return (f"**Crash signature:** {_code(signature)} ({top['count']} of {crashes} "
+            f"crashes{code_name}{others}).")
+
+
+def partial_head(doc: Mapping[str, Any]) -> str | None:
+    stopped = (doc.get("verdict") or {}).get("stopped")
+    if stopped:
+        return f"**Partial run:** {gist(stopped, STEP_CHARS)}"
+    if partial(doc):
+        ran, planned = ran_of_planned(doc)
+        return (f"**Partial run:** {ran} of {planned} planned trials ran before the run stopped; "
+                f"the verdict rests on those.")
+    return None
+
+
+def not_run_head(doc: Mapping[str, Any]) -> str | None:
+    """What this run did not do, each in a clause: the reporter's machine, the deeper arms,
+    the claims left undecided."""
+    parts = []
+    reported = doc["case"].get("reported") or {}
+    gpu = doc["environment"]["gpu"]
+    names = sorted({str(g.get("name")) for g in gpu.get("gpus") or []})
+    if reported.get("gpu") and reported["gpu"] not in names:
+        part = f"the reporter's {_machine(reported)}"
+        if reported.get("target") and reported["target"] != doc["device"].get("target"):
+            part += " — " + as_filed_build(doc, str(reported["target"])).rstrip(".")
+        parts.append(part)
+    deeper = doc["case"].get("deeper") or {}
+    if deeper.get("arms"):
+        command = f"nox -s {session_for(doc['case']['name'])} -- --deep"
+        parts.append(f"{len(deeper['arms'])} arms of mechanism and detail ({_code(command)})")
+    undecided = [c for c in families.confirmatory(doc.get("claims") or [])
+                 if c["decision"] == "not_decided"]
+    if undecided:
+        parts.append(f"{len(undecided)} claim(s) left undecided (below)")
+    if not parts:
+        return "**Not run:** nothing of the design: every arm ran and every claim was decided."
+    return "**Not run:** " + "; ".join(parts) + "."
+
+
+def rerun_head(doc: Mapping[str, Any], url: str | None) -> list[str]:
+    return ["**Rerun:**", *fence("\n".join(shortest_rerun(doc, url)), "sh")]
 
 
 def _attachable(picture: Path) -> bool:
@@ -382,38 +577,103 @@ def attachments(doc: Mapping[str, Any], path: Path) -> str:
 
 def how_it_ended(doc: Mapping[str, Any]) -> str:
     """How the run's trials came to an end: its design, or a stop before it."""
-    completion = doc.get("completion") or {}
-    if completion.get("complete") is False:
-        return (f"stopped after {escape(completion['trials'])} of {escape(completion['planned'])} "
-                f"planned trials, before its design ended it (a partial result).")
+    if partial(doc):
+        ran, planned = ran_of_planned(doc)
+        return (f"stopped after {escape(ran)} of {escape(planned)} planned trials, before its "
+                f"design ended it: a partial run.")
     if (doc["plan"].get("options") or {}).get("stopping"):
         return "stopped arm by arm once their claims were decided."
     return "a fixed number per arm."
 
 
+def ran_of_planned(doc: Mapping[str, Any]) -> tuple[int, int]:
+    completion = doc.get("completion") or {}
+    if "planned" in completion:
+        return int(completion["trials"]), int(completion["planned"])
+    return len(doc.get("trials") or []), len(doc["plan"].get("order") or [])
+
+
+def partial(doc: Mapping[str, Any]) -> bool:
+    """Whether the run stopped before its design ended it: as its completion record says, or,
+    in a document from before that record, a sequential run with planned trials left and
+    confirmatory claims undecided (its design would have gone on)."""
+    completion = doc.get("completion") or {}
+    if "complete" in completion:
+        return completion["complete"] is False
+    stopping = (doc["plan"].get("options") or {}).get("stopping")
+    if not stopping:
+        return False
+    ran, planned = ran_of_planned(doc)
+    cap = stopping.get("max_trials")
+    per_arm = Counter(t["arm"] for t in doc.get("trials") or [])
+    # An undecided claim whose arm had trials left under the design's cap: the design would
+    # have gone on with it.
+    open_arms = [c.get("arm") for c in families.confirmatory(doc.get("claims") or [])
+                 if c["decision"] == "not_decided"
+                 and (cap is None or per_arm.get(c.get("arm"), 0) < cap)]
+    return ran < planned and bool(open_arms)
+
+
 def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
          url: str | None = None) -> str:
+    """What fits one screen: the verdict, as filed, owner, workaround, the failure, a partial
+    run, what was not run, the shortest rerun (``extra``: the toolchain matrix's line)."""
+    text = _head(doc, extra, url, QUOTE_CHARS)
+    if len(text) > HEAD_LIMIT:  # a long rerun line: the quoted verdict gives the room
+        text = _head(doc, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
+    if len(text) > HEAD_LIMIT:  # and, at the last, its place ("Verdict in full" is folded below)
+        text = _head(doc, extra, url, 0)
+    return text
+
+
+def _head(doc: Mapping[str, Any], extra: Sequence[str], url: str | None, quote: int) -> str:
     case, verdict = doc["case"], doc["verdict"]
     sentences = verdict.get("sentences") or []
-    out = [f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}", ""]
-    if sentences:
-        out += [f"> {_text(sentences[0])}", ""]
-    out += [*act_on(doc, extra), ""]
-    out += unit_note(doc)
-    out += [environment_line(doc), ""]
-    out += ["### Arms", ""]
+    title = f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}"
+    out = [title + (" (partial run)" if partial(doc) else ""), ""]
+    if sentences and quote:
+        out += [f"> {gist(sentences[0], quote)}", ""]
+    bullets = [partial_head(doc), as_filed_bullet(doc), owner_head(doc), workaround_head(doc),
+               signature_head(doc), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
+               not_run_head(doc)]
+    out += [f"- {b}" for b in bullets if b]
+    out += ["", *rerun_head(doc, url),
+            "_The arms, the claims, the full rerun steps, the environment and the attachments "
+            "are in the folds below._", ""]
+    return "\n".join(out)
+
+
+def arms_block(doc: Mapping[str, Any]) -> str:
+    """The arms table with how the trials ran and what the unit counts."""
     opts = doc["plan"].get("options") or {}
-    out.append(f"{len(doc.get('trials') or [])} trials, shuffled (seed {escape(doc['plan']['seed'])}), "
-               f"{escape(opts.get('jobs', 1))} at a time{' per array task and GPU' if doc.get('cluster') else ''}; "
-               + how_it_ended(doc) + "\n")
+    where = " per array task and GPU" if doc.get("cluster") else ""
+    out = [f"{len(doc.get('trials') or [])} trials, shuffled (seed {escape(doc['plan']['seed'])}), "
+           f"{escape(opts.get('jobs', 1))} at a time{where}; " + how_it_ended(doc), ""]
+    out += unit_note(doc)
     arms, left_out = arms_table(doc)
     out.append(arms)
     if left_out:
-        out.append(f"({left_out} more arm(s) in the details below.)\n")
-    out += wrong_head(doc) or ["### Crash signature", ""] + crash_signature(doc) + [""]
-    out += rerun_section(doc, url)
-    out += [attachments(doc, path), ""]
+        out.append(f"({left_out} more arm(s) in the next block.)")
     return "\n".join(out)
+
+
+def done_beside(path: Path) -> list[str]:
+    """The bisection documents committed beside a result (its folder): advice to bisect is
+    then advice to do what is done."""
+    return sorted(p.name for p in path.parent.glob("bisect_*.json")) if path.parent.is_dir() else []
+
+
+def next_steps(doc: Mapping[str, Any], path: Path) -> list[str]:
+    """The verdict's next steps less those that advise what is committed beside the document,
+    with a line naming what was done instead."""
+    steps = [str(s) for s in doc["verdict"].get("next") or []]
+    bisections = done_beside(path)
+    if not bisections:
+        return steps
+    kept = [s for s in steps if not re.match(r"\s*(bisect|run a bisection)", s, re.I)]
+    if len(kept) < len(steps):
+        kept.append(f"A bisection is committed beside this document: {', '.join(bisections)}.")
+    return kept
 
 
 # ---------------------------------------------------------------- the details
@@ -451,10 +711,22 @@ def environment_table(doc: Mapping[str, Any]) -> list[str]:
     return env
 
 
-def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """(summary, body) per <details> block, most useful first."""
+def detail_blocks(doc: Mapping[str, Any], path: Path | None = None, url: str | None = None,
+                  extra: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """(summary, body) per <details> block, most useful first: the arms, the owner and what is
+    open in full, the rerun steps, the environment and attachments, then the rest."""
     verdict = doc["verdict"]
-    blocks: list[tuple[str, str]] = []
+    path = path or Path(f"{doc['case']['name']}.json")
+    blocks: list[tuple[str, str]] = [
+        (f"Arms ({len(doc['summary'])})", arms_block(doc)),
+        ("Owner, workaround and what is open, with the claims they rest on",
+         "\n".join(act_on(doc, extra))),
+        ("Rerun it: the clone, the commit, the nox command and the same without nox",
+         "\n".join(rerun_section(doc, url))),
+        ("Environment and attachments", environment_line(doc) + "\n\n" + attachments(doc, path)),
+    ]
+    if doc.get("crash_sites"):
+        blocks.append(("Crash signature in full", "\n".join(crash_signature(doc))))
     if verdict.get("sentences"):
         blocks.append((f"Verdict in full ({len(verdict['sentences'])} sentences)",
                        _bullets(verdict["sentences"])))
@@ -470,8 +742,9 @@ def detail_blocks(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     if verdict.get("hypotheses"):
         blocks.append((f"Hypotheses ({len(verdict['hypotheses'])}; no arm of this run isolates them)",
                        _bullets(verdict["hypotheses"])))
-    if verdict.get("next"):
-        blocks.append(("Next steps", _bullets(verdict["next"])))
+    steps = next_steps(doc, path)
+    if steps:
+        blocks.append(("Next steps", _bullets(steps)))
     every_arm, left_out = arms_table(doc, limit=None)
     if left_out == 0 and len(doc["summary"]) > ARMS_IN_HEAD:
         blocks.append((f"All {len(doc['summary'])} arms", every_arm))
@@ -526,7 +799,7 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
     text = head(doc, path, extra_head, repository_url() if url is None else url)
     footer = (f"\n_Made by {_code('gpurepro issue ' + path.name)} "
               f"(gpurepro {escape(doc.get('gpurepro_version'))})._\n")
-    blocks = detail_blocks(doc)
+    blocks = detail_blocks(doc, path, repository_url() if url is None else url, extra_head)
     # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
     at = next((i for i, (summary, _) in enumerate(blocks) if summary.startswith("Full environment")),
               len(blocks))

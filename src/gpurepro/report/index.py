@@ -1,7 +1,7 @@
 """results/README.md: the index of every result document under results/, generated.
 
 One row per case result (case, when it started, GPU, driver, arms, verdict, the baseline's rate,
-links to its report and document); benchmark documents are left to the repository's README.
+links to its report and document); benchmark documents are left to docs/benchmarks.md.
 The text depends on the documents alone, in a fixed order (case, then file name), so it is the
 same on every machine: `record` rewrites it after each new result, `validate` fails when it
 differs from what the documents give, and `python -m gpurepro index` regenerates it. Standard
@@ -61,7 +61,7 @@ def baseline_rate(doc: Mapping[str, Any]) -> str:
         return "–"
     if not s.get("n_valid"):
         outcomes = ", ".join(f"{n} {k}" for k, n in sorted((s.get("outcomes") or {}).items()))
-        return f"no valid trial ({escape(outcomes)})" if outcomes else "no valid trial"
+        return f"none valid: {escape(outcomes.replace('_', ' '))}" if outcomes else "not run"
     counts = f"{s['failures']}/{s['n_valid']} failed"
     rate = (s.get("exposure") or {}).get("rate") or {}
     exposure = case.get("exposure") or {}
@@ -72,8 +72,11 @@ def baseline_rate(doc: Mapping[str, Any]) -> str:
     if rate.get("estimate") is None or _coarse(doc, case["baseline"]):
         return counts
     ci = rate.get("ci95") or [None, None]
-    return (f"{fmt(rate['estimate'])} [{fmt(ci[0])}, {fmt(ci[1])}] per "
-            f"{_per(float(exposure.get('per') or 1))} {escape(exposure.get('unit', ''))} ({counts})")
+    per = float(exposure.get("per") or 1)
+    # per one unit: "failures / calls", never "per 10^0 calls"
+    unit = (f"failures / {escape(exposure.get('unit', ''))}" if per == 1
+            else f"per {_per(per)} {escape(exposure.get('unit', ''))}")
+    return f"{fmt(rate['estimate'])} [{fmt(ci[0])}, {fmt(ci[1])}] {unit} ({counts})"
 
 
 def _verdict(doc: Mapping[str, Any]) -> str:
@@ -133,7 +136,7 @@ def render(folder: Path) -> str:
             continue
         schema = str(doc.get("schema", ""))
         if schema.startswith("gpurepro/bench"):
-            continue  # benchmarks are summarised in the repository's README
+            continue  # benchmarks are summarised in docs/benchmarks.md
         if schema.startswith("gpurepro/matrix"):
             matrices.append((rel, _matrix_row(folder, path, doc)))
             continue

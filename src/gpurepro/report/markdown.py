@@ -503,7 +503,7 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
     written["markdown"] = md
     # Earlier renderings wrote the seconds to failure of the failed trials as a pyperf suite
-    # beside the document; it is gone (README, "Result format": a suite cannot hold a trial that
+    # beside the document; it is gone (docs/format.md: a suite cannot hold a trial that
     # survived, and `pyperf compare_to` read a change in crash timing as a slowdown), and so is
     # any such file left by an earlier rendering.
     Path(str(stem) + ".pyperf.json").unlink(missing_ok=True)

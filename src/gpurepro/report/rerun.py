@@ -325,6 +325,18 @@ def _runtime_notes(doc: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+def shortest_rerun(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
+    """The fewest shell lines that rerun the document's design: the clone where a URL is known,
+    the commit, and the nox command with the arguments written out (the comment's head; the
+    "Rerun it" section has the same with the steps without nox)."""
+    repo = doc["environment"].get("repository") or {}
+    lines = _clone_lines(url) if url else []
+    if repo.get("commit"):
+        lines.append(f"git checkout {shell_words([repo['commit']])}")
+    nox = _nox_line(doc).replace('"${ARGS[@]}"', shell_words(rerun_arguments(doc)))
+    return [*lines, nox]
+
+
 def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     """The "Rerun it" section: clone and checkout, the nox command, the same without nox. The
     arguments are written once, as a shell array both commands expand (bash and zsh alike)."""

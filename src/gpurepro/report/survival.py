@@ -68,16 +68,30 @@ def survival_headline(doc: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
+def _curves(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {arm: s["time_to_failure"]["exposure"] for arm, s in doc["summary"].items()
+            if (s.get("time_to_failure") or {}).get("exposure")}
+
+
+def draws_survival(doc: Mapping[str, Any]) -> bool:
+    """Whether a survival plot says anything for this document, by the kind of its outcomes:
+    a failure that comes after some exposure (a crash, a hang, an error late in a trial) has a
+    time to failure to draw; a wrong answer (a case that checks each trial's output) and a
+    failure at the first unit of exposure (a call that fails when first made) have none, and
+    the forest plot alone shows them."""
+    if isinstance((doc.get("case") or {}).get("check"), Mapping):
+        return False
+    curves = _curves(doc)
+    failing = [arm for arm in curves if doc["summary"][arm]["failures"]]
+    return any(x > 1 for arm in failing for x, y in curves[arm]["curve"] if y < 1)
+
+
 def plot(doc: Mapping[str, Any], path: Path, svg: Path | None = None) -> bool:
     """Kaplan-Meier survival of exposure-to-failure per arm (PNG, and SVG beside it when
     given); False if there is nothing to plot."""
-    curves = {
-        arm: s["time_to_failure"]["exposure"]
-        for arm, s in doc["summary"].items()
-        if (s.get("time_to_failure") or {}).get("exposure")
-    }
-    if not curves or not any(s["failures"] for s in doc["summary"].values()):
+    if not draws_survival(doc):
         return False
+    curves = _curves(doc)
     import matplotlib
 
     matplotlib.use("Agg")
