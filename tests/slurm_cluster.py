@@ -27,6 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+if __package__:
+    from . import apt
+else:  # run as a script: apt.py beside this file
+    import apt  # type: ignore[no-redef]
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")
 PACKAGES = ("slurm-wlm", "munge")
@@ -52,20 +57,7 @@ def _which(name: str) -> str | None:
 
 def install() -> str | None:
     """Install the packages when they are missing; None on success, else why not."""
-    if not missing():
-        return None
-    if shutil.which("apt-get") is None:
-        return f"{', '.join(missing())} missing and no apt-get to install {' '.join(PACKAGES)}"
-    if os.geteuid() != 0:
-        return f"{', '.join(missing())} missing; installing {' '.join(PACKAGES)} needs root"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"],
-                 ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *PACKAGES]):
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            said = (done.stderr.strip() or done.stdout.strip()).splitlines()
-            return f"{' '.join(argv[:2])} failed: {said[-1] if said else done.returncode}"
-    return None if not missing() else f"still missing after install: {', '.join(missing())}"
+    return apt.install(PACKAGES, missing)
 
 
 def _free_port() -> int:

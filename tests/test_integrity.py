@@ -258,7 +258,7 @@ def test_an_unpacked_runtime_site_edited_after_unpacking_is_checked_not_trusted(
     from .test_runtime_pins import make_wheel
 
     wheel = make_wheel(tmp_path, "gpurepro-probe", "1.0")
-    wheels = {wheel.name: {"path": str(wheel), "sha256": run_runtime._sha256(wheel)}}
+    wheels = {wheel.name: {"path": str(wheel), "sha256": run_runtime.sha256_file(wheel)}}
     site = tmp_path / "sites" / "one"
     run_runtime.unpack(site, wheels, ROOT)
     run_runtime.verify_site(site)  # as unpacked

@@ -5,24 +5,16 @@ journaled with the sha256 the build gave it. Standard library only."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..build.artifacts import sha256_file
 from ..errors import HarnessError
 
 
 class ArtifactChanged(HarnessError):
     """A file the run's journal names by its sha256 holds other bytes now."""
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _files(entry: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -15,7 +15,6 @@ version and whether it meets the requirement. Standard library only.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import importlib.metadata
 import json
 import re
@@ -28,18 +27,11 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
+from ..build.artifacts import sha256_file
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
 
 INDEX = Path("runtime") / "index.json"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -122,7 +114,7 @@ STAMP = ".site.json"
 def site_files(site: Path) -> dict[str, str]:
     """Every file under ``site`` -> its sha256; its stamp and the bytecode caches that Python
     writes there as trials import (``__pycache__``) left out."""
-    return {str(p.relative_to(site)): _sha256(p) for p in sorted(site.rglob("*"))
+    return {str(p.relative_to(site)): sha256_file(p) for p in sorted(site.rglob("*"))
             if (p.is_file() or p.is_symlink()) and p.name != STAMP
             and "__pycache__" not in p.relative_to(site).parts}
 
@@ -177,7 +169,7 @@ def unpack(site: Path, wheels: Mapping[str, Mapping[str, Any]], root: Path) -> N
             if not path.is_file():
                 raise BuildError(f"runtime wheel {path} is missing: carry the build's runtime "
                                  f"folder with build/ (or rebuild it)")
-            if _sha256(path) != w["sha256"]:
+            if sha256_file(path) != w["sha256"]:
                 raise BuildError(f"runtime wheel {path} differs from its build index; rebuild it")
         with tempfile.TemporaryDirectory(prefix=f".{site.name}-", dir=site.parent) as tmp:
             staging = Path(tmp) / "site"
