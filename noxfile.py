@@ -344,17 +344,32 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests_slow(session: nox.Session) -> None:
-    """The slow tier's pytest (pytest -m slow), as make test-slow runs it.
+    """The slow tier's pytest (pytest -m "slow and not history"), as make test-slow runs it.
 
     make test-slow runs the `toolchain` sessions first, whose environments its build tests
-    use, and tests_py and the cluster tests after: fault injection at volume, every committed document re-rendered and its rerun steps executed
-    as the issue comment prints them, the builds with real nvcc/tileiras, every case's default
-    plan, packaging, a fresh clone's main job."""
+    use, and tests_py and the cluster tests after: fault injection at volume, every committed
+    document re-rendered, the newest document of each case's rerun steps executed as the issue
+    comment prints them, the builds with real nvcc/tileiras, every case's default plan,
+    packaging, a fresh clone's main job."""
+    _pytest_with_nox(session, "slow and not history", "slow.xml", SLOW_WORKERS)
+
+
+@nox.session(python=PYTHON)
+def tests_history(session: nox.Session) -> None:
+    """The history tier (make test-history; CI runs it after make check): the rerun steps of
+    every older committed document, one clone of each commit they name. Its time grows with
+    the committed runs (about 25 s a commit on 2 idle cores), which is why it is a tier of its
+    own and not part of make check's budget."""
+    _pytest_with_nox(session, "history", "history.xml", SLOW_WORKERS)
+
+
+def _pytest_with_nox(session: nox.Session, marks: str, report: str, workers: list[str]) -> None:
+    """pytest -m MARKS in the test environment; the rerun steps these tiers execute call nox:
+    this one (GPUREPRO_NOX)."""
     _install_project(session, "test")
-    # The rerun steps call nox: this one.
     here = Path(sys.executable).parent / "nox"
-    session.run("pytest", "-m", "slow", f"--junitxml={REPORTS / 'slow.xml'}",
-                *(session.posargs or ["-q", *SLOW_WORKERS]),
+    session.run("pytest", "-m", marks, f"--junitxml={REPORTS / report}",
+                *(session.posargs or ["-q", *workers]),
                 env={**TEST_ENV, **_toolchain_env(),
                      **({"GPUREPRO_NOX": str(here)} if here.is_file() else {})})
 
