@@ -127,7 +127,11 @@ def test_a_hostile_document_renders_inert_in_the_comment_the_report_and_compare(
     body = issue_body(doc, path)
     assert "someone" in body and "evil.example" in body  # there, as text
     assert live(body, _links(doc)) == []
-    assert live(markdown(doc, "s.png", "f.png"), _links(doc)) == []
+    report = markdown(doc, "s.png", "f.png")
+    assert live(report, _links(doc)) == []
+    for text in (body, report):  # the GPU's name, line breaks and pipes in it, in one cell
+        [gpu] = [line for line in text.splitlines() if line.startswith("| GPU | NVIDIA H200")]
+        assert r"H200 \| x \| y \|" in gpu and "emoji shortcodes" in gpu
     committed = json.loads(COMMITTED.read_text())
     assert live(compare_markdown(compare([committed, doc], [str(COMMITTED), str(path)]))) == []
 
@@ -171,3 +175,54 @@ def test_issue_refuses_a_document_when_the_escaping_does_not_hold(tmp_path):
     assert done.returncode == 1 and done.stdout == "", done.stderr
     [line] = done.stderr.strip().splitlines()
     assert "refused, a string of the document could not be made inert for GitHub" in line
+
+
+FRAGMENTS = ["<img src=https://evil.example/r.png>", "<script>", "</details>", "<!--", "@someone",
+             "@org/team", "x@evil.example", "https://evil.example/r", "www.x.com", "octo/repo#12",
+             "#7", "GH-3", "|", "\n", "[l](https://evil.example)", "![p](https://evil.example/p)",
+             "]: https://evil.example", "&#64;", "\\", ":smile:", "> ", "- ", "# ", "    ", "~~~", "<b>"]
+
+
+def random_hostile(rng) -> str:
+    """A string of hostile fragments, backtick runs (1 to 8) and tilde runs, in random order."""
+    parts = [rng.choice(FRAGMENTS) if rng.random() < 0.7 else rng.choice("`~") * rng.randint(1, 8)
+             for _ in range(rng.randint(3, 14))]
+    return "".join(p + rng.choice(["", " ", "\n"]) for p in parts)
+
+
+@pytest.mark.slow
+def test_random_hostile_strings_in_documents_and_matrices_render_inert(tmp_path):
+    """Volume: 150 documents, each with random hostile strings (fragments, backtick runs of 1 to
+    8, line breaks) in its GPU name, verdict, owner, crash signature and analysis, rendered as
+    the comment (with a hostile matrix), the report and compare; and 150 such strings in every
+    context of the escape."""
+    import random
+
+    from gpurepro.matrix.table import markdown as matrix_markdown
+
+    rng = random.Random(34)
+    base, _ = hostile_doc(tmp_path)
+    committed = json.loads(COMMITTED.read_text())
+    matrix = json.loads(hostile_matrix(tmp_path).read_text())
+    for i in range(150):
+        s = [random_hostile(rng) for _ in range(6)]
+        doc = json.loads(json.dumps(base))
+        doc["environment"]["gpu"]["gpus"][0]["name"] = s[0]
+        doc["verdict"]["sentences"][0] = s[1]
+        doc["verdict"]["owner"] = s[2]
+        doc["crash_sites"][0]["signature"] = s[3]
+        # Apart from the analysis's table by blank lines: a line of its own right under a
+        # table is a row of that table (the author's), with whatever cells it has.
+        doc["analyses"]["sections"]["markdown"] = s[4] + "\n\n" + ANALYSIS + "\n\n" + s[5]
+        matrix["gpu"]["device"]["name"] = s[5]
+        table = matrix_markdown(matrix)
+        body = issue_body(doc, tmp_path / "r.json", extra_blocks=[("Toolchain matrix", table)])
+        assert live(body, _links(doc)) == [], (i, s)
+        assert live(markdown(doc, "s.png"), _links(doc)) == [], (i, s)
+        text = compare_markdown(compare([committed, doc], [str(COMMITTED), "r.json"]))
+        assert live(text) == [], (i, s)
+        for context in ("text", "prose", "code", "html", "markdown"):
+            value = escape(s[i % 6], context)
+            rendered = (f"<details><summary>{value}</summary>\n\nx\n\n</details>\n"
+                        if context == "html" else value + "\n")
+            assert live(rendered) == [], (i, context, s[i % 6])

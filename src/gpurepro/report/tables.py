@@ -58,7 +58,7 @@ LIVE = re.compile(r"""
     | [\w.+-]*@[A-Za-z0-9_-][\w./-]*
     | [\w.-]+/[\w.-]+\#\w+
     | \#\d+
-    | \bGH-\d+
+    | GH-\d+
 """, re.X | re.I)
 # Three tildes after what may come before a fence on its line (spaces, quote and list markers).
 _TILDE_FENCE = re.compile(r"^((?:[ \t>]|[*+-][ \t]|\d{1,9}[.)][ \t])*)~(?=~~)")
