@@ -58,7 +58,7 @@ def live(text: str, links: Collection[str] = (), inline_html: Collection[str] = 
     found = []
     lines = text.split("\n")
     every = list(tokens(text))
-    for t, after in zip(every, [*every[1:], None]):
+    for t, after in zip(every, [*every[1:], None], strict=True):
         if t.markup == "linkify" and not github_autolink(after.content if after else ""):
             continue
         if t.type == "html_block":

@@ -44,8 +44,8 @@ def _live_text(text: str, links: Collection[str]) -> str | None:
     for m in LIVE.finditer(text):
         if m.group(0) not in links:
             return m.group(0)
-    m = MENTION.search(text)
-    return m.group(0) if m else None
+    mention = MENTION.search(text)
+    return mention.group(0) if mention else None
 
 
 def problems(text: str, links: Collection[str] = (), inline_html: Collection[str] = ()) -> Iterator[str]:

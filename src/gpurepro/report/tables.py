@@ -56,7 +56,7 @@ LIVE = re.compile(r"""
     | www\.\S*
     | (?:mailto|xmpp):\S+
     | [\w.+-]*@[A-Za-z0-9_-][\w./-]*
-    | [\w.-]+/[\w.-]+\#\w+
+    | [\w.-]+/[\w.-]+\#\d+
     | \#\d+
     | GH-\d+
 """, re.X | re.I)
