@@ -84,7 +84,7 @@ def in_range(version: str, spec: str) -> bool:
 
 def versions_of(package: str) -> list[str]:
     """The versions ``pip index versions`` offers for this machine (final releases only)."""
-    out = _pip(["index", "versions", *PIP_QUIET, package], f"listing the releases of {package}")
+    out = _pip(["index", "versions", "--disable-pip-version-check", package], f"listing the releases of {package}")
     m = _AVAILABLE.search(out)
     return [v.strip() for v in m.group(1).split(",") if v.strip()] if m else []
 
