@@ -139,7 +139,10 @@ def validate(case: Case, path: Path | str) -> None:
     if case.axes:
         from .axis import check_axes
 
-        check_axes(case.axes, names, seen, path)
+        # An axis's artifact may be one release's build of an artifact built per release.
+        built = {a.built_name(lv) for a in case.artifacts if a.per
+                 for lv in case.factors[a.per].levels}
+        check_axes(case.axes, names | built, seen, path)
     if not _COUNTER.match(case.exposure.counter or ""):
         raise ManifestError(path, "exposure.counter",
                             f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")
