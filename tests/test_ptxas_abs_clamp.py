@@ -13,12 +13,10 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import importlib
-import io
 import json
 import subprocess
 import sys
 import threading
-import urllib.request
 from pathlib import Path
 
 import pytest

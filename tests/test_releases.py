@@ -21,10 +21,9 @@ import pytest
 from gpurepro.build import releases
 from gpurepro.build.artifacts import build_case
 from gpurepro.case import Family, ManifestError, Releases, load_case, validate
-from gpurepro.case.model import Artifact, Case
+from gpurepro.case.model import Artifact, Case, TrialBudget
 from gpurepro.errors import BuildError
 from gpurepro.run.execute import _context
-from gpurepro.case.model import TrialBudget
 
 from .conftest import ROOT
 

@@ -65,10 +65,10 @@ def _packaging() -> Any:
         return packaging
     except ImportError:
         try:
-            from pip._vendor import packaging as vendored  # type: ignore[no-redef]
             import pip._vendor.packaging.specifiers  # noqa: F401
             import pip._vendor.packaging.utils  # noqa: F401
             import pip._vendor.packaging.version  # noqa: F401
+            from pip._vendor import packaging as vendored  # type: ignore[no-redef]
             return vendored
         except ImportError as exc:
             raise BuildError("toolchain releases need 'packaging' (or pip's copy of it) in the "
@@ -158,7 +158,7 @@ def lock_document(case: Case, resolver: Callable[[str, str], dict[str, Any]] = r
     if not releases:
         return None
     entries: dict[str, dict[str, Any]] = {}
-    for factor, items in releases.items():
+    for items in releases.values():
         for item in items:
             key = f"{item['package']}=={item['version']}"
             if key not in entries:

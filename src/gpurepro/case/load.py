@@ -87,17 +87,17 @@ def validate(case: Case, path: Path | str) -> None:
                                 f"uses {used_per[0]!r}, which is built per release: only its "
                                 "trials see it (ctx.artifacts)")
         if art.per:
-            fac = case.factors.get(art.per)
-            if fac is None or fac.releases is None:
+            per_fac = case.factors.get(art.per)
+            if per_fac is None or per_fac.releases is None:
                 raise ManifestError(path, f"artifacts[{i}].per",
                                     f"{art.per!r} is not a factor of toolchain releases "
                                     "(Factor(..., releases=Releases(...)))")
             if any(case.artifact(d).per for d in art.dependencies() if d in names):
                 raise ManifestError(path, f"artifacts[{i}].command",
                                     "an artifact built per release cannot use another one")
-            if fac.releases.tool not in art.placeholders():
+            if per_fac.releases.tool not in art.placeholders():
                 raise ManifestError(path, f"artifacts[{i}].command",
-                                    f"never names {{{fac.releases.tool}}}, the release's program")
+                                    f"never names {{{per_fac.releases.tool}}}, the release's program")
 
     seen: set[str] = set()
     for i, arm in enumerate(case.arms):
