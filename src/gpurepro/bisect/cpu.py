@@ -156,10 +156,11 @@ def _disassemblers(case: Case) -> dict[str, Path | None]:
 
 
 def signature(axis: Axis, listing: Mapping[str, Any]) -> dict[str, Any]:
-    """What segments the search: the watched (kernel, opcode) presence, or every kernel's
-    opcode sequence where the axis watches nothing."""
+    """What segments the search: the watched (kernel, pattern) facts (sass.watched: an
+    opcode's presence, an instruction with its operands, a count), or every kernel's opcode
+    sequence where the axis watches nothing."""
     if axis.watch:
-        return sass.presence(listing, axis.watch)
+        return sass.watched(listing, axis.watch)
     return sass.opcodes(listing)
 
 

@@ -42,10 +42,13 @@ class Axis:
     - ``artifact``: the manifest artifact the output replaces on the GPU, in the trials of
       ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
       ``timeout_s`` per trial.
-    - ``watch``: ``(kernel, opcode)`` pairs whose presence in the SASS (the harness's
-      disassembler finder and parser) each distinct artifact records; the GPU stage runs both
-      sides of every change in them and the ends, then bisects between runs that differ. Empty:
-      every kernel's opcode sequence is watched.
+    - ``watch``: ``(kernel, pattern)`` pairs each distinct artifact's SASS is read for (the
+      harness's disassembler finder and parser, gpurepro.build.sass.watched): an opcode's
+      presence (``IABS``), an instruction with its operands and immediates, ``*`` and ``?``
+      as wildcards (``VIMNMX.RELU *, *, 0x5, PT``), or with ``#`` in front the number of
+      instructions that match (``#VIMNMX``); the GPU stage runs both sides of every change in
+      them and the ends, then bisects between runs that differ. Empty: every kernel's opcode
+      sequence is watched.
     """
 
     package: str
