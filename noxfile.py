@@ -529,15 +529,21 @@ def lock(session: nox.Session) -> None:
 
     One lock per case and build target (locks/toolchain/<case>-<target>.txt, from the pins of
     its manifest, kept beside it as the .in) and one per environment of the package's extras
-    (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`.
+    (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`;
+    one per case whose arms compare toolchain releases (locks/releases/<case>.json: each
+    release's wheel for the build machine and its sha256, as pip resolves it).
     --check compiles every lock again into a copy that starts from the committed one (uv keeps
     a locked version that still satisfies its input), and fails where the copy differs: an
     input changed without its lock, or a lock that no longer resolves as committed."""
     session.install(UV)
+    # pip: the toolchain releases' locks (locks/releases/) are resolved by pip's own resolver.
+    session.install("pip")
     session.install("-e", ".", "--no-deps")
     check = "--check" in session.posargs
     if check:
         session.run("python", "-m", "gpurepro.build.locks", "stale", str(ROOT))
+    session.run("python", "-m", "gpurepro.build.locks", "releases", str(ROOT),
+                *(["--check"] if check else []))
     jobs_file = Path(session.create_tmp()) / "locks.json"
     # `inputs` writes the toolchain .in files; under --check, stale ones failed just above.
     session.run("python", "-m", "gpurepro.build.locks", "inputs", str(ROOT), str(jobs_file))
