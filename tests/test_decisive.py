@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
-from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.known_rates import plan_for
 from gpurepro.analyze.verdict import plan_sentence
 from gpurepro.case import Claim, load_case
