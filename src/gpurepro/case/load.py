@@ -149,6 +149,13 @@ def validate(case: Case, path: Path | str) -> None:
     if not (isinstance(case.exposure.per, (int, float)) and math.isfinite(case.exposure.per)
             and case.exposure.per > 0):
         raise ManifestError(path, "exposure.per", f"must be a positive number, got {case.exposure.per!r}")
+    if not isinstance(case.exposure.opportunity, bool):
+        raise ManifestError(path, "exposure.opportunity",
+                            f"must be True or False, got {case.exposure.opportunity!r}")
+    for outcome in case.exposure.per_trial_outcomes:
+        if outcome not in OUTCOMES or outcome == "survived":
+            raise ManifestError(path, "exposure.per_trial_outcomes",
+                                f"{outcome!r} is not a failing outcome ({', '.join(OUTCOMES[1:])})")
     if not case.devices.targets:
         raise ManifestError(path, "devices.targets", "names no compute capability")
     for target in case.toolchains:

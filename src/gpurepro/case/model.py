@@ -287,6 +287,15 @@ class Exposure:
     # tile race's "cycles" are load/launch/unload iterations, not clock cycles); the issue
     # comment names the unit by it.
     label: str = ""
+    # Whether the counter measures the failures' opportunity within a trial, so that a rate per
+    # unit of it means something (the tile race's iterations: each one can crash). False: it
+    # counts what every trial does a fixed number of times (ctx_get_device_v2's one query per
+    # trial), and every arm's trials are modelled per trial, each way of ending with its own
+    # share of trials (gpurepro.analyze.simulate).
+    opportunity: bool = True
+    # Outcomes that are a property of a whole trial, found when it ends (an output checked
+    # after the last launch): always modelled per trial, never as a rate in the exposure.
+    per_trial_outcomes: tuple[str, ...] = ("wrong_result",)
 
 
 # An exact pin: a runtime package is one release, the wheel the build downloads.
