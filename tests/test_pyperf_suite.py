@@ -7,7 +7,6 @@ verdict with significance, not an error."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
