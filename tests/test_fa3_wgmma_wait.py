@@ -92,3 +92,25 @@ def test_the_driver_without_libcuda_is_no_driver(tmp_path):
                           capture_output=True, text=True, timeout=60)
     final = [json.loads(x) for x in done.stdout.splitlines() if '"final"' in x][-1]
     assert done.returncode == 3 and final["status"] == "no_driver", done.stderr
+
+
+def _sass(text):
+    from gpurepro.build.sass import parse_instr
+
+    return [parse_instr(16 * i, line) for i, line in enumerate(text.strip().splitlines())]
+
+
+def test_wait_placement_counts_the_softmax_between_the_waits():
+    sys.path.insert(0, str(CASE_DIR))
+    try:
+        import wait_placement as wp
+    finally:
+        sys.path.remove(str(CASE_DIR))
+    group = "WARPGROUP.ARRIVE ;\n" + "HGMMA.64x64x16.F32 R24, gdesc[UR8], R24 ;\n" * 8
+    overlap = _sass(group + "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;\n" + "MUFU.EX2 R1, R1 ;\n" * 3
+                    + "@!P0 BRA 0x10 ;\nWARPGROUP.DEPBAR.LE gsb0, 0x0 ;\nEXIT ;")
+    assert wp.ex2_between_waits(overlap) == [3]
+    assert wp.marks(overlap) == ["1 WARPGROUP.ARRIVE", "8 HGMMA", "1 DEPBAR 0x1", "3 MUFU.EX2",
+                                 "1 BRA", "1 DEPBAR 0x0", "1 EXIT"]
+    serialized = _sass(group + "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n" + "MUFU.EX2 R1, R1 ;\n" * 3)
+    assert wp.ex2_between_waits(serialized) == [0]
