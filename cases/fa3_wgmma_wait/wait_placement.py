@@ -18,6 +18,7 @@ MUFU.EX2 (the softmax) issued between each 8-HGMMA group's first wait and the ne
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -75,6 +76,13 @@ def ex2_between_waits(instrs: list[Any]) -> list[int]:
     return found
 
 
+def _version(ptxas: Path) -> str:
+    """'V13.3.73' from the last line of ``ptxas --version``."""
+    done = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, check=False)
+    release = [ln for ln in done.stdout.splitlines() if ", V" in ln]
+    return release[-1].rsplit(", ", 1)[-1] if release else "(no version)"
+
+
 def compile_one(ptxas: Path, ptx: str, nvdisasm: Path, work: Path) -> dict[str, Any]:
     src, cubin = work / "kernel.ptx", work / "kernel.cubin"
     src.write_text(VERSION.sub(r"\g<1>8.0", ptx, count=1))
@@ -106,7 +114,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     ptx = args.ptx.read_text()
-    programs: list[tuple[str, Path]] = [(f"local {p.name}", p) for p in args.ptxas]
+    programs: list[tuple[str, Path]] = [(f"local ptxas {_version(p)}", p) for p in args.ptxas]
     for spec in args.release:
         package, version = spec.split("==")
         program, _wheel, resolved = tool_from_release(package, version, "ptxas", args.cache)
@@ -119,7 +127,9 @@ def main() -> int:
         print(f"{name}: C7517 {'yes' if r['c7517'] else 'no'}, {r.get('registers')} registers, "
               f"EX2 between the waits per iteration {r.get('ex2_between_waits', r.get('refused'))}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    doc = {"ptx_sha256": hashlib.sha256(ptx.encode()).hexdigest(), "version_set_to": "8.0",
+           "ptxas_flags": ["-arch=sm_90a", "-O3", "-v"], "kernel": KERNEL, "releases": out}
+    args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 
 
