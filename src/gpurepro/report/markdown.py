@@ -22,6 +22,7 @@ from . import families, gfm
 from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
+from .pyperf_suite import write_suite
 from .survival import plot, survival_headline
 from .tables import address, code, escape, fence, table
 from .wrong import per_trial
@@ -505,9 +506,10 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     md = stem.with_suffix(".md")
     write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
     written["markdown"] = md
-    # Earlier renderings wrote the seconds to failure of the failed trials as a pyperf suite
-    # beside the document; it is gone (docs/format.md: a suite cannot hold a trial that
-    # survived, and `pyperf compare_to` read a change in crash timing as a slowdown), and so is
-    # any such file left by an earlier rendering.
-    Path(str(stem) + ".pyperf.json").unlink(missing_ok=True)
+    # The timed trials' pyperf suite (report/pyperf_suite.py); a document without timed trials
+    # has none, and a suite an earlier rendering left (once the seconds to failure of failed
+    # trials, docs/format.md) goes.
+    suite = write_suite(doc, stem)
+    if suite is not None:
+        written["pyperf"] = suite
     return written

@@ -1,0 +1,157 @@
+"""Case fa3_wgmma_wait: does waiting for both wgmma groups (wait_group 0) in place of one
+(wait_group 1) slow FlashAttention-3's inner loop on sm_90a, and by how much?
+
+Report: Dao-AILab/flash-attention issues 1243 (ptxas 12.5 and 12.6 print C7517, "warpgroup.wait
+is injected", and serialize the wgmma pipeline against the softmax) and 1323 (FA3 built with
+12.6 about 12 % below 12.4). This first stage times the case's one pinned toolchain: the kernel
+(kernel.cu, FA3's loop small enough to read) built twice, `overlap` (wait_group 1, the softmax
+of the next key block runs while O += P V computes) and `serialized` (wait_group 0: the
+hand-serialized control), and `overlap` timed twice (`overlap-again`, the same cubin) to measure
+the noise of one cubin across trials. A trial is driver.py: one process, warm-up repetitions,
+then repetitions of many launches timed with CUDA events, the output checked against numpy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpurepro.case import (
+    Arm,
+    Artifact,
+    Case,
+    Claim,
+    Defaults,
+    Devices,
+    Exposure,
+    Factor,
+    OutputCheck,
+    Runtime,
+    TrialCommand,
+    TrialContext,
+    load_sibling,
+)
+
+_verdict = load_sibling(__file__, "verdict")
+
+TARGET = "sm_90a"  # wgmma needs the architecture-specific target
+PINS = (
+    "nvidia-cuda-nvcc==13.3.73",
+    "nvidia-nvvm==13.3.73",
+    "nvidia-cuda-crt==13.3.73",
+    "nvidia-cuda-runtime==13.3.29",
+    "nvidia-cuda-cuobjdump==13.2.51",
+    "nvidia-cuda-nvdisasm==13.2.51",
+)
+# What driver.py imports on the GPU node (Python 3.12, no network): cuda.bindings, numpy for the
+# inputs and the reference, pynvml to read the GPU's clocks, temperature and power.
+RUNTIME = Runtime(packages={"*": ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1",
+                                  "numpy==2.3.5", "nvidia-ml-py==13.615.71"]})
+WAITS = {"overlap": 1, "serialized": 0}  # the kernel's WAIT_PENDING
+ITERS = 512  # key blocks per launch: about 0.1 ms of loop per launch, per SM
+TIMING = ("--warmups", "5", "--repeats", "20", "--loops", "20")
+# Margins (fractions). Provisional until the first H200 run has measured the noise between two
+# runs of one cubin (overlap-again against overlap); then set from that figure (README).
+SAME_MARGIN = 0.02
+SLOWER_MARGIN = 0.05
+_GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
+        "-static-libstdc++", "-static-libgcc")
+
+
+def _ptx(kernel: str) -> Artifact:
+    return Artifact(
+        name=f"ptx_{kernel}",
+        description=f"kernel.cu -> PTX with the pinned nvcc, WAIT_PENDING={WAITS[kernel]}",
+        command=("{nvcc}", "-arch={arch}", "-ptx", f"-DWAIT_PENDING={WAITS[kernel]}",
+                 "-o", "{out}/kernel.ptx", "{case}/kernel.cu"),
+        outputs=("kernel.ptx",), sources=("kernel.cu",), tools=("nvcc",))
+
+
+def _cubin(kernel: str) -> Artifact:
+    return Artifact(
+        name=f"cubin_{kernel}",
+        description=f"the {kernel} PTX -> cubin with the pinned ptxas, -O3",
+        command=("{ptxas}", "-arch={arch}", "-O3", f"{{artifact:ptx_{kernel}}}/kernel.ptx",
+                 "-o", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin",), tools=("ptxas",))
+
+
+ARTIFACTS = [
+    Artifact(
+        name="crash_preload",
+        description=("the crash handler as an LD_PRELOAD object: the driver's native crash "
+                     "record, written before faulthandler's Python frames"),
+        command=(*_GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+                 "native/crash_preload.cc", "native/crash.cc", "native/events.cc",
+                 "-o", "{out}/libgpurepro_crash.so", "-ldl"),
+        outputs=("libgpurepro_crash.so",),
+        sources=("native/crash_preload.cc", "native/crash.cc", "native/events.cc",
+                 "native/crash.h", "native/events.h", "native/cuda_types.h"),
+        tools=("gxx",),
+    ),
+    *[a for k in WAITS for a in (_ptx(k), _cubin(k))],
+]
+
+FACTORS = {"kernel": Factor(tuple(WAITS), "overlap",
+                            "overlap: wait_group 1 before the softmax; serialized: wait_group 0")}
+ARMS = [
+    Arm("overlap", {"kernel": "overlap"}, "wait_group 1: the softmax overlaps O += P V"),
+    Arm("serialized", {"kernel": "serialized"},
+        "wait_group 0 in place of 1: the hand-serialized control"),
+    Arm("overlap-again", {"kernel": "overlap"},
+        "the overlap cubin timed as a second arm: the noise between trials of one cubin"),
+]
+BASELINE = "overlap"
+
+_COUNT = "{count} of {n} valid trials"
+
+
+def _right(arm: str) -> Claim:
+    return Claim(
+        f"{arm}-right", arm=arm, kind="outcome", outcome="survived", share=0.5,
+        supported=f"{{arm}} returns numpy's attention within the tolerance in {_COUNT} (95% CI "
+                  f"of the share {{share_ci}}).",
+        contradicted=f"{{arm}} does not return numpy's attention in most trials: {_COUNT}.",
+        not_decided=f"Whether {{arm}} returns numpy's attention is not decided: {_COUNT}.")
+
+
+CLAIMS = [
+    Claim("overlap-again-same", arm="overlap-again", reference="overlap", kind="same",
+          margin=SAME_MARGIN),
+    Claim("serialized-slower", arm="serialized", reference="overlap", kind="slower",
+          margin=SLOWER_MARGIN),
+    *[_right(a.name) for a in ARMS],
+]
+
+
+def trial_command(ctx: TrialContext) -> TrialCommand:
+    cubin = ctx.artifacts[f"cubin_{ctx.factors['kernel']}"]
+    return ctx.python_driver(Path(ctx.case_dir) / "driver.py", "--cubin", str(cubin),
+                             "--iters", str(ITERS), *TIMING, *ctx.check_arguments(),
+                             preload=ctx.artifacts["crash_preload"])
+
+
+CASE = Case(
+    name="fa3_wgmma_wait",
+    question=(
+        "How much slower is FlashAttention-3's inner loop on sm_90a when the softmax waits for "
+        "both wgmma groups (wait_group 0) instead of the first (wait_group 1), and how far apart "
+        "are two timings of one cubin?"
+    ),
+    report_url="https://github.com/Dao-AILab/flash-attention/issues/1243",
+    toolchains={TARGET: PINS},
+    artifacts=ARTIFACTS,
+    factors=FACTORS,
+    arms=ARMS,
+    baseline=BASELINE,
+    trial_command=trial_command,
+    verdict=_verdict.verdict,
+    devices=Devices(targets={"9.0": TARGET},
+                    why="wgmma is sm_90a's: only a compute capability 9.0 device runs it"),
+    exposure=Exposure(counter="launches", unit="launches"),
+    # Timed trials one at a time (two would share the GPU); each about 2 s, mostly Python's start.
+    defaults=Defaults(trials_per_arm=12, duration_s=30.0, trial_timeout_s=120.0, jobs=1),
+    failure_outcomes=("wrong_result", "cuda_error", "crashed", "hung"),
+    check=OutputCheck("tolerance", rel=2e-2, abs=2e-3),
+    claims=CLAIMS,
+    runtime=RUNTIME,
+)

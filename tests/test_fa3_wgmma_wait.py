@@ -1,0 +1,116 @@
+"""cases/fa3_wgmma_wait without a GPU: the manifest (arms, the timed claims and their margins,
+the trial commands: overlap-again runs overlap's cubin), the driver's reference, and the driver
+on a machine without libcuda (a no_driver final record, exit status 3)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+CASE_DIR = ROOT / "cases" / "fa3_wgmma_wait"
+
+
+@pytest.fixture(scope="module")
+def case():
+    from gpurepro.case.load import load_case
+
+    return load_case("fa3_wgmma_wait", ROOT)
+
+
+def _command(case, arm):
+    from gpurepro.case.model import TrialBudget, TrialContext
+
+    arts = {a.name: Path(f"/b/{a.name}/{a.outputs[0]}") for a in case.artifacts}
+    ctx = TrialContext(arm, case.resolved_arms()[arm], arts, TrialBudget(30, 0, 120), Path("/n"),
+                       CASE_DIR, check=case.check, runtime=Path("/r"))
+    return case.trial_command(ctx)
+
+
+def test_the_arms_claims_and_commands(case):
+    assert [a.name for a in case.arms] == ["overlap", "serialized", "overlap-again"]
+    claims = {c.name: c for c in case.claims}
+    assert (claims["overlap-again-same"].kind, claims["overlap-again-same"].reference) == ("same", "overlap")
+    assert (claims["serialized-slower"].kind, claims["serialized-slower"].reference) == ("slower", "overlap")
+    assert 0 < claims["overlap-again-same"].margin < claims["serialized-slower"].margin < 1
+    assert {f"{a}-right" for a in ("overlap", "serialized", "overlap-again")} <= set(claims)
+    assert case.defaults.jobs == 1 and case.check.kind == "tolerance"
+    argv = {arm: _command(case, arm).argv for arm in ("overlap", "serialized", "overlap-again")}
+    cubin = {arm: a[a.index("--cubin") + 1] for arm, a in argv.items()}
+    assert cubin["overlap"] == cubin["overlap-again"] == "/b/cubin_overlap/kernel.cubin"
+    assert cubin["serialized"] == "/b/cubin_serialized/kernel.cubin"
+    assert "--check-rel" in argv["overlap"] and "--loops" in argv["overlap"]
+    assert _command(case, "overlap").env["PYTHONPATH"].startswith("/r")
+    waits = {a.name: a.command for a in case.artifacts if a.name.startswith("ptx_")}
+    assert "-DWAIT_PENDING=1" in waits["ptx_overlap"] and "-DWAIT_PENDING=0" in waits["ptx_serialized"]
+
+
+def test_a_timed_case_runs_fixed_size(case):
+    import argparse
+
+    from gpurepro.cli.args import sequential_design
+
+    args = argparse.Namespace(decisive=False, fixed=False, trials=None, until_decided=False,
+                              decisive_by_default=True, look_every=None, max_trials=None,
+                              alpha=None)
+    assert sequential_design(case, args) == (None, case.defaults.trials_per_arm)
+
+
+def test_the_reference_weights_each_key_block_by_its_visits():
+    np = pytest.importorskip("numpy")
+    sys.path.insert(0, str(CASE_DIR))
+    try:
+        import driver
+    finally:
+        sys.path.remove(str(CASE_DIR))
+    q, k, v = driver.inputs(np, 2, 7)
+    out = driver.reference(np, q, k, v, 3)  # blocks 0, 1, 0
+    keys = np.concatenate([k[0], k[1], k[0]]).astype(np.float64)
+    vals = np.concatenate([v[0], v[1], v[0]]).astype(np.float64)
+    s = q.astype(np.float64) @ keys.T / 8.0
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    assert np.allclose(out, (p / p.sum(axis=-1, keepdims=True)) @ vals)
+    assert out.shape == (2, 64, 64)
+
+
+def test_the_driver_without_libcuda_is_no_driver(tmp_path):
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("libcuda.so.1 loads here: the no-driver path needs a machine without it")
+    except OSError:
+        pass
+    cubin = tmp_path / "kernel.cubin"
+    cubin.write_bytes(b"not a cubin")
+    done = subprocess.run([sys.executable, str(CASE_DIR / "driver.py"), "--cubin", str(cubin)],
+                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True, timeout=60)
+    final = [json.loads(x) for x in done.stdout.splitlines() if '"final"' in x][-1]
+    assert done.returncode == 3 and final["status"] == "no_driver", done.stderr
+
+
+def _sass(text):
+    from gpurepro.build.sass import parse_instr
+
+    return [parse_instr(16 * i, line) for i, line in enumerate(text.strip().splitlines())]
+
+
+def test_wait_placement_counts_the_softmax_between_the_waits():
+    sys.path.insert(0, str(CASE_DIR))
+    try:
+        import wait_placement as wp
+    finally:
+        sys.path.remove(str(CASE_DIR))
+    group = "WARPGROUP.ARRIVE ;\n" + "HGMMA.64x64x16.F32 R24, gdesc[UR8], R24 ;\n" * 8
+    overlap = _sass(group + "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;\n" + "MUFU.EX2 R1, R1 ;\n" * 3
+                    + "@!P0 BRA 0x10 ;\nWARPGROUP.DEPBAR.LE gsb0, 0x0 ;\nEXIT ;")
+    assert wp.ex2_between_waits(overlap) == [3]
+    assert wp.marks(overlap) == ["1 WARPGROUP.ARRIVE", "8 HGMMA", "1 DEPBAR 0x1", "3 MUFU.EX2",
+                                 "1 BRA", "1 DEPBAR 0x0", "1 EXIT"]
+    serialized = _sass(group + "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n" + "MUFU.EX2 R1, R1 ;\n" * 3)
+    assert wp.ex2_between_waits(serialized) == [0]
