@@ -34,12 +34,25 @@ def _command(case, arm):
 
 
 def test_the_arms_claims_and_commands(case):
-    assert [a.name for a in case.arms] == ["overlap", "serialized", "overlap-again"]
+    assert [a.name for a in case.arms] == ["ptxas-12-4-131", "ptxas-12-5-82", "ptxas-12-6-20",
+                                           "ptxas-12-6-85", "overlap", "serialized",
+                                           "overlap-again"]
+    arms = case.resolved_arms()
+    assert {a: arms[a]["ptxas"] for a in arms} == {
+        "ptxas-12-4-131": "12.4.131", "ptxas-12-5-82": "12.5.82", "ptxas-12-6-20": "12.6.20",
+        "ptxas-12-6-85": "12.6.85", "overlap": "13.3.73", "serialized": "13.3.73",
+        "overlap-again": "13.3.73"}
+    assert {arms[a]["kernel"] for a in arms if a != "serialized"} == {"overlap"}
     claims = {c.name: c for c in case.claims}
+    # The releases that inject the wait (C7517 on the CPU) against the last one before them; the
+    # one after them and the pinned release within the same margin of it.
+    for name, kind in (("ptxas-12-5-82-slower", "slower"), ("ptxas-12-6-20-slower", "slower"),
+                       ("ptxas-12-6-85-same", "same"), ("pinned-same", "same")):
+        assert (claims[name].kind, claims[name].reference) == (kind, "ptxas-12-4-131")
     assert (claims["overlap-again-same"].kind, claims["overlap-again-same"].reference) == ("same", "overlap")
     assert (claims["serialized-slower"].kind, claims["serialized-slower"].reference) == ("slower", "overlap")
     assert 0 < claims["overlap-again-same"].margin < claims["serialized-slower"].margin < 1
-    assert {f"{a}-right" for a in ("overlap", "serialized", "overlap-again")} <= set(claims)
+    assert {f"{a}-right" for a in arms} <= set(claims)
     assert case.defaults.jobs == 1 and case.check.kind == "tolerance"
     argv = {arm: _command(case, arm).argv for arm in ("overlap", "serialized", "overlap-again")}
     cubin = {arm: a[a.index("--cubin") + 1] for arm, a in argv.items()}

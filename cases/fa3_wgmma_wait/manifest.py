@@ -1,14 +1,18 @@
-"""Case fa3_wgmma_wait: does waiting for both wgmma groups (wait_group 0) in place of one
-(wait_group 1) slow FlashAttention-3's inner loop on sm_90a, and by how much?
+"""Case fa3_wgmma_wait: which ptxas releases make FlashAttention-3's inner loop slower on
+sm_90a by injecting a wgmma wait, and by how much?
 
 Report: Dao-AILab/flash-attention issues 1243 (ptxas 12.5 and 12.6 print C7517, "warpgroup.wait
 is injected", and serialize the wgmma pipeline against the softmax) and 1323 (FA3 built with
-12.6 about 12 % below 12.4). This first stage times the case's one pinned toolchain: the kernel
-(kernel.cu, FA3's loop small enough to read) built twice, `overlap` (wait_group 1, the softmax
-of the next key block runs while O += P V computes) and `serialized` (wait_group 0: the
-hand-serialized control), and `overlap` timed twice (`overlap-again`, the same cubin) to measure
-the noise of one cubin across trials. A trial is driver.py: one process, warm-up repetitions,
-then repetitions of many launches timed with CUDA events, the output checked against numpy.
+12.6 about 12 % below 12.4). One PTX (kernel.cu, FA3's loop small enough to read, by the pinned
+nvcc, its .version set to 8.0 so that every release reads it) compiled by each arm's ptxas
+release (the ``ptxas`` factor: releases of nvidia-cuda-nvcc-cu12, then nvidia-cuda-nvcc; locked
+in locks/releases/fa3_wgmma_wait.json). Arms: the releases around the C7517 ones that
+wait_placement.cpu.json measured on the CPU (12.4.131 before, 12.5.82 and 12.6.20 with it,
+12.6.85 after), `overlap` (13.3.73, wait_group 1: the softmax of the next key block runs while
+O += P V computes), `serialized` (13.3.73, wait_group 0 by hand: what full serialization
+costs), and `overlap-again` (the `overlap` cubin timed as a second arm: the noise of one cubin
+across trials). A trial is driver.py: one process, warm-up repetitions, then repetitions of
+many launches timed with CUDA events, the output checked against numpy.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from gpurepro.case import (
     Devices,
     Exposure,
     Factor,
+    Family,
     OutputCheck,
+    Releases,
     Runtime,
     TrialCommand,
     TrialContext,
@@ -66,13 +72,23 @@ def _ptx(kernel: str) -> Artifact:
         outputs=("kernel.ptx",), sources=("kernel.cu",), tools=("nvcc",))
 
 
+def _lowered(kernel: str) -> Artifact:
+    return Artifact(
+        name=f"ptx80_{kernel}",
+        description=f"the {kernel} PTX with .version 8.0 (CUDA 12.0's ISA holds every "
+                    f"instruction it uses), so that every release's ptxas reads it",
+        command=("{python}", "{case}/set_ptx_version.py", "8.0",
+                 f"{{artifact:ptx_{kernel}}}/kernel.ptx", "{out}/kernel.ptx"),
+        outputs=("kernel.ptx",), sources=("set_ptx_version.py",))
+
+
 def _cubin(kernel: str) -> Artifact:
     return Artifact(
-        name=f"cubin_{kernel}",
-        description=f"the {kernel} PTX -> cubin with the pinned ptxas, -O3",
-        command=("{ptxas}", "-arch={arch}", "-O3", f"{{artifact:ptx_{kernel}}}/kernel.ptx",
+        name=f"cubin_{kernel}", per="ptxas",
+        description=f"the {kernel} PTX (.version 8.0) -> cubin with the arm's ptxas release, -O3",
+        command=("{ptxas}", "-arch={arch}", "-O3", f"{{artifact:ptx80_{kernel}}}/kernel.ptx",
                  "-o", "{out}/kernel.cubin"),
-        outputs=("kernel.cubin",), tools=("ptxas",))
+        outputs=("kernel.cubin",))
 
 
 ARTIFACTS = [
@@ -88,16 +104,32 @@ ARTIFACTS = [
                  "native/crash.h", "native/events.h", "native/cuda_types.h"),
         tools=("gxx",),
     ),
-    *[a for k in WAITS for a in (_ptx(k), _cubin(k))],
+    *[a for k in WAITS for a in (_ptx(k), _lowered(k), _cubin(k))],
 ]
 
+PTXAS = Releases("ptxas", (Family("nvidia-cuda-nvcc-cu12", ">=12.0,<13"),
+                           Family("nvidia-cuda-nvcc", ">=13")))
+# ptxas release -> (arm, what wait_placement.cpu.json measured there on the overlap PTX).
+RELEASES = {
+    "12.4.131": ("ptxas-12-4-131", "no C7517; the softmax between the waits"),
+    "12.5.82": ("ptxas-12-5-82", "C7517; a wait_group 0 injected before the softmax"),
+    "12.6.20": ("ptxas-12-6-20", "C7517; a wait_group 0 injected before the softmax"),
+    "12.6.85": ("ptxas-12-6-85", "no C7517; the softmax between the waits"),
+}
+PINNED = "13.3.73"  # the pinned nvcc's own ptxas release: overlap, serialized, overlap-again
+GOOD, INJECTED = "ptxas-12-4-131", ("ptxas-12-5-82", "ptxas-12-6-20")
+
 FACTORS = {"kernel": Factor(tuple(WAITS), "overlap",
-                            "overlap: wait_group 1 before the softmax; serialized: wait_group 0")}
+                            "overlap: wait_group 1 before the softmax; serialized: wait_group 0"),
+           "ptxas": Factor((*RELEASES, PINNED), PINNED,
+                           "the ptxas release that compiles the PTX", releases=PTXAS)}
 ARMS = [
-    Arm("overlap", {"kernel": "overlap"}, "wait_group 1: the softmax overlaps O += P V"),
+    *[Arm(arm, {"ptxas": release}, f"the overlap PTX by ptxas {release}: {measured}")
+      for release, (arm, measured) in RELEASES.items()],
+    Arm("overlap", {}, f"ptxas {PINNED}, wait_group 1: the softmax overlaps O += P V"),
     Arm("serialized", {"kernel": "serialized"},
-        "wait_group 0 in place of 1: the hand-serialized control"),
-    Arm("overlap-again", {"kernel": "overlap"},
+        f"ptxas {PINNED}, wait_group 0 in place of 1: the hand-serialized control"),
+    Arm("overlap-again", {},
         "the overlap cubin timed as a second arm: the noise between trials of one cubin"),
 ]
 BASELINE = "overlap"
@@ -119,6 +151,11 @@ CLAIMS = [
           margin=SAME_MARGIN),
     Claim("serialized-slower", arm="serialized", reference="overlap", kind="slower",
           margin=SLOWER_MARGIN),
+    *[Claim(f"{arm}-slower", arm=arm, reference=GOOD, kind="slower", margin=SLOWER_MARGIN)
+      for arm in INJECTED],
+    Claim("ptxas-12-6-85-same", arm="ptxas-12-6-85", reference=GOOD, kind="same",
+          margin=SLOWER_MARGIN),
+    Claim("pinned-same", arm="overlap", reference=GOOD, kind="same", margin=SLOWER_MARGIN),
     *[_right(a.name) for a in ARMS],
 ]
 
@@ -133,9 +170,9 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
 CASE = Case(
     name="fa3_wgmma_wait",
     question=(
-        "How much slower is FlashAttention-3's inner loop on sm_90a when the softmax waits for "
-        "both wgmma groups (wait_group 0) instead of the first (wait_group 1), and how far apart "
-        "are two timings of one cubin?"
+        "Which ptxas releases make FlashAttention-3's inner loop slower on sm_90a than 12.4 "
+        "does, by how much, and how much does waiting for both wgmma groups (wait_group 0) "
+        "by hand cost against two timings of one cubin?"
     ),
     report_url="https://github.com/Dao-AILab/flash-attention/issues/1243",
     toolchains={TARGET: PINS},

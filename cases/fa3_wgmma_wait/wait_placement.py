@@ -4,8 +4,8 @@
         --release nvidia-cuda-nvcc-cu12==12.4.131 [--release ...] [--ptxas PTXAS] \
         [--cache build/wheels] --out build/fa3_wgmma_wait/wait_placement.json
 
-Each release's ptxas comes out of its wheel (gpurepro.bisect.pypi: fetched once into --cache,
-checked against PyPI's sha256), ``--ptxas`` adds a local one (the pinned 13.3.73). Each compiles
+Each release's ptxas comes out of its wheel (gpurepro.build.releases: resolved by pip, fetched
+once into --cache against the index's sha256), ``--ptxas`` adds a local one (the pinned 13.3.73). Each compiles
 the PTX with ``-arch=sm_90a -O3 -v`` after its ``.version`` is set to 8.0 (CUDA 12.0's ISA: every
 instruction the kernel uses, wgmma and fence.proxy.async included, is in 8.0; a ptxas that
 disagrees refuses, and the refusal is recorded). Recorded per release: the C7517 lines of its
@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpurepro.bisect.pypi import tool_from_release
+from gpurepro.build.releases import fetch, program, resolve
 from gpurepro.build.sass import disassemble
 
 VERSION = re.compile(r"^(\s*\.version\s+)\d+\.\d+", re.M)
@@ -117,12 +117,13 @@ def main() -> int:
     programs: list[tuple[str, Path]] = [(f"local ptxas {_version(p)}", p) for p in args.ptxas]
     for spec in args.release:
         package, version = spec.split("==")
-        program, _wheel, resolved = tool_from_release(package, version, "ptxas", args.cache)
-        programs.append((f"{package}=={resolved or version}", program))
+        entry = resolve(package, version)
+        programs.append((f"{package}=={entry['version']}",
+                         program(fetch(entry, args.cache), "ptxas", args.cache)))
     out = {}
-    for name, program in programs:
+    for name, ptxas in programs:
         with tempfile.TemporaryDirectory() as tmp:
-            out[name] = compile_one(program, ptx, args.nvdisasm, Path(tmp))
+            out[name] = compile_one(ptxas, ptx, args.nvdisasm, Path(tmp))
         r = out[name]
         print(f"{name}: C7517 {'yes' if r['c7517'] else 'no'}, {r.get('registers')} registers, "
               f"EX2 between the waits per iteration {r.get('ex2_between_waits', r.get('refused'))}")
