@@ -7,8 +7,9 @@ neither.
 
 Which ran is decided once per harness (``detect``: a probe process tries each) and recorded in
 every trial's journal record as ``containment``: ``cgroup+pid_namespace``, ``cgroup``,
-``pid_namespace`` or ``subreaper``. ``GPUREPRO_CONTAINMENT`` caps it (``auto``, the default;
-``cgroup``, ``pid_namespace``, ``subreaper``: that one and nothing above it).
+``pid_namespace`` or ``subreaper``. ``GPUREPRO_CONTAINMENT`` narrows it: ``auto`` (the
+default: each that the machine gives), ``cgroup`` or ``pid_namespace`` (that one alone, where
+given), ``subreaper`` (neither).
 
 A run's trial cgroups are under one folder of the harness's, named for its tag
 (``gpurepro.<run id>.<token>``), beside the harness's own cgroup: the watchdog kills and removes
@@ -181,8 +182,8 @@ def detect(tag: str) -> tuple[Mechanism, list[str]]:
     trial cgroups is made here. Returns it and the reasons for what it does not give."""
     if not sys.platform.startswith("linux"):
         return SUBREAPER, ["not Linux"]
-    cap = wanted()
-    allowed = ORDER if cap == "auto" else ORDER[ORDER.index(cap):]
+    allowed = {"auto": ("cgroup", "pid_namespace"), "cgroup": ("cgroup",),
+               "pid_namespace": ("pid_namespace",), "subreaper": ()}[wanted()]
     why: list[str] = []
     folder: Path | None = None
     if "cgroup" in allowed:
