@@ -81,8 +81,16 @@ class Containment:
         self.subreaper = become_subreaper()
         tag = getattr(self.watchdog, "tag", None)
         if tag and sys.platform.startswith("linux"):
-            self.mechanism, why = isolation.detect(tag)
-            if why and self.mechanism.name != "cgroup+pid_namespace":
+            try:
+                self.mechanism, why = isolation.detect(tag)
+            except ValueError as exc:  # GPUREPRO_CONTAINMENT misspelled
+                from ..errors import UsageError
+
+                if self.subreaper:
+                    become_subreaper(False)
+                raise UsageError(str(exc)) from None
+            # Asked for by name and not given: said (each trial's record says what held it).
+            if why and isolation.wanted() not in ("auto", "subreaper"):
                 self.say(f"gpurepro: containment {self.mechanism.name} ({'; '.join(why)})")
             self._tell_mechanism()
         self._thread = threading.Thread(target=self._loop, name="containment", daemon=True)

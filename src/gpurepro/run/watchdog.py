@@ -11,7 +11,9 @@ every trial it starts (pid, start time, wall-clock deadline) and every orphan it
 finds (contain.py: processes that left the trial's session, some with an empty environment).
 
 - When the pipe closes (the harness exited, was killed with SIGKILL, or the OOM killer took it)
-  the watchdog stops and kills every process carrying its harness's tag, every process it was
+  the watchdog first ends the harness's trial cgroups it was named (``cgroup PATH``, where the
+  kernel gives them: isolation.py), with ``cgroup.kill``; then it stops and kills every process
+  carrying its harness's tag, every process it was
   named, and every untagged process with the command line of an orphan it was named, with
   whatever they forked (procs.kill_tree: stopped first, so a process that keeps forking cannot
   stay ahead), then exits.
