@@ -109,7 +109,8 @@ def leftovers_of(run_id: str, beside: Path | None = None) -> list[Path]:
     if base is None or not base.is_dir():
         return []
     try:
-        return [p for p in base.iterdir() if p.is_dir() and p.name.startswith(f"{PREFIX}{run_id}.")]
+        mine = run_folder_name(run_id) + "."
+        return [p for p in base.iterdir() if p.is_dir() and p.name.startswith(mine)]
     except OSError:
         return []
 
