@@ -28,10 +28,7 @@ Standard library only, and nothing of the harness: it starts in milliseconds (``
 
 from __future__ import annotations
 
-import ctypes
-import json
 import os
-import resource
 import signal
 import sys
 
@@ -44,10 +41,27 @@ FORWARDED = (signal.SIGQUIT, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signa
              signal.SIGUSR2)
 EXIT_NOT_ENTERED = 125  # containment could not be set up: the trial never started
 
-_libc = ctypes.CDLL(None, use_errno=True)
+# ctypes (and nothing else slow to import) only where a namespace is made: a trial that only
+# joins a cgroup starts as fast as the interpreter does.
+_loaded: list = []
+
+
+def _libc():  # type: ignore[no-untyped-def]
+    if not _loaded:
+        import ctypes
+
+        _loaded.append(ctypes.CDLL(None, use_errno=True))
+    return _loaded[0]
+
+
+def _json(fields: dict[str, bool]) -> bytes:
+    """One JSON object of booleans, without importing json (and re)."""
+    return ("{" + ", ".join(f'"{k}": {str(v).lower()}' for k, v in fields.items()) + "}\n").encode()
 
 
 def _fail(what: str) -> None:
+    import ctypes
+
     err = ctypes.get_errno()
     os.write(2, f"gpurepro enter: {what}: {os.strerror(err) if err else 'failed'}\n".encode())
     os._exit(EXIT_NOT_ENTERED)
@@ -66,7 +80,7 @@ def join_cgroup(directory: str) -> bool:
 
 
 def _mount(source: str, target: str, fstype: str | None, flags: int) -> bool:
-    return _libc.mount(source.encode(), target.encode(),
+    return _libc().mount(source.encode(), target.encode(),
                        fstype.encode() if fstype else None, flags, None) == 0
 
 
@@ -74,12 +88,12 @@ def unshare_pid() -> bool | None:
     """Unshare a PID namespace and, where allowed, a mount namespace made private (so the
     /proc init mounts is seen by the trial alone). None: no PID namespace; True/False: with
     or without the mount namespace."""
-    if _libc.unshare(CLONE_NEWPID | CLONE_NEWNS) == 0:
+    if _libc().unshare(CLONE_NEWPID | CLONE_NEWNS) == 0:
         if _mount("none", "/", None, MS_REC | MS_PRIVATE):
             return True
         # A mount namespace whose mounts propagate back is no place to mount a /proc.
         return False
-    return False if _libc.unshare(CLONE_NEWPID) == 0 else None
+    return False if _libc().unshare(CLONE_NEWPID) == 0 else None
 
 
 def _exec(argv: list[str]) -> None:
@@ -93,10 +107,10 @@ def _exec(argv: list[str]) -> None:
 def _as_init(argv: list[str] | None, status_fd: int, own_mounts: bool) -> None:
     """Pid 1 of the namespace: a /proc of its own, the trial as pid 2, every orphan reaped,
     and the trial's wait status handed out when it ends."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     proc_ok = own_mounts and _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     if argv is None:
-        os.write(status_fd, json.dumps({"pid": os.getpid(), "proc": proc_ok}).encode())
+        os.write(status_fd, f"{os.getpid()} {int(bool(proc_ok))}".encode())
         os._exit(0)
     trial = 0
 
@@ -129,6 +143,8 @@ def _end_as(status: int) -> None:
     """End this process as the trial's main process ended."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        import resource
+
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
@@ -141,7 +157,7 @@ def in_namespace(argv: list[str] | None, probed: dict[str, bool]) -> None:
     own_mounts = unshare_pid()
     if own_mounts is None:
         if argv is None:
-            os.write(1, json.dumps({**probed, "pid_namespace": False}).encode() + b"\n")
+            os.write(1, _json({**probed, "pid_namespace": False}))
             os._exit(0)
         _fail("cannot make a PID namespace")
     read_end, write_end = os.pipe()
@@ -166,9 +182,8 @@ def in_namespace(argv: list[str] | None, probed: dict[str, bool]) -> None:
         said += chunk
     os.waitpid(init, 0)
     if argv is None:
-        seen = json.loads(said or b"{}")
-        os.write(1, json.dumps({**probed, "pid_namespace": seen.get("pid") == 1,
-                                "proc": bool(seen.get("proc"))}).encode() + b"\n")
+        seen = said.split() or [b"0", b"0"]
+        os.write(1, _json({**probed, "pid_namespace": seen[0] == b"1", "proc": seen[1] == b"1"}))
         os._exit(0)
     if not said:  # init was killed before the trial ended: so is this process
         os.kill(os.getpid(), signal.SIGKILL)
@@ -190,12 +205,12 @@ def main(args: list[str]) -> None:
         if not probed["cgroup"] and not probe:
             _fail("cannot join the trial's cgroup")
     if probe and "--pidns" not in args:
-        os.write(1, json.dumps(probed).encode() + b"\n")
+        os.write(1, _json(probed))
         os._exit(0)
     if "--pidns" in args:
         # The harness thread that started this process is the one waiting on the trial: if
         # the harness dies, so does this process, and with it init and the namespace.
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         in_namespace(None if probe else argv, probed)
     assert argv is not None
     _exec(argv)
