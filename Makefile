@@ -12,7 +12,7 @@ NOX := $(shell found=$$(command -v nox 2>/dev/null); \
 	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
 	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check docs test test-slow test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: check docs test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
 
 # The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
@@ -33,7 +33,13 @@ test-slow: $(NOX)
 	GPUREPRO_TIERS_RAN_HERE=1 $(NOX) --no-error-on-missing-interpreters -s tests_py
 	$(MAKE) test-slurm-where-possible
 
-# Everything CI runs (.ci/run): lint, the locks, the documentation site, both tiers.
+# The history tier: the rerun blocks of the older committed documents (the newest of each case is
+# in the slow tier). Its time grows with every committed run; CI runs it after make check.
+test-history: $(NOX)
+	$(NOX) -s tests_history -- $(ARGS)
+
+# Lint, the locks, the documentation site, both tiers: what a change must pass (CI runs this,
+# then make test-history).
 check: lint lock-check docs test test-slow
 
 # The documentation site (docs/, mkdocs.yml) into build/site, warnings as errors; its results

@@ -344,17 +344,32 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests_slow(session: nox.Session) -> None:
-    """The slow tier's pytest (pytest -m slow), as make test-slow runs it.
+    """The slow tier's pytest (pytest -m "slow and not history"), as make test-slow runs it.
 
     make test-slow runs the `toolchain` sessions first, whose environments its build tests
-    use, and tests_py and the cluster tests after: fault injection at volume, every committed document re-rendered and its rerun steps executed
-    as the issue comment prints them, the builds with real nvcc/tileiras, every case's default
-    plan, packaging, a fresh clone's main job."""
+    use, and tests_py and the cluster tests after: fault injection at volume, every committed
+    document re-rendered, the newest document of each case's rerun steps executed as the issue
+    comment prints them, the builds with real nvcc/tileiras, every case's default plan,
+    packaging, a fresh clone's main job."""
+    _pytest_with_nox(session, "slow and not history", "slow.xml", SLOW_WORKERS)
+
+
+@nox.session(python=PYTHON)
+def tests_history(session: nox.Session) -> None:
+    """The history tier (make test-history; CI runs it after make check): the rerun steps of
+    every older committed document, one clone of each commit they name. Its time grows with
+    the committed runs (about 25 s a commit on 2 idle cores), which is why it is a tier of its
+    own and not part of make check's budget."""
+    _pytest_with_nox(session, "history", "history.xml", SLOW_WORKERS)
+
+
+def _pytest_with_nox(session: nox.Session, marks: str, report: str, workers: list[str]) -> None:
+    """pytest -m MARKS in the test environment; the rerun steps these tiers execute call nox:
+    this one (GPUREPRO_NOX)."""
     _install_project(session, "test")
-    # The rerun steps call nox: this one.
     here = Path(sys.executable).parent / "nox"
-    session.run("pytest", "-m", "slow", f"--junitxml={REPORTS / 'slow.xml'}",
-                *(session.posargs or ["-q", *SLOW_WORKERS]),
+    session.run("pytest", "-m", marks, f"--junitxml={REPORTS / report}",
+                *(session.posargs or ["-q", *workers]),
                 env={**TEST_ENV, **_toolchain_env(),
                      **({"GPUREPRO_NOX": str(here)} if here.is_file() else {})})
 
@@ -514,15 +529,21 @@ def lock(session: nox.Session) -> None:
 
     One lock per case and build target (locks/toolchain/<case>-<target>.txt, from the pins of
     its manifest, kept beside it as the .in) and one per environment of the package's extras
-    (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`.
+    (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`;
+    one per case whose arms compare toolchain releases (locks/releases/<case>.json: each
+    release's wheel for the build machine and its sha256, as pip resolves it).
     --check compiles every lock again into a copy that starts from the committed one (uv keeps
     a locked version that still satisfies its input), and fails where the copy differs: an
     input changed without its lock, or a lock that no longer resolves as committed."""
     session.install(UV)
+    # pip: the toolchain releases' locks (locks/releases/) are resolved by pip's own resolver.
+    session.install("pip")
     session.install("-e", ".", "--no-deps")
     check = "--check" in session.posargs
     if check:
         session.run("python", "-m", "gpurepro.build.locks", "stale", str(ROOT))
+    session.run("python", "-m", "gpurepro.build.locks", "releases", str(ROOT),
+                *(["--check"] if check else []))
     jobs_file = Path(session.create_tmp()) / "locks.json"
     # `inputs` writes the toolchain .in files; under --check, stale ones failed just above.
     session.run("python", "-m", "gpurepro.build.locks", "inputs", str(ROOT), str(jobs_file))

@@ -13,9 +13,10 @@ FAKE_CASE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
 NATIVE_PROGRAMS = ROOT / "tests" / "fixtures" / "native_programs" / "manifest.py"
 
 
-# The slow tier (make check; docs/testing.md) is `pytest -m slow`: the tests marked slow, and
-# every test of a marker that always means minutes or a machine of its own: the builds with real
-# nvcc/tileiras (toolchain) and the cluster runs (slurm). make test is `-m "not slow"`.
+# The slow tier (make check; docs/testing.md) is `pytest -m "slow and not history"`: the tests
+# marked slow, and every test of a marker that always means minutes or a machine of its own: the
+# builds with real nvcc/tileiras (toolchain) and the cluster runs (slurm). make test is
+# `-m "not slow"`; make test-history is `-m history` (older documents' rerun blocks, also slow).
 SLOW_MARKERS = ("toolchain", "slurm")
 
 

@@ -105,6 +105,8 @@ def _manifest(tmp_path: Path, folder: str, edit) -> Path:
     ("fake_case", lambda s: s.replace("duration_s=0.3", "duration_s=-1"), "defaults.duration_s"),
     ("fake_case", lambda s: s.replace("trial_timeout_s=3", "trial_timeout_s=0"), "defaults.trial_timeout_s"),
     ("fake_case", lambda s: s.replace('counter="cycles"', 'counter=""'), "exposure.counter"),
+    ("fake_case", lambda s: s.replace('counter="cycles"', 'counter="cycles", per_trial_outcomes=("survived",)'),
+     "exposure.per_trial_outcomes"),
     ("other_name", lambda s: s, "name"),
 ])
 def test_a_bad_manifest_is_one_line_naming_the_field(tmp_path, folder, edit, field):

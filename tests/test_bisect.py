@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.bisect import cpu, document, gpu, pypi, search
-from gpurepro.build.artifacts import build_case
+from gpurepro.bisect import cpu, document, gpu, search
+from gpurepro.build.artifacts import build_case, sha256_file
 from gpurepro.case import load_case
 from gpurepro.errors import ManifestError, UsageError
 
@@ -100,15 +100,12 @@ def _script(path: Path, body: str) -> Path:
     return path
 
 
-def _fake_pypi(monkeypatch, tmp_path: Path) -> None:
-    def releases(package, index=pypi.INDEX):
+def _fake_index(monkeypatch, tmp_path: Path) -> None:
+    def versions_of(package):
         assert package == "fake-compiler"
-        final = sorted((v for v in LISTED if pypi.version_key(v)), key=pypi.version_key)
-        return {"package": package, "index": index, "listed": sorted(LISTED), "final": final,
-                "other": [v for v in LISTED if not pypi.version_key(v)],
-                "files": {v: [] for v in LISTED}}
+        return [v for v in LISTED if "rc" not in v]  # pip index versions: final releases only
 
-    def tool_from_release(package, version, binary, cache, index=pypi.INDEX, files=None):
+    def release_tool(package, version, binary, cache):
         what = FAKEC[version]
         listing = tmp_path / "listings" / f"{version}.sass"
         listing.parent.mkdir(parents=True, exist_ok=True)
@@ -118,11 +115,10 @@ def _fake_pypi(monkeypatch, tmp_path: Path) -> None:
                 }.get(what, f'echo "fakec {version}" > /dev/null\ncp "{listing}" "$2"\n')
         program = _script(cache / "tools" / f"{package}-{version}" / binary,
                           f'[ "$1" = --version ] && {{ echo "fakec V{version}"; exit 0; }}\n' + body)
-        wheel = pypi.Wheel(cache / f"{version}.whl", f"fake_compiler-{version}.whl", "0" * 64, "")
-        return program, wheel, version
+        return program, {"version": version, "file": f"fake_compiler-{version}.whl", "sha256": "0" * 64}
 
-    monkeypatch.setattr(cpu.pypi, "releases", releases)
-    monkeypatch.setattr(cpu.pypi, "tool_from_release", tool_from_release)
+    monkeypatch.setattr(cpu.releases_mod, "versions_of", versions_of)
+    monkeypatch.setattr(cpu, "release_tool", release_tool)
     cuobjdump = _script(tmp_path / "bin" / "cuobjdump", 'cat "$2"\n')
     monkeypatch.setattr(cpu, "_disassemblers", lambda case: {"cuobjdump": cuobjdump, "nvdisasm": None})
 
@@ -136,7 +132,7 @@ def fake_case():
 
 @pytest.fixture
 def cpu_document(fake_case, tmp_path, monkeypatch):
-    _fake_pypi(monkeypatch, tmp_path)
+    _fake_index(monkeypatch, tmp_path)
     path = cpu.run_cpu_stage(fake_case, "fakec", "host", ROOT, ROOT / "build" / "tests",
                              tmp_path / "cache")
     return path
@@ -146,7 +142,6 @@ def test_the_cpu_stage_builds_every_listed_release_and_counts_identical_artifact
     doc = json.loads(cpu_document.read_text())
     assert cpu_document == ROOT / "build" / "bisect" / "bisect_case" / "fakec" / "host" / "bisect.cpu.json"
     assert doc["listing"]["considered"] == list(FAKEC)  # oldest first, found, not typed in
-    assert {"version": "1.0.3rc1", "reason": "not a final release"} in doc["listing"]["excluded"]
     assert {"version": "2.0.0", "reason": "outside the range"} in doc["listing"]["excluded"]
     by = {r["requested"]: r for r in doc["releases"]}
     assert all(r["resolved"] == r["requested"] and r["tool_version"] == r["requested"] for r in by.values())
@@ -235,7 +230,7 @@ def _quick_harness(doc, path, seed, journal, log, root):
     text = (root / path).read_text()
     outcome = "survived" if "IABS" in text and "BAD" not in text else "wrong_result"
     header = {"case": "bisect_case", "run_id": "test", "plan": {"arms": {"baseline": {}}, "order": []},
-              "artifacts": {"kernel": {"sha256": pypi.sha256_file(root / path)}}}
+              "artifacts": {"kernel": {"sha256": sha256_file(root / path)}}}
     with Journal.create(journal, header) as j:
         j.append_trial({"index": 0, "arm": "baseline", "outcome": outcome, "exposure": 1})
     log.write_text("")
@@ -322,14 +317,14 @@ def test_the_cpu_stage_on_two_real_ptxas_releases(tmp_path, monkeypatch):
     assert "9.3 -> 8.0" in low.stdout
     rel = os.path.relpath(ptx_dir, ROOT)
     monkeypatch.setattr(cpu, "load_index", lambda *a: {"artifacts": {"ptx_lowered": {
-        "dir": rel, "path": f"{rel}/kernel.ptx", "sha256": pypi.sha256_file(ptx_dir / "kernel.ptx")}}})
+        "dir": rel, "path": f"{rel}/kernel.ptx", "sha256": sha256_file(ptx_dir / "kernel.ptx")}}})
     venv = toolchain_venv("tcgen05_alloc_order", "sm_103a")
     tools = {n: (venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" /
                  "site-packages" / "nvidia" / "cu13" / "bin" / n) if venv else None
              for n in ("cuobjdump", "nvdisasm")}
     monkeypatch.setattr(cpu, "_disassemblers", lambda case: {n: p if p and p.is_file() else None
                                                              for n, p in tools.items()})
-    path = cpu.run_cpu_stage(case, "ptxas", "sm_90", ROOT, ROOT / "build", ROOT / "build" / "wheels",
+    path = cpu.run_cpu_stage(case, "ptxas", "sm_90", ROOT, ROOT / "build", ROOT / "build" / "releases",
                              only=("12.6.77", "12.6.85"),
                              into=ROOT / "build" / "tests" / "bisect-two-releases")
     doc = json.loads(path.read_text())
@@ -351,7 +346,7 @@ def test_the_gpu_stage_needs_no_third_party_module():
     from .test_stdlib_run import STRICT_BLOCKER
 
     modules = ["gpurepro.bisect.gpu", "gpurepro.bisect.search", "gpurepro.bisect.document",
-               "gpurepro.bisect.pypi", "gpurepro.bisect.cpu", "gpurepro.bisect.table",
+               "gpurepro.bisect.cpu", "gpurepro.bisect.table",
                "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,

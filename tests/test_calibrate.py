@@ -278,3 +278,30 @@ def test_design_of_a_run_from_before_claims_and_of_one_without_baseline_trials()
         status = main(["calibrate", "tile_unload_race", "--design-of", str(none), "--json",
                        "--workers", "1"])
     assert status == 2 and "no valid trial of the baseline" in err.getvalue()
+
+
+@pytest.mark.parametrize("design", [[], ["--until-decided", "--max-trials", "10", "--look-every", "5"]])
+def test_text_mode_prints_every_design_it_simulates(tmp_path, design):
+    """Without --json (what the README shows): the design in words, the family-wise rate and
+    the power of every claim, for a fixed plan and the sequential design alike."""
+    doc = _document(tmp_path / "result.json")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["calibrate", str(FAKE), "--from", str(doc), "--runs", "20", "--seed", "3",
+                     "--workers", "1", *design]) == 0
+    text = out.getvalue()
+    assert ("looks every 5 up to 10 trials" if design else "trials per arm") in text
+    assert "family-wise false-claim rate under the global null:" in text
+    assert all(f"  {name}" in text for name in ("ok-survives", "abort-lower"))
+
+
+def test_text_mode_of_a_decisive_run_names_its_looks():
+    """--design-of a committed decisive run in text mode: its look schedule, then the rates."""
+    doc = ROOT / "results" / "tile_unload_race" / "20261202T162712Z-86c9b2_NVIDIA-H200_redacted.json"
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["calibrate", "tile_unload_race", "--design-of", str(doc), "--runs", "4",
+                     "--workers", "1"]) == 0
+    first = out.getvalue().splitlines()[0]
+    looks = json.loads(doc.read_text())["plan"]["options"]["stopping"]["look_at"]
+    assert f"looks at {', '.join(map(str, looks))} valid trials" in first

@@ -126,3 +126,31 @@ def test_old_journals_without_families_decide_every_claim_as_before(case):
 
     decider = decider_for(dataclasses.replace(case), header)
     assert decider.exploratory == [] and len(decider.claims) == len(case.claims)
+
+
+@pytest.mark.parametrize("document", [
+    "results/ptxas_abs_clamp/20261201T142138Z_NVIDIA-H200_redacted.json",
+    "results/ctx_get_device_v2/20261201T142253Z_NVIDIA-H200_redacted.json",
+])
+def test_the_pre_run_check_on_a_committed_plan_keeps_the_owner_claims_confirmatory(document):
+    """The plan of the committed ptxas_abs_clamp and ctx_get_device_v2 runs (12 trials per arm,
+    per-trial outcomes: wrong results, one query per trial), with that run's own rates: every
+    claim, first-bad-wrong and last-bad-wrong and the owner claims among them, more likely than
+    0.9 to be decided, none moved to the exploratory family. Modelled as rates per launch or per
+    call, an arm wrong in 12 of 12 trials had a chance per trial below 1, and first-bad-wrong
+    and last-bad-wrong (ctx: v2-bogus-current-crashes and numba-062-survives) went exploratory
+    at 0.03-0.30."""
+    from gpurepro.run.plan import Plan
+
+    doc = json.loads((ROOT / document).read_text())
+    case = load_case(doc["plan"]["case"], ROOT)
+    options = doc["plan"]["options"]
+    plan = Plan.from_json(doc["plan"])
+    families = decidability.assess(case, plan, Design(alpha=0.05), False,
+                                   max(plan.trials_per_arm.values()), options["budget"],
+                                   options["jobs"], ROOT, priors_from=[ROOT / document])
+    assert families["computed"] and families["exploratory"] == []
+    assert min(families["chance"].values()) > 0.9
+    owner = {"ptxas_abs_clamp": {"first-bad-wrong", "last-bad-wrong"},
+             "ctx_get_device_v2": {"v2-bogus-current-crashes", "numba-062-survives"}}[case.name]
+    assert owner <= set(families["chance"])

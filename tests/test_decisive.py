@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior, choose, survivor_cap
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
 from gpurepro.analyze.known_rates import plan_for
@@ -105,20 +106,62 @@ def test_the_known_rates_plan_gives_the_reference_its_failures_and_the_quiet_arm
     assert "not a lower bound" in known["method"]
 
 
-def _plan(reached: bool, ratio: float | None) -> dict:
+def _plan(reached: bool, ratio: float | None, chance: float) -> dict:
     return {"seconds": 80.0, "run_seconds": 160.0, "reached": reached, "ratio": ratio,
-            "unreached": [] if reached else ["ok-lower"],
-            "chance": {"decides_every_claim": 0.15, "runs": 200, "seed": 0}}
+            "trials": {"crash": 3, "ok": 2},
+            "chance": {"decides_every_claim": chance, "target": 0.9, "runs": 200, "seed": 0},
+            "expected_outcome": {"seconds": 40.0, "trials": {"crash": 2, "ok": 1}, "reached": True}}
 
 
-def test_the_run_is_set_against_the_known_rates_plan_only_where_that_plan_decides():
+def test_the_run_is_set_against_the_known_rates_design_only_where_that_design_decides():
     claims = [{"name": "ok-lower", "decision": "supported"}]
-    reached = plan_sentence(_plan(True, 2.0), claims)
-    assert "(the run took 2.00x that)" in reached and "in 15% of 200 simulated runs" in reached
-    assert "not a lower bound" in reached and "floor" not in reached
-    unreached = plan_sentence(_plan(False, None), claims)
-    assert "x that" not in unreached and "not reached: ok-lower" in unreached
-    assert "is not set against it" in unreached
+    reached = plan_sentence(_plan(True, 2.0, 0.93), claims)
+    assert "the run took 2.00x that" in reached and "in 93% of 200 simulated runs with 5 trials" in reached
+    assert "not a proven lower bound" in reached and "floor" not in reached
+    unreached = plan_sentence(_plan(False, None, 0.6), claims)
+    assert "x that" not in unreached and "in 60% of 200 simulated runs at most" in unreached
+    assert "short of 90%" in unreached and "is not set against it" in unreached
+
+
+def test_a_document_from_before_the_design_that_decides_keeps_its_sentence():
+    """A known-rates plan recorded as the expected-outcome allocation alone (no
+    expected_outcome): the sentence it was recorded with."""
+    old = {"seconds": 80.0, "run_seconds": 160.0, "reached": True, "ratio": 2.0,
+           "chance": {"decides_every_claim": 0.15, "runs": 200, "seed": 0}}
+    text = plan_sentence(old, [{"name": "ok-lower", "decision": "supported"}])
+    assert "(the run took 2.00x that)" in text and "in 15% of 200 simulated runs" in text
+
+
+def test_the_known_rates_design_is_the_fewest_trials_that_decide_in_most_runs():
+    """The design that decides: its chance at least DECIDES, and one trial fewer in the same
+    proportions (the allocation before it) below it; with too few trials allowed, none is
+    reached and no ratio is given."""
+    from gpurepro.analyze import known_rates as kr
+
+    case = load_case(FAKE, ROOT)
+    models = sim.Models("exposure", {
+        "crash": sim.ArmModel((sim.Cause("crashed", "SIGSEGV", 1e-3),), 2000.0, 2000.0, 1.0, 0.0),
+        "ok": sim.ArmModel((), 2000.0, 2000.0, 1.0, 0.0)}, [], {})
+    priors = {a: ArmPrior.of_model(m) for a, m in models.arms.items()}
+    base = plan_for(case, [LOWER], priors, {}, 0.05, 20)["trials"]
+    d = kr.design_that_decides(case, [LOWER], models, priors, base, 0.05, 20)
+    assert d["reached"] and d["chance"] >= kr.DECIDES
+    candidates = kr.allocations(base, 20)
+    at = candidates.index(d["trials"])
+    assert at == 0 or kr.chance_of_plan(case, [LOWER], models, candidates[at - 1], 0.05) < kr.DECIDES
+    assert d["seconds"] == pytest.approx(sum(n * priors[a].trial_seconds()
+                                             for a, n in d["trials"].items()), abs=1e-3)
+    few = kr.design_that_decides(case, [LOWER], models, priors, {"crash": 1, "ok": 1}, 0.05, 2)
+    assert not few["reached"] and few["trials"] == {"crash": 2, "ok": 2}
+
+
+def test_allocations_keep_the_base_and_its_proportions():
+    from gpurepro.analyze.known_rates import allocations
+
+    a = allocations({"x": 4, "y": 2}, 6)
+    totals = [sum(c.values()) for c in a]
+    assert totals == list(range(2, 13)) and {"x": 4, "y": 2} in a
+    assert all(c["x"] >= c["y"] for c in a) and a[-1] == {"x": 6, "y": 6}
 
 
 def _args(*argv: str):

@@ -215,6 +215,38 @@ def test_an_arm_whose_counter_cannot_time_its_failures_is_modelled_per_trial(roo
     assert ArmPrior.from_json(prior.to_json()) == prior
 
 
+def test_a_counter_declared_without_opportunity_models_every_arm_per_trial(root):
+    """ctx_get_device_v2 declares its one query per trial no opportunity (Exposure.opportunity
+    False): its arms are modelled per trial, each end with its share of trials, even where the
+    trials' counts differ (a rate per call would give a trial that always crashes a chance
+    below 1); and a case's declared per-trial outcome is never a rate in the exposure."""
+    import dataclasses
+
+    from gpurepro.analyze.simulate import models_from
+    from gpurepro.case.load import load_case
+
+    case = load_case("ctx_get_device_v2", root)
+    assert case.exposure.opportunity is False
+    arm = case.baseline
+    trials = [_trial(arm, "crashed", 1.0)] * 9 + [_trial(arm, "survived", 2.0)]
+    doc = {"plan": {"options": {"budget": {"duration_s": 5.0}}}, "trials": trials}
+    model = models_from(case, [(root / "x.json", doc)], root, [arm]).arms[arm]
+    assert model.per_trial and [c.rate for c in model.causes] == [0.9]
+    # The same trials under a counter that does measure opportunity: a rate per call.
+    counted = dataclasses.replace(case, exposure=dataclasses.replace(case.exposure, opportunity=True))
+    assert not models_from(counted, [(root / "x.json", doc)], root, [arm]).arms[arm].per_trial
+
+    tile = load_case("tile_unload_race", root)
+    errors = ([_trial("baseline", "cuda_error", 5000.0 + i) for i in range(3)]
+              + [_trial("baseline", "survived", 150000.0)])
+    doc = {"plan": {"options": {"budget": {"duration_s": 20.0}}}, "trials": errors}
+    assert not models_from(tile, [(root / "x.json", doc)], root, ["baseline"]).arms["baseline"].per_trial
+    declared = dataclasses.replace(tile, exposure=dataclasses.replace(
+        tile.exposure, per_trial_outcomes=("wrong_result", "cuda_error")))
+    model = models_from(declared, [(root / "x.json", doc)], root, ["baseline"]).arms["baseline"]
+    assert model.per_trial and [c.rate for c in model.causes] == [0.75]
+
+
 def test_priors_come_only_from_documents_with_enough_trials_of_an_arm(root, tmp_path):
     """A document with one or two trials of an arm (a resume check) sets no rate for it."""
     from gpurepro.analyze.simulate import MIN_PRIOR_TRIALS, choose_documents

@@ -10,10 +10,12 @@ the plan that commit's own code makes from the block's arguments (its parser, it
 plan module, run in the clone: the run stops at the driver before it plans) must be the
 document's, by sha256.
 
-Slow (the `slow` tier): each distinct commit is one clone, whose nox session installs its
-toolchain (from uv's or pip's warm cache) and builds the case. The documents that name one
-commit share its clone: the first runs the whole block, the others every line after the clone
-line, which is the same for all of them.
+Each distinct commit is one clone, whose nox session installs its toolchain (from uv's or pip's
+warm cache) and builds the case: about 25 s on an idle 2-core machine. The documents that name
+one commit share its clone: the first runs the whole block, the others every line after the
+clone line, which is the same for all of them. The newest document of each case (the one a user
+pastes from now) is in the slow tier; the older ones, whose number grows with every committed
+run, are the history tier (`history`: make test-history, which CI runs after make check).
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ pytestmark = pytest.mark.slow
 URL = f"file://{ROOT}"
 DOCS = sorted(p for p in ROOT.glob("results/*/*.json")
               if json.loads(p.read_text()).get("schema") == "gpurepro/result/1")
+# The newest document of each case by its stamp (the file name starts with it); the rest are
+# history.
+NEWEST = {max((p for p in DOCS if p.parent == folder), key=lambda p: p.name)
+          for folder in {p.parent for p in DOCS}}
 NO_DRIVER = "no CUDA driver is present"
 
 # Run in the clone with its own code: the plan its command line makes of the block's arguments.
@@ -171,8 +177,9 @@ def _run(block: list[str], where: Path) -> tuple[int, str, float]:
 @pytest.mark.timeout(3600)
 # The documents of one commit on one worker (the slow tier's --dist loadgroup), which makes
 # that commit's clone once; the commits spread over the workers.
-@pytest.mark.parametrize("doc", [pytest.param(p, marks=pytest.mark.xdist_group(
-    json.loads(p.read_text())["environment"]["repository"]["commit"])) for p in DOCS],
+@pytest.mark.parametrize("doc", [pytest.param(p, marks=[pytest.mark.xdist_group(
+    json.loads(p.read_text())["environment"]["repository"]["commit"]),
+    *([] if p in NEWEST else [pytest.mark.history])]) for p in DOCS],
     ids=[p.name.split("_")[0] for p in DOCS])
 def test_the_rerun_block_reaches_the_no_driver_exit_with_the_documents_plan(doc, clones,
                                                                             tmp_path_factory):

@@ -231,8 +231,9 @@ CASE = Case(
                   "12.1")},
         why="any CUDA device: the case asks the driver, it builds no device code",
     ),
-    # One query per trial: crashes per call.
-    exposure=Exposure(counter="calls", unit="calls", per=1),
+    # One query per trial: crashes per call. The count is the same in every trial, so it
+    # measures no opportunity within one: every outcome is modelled per trial.
+    exposure=Exposure(counter="calls", unit="calls", per=1, opportunity=False),
     failure_outcomes=("crashed",),
     # One query is a fraction of a second (a numba import about a second): 20 trials per arm,
     # four processes at a time (no two share anything but the GPU), decide every outcome claim

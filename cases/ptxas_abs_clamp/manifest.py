@@ -7,10 +7,12 @@ sm_90, do those cubins return wrong results on a Hopper GPU, and do the releases
 of the two boundaries return the reference?
 
 One PTX (nvcc 13.3 -arch=sm_90 -ptx on kernel.cu, its .version lowered to 8.0 by
-lower_ptx_version.py) compiled by each arm's ptxas (compile_cubin.py: the ptxas of an
-nvidia-cuda-nvcc-cu12 wheel, or the pinned 13.3 one) with -arch=sm_90 -O3. The arms' releases
-are the boundaries releases.py measured on the CPU (releases.cpu.json) and the bisection over
-the ``ptxas`` axis confirms on the GPU (gpurepro bisect ptxas_abs_clamp --axis ptxas). A trial
+lower_ptx_version.py) compiled by each arm's ptxas release with -arch=sm_90 -O3 (compile_cubin.py):
+the ``ptxas`` factor's levels are releases of nvidia-cuda-nvcc-cu12 (12.x) then nvidia-cuda-nvcc
+(13.x), which the harness resolves, locks (locks/releases/ptxas_abs_clamp.json) and builds the
+``cubin`` artifact with, per arm. The arms' releases are the boundaries measured on the CPU
+(releases.cpu.json) and the bisection over the ``ptxas`` axis confirms on the GPU (gpurepro
+bisect ptxas_abs_clamp --axis ptxas). A trial
 is driver.py: one process, three launches, every output element checked against the host's
 reference (Case.check, exact): a mismatch is a wrong_result. Standard library + gpurepro only:
 imported on GPU nodes with no network.
@@ -32,7 +34,9 @@ from gpurepro.case import (
     Devices,
     Exposure,
     Factor,
+    Family,
     OutputCheck,
+    Releases,
     Runtime,
     TrialCommand,
     TrialContext,
@@ -57,6 +61,7 @@ CU12 = "nvidia-cuda-nvcc-cu12"
 PINNED_PTXAS = "13.3.73"
 # ptxas release -> (arm, what releases.cpu.json measured there). Every release of the package
 # between 12.0.76 and 12.9.86 was compiled; these are the two boundaries and the ends.
+PTXAS = Releases("ptxas", (Family(CU12, ">=12.0,<13"), Family("nvidia-cuda-nvcc", ">=13")))
 RELEASES = {
     "12.4.131": ("last-good", "the last release with IABS before the clamp (CUDA 12.4.1)"),
     "12.5.40": ("first-bad", "the first release without it (CUDA 12.5.0)"),
@@ -79,25 +84,6 @@ _GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
 
 def cubin_artifact(release: str) -> str:
     return f"cubin_{release}"
-
-
-def _cubin(release: str) -> Artifact:
-    if release == PINNED_PTXAS:
-        source, tools = ("--ptxas", "{ptxas}"), ("ptxas", "nvdisasm")
-        what = "the pinned ptxas"
-    else:
-        source, tools = ("--release", f"{CU12}=={release}"), ("nvdisasm",)
-        what = f"ptxas from the {CU12} {release} wheel"
-    return Artifact(
-        name=cubin_artifact(release),
-        description=f"{what}, -arch={TARGET} -O3, on the lowered PTX; sass.json beside it",
-        command=("{python}", "{case}/compile_cubin.py", *source,
-                 "--ptx", "{artifact:ptx_lowered}/kernel.ptx", "--arch", "{arch}",
-                 "--nvdisasm", "{nvdisasm}", "--out", "{out}/kernel.cubin"),
-        outputs=("kernel.cubin", "ptxas.json", "sass.json"),
-        sources=("compile_cubin.py", "wheels.py", "sass_facts.py"),
-        tools=tools,
-    )
 
 
 ARTIFACTS = [
@@ -129,11 +115,21 @@ ARTIFACTS = [
         outputs=("kernel.ptx",),
         sources=("lower_ptx_version.py",),
     ),
-    *[_cubin(r) for r in RELEASES],
+    Artifact(
+        name="cubin", per="ptxas",
+        description=f"the arm's ptxas release, -arch={TARGET} -O3, on the lowered PTX; sass.json beside it",
+        command=("{python}", "{case}/compile_cubin.py", "{ptxas}",
+                 "--ptx", "{artifact:ptx_lowered}/kernel.ptx", "--arch", "{arch}",
+                 "--nvdisasm", "{nvdisasm}", "--out", "{out}/kernel.cubin"),
+        outputs=("kernel.cubin", "sass.json"),
+        sources=("compile_cubin.py", "sass_facts.py"),
+        tools=("nvdisasm",),
+    ),
 ]
 
 FACTORS = {
-    "ptxas": Factor(tuple(RELEASES), "12.6.77", "the ptxas release that compiled the cubin"),
+    "ptxas": Factor(tuple(RELEASES), "12.6.77", "the ptxas release that compiled the cubin",
+                    releases=PTXAS),
     "kernel": Factor(KERNELS, "abs_clamp",
                      "abs_clamp (the report's index), abs_only (no clamp), clamp_only (no abs)"),
 }
@@ -250,7 +246,7 @@ AXES = {
 
 def trial_command(ctx: TrialContext) -> TrialCommand:
     f = ctx.factors
-    cubin = ctx.artifacts[cubin_artifact(f["ptxas"])]
+    cubin = ctx.artifacts["cubin"]
     launches = ctx.budget.max_exposure or LAUNCHES
     return ctx.python_driver(Path(ctx.case_dir) / "driver.py", "--cubin", str(cubin),
                              "--kernel", f["kernel"], "--launches", str(launches),

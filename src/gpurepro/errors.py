@@ -95,6 +95,11 @@ class IssueError(ValueError):
     """The document is not a case result."""
 
 
+class NotInert(ValueError):
+    """A rendering for GitHub (the comment, the report, compare's table) would hold something
+    live a document's string put there: refused, not written (report/gfm.py)."""
+
+
 # ---------------------------------------------------------------- stopped (128 + signal)
 
 

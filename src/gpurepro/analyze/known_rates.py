@@ -1,17 +1,24 @@
-"""The known-rates plan: the trials a design that knew the run's rates would plan for its claims.
+"""The known-rates design: a one-look design that knew the run's rates, and what it needs.
 
-STATS.md, "Decidability, allocation and the floor". The plan knows every arm's rates (the run's
-own, from its trials), takes one look at the run's family-wise alpha (Holm over the claims), and
-plans as if every trial ended as expected (each arm's trials end in each way in the expected
-share, rounded, at the mean exposure of that way). It adds one trial at a time to the arm whose
-trial lowers the claims' summed distance to a decision the most per second (analyze.allocate's
-rule) until every claim it is asked about would be decided, or an arm reaches the run's most
-trials per arm (``reached`` false); its seconds are what those trials take.
+STATS.md, "Decidability, allocation and the floor". The design knows every arm's rates (the
+run's own, from its trials), takes one look at the run's family-wise alpha (Holm over the
+claims), runs survivors to the run's own exposure budget and at most the run's most trials per
+arm. Two steps:
 
-What it is not: a lower bound. Real trials do not end at their expected outcome, and the plan
-is greedy; so its trials are also drawn at random from the same rates (``chance``: the share of
-simulated runs of exactly that allocation, one look at alpha, that decide every one of its
-claims). A run's time is set against it (``ratio``) only where it is ``reached``.
+- the expected-outcome allocation (``plan_for``, also the decisive design's first look): trials
+  added one at a time to the arm whose trial lowers the claims' summed distance to a decision
+  the most per second (analyze.allocate's rule), every trial counted at its expected outcome,
+  until every claim would be decided (``reached``) or an arm is at its most trials;
+- the design that decides (``design_that_decides``): real trials do not end at their expected
+  outcome, so that allocation's trials are drawn at random from the same rates
+  (analyze.simulate.draw, CHANCE_RUNS runs, one look), and the fewest trials in that
+  allocation's proportions (``allocations``, fewer or more than it) whose simulated runs decide
+  every claim in at least DECIDES of them is found by bisection.
+
+A run's time is set against the design (``ratio``) only where it decides (``reached``). It is
+not a proven lower bound: another allocation could do with fewer trials, and a design that caps
+its survivors (as the decisive design does) with less exposure; it is what a one-look design
+with the same rates, budget and caps needs, with its chance of deciding stated.
 """
 
 from __future__ import annotations
@@ -112,6 +119,7 @@ def plan_for(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPrior]
 
 
 CHANCE_RUNS = 200  # simulated runs of the plan's allocation: its chance to about +-0.035
+DECIDES = 0.9  # a design decides its claims where at least this share of its runs decide them all
 CHANCE_SEED = 0  # fixed: the document's number is recomputed by validate
 
 
@@ -137,6 +145,82 @@ def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Map
         every += all(decider.decisions[c.name]["decision"] != "not_decided"
                      for c in decider.claims)
     return every / runs
+
+
+def allocations(base: Mapping[str, int], max_trials: int) -> list[dict[str, int]]:
+    """Allocations nested around ``base`` (trials per arm), one per total from one trial per arm
+    to ``max_trials`` per arm: below it trials taken one at a time from the arm with the most
+    per trial of its own in ``base``, above it added one at a time to the arm with the fewest,
+    so every allocation keeps ``base``'s proportions as near as whole trials do. Ties go by the
+    arms' order."""
+    arms = [a for a, n in base.items() if n]
+    order = {a: i for i, a in enumerate(arms)}
+    down, n = [], {a: min(max_trials, base[a]) for a in arms}
+    while True:
+        down.append(dict(n))
+        can = [a for a in arms if n[a] > 1]
+        if not can:
+            break
+        a = max(can, key=lambda x: (n[x] / base[x], -order[x]))
+        n[a] -= 1
+    up, n = [], dict(down[0])
+    while True:
+        can = [a for a in arms if n[a] < max_trials]
+        if not can:
+            break
+        a = min(can, key=lambda x: ((n[x] + 1) / base[x], order[x]))
+        n[a] += 1
+        up.append(dict(n))
+    return [*reversed(down), *up]
+
+
+def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
+                        priors: Mapping[str, ArmPrior], base: Mapping[str, int], alpha: float,
+                        max_trials: int) -> dict[str, Any]:
+    """The fewest trials, among ``allocations`` nested around ``base``, whose trials drawn at
+    random from ``models`` decide every one of ``claims`` at one look in at least DECIDES of
+    CHANCE_RUNS simulated runs: a galloping search and bisection over the allocations' totals
+    (the chance grows with the trials; the runs' seed is fixed, so the result is too). Returns its trials, expected seconds and chance,
+    ``reached`` whether one decides within ``max_trials`` per arm (where none does, the largest
+    and its chance), and every allocation tried."""
+    candidates = allocations(base, max_trials)
+    at_base = next(i for i, c in enumerate(candidates) if c == {a: min(max_trials, n)
+                                                                 for a, n in base.items() if n})
+    tried: dict[int, float] = {}
+
+    def chance(i: int) -> float:
+        if i not in tried:
+            tried[i] = chance_of_plan(case, claims, models, candidates[i], alpha)
+        return tried[i]
+
+    # A galloping search from the base (steps of 1, 2, 4, ... trials away from it, down while
+    # the allocation still decides, else up until it does), then a bisection inside the last
+    # step: few allocations simulated, most of them near the base.
+    last = len(candidates) - 1
+    if chance(at_base) >= DECIDES:
+        hi, step = at_base, 1
+        while hi > 0 and chance(max(0, hi - step)) >= DECIDES:
+            hi, step = max(0, hi - step), step * 2
+        lo = max(0, hi - step) + 1 if hi > 0 else 0
+    else:
+        lo, step = at_base + 1, 1
+        while lo <= last and chance(min(last, lo + step - 1)) < DECIDES:
+            lo, step = min(last, lo + step - 1) + 1, step * 2
+        hi = min(last, lo + step - 1)
+        if lo > last:
+            lo = hi = last  # none decides: the largest, with its chance
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if chance(mid) >= DECIDES:
+            hi = mid
+        else:
+            lo = mid + 1
+    trials = candidates[hi]
+    c = chance(hi)
+    seconds = sum(n * priors[a].trial_seconds() for a, n in trials.items())
+    return {"trials": trials, "seconds": round(seconds, 3), "chance": c, "reached": c >= DECIDES,
+            "tried": [{"trials_total": sum(candidates[i].values()), "chance": v}
+                      for i, v in sorted(tried.items())]}
 
 
 def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | None:
@@ -165,17 +249,30 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
     alpha = float(stopping.get("alpha") or 0.05)
     max_trials = int(stopping.get("max_trials") or max(doc["plan"]["trials_per_arm"].values()))
-    out = plan_for(case, claims, priors, {a: m.strata for a, m in models.arms.items()}, alpha,
-                   max_trials)
-    out["chance"] = {"decides_every_claim": chance_of_plan(case, claims, models, out["trials"],
-                                                           alpha),
-                     "runs": CHANCE_RUNS, "seed": CHANCE_SEED,
-                     "how": ("the plan's trials per arm drawn at random from the same rates "
-                             "(gpurepro.analyze.simulate.draw), one look at alpha (Holm)")}
+    expected = plan_for(case, claims, priors, {a: m.strata for a, m in models.arms.items()},
+                        alpha, max_trials)
+    design = design_that_decides(case, claims, models, priors, expected["trials"], alpha,
+                                 max_trials)
     seconds = sum(float(t.get("duration_s") or 0) for t in doc.get("trials") or [])
-    out["run_seconds"] = round(seconds, 3)
-    # A ratio only against a plan that decides its claims: against one that does not, the
+    # A ratio only against a design that decides its claims: against one that does not, the
     # run's time over its seconds says nothing.
-    ratio = seconds / out["seconds"] if out["reached"] and out["seconds"] > 0 else None
-    out["ratio"] = round(ratio, 3) if ratio is not None and math.isfinite(ratio) else None
-    return out
+    ratio = seconds / design["seconds"] if design["reached"] and design["seconds"] > 0 else None
+    return {"seconds": design["seconds"], "trials": design["trials"], "reached": design["reached"],
+            "claims": expected["claims"], "run_seconds": round(seconds, 3),
+            "ratio": round(ratio, 3) if ratio is not None and math.isfinite(ratio) else None,
+            "chance": {"decides_every_claim": design["chance"], "target": DECIDES,
+                       "runs": CHANCE_RUNS, "seed": CHANCE_SEED,
+                       "how": ("the design's trials per arm drawn at random from the run's rates "
+                               "(gpurepro.analyze.simulate.draw), survivors at the run's exposure "
+                               "budget, one look at alpha (Holm)")},
+            "tried": design["tried"],
+            "expected_outcome": {"seconds": expected["seconds"], "trials": expected["trials"],
+                                 "reached": expected["reached"],
+                                 "unreached": expected["unreached"]},
+            "method": (f"one look at alpha (Holm), at most the run's most trials per arm "
+                       f"({max_trials}), survivors at the run's exposure budget: the "
+                       f"expected-outcome allocation (trials added where they lower the claims' "
+                       f"distance to a decision most per second, each at its expected outcome), "
+                       f"then the fewest trials in those proportions that decide "
+                       f"every claim in at least {DECIDES:.0%} of {CHANCE_RUNS} simulated runs: "
+                       f"what such a design needs, not a proven lower bound")}

@@ -168,22 +168,28 @@ def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
 MIN_SPEED_S = 0.5  # trials shorter than this are mostly start-up: their speed is not counted
 
 
-# Failures found only once a trial has run its course (its output checked at the end): a
-# property of the trial, never an event at some point of its exposure.
+# Failures found only once a trial has run its course (its output checked at the end), where the
+# case declares none of its own (Exposure.per_trial_outcomes): a property of the trial, never an
+# event at some point of its exposure.
 PER_TRIAL_OUTCOMES = ("wrong_result",)
 
 
-def untimed(ts: Sequence[Mapping[str, Any]]) -> bool:
+def untimed(ts: Sequence[Mapping[str, Any]], exposure: Any = None) -> bool:
     """Whether an arm's failures cannot be placed in its exposure, so that its trials are
-    modelled by how they ended: no exposure at all; most of its failures at exposure 0 (a
-    counter read too seldom to see them coming); failures that a trial's check finds at its
-    end (a wrong result); or failures at the very exposure every other trial of the arm reached
-    (a counter that counts the one call each trial makes measures no opportunity within it: a
-    rate per call would make a failure that every trial has a chance below 1)."""
+    modelled by how they ended (each way with its share of trials). First what the case
+    declares (``exposure``, its Exposure): a counter that measures no opportunity
+    (``opportunity=False``), or a failure of a per-trial outcome (``per_trial_outcomes``: a
+    wrong result). Then what the trials show: no exposure at all; most of its failures at
+    exposure 0 (a counter read too seldom to see them coming); or failures at the very
+    exposure every other trial of the arm reached (a counter of the one call each trial makes:
+    a rate per call would make a failure that every trial has a chance below 1)."""
+    if exposure is not None and not getattr(exposure, "opportunity", True):
+        return True
     if not any(float(t.get("exposure") or 0) > 0 for t in ts):
         return True
+    per_trial = tuple(getattr(exposure, "per_trial_outcomes", PER_TRIAL_OUTCOMES))
     failed = [t for t in ts if t["outcome"] != "survived"]
-    if failed and any(t["outcome"] in PER_TRIAL_OUTCOMES for t in failed):
+    if failed and any(t["outcome"] in per_trial for t in failed):
         return True
     if failed and len(ts) > 1 and len({float(t.get("exposure") or 0) for t in ts}) == 1:
         return True
@@ -226,7 +232,7 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
         exposure = float(sum(float(t.get("exposure") or 0) for t in ts))
         ended = Counter((t["outcome"], str(t.get("detail") or "")) for t in ts
                         if t["outcome"] != "survived")
-        per_trial = not any_exposure or untimed(ts)
+        per_trial = not any_exposure or untimed(ts, case.exposure)
         if per_trial:  # chances per trial (never a rate over no exposure: that is infinite)
             causes = tuple(Cause(o, d, k / len(ts)) for (o, d), k in sorted(ended.items()))
         else:

@@ -62,19 +62,40 @@ def stopped_sentence(completion: Mapping[str, Any], claims: Sequence[Mapping[str
 
 
 def plan_sentence(plan: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
-    """How long the run took, against the known-rates plan for its own rates
-    (analyze.known_rates): what that plan needs, its chance of deciding every claim, and a
-    ratio only where it decides them."""
+    """How long the run took, against the known-rates design for its own rates
+    (analyze.known_rates): the fewest trials with which a one-look design that knew them decides
+    every claim in most simulated runs, that chance, and a ratio only where it decides them."""
     confirmatory = [c for c in claims if c.get("family") != "exploratory"]
     decided = [c for c in confirmatory if c["decision"] in ("supported", "contradicted")]
     what = ("decided every confirmatory claim" if len(decided) == len(confirmatory)
             else f"decided {len(decided)} of its {len(confirmatory)} confirmatory claims")
     those = "them" if len(decided) == len(confirmatory) else "those it decided"
+    chance = plan.get("chance") or {}
+    if "expected_outcome" not in plan:  # a document from before the design that decides
+        return _expected_outcome_sentence(plan, what, those, chance)
+    n = sum(int(k) for k in (plan.get("trials") or {}).values())
+    head = (f"Time to the verdict: the run {what} in {plan['run_seconds']:.3g} s of trials; a "
+            f"one-look design that knew this run's rates (its own trials), with its budget and "
+            f"at most its trials per arm (gpurepro.analyze.known_rates: what such a design "
+            f"needs, not a proven lower bound)")
+    target = float(chance.get("target", 0.9))
+    if not plan.get("reached"):
+        return (head + f" decides all of {those} in {chance['decides_every_claim']:.0%} of "
+                f"{chance['runs']} simulated runs at most ({n} trials), short of "
+                f"{target:.0%}, so the run's time is not set against it.")
+    ratio = f": the run took {plan['ratio']:.2f}x that" if plan.get("ratio") else ""
+    return (head + f" decides all of {those} in {chance['decides_every_claim']:.0%} of "
+            f"{chance['runs']} simulated runs with {n} trials, {plan['seconds']:.3g} s{ratio}.")
+
+
+def _expected_outcome_sentence(plan: Mapping[str, Any], what: str, those: str,
+                               chance: Mapping[str, Any]) -> str:
+    """The sentence of a document whose known-rates plan is the expected-outcome allocation
+    alone (recorded before the design that decides)."""
     head = (f"Time to the verdict: the run {what} in {plan['run_seconds']:.3g} s of trials; a "
             f"plan that knew this run's rates (its own trials) and took one look at alpha, its "
             f"trials allocated as if each ended at its expected outcome (gpurepro.analyze."
             f"known_rates, an estimate, not a lower bound), ")
-    chance = plan.get("chance") or {}
     odds = (f"; drawn at random from those rates, that plan decides all of them in "
             f"{chance['decides_every_claim']:.0%} of {chance['runs']} simulated runs"
             if "decides_every_claim" in chance else "")

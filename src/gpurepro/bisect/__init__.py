@@ -1,12 +1,13 @@
 """Bisection over toolchain releases, for any case: which release broke it, which fixed it.
 
-A manifest declares a toolchain axis (``Case.axes``: ``gpurepro.case.Axis``): a PyPI package,
-a version range whose releases are found on PyPI when the bisection runs (never typed in), the
+A manifest declares a toolchain axis (``Case.axes``: ``gpurepro.case.Axis``): a PyPI package
+(or several, in release order), a version range whose releases pip lists when the bisection
+runs (never typed in), the
 program each release's wheel provides, the build command that program runs, and the manifest
 artifact the output stands in for in which arms. The stages, one module each:
 
-- ``cpu`` (CPU, standard library only, the network): every release built (``pypi``: the wheel,
-  its program), why any could not be, identical artifacts once (by sha256), each distinct one
+- ``cpu`` (CPU, pip, the network): every release built (``gpurepro.build.releases``, the
+  build's own machinery: the wheel pip resolves, its program), why any could not be, identical artifacts once (by sha256), each distinct one
   disassembled (``gpurepro.build.sass``) with the SASS facts the axis watches; writes the CPU
   document.
 - ``search``: the points (distinct artifacts in release order), the segments (consecutive

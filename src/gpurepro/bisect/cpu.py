@@ -1,15 +1,15 @@
 """The CPU stage: every release of an axis built, identical artifacts counted once, their SASS.
 
-For each final release PyPI lists for the axis's package in its range (oldest first): the
-wheel (cached, its sha256 checked against PyPI's), the program ``bin/<tool>`` out of it, the
-version its METADATA declares (resolved) and its ``--version``, then the axis's build command
+For each final release pip offers for the axis's packages in their ranges (oldest first,
+family after family: gpurepro.build.releases, with pip's own index settings): the wheel pip
+resolves for this machine (cached, pip checking its sha256 against the index's), the program
+``bin/<tool>`` out of it, the version pip resolved and its ``--version``, then the axis's build command
 with ``{tool}`` naming that program: its status (ok, failed with an exit status, crashed with a
 signal, timeout), the first line it wrote to standard error, and the output's sha256. Every
 distinct artifact is copied once to ``<root>/artifacts/`` (what the GPU stage carries) and
 disassembled by the harness's finder (one disassembler for all where one reads them all), with
 the watched facts that segment the search (search.py). Writes ``<root>/bisect.cpu.json``; needs
-the case's own build (``gpurepro build``) for the artifacts the command names. Standard library
-only.
+the case's own build (``gpurepro build``) for the artifacts the command names, and pip.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..build import releases as releases_mod
 from ..build import sass, toolchain
 from ..build.artifacts import load_index, reproducible_env, sha256_file
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
-from . import pypi, search
+from . import search
 from .document import CPU_FILE, SCHEMA_ID, axis_root, describe_case
 
 BUILD_TIMEOUT_S = 300
@@ -55,6 +55,13 @@ def _first_line(text: str, *paths: Path) -> str:
     for p in paths:
         line = line.replace(str(p), p.name)
     return line[:300]
+
+
+def release_tool(package: str, version: str, tool: str, cache: Path
+                 ) -> tuple[Path, dict[str, Any]]:
+    """One release's program out of the wheel pip resolves (and downloads once) for it."""
+    entry = releases_mod.resolve(package, version)
+    return releases_mod.program(releases_mod.fetch(entry, cache), tool, cache), entry
 
 
 def tool_version(program: Path) -> str | None:
@@ -127,6 +134,17 @@ def build_release(case: Case, axis: Axis, target: str, root: Path, index: Mappin
     return record
 
 
+def _cached_lister() -> Callable[[str], list[str]]:
+    """``versions_of`` asked once per package (the listing and the range filter share it)."""
+    seen: dict[str, list[str]] = {}
+
+    def lister(package: str) -> list[str]:
+        if package not in seen:
+            seen[package] = releases_mod.versions_of(package)
+        return seen[package]
+    return lister
+
+
 def _disassemblers(case: Case) -> dict[str, Path | None]:
     found: dict[str, Path | None] = {}
     for name in DISASSEMBLERS:
@@ -138,40 +156,53 @@ def _disassemblers(case: Case) -> dict[str, Path | None]:
 
 
 def signature(axis: Axis, listing: Mapping[str, Any]) -> dict[str, Any]:
-    """What segments the search: the watched (kernel, opcode) presence, or every kernel's
-    opcode sequence where the axis watches nothing."""
+    """What segments the search: the watched (kernel, pattern) facts (sass.watched: an
+    opcode's presence, an instruction with its operands, a count), or every kernel's opcode
+    sequence where the axis watches nothing."""
     if axis.watch:
-        return sass.presence(listing, axis.watch)
+        return sass.watched(listing, axis.watch)
     return sass.opcodes(listing)
 
 
 def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir: Path,
-                  cache: Path, index_url: str = pypi.INDEX, only: tuple[str, ...] = (),
+                  cache: Path, only: tuple[str, ...] = (),
                   say: Callable[[str], None] = lambda _m: None, into: Path | None = None) -> Path:
     """Build every release, write the CPU document; returns its path. ``into``: another folder
     than ``build/bisect/<case>/<axis>/<target>`` (inside the repository)."""
     axis = axis_of(case, axis_name)
     index = load_index(build_dir, case, target)
     where = into or root / axis_root(case.name, axis_name, target)
-    listed = pypi.releases(axis.package, index_url)
-    considered = [v for v in listed["final"] if pypi.in_range(v, axis.versions)]
+    spans = axis.releases()
+    lister = _cached_lister()
+    listed, excluded = [], []
+    for fam in spans.families:
+        offered = lister(fam.package)
+        listed += offered if len(spans.families) == 1 else [f"{fam.package}=={v}" for v in offered]
+        for v in offered:
+            if not releases_mod.in_range(v, fam.versions):
+                excluded.append({"version": v, "reason": "outside the range",
+                                 **({"package": fam.package} if axis.families else {})})
+    considered_at = releases_mod.listed(spans, lister=lister)
+    considered = [c["version"] for c in considered_at]
     unknown = [v for v in only if v not in considered]
     if unknown:
         raise UsageError(f"--only: {', '.join(unknown)} not among the {len(considered)} releases "
-                         f"PyPI lists for {axis.package}{axis.versions}")
-    chosen = [v for v in considered if not only or v in only]
+                         f"pip offers for {', '.join(f.package + f.versions for f in spans.families)}")
     releases = []
-    for version in chosen:
-        say(f"bisect: {axis.package} {version}")
-        rec: dict[str, Any] = {"requested": version, "resolved": None}
+    for point in considered_at:
+        version = point["version"]
+        if only and version not in only:
+            continue
+        say(f"bisect: {point['package']} {version}")
+        rec: dict[str, Any] = {"requested": version, "resolved": None,
+                               **({"package": point["package"]} if axis.families else {})}
         try:
-            program, wheel, declared = pypi.tool_from_release(
-                axis.package, version, axis.tool, cache, index_url, listed["files"][version])
-        except (LookupError, ValueError, OSError, urllib.error.URLError) as exc:
-            rec["build"] = {"status": "unavailable", "stderr_first_line": f"{type(exc).__name__}: {exc}"}
+            program, entry = release_tool(point["package"], version, axis.tool, cache)
+        except BuildError as exc:
+            rec["build"] = {"status": "unavailable", "stderr_first_line": _first_line(str(exc))}
             releases.append(rec)
             continue
-        rec.update(resolved=declared, wheel={"filename": wheel.filename, "sha256": wheel.sha256},
+        rec.update(resolved=entry["version"], wheel={"filename": entry["file"], "sha256": entry["sha256"]},
                    tool_version=tool_version(program))
         rec["build"] = build_release(case, axis, target, root, index,
                                      where / "releases" / version, program)
@@ -211,12 +242,9 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
         "case": describe_case(case, root),
         "axis": {"name": axis_name, **axis.describe()},
         "target": target,
-        "listing": {"index": index_url, "listed": listed["listed"], "considered": considered,
-                    "excluded": [{"version": v, "reason": "not a final release"}
-                                 for v in listed["other"]]
-                    + [{"version": v, "reason": "outside the range"} for v in listed["final"]
-                       if v not in considered],
-                    **({"only": list(only)} if only else {})},
+        "listing": {"index": "pip index versions (pip's own index settings; final releases "
+                             "for this machine)", "listed": listed, "considered": considered,
+                    "excluded": excluded, **({"only": list(only)} if only else {})},
         "case_build": _rel(build_dir, root),
         "inputs": {dep: {"path": index["artifacts"][dep]["path"],
                          "sha256": index["artifacts"][dep]["sha256"]} for dep in axis.dependencies()},

@@ -35,7 +35,7 @@ def _facts(doc: Mapping[str, Any], sha: str | None) -> str:
         return "no disassembler read it"
     if not doc["axis"]["watch"]:
         return escape(f"read by {a['sass']['read_by']}")
-    return escape(", ".join(f"{k.replace(':', ' ')} {'present' if v else 'absent' if v is not None else '–'}"
+    return escape(", ".join(f"{k.replace(':', ' ', 1)} {_fact(v) if v is not None else '–'}"
                      for k, v in sig.items()))
 
 
@@ -77,8 +77,8 @@ def boundaries_section(doc: Mapping[str, Any]) -> list[str]:
     rows = []
     for x in b["pinned"]:
         s = x["sass"]
-        watched = escape("; ".join(f"{w['fact'].replace(':', ' ')}: {'present' if w['before'] else 'absent'} → "
-                            f"{'present' if w['after'] else 'absent'}" for w in s["watched"]) or "–")
+        watched = escape("; ".join(f"{w['fact'].replace(':', ' ', 1)}: {_fact(w['before'])} → "
+                            f"{_fact(w['after'])}" for w in s["watched"]) or "–")
         changed = []
         for kernel, d in s["kernels"].items():
             for c in d["changes"][:2]:
@@ -125,3 +125,10 @@ def markdown(doc: Mapping[str, Any]) -> str:
         lines += [escape("Left out of the range: " + ", ".join(f"{e['version']} ({e['reason']})" for e in excluded)
                          + "."), ""]
     return "\n".join(lines)
+
+
+def _fact(value: object) -> str:
+    """A watched fact in words: present/absent, or a count (``#PATTERN``)."""
+    if isinstance(value, bool) or value is None:
+        return "present" if value else "absent"
+    return str(value)

@@ -143,12 +143,20 @@ def build_case(
     build_dir = build_dir.resolve() if build_dir.is_absolute() else (root / build_dir).resolve()
     entries: dict[str, dict[str, Any]] = {}
     tools_used: dict[str, str] = {}
-    for art in _order(case, target):
-        tools = sorted(_tool_placeholders(case, art) | set(art.tools))
+    # Artifacts built per toolchain release (Artifact.per): each level's program, locked.
+    released = _released_tools(case, root, build_dir) if any(a.per for a in case.artifacts) else {}
+    for art, level in _builds(case, target):
+        rel = released[(art.per, level)] if art.per else None
+        given = {rel["tool"]: str(rel["program"])} if rel else {}
+        tools = sorted((_tool_placeholders(case, art) | set(art.tools)) - set(given))
         versions = {t: toolchain.tool_version(t, case.tools) for t in tools}
         tools_used.update(versions)
-        key = _key(case, art, target, root, versions, resolved, entries)
-        out_dir = build_dir / case.name / "artifacts" / art.name / key[:20]
+        if rel:
+            versions[rel["tool"]] = toolchain.version_of(rel["program"])
+        name = art.built_name(level)
+        key = _key(case, art, target, root, versions, resolved, entries,
+                   release=rel["entry"] if rel else None)
+        out_dir = build_dir / case.name / "artifacts" / name / key[:20]
         stamp = out_dir / STAMP_NAME
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         # Two builds of one tree at once (two sessions, parallel tests) take turns per artifact:
@@ -157,13 +165,13 @@ def build_case(
             fcntl.flock(lock, fcntl.LOCK_EX)
             outputs = cached_outputs(stamp, key, out_dir, art.outputs)
             if outputs is not None:
-                say(art.name, "cached")
+                say(name, "cached")
             else:
-                say(art.name, "building")
-                _run_command(case, art, target, root, out_dir, entries)
+                say(name, "building")
+                _run_command(case, art, target, root, out_dir, entries, given)
                 outputs = write_stamp(stamp, key, out_dir, art.outputs)
-                say(art.name, "built")
-        entries[art.name] = {
+                say(name, "built")
+        entries[name] = {
             "path": _rel(out_dir / art.outputs[0], root),
             "dir": _rel(out_dir, root),
             "outputs": outputs,
@@ -172,11 +180,13 @@ def build_case(
             "tools": versions,
             "command": list(art.command),
             "description": art.description,
+            **({"release": _release_record(rel, versions[rel["tool"]])} if rel else {}),
         }
     index = {
         "case": case.name,
         "target": target,
-        "toolchain": {"requested": pins, "resolved": resolved, "tools": tools_used},
+        "toolchain": {"requested": pins, "resolved": resolved, "tools": tools_used,
+                      **({"arms": arm_releases(case, entries)} if released else {})},
         "artifacts": entries,
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -186,6 +196,51 @@ def build_case(
     except OSError as exc:
         raise BuildError(f"cannot write the build index {path}: {exc.strerror or exc}") from None
     return index
+
+
+def _builds(case: Case, target: str) -> list[tuple[Artifact, Any]]:
+    """(artifact, level) in build order: one build per level an arm uses for an artifact
+    declared ``per`` a factor of releases, one (level None) for any other."""
+    used: dict[str, list[Any]] = {}
+    for factors in case.resolved_arms().values():
+        for name, level in factors.items():
+            if level not in used.setdefault(name, []):
+                used[name].append(level)
+    out: list[tuple[Artifact, Any]] = []
+    for art in _order(case, target):
+        if art.per:
+            levels = case.factors[art.per].levels
+            out += [(art, lv) for lv in levels if lv in used.get(art.per, [])]
+        else:
+            out.append((art, None))
+    return out
+
+
+def _released_tools(case: Case, root: Path, build_dir: Path) -> dict[tuple[str, Any], Any]:
+    from . import releases as releases_mod  # pip and packaging: only cases with releases
+
+    return releases_mod.tools_for(case, root, build_dir / "releases")
+
+
+def _release_record(rel: Mapping[str, Any], version_line: str) -> dict[str, Any]:
+    from . import releases as releases_mod
+
+    return releases_mod.record(rel["entry"], rel["tool"], version_line)
+
+
+def arm_releases(case: Case, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Arm -> factor -> the release its artifacts were built with (the document's
+    ``toolchain.arms``: what each arm's build used beyond the case's pins)."""
+    out: dict[str, Any] = {}
+    for arm, factors in case.resolved_arms().items():
+        mine = {}
+        for art in case.artifacts:
+            entry = entries.get(art.built_name(factors.get(art.per))) if art.per else None
+            if entry and "release" in entry:
+                mine[art.per] = {k: v for k, v in entry["release"].items()}
+        if mine:
+            out[arm] = mine
+    return out
 
 
 STAMP_NAME = ".artifact.json"
@@ -247,6 +302,7 @@ def _key(
     versions: Mapping[str, str],
     resolved: Mapping[str, str | None],
     entries: Mapping[str, Mapping[str, Any]],
+    release: Mapping[str, Any] | None = None,
 ) -> str:
     h = hashlib.sha256()
     material = {
@@ -260,6 +316,9 @@ def _key(
         "pins": dict(resolved),
         "deps": {d: entries[d]["key"] for d in art.dependencies()},
         "recipe": RECIPE,
+        # A release's wheel (its sha256 as locked): the key of an artifact built with it.
+        **({"release": {k: release[k] for k in ("package", "version", "sha256")}}
+           if release else {}),
     }
     h.update(json.dumps(material, sort_keys=True).encode())
     for src in sorted(art.sources):
@@ -276,6 +335,7 @@ def _run_command(
     root: Path,
     out_dir: Path,
     entries: Mapping[str, Mapping[str, Any]],
+    given: Mapping[str, str] | None = None,
 ) -> None:
     if out_dir.exists():
         shutil.rmtree(out_dir)
@@ -287,8 +347,9 @@ def _run_command(
         "arch": target,
     }
     names = art.placeholders()
-    for tool in _tool_placeholders(case, art):
+    for tool in _tool_placeholders(case, art) - set(given or {}):
         values[tool] = str(toolchain.find_tool(tool, case.tools))
+    values.update(given or {})
     if "nvcc_lib" in names:
         values["nvcc_lib"] = str(toolchain.nvcc_lib_dir(toolchain.find_tool("nvcc", case.tools)))
     for dep in art.dependencies():

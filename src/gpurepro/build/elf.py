@@ -99,9 +99,13 @@ def compare(modules: Mapping[str, Path]) -> dict[str, Any]:
 
 
 def markdown_table(comparison: Mapping[str, Any]) -> str:
+    """The comparison as a GitHub table; a section's or module's name (from a cubin, so from
+    anywhere) one code span no backtick or pipe in it can break (report/tables.py)."""
+    from ..report.tables import code
+    from ..report.tables import row as table_row
+
     labels = list(comparison["modules"])
-    lines = ["| section | " + " | ".join(f"`{lb}`" for lb in labels) + " |",
-             "|---|" + "---|" * len(labels)]
+    lines = [table_row(["section", *(code(lb) for lb in labels)]), "|---|" + "---|" * len(labels)]
     for kind, row in comparison["table"].items():
         cells = []
         for lb in labels:
@@ -109,5 +113,5 @@ def markdown_table(comparison: Mapping[str, Any]) -> str:
             size = sum(v["size"] for n, v in secs.items() if _kind(n) == kind)
             cells.append(f"{size} B" if row[lb] else "–")
         mark = " **(differs)**" if kind in comparison["differences"] else ""
-        lines.append(f"| `{kind}`{mark} | " + " | ".join(cells) + " |")
+        lines.append(table_row([code(kind) + mark, *cells]))
     return "\n".join(lines)

@@ -7,7 +7,10 @@
   from the manifest, so a change of pins shows as a changed input);
 - ``locks/analysis.txt``, ``locks/test.txt``, ``locks/lint.txt``, ``locks/docs.txt``: the
   package's extras, compiled from ``pyproject.toml``, for every Python the package supports;
-- ``locks/nox.txt``: nox itself, for the Makefile, compiled from ``locks/nox.in``.
+- ``locks/nox.txt``: nox itself, for the Makefile, compiled from ``locks/nox.in``;
+- ``locks/releases/<case>.json``: the toolchain releases a case's arms compare
+  (``Factor.releases``), each the wheel pip resolves for the build machine with its sha256
+  (gpurepro.build.releases), from the manifest's levels.
 
 ``nox -s lock`` writes them with ``uv pip compile --generate-hashes``; ``nox -s lock -- --check``
 (CI, through ``make test``) compiles them again against the committed locks, which uv keeps as
@@ -103,8 +106,39 @@ def stale_inputs(root: Path) -> list[str]:
     return stale
 
 
-USAGE = ("usage: python -m gpurepro.build.locks inputs ROOT OUT.json | stale ROOT "
-         "(for nox -s lock; the command line proper is gpurepro.cli's)")
+def release_locks(root: Path, check: bool) -> list[str]:
+    """Write (or, with ``check``, compare) ``locks/releases/<case>.json`` for every case whose
+    arms compare toolchain releases; the locks that differ (check) or that no case has."""
+    from . import releases
+
+    stale = []
+    expected = set()
+    for manifest in sorted((root / "cases").glob("*/manifest.py")):
+        case = load_case(manifest, root)
+        doc = releases.lock_document(case)
+        if doc is None:
+            continue
+        path = releases.lock_path(root, case.name)
+        expected.add(path.name)
+        text = releases.lock_text(doc)
+        if check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(path.relative_to(root)))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    folder = root / LOCKS / releases.FOLDER
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if path.name not in expected:
+            if check:
+                stale.append(f"{path.relative_to(root)} (no case compares releases under it)")
+            else:
+                path.unlink()
+    return stale
+
+
+USAGE = ("usage: python -m gpurepro.build.locks inputs ROOT OUT.json | stale ROOT | "
+         "releases ROOT [--check] (for nox -s lock; the command line proper is gpurepro.cli's)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     in OUT.json the `uv` arguments that compile each lock; ``stale ROOT`` says which inputs
     differ from the manifests (exit 1 if any)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["releases"] and len(args) in (2, 3) and args[2:] in ([], ["--check"]):
+        stale = release_locks(Path(args[1]).resolve(), check=args[2:] == ["--check"])
+        for line in stale:
+            print(f"{line} is not what the manifest's releases resolve to: run nox -s lock",
+                  file=sys.stderr)
+        return 1 if stale else 0
     if len(args) not in (2, 3) or args[0] not in ("inputs", "stale") or (
             (args[0] == "inputs") != (len(args) == 3)):
         print(USAGE, file=sys.stderr)

@@ -20,6 +20,7 @@ Pure text processing and subprocess, standard library only.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 import subprocess
 from collections import Counter
@@ -129,6 +130,35 @@ def presence(listing: Mapping[str, Sequence[Instr]],
              watch: Iterable[tuple[str, str]]) -> dict[str, bool | None]:
     """``"kernel:OPCODE"`` -> whether the kernel has that instruction (None: no such kernel)."""
     return {f"{k}:{op}": (has_opcode(listing[k], op) if k in listing else None) for k, op in watch}
+
+
+def matches(instr: Instr, pattern: str) -> bool:
+    """Whether one instruction is ``pattern``: an opcode alone (``IABS``, which ``IABS.X``
+    also is), or an instruction with operands, with ``*`` and ``?`` as wildcards
+    (``VIMNMX.RELU R0, R2, 0x5, PT``, ``VIMNMX* *, 0x5, *``: an immediate), matched against its
+    text with and without its predicate."""
+    if not any(c in pattern for c in " *?[,"):
+        return instr.is_op(pattern)
+    text = instr.text
+    bare = text.split(" ", 1)[1] if instr.pred and " " in text else text
+    return fnmatch.fnmatchcase(text, pattern) or fnmatch.fnmatchcase(bare, pattern)
+
+
+def watched(listing: Mapping[str, Sequence[Instr]],
+            watch: Iterable[tuple[str, str]]) -> dict[str, bool | int | None]:
+    """``"kernel:PATTERN"`` -> what the kernel shows of it (None: no such kernel): for a
+    pattern (``matches``), whether an instruction is it; for ``#PATTERN``, how many are (a fix
+    that adds one more of the same instruction changes the count, not the presence). Plain
+    opcodes give what ``presence`` gives."""
+    out: dict[str, bool | int | None] = {}
+    for k, pattern in watch:
+        if k not in listing:
+            out[f"{k}:{pattern}"] = None
+        elif pattern.startswith("#"):
+            out[f"{k}:{pattern}"] = sum(1 for i in listing[k] if matches(i, pattern[1:]))
+        else:
+            out[f"{k}:{pattern}"] = any(matches(i, pattern) for i in listing[k])
+    return out
 
 
 # ---------------------------------------------------------------------------------- the diff

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ManifestError
+from .model import Family, Releases
 
 # Placeholders of an axis's build command beyond an artifact's (case/model.py Artifact).
 AXIS_PLACEHOLDERS = ("tool",)
@@ -29,8 +30,9 @@ class Axis:
     """One package's releases, and what each of them builds.
 
     - ``package``, ``versions``: the PyPI package and a range (``>=12.0,<13``: clauses, all of
-      which must hold; empty: every final release). Pre-releases, dev and post releases are
-      left out, and the document says so.
+      which must hold; empty: every final release). Pre-releases and dev releases are left
+      out. ``families``: instead, several packages in release order (``Family``), each with
+      its range: an axis across ``nvidia-cuda-nvcc-cu12`` and ``nvidia-cuda-nvcc``.
     - ``tool``: the program each release's wheel holds under ``bin/``.
     - ``build``: an argv template with ``{tool}`` (that program) and an artifact command's
       placeholders (``{python}``, ``{case}``, ``{arch}``, ``{out}``, ``{artifact:NAME}`` of the
@@ -40,10 +42,13 @@ class Axis:
     - ``artifact``: the manifest artifact the output replaces on the GPU, in the trials of
       ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
       ``timeout_s`` per trial.
-    - ``watch``: ``(kernel, opcode)`` pairs whose presence in the SASS (the harness's
-      disassembler finder and parser) each distinct artifact records; the GPU stage runs both
-      sides of every change in them and the ends, then bisects between runs that differ. Empty:
-      every kernel's opcode sequence is watched.
+    - ``watch``: ``(kernel, pattern)`` pairs each distinct artifact's SASS is read for (the
+      harness's disassembler finder and parser, gpurepro.build.sass.watched): an opcode's
+      presence (``IABS``), an instruction with its operands and immediates, ``*`` and ``?``
+      as wildcards (``VIMNMX.RELU *, *, 0x5, PT``), or with ``#`` in front the number of
+      instructions that match (``#VIMNMX``); the GPU stage runs both sides of every change in
+      them and the ends, then bisects between runs that differ. Empty: every kernel's opcode
+      sequence is watched.
     """
 
     package: str
@@ -54,11 +59,16 @@ class Axis:
     artifact: str
     arms: tuple[str, ...]
     watch: tuple[tuple[str, str], ...] = ()
+    families: tuple[Family, ...] = ()
     trials: int = 3
     jobs: int = 1
     duration_s: float = 5.0
     timeout_s: float = 30.0
     description: str = ""
+
+    def releases(self) -> Releases:
+        """The packages the axis lists releases of, in release order."""
+        return Releases(self.tool, self.families or (Family(self.package, self.versions),))
 
     def placeholders(self) -> set[str]:
         return {m.group(1) for part in self.build for m in re.finditer(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}", part)}
@@ -71,7 +81,21 @@ class Axis:
                 "build": list(self.build), "output": self.output, "artifact": self.artifact,
                 "arms": list(self.arms), "watch": [list(w) for w in self.watch],
                 "trials": self.trials, "jobs": self.jobs, "duration_s": self.duration_s,
-                "timeout_s": self.timeout_s, "description": self.description}
+                "timeout_s": self.timeout_s, "description": self.description,
+                **({"families": [{"package": f.package, "versions": f.versions}
+                                 for f in self.families]} if self.families else {})}
+
+
+def check_family(fam: Any, where: str, path: Path | str) -> None:
+    """One ``Family``: a package name and a readable range."""
+    if not isinstance(fam, Family):
+        raise ManifestError(path, where, "must be a gpurepro.case.Family")
+    if not _PACKAGE.match(fam.package):
+        raise ManifestError(path, f"{where}.package", f"{fam.package!r} is not a package name")
+    for clause in filter(None, (c.strip() for c in fam.versions.split(","))):
+        if not _CLAUSE.match(clause):
+            raise ManifestError(path, f"{where}.versions",
+                                f"cannot read {clause!r} (use >=, <=, ==, !=, >, < and a version)")
 
 
 def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str) -> None:
@@ -84,12 +108,11 @@ def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str)
             raise ManifestError(path, where, "must be a gpurepro.case.Axis")
         if not _NAME.match(str(name)):
             raise ManifestError(path, where, f"{name!r} is not a lower-case name")
-        if not _PACKAGE.match(ax.package):
-            raise ManifestError(path, f"{where}.package", f"{ax.package!r} is not a package name")
-        for clause in filter(None, (c.strip() for c in ax.versions.split(","))):
-            if not _CLAUSE.match(clause):
-                raise ManifestError(path, f"{where}.versions",
-                                    f"cannot read {clause!r} (use >=, <=, ==, !=, >, < and a version)")
+        if ax.families:
+            for i, fam in enumerate(ax.families):
+                check_family(fam, f"{where}.families[{i}]", path)
+        else:
+            check_family(Family(ax.package, ax.versions), where, path)
         if not ax.tool or "/" in ax.tool:
             raise ManifestError(path, f"{where}.tool", f"{ax.tool!r} is not a program name")
         if "tool" not in ax.placeholders():

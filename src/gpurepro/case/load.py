@@ -32,6 +32,7 @@ from .model import (
     Claim,
     Defaults,
     OutputCheck,
+    Releases,
     Runtime,
     Tool,
 )
@@ -77,6 +78,26 @@ def validate(case: Case, path: Path | str) -> None:
             raise ManifestError(
                 path, f"factors.{name}.default", f"{fac.default!r} is not one of {fac.levels!r}"
             )
+        if fac.releases is not None:
+            _check_releases(name, fac, path)
+    for i, art in enumerate(case.artifacts):
+        used_per = [d for d in art.dependencies() if d in names and case.artifact(d).per]
+        if used_per and not art.per:
+            raise ManifestError(path, f"artifacts[{i}].command",
+                                f"uses {used_per[0]!r}, which is built per release: only its "
+                                "trials see it (ctx.artifacts)")
+        if art.per:
+            per_fac = case.factors.get(art.per)
+            if per_fac is None or per_fac.releases is None:
+                raise ManifestError(path, f"artifacts[{i}].per",
+                                    f"{art.per!r} is not a factor of toolchain releases "
+                                    "(Factor(..., releases=Releases(...)))")
+            if any(case.artifact(d).per for d in art.dependencies() if d in names):
+                raise ManifestError(path, f"artifacts[{i}].command",
+                                    "an artifact built per release cannot use another one")
+            if per_fac.releases.tool not in art.placeholders():
+                raise ManifestError(path, f"artifacts[{i}].command",
+                                    f"never names {{{per_fac.releases.tool}}}, the release's program")
 
     seen: set[str] = set()
     for i, arm in enumerate(case.arms):
@@ -118,13 +139,23 @@ def validate(case: Case, path: Path | str) -> None:
     if case.axes:
         from .axis import check_axes
 
-        check_axes(case.axes, names, seen, path)
+        # An axis's artifact may be one release's build of an artifact built per release.
+        built = {a.built_name(lv) for a in case.artifacts if a.per
+                 for lv in case.factors[a.per].levels}
+        check_axes(case.axes, names | built, seen, path)
     if not _COUNTER.match(case.exposure.counter or ""):
         raise ManifestError(path, "exposure.counter",
                             f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")
     if not (isinstance(case.exposure.per, (int, float)) and math.isfinite(case.exposure.per)
             and case.exposure.per > 0):
         raise ManifestError(path, "exposure.per", f"must be a positive number, got {case.exposure.per!r}")
+    if not isinstance(case.exposure.opportunity, bool):
+        raise ManifestError(path, "exposure.opportunity",
+                            f"must be True or False, got {case.exposure.opportunity!r}")
+    for outcome in case.exposure.per_trial_outcomes:
+        if outcome not in OUTCOMES or outcome == "survived":
+            raise ManifestError(path, "exposure.per_trial_outcomes",
+                                f"{outcome!r} is not a failing outcome ({', '.join(OUTCOMES[1:])})")
     if not case.devices.targets:
         raise ManifestError(path, "devices.targets", "names no compute capability")
     for target in case.toolchains:
@@ -132,6 +163,29 @@ def validate(case: Case, path: Path | str) -> None:
             raise ManifestError(path, f"toolchains.{target}", "is not a target in devices")
     _check_tools(case, path)
     _check_runtime(case, seen, path)
+
+
+_RELEASE = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
+
+
+def _check_releases(name: str, fac: Any, path: Path | str) -> None:
+    """A factor of toolchain releases: a program name, families, final-release levels."""
+    from .axis import check_family
+
+    rel = fac.releases
+    where = f"factors.{name}.releases"
+    if not isinstance(rel, Releases):
+        raise ManifestError(path, where, "must be a gpurepro.case.Releases")
+    if not rel.tool or "/" in rel.tool or not re.match(r"^[a-z_]+$", rel.tool):
+        raise ManifestError(path, f"{where}.tool", f"{rel.tool!r} is not a program name")
+    if not rel.families:
+        raise ManifestError(path, f"{where}.families", "names no package")
+    for i, fam in enumerate(rel.families):
+        check_family(fam, f"{where}.families[{i}]", path)
+    for level in fac.levels:
+        if not isinstance(level, str) or not _RELEASE.match(level):
+            raise ManifestError(path, f"factors.{name}.levels",
+                                f"{level!r} is not a final release (N.N.N)")
 
 
 def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:

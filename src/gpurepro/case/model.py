@@ -43,6 +43,10 @@ class Artifact:
     ``outputs`` are file names inside ``{out}``; the first one is the artifact's main file.
     ``tools`` names the tools whose exact version strings enter the build key and the record.
     ``archs``: the targets this artifact exists for (empty: all).
+    ``per``: a factor whose levels are toolchain releases (``Factor.releases``): the artifact
+    is built once per level an arm uses, as ``<name>_<level>``, with the placeholder of the
+    factor's tool (``{ptxas}``) naming that release's program; a trial's ``ctx.artifacts``
+    maps ``<name>`` to its arm's build.
     """
 
     name: str
@@ -53,9 +57,14 @@ class Artifact:
     archs: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    per: str = ""
 
     def placeholders(self) -> set[str]:
         return {m.group(1) for part in self.command for m in PLACEHOLDER.finditer(part)}
+
+    def built_name(self, level: Any) -> str:
+        """The name of this artifact's build for one level of its ``per`` factor."""
+        return f"{self.name}_{level}" if self.per else self.name
 
     def dependencies(self) -> list[str]:
         return sorted(p.split(":", 1)[1] for p in self.placeholders() if p.startswith("artifact:"))
@@ -82,12 +91,36 @@ class Tool:
 
 
 @dataclass(frozen=True)
+class Family:
+    """One PyPI package of a toolchain family and the range of its releases that count
+    (``>=12.0,<13``: clauses, all of which must hold; empty: every final release)."""
+
+    package: str
+    versions: str = ""
+
+
+@dataclass(frozen=True)
+class Releases:
+    """Where a toolchain factor's levels come from: releases (versions) of the packages
+    ``families``, in release order (``nvidia-cuda-nvcc-cu12`` for 12.x, then
+    ``nvidia-cuda-nvcc``), each level a version that the first family whose range holds it
+    provides; ``tool`` the program each release's wheel holds under ``bin/``. The build resolves
+    each level an arm uses with pip, locks it (``locks/releases/<case>.json``) and builds the
+    artifacts declared ``per`` the factor with that program (gpurepro.build.releases)."""
+
+    tool: str
+    families: tuple[Family, ...]
+
+
+@dataclass(frozen=True)
 class Factor:
-    """A named experimental factor, its allowed levels and the baseline level."""
+    """A named experimental factor, its allowed levels and the baseline level; ``releases``
+    where the levels are toolchain releases (``Releases``)."""
 
     levels: tuple[Any, ...]
     default: Any
     description: str = ""
+    releases: Releases | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +287,15 @@ class Exposure:
     # tile race's "cycles" are load/launch/unload iterations, not clock cycles); the issue
     # comment names the unit by it.
     label: str = ""
+    # Whether the counter measures the failures' opportunity within a trial, so that a rate per
+    # unit of it means something (the tile race's iterations: each one can crash). False: it
+    # counts what every trial does a fixed number of times (ctx_get_device_v2's one query per
+    # trial), and every arm's trials are modelled per trial, each way of ending with its own
+    # share of trials (gpurepro.analyze.simulate).
+    opportunity: bool = True
+    # Outcomes that are a property of a whole trial, found when it ends (an output checked
+    # after the last launch): always modelled per trial, never as a rate in the exposure.
+    per_trial_outcomes: tuple[str, ...] = ("wrong_result",)
 
 
 # An exact pin: a runtime package is one release, the wheel the build downloads.

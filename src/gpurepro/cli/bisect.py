@@ -47,7 +47,7 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
         say(f"bisect: building {case.name} for {target} first")
         build_case(case, target, root, build_dir)
     only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
-    cache = Path(args.cache) if args.cache else root / "build" / "wheels"
+    cache = Path(args.cache) if args.cache else root / "build" / "releases"
     path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
     show(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
     return path
@@ -109,7 +109,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--only", help="CPU stage: a comma-separated subset of the releases PyPI lists "
                    "in the range (recorded in the document)")
     p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
-    p.add_argument("--cache", help="wheel cache (default: build/wheels)")
+    p.add_argument("--cache", help="wheel cache (default: build/releases, the build's)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
     p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox

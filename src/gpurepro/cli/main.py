@@ -28,6 +28,7 @@ from ..errors import (
     JournalError,
     JournalMismatch,
     ManifestError,
+    NotInert,
     RecordError,
     SlurmError,
     Stopped,
@@ -54,7 +55,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except (UsageError, JournalMismatch) as exc:
         say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
-    except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError) as exc:
+    except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError, NotInert) as exc:
         say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except (ClusterError, SlurmError) as exc:

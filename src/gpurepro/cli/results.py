@@ -273,7 +273,7 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     from ..matrix.table import markdown as matrix_markdown
     from ..matrix.table import verdict_line
     from ..record.validation import validate_matrix
-    from ..report.tables import code, escape
+    from ..report.tables import code
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
@@ -285,11 +285,11 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
     validate_matrix(matrix, f"--matrix {path}")
-    # The matrix's own Markdown holds its documents' strings (a tool's refusal, a GPU's name):
-    # into the comment as a case analysis's Markdown is, no HTML, link, picture or mention.
+    # The matrix's Markdown and verdict line escape its documents' strings (a tool's refusal, a
+    # GPU's name) as a report's are (matrix/table.py); the comment is checked whole after.
     return (f"Toolchain matrix ({path.name}; attach it beside the result)",
-            escape(matrix_markdown(matrix), "markdown"),
-            f"**Toolchain matrix** ({code(path.name)}): {escape(verdict_line(matrix))}")
+            matrix_markdown(matrix),
+            f"**Toolchain matrix** ({code(path.name)}): {verdict_line(matrix)}")
 
 
 def cmd_issue(args: argparse.Namespace) -> int:

@@ -4,6 +4,11 @@ Three tables: each combination (cells that fail alike share a row), each distinc
 (what it carries and how its trials went), and the plain nvcc control per toolchain family;
 then the line-info check. Everything comes from the document, so it can be regenerated:
 ``python -m gpurepro matrix table DOC.json``. Standard library only.
+
+Every string of the document (a release, a variant, a tool's refusal, a GPU's name, a section
+or symbol name) is escaped as report/tables.py escapes a report's, and every row written by
+its ``row``: a pipe or a line break in one cannot break the table, nor HTML, a link or a
+mention get into the comment `issue --matrix` pastes it into.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..report.tables import code, escape, row
 from .document import cubin_result
 from .reasons import explained, machine_limit
 
@@ -31,42 +37,43 @@ def arm_cell(s: Mapping[str, Any] | None) -> str:
     exp = s["exposure"]
     per = f"10^{len(str(int(exp['per']))) - 1}" if exp["per"] >= 10 else _num(exp["per"])
     rate, ci = s["rate"]["estimate"], s["rate"]["ci95"]
-    head = f"{s['failures']}/{s['n_valid']} crashed"
+    head = f"{escape(s['failures'])}/{escape(s['n_valid'])} crashed"
+    unit = escape(exp["unit"])
     if rate is None or ci is None:
         return f"{head}, no exposure"
     if s["failures"] == 0:
-        return f"{head} in {_num(exp['total'])} {exp['unit']}: < {_num(ci[1])} per {per} (95% upper bound)"
-    return f"{head}: **{_num(rate)}** per {per} {exp['unit']} (95% CI {_num(ci[0])}–{_num(ci[1])})"
+        return f"{head} in {_num(exp['total'])} {unit}: < {_num(ci[1])} per {per} (95% upper bound)"
+    return f"{head}: **{_num(rate)}** per {per} {unit} (95% CI {_num(ci[0])}–{_num(ci[1])})"
 
 
 def _result_cell(result: Mapping[str, Any], arm: str | None = None) -> str:
     if result["status"] != "ran":
-        return str(result["reason"])
+        return escape(result["reason"])
     arms = result["arms"] or {}
     if arm is not None:
         return arm_cell(arms.get(arm))
-    return "; ".join(f"{a}: {arm_cell(s)}" for a, s in arms.items())
+    return "; ".join(f"{escape(a)}: {arm_cell(s)}" for a, s in arms.items())
 
 
 def _short(sha: str | None) -> str:
-    return f"`{sha[:12]}`" if sha else "–"
+    return code(str(sha)[:12]) if sha else "–"
 
 
 def _emits(c: Mapping[str, Any]) -> str:
     host = c["nv_host"]
-    host_txt = f"`.nv.host` {host['size']} B" if host["present"] else "no `.nv.host`"
+    host_txt = f"`.nv.host` {escape(host['size'])} B" if host["present"] else "no `.nv.host`"
     debug = c["debug_sections"]
-    debug_txt = (f"{len(debug)} debug sections ({sum(debug.values())} B)" if debug
+    debug_txt = (f"{len(debug)} debug sections ({escape(sum(debug.values()))} B)" if debug
                  else "no debug sections")
-    return f"{c['size']} B, {host_txt}, {debug_txt}"
+    return f"{escape(c['size'])} B, {host_txt}, {debug_txt}"
 
 
 def _ranges(items: Sequence[str], order: Sequence[str]) -> str:
-    """'13.1–13.5' for a run of consecutive items of ``order``, else a list."""
+    """'13.1–13.5' for a run of consecutive items of ``order``, else a list (escaped)."""
     idx = sorted(order.index(i) for i in items)
     if len(idx) > 2 and idx == list(range(idx[0], idx[-1] + 1)):
-        return f"{order[idx[0]]}–{order[idx[-1]]}"
-    return ", ".join(order[i] for i in idx)
+        return escape(f"{order[idx[0]]}–{order[idx[-1]]}")
+    return escape(", ".join(order[i] for i in idx))
 
 
 def combinations(doc: Mapping[str, Any]) -> list[str]:
@@ -79,7 +86,7 @@ def combinations(doc: Mapping[str, Any]) -> list[str]:
         cell = cells[res["cell"]]
         for r in res["tile"]:
             sha = r.get("sha256")
-            what = f"{_short(sha)}: {_emits(doc['cubins'][sha])}" if sha else explained(str(r["reason"]))
+            what = f"{_short(sha)}: {_emits(doc['cubins'][sha])}" if sha else escape(explained(str(r["reason"])))
             outcome = _result_cell(r, None) if sha else "–"
             rows.setdefault((cell["release"], r.get("variant") or "–", what, outcome), []).append(cell["family"])
     merged: dict[tuple[str, tuple[str, ...], str, str], list[str]] = {}
@@ -88,8 +95,8 @@ def combinations(doc: Mapping[str, Any]) -> list[str]:
     out = ["| cuda-tile | tileiras | export | emits (cubin sha256, size, `.nv.host`, debug sections) | trials on the GPU |",
            "|---|---|---|---|---|"]
     for (variant, row_families, what, outcome), rels in merged.items():
-        out.append(f"| {_ranges(rels, releases)} | {_ranges(row_families, families)} | {variant} | "
-                   f"{what} | {outcome} |")
+        out.append(row([_ranges(rels, releases), _ranges(row_families, families), escape(variant),
+                        what, outcome]))
     return out
 
 
@@ -99,16 +106,16 @@ def cubins_table(doc: Mapping[str, Any], kind: str) -> list[str]:
     for sha, c in doc["cubins"].items():
         if c["kind"] != kind:
             continue
-        by = sorted({b["cell"] + (f" ({b['variant']})" if b["variant"] not in (None, "reporter") else "")
+        by = sorted({str(b["cell"]) + (f" ({b['variant']})" if b["variant"] not in (None, "reporter") else "")
                      for b in c["emitted_by"]})
         host = c["nv_host"]
         symbols = [s["name"] for s in ((host.get("object") or {}).get("symbols") or [])]
-        host_txt = (f"{host['size']} B, {_short(host['sha256'])}, {len(symbols)} symbols"
+        host_txt = (f"{escape(host['size'])} B, {_short(host['sha256'])}, {len(symbols)} symbols"
                     if host["present"] else "–")
-        debug = ", ".join(f"`{n}` {s}" for n, s in c["debug_sections"].items()) or "–"
+        debug = ", ".join(f"{code(n)} {escape(s)}" for n, s in c["debug_sections"].items()) or "–"
         trials = _result_cell(cubin_result(doc, sha))
-        out.append(f"| {_short(sha)} | {', '.join(by)} | {c['size']} B | {_short(c['code_sha256'])} | "
-                   f"{host_txt} | {debug} | {trials} |")
+        out.append(row([_short(sha), escape(", ".join(by)), f"{escape(c['size'])} B",
+                        _short(c["code_sha256"]), host_txt, debug, trials]))
     return out
 
 
@@ -123,25 +130,27 @@ def host_objects_table(doc: Mapping[str, Any]) -> list[str]:
            "|---|---|---|---|---|"]
     for sha, entry in seen.items():
         obj = entry["host"].get("object") or {}
-        symbols = ", ".join(f"`{s['name']}` ({s.get('bind', '').lower()} {s.get('type', '').lower()}, "
-                            f"{s.get('size')} B)" for s in obj.get("symbols") or [])
-        out.append(f"| {_short(sha)} | {entry['host']['size']} B | {obj.get('relocations', '–')} | "
-                   f"{symbols or '–'} | {', '.join(_short(c) for c in entry['cubins'])} |")
+        symbols = ", ".join(f"{code(s['name'])} ({escape(str(s.get('bind', '')).lower())} "
+                            f"{escape(str(s.get('type', '')).lower())}, {escape(s.get('size'))} B)"
+                            for s in obj.get("symbols") or [])
+        out.append(row([_short(sha), f"{escape(entry['host']['size'])} B",
+                        escape(obj.get("relocations", "–")), symbols or "–",
+                        ", ".join(_short(c) for c in entry["cubins"])]))
     return out
 
 
 def lineinfo_sentence(doc: Mapping[str, Any]) -> str:
     li = doc["lineinfo_check"]
     if li["status"] != "ok":
-        return f"Line-info check ({li['cell']}): not run: {li['reason']}."
+        return f"Line-info check ({escape(li['cell'])}): not run: {escape(li['reason'])}."
     same = lambda b: "byte-identical" if b else "different"  # noqa: E731
-    only = ", ".join(f"`{n}`" for n in li["only_with_lineinfo"]) or "none"
-    return (f"Line-info check ({li['cell']}, {li['variant']} export): tileiras on the exported Tile IR "
+    only = ", ".join(code(n) for n in li["only_with_lineinfo"]) or "none"
+    return (f"Line-info check ({escape(li['cell'])}, {escape(li['variant'])} export): tileiras on the exported Tile IR "
             f"bytecode with `--lineinfo` gives the exported cubin itself "
             f"({'yes' if li['lineinfo_is_export'] else 'no'}); without it, `.text` is "
             f"{same(li['text_identical'])} and `.nv.host` is {same(li['nv_host_identical'])}; "
             f"sections only in the line-info build: {only}; other sections that differ: "
-            f"{', '.join(f'`{n}`' for n in li['differing']) or 'none'}.")
+            f"{', '.join(code(n) for n in li['differing']) or 'none'}.")
 
 
 def verdict_line(doc: Mapping[str, Any]) -> str:
@@ -165,7 +174,7 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
     crashed = [sha for sha, r in ran.items()
                if any((s or {}).get("failures") for s in (r.get("arms") or {}).values())]
     total = len(doc["results"])
-    parts = [f"{total} combinations of {doc['matrix']['target']}: {total - len(limits) - refused} "
+    parts = [f"{total} combinations of {escape(doc['matrix']['target'])}: {total - len(limits) - refused} "
              f"exported a Tile IR cubin ({len(exported)} distinct), and {len(crashed)} of the "
              f"{len(ran)} that ran on the GPU crashed"]
     if refused:
@@ -179,15 +188,16 @@ def verdict_line(doc: Mapping[str, Any]) -> str:
 def markdown(doc: Mapping[str, Any]) -> str:
     gpu = doc["gpu"]
     if gpu["status"] == "ran" and gpu.get("device"):
-        where = f"trials on {gpu['device'].get('name')}, driver {gpu['device'].get('driver_version')}"
+        where = (f"trials on {escape(gpu['device'].get('name'))}, driver "
+                 f"{escape(gpu['device'].get('driver_version'))}")
     else:
-        where = f"GPU stage {gpu['reason']}" + (f": {gpu['detail']}" if gpu.get("detail") else "")
+        where = f"GPU stage {escape(gpu['reason'])}" + (f": {escape(gpu['detail'])}" if gpu.get("detail") else "")
     opts = doc["matrix"]["gpu_defaults"]
     lines = [
-        f"Toolchain matrix of `{doc['case']['name']}` for {doc['matrix']['target']} "
+        f"Toolchain matrix of {code(doc['case']['name'])} for {escape(doc['matrix']['target'])} "
         f"({len(doc['cells'])} combinations; {where}). Trials: {opts['trials']} per cubin and arm, "
         f"{opts['duration_s']:g} s each, {opts['jobs']} at a time; rates are crashes per 10^6 "
-        f"{doc['case']['exposure']['unit']} with exact Poisson 95% intervals. Identical cubins "
+        f"{escape(doc['case']['exposure']['unit'])} with exact Poisson 95% intervals. Identical cubins "
         f"(same sha256) ran once.", "",
         *combinations(doc), "",
         "Distinct Tile IR cubins:", "", *cubins_table(doc, "tile"), "",
@@ -197,5 +207,5 @@ def markdown(doc: Mapping[str, Any]) -> str:
         lineinfo_sentence(doc), "",
     ]
     if doc.get("missing_cells"):
-        lines += [f"Cells with no record: {', '.join(doc['missing_cells'])}.", ""]
+        lines += [f"Cells with no record: {escape(', '.join(doc['missing_cells']))}.", ""]
     return "\n".join(lines)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IssueError
-from . import families
+from . import families, gfm
 from .markdown import (
     claims_table,
     environment_rows,
@@ -775,13 +775,20 @@ def _details(summary: str, body: str) -> str:
 
 
 def _cut(body: str, room: int) -> str:
-    """The body cut at a line boundary to at most ``room`` characters, fences closed."""
+    """The body cut at a line boundary to at most ``room`` characters, a fence left open
+    closed (the renderer's fences, tables.fence: a run of backticks, closed by the same run;
+    nothing else in its output starts a line with three backticks)."""
     cut = body[: max(room, 0)]
     if "\n" in cut:
         cut = cut[: cut.rindex("\n")]
-    if sum(1 for line in cut.splitlines() if line.lstrip().startswith("```")) % 2:
-        cut += "\n```"
-    return cut
+    open_run = None
+    for line in cut.splitlines():
+        run = re.match(r"`{3,}", line)
+        if open_run is None and run:
+            open_run = run.group(0)
+        elif open_run is not None and line.strip() == open_run:
+            open_run = None
+    return cut + ("\n" + open_run if open_run else "")
 
 
 def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
@@ -829,4 +836,7 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
     if len(text) > limit:  # a head too long on its own (it never is for committed documents)
         note = "\n\n_Cut at GitHub's comment limit; the attached JSON holds the rest._\n"
         text = _cut(text, limit - len(note) - 4) + note
-    return text
+    # Parsed as GitHub parses it, the comment holds nothing live but its own folds and the
+    # case's report link; a document string that would be is refused, not pasted (gfm.py).
+    own = {doc["case"]["report_url"]} if doc["case"].get("report_url") else set()
+    return gfm.check(text, f"{path.name}: the issue comment", own)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
-from . import families
+from . import families, gfm
 from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
@@ -415,7 +415,8 @@ def markdown(result: Mapping[str, Any]) -> str:
     else:
         out.append("Nothing recorded differs.\n")
     out.append("The same in every run: " + escape(", ".join(env["same"])) + ".\n")
-    return "\n".join(out)
+    # Parsed as GitHub parses it, nothing live: a document string that would be is refused.
+    return gfm.check("\n".join(out), f"compare of {result['case']!r}")
 
 
 # ---------------------------------------------------------------- the paired forest plot

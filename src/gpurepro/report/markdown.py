@@ -18,7 +18,7 @@ from typing import Any
 from ..run import phases
 from ..run.atomic import write_atomic
 from . import cluster as cluster_report
-from . import families
+from . import families, gfm
 from .forest import forest_headline, forest_plot
 from .numbers import fmt, fmt_ci, fmt_p
 from .per_gpu import per_gpu_headline, per_gpu_plot
@@ -482,7 +482,10 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     if plot_name:
         out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
     out += _environment_section(doc)
-    return "\n".join(out)
+    # Parsed as GitHub parses it, the report holds nothing live but its own pictures and the
+    # case's report link; a document string that would be is refused, not written (gfm.py).
+    own = {doc["case"]["report_url"]} if doc["case"].get("report_url") else set()
+    return gfm.check("\n".join(out), f"the report of {doc['case'].get('name')!r}", own)
 
 
 def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:

@@ -350,5 +350,23 @@ def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
                f"run resolved (Python 3.11+; recording, reports and the sequential designs need "
                f"the `analysis` extra):")
     out += fence("\n".join(_plain_lines(doc)), "sh")
-    out += [*_runtime_notes(doc), ""]
+    out += [*_runtime_notes(doc), *_release_notes(doc), ""]
     return out
+
+
+def _release_notes(doc: Mapping[str, Any]) -> list[str]:
+    """The toolchain release each arm's artifacts were built with (``toolchain.arms``), which
+    both ways of rerunning fetch again: the build downloads the wheels the case's lock names
+    (locks/releases/<case>.json) and checks their sha256."""
+    arms = (doc.get("toolchain") or {}).get("arms") or {}
+    if not arms:
+        return []
+    parts = []
+    for arm, factors in arms.items():
+        for r in factors.values():
+            parts.append(f"{code(arm)} {code(str(r['package']) + '==' + str(r['version']))} "
+                         f"(wheel sha256 {code(str(r['sha256'])[:12])})")
+    lock = f"locks/releases/{doc['case']['name']}.json"
+    return [f"The arms compare toolchain releases; the build fetches each from the case's lock "
+            f"{code(lock)} with pip and checks its sha256 before building with it: "
+            f"{'; '.join(parts)}."]

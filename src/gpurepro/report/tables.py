@@ -3,27 +3,35 @@ index, escaped one way, and Markdown tables (GitHub-flavoured) written one way.
 
 A string in a document may have come from anywhere: a trial's output (a driver's crash record,
 its final record), a GPU's name, a case's verdict, an edited document. ``escape`` makes it say
-only what it says, in the context it goes into:
+only what it says, in the context it goes into, as GitHub renders it (GFM: tables, autolinks of
+bare addresses, @mentions and issue references, fences of any length):
 
 - ``"text"`` (headings, bullets, cells, link labels): no HTML (``<`` before a tag, a comment
   or an autolink, ``&`` before an entity, as entities), no link, picture or link definition
   (the brackets that would make one escaped), no code span or fence (backticks escaped), no
-  @mention (a zero-width space after ``@``), no heading, quote, list or fence at the start, no
-  line break (one line, always). Emphasis characters are left as they are: at worst they
-  emphasise.
+  heading, quote, list or fence at the start, no line break (one line, always). What GitHub
+  would make live by itself (``LIVE``: an address with a scheme, ``www.``, ``mailto:``, an
+  e-mail address, an @mention, ``owner/repo#N``, ``#N``, ``GH-N``) goes into a code span of
+  its own, where GitHub links and mentions nothing (a backslash does not stop a mention).
+  Emphasis characters and emoji shortcodes are left as they are: at worst they emphasise.
 - ``"prose"`` (the sentences of a case's verdict and claims, which carry Markdown on purpose):
-  as ``"text"``, but single-backtick code spans are kept as code spans.
+  as ``"text"``, but code spans (of any backtick run, as CommonMark pairs them) are kept as
+  code spans, each written again with a fence no backtick run inside can close.
 - ``"code"`` (an arm's name, a command, a signature): one code span, whose backtick fence is
   longer than any run of backticks inside it; nothing in a code span is markup.
 - ``"html"`` (inside an HTML block, e.g. ``<summary>``): entities only, no backslash escapes
-  (they would show), no @mention, one line.
-- ``"markdown"`` (Markdown a case's analysis wrote: its tables and code kept): no HTML, link,
-  picture or @mention outside its code.
+  (they would show), what would be live inside ``<code>`` (GitHub mentions and links nothing
+  there), one line.
+- ``"markdown"`` (Markdown a case's analysis wrote: its tables, lists and headings kept): parsed
+  by markdown-it-py (CommonMark with GFM's tables), every code block (fenced with any number of
+  backticks or tildes, closed or not, or indented) written again as a fence longer than any
+  backtick run it holds, every other line as ``"prose"`` less its start-of-line escapes.
 
 ``link`` writes a link only to an http(s) address that is one plain token, and the address as
 code otherwise; ``fence`` writes a fenced block no line of its content can close. In a table
 ``cell`` escapes ``|`` (even inside a code span, as GitHub's tables need) and line breaks.
-An empty cell is written as one space (``| |``).
+An empty cell is written as one space (``| |``). report/gfm.py checks a whole rendering
+afterwards, as GitHub would parse it.
 """
 
 from __future__ import annotations
@@ -33,33 +41,70 @@ from collections.abc import Iterable, Sequence
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# Escaped where they would be markup: a backslash, a backtick, an @; "<" before what could be
-# a tag, a comment or an autolink; "&" before what could be an entity; brackets where they
-# would make a link, a picture or a link definition ("](", "][", "]:", "!["). A bracket or a
-# "<-" in prose ("[claim x]", "a <- b") stays as written.
-_MARKUP = re.compile(r"[\\`@]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=[(\[:])|(?<=!)\[")
-# A single-backtick code span in prose: kept (its content cannot be markup).
-_SPAN = re.compile(r"`([^`]+)`")
+# Escaped where they would be markup: a backslash, a backtick; "<" before what could be a tag,
+# a comment or an autolink; "&" before what could be an entity; brackets where they would make
+# a link, a picture or a link definition ("](", "][", "]:", "!["). A bracket or a "<-" in prose
+# ("[claim x]", "a <- b") stays as written.
+_MARKUP = re.compile(r"[\\`]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=[(\[:])|(?<=!)\[")
+# What GitHub makes live in text by itself: cmark-gfm's autolinks (an address with a scheme,
+# "www.", an e-mail address, mailto:/xmpp:) and GitHub's own filters (an @mention or
+# @org/team, a cross-repository reference owner/repo#N or owner/repo@sha, #N, GH-N). Wider
+# than GitHub's rules on purpose (any scheme, "www." anywhere, any @ before a name character):
+# a match is only written as code.
+LIVE = re.compile(r"""
+      [A-Za-z][A-Za-z0-9+.-]*://\S*
+    | www\.\S*
+    | (?:mailto|xmpp):\S+
+    | [\w.+-]*@[A-Za-z0-9_-][\w./-]*
+    | [\w.-]+/[\w.-]+\#\d+
+    | \#\d+
+    | GH-\d+
+""", re.X | re.I)
+# Three tildes after what may come before a fence on its line (spaces, quote and list markers).
+_TILDE_FENCE = re.compile(r"^((?:[ \t>]|[*+-][ \t]|\d{1,9}[.)][ \t])*)~(?=~~)")
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~%!$&'*+,;=:@/?#-]*)?$")
-ZWSP = "&#8203;"  # after an @: GitHub makes no mention of it
 
 
 def _one_line(value: object) -> str:
     return _CONTROL.sub(" ", str(value))
 
 
-def _text(s: str, first: bool = True) -> str:
+def _plain(s: str, first: bool) -> str:
     def sub(m: re.Match[str]) -> str:
         c = m.group(0)
-        if c in _HTML:
-            return _HTML[c]
-        if c == "@":
-            return "@" + ZWSP
-        return "\\" + c
+        return _HTML.get(c) or "\\" + c
 
     out = _MARKUP.sub(sub, s)
     # At the start of a line (a bullet's, a cell's): no heading, quote, fence or list marker.
     return re.sub(r"^(\s*)([#=~+>-])", r"\1\\\2", out) if first else out
+
+
+def _pieces(s: str, first: bool = True) -> list[tuple[bool, str]]:
+    """``s`` as "text" renders it, in pieces: (a code span, its Markdown)."""
+    out, at = [], 0
+    for m in LIVE.finditer(s):
+        out += [(False, _plain(s[at:m.start()], first and at == 0)), (True, _code(m.group(0)))]
+        at = m.end()
+    out.append((False, _plain(s[at:], first and at == 0)))
+    return out
+
+
+def _join(pieces: Iterable[tuple[bool, str]]) -> str:
+    """The pieces as one string; two code spans side by side get a space between them (their
+    fences would run together into one backtick run and pair otherwise)."""
+    out, last_code = [], False
+    for is_code, text in pieces:
+        if not text:
+            continue
+        if is_code and last_code:
+            out.append(" ")
+        out.append(text)
+        last_code = is_code
+    return "".join(out)
+
+
+def _text(s: str, first: bool = True) -> str:
+    return _join(_pieces(s, first))
 
 
 def _code(s: str) -> str:
@@ -70,38 +115,81 @@ def _code(s: str) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-def _prose(s: str) -> str:
-    out, at = [], 0
-    for m in _SPAN.finditer(s):
-        out += [_text(s[at:m.start()], first=at == 0), _code(m.group(1))]
-        at = m.end()
-    out.append(_text(s[at:], first=at == 0))
-    return "".join(out)
+def code_spans(s: str) -> list[tuple[bool, str]]:
+    """``s`` as (is a code span, text) pieces, code spans paired as CommonMark pairs them: a
+    run of n backticks opens one that the next run of exactly n closes (a run with none to
+    close it is text); a span's text as it shows (one space each side stripped when both are
+    there and it is not all spaces)."""
+    out: list[tuple[bool, str]] = []
+    at = text_from = 0
+    while True:
+        m = re.compile(r"`+").search(s, at)
+        if not m:
+            break
+        n = len(m.group(0))
+        close = next((c for c in re.finditer(r"`+", s[m.end():]) if len(c.group(0)) == n), None)
+        if close is None:
+            at = m.end()  # no run of n backticks after it: literal backticks
+            continue
+        body = s[m.end(): m.end() + close.start()].replace("\n", " ")
+        if body.startswith(" ") and body.endswith(" ") and body.strip():
+            body = body[1:-1]
+        if m.start() > text_from:
+            out.append((False, s[text_from:m.start()]))
+        out.append((True, body))
+        at = text_from = m.end() + close.end()
+    if text_from < len(s):
+        out.append((False, s[text_from:]))
+    return out
+
+
+def _prose(s: str, first: bool = True) -> str:
+    pieces: list[tuple[bool, str]] = []
+    for i, (is_code, p) in enumerate(code_spans(s)):
+        pieces += [(True, _code(p))] if is_code else _pieces(p, first=first and i == 0)
+    return _join(pieces)
 
 
 def _markdown(s: str) -> str:
-    """Markdown written by a case's analysis (tables, code, emphasis kept) without HTML, pictures,
-    links or @mentions outside its code."""
-    out, fenced = [], False
-    for line in s.split("\n"):
-        if line.lstrip().startswith(("```", "~~~")):
-            fenced = not fenced
-            out.append(line)
+    """Markdown written by a case's analysis (tables, lists, headings, emphasis and code kept)
+    with no HTML, picture, link, mention or reference GitHub would make live, whatever its
+    fences: the block structure is markdown-it-py's (CommonMark, GFM's tables)."""
+    from markdown_it import MarkdownIt
+
+    lines = s.split("\n")
+    blocks: dict[int, tuple[int, list[str]]] = {}  # first line -> (end line, our fence's lines)
+    for t in MarkdownIt("commonmark").enable("table").parse(s):
+        if t.type in ("fence", "code_block") and t.map:
+            start, end = t.map
+            info = t.info.split()[0] if t.type == "fence" and t.info.strip() else ""
+            body = t.content[:-1] if t.content.endswith("\n") else t.content
+            blocks[start] = (end, fence(body, info))
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in blocks:
+            end, fenced = blocks[i]
+            out += fenced
+            i = max(end, i + 1)
             continue
-        if fenced:
-            out.append(line)
-            continue
-        parts = re.split(r"(`[^`]*`)", line)
-        out.append("".join(p if p.startswith("`") and p.endswith("`") and len(p) > 1 else
-                           p.replace("&", "&amp;").replace("<", "&lt;").replace("@", "@" + ZWSP)
-                           .replace("[", "\\[").replace("]", "\\]") for p in parts))
-    if fenced:
-        out.append("```")
+        # A line of text: no fence of tildes can open in it (a backtick one cannot: its
+        # backticks are escaped or code spans), whatever comes before the tildes.
+        out.append(_TILDE_FENCE.sub(r"\1\\~", _prose(lines[i], first=False)))
+        i += 1
     return "\n".join(out)
 
 
+def _entities(s: str) -> str:
+    return "".join(_HTML.get(c, c) for c in s)
+
+
 def _html(s: str) -> str:
-    return "".join(_HTML.get(c, c) for c in s).replace("@", "@" + ZWSP)
+    out, at = [], 0
+    for m in LIVE.finditer(s):
+        out += [_entities(s[at:m.start()]), f"<code>{_entities(m.group(0))}</code>"]
+        at = m.end()
+    out.append(_entities(s[at:]))
+    return "".join(out)
 
 
 _CONTEXTS = {"text": _text, "prose": _prose, "code": _code, "html": _html}

@@ -94,6 +94,10 @@ def gate(case: Case, gpu_info: Mapping[str, Any], requested_target: str | None,
 def _context(case: Case, arm: str, factors: Mapping[str, Any], index: Mapping[str, Any],
              root: Path, budget: TrialBudget) -> TrialContext:
     artifacts = {name: root / e["path"] for name, e in index["artifacts"].items()}
+    # An artifact built per toolchain release (Artifact.per): its name is the arm's build.
+    for art in case.artifacts:
+        if art.per and art.built_name(factors.get(art.per)) in artifacts:
+            artifacts[art.name] = artifacts[art.built_name(factors.get(art.per))]
     return TrialContext(arm=arm, factors=factors, artifacts=artifacts, budget=budget,
                         native=root / "native", case_dir=case.directory, check=case.check,
                         runtime=site_for(index.get("runtime"), arm, root))
