@@ -146,12 +146,15 @@ def _chain_stopped(beat: Path, seconds: float = 0.5) -> bool:
 
 
 def test_a_daemon_never_runs_beside_later_trials(hostile_build, tmp_path):
+    """Under the subreaper (GPUREPRO_CONTAINMENT=subreaper): a trial in a PID namespace of its
+    own would count nothing of the others whatever were alive (its /proc shows its own);
+    tests/test_kernel_containment.py holds the kernel's containment."""
     tag = uuid.uuid4().hex
     journal = tmp_path / "j.journal.jsonl"
     proc = _start(["run", HOSTILE, "--arms", "ok,detach,forker,count", "--trials", "3",
                    "--duration", "0.3", "--seed", "2", "--journal", str(journal),
                    "--build-dir", str(hostile_build), "--no-record"], tag,
-                  HOSTILE_BEAT=str(tmp_path / "beat"))
+                  HOSTILE_BEAT=str(tmp_path / "beat"), GPUREPRO_CONTAINMENT="subreaper")
     _, err = pace.communicate(proc)
     assert proc.returncode == 0, err
     trials = read(journal).trials
@@ -193,7 +196,10 @@ def test_a_stopped_harness_still_holds_its_trials_to_their_limit(hostile_build, 
     proc = _start(["run", HOSTILE, "--arms", "ok,crash-at", "--trials", "1", "--duration", "1",
                    "--timeout", "2", "--jobs", "2", "--seed", "4", "--journal", str(journal),
                    "--build-dir", str(hostile_build), "--no-record"], tag)
-    assert _wait_for(lambda: len([p for p in left(tag) if b"hostile.py" in _cmdline(p)]) == 2)
+    # The two drivers (not enter.py and the namespace's init before each, where the kernel holds
+    # the trials: their command lines name the driver too).
+    assert _wait_for(lambda: len([p for p in left(tag) if b"hostile.py" in _cmdline(p)
+                                  and b"enter.py" not in _cmdline(p)]) == 2)
     time.sleep(0.4)
     os.kill(proc.pid, signal.SIGSTOP)
     time.sleep(6.0)

@@ -17,6 +17,12 @@ time: those that cleared their environment carry no run id), and if the harness 
 (SIGSTOP, Ctrl-Z) the watchdog kills a trial at its deadline and says so. The harness checks
 its watchdog is alive on every poll and starts another if it is not.
 
+Where the kernel can hold the trials (isolation.py: a cgroup v2 of each trial's own, a PID
+namespace of each trial's own, or both), each trial starts inside them (enter.py) and its end
+is the kernel's: ``cgroup.kill`` of its cgroup, the end of its namespace's init. What is above
+stays underneath as the fallback. The watchdog is watched on a pidfd, so its death is seen at
+once, and looked at every poll, so a stopped one is replaced too.
+
 Linux only (``/proc``, ``prctl``); elsewhere the containment is the process group and the
 watchdog's sweep by run id, as before. Standard library only.
 """
@@ -25,7 +31,9 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import isolation
 from .procs import become_subreaper, children, kill_tree, proc
 
 POLL_S = 0.05
@@ -45,6 +54,7 @@ class _Trial:
     start: int
     deadline: float  # time.monotonic()
     orphans: dict[int, int] = field(default_factory=dict)  # pid -> start time
+    cgroup: Path | None = None  # its own cgroup, where it has one
 
 
 class Containment:
@@ -62,11 +72,27 @@ class Containment:
         self._thread: threading.Thread | None = None
         self._session = os.getsid(0)
         self.killed_at_deadline: dict[int, float] = {}  # pid -> when the watchdog killed it
+        self.mechanism = isolation.SUBREAPER
+        self._launched = 0
 
     # -- the run
 
     def start(self) -> Containment:
         self.subreaper = become_subreaper()
+        tag = getattr(self.watchdog, "tag", None)
+        if tag and sys.platform.startswith("linux"):
+            try:
+                self.mechanism, why = isolation.detect(tag)
+            except ValueError as exc:  # GPUREPRO_CONTAINMENT misspelled
+                from ..errors import UsageError
+
+                if self.subreaper:
+                    become_subreaper(False)
+                raise UsageError(str(exc)) from None
+            # Asked for by name and not given: said (each trial's record says what held it).
+            if why and isolation.wanted() not in ("auto", "subreaper"):
+                self.say(f"gpurepro: containment {self.mechanism.name} ({'; '.join(why)})")
+            self._tell_mechanism()
         self._thread = threading.Thread(target=self._loop, name="containment", daemon=True)
         self._thread.start()
         return self
@@ -80,23 +106,45 @@ class Containment:
         with self._lock:
             self._scan()
             self._kill_orphans(set(self._orphans))
+            if self.mechanism.cgroups is not None:
+                isolation.kill_cgroup(self.mechanism.cgroups)
         if self.subreaper:
             become_subreaper(False)
+
+    def _tell_mechanism(self) -> None:
+        if self.mechanism.cgroups is not None:
+            self._tell(f"cgroup {self.mechanism.cgroups}")
 
     # -- trials (called by run/trial.py)
 
     @contextmanager
-    def launching(self, timeout_s: float) -> Iterator[Callable[[int], None]]:
+    def launching(self, timeout_s: float) -> Iterator[Launch]:
         """Around the start of a trial process: the scan waits, so the new child is never taken
-        for an orphan; ``register(pid)`` inside the block makes it a trial."""
+        for an orphan; ``launch.argv(argv)`` is what to start (the trial inside what the kernel
+        gives), ``launch.register(pid)`` inside the block makes it a trial."""
         with self._lock:
+            cgroup = None
+            if self.mechanism.cgroups is not None:
+                self._launched += 1
+                cgroup = self.mechanism.cgroups / f"trial-{self._launched}"
+                try:
+                    cgroup.mkdir()
+                except OSError as exc:
+                    raise OSError(f"cannot make the trial's cgroup {cgroup}: "
+                                  f"{exc.strerror or exc}") from exc
+
             def register(pid: int) -> None:
                 p = proc(pid)
                 start = p.start if p is not None else 0
                 deadline = time.monotonic() + timeout_s
-                self._trials[pid] = _Trial(pid, start, deadline)
+                self._trials[pid] = _Trial(pid, start, deadline, cgroup=cgroup)
                 self._tell(f"trial {pid} {start} {deadline:.3f}")
-            yield register
+            try:
+                yield Launch(self.mechanism.prefix(cgroup), register, self.mechanism.name)
+            except BaseException:
+                if cgroup is not None:
+                    isolation.kill_cgroup(cgroup)
+                raise
 
     def trial_ended(self, pid: int) -> None:
         """The trial's leader is gone: what it left (its group, orphans in its session or that
@@ -105,6 +153,9 @@ class Containment:
             trial = self._trials.get(pid)
             if trial is None:
                 return
+            if trial.cgroup is not None:
+                # Every process of the trial, however it forked: the kernel's kill.
+                isolation.kill_cgroup(trial.cgroup)
             deadline = time.monotonic() + 2.0
             while True:
                 self._scan()
@@ -131,7 +182,16 @@ class Containment:
     # -- the poll
 
     def _loop(self) -> None:
-        while not self._stop.wait(POLL_S):
+        while not self._stop.is_set():
+            # A watchdog that dies is seen at once (its pidfd becomes readable), not at the
+            # next poll; a stopped one at the next poll.
+            fd = getattr(self.watchdog, "pidfd", None)
+            try:
+                select.select([fd] if fd is not None else [], [], [], POLL_S)
+            except (OSError, ValueError):
+                time.sleep(POLL_S)
+            if self._stop.is_set():
+                break
             with self._lock:
                 self._check_watchdog()
                 self._scan()
@@ -190,7 +250,7 @@ class Containment:
     def _check_watchdog(self) -> None:
         """The watchdog is the backstop for a killed harness: one that died is replaced, and
         told every trial and orphan there is."""
-        if self.watchdog is None or self.watchdog.alive():
+        if self.watchdog is None or self.watchdog.healthy():
             return
         # Said before the new one starts: a harness killed the instant it appears has said it.
         self.say(f"gpurepro: the watchdog (pid {self.watchdog.pid}) is gone; starting another")
@@ -198,6 +258,8 @@ class Containment:
         # it knowing every trial and orphan there is.
         told = [f"trial {t.pid} {t.start} {t.deadline:.3f}" for t in self._trials.values()]
         told += [f"orphan {pid} {start}" for pid, (start, _o) in self._orphans.items()]
+        if self.mechanism.cgroups is not None:
+            told.insert(0, f"cgroup {self.mechanism.cgroups}")
         self.watchdog.restart(told)
 
     def _read_watchdog(self) -> None:
@@ -271,11 +333,24 @@ def contained(watchdog: Any | None = None, say: Callable[[str], None] | None = N
         c.stop()
 
 
+@dataclass(frozen=True)
+class Launch:
+    """How run_trial starts one trial: ``prefix`` before its argv (enter.py, where the kernel
+    holds it), ``register`` with its pid, and ``mechanism``, what holds it (None: no run)."""
+
+    prefix: list[str]
+    register: Callable[[int], None]
+    mechanism: str | None
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return [*self.prefix, *argv]
+
+
 @contextmanager
-def launching(timeout_s: float) -> Iterator[Callable[[int], None]]:
+def launching(timeout_s: float) -> Iterator[Launch]:
     """For run_trial: around the start of a trial process (a no-op with no active run)."""
     if _active is None:
-        yield lambda _pid: None
+        yield Launch([], lambda _pid: None, None)
         return
     with _active.launching(timeout_s) as register:
         yield register

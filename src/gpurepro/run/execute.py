@@ -227,6 +227,8 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "unparsed_lines": done.observed.unparsed_lines,
         "output_dropped": done.dropped or {},
         **({"duration_from": done.timing} if done.timing else {}),
+        # What held the trial's processes (run/isolation.py): absent in journals from before.
+        **({"containment": done.containment} if done.containment else {}),
         "command": list(cmd.argv),
         "env": dict(cmd.env),
         **({"check": result.check} if result.check is not None else {}),

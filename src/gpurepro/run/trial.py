@@ -10,9 +10,11 @@ is checked against its limit whatever the harness was doing meanwhile (``wall_cl
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -74,6 +76,7 @@ class Finished:
     # its lines, bytes of stderr (all 0 when nothing was).
     dropped: dict[str, int] | None = None
     timing: str | None = None  # how the duration was had, when not from the harness's own look
+    containment: str | None = None  # what held it (isolation.Mechanism.name); None: no run's
 
 
 # How late the harness may notice a trial's end before its own measure is not believed: a
@@ -126,6 +129,18 @@ def wall_clock(observed: Observed, pid: int, started: float, noticed: float,
     return measured, "measured by the harness, late"
 
 
+def _startable(program: str, cwd: Path, env: Mapping[str, str]) -> None:
+    """Raise the OSError that starting ``program`` directly would raise, if it would."""
+    if os.sep in program:
+        path = Path(program) if os.path.isabs(program) else cwd / program
+        if not path.exists():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+    elif shutil.which(program, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
@@ -151,8 +166,12 @@ def run_trial(
     started = time.monotonic()
     try:
         with contain.launching(timeout_s) as launched:  # a trial of the run's containment
+            if launched.prefix:
+                # Started through enter.py: a program that is not there must still be the
+                # launch error it is without it, not an exit status of enter.py's.
+                _startable(argv[0], cwd, env)
             proc = subprocess.Popen(
-                list(argv),
+                launched.argv(list(argv)),
                 cwd=cwd,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
@@ -160,7 +179,7 @@ def run_trial(
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # own session => own process group
             )
-            launched(proc.pid)
+            launched.register(proc.pid)
     except OSError as exc:
         obs = Observed(None, False, [], launch_error=f"cannot start {argv[0]}: {exc}")
         return Finished(obs, 0.0, None)
@@ -250,4 +269,4 @@ def run_trial(
     duration, timing = wall_clock(obs, proc.pid, started, noticed, timeout_s)
     dropped = {"stdout_bytes": out.dropped_bytes + cut_lines[0], "stdout_lines": out.dropped_lines,
                "stderr_bytes": err.dropped}
-    return Finished(obs, duration, proc.pid, dropped, timing)
+    return Finished(obs, duration, proc.pid, dropped, timing, launched.mechanism)

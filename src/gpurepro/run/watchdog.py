@@ -11,7 +11,9 @@ every trial it starts (pid, start time, wall-clock deadline) and every orphan it
 finds (contain.py: processes that left the trial's session, some with an empty environment).
 
 - When the pipe closes (the harness exited, was killed with SIGKILL, or the OOM killer took it)
-  the watchdog stops and kills every process carrying its harness's tag, every process it was
+  the watchdog first ends the harness's trial cgroups it was named (``cgroup PATH``, where the
+  kernel gives them: isolation.py), with ``cgroup.kill``; then it stops and kills every process
+  carrying its harness's tag, every process it was
   named, and every untagged process with the command line of an orphan it was named, with
   whatever they forked (procs.kill_tree: stopped first, so a process that keeps forking cannot
   stay ahead), then exits.
@@ -59,9 +61,10 @@ SWEEP_LIMIT_S = 10.0  # a sweep (kill_run) gives up after this long
 SWEEP_GRACE_S = 5.0
 
 if __package__:
-    from . import procs
-else:  # run as a script: procs.py beside this file, imported by its path
+    from . import isolation, procs
+else:  # run as a script: procs.py and isolation.py beside this file, imported by their path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import isolation  # type: ignore[no-redef]
     import procs  # type: ignore[no-redef]
 
 
@@ -231,7 +234,10 @@ def end_earlier_harnesses(run_id: str, say: Callable[[str], None] | None = None,
         say(f"the interrupted run's watchdog (pid {pid}) had not finished its sweep within "
             f"{wait_s:g} s; killed it")
         procs.kill_tree([pid], {pid: start})
-    return kill_run(Tag(run_id, every_harness=True))
+    # The trial cgroups of a harness whose watchdog was killed too (or stopped): the kernel's
+    # kill, whatever is in them.
+    in_cgroups = isolation.end_leftovers(run_id)
+    return in_cgroups + kill_run(Tag(run_id, every_harness=True))
 
 
 class Watchdog:
@@ -241,6 +247,7 @@ class Watchdog:
     def __init__(self, tag: str):
         self.tag = tag
         self.proc: subprocess.Popen[bytes] | None = None
+        self.pidfd: int | None = None  # readable once the watchdog has exited
         self._said = b""
 
     def start(self, told: Sequence[str] = ()) -> Watchdog:
@@ -254,6 +261,11 @@ class Watchdog:
         )
         assert self.proc.stdout is not None
         os.set_blocking(self.proc.stdout.fileno(), False)
+        self._close_pidfd()
+        try:
+            self.pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None  # no pidfds here: the harness's poll sees its end instead
         for line in told:
             self.tell(line)
         self._until_exec_done()
@@ -280,6 +292,27 @@ class Watchdog:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self) -> bool:
+        """Alive and not stopped: a watchdog stopped (SIGSTOP, by a trial or anyone) would never
+        sweep, so it is killed here and counts as gone."""
+        if not self.alive():
+            return False
+        assert self.proc is not None
+        p = procs.proc(self.proc.pid)
+        if p is not None and p.state in ("T", "t"):
+            self.proc.kill()
+            self.proc.wait()
+            return False
+        return True
+
+    def _close_pidfd(self) -> None:
+        if self.pidfd is not None:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+            self.pidfd = None
 
     def restart(self, told: Sequence[str] = ()) -> None:
         """A new watchdog for the same run (the old one died: it is reaped), told ``told``
@@ -329,6 +362,7 @@ class Watchdog:
             self.proc.kill()
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        self._close_pidfd()
         self.proc = None
 
     def __enter__(self) -> Watchdog:
@@ -362,6 +396,7 @@ def main(argv: list[str]) -> int:
     trials: dict[int, tuple[int, float]] = {}  # pid -> (start time, deadline)
     named: dict[int, int] = {}  # every process named to us: pid -> start time
     escaped: set[bytes] = set()  # the command lines of the orphans named to us
+    cgroups: set[str] = set()  # the harness's trial cgroup folders
     me = procs.proc(os.getpid())
     pending = b""
     while True:
@@ -390,6 +425,8 @@ def main(argv: list[str]) -> int:
                         named[int(parts[1])] = int(parts[2])
                         if (cmdline := escapee_cmdline(int(parts[1]))) is not None:
                             escaped.add(cmdline)
+                    elif parts[0] == "cgroup" and len(parts) >= 2:
+                        cgroups.add(line.decode(errors="replace").split(" ", 1)[1])
                     elif parts[0] in ("ended", "gone") and len(parts) == 2:
                         trials.pop(int(parts[1]), None)
                         named.pop(int(parts[1]), None)
@@ -401,6 +438,8 @@ def main(argv: list[str]) -> int:
                 del trials[pid]
                 if _kill_at_deadline(pid, start):
                     _say(f"killed {pid} {time.monotonic():.3f}")
+    for folder in cgroups:  # first: the kernel ends everything in them at once
+        isolation.kill_cgroup(Path(folder))
     kill_run(Tag(argv[1]), known=named,
              like=Escaped(frozenset(escaped), me.start if me is not None else 0))
     return 0
