@@ -44,11 +44,13 @@ def test_the_arms_claims_and_commands(case):
         "overlap-again": "13.3.73"}
     assert {arms[a]["kernel"] for a in arms if a != "serialized"} == {"overlap"}
     claims = {c.name: c for c in case.claims}
-    # The releases that inject the wait (C7517 on the CPU) against the last one before them; the
-    # one after them and the pinned release within the same margin of it.
-    for name, kind in (("ptxas-12-5-82-slower", "slower"), ("ptxas-12-6-20-slower", "slower"),
-                       ("ptxas-12-6-85-same", "same"), ("pinned-same", "same")):
-        assert (claims[name].kind, claims[name].reference) == (kind, "ptxas-12-4-131")
+    # Each release against the pinned release's overlap, in the direction the first H200 run
+    # measured, and the boundary between 12.5.82 and 12.6.20.
+    for name, kind in (("ptxas-12-4-131-slower", "slower"), ("ptxas-12-5-82-slower", "slower"),
+                       ("ptxas-12-6-20-same", "same"), ("ptxas-12-6-85-same", "same")):
+        assert (claims[name].kind, claims[name].reference) == (kind, "overlap")
+    assert (claims["faster-from-12-6-20"].arm, claims["faster-from-12-6-20"].reference) == (
+        "ptxas-12-6-20", "ptxas-12-5-82")
     assert (claims["overlap-again-same"].kind, claims["overlap-again-same"].reference) == ("same", "overlap")
     assert (claims["serialized-slower"].kind, claims["serialized-slower"].reference) == ("slower", "overlap")
     assert 0 < claims["overlap-again-same"].margin < claims["serialized-slower"].margin < 1
