@@ -51,7 +51,7 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
         sentences.append(f"Slower than ptxas 13.3.73's `overlap`{on} by more than the margin: "
                          + ", ".join(f"`{a}`" for a in slower_arms) + " (their `-slower` claims).")
     if same_arms:
-        sentences.append(f"The same as it within the margin: "
+        sentences.append("The same as it within the margin: "
                          + ", ".join(f"`{a}`" for a in same_arms) + " (their `-same` claims).")
     if status == "not_reproduced":
         sentences.append(
