@@ -356,10 +356,11 @@ def tests_slow(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests_history(session: nox.Session) -> None:
-    """The history tier (make test-history; CI runs it after make check): the rerun steps of
-    every older committed document, one clone of each commit they name. Its time grows with
-    the committed runs (about 25 s a commit on 2 idle cores), which is why it is a tier of its
-    own and not part of make check's budget."""
+    """The history tier's pytest (pytest -m history), as make test-history runs it.
+
+    CI runs it after make check: the rerun steps of every older committed document, one clone
+    of each commit they name. Its time grows with the committed runs (about 25 s a commit on 2
+    idle cores), which is why it is a tier of its own and not part of make check's budget."""
     _pytest_with_nox(session, "history", "history.xml", SLOW_WORKERS)
 
 
