@@ -277,20 +277,18 @@ def test_an_unpacked_runtime_site_edited_after_unpacking_is_checked_not_trusted(
     run_runtime.verify_site(site)
 
 
-def test_a_tool_replaced_in_the_bisection_cache_is_extracted_again(tmp_path, monkeypatch):
+def test_a_tool_replaced_in_the_bisection_cache_is_extracted_again(tmp_path):
     import zipfile
 
-    from gpurepro.bisect import pypi
+    from gpurepro.build import releases
 
     wheel = tmp_path / "nvidia_tool-1.0-py3-none-manylinux.whl"
     with zipfile.ZipFile(wheel, "w") as z:
         z.writestr("nvidia/tool/bin/ptxas", "#!/bin/sh\necho the wheel's ptxas\n")
-    fetched = pypi.Wheel(path=wheel, filename=wheel.name, sha256=pypi.sha256_file(wheel), url="")
-    monkeypatch.setattr(pypi, "fetch", lambda *a, **k: fetched)
-    tool, _, _ = pypi.tool_from_release("nvidia-tool", "1.0", "ptxas", tmp_path / "cache")
+    tool = releases.program(wheel, "ptxas", tmp_path / "cache")
     good = tool.read_bytes()
     tool.write_text("#!/bin/sh\necho another program\n")
-    again, _, _ = pypi.tool_from_release("nvidia-tool", "1.0", "ptxas", tmp_path / "cache")
+    again = releases.program(wheel, "ptxas", tmp_path / "cache")
     assert again == tool and again.read_bytes() == good
 
 
