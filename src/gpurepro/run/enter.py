@@ -104,6 +104,23 @@ def _exec(argv: list[str]) -> None:
         os._exit(127)
 
 
+def _forward_signals() -> list[int]:
+    """Pass the FORWARDED signals this process gets on to the child whose pid the caller puts
+    in the returned list once it has forked (none is passed on before that)."""
+    child = [0]
+
+    def forward(signum: int, _frame: object) -> None:
+        if child[0]:
+            try:
+                os.kill(child[0], signum)
+            except OSError:
+                pass
+
+    for sig in FORWARDED:
+        signal.signal(sig, forward)
+    return child
+
+
 def _as_init(argv: list[str] | None, status_fd: int, own_mounts: bool) -> None:
     """Pid 1 of the namespace: a /proc of its own, the trial as pid 2, every orphan reaped,
     and the trial's wait status handed out when it ends."""
@@ -112,18 +129,8 @@ def _as_init(argv: list[str] | None, status_fd: int, own_mounts: bool) -> None:
     if argv is None:
         os.write(status_fd, f"{os.getpid()} {int(bool(proc_ok))}".encode())
         os._exit(0)
-    trial = 0
-
-    def forward(signum: int, _frame: object) -> None:
-        if trial:
-            try:
-                os.kill(trial, signum)
-            except OSError:
-                pass
-
-    for sig in FORWARDED:
-        signal.signal(sig, forward)
-    trial = os.fork()
+    forwarded = _forward_signals()
+    trial = forwarded[0] = os.fork()
     if trial == 0:
         for sig in FORWARDED:
             signal.signal(sig, signal.SIG_DFL)
@@ -161,18 +168,8 @@ def in_namespace(argv: list[str] | None, probed: dict[str, bool]) -> None:
             os._exit(0)
         _fail("cannot make a PID namespace")
     read_end, write_end = os.pipe()
-    init = 0
-
-    def forward(signum: int, _frame: object) -> None:
-        if init:
-            try:
-                os.kill(init, signum)
-            except OSError:
-                pass
-
-    for sig in FORWARDED:
-        signal.signal(sig, forward)
-    init = os.fork()
+    forwarded = _forward_signals()
+    init = forwarded[0] = os.fork()
     if init == 0:
         os.close(read_end)
         _as_init(argv, write_end, bool(own_mounts))
