@@ -22,6 +22,7 @@ from pathlib import Path
 from gpurepro.case import (
     Arm,
     Artifact,
+    Axis,
     Case,
     Claim,
     Defaults,
@@ -139,6 +140,24 @@ ARMS = [
 ]
 BASELINE = "overlap"
 
+# The bisection over every release (python -m gpurepro bisect fa3_wgmma_wait --axis ptxas): each
+# release's ptxas on the overlap PTX stands in for 12.6.85's cubin in that arm, timed in every run
+# beside `overlap` (13.3.73's own cubin), and the class of each release is a claim on their ratio
+# with this case's margins. Segments: the waits ptxas leaves (DEPBAR.LE ... 0x0: one more where a
+# wait is injected), registers and spill bytes (cuobjdump -res-usage, ptxas -v), and whether the
+# build printed C7517.
+AXES = {"ptxas": Axis(
+    package="nvidia-cuda-nvcc-cu12", versions=">=12.0,<13", families=PTXAS.families, tool="ptxas",
+    build=("{tool}", "-arch={arch}", "-O3", "-v", "{artifact:ptx80_overlap}/kernel.ptx",
+           "-o", "{out}/kernel.cubin"),
+    output="kernel.cubin", artifact="cubin_overlap_12.6.85", arms=("ptxas-12-6-85",),
+    watch=(("attention", "#WARPGROUP.DEPBAR.LE gsb0, 0x0"), ("attention", "res:REG"),
+           ("attention", "res:SPILL_STORES"), ("*", "msg:C7517")),
+    reference="overlap", slower=SLOWER_MARGIN, same=SAME_MARGIN, trials=4, jobs=1,
+    duration_s=30.0, timeout_s=120.0,
+    description="ptxas of every nvidia-cuda-nvcc-cu12 and nvidia-cuda-nvcc release on the "
+                "overlap PTX (.version 8.0), -arch=sm_90a -O3, timed against overlap")}
+
 _COUNT = "{count} of {n} valid trials"
 
 
@@ -200,4 +219,5 @@ CASE = Case(
     check=OutputCheck("tolerance", rel=2e-2, abs=2e-3),
     claims=CLAIMS,
     runtime=RUNTIME,
+    axes=AXES,
 )

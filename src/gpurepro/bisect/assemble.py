@@ -25,6 +25,7 @@ from ..record.validation import validate_document
 from ..run.atomic import write_atomic
 from ..run.journal import read
 from .document import GPU_FILE, GPU_SCHEMA, boundaries, document_name, results
+from . import timed
 from .gpu import read_document
 from .table import markdown
 
@@ -65,6 +66,8 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
                                      "reason", "exit", "wall_s", "class")}
         if "same_as_point" in g:
             run["same_as_point"] = g["same_as_point"]
+        if "timing" in g:
+            run["timing"] = g["timing"]
         run["counts"] = _with_shares(g.get("counts"), cpu["case"]["exposure"])
         if g.get("journal") and gpu_out is not None and "same_as_point" not in g:
             source = gpu_out / g["journal"]
@@ -74,6 +77,10 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
                 raise UsageError(f"{source}: its trials ran {cpu['axis']['artifact']} with sha256 "
                                  f"{str(got)[:12]}…, not point {g['point']}'s {g['sha256'][:12]}…")
             header = header or contents.header
+            if cpu["axis"].get("timed"):  # the class decided again from the journal's trials
+                run["class"], run["timing"] = timed.point_class(
+                    contents.trials, cpu["axis"]["timed"], cpu["axis"]["arms"][0],
+                    cpu["case"]["failure_outcomes"], len(cpu["points"]))
             journals_dir.mkdir(parents=True, exist_ok=True)
             kept = journals_dir / source.name
             shutil.copyfile(source, kept)

@@ -125,6 +125,12 @@ def build_release(case: Case, axis: Axis, target: str, root: Path, index: Mappin
         "signal": signal.Signals(-rc).name if rc < 0 else None,
         "stderr_first_line": _first_line(done.stderr + done.stdout, program, out, root),
         "seconds": round(time.monotonic() - t0, 2)}
+    codes = sass.message_codes(done.stderr + done.stdout)
+    if codes:
+        record["messages"] = codes
+    verbose = sass.parse_ptxas_verbose(done.stderr + done.stdout)  # where the build passed -v
+    if verbose:
+        record["resources"] = verbose
     if rc < 0:
         record["status"] = "crashed"
     elif rc != 0 or not made.is_file():
@@ -155,12 +161,14 @@ def _disassemblers(case: Case) -> dict[str, Path | None]:
     return found
 
 
-def signature(axis: Axis, listing: Mapping[str, Any]) -> dict[str, Any]:
-    """What segments the search: the watched (kernel, pattern) facts (sass.watched: an
-    opcode's presence, an instruction with its operands, a count), or every kernel's opcode
-    sequence where the axis watches nothing."""
+def signature(axis: Axis, listing: Mapping[str, Any],
+              resources: Mapping[str, Any] | None = None, messages: tuple[str, ...] = ()
+              ) -> dict[str, Any]:
+    """What segments the search: the watched (kernel, pattern) facts (sass.facts: an opcode's
+    presence, an instruction with its operands, a count, a resource such as registers or
+    spills, a ptxas message), or every kernel's opcode sequence where the axis watches nothing."""
     if axis.watch:
-        return sass.watched(listing, axis.watch)
+        return sass.facts(listing, axis.watch, resources, messages)
     return sass.opcodes(listing)
 
 
@@ -225,12 +233,30 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
             shutil.copyfile(made, kept)
             distinct[sha] = {"path": _rel(kept, root), "size": kept.stat().st_size, "releases": []}
         distinct[sha]["releases"].append(r["requested"])
+        if r["build"].get("resources"):
+            distinct[sha].setdefault("ptxas_resources", r["build"]["resources"])
+        if r["build"].get("messages"):
+            distinct[sha]["messages"] = sorted({*distinct[sha].get("messages", ()),
+                                                *r["build"]["messages"]})
     tools = _disassemblers(case)
     shas = list(distinct)
     listings, reader = sass.common_reader([root / distinct[s]["path"] for s in shas], tools)
+    # Registers, stack and spills per kernel, where the axis watches them (res:...).
+    res_watched = any(p.startswith("res:") for _k, p in axis.watch)
     for sha, d in zip(shas, listings, strict=True):
         distinct[sha]["sass"] = d.record()
-        distinct[sha]["signature"] = signature(axis, d.listing) if d.read_by else None
+        # cuobjdump's reading where it reads the cubin, completed by the build's ptxas -v
+        # (spills; registers where cuobjdump finds no device code, as in 12.0-12.3 cubins).
+        read = (sass.resource_usage(root / distinct[sha]["path"], tools.get("cuobjdump"))
+                if res_watched else None)
+        verbose = distinct[sha].pop("ptxas_resources", None) or {}
+        resources = ({k: {**verbose.get(k, {}), **(read or {}).get(k, {})}
+                      for k in sorted({*(read or {}), *verbose})} or None) if res_watched else None
+        if res_watched:
+            distinct[sha]["resources"] = resources
+        distinct[sha]["signature"] = (signature(axis, d.listing, resources,
+                                                tuple(distinct[sha].get("messages", ())))
+                                      if d.read_by else None)
     points = search.points_of(releases)
     segments = search.segments_of(points, {s: a["signature"] for s, a in distinct.items()})
     for k, seg in enumerate(segments):

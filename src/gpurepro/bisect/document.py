@@ -95,6 +95,8 @@ def results(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         elif row["point"] in ran:
             run = ran[row["point"]]
             row.update(status="ran", **{"class": run["class"]}, reason=None, counts=run["counts"])
+            if "timing" in run:
+                row["timing"] = run["timing"]
         else:
             inferred, why = _inferred(doc, row["point"], cls) if doc.get("runs") is not None else (
                 None, "not run: no GPU stage")

@@ -28,7 +28,7 @@ from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
 from ..run.classify import EVIDENCE
 from ..run.journal import read
-from . import search
+from . import search, timed
 from .document import GPU_FILE, GPU_SCHEMA, SCHEMA_ID
 
 NO_GPU = "not run: no GPU"
@@ -81,7 +81,9 @@ def _harness(doc: Mapping[str, Any], path: str, seed: int, journal: Path, log: P
     ax = doc["axis"]
     argv = [sys.executable, "-m", "gpurepro", "run", doc["case"].get("manifest") or doc["case"]["name"],
             "--build-dir", doc.get("case_build") or "build",
-            "--arch", doc["target"], "--arms", ",".join(ax["arms"]),
+            "--arch", doc["target"],
+            # A timed axis times its reference arm beside the point's, in the same run.
+            "--arms", ",".join([*ax["arms"], *([ax["timed"]["reference"]] if ax.get("timed") else [])]),
             "--trials", str(ax["trials"]), "--duration", f"{ax['duration_s']:g}",
             "--timeout", f"{ax['timeout_s']:g}", "--jobs", str(ax.get("jobs", 1)),
             "--seed", str(seed), "--no-record", "--redact", "--journal", str(journal),
@@ -148,7 +150,8 @@ def run_gpu_stage(document: Path, out: Path, root: Path, exhaustive: bool = Fals
             if p["sha256"] in by_sha:  # an artifact seen again later on the axis: run once
                 done = by_sha[p["sha256"]]
                 entry.update({k: done[k] for k in ("status", "reason", "journal", "exit",
-                                                    "wall_s", "counts", "class")},
+                                                    "wall_s", "counts", "class", "timing")
+                              if k in done},
                              same_as_point=done["point"])
             else:
                 name = f"point{i:03d}_{p['sha256'][:12]}"
@@ -173,10 +176,15 @@ def run_gpu_stage(document: Path, out: Path, root: Path, exhaustive: bool = Fals
                 elif rc in (EXIT_OK, EXIT_ERROR) and journal.is_file():
                     # 1: some trial was the harness's error; the others still count.
                     trials = read(journal).trials
+                    failure_outcomes = doc["case"]["failure_outcomes"]
                     entry.update(status="ran", reason=None if rc == EXIT_OK else _last_line(log),
-                                 counts=counts(trials, doc["case"]["failure_outcomes"]),
-                                 **{"class": search.class_of(trials, doc["case"]["failure_outcomes"],
-                                                             EVIDENCE)})
+                                 counts=counts(trials, failure_outcomes))
+                    if doc["axis"].get("timed"):
+                        entry["class"], entry["timing"] = timed.point_class(
+                            trials, doc["axis"]["timed"], doc["axis"]["arms"][0],
+                            failure_outcomes, len(points))
+                    else:
+                        entry["class"] = search.class_of(trials, failure_outcomes, EVIDENCE)
                 else:
                     entry.update(status="failed", reason=f"the harness exited {rc}: {_last_line(log)}",
                                  counts=None, **{"class": "unknown"})

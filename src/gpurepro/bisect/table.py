@@ -26,6 +26,15 @@ def counts_cell(counts: Mapping[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
+def timing_cell(t: Mapping[str, Any]) -> str:
+    """A timed point: its ratio to the reference with the 95% interval, and what decided it."""
+    if t.get("ratio") is None:
+        return escape(t["decided"])
+    lo, hi = t["ratio_ci"]
+    return escape(f"{t['ratio']:.3f}x {t['reference']} (95% CI {lo:.3f}-{hi:.3f}; "
+                  f"{t['n'][0]} and {t['n'][1]} trials): {t['decided']}")
+
+
 def _facts(doc: Mapping[str, Any], sha: str | None) -> str:
     if not sha:
         return "–"
@@ -50,7 +59,9 @@ def releases_table(doc: Mapping[str, Any]) -> list[str]:
         built = "ok" if sha else escape(b.get("status", "–") + (f" ({b['signal']})" if b.get("signal") else
                                                          f" (exit {b['exit_status']})" if b.get("exit_status") else "")
                                   + (f": {b['stderr_first_line']}" if b.get("stderr_first_line") else ""))
-        if res.get("status") == "ran":
+        if res.get("status") == "ran" and res.get("timing"):
+            gpu = f"**{escape(res['class'])}**: {timing_cell(res['timing'])}"
+        elif res.get("status") == "ran":
             gpu = f"**{escape(res['class'])}**: {counts_cell(res['counts'])}"
         elif res.get("status") == "inferred":
             gpu = escape(f"{res['class']} (inferred, not run)")
@@ -114,7 +125,12 @@ def markdown(doc: Mapping[str, Any]) -> str:
         f"{', '.join(code(a) for a in ax['arms'])}) for {escape(doc['target'])}: "
         f"{len(doc['releases'])} releases PyPI lists in the range, {n_built} built, "
         f"{len(doc['artifacts'])} distinct artifacts (by sha256), {len(runs)} run on the GPU "
-        f"({escape(gpu.get('mode') or '–')}; {where}); {escape(ax['trials'])} trial(s) per arm and artifact.", "",
+        f"({escape(gpu.get('mode') or '–')}; {where}); {escape(ax['trials'])} trial(s) per arm and artifact."
+        + (escape(f" Timed against {ax['timed']['reference']}, the case's own artifact, in the same "
+                  f"runs: a point fails when decided slower by at least {ax['timed']['slower']:.0%} "
+                  f"(or an output was wrong), passes when decided within {ax['timed']['same']:.0%}, "
+                  f"each at alpha {ax['timed']['alpha']:g} over {len(doc['points'])} distinct "
+                  f"artifacts (Welch's t-test on log trial times).") if ax.get("timed") else ""), "",
         *releases_table(doc), "", *boundaries_section(doc),
         (escape(f"SASS read by {doc.get('common_reader') or 'each artifact’s first reader'} "
                 f"({', '.join(f'{k} {v}' for k, v in doc['disassemblers'].items() if v)}). ")

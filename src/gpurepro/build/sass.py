@@ -161,6 +161,90 @@ def watched(listing: Mapping[str, Sequence[Instr]],
     return out
 
 
+# What ``cuobjdump -res-usage`` prints per kernel: ``Function NAME:`` then ``KEY:VALUE`` pairs.
+_RES_FUNCTION = re.compile(r"^\s*Function\s+([^\s:]+)\s*:\s*$")
+_RES_PAIR = re.compile(r"([A-Z_]+(?:\[\d+\])?):(\d+)")
+# A ptxas diagnostic's code, as in "(C7517) warpgroup.wait is injected ...".
+MESSAGE_CODE = re.compile(r"\((C\d{4})\)")
+
+
+def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:
+    """kernel -> {"REG": 168, "STACK": 0, "SHARED": 0, "LOCAL": 0, ...} from ``cuobjdump
+    -res-usage``'s text (registers per thread, stack, shared and local (spill) bytes)."""
+    out: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _RES_FUNCTION.match(line)
+        if m:
+            current = m.group(1)
+            out[current] = {}
+        elif current is not None and _RES_PAIR.search(line):
+            out[current].update({k: int(v) for k, v in _RES_PAIR.findall(line)})
+    return out
+
+
+def resource_usage(cubin: Path, cuobjdump: Path | None) -> dict[str, dict[str, int]] | None:
+    """``parse_resource_usage`` of the cubin, or None where no cuobjdump reads it."""
+    if cuobjdump is None:
+        return None
+    try:
+        done = subprocess.run([str(cuobjdump), "-res-usage", str(cubin)], capture_output=True,
+                              text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_resource_usage(done.stdout) if done.returncode == 0 else None
+
+
+_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PTXAS_USED = re.compile(r"Used (\d+) registers")
+_PTXAS_BYTES = re.compile(r"(\d+) bytes (stack frame|spill stores|spill loads)")
+_PTXAS_KEYS = {"stack frame": "STACK", "spill stores": "SPILL_STORES", "spill loads": "SPILL_LOADS"}
+
+
+def parse_ptxas_verbose(text: str) -> dict[str, dict[str, int]]:
+    """kernel -> {"REG": 106, "STACK": 0, "SPILL_STORES": 0, "SPILL_LOADS": 0} from ``ptxas
+    -v``'s lines (``Compiling entry function 'K'`` then ``Used N registers`` and the bytes of
+    stack frame and spills), for cubins ``cuobjdump -res-usage`` cannot read."""
+    out: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        m = _PTXAS_ENTRY.search(line)
+        if m:
+            current = m.group(1)
+            out.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        used = _PTXAS_USED.search(line)
+        if used:
+            out[current]["REG"] = int(used.group(1))
+        for n, what in _PTXAS_BYTES.findall(line):
+            out[current][_PTXAS_KEYS[what]] = int(n)
+    return out
+
+
+def message_codes(text: str) -> list[str]:
+    """The diagnostic codes (``C7517``) a build's output names, sorted, once each."""
+    return sorted(set(MESSAGE_CODE.findall(text)))
+
+
+def facts(listing: Mapping[str, Sequence[Instr]], watch: Iterable[tuple[str, str]],
+          resources: Mapping[str, Mapping[str, int]] | None, messages: Iterable[str]
+          ) -> dict[str, bool | int | None]:
+    """``watched`` with two more kinds of pattern: ``res:KEY`` (a kernel's resource usage,
+    None where it was not read) and ``msg:CODE`` (whether the build's output named it; the
+    kernel is ``*``)."""
+    watch = list(watch)
+    out = watched(listing, [w for w in watch if not w[1].startswith(("res:", "msg:"))])
+    said = set(messages)
+    for k, pattern in watch:
+        if pattern.startswith("res:"):
+            out[f"{k}:{pattern}"] = ((resources or {}).get(k) or {}).get(pattern[4:])
+        elif pattern.startswith("msg:"):
+            out[f"{k}:{pattern}"] = pattern[4:] in said
+    return {f"{k}:{p}": out[f"{k}:{p}"] for k, p in watch}
+
+
 # ---------------------------------------------------------------------------------- the diff
 
 

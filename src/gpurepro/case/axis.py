@@ -48,7 +48,15 @@ class Axis:
       as wildcards (``VIMNMX.RELU *, *, 0x5, PT``), or with ``#`` in front the number of
       instructions that match (``#VIMNMX``); the GPU stage runs both sides of every change in
       them and the ends, then bisects between runs that differ. Empty: every kernel's opcode
-      sequence is watched.
+      sequence is watched. Beyond the SASS: ``res:REG`` (``res:STACK``, ``res:LOCAL``,
+      ``res:SHARED``, ...) a kernel's resource usage as ``cuobjdump -res-usage`` prints it, and
+      ``("*", "msg:C7517")`` whether the build's output carried that ptxas message.
+    - ``reference``, ``slower``, ``same``: a timed axis (the arms' trials measure times,
+      gpurepro.analyze.timing). Every run on the GPU times ``reference`` beside the point's arm,
+      with the case's own artifact, and the point's class comes from a claim on the ratio of
+      their trial times: ``fails`` when the point is decided slower by at least ``slower``
+      (or a trial's output was wrong), ``passes`` when it is decided within ``same`` of it,
+      ``unknown`` when neither is decided; each at ``alpha`` split over the axis's points.
     """
 
     package: str
@@ -65,6 +73,14 @@ class Axis:
     duration_s: float = 5.0
     timeout_s: float = 30.0
     description: str = ""
+    reference: str = ""
+    slower: float = 0.0
+    same: float = 0.0
+    alpha: float = 0.05
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.reference)
 
     def releases(self) -> Releases:
         """The packages the axis lists releases of, in release order."""
@@ -83,7 +99,9 @@ class Axis:
                 "trials": self.trials, "jobs": self.jobs, "duration_s": self.duration_s,
                 "timeout_s": self.timeout_s, "description": self.description,
                 **({"families": [{"package": f.package, "versions": f.versions}
-                                 for f in self.families]} if self.families else {})}
+                                 for f in self.families]} if self.families else {}),
+                **({"timed": {"reference": self.reference, "slower": self.slower,
+                              "same": self.same, "alpha": self.alpha}} if self.timed else {})}
 
 
 def check_family(fam: Any, where: str, path: Path | str) -> None:
@@ -129,6 +147,18 @@ def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str)
         if any(not (isinstance(w, tuple) and len(w) == 2 and all(isinstance(x, str) and x for x in w))
                for w in ax.watch):
             raise ManifestError(path, f"{where}.watch", "expected (kernel, opcode) pairs")
+        if ax.timed:
+            if ax.reference not in arms or ax.reference in ax.arms:
+                raise ManifestError(path, f"{where}.reference",
+                                    f"{ax.reference!r}: an arm of the case, not one of the axis's arms")
+            if not (0 < ax.same < ax.slower < 1):
+                raise ManifestError(path, f"{where}.slower",
+                                    f"a timed axis needs 0 < same < slower < 1 (fractions), got "
+                                    f"same={ax.same!r}, slower={ax.slower!r}")
+            if not (0 < ax.alpha < 1):
+                raise ManifestError(path, f"{where}.alpha", f"must be in (0, 1), got {ax.alpha!r}")
+            if ax.trials < 2:
+                raise ManifestError(path, f"{where}.trials", "a timed axis needs 2 trials per arm")
         if not (isinstance(ax.trials, int) and ax.trials >= 1):
             raise ManifestError(path, f"{where}.trials", f"must be at least 1, got {ax.trials!r}")
         if not (isinstance(ax.jobs, int) and ax.jobs >= 1):

@@ -300,8 +300,11 @@ def check_named_commit(case: Case, root: Path, environ: Mapping[str, str] | None
 def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | None,
                         root: Path) -> tuple[tuple[str, Path], ...]:
     """--artifact NAME=PATH values: NAME one of the case's artifacts for ``target``, PATH a file
-    inside the repository, each NAME once."""
-    known = [a.name for a in case.artifacts if not a.archs or target in a.archs]
+    inside the repository, each NAME once. An artifact built per release (``Artifact.per``)
+    is named by one release's build (``cubin_12.6.85``), as the build index and axes name it."""
+    known = [a.built_name(lv) if a.per else a.name
+             for a in case.artifacts if not a.archs or target in a.archs
+             for lv in (case.factors[a.per].levels if a.per else (None,))]
     out: dict[str, Path] = {}
     for name, path in given or ():
         if name not in known:
