@@ -1,10 +1,11 @@
 """The Markdown of a bisection document: release → artifact → SASS facts → trials, and the
 boundaries with the SASS difference at each. Everything comes from the document, so it can be
-regenerated: ``python -m gpurepro bisect-table DOC.json``. Standard library only.
+regenerated: ``python -m gpurepro bisect --table DOC.json``. Standard library only.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -92,8 +93,17 @@ def boundaries_section(doc: Mapping[str, Any]) -> list[str]:
                             f"{_fact(w['after'])}" for w in s["watched"]) or "–")
         changed = []
         for kernel, d in s["kernels"].items():
-            for c in d["changes"][:2]:
+            removed = Counter(x for c in d["changes"] for x in c["a"])
+            added = Counter(x for c in d["changes"] for x in c["b"])
+            if removed == added:  # the same instructions, some in another place
+                changed.append(escape(f"{kernel}: the same instructions, {sum(added.values())} "
+                                      f"moved: ") + _instrs(sorted(added)))
+                continue
+            changes = d["changes"]
+            for c in changes[:2]:
                 changed.append(f"{escape(kernel)}: {_instrs(c['a'])} → {_instrs(c['b'])}")
+            if len(changes) > 2:
+                changed.append(escape(f"{kernel}: {len(changes) - 2} more change(s) in the document"))
         rows.append([escape(f"{x['between'][0]} → {x['between'][1]}"
                             + (f" (not built between: {', '.join(x['not_built_between'])})"
                                if x["not_built_between"] else "")),
@@ -111,6 +121,13 @@ def boundaries_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _range(ax: Mapping[str, Any]) -> str:
+    """The axis's range: one package's, or each family's in release order (an axis may span
+    the packages a toolchain was renamed across, e.g. nvidia-cuda-nvcc-cu12 then nvidia-cuda-nvcc)."""
+    families = ax.get("families") or [{"package": ax["package"], "versions": ax["versions"]}]
+    return " then ".join(code(str(f["package"]) + str(f["versions"])) for f in families)
+
+
 def markdown(doc: Mapping[str, Any]) -> str:
     ax = doc["axis"]
     n_built = sum(1 for r in doc["releases"] if r.get("sha256"))
@@ -120,7 +137,7 @@ def markdown(doc: Mapping[str, Any]) -> str:
              if gpu.get("status") == "ran" and gpu.get("device") else
              f"GPU stage {gpu.get('reason') or 'not run'}")
     lines = [
-        f"Bisection of {code(doc['case']['name'])} over {code(str(ax['package']) + str(ax['versions']))} "
+        f"Bisection of {code(doc['case']['name'])} over {_range(ax)} "
         f"({code(ax['tool'])} from each release's wheel, standing in for {code(ax['artifact'])} in "
         f"{', '.join(code(a) for a in ax['arms'])}) for {escape(doc['target'])}: "
         f"{len(doc['releases'])} releases PyPI lists in the range, {n_built} built, "
