@@ -189,9 +189,9 @@ def test_a_trial_in_a_pid_namespace_cannot_reach_its_watchdog_or_harness(built, 
 def test_a_cgroup_a_trial_left_when_it_killed_its_watchdog_and_harness_is_killed_by_the_resume(
         built, tmp_path):
     """Without a PID namespace the trial reaches both (same uid: root reaches every uid): the
-    harness and its watchdog die at once; the trial's cgroup is what the resume kills first
-    (unless the harness, seeing its watchdog die on its pidfd, started another in the instant
-    before its own SIGKILL: that one kills the cgroup). Either way nothing is left."""
+    harness and its watchdog die at once (the trial stops both before it kills either, so
+    neither sees the other die and kills the trial first); the trial's cgroup is what the resume
+    kills first, and nothing is left."""
     needs("cgroup")
     line, resumed = _attack(built, tmp_path, "cgroup", "attack-kill")
     assert "watchdogs 1 harnesses 1" in line and line.count(":sent") == 2, line

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IssueError
-from . import families, gfm
+from . import families, gfm, timed
 from .markdown import (
     claims_table,
     environment_rows,
@@ -395,6 +395,12 @@ def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tupl
     rows = []
     arms = list(summary)
     shown = arms if limit is None else arms[:limit]
+    if timed.is_timed(doc):  # times and their ratios, not failure rates, answer its question
+        heads, timing = timed.arms_rows(doc, shown)
+        rows = [[_code(a), valid_cell(summary[a]), _rate_cell(summary[a], coarse[a], True), *t]
+                for a, t in zip(shown, timing, strict=True)]
+        lines = table(["arm", "failed / valid", "share of failing trials (95% CI)", *heads], rows)
+        return "\n".join([*lines, ""]), len(arms) - len(shown)
     for arm in shown:
         s = summary[arm]
         rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
@@ -565,6 +571,9 @@ def attachments(doc: Mapping[str, Any], path: Path) -> str:
     stem = path.with_suffix("")
     attach = [f"{_code(path.name)} (the result document; {_code('gpurepro report ' + path.name)} "
               f"regenerates the full report from it)"]
+    if _attachable(path.parent / f"{stem.name}.times.png"):
+        attach.append(f"{_code(stem.name + '.times.png')} (every arm's trial times against the "
+                      f"baseline's, with each ratio and claim)")
     if _attachable(path.parent / f"{stem.name}.forest.png"):
         attach.append(f"{_code(stem.name + '.forest.png')} (failure rate per arm against the "
                       f"baseline, with each claim's decision)")
@@ -618,15 +627,26 @@ def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
          url: str | None = None) -> str:
     """What fits one screen: the verdict, as filed, owner, workaround, the failure, a partial
     run, what was not run, the shortest rerun (``extra``: the toolchain matrix's line)."""
-    text = _head(doc, extra, url, QUOTE_CHARS)
+    text = _head(doc, path, extra, url, QUOTE_CHARS)
     if len(text) > HEAD_LIMIT:  # a long rerun line: the quoted verdict gives the room
-        text = _head(doc, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
+        text = _head(doc, path, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
     if len(text) > HEAD_LIMIT:  # and, at the last, its place ("Verdict in full" is folded below)
-        text = _head(doc, extra, url, 0)
+        text = _head(doc, path, extra, url, 0)
     return text
 
 
-def _head(doc: Mapping[str, Any], extra: Sequence[str], url: str | None, quote: int) -> str:
+def failure_heads(doc: Mapping[str, Any], path: Path) -> list[str | None]:
+    """The failure's bullet; for a timed case the times and the committed bisection's
+    boundaries, with the failure's bullet only where trials crashed or answered wrong."""
+    if not timed.is_timed(doc):
+        return [signature_head(doc)]
+    failed = doc.get("crash_sites") or wrong_head(doc)
+    return [signature_head(doc) if failed else None, timed.head_bullet(doc),
+            timed.bisection_bullet(doc, path)]
+
+
+def _head(doc: Mapping[str, Any], path: Path, extra: Sequence[str], url: str | None,
+          quote: int) -> str:
     case, verdict = doc["case"], doc["verdict"]
     sentences = verdict.get("sentences") or []
     title = f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}"
@@ -634,7 +654,7 @@ def _head(doc: Mapping[str, Any], extra: Sequence[str], url: str | None, quote: 
     if sentences and quote:
         out += [f"> {gist(sentences[0], quote)}", ""]
     bullets = [partial_head(doc), as_filed_bullet(doc), owner_head(doc), workaround_head(doc),
-               signature_head(doc), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
+               *failure_heads(doc, path), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
                not_run_head(doc)]
     out += [f"- {b}" for b in bullets if b]
     out += ["", *rerun_head(doc, url),

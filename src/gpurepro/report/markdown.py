@@ -25,6 +25,7 @@ from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf_suite import write_suite
 from .survival import plot, survival_headline
 from .tables import address, code, escape, fence, table
+from .times_plot import times_headline, times_plot
 from .wrong import per_trial
 from .wrong import section as wrong_section
 
@@ -467,10 +468,13 @@ def _alt(text: str) -> str:
 
 
 def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
-             forest_name: str | None = None, per_gpu_name: str | None = None) -> str:
+             forest_name: str | None = None, per_gpu_name: str | None = None,
+             times_name: str | None = None) -> str:
     """The report, section by section; each section renders from the document alone. Each
     picture named is referenced with its headline in words as the alt text."""
     out = _verdict_section(doc)
+    if times_name:
+        out.append(f"![{_alt(times_headline(doc))}]({times_name})\n")
     if forest_name:
         out.append(f"![{_alt(forest_headline(doc))}]({forest_name})\n")
     out += _arms_section(doc)
@@ -494,7 +498,8 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
     written: dict[str, Path] = {}
     drawn: dict[str, str | None] = {}
     for kind, suffix, draw in (("plot", "", plot), ("forest", ".forest", forest_plot),
-                               ("forest_per_gpu", ".forest-per-gpu", per_gpu_plot)):
+                               ("forest_per_gpu", ".forest-per-gpu", per_gpu_plot),
+                               ("times", ".times", times_plot)):
         png, svg = Path(f"{stem}{suffix}.png"), Path(f"{stem}{suffix}.svg")
         if draw(doc, png, svg):
             written[kind], written[f"{kind}_svg"] = png, svg
@@ -504,7 +509,8 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
             svg.unlink(missing_ok=True)
             drawn[kind] = None
     md = stem.with_suffix(".md")
-    write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"]))
+    write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"],
+                              drawn["times"]))
     written["markdown"] = md
     # The timed trials' pyperf suite (report/pyperf_suite.py); a document without timed trials
     # has none, and a suite an earlier rendering left (once the seconds to failure of failed

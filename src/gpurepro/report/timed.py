@@ -1,0 +1,139 @@
+"""What a timed case's comment says about times: the ratio of each arm to the baseline with
+its interval, which arms the decided claims found slower, faster or the same and by how much,
+and, where a bisection of the case is committed beside the document, its boundaries and the
+CPU-side facts that changed at each.
+
+Everything comes from the documents: the ratios from the trials' times (gpurepro.analyze.timing,
+the numbers a timed claim is decided on), the decisions from the claims, the boundaries from the
+bisection document. Strings from a document go through ``tables.escape`` or ``tables.code``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..case.model import TIMED_KINDS
+from .tables import code, escape
+
+# Arms named in the head's timing bullet before the rest are counted ("and N more").
+ARMS_IN_BULLET = 6
+
+
+def is_timed(doc: Mapping[str, Any]) -> bool:
+    """Whether the run's claims are on times (a claim of a timed kind)."""
+    return any(c.get("kind") in TIMED_KINDS for c in doc.get("claims") or [])
+
+
+def _ratio(numbers: Mapping[str, Any]) -> str:
+    lo, hi = numbers["ratio_ci"]
+    return f"{numbers['ratio']:.3f}× ({lo:.3f}–{hi:.3f})"
+
+
+def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | None:
+    """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI),
+    None where either has fewer than two timed trials."""
+    from ..analyze.timing import arm_times, evidence_numbers
+
+    trials = doc.get("trials") or []
+    mine, ref = arm_times(trials, arm), arm_times(trials, doc["case"]["baseline"])
+    numbers = evidence_numbers("same", 0.0, mine, ref)[3]
+    return numbers if "ratio" in numbers else None
+
+
+def arms_rows(doc: Mapping[str, Any], arms: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+    """The arms table's timing columns: the median time per launch of the arm's trials, its
+    ratio to the baseline, and the timed claim on the arm against the baseline."""
+    from ..analyze.timing import arm_times
+
+    base = doc["case"]["baseline"]
+    on_arm = {c["arm"]: c for c in doc.get("claims") or []
+              if c.get("kind") in TIMED_KINDS and c.get("reference") == base}
+    rows = []
+    for arm in arms:
+        times = arm_times(doc.get("trials") or [], arm)
+        median = f"{statistics.median(times) * 1e6:.1f} µs" if times else "–"
+        numbers = ratio_to_baseline(doc, arm) if arm != base else None
+        ratio = "(baseline)" if arm == base else _ratio(numbers) if numbers else "–"
+        claim = on_arm.get(arm)
+        rows.append([median, ratio, f"{code(claim['name'])} {escape(claim.get('decision'))}"
+                     if claim else "–"])
+    return (["time per launch (median of trials)", f"ratio to {code(base)} (95% CI)", "claim"],
+            rows)
+
+
+def head_bullet(doc: Mapping[str, Any]) -> str | None:
+    """The decided timed claims by kind, each arm with its ratio to its reference: which arms
+    are slower, by how much, and which are the same within the margin."""
+    groups: dict[tuple[str, str, float], list[str]] = {}
+    for c in doc.get("claims") or []:
+        if c.get("kind") not in TIMED_KINDS or c.get("decision") != "supported":
+            continue
+        numbers = c.get("numbers") or {}
+        if "ratio" not in numbers:
+            continue
+        groups.setdefault((c["kind"], c["reference"], c["margin"]), []).append(
+            f"{code(c['arm'])} {_ratio(numbers)}")
+    if not groups:
+        return None
+    words = {"slower": "slower than {ref} by more than {m}", "faster": "faster than {ref} by more "
+             "than {m}", "same": "the same as {ref} within {m}"}
+    parts = []
+    for (kind, ref, margin), arms in groups.items():
+        shown = arms[:ARMS_IN_BULLET] + ([f"and {len(arms) - ARMS_IN_BULLET} more"]
+                                         if len(arms) > ARMS_IN_BULLET else [])
+        parts.append(words[kind].format(ref=code(ref), m=f"{margin:.0%}") + ": " + ", ".join(shown))
+    return ("**Times** (ratio of geometric means per launch, 95% CI, decided claims): "
+            + "; ".join(parts) + ".")
+
+
+def bisection_beside(doc: Mapping[str, Any], path: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The newest bisection document of the same case and target committed beside ``path``
+    whose GPU stage ran."""
+    found = []
+    for p in sorted(path.parent.glob("bisect_*.json")) if path.parent.is_dir() else []:
+        try:
+            b = json.loads(p.read_text())
+        except (OSError, ValueError):
+            continue
+        if (b.get("case") or {}).get("name") == doc["case"]["name"] and (b.get("gpu") or {}).get(
+                "status") == "ran" and b.get("boundaries"):
+            found.append((str(b.get("created_at") or ""), p, b))
+    if not found:
+        return None
+    _, p, b = max(found, key=lambda x: (x[0], x[1].name))
+    return p, b
+
+
+def _changes(sass: Mapping[str, Any]) -> int:
+    return sum(len(d.get("changes") or []) for d in (sass.get("kernels") or {}).values())
+
+
+def bisection_bullet(doc: Mapping[str, Any], path: Path) -> str | None:
+    """The committed bisection's boundaries, each with the watched SASS facts that changed
+    there (the CPU-side cause where one did; where none did, the cause is not isolated)."""
+    found = bisection_beside(doc, path)
+    if found is None:
+        return None
+    p, b = found
+    pinned = b["boundaries"].get("pinned") or []
+    ran = sum(1 for r in b.get("runs") or [] if r.get("status") == "ran" and "same_as_point" not in r)
+    parts = []
+    for x in pinned:
+        watched = x["sass"].get("watched") or []
+        facts = "; ".join(f"{w['fact']} {w['before']} → {w['after']}" for w in watched)
+        parts.append(escape(f"{x['between'][0]} → {x['between'][1]} ({x['classes'][0]} → "
+                            f"{x['classes'][1]}; ") + (escape(f"watched SASS: {facts})") if facts else
+                     escape(f"no watched SASS fact changed, {_changes(x['sass'])} instruction "
+                            f"change(s))")))
+    if not parts:
+        return (f"**Bisection** ({code(p.name)}, {len(b['releases'])} releases, {ran} run): "
+                "no boundary.")
+    cause = ("" if all(x["sass"].get("watched") for x in pinned) else
+             " Where no watched fact changed, what in the SASS makes the difference is a "
+             "hypothesis no arm isolates.")
+    return (f"**Bisection** ({code(p.name)}, {len(b['releases'])} releases, {ran} run on the "
+            f"GPU): boundaries " + ", ".join(parts) + "." + cause)

@@ -1,0 +1,75 @@
+"""A timed case's reports say what its claims on times found: the comment's head names the arms
+decided slower and the same with their ratios, and the committed bisection's boundaries with
+the SASS facts that changed there (a hypothesis where none did); the arms table carries the time
+per launch and the ratio to the baseline; the times picture is drawn for a timed document and
+for no other. Read from the committed FA3 document, and from a copy whose times are changed, so
+that the words follow the data."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from gpurepro.report.comment import issue_body
+from gpurepro.report.timed import bisection_bullet, head_bullet, is_timed, ratio_to_baseline
+from gpurepro.report.times_plot import times_plot
+
+ROOT = Path(__file__).resolve().parents[1]
+FA3 = ROOT / "results" / "fa3_wgmma_wait" / "20261204T122215Z-32bea2_NVIDIA-H200_redacted.json"
+TILE = ROOT / "results" / "tile_unload_race" / "20261202T123450Z-bc7d24_NVIDIA-H200_redacted.json"
+
+
+def _doc(path: Path = FA3) -> dict:
+    return json.loads(path.read_text())
+
+
+def test_the_head_names_the_slower_and_the_same_arms_and_the_bisection_boundaries():
+    doc = _doc()
+    head = issue_body(doc, FA3, url="").split("<details>")[0]
+    assert "**Times**" in head
+    slower = [c for c in doc["claims"] if c["kind"] == "slower" and c["decision"] == "supported"]
+    assert slower, "the committed FA3 run decides a slower arm"
+    for c in slower:
+        assert f"`{c['arm']}` {c['numbers']['ratio']:.3f}×" in head
+    bisect = json.loads(next(FA3.parent.glob("bisect_*.json")).read_text())
+    for boundary in bisect["boundaries"]["pinned"]:
+        assert f"{boundary['between'][0]} → {boundary['between'][1]}" in head
+    # No watched fact changed at the committed boundaries: the cause is labelled a hypothesis.
+    assert "hypothesis" in bisection_bullet(doc, FA3)
+    # A crash or wrong-result bullet only where a trial failed.
+    assert "**Crash signature:**" not in head
+
+
+def test_the_bullet_follows_the_claims_not_the_case():
+    doc = _doc()
+    changed = copy.deepcopy(doc)
+    for c in changed["claims"]:
+        if c["kind"] == "slower":
+            c["decision"] = "not_decided"
+    bullet = head_bullet(changed) or ""
+    assert "slower than" not in bullet
+    assert "slower than" in (head_bullet(doc) or "")
+
+
+def test_the_ratio_is_computed_from_the_trials():
+    doc = _doc()
+    arm = next(a for a in doc["summary"] if a != doc["case"]["baseline"])
+    before = ratio_to_baseline(doc, arm)["ratio"]
+    doubled = copy.deepcopy(doc)
+    for t in doubled["trials"]:
+        if t["arm"] == arm:
+            timing = (t.get("observations") or {}).get("timing") or {}
+            timing["values"] = [v * 2 for v in timing.get("values") or []]
+    after = ratio_to_baseline(doubled, arm)["ratio"]
+    assert abs(after / before - 2) < 1e-6, (before, after)
+
+
+def test_the_times_picture_is_drawn_for_a_timed_document_only(tmp_path):
+    assert is_timed(_doc()) and not is_timed(_doc(TILE))
+    png, svg = tmp_path / "t.png", tmp_path / "t.svg"
+    assert times_plot(_doc(), png, svg)
+    assert png.read_bytes().startswith(b"\x89PNG") and b"<svg" in svg.read_bytes()[:400]
+    assert not times_plot(_doc(TILE), tmp_path / "u.png", tmp_path / "u.svg")
+    assert not (tmp_path / "u.png").exists()
+    assert "**Times**" not in issue_body(_doc(TILE), TILE, url="")
