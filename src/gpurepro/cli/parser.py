@@ -306,6 +306,9 @@ def _reading_commands(sub: Any) -> None:
                         "(or not decided) in a later one")
     p.add_argument("--plot", metavar="FILE.png",
                    help="also draw the paired forest plot (runs side by side per arm), SVG beside it")
+    p.add_argument("--any-conditions", action="store_true",
+                   help="compare timed runs whose GPU clocks or temperature differ beyond the "
+                        "stated tolerances (refused otherwise); the comparison says so")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=results.cmd_compare)
 

@@ -255,7 +255,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     docs = [_read_document(Path(p)) for p in args.results]
     try:
-        result = compare(docs, args.results)
+        result = compare(docs, args.results, any_conditions=args.any_conditions)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
     print(json.dumps(result, indent=2) if args.json else markdown(result))

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
-from . import families, gfm
+from . import families, gfm, gpu_conditions
 from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
@@ -188,8 +188,11 @@ def _labelled(decision: str | None, family: str | None) -> str:
     return f"{decision} (exploratory)" if family == "exploratory" else str(decision)
 
 
-def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> dict[str, Any]:
-    """The comparison as one JSON-ready object (``markdown`` renders it)."""
+def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
+            any_conditions: bool = False) -> dict[str, Any]:
+    """The comparison as one JSON-ready object (``markdown`` renders it). Timed runs whose GPU
+    conditions (clocks, temperature) differ beyond gpu_conditions.TOLERANCES are refused, unless
+    ``any_conditions``: then the comparison says so."""
     if len(docs) < 2:
         raise CompareError("compare needs at least two result documents")
     for doc, path in zip(docs, paths, strict=True):
@@ -202,6 +205,11 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
         raise CompareError("compare needs documents of one case; these are of "
                            + ", ".join(f"{p} ({c})" for p, c in zip(paths, cases, strict=True)))
     names = labels(len(docs))
+    condition_rows, beyond = gpu_conditions.differences(docs, names)
+    if beyond and not any_conditions:
+        raise CompareError("these runs measured times under different GPU conditions: "
+                           + "; ".join(beyond) + ". Their times would differ for that reason "
+                           "alone; --any-conditions compares them anyway, and says so")
     first = docs[0]
     unit, per = first["case"]["exposure"]["unit"], first["case"]["exposure"]["per"]
 
@@ -294,6 +302,7 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path]) -> d
             "baseline": first["case"]["baseline"], "runs": runs, "arms": arms, "claims": claims,
             "verdict_changes": verdict_changes,
             "environment": {"differs": differs, "same": [d["name"] for d in same]},
+            "gpu_conditions": {"compared": condition_rows, "beyond_tolerance": beyond},
             "flipped": bool(claims["flips"])}
 
 
@@ -334,6 +343,15 @@ def markdown(result: Mapping[str, Any]) -> str:
                     + (f" ({r['exploratory_claims']} exploratory)" if r.get("exploratory_claims")
                        else "")]
                    for r in runs]), ""]
+    conditions = result.get("gpu_conditions") or {}
+    if conditions.get("beyond_tolerance"):
+        out += ["**GPU conditions differ beyond tolerance** (compared anyway, --any-conditions): "
+                + escape("; ".join(conditions["beyond_tolerance"])) + ". Differences in times "
+                "below may come from the GPU's state rather than the arms.", ""]
+    elif conditions.get("compared"):
+        out += ["GPU conditions within tolerance: " + escape(", ".join(sorted(
+            {c["condition"] for c in conditions["compared"]}))) + " (medians of the timed "
+                "trials' readings after their repetitions).", ""]
 
     base = result["arms"].get(result["baseline"])
     if base:
