@@ -60,3 +60,16 @@ def test_committed_bench_suites_carry_their_metadata():
             meta = bench.get_metadata()
             assert meta["python_version"] == doc["environment"]["host"]["python"]
             assert meta["date"] == doc["created_at"].replace("T", " ").rstrip("Z")
+
+
+def test_two_committed_suites_of_one_bench_compare_with_a_significance_verdict():
+    """Two committed harness_overhead suites of 20 repetitions each (a GPU node and a CPU
+    machine, both `--reps 20`): pyperf's t-test needs equal sample sizes (with 20 against 30
+    it prints "ERROR when testing if values are significant")."""
+    suites = sorted(str(p) for p in (ROOT / "results" / "bench").glob("harness_overhead_*.pyperf.json"))
+    assert len(suites) >= 2
+    done = pace.run([sys.executable, "-m", "pyperf", "compare_to", suites[0], suites[-1]],
+                    capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "ERROR" not in done.stdout + done.stderr, done.stdout
+    assert "harness_overhead/harness" in done.stdout
