@@ -107,8 +107,12 @@ def _wait_for(predicate) -> bool:
 ENDS = ["normal", "SIGTERM", "SIGKILL"]
 
 
-@pytest.mark.parametrize("mode", ["detach", "forker", "forker-bare"])
-@pytest.mark.parametrize("end", ENDS)
+# One combination in the fast tier (a detached daemon, the harness SIGKILLed: the hardest end);
+# the other eight at volume in the slow tier.
+@pytest.mark.parametrize("end,mode", [
+    pytest.param(end, mode, id=f"{end}-{mode}",
+                 marks=() if (end, mode) == ("SIGKILL", "detach") else pytest.mark.slow)
+    for end in ENDS for mode in ("detach", "forker", "forker-bare")])
 def test_what_a_trial_leaves_dies_with_it_however_the_harness_ends(hostile_build, tmp_path, mode, end):
     tag = uuid.uuid4().hex
     beat = tmp_path / "beat"

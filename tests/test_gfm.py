@@ -101,6 +101,7 @@ def _links(doc: dict) -> set[str]:
     return {doc["case"]["report_url"]}
 
 
+@pytest.mark.slow  # every committed document rendered: the slow tier's
 def test_the_committed_documents_render_with_nothing_live():
     for path in sorted((ROOT / "results").glob("*/*_redacted.json")):
         doc = json.loads(path.read_text())

@@ -163,7 +163,9 @@ def _attack(build: Path, tmp_path: Path, cap: str, how: str) -> tuple[str, str]:
 # -- the fast tier: one run per mechanism
 
 
-@pytest.mark.parametrize("cap", ["auto", "cgroup", "pid_namespace"])
+# The default mechanism (auto) in the fast tier; each forced one in the slow tier.
+@pytest.mark.parametrize("cap", ["auto", pytest.param("cgroup", marks=pytest.mark.slow),
+                                 pytest.param("pid_namespace", marks=pytest.mark.slow)])
 def test_a_chain_that_rewrites_its_command_line_dies_with_a_killed_harness(built, tmp_path, cap):
     needs(cap)
     _rewriter_dies_with_the_harness(built, tmp_path, cap)
