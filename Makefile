@@ -12,7 +12,7 @@ NOX := $(shell found=$$(command -v nox 2>/dev/null); \
 	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
 	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check docs test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list
+.PHONY: check docs test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list pack
 
 # The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
@@ -67,6 +67,11 @@ test-slurm-where-possible: $(NOX)
 	else \
 		echo "make test-slurm not run: Slurm cannot run on this machine (the line above says why)"; \
 	fi
+
+# A case built and packed for an offline GPU node (docs/offline.md):
+# make pack CASE=ptxas_abs_clamp ARGS="--bisect ptxas" writes build/packs/<case>-<target>-<commit>.tar.gz.
+pack: $(NOX)
+	$(NOX) -s pack -- $(CASE) $(ARGS)
 
 tile-unload-race: $(NOX)
 	$(NOX) -s tile_unload_race -- $(ARGS)

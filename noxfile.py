@@ -306,6 +306,24 @@ def bisect(session: nox.Session) -> None:
     _run_gpurepro(session, "bisect", *args)
 
 
+@nox.session(python=PYTHON)
+def pack(session: nox.Session) -> None:
+    """A case built and packed for an offline GPU node: one archive, run there by python3 run.py.
+
+    nox -s pack -- CASE [--arch T] [--arms A,B | --deep] [--bisect AXIS] [--redact]
+    (python -m gpurepro pack --help); the archive goes to build/packs/."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s pack -- CASE [pack options]")
+    case, args = session.posargs[0], list(session.posargs)
+    _install_project(session)
+    session.install("pip")  # the build downloads the case's runtime wheels with pip
+    target = _flag_value(args, "--arch") or _target(session, case)
+    if _flag_value(args, "--arch") is None:
+        args += ["--arch", target]
+    _install_pins(session, case, target)
+    _run_gpurepro(session, "pack", *args)
+
+
 # What every test session's pytest runs under. Where the environment sets PYTHONDONTWRITEBYTECODE,
 # each of the suite's Python processes (hundreds: every `python -m gpurepro`, every Python trial
 # driver) would compile what it imports from source again, matplotlib and scipy included: half of

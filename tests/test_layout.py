@@ -89,3 +89,11 @@ def test_record_does_not_import_report():
                           env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_no_case_folder_ships_a_gpu_node_script():
+    """A case runs on an offline node from `gpurepro pack` (gpurepro.pack.node), not from a
+    script of its own; the reporters' seed files are left as filed."""
+    scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "cases").rglob("*.sh"))
+               if "seed" not in p.relative_to(ROOT / "cases").parts[1:]]
+    assert not scripts, f"GPU-node scripts in case folders (gpurepro pack replaces them): {scripts}"

@@ -1,6 +1,6 @@
 """A resumed run says so: the report's Resumed section lists each resume with the device it found
 and the trials that started after it, and the comment's environment line says when trials ran
-on another device than the one it names (the H200 runs of cases/tile_unload_race/gpu_resume.sh)."""
+on another device than the one it names (the H200 runs of bench/resume_on_gpu.sh)."""
 
 from __future__ import annotations
 

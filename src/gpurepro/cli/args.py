@@ -202,16 +202,7 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     check_named_commit(case, root)
 
     target = resolve_target(case, args.arch, gpu_info)
-    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip()) if args.arms else None
-    if arms is not None:
-        unknown = [a for a in arms if a not in case.resolved_arms()]
-        if unknown or not arms:
-            raise UsageError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none given)'} "
-                             f"(known: {', '.join(case.resolved_arms())})")
-        if case.baseline not in arms:
-            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
-                             f"comparison is made against it")
-    scope, arms = run_scope(case, arms, bool(getattr(args, "deep", False)))
+    scope, arms = run_scope(case, checked_arms(case, args.arms), bool(getattr(args, "deep", False)))
     d = case.defaults
     duration = args.duration if args.duration is not None else d.duration_s
     exposure = args.max_exposure if args.max_exposure is not None else d.max_exposure
@@ -238,6 +229,33 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                       arch=args.arch, seed=args.seed, gpus=args.gpus,
                       journal=Path(args.journal) if args.journal else None, scope=scope,
                       priors_from=checked_priors_from(case, getattr(args, "priors_from", None), root))
+
+
+def checked_arms(case: Case, given: str | None) -> tuple[str, ...] | None:
+    """--arms: the arms named (comma-separated), each the case's, the baseline among them."""
+    arms = tuple(a.strip() for a in given.split(",") if a.strip()) if given else None
+    if arms is not None:
+        unknown = [a for a in arms if a not in case.resolved_arms()]
+        if unknown or not arms:
+            raise UsageError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none given)'} "
+                             f"(known: {', '.join(case.resolved_arms())})")
+        if case.baseline not in arms:
+            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
+                             f"comparison is made against it")
+    return arms
+
+
+def only_target(case: Case, given: str | None) -> str:
+    """--arch, one of the case's targets; without it the case's only target (a build for
+    another machine cannot ask this one's GPU)."""
+    targets = sorted(set(case.devices.targets.values()))
+    if given:
+        if given not in targets:
+            raise UsageError(f"--arch {given}: {case.name} builds for {', '.join(targets)}")
+        return given
+    if len(targets) != 1:
+        raise UsageError(f"--arch: {case.name} builds for {', '.join(targets)}; name one")
+    return targets[0]
 
 
 def run_scope(case: Case, arms: tuple[str, ...] | None, deep: bool

@@ -21,20 +21,9 @@ import sys
 from pathlib import Path
 
 from ..errors import EXIT_NO_DRIVER, EXIT_OK, UsageError
-from .args import checked_build_dir, nonneg_int, repository_root, say, show
+from .args import checked_build_dir, nonneg_int, only_target, repository_root, say, show
 
 STAGES = ("all", "cpu", "gpu", "assemble")
-
-
-def _target(case, given: str | None) -> str:
-    targets = sorted(set(case.devices.targets.values()))
-    if given:
-        if given not in targets:
-            raise UsageError(f"--arch {given}: {case.name} builds for {', '.join(targets)}")
-        return given
-    if len(targets) != 1:
-        raise UsageError(f"--arch: {case.name} builds for {', '.join(targets)}; name one")
-    return targets[0]
 
 
 def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
@@ -67,7 +56,7 @@ def cmd(args: argparse.Namespace) -> int:
     if not args.axis:
         raise UsageError("--axis: name the toolchain axis to bisect (the manifest's Case.axes)")
     case = load_case(args.case, root)
-    target = _target(case, args.arch)
+    target = only_target(case, args.arch)
     document = Path(args.document) if args.document else root / axis_root(case.name, args.axis, target) / CPU_FILE
     gpu_out = Path(args.gpu_out) if args.gpu_out else root / axis_root(case.name, args.axis, target) / "gpu"
     if args.stage in ("all", "cpu"):

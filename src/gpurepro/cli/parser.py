@@ -328,6 +328,10 @@ def _reading_commands(sub: Any) -> None:
 
     add_bisect_parser(sub)
 
+    from .pack import add_parser as add_pack_parser
+
+    add_pack_parser(sub)
+
     p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
     p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")
     p.set_defaults(fn=results.cmd_index)

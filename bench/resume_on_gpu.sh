@@ -2,7 +2,7 @@
 # A stopped tile_unload_race run resumed on a GPU node, both ways a resume meets its device,
 # from a prebuilt build/ (no network, standard library only):
 #
-#   cases/tile_unload_race/gpu_resume.sh OUT
+#   bench/resume_on_gpu.sh OUT
 #
 # same/    a fresh run (baseline and never-unload, 3 trials each, 2 s trials, one at a time) is
 #          stopped by SIGINT once 2 trials are journaled (exit 130 expected), then resumed here:
@@ -18,7 +18,7 @@ set -uo pipefail
 out=${1:?usage: $0 OUT_DIR}
 mkdir -p "$out/same" "$out/other"
 out=$(cd "$out" && pwd)
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 run=(env PYTHONPATH=src "$python" -m gpurepro run tile_unload_race)
 log="$out/steps.log"
