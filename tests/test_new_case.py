@@ -71,3 +71,76 @@ def test_new_case_builds_and_exits_with_the_no_gpu_status(repo_copy, native_prog
     assert final["counters"]["launches"] > 0
     failed = run(FAKE_CUDA_FAIL="cuCtxSynchronize:719:3")[-1]
     assert failed["status"] == "cuda_error" and failed["call"] == "cuCtxSynchronize", failed
+
+
+def test_new_wrong_result_writes_a_case_with_a_spec_and_a_conclusion(repo_copy):
+    done = _gpurepro(repo_copy, "new", "demo_wrong", "--kind", "wrong-result")
+    assert done.returncode == 0, done.stderr
+    folder = repo_copy / "cases" / "demo_wrong"
+    assert {p.name for p in folder.iterdir()} == {"manifest.py", "check.py", "kernel.cu",
+                                                  "README.md"}
+    pins = _gpurepro(repo_copy, "pins", "demo_wrong", "--arch", "sm_90")
+    assert pins.returncode == 0 and "nvidia-cuda-nvcc==13.3.73" in pins.stdout
+    bad = _gpurepro(repo_copy, "new", "other", "--kind", "slow")
+    assert bad.returncode == 2 and "invalid choice: 'slow'" in bad.stderr
+
+
+def _no_libcuda() -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.toolchain
+def test_the_wrong_result_scaffold_builds_checks_a_wrong_answer_and_packs(repo_copy, native_programs,
+                                                                          tmp_path):
+    venv = toolchain_venv("tile_unload_race", "sm_90")  # the CUDA 13.3 family, as the scaffold pins
+    if venv is None:
+        pytest.skip("no sm_90 toolchain environment (nox -s tests makes it)")
+    if not _no_libcuda():
+        pytest.skip("a CUDA driver is present: not this test's business")
+    assert _gpurepro(repo_copy, "new", "demo_wrong", "--kind", "wrong-result").returncode == 0
+    subprocess.run(["git", "init", "-q"], cwd=repo_copy, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "t"], cwd=repo_copy, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo_copy, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                    "the scaffold"], cwd=repo_copy, check=True)
+    out = tmp_path / "demo.tar.gz"
+    packed = _gpurepro(repo_copy, "pack", "demo_wrong", "--arch", "sm_90", "--out", str(out),
+                       python=str(venv / "bin" / "python"))
+    assert packed.returncode == 0, packed.stderr
+    index = json.loads((repo_copy / "build" / "demo_wrong" / "sm_90" / "artifacts.json").read_text())
+
+    # The stock driver on the built cubin against the fake libcuda (its device memory gives
+    # back what was copied in): |x| differs from x for every negative input, a wrong result.
+    fake = native_programs["fake_libcuda"].parent
+    env = {"LD_LIBRARY_PATH": str(fake), "PYTHONPATH": os.pathsep.join(
+        [str(repo_copy / "src"), str(ROOT / "tests" / "fixtures" / "fake_cuda_bindings")])}
+    done = pace.run([sys.executable, str(repo_copy / "src/gpurepro/case/cubin_check.py"),
+                     "--cubin", str(repo_copy / index["artifacts"]["kernel_O3"]["path"]),
+                     "--spec", str(repo_copy / "cases/demo_wrong/check.py"), "--launches", "1"],
+                    capture_output=True, text=True, env=env)
+    final = json.loads(done.stdout.splitlines()[-1])
+    assert final["status"] == "ok" and final["check"]["mismatches"] > 0, done.stderr
+
+    # The pack: the cubins, the crash object and the cp312 runtime wheels, one folder; its
+    # run.py refuses another Python than the wheels'.
+    import tarfile
+
+    with tarfile.open(out) as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path / "node", filter="data")
+    assert any(n.endswith("kernel.cubin") for n in names)
+    assert any(n.endswith(".whl") and "cuda_bindings" in n for n in names)
+    folder = next((tmp_path / "node").iterdir())
+    node = pace.run([sys.executable, "run.py"], cwd=folder, capture_output=True, text=True,
+                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if sys.version_info[:2] != (3, 12):
+        assert node.returncode == 2 and "wheels are for Python 3.12" in node.stderr
+    else:
+        assert node.returncode == 5, node.stderr  # every file checked; no CUDA driver here

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
-import subprocess
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -34,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim
+from ..env.commits import committed_results
 from ..run.classify import EVIDENCE
 from ..run.plan import PlannedTrial, make_plan
 from ..run.schedule import Allocation, still_needed
@@ -85,25 +84,6 @@ def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
     return [a for a in case.resolved_arms() if a in used]
 
 
-def committed_results(case: Case, root: Path) -> list[Path]:
-    """The case's committed result documents, newest first (their names start with a stamp)."""
-    folder = root / "results" / case.name
-    files = list(folder.glob("*.json"))
-    if not os.environ.get("GPUREPRO_COMMIT"):
-        # In a checkout, only what git tracks: a document recorded here and not committed is no
-        # committed rate. A tree sent to a GPU node is its sender's commit (GPUREPRO_COMMIT), and
-        # whatever .git it carries may describe another one: its files are the committed ones.
-        try:
-            out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=root,
-                                 capture_output=True, text=True, check=True).stdout
-            files = [root / f for f in out.split("\0") if f]
-        except (OSError, subprocess.CalledProcessError):
-            pass
-    files = [f for f in files if f.suffix == ".json" and not f.name.endswith(".pyperf.json")
-             and f.parent == folder and f.is_file() and not f.name.startswith("matrix_")]
-    return sorted(files, key=lambda f: f.name, reverse=True)
-
-
 def _jobs(doc: Mapping[str, Any]) -> int:
     return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
 
@@ -131,7 +111,7 @@ def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
     design ``kind`` first. Each document comes back with the trials of the arms taken from it
     alone, so no arm's model mixes in another document's few trials."""
     candidates: list[tuple[Path, dict[str, Any]]] = []
-    for f in committed_results(case, root):
+    for f in committed_results(case.name, root):
         try:
             doc = json.loads(f.read_text())
         except (OSError, ValueError):

@@ -18,8 +18,9 @@ from .views import Analysis
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""
-    verdict = compose_verdict(case.verdict(Analysis.of(doc)), doc["claims"],
-                              exploratory_reasons(doc))
+    analysis = Analysis.of(doc)
+    given = case.verdict(analysis) if case.verdict is not None else concluded(case, analysis)
+    verdict = compose_verdict(given, doc["claims"], exploratory_reasons(doc))
     completion = doc.get("completion") or {}
     if completion.get("complete") is False:
         verdict["stopped"] = stopped_sentence(completion, doc["claims"])
@@ -27,6 +28,36 @@ def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     if doc.get("known_rates_plan"):
         verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
     return verdict
+
+
+def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
+    """The verdict a case's Conclusion declares, from the run's decisions (model.Conclusion)."""
+    c = case.conclusion
+    assert c is not None, "load_case refuses a case with neither a verdict nor a conclusion"
+    def decision(name: str) -> str | None:  # an exploratory decision establishes nothing here
+        claim = analysis.claims.get(name)
+        return claim.confirmatory_decision if claim else None
+
+    shown = [decision(name) for name in c.reproduces]
+    status = ("reproduced" if all(d == "supported" for d in shown) else
+              "not_reproduced" if "contradicted" in shown else "inconclusive")
+    owned = (status == "reproduced" and c.owner is not None
+             and all(decision(name) == "supported" for name in c.owner_because))
+    arms = {a.name: a for a in case.arms}
+    claims = {cl.name: cl for cl in case.claims}
+    workarounds = [f"Workaround (claim {name}): {arms[claims[name].arm].description or claims[name].arm}"
+                   for name in c.workaround if decision(name) == "supported"]
+    on = f" on {analysis.device.name}" if analysis.device.name else ""
+    said = {"reproduced": f"The report's failure happened{on}",
+            "not_reproduced": f"The report's failure did not happen{on}",
+            "inconclusive": f"Whether the report's failure happens{on} is not decided"}[status]
+    return {"status": status,
+            "sentences": [f"{said} (claims {', '.join(c.reproduces)})."],
+            "owner": c.owner if owned else None,
+            "owner_because": list(c.owner_because) if owned else [],
+            "next": [*workarounds, *c.next,
+                     *(c.next_not_reproduced if status != "reproduced" else ())],
+            "hypotheses": []}
 
 
 def exploratory_reasons(doc: Mapping[str, Any]) -> dict[str, str]:

@@ -138,17 +138,23 @@ class ClaimDecision:
     test: str | None = None
     p_value: float | None = None
     threshold: float | None = None
+    family: str | None = None  # "exploratory": outside the run's family-wise error rate
 
     @property
     def decided(self) -> bool:
         return self.decision in ("supported", "contradicted")
+
+    @property
+    def confirmatory_decision(self) -> str:
+        """The decision, where the run's family-wise error rate covers it; else not_decided."""
+        return "not_decided" if self.family == "exploratory" else self.decision
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> ClaimDecision:
         return cls(name=d["name"], decision=d["decision"], sentence=d.get("sentence", ""),
                    kind=d.get("kind"), arm=d.get("arm"), reference=d.get("reference"),
                    look=d.get("look"), test=d.get("test"), p_value=d.get("p_value"),
-                   threshold=d.get("threshold"))
+                   threshold=d.get("threshold"), family=d.get("family"))
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from .model import (
     Artifact,
     Case,
     Claim,
+    Conclusion,
     Defaults,
     Devices,
     Exposure,
@@ -41,7 +42,7 @@ from .model import (
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
-    "Claim", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "Releases",
+    "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "Releases",
     "Runtime",
     "Stratum", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",

@@ -1,10 +1,12 @@
-"""What case manifests share: the recipe of a host driver on native/.
+"""What case manifests share: the recipes of a host driver on native/ and of the crash object.
 
 A host driver is one C++ file of the case linked with the shared native/ sources (the libcuda
 loader, the JSON-lines events, the crash handler), built with the pinned host compiler so that
 the same inputs give the same binary in any checkout. ``host_driver`` is the artifact;
 ``GXX``, ``NATIVE`` and ``NATIVE_SOURCES`` are its parts, for artifacts that build something
-else from them (a preloaded crash handler, say).
+else from them. ``crash_preload`` is the crash handler as an LD_PRELOAD object, which a Python
+driver's trial names as ``preload`` (TrialContext.python_driver): a fault inside libcuda then
+leaves the native crash record before faulthandler's Python frames.
 """
 
 from __future__ import annotations
@@ -28,3 +30,20 @@ def host_driver(name: str, source: str, description: str, output: str | None = N
     return Artifact(name=name, description=description,
                     command=(*GXX, f"{{case}}/{source}", *NATIVE, "-o", f"{{out}}/{output}", "-ldl"),
                     outputs=(output,), sources=(source, *NATIVE_SOURCES), tools=("gxx",))
+
+
+# The crash object's sources: the LD_PRELOAD entry point, the handler and the event writer.
+CRASH_SOURCES = ("native/crash_preload.cc", "native/crash.cc", "native/events.cc",
+                 "native/crash.h", "native/events.h", "native/cuda_types.h")
+
+
+def crash_preload(name: str = "crash_preload") -> Artifact:
+    """The artifact ``name``: libgpurepro_crash.so, the crash handler a Python driver's trial
+    preloads (every symbol hidden but its entry points, so it binds nothing of the driver's)."""
+    return Artifact(
+        name=name,
+        description=("the crash handler as an LD_PRELOAD object: the native crash record of a "
+                     "Python driver, written before faulthandler's Python frames"),
+        command=(*GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
+                 *CRASH_SOURCES[:3], "-o", "{out}/libgpurepro_crash.so", "-ldl"),
+        outputs=("libgpurepro_crash.so",), sources=CRASH_SOURCES, tools=("gxx",))

@@ -30,6 +30,7 @@ from .model import (
     TIMED_KINDS,
     Case,
     Claim,
+    Conclusion,
     Defaults,
     OutputCheck,
     Releases,
@@ -296,6 +297,36 @@ def _check_claims(case: Case, arms: set[str], path: Path | str) -> None:
             raise ManifestError(path, f"main_question[{j}]", f"{name!r} is not one of the case's claims")
     if len(set(main)) != len(main):
         raise ManifestError(path, "main_question", "names a claim twice")
+    _check_conclusion(case, names, path)
+
+
+def _check_conclusion(case: Case, claims: set[str], path: Path | str) -> None:
+    """A verdict function or a Conclusion, and every claim a Conclusion names is the case's."""
+    c = case.conclusion
+    if case.verdict is None and c is None:
+        raise ManifestError(path, "conclusion", "give a Conclusion (which claims establish the "
+                            "reproduction, the owner, the workaround) or a verdict function")
+    if c is None:
+        return
+    if not isinstance(c, Conclusion):
+        raise ManifestError(path, "conclusion", "must be a gpurepro.case.Conclusion")
+    if not c.reproduces:
+        raise ManifestError(path, "conclusion.reproduces", "names no claim: which claims "
+                            "establish that the report's failure happens?")
+    for field_name in ("reproduces", "owner_because", "workaround", "next",
+                       "next_not_reproduced"):
+        value = getattr(c, field_name)
+        if not isinstance(value, tuple) or not all(isinstance(v, str) for v in value):
+            raise ManifestError(path, f"conclusion.{field_name}", "must be a tuple of strings")
+    for field_name in ("reproduces", "owner_because", "workaround"):
+        for j, name in enumerate(getattr(c, field_name)):
+            if name not in claims:
+                raise ManifestError(path, f"conclusion.{field_name}[{j}]",
+                                    f"{name!r} is not one of the case's claims")
+    if bool(c.owner) != bool(c.owner_because):
+        raise ManifestError(path, "conclusion.owner_because" if c.owner else "conclusion.owner",
+                            "an owner is named from the claims that show it: give both or "
+                            "neither")
 
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

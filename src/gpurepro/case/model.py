@@ -341,6 +341,31 @@ def normalized_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Conclusion:
+    """How the verdict follows from the decided claims, declared in place of a verdict.py.
+
+    ``reproduces``: the claims that establish the report's failure. All supported: the status
+    is ``reproduced``; any contradicted: ``not_reproduced``; else ``inconclusive``.
+    ``owner`` is named only when the status is ``reproduced`` and every claim of
+    ``owner_because`` is supported. Each claim of ``workaround`` that is supported offers its
+    arm as a workaround (the arm's description says what it changes). ``next``: the next steps
+    of every run; ``next_not_reproduced``: added while the status is not ``reproduced``
+    (another device, the reporter's target, more trials). The harness adds
+    the sentences of the decided claims; a case with something claims cannot say keeps a
+    verdict function (Case.verdict)."""
+    reproduces: tuple[str, ...]
+    owner: str | None = None
+    owner_because: tuple[str, ...] = ()
+    workaround: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+    next_not_reproduced: tuple[str, ...] = ()
+
+    def claims(self) -> tuple[str, ...]:
+        """Every claim it names, in the order declared."""
+        return tuple(dict.fromkeys((*self.reproduces, *self.owner_because, *self.workaround)))
+
+
+@dataclass(frozen=True)
 class TrialBudget:
     duration_s: float
     max_exposure: int  # in the unit of the case's exposure counter; 0: none
@@ -383,6 +408,16 @@ class TrialContext:
             return ()
         return ("--check-rel", repr(float(self.check.rel)), "--check-abs", repr(float(self.check.abs)))
 
+    def cubin_check(self, cubin: Path | str, spec: Path | str, *args: str,
+                    preload: Path | None = None, env: Mapping[str, str] | None = None
+                    ) -> TrialCommand:
+        """A trial of the stock wrong-result driver (gpurepro/case/cubin_check.py): ``cubin``
+        loaded, its kernel launched as the case's ``spec`` file declares, every output compared
+        with the spec's reference within the case's check (Case.check)."""
+        stock = Path(__file__).resolve().parent / "cubin_check.py"
+        return self.python_driver(stock, "--cubin", str(cubin), "--spec", str(spec),
+                                  *self.check_arguments(), *args, preload=preload, env=env)
+
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the
@@ -416,7 +451,8 @@ class Case:
     arms: Sequence[Arm]
     baseline: str
     trial_command: Callable[[TrialContext], TrialCommand]
-    verdict: Callable[[Analysis], Mapping[str, Any]]  # the document's typed views -> verdict
+    # The document's typed views -> verdict; None where ``conclusion`` declares it.
+    verdict: Callable[[Analysis], Mapping[str, Any]] | None = field(default=None, kw_only=True)
     devices: Devices
     exposure: Exposure
     defaults: Defaults = Defaults()
@@ -454,6 +490,9 @@ class Case:
     # the main job runs their arms and stops when they are decided; every other arm is one
     # flag away (--deep), where these claims still get their trials first. Empty: every arm.
     main_question: tuple[str, ...] = ()
+    # The verdict from decided claims (status, owner, workaround, next steps), where the case
+    # gives no verdict function.
+    conclusion: Conclusion | None = None
 
     @property
     def directory(self) -> Path:

@@ -1,11 +1,17 @@
-"""`gpurepro new <name>`: a case folder that builds, runs and is decided from its first minute.
+"""`gpurepro new <name> [--kind K]`: a case folder that builds, runs and is decided from its
+first minute.
 
 The scaffold is a working case, not a template to fill before anything works (its files are
-in template/, real files with CASE_NAME where the name goes): a plain CUDA
-kernel built with the pinned nvcc wheels, a host driver on native/ that launches it in a loop,
-heartbeats, joins its worker (so a kernel that never returns is `hung`, not `survived`) and
-names the call that failed, two arms, a claim, and a README with the rules. The author then
-replaces the kernel, the loop and the arms with the bug's.
+in template/<kind>/, real files with CASE_NAME where the name goes), one kind per common shape:
+
+- ``crash``: a plain CUDA kernel built with the pinned nvcc wheels, a host driver on native/
+  that launches it in a loop, heartbeats, joins its worker (so a kernel that never returns is
+  `hung`, not `survived`) and names the call that failed, two arms, a claim, a verdict.py;
+- ``wrong-result``: a kernel built per arm into cubins, a check.py that declares its launch and
+  computes the reference on the CPU, the stock driver (gpurepro/case/cubin_check.py) that
+  compares every output, claims and a Conclusion in place of a verdict.py.
+
+The author then replaces the kernel, the launch and the arms with the bug's.
 """
 
 from __future__ import annotations
@@ -21,7 +27,11 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # The case's files, as real files: CASE_NAME in them is replaced by the case's name.
 TEMPLATE = Path(__file__).resolve().parent / "template"
 TOKEN = "CASE_NAME"
-FILES = ("manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md")
+# Kind -> its template folder and files.
+KINDS = {
+    "crash": ("crash", ("manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md")),
+    "wrong-result": ("wrong_result", ("manifest.py", "check.py", "kernel.cu", "README.md")),
+}
 
 
 def reserved_names(root: Path) -> dict[str, str]:
@@ -47,8 +57,10 @@ def reserved_names(root: Path) -> dict[str, str]:
     return names
 
 
-def create(name: str, root: Path) -> list[Path]:
-    """Write cases/<name>/ (manifest, verdict, kernel, host driver, README); return the files."""
+def create(name: str, root: Path, kind: str = "crash") -> list[Path]:
+    """Write cases/<name>/ from the ``kind``'s template (KINDS); return the files."""
+    if kind not in KINDS:
+        raise UsageError(f"--kind {kind}: one of {', '.join(KINDS)}")
     if not NAME.match(name):
         raise UsageError(f"{name!r}: a case name is lower-case letters, digits and _ "
                          f"(it names the folder and the nox session)")
@@ -61,8 +73,9 @@ def create(name: str, root: Path) -> list[Path]:
                          f"names a nox session of its own; choose another name")
     folder.mkdir(parents=True)
     written = []
-    for filename in FILES:
+    template, files = KINDS[kind]
+    for filename in files:
         path = folder / filename
-        path.write_text((TEMPLATE / filename).read_text().replace(TOKEN, name))
+        path.write_text((TEMPLATE / template / filename).read_text().replace(TOKEN, name))
         written.append(path)
     return written

@@ -236,7 +236,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         raise UsageError(f"`gpurepro new` writes cases/{args.name}/ into a gpurepro checkout, and "
                          f"{Path.cwd()} is not inside one (no cases/ and native/ here or above): "
                          f"run it from the clone")
-    for path in create(args.name, root):
+    for path in create(args.name, root, args.kind):
         show(f"wrote {path.relative_to(root)}")
     say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
     return EXIT_OK

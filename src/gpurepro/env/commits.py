@@ -11,6 +11,7 @@ Standard library only: the run stage checks ``GPUREPRO_COMMIT`` with them on a G
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -145,3 +146,23 @@ def named_commit_differs(root: Path, path: str, sha256: str, named: str) -> str 
     return (f"GPUREPRO_COMMIT={named}: that commit {held}, not the manifest this run uses "
             f"(sha256 {sha256[:12]}…), so a rerun of it would run something else; set it to the "
             f"commit this tree is (git rev-parse HEAD), or leave it unset")
+
+
+def committed_results(case_name: str, root: Path) -> list[Path]:
+    """A case's committed result documents, newest first (their names start with a stamp): the
+    documents the decisive design takes its priors from (gpurepro.analyze.simulate)."""
+    folder = root / "results" / case_name
+    files = list(folder.glob("*.json"))
+    if not os.environ.get("GPUREPRO_COMMIT"):
+        # In a checkout, only what git tracks: a document recorded here and not committed is no
+        # committed rate. A tree sent to a GPU node is its sender's commit (GPUREPRO_COMMIT), and
+        # whatever .git it carries may describe another one: its files are the committed ones.
+        try:
+            out = subprocess.run(["git", "ls-files", "-z", "--", str(folder)], cwd=root,
+                                 capture_output=True, text=True, check=True).stdout
+            files = [root / f for f in out.split("\0") if f]
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    files = [f for f in files if f.suffix == ".json" and not f.name.endswith(".pyperf.json")
+             and f.parent == folder and f.is_file() and not f.name.startswith("matrix_")]
+    return sorted(files, key=lambda f: f.name, reverse=True)

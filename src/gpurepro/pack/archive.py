@@ -36,6 +36,7 @@ from typing import Any
 from ..build import runtime as build_runtime
 from ..build.artifacts import index_path, sha256_file
 from ..case.model import Case
+from ..env.commits import committed_results
 from ..errors import BuildError, UsageError
 from ..run.session import load_build
 
@@ -132,10 +133,8 @@ def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Membe
 
 def committed_documents(case: Case, root: Path) -> list[Member]:
     """The case's committed result documents: the decisive design's priors (by the rule the
-    run stage applies, gpurepro.analyze.simulate.committed_results)."""
-    from ..analyze.simulate import committed_results
-
-    return [_index_member(root, path) for path in sorted(committed_results(case, root))]
+    run stage applies, gpurepro.env.commits.committed_results)."""
+    return [_index_member(root, path) for path in sorted(committed_results(case.name, root))]
 
 
 def case_argument(case: Case, root: Path) -> str:
