@@ -305,3 +305,45 @@ def test_text_mode_of_a_decisive_run_names_its_looks():
     first = out.getvalue().splitlines()[0]
     looks = json.loads(doc.read_text())["plan"]["options"]["stopping"]["look_at"]
     assert f"looks at {', '.join(map(str, looks))} valid trials" in first
+
+
+# ---------------------------------------------------------------- timed claims
+
+
+def _timed_arm(log_mean: float, log_sd: float = 0.002) -> sim.ArmModel:
+    return sim.ArmModel((), 20.0, 10.0, 2.0, 0.0, per_trial=True, log_time=(log_mean, log_sd))
+
+
+@pytest.mark.parametrize(("ratio", "kind", "right"), [
+    (1.10, "slower", "supported"), (1.01, "slower", "contradicted"),
+    (1.01, "same", "supported"), (1.10, "same", "contradicted"), (0.97, "same", "contradicted"),
+    (0.90, "faster", "supported"), (0.99, "faster", "contradicted"),
+])
+def test_truth_of_a_timed_claim_follows_the_ratio_of_geometric_means(ratio, kind, right):
+    models = {"ref": _timed_arm(math.log(1e-4)), "x": _timed_arm(math.log(1e-4 * ratio))}
+    claim = Claim("x-timed", arm="x", reference="ref", kind=kind, margin=0.02 if kind == "same" else 0.05)
+    assert cal.truth(claim, "ref", models, "per_trial", ("wrong_result",)) == right
+
+
+def _timed_document(path: Path, ratios: dict[str, float]) -> Path:
+    """Twelve timed trials per arm, each arm's times spread by 0.2% around its ratio to 0.1 ms."""
+    trials = [{"arm": arm, "outcome": "survived", "exposure": 400, "duration_s": 2.0,
+               "detail": "budget used up",
+               "observations": {"timing": {"values": [1e-4 * r * (1 + 0.002 * ((i % 5) - 2))]}}}
+              for arm, r in ratios.items() for i in range(12)]
+    path.write_text(json.dumps({"trials": trials, "plan": {"options": {"budget": {
+        "duration_s": 30.0, "max_exposure": 0}}}}))
+    return path
+
+
+def test_timed_claims_are_simulated_from_the_runs_own_times(tmp_path):
+    """fa3_wgmma_wait's timed claims on times like its H200 run's: decided under the observed
+    effects, and under the global null (every arm at the baseline's times) at most alpha."""
+    case = load_case("fa3_wgmma_wait", ROOT)
+    ratios = {"overlap": 1.0, "overlap-again": 1.0, "serialized": 1.09, "ptxas-12-4-131": 1.095,
+              "ptxas-12-5-82": 1.095, "ptxas-12-6-20": 0.994, "ptxas-12-6-85": 1.0}
+    doc = _timed_document(tmp_path / "timed.json", ratios)
+    r = _cli("fa3_wgmma_wait", "--from", str(doc), "--runs", "100", "--seed", "2")
+    timed = [c.name for c in case.claims if c.kind in ("slower", "faster", "same")]
+    assert timed and all(r["power"][name] > 0.9 for name in timed), r["power"]
+    assert r["family_wise_false_claim_rate"] <= _limit(0.05, 100)

@@ -39,7 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..case.model import SINGLE_ARM_KINDS, Case, Claim
+from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
 from ..errors import UsageError
 from ..run.classify import EVIDENCE
 from ..run.plan import DEFAULT_ALPHA, PlannedTrial
@@ -73,11 +73,12 @@ def _read(path: Path) -> dict[str, Any]:
 def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms: Sequence[str],
                 jobs: int = 1, duration_s: float | None = None,
                 max_exposure: int | None = None, kind: str | None = None,
-                flag: str = "--from") -> Models:
+                flag: str = "--from", times: bool = False) -> Models:
     """Arm models from ``paths`` (given with ``flag``; with --from every arm must have valid
     trials there, with a run's --priors-from an arm they lack gets the run's default prior), or
     by rule from the committed results (simulate.choose_documents: same ``jobs``, design
-    ``kind`` first; arms none covers drop out, the baseline may not)."""
+    ``kind`` first; arms none covers drop out, the baseline may not). ``times``: timed arms
+    draw trial times too (simulate.models_from)."""
     if paths:
         docs = [(Path(p), _read(Path(p))) for p in paths]
         seen = {t["arm"] for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE}
@@ -87,7 +88,7 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
                              f"{', '.join(str(p) for p, _ in docs)}; the claims need them")
     else:
         docs = choose_documents(case, root, arms, jobs, kind)
-    models = models_from(case, docs, root, arms, duration_s, max_exposure)
+    models = models_from(case, docs, root, arms, duration_s, max_exposure, times=times)
     if case.baseline not in models.arms:
         raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "
                          f"valid trials of its baseline at --jobs {jobs}; give result documents "
@@ -179,6 +180,8 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
             return None
         return _direction(q, claim.share, claim.bound == "below")
     ref = models[reference or ""]
+    if claim.kind in TIMED_KINDS:
+        return _timed_truth(claim, a, ref)
     if claim.unit == "trial":  # Fisher's exact test on the trials: shares of failing trials
         x, y = p_failing(a, failures, mode), p_failing(ref, failures, mode)
     else:
@@ -192,6 +195,22 @@ def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], m
             return "supported"
         return None if ratio in (lo, hi) else "contradicted"
     return _direction(x, y, claim.kind == "lower")
+
+
+def _timed_truth(claim: Claim, a: ArmModel, ref: ArmModel) -> str | None:
+    """A timed claim's right decision from the two arms' log mean times (the ratio of their
+    geometric means, as gpurepro.analyze.timing decides it); None at a margin's edge or where
+    either arm has no times."""
+    if a.log_time is None or ref.log_time is None:
+        return None
+    d, edge = a.log_time[0] - ref.log_time[0], math.log1p(claim.margin)
+    if claim.kind == "same":
+        inside, outside = abs(d) < edge, abs(d) > edge
+    elif claim.kind == "slower":
+        inside, outside = d > edge, d < edge
+    else:  # faster
+        inside, outside = d < -edge, d > -edge
+    return "supported" if inside else "contradicted" if outside else None
 
 
 def _rate(m: ArmModel, failures: Sequence[str]) -> float:
@@ -493,7 +512,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
         arms = claim_arms(case)
         sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),
-                         max_exposure=budget.get("max_exposure"))
+                         max_exposure=budget.get("max_exposure"), times=True)
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
                        exploratory=exploratory, priors=priors, first=first)

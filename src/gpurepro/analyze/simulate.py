@@ -62,6 +62,9 @@ class ArmModel:
     # failures (a reporter's program that prints its count once a second and crashes within
     # it), so its trials are modelled by how they ended, each within its budget.
     per_trial: bool = False
+    # A timed arm's trial times (gpurepro.analyze.timing): the mean and standard deviation of
+    # the logarithms of its valid trials' times, each a draw of a log-normal trial time.
+    log_time: tuple[float, float] | None = None
 
     def rate_of(self, outcomes: Sequence[str], detail: str | None = None) -> float:
         return sum(c.rate for c in self.causes
@@ -179,7 +182,7 @@ def untimed(ts: Sequence[Mapping[str, Any]], exposure: Any = None) -> bool:
 
 def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root: Path,
                 arms: Sequence[str], duration_s: float | None = None,
-                max_exposure: int | None = None) -> Models:
+                max_exposure: int | None = None, times: bool = False) -> Models:
     """Per-arm models pooled over ``docs`` for a run of ``duration_s`` seconds per trial and an
     exposure budget ``max_exposure`` (0: none); None: the documents' own.
 
@@ -191,7 +194,10 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
       most the exposure budget; a trial's start and stop: the median of each trial's seconds
       beyond its exposure at that speed;
     - strata: the case's stratum functions over the arm's trials: exposure inside / exposure,
-      and failures inside / failures.
+      and failures inside / failures;
+    - with ``times``, a timed arm's trial times (``log_time``), which `calibrate` draws for its
+      timed claims. The known-rates plan and the pre-run decidability do not model times yet
+      (decidability says so): their designs for timed cases stay as recorded.
     """
     trials = [t for _, d in docs for t in d.get("trials") or [] if t.get("outcome") in EVIDENCE]
     durations = [float(_budget_of(d).get("duration_s") or 0) for _, d in docs]
@@ -245,17 +251,32 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
             k_in = sum(1 for t, (_, f) in zip(ts, inside, strict=True) if f and t in failed)
             strata[name] = (e_in / exposure if exposure else 0.0,
                             k_in / len(failed) if failed else 0.0)
+        log_time = _log_time(ts) if times else None
         models[arm] = ArmModel(causes, budget, speed, seconds, overhead, strata,
-                               per_trial=per_trial and any_exposure)
+                               per_trial=per_trial and any_exposure, log_time=log_time)
         summary[arm] = {"n_valid": len(ts), "exposure": exposure,
                         "from": [_rel(p, root) for p, d in docs
                                  if any(t.get("arm") == arm for t in d.get("trials") or [])],
                         **({"per_trial": True} if per_trial and any_exposure else {}),
                         "ended": {f"{o}: {d}" if d else o: k for (o, d), k in sorted(ended.items())},
                         "speed": speed, "budget": budget, "budget_from": how,
-                        "overhead_s": overhead}
+                        "overhead_s": overhead,
+                        **({"log_time": {"mean": log_time[0], "sd": log_time[1]}}
+                           if log_time else {})}
     return Models(mode="exposure" if any_exposure else "per_trial", arms=models,
                   documents=[_rel(p, root) for p, _ in docs], summary=summary)
+
+
+def _log_time(ts: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
+    """The mean and standard deviation of the log times of an arm's valid timed trials; None
+    for an arm with fewer than two (untimed, or too few to have a spread)."""
+    from .timing import trial_time
+
+    times = [trial_time(t) for t in ts if t.get("outcome") in EVIDENCE]
+    logs = [math.log(x) for x in times if x]
+    if len(logs) < 2:
+        return None
+    return statistics.fmean(logs), statistics.stdev(logs)
 
 
 def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
@@ -264,13 +285,16 @@ def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
     falling inside each stratum exactly as often as its exposure is spent there. An arm
     modelled per trial gets the chance of each end that a baseline trial has; where the
     baseline is modelled per trial, every arm is, with the baseline's chances (never a chance
-    read as a rate in another arm's exposure)."""
+    read as a rate in another arm's exposure). A timed arm's trials take the baseline's times
+    (their log mean and spread): every time ratio is 1."""
     base = models.arms[case.baseline]
 
     def ends_as_baseline(m: ArmModel) -> ArmModel:
+        log_time = base.log_time if m.log_time and base.log_time else m.log_time
         if base.per_trial:
-            return replace(m, causes=base.causes, per_trial=True)
-        return replace(m, causes=causes_per_trial(base) if m.per_trial else base.causes)
+            return replace(m, causes=base.causes, per_trial=True, log_time=log_time)
+        return replace(m, causes=causes_per_trial(base) if m.per_trial else base.causes,
+                       log_time=log_time)
 
     return {a: replace(ends_as_baseline(m),
                        strata={s: (share, share) for s, (share, _) in m.strata.items()})
@@ -312,6 +336,9 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
                 first, outcome, detail = t, c.outcome, c.detail
         exposure = first
     rec: dict[str, Any] = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure}
+    if m.log_time is not None and outcome == "survived":  # its time, as timing.trial_time reads it
+        mean, sd = m.log_time
+        rec["observations"] = {"timing": {"values": [float(math.exp(rng.normal(mean, sd)))]}}
     if m.strata:
         ended = outcome != "survived"
         rec["_strata"] = {s: (share * exposure, bool(ended and rng.random() < inside))
