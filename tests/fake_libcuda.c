@@ -11,6 +11,8 @@
  *                                    (other threads) do (a kernel that never ends, seen from
  *                                    cuCtxSynchronize)
  *   FAKE_CUDA_NO_GPA=1              cuGetProcAddress_v2 finds nothing (tests the dlsym fallback)
+ *   FAKE_CUDA_PARAMS=N              cuLaunchKernel wants N kernel parameters (default 15, the
+ *                                    tile kernel's ABI): each of kernelParams[0..N-1] non-null
  * cuGetProcAddress_v2 hands out the variant of a name that the requested version selects, as a
  * real driver does (asking "cuCtxCreate" at 12000 yields the _v3 ABI, which fails here with
  * CUDA_ERROR_INVALID_DEVICE like on driver 580), and counts its successful lookups;
@@ -28,6 +30,7 @@ static int gpa_hits;
 struct rule { char name[64]; int code; long after; long calls; int crash; };
 static struct rule fail_rule, crash_rule, block_rule;
 static int rules_read;
+static int launch_params = 15; /* the tile kernel's: 3 arrays, each a pointer and 4 ints */
 
 static void read_rules(void) {
   if (__atomic_exchange_n(&rules_read, 1, __ATOMIC_ACQ_REL)) return;
@@ -36,6 +39,8 @@ static void read_rules(void) {
   if (f) sscanf(f, "%63[^:]:%d:%ld", fail_rule.name, &fail_rule.code, &fail_rule.after);
   if (c && sscanf(c, "%63[^:]:%ld", crash_rule.name, &crash_rule.after) == 2) crash_rule.crash = 1;
   if (b && sscanf(b, "%63[^:]:%ld", block_rule.name, &block_rule.after) != 2) block_rule.name[0] = 0;
+  const char *n = getenv("FAKE_CUDA_PARAMS");
+  if (n && atoi(n) > 0) launch_params = atoi(n);
 }
 
 /* Called at the top of every entry point: returns the injected error, or 0. */
@@ -121,7 +126,9 @@ int cuModuleUnload(void *m) { (void)m; return hook("cuModuleUnload"); }
 int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
                    unsigned g, unsigned s, void *st, void **p, void **x) {
   (void)f; (void)a; (void)b; (void)c; (void)d; (void)e; (void)g; (void)s; (void)st; (void)x;
-  if (!p || !p[0] || !p[14]) return 1; /* 15 parameters expected */
+  if (!p) return 1;
+  for (int i = 0; i < launch_params; ++i)
+    if (!p[i]) return 1; /* fewer parameters than the kernel takes */
   return hook("cuLaunchKernel");
 }
 int cuLibraryLoadData(void **l, const void *c, void *a, void **b, unsigned n, void *o, void **v,

@@ -63,7 +63,7 @@ def test_new_case_builds_and_exits_with_the_no_gpu_status(repo_copy, native_prog
 
     def run(**env: str) -> list[dict]:
         r = pace.run([str(host), "--cubin", str(cubin), "--seconds", "0.3"], capture_output=True,
-                     text=True, env={"LD_LIBRARY_PATH": str(fake), **env})
+                     text=True, env={"LD_LIBRARY_PATH": str(fake), "FAKE_CUDA_PARAMS": "2", **env})
         return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
 
     final = run()[-1]
@@ -119,7 +119,7 @@ def test_the_wrong_result_scaffold_builds_checks_a_wrong_answer_and_packs(repo_c
     # The stock driver on the built cubin against the fake libcuda (its device memory gives
     # back what was copied in): |x| differs from x for every negative input, a wrong result.
     fake = native_programs["fake_libcuda"].parent
-    env = {"LD_LIBRARY_PATH": str(fake), "PYTHONPATH": os.pathsep.join(
+    env = {"LD_LIBRARY_PATH": str(fake), "FAKE_CUDA_PARAMS": "3", "PYTHONPATH": os.pathsep.join(
         [str(repo_copy / "src"), str(ROOT / "tests" / "fixtures" / "fake_cuda_bindings")])}
     done = pace.run([sys.executable, str(repo_copy / "src/gpurepro/case/cubin_check.py"),
                      "--cubin", str(repo_copy / index["artifacts"]["kernel_O3"]["path"]),
