@@ -10,7 +10,6 @@ record it where the analysis packages are (the checkout the pack came from).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..build.artifacts import sha256_file
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, EXIT_UNSUPPORTED, EXIT_USAGE
 
 USAGE = ("usage: python3 run.py [flags of `python -m gpurepro run`, e.g. --trials 12]\n"
@@ -28,18 +28,10 @@ def _say(line: str) -> None:
     print(f"pack: {line}", file=sys.stderr, flush=True)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def damaged(here: Path, files: dict[str, str]) -> list[str]:
     """The pack's files that are missing or differ from their recorded sha256."""
     return [name for name, sha in sorted(files.items())
-            if not (here / name).is_file() or _sha256(here / name) != sha]
+            if not (here / name).is_file() or sha256_file(here / name) != sha]
 
 
 def python_mismatch(wanted: str | None) -> str | None:
@@ -113,7 +105,7 @@ def main(here_text: str, argv: list[str]) -> int:
     journals = sorted(_journals(results) - before)
     if resumed and (here / resumed).is_file():
         journals = [(here / resumed).resolve()]
-    back = [str(_shown(j, here)) for j in journals]
+    back = [_shown(j, here) for j in journals]
     if status == EXIT_OK:
         for axis in meta.get("bisect") or []:
             out = Path("results", "bisect", case, axis)
@@ -127,7 +119,7 @@ def main(here_text: str, argv: list[str]) -> int:
         for j in journals:
             _say(f"then there: python -m gpurepro record {_shown(j, here)}")
         for axis in meta.get("bisect") or []:
-            _say(f"then there: python -m gpurepro bisect {case} --axis {axis} --stage assemble "
+            _say(f"then there: python -m gpurepro bisect {named} --axis {axis} --stage assemble "
                  f"--gpu-out results/bisect/{case}/{axis}")
     if status not in (EXIT_OK, EXIT_UNSUPPORTED, EXIT_NO_DRIVER) and journals:
         _say(f"an interrupted run goes on from its journal: python3 run.py --resume "
