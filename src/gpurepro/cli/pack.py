@@ -11,7 +11,15 @@ import re
 from pathlib import Path
 
 from ..errors import EXIT_OK, UsageError
-from .args import checked_arms, checked_build_dir, only_target, repository_root, say, show
+from .args import (
+    checked_arms,
+    checked_build_dir,
+    only_target,
+    repository_root,
+    run_scope,
+    say,
+    show,
+)
 
 
 def cmd(args: argparse.Namespace) -> int:
@@ -23,8 +31,7 @@ def cmd(args: argparse.Namespace) -> int:
     case = load_case(args.case, root)
     target = only_target(case, args.arch)
     arms = checked_arms(case, args.arms)
-    if arms is not None and args.deep:
-        raise UsageError("--deep runs every arm and --arms names the arms to run: give one")
+    run_scope(case, arms, args.deep)  # --arms and --deep, refused together as `run` refuses them
     for axis in args.bisect or []:
         if axis not in case.axes:
             raise UsageError(f"--bisect {axis}: {case.name} declares no such axis "
