@@ -83,3 +83,21 @@ def test_a_case_with_a_check_counts_wrong_results_as_failures():
     validate(checked, "manifest.py")
     with pytest.raises(ManifestError, match="add 'wrong_result' to failure_outcomes"):
         validate(dataclasses.replace(checked, failure_outcomes=("crashed",)), "manifest.py")
+
+
+def test_a_stop_that_lands_while_a_manifest_imports_stops_the_command(tmp_path):
+    """The harness's SIGINT/SIGTERM handler raises Stopped wherever the main thread is; during
+    the manifest's import that is a stop (exit 130/143), not a manifest that fails to import."""
+    import signal
+
+    from gpurepro.case import load_case
+    from gpurepro.errors import Stopped
+
+    folder = tmp_path / "cases" / "stopped_case"
+    folder.mkdir(parents=True)
+    (tmp_path / "native").mkdir()
+    (folder / "manifest.py").write_text(
+        "import signal\nfrom gpurepro.errors import Stopped\nraise Stopped(signal.SIGINT)\n")
+    with pytest.raises(Stopped) as err:
+        load_case(folder / "manifest.py", tmp_path)
+    assert err.value.signum == signal.SIGINT

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ManifestError
+from ..errors import ManifestError, Stopped
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
@@ -440,8 +440,8 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     try:
         with _time_limit(limit):
             spec.loader.exec_module(module)
-    except ManifestError:
-        raise
+    except (ManifestError, Stopped):
+        raise  # a stop signal that lands while the manifest imports stops the command
     except _ImportTimedOut:
         raise ManifestError(path, "file", f"did not finish importing within {limit:g} s (a loop "
                             f"at import?); a manifest is data, imported in well under a "
