@@ -41,7 +41,7 @@ def test_gpurepro_commit_wins_over_a_copys_own_git(tmp_path, monkeypatch):
     (tmp_path / "copy" / "f").write_text("changed")
     monkeypatch.setenv("GPUREPRO_COMMIT", "6b42bfe")
     monkeypatch.setenv("GPUREPRO_DIRTY", "0")
-    got = fingerprint._git(tmp_path / "copy")
+    got = fingerprint.repository(tmp_path / "copy")
     assert got == {"commit": "6b42bfe", "dirty": False, "source": "GPUREPRO_COMMIT"}
     assert old not in str(got)
 
@@ -51,16 +51,16 @@ def test_a_tree_inside_another_repository_reports_no_commit(tmp_path, monkeypatc
     _repo(tmp_path / "outer")
     inner = tmp_path / "outer" / "project"
     inner.mkdir()
-    got = fingerprint._git(inner)
+    got = fingerprint.repository(inner)
     assert got["commit"] is None and "another folder" in got["source"]
 
 
 def test_the_checkouts_own_repository_is_read(tmp_path, monkeypatch):
     monkeypatch.delenv("GPUREPRO_COMMIT", raising=False)
     head = _repo(tmp_path / "own")
-    assert fingerprint._git(tmp_path / "own") == {"commit": head, "dirty": False}
+    assert fingerprint.repository(tmp_path / "own") == {"commit": head, "dirty": False}
     (tmp_path / "own" / "f").write_text("y")
-    assert fingerprint._git(tmp_path / "own")["dirty"] is True
+    assert fingerprint.repository(tmp_path / "own")["dirty"] is True
 
 
 def test_a_copy_without_git_and_without_a_commit_says_none(tmp_path, monkeypatch):
@@ -68,7 +68,7 @@ def test_a_copy_without_git_and_without_a_commit_says_none(tmp_path, monkeypatch
     if shutil.which("git") is None:
         return
     (tmp_path / "bare").mkdir()
-    assert fingerprint._git(tmp_path / "bare")["commit"] is None
+    assert fingerprint.repository(tmp_path / "bare")["commit"] is None
 
 
 # ---------------------------------------------------------------- the commit record names

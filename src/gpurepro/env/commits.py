@@ -61,6 +61,14 @@ def resolve(root: Path, name: str) -> str | None:
     return out.decode().strip() if out else None
 
 
+def commit_time(root: Path, sha: str) -> int | None:
+    """The committer time of commit ``sha`` (seconds since the epoch), or None where the history
+    here lacks it."""
+    out = _git(root, "show", "-s", "--format=%ct", sha) if resolve(root, sha) else None
+    text = out.decode().strip() if out else ""
+    return int(text) if text.isdigit() else None
+
+
 def history(root: Path) -> list[Commit]:
     """Every commit HEAD reaches, newest first (by committer time)."""
     out = _git(root, "log", "--format=%H %ct", "HEAD")

@@ -285,7 +285,7 @@ def _os_release() -> str | None:
     return m.group(1) if m else None
 
 
-def _git(root: Path) -> dict[str, Any]:
+def repository(root: Path) -> dict[str, Any]:
     """The commit the tree under ``root`` is, and whether it differs from it.
 
     GPUREPRO_COMMIT (with GPUREPRO_DIRTY, "0" or "1", beside it) wins whenever it is set: a tree
@@ -337,7 +337,7 @@ def fingerprint(root: Path | None = None, redact: bool = False,
         },
         "gpu": gpu_info if gpu_info is not None else gpus(),
         "cuda_python": cuda_python_facts(),
-        "repository": _git(root),
+        "repository": repository(root),
         "environment": environment_variables(root=root),
         # What changes a race's rate: CPU affinity, usable cores, governor; GPU modes, ECC and
         # clocks; hypervisor and container (gpurepro.env.conditions).

@@ -26,7 +26,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import subprocess
 import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +35,8 @@ from typing import Any
 from ..build import runtime as build_runtime
 from ..build.artifacts import index_path, sha256_file
 from ..case.model import Case
-from ..env.commits import committed_results
+from ..env.commits import commit_time, committed_results
+from ..env.fingerprint import repository
 from ..errors import BuildError, UsageError
 from ..run.session import load_build
 
@@ -146,25 +146,15 @@ def case_argument(case: Case, root: Path) -> str:
     return case.path.resolve().relative_to(root).as_posix()
 
 
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
-                              timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def commit_of(root: Path) -> tuple[str, bool, int]:
-    """The commit the tree is, whether tracked files differ from it, and its committer time
-    (the archive's file times)."""
-    commit = _git(root, "rev-parse", "HEAD")
-    if not commit:
+    """The commit the tree is and whether tracked files differ from it, as a run's fingerprint
+    records them (env.fingerprint.repository), and its committer time (the archive's file
+    times; 0 where only GPUREPRO_COMMIT names it)."""
+    repo = repository(root)
+    if not repo.get("commit"):
         raise UsageError(f"{root} is not a git checkout with a commit: a pack names the commit "
                          f"its rerun checks out")
-    dirty = bool(_git(root, "status", "--porcelain", "--untracked-files=no"))
-    when = _git(root, "show", "-s", "--format=%ct", "HEAD")
-    return commit, dirty, int(when) if when and when.isdigit() else 0
+    return repo["commit"], bool(repo.get("dirty")), commit_time(root, repo["commit"]) or 0
 
 
 def _tarinfo(name: str, size: int, mtime: int, mode: int) -> tarfile.TarInfo:
