@@ -5,6 +5,7 @@ on a machine without libcuda (a no_driver final record, exit status 3)."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import subprocess
 import sys
@@ -25,24 +26,36 @@ def case():
 
 
 def _command(case, arm):
-    from gpurepro.case.model import TrialBudget, TrialContext
+    """The arm's trial command with the run stage's own artifact mapping (execute._context): a
+    per-release artifact resolves to the build of the arm's release."""
+    from gpurepro.case.model import TrialBudget
+    from gpurepro.run.execute import _context
 
-    arts = {a.name: Path(f"/b/{a.name}/{a.outputs[0]}") for a in case.artifacts}
-    ctx = TrialContext(arm, case.resolved_arms()[arm], arts, TrialBudget(30, 0, 120), Path("/n"),
-                       CASE_DIR, check=case.check, runtime=Path("/r"))
+    levels = {lv for f in case.resolved_arms().values() for lv in f.values()}
+    names = {a.name: a.outputs[0] for a in case.artifacts}
+    names |= {a.built_name(lv): a.outputs[0] for a in case.artifacts if a.per for lv in levels}
+    index = {"artifacts": {n: {"path": f"b/{n}/{out}"} for n, out in names.items()}}
+    ctx = _context(case, arm, case.resolved_arms()[arm], index, Path("/"),
+                   TrialBudget(30, 0, 120))
+    ctx = dataclasses.replace(ctx, runtime=Path("/r"))
     return case.trial_command(ctx)
 
 
 def test_the_arms_claims_and_commands(case):
     assert [a.name for a in case.arms] == ["ptxas-12-4-131", "ptxas-12-5-82", "ptxas-12-6-20",
                                            "ptxas-12-6-85", "overlap", "serialized",
-                                           "overlap-again"]
+                                           "overlap-again", "serialized-12-4-131",
+                                           "serialized-12-5-82", "serialized-12-6-20",
+                                           "serialized-12-6-85"]
     arms = case.resolved_arms()
     assert {a: arms[a]["ptxas"] for a in arms} == {
         "ptxas-12-4-131": "12.4.131", "ptxas-12-5-82": "12.5.82", "ptxas-12-6-20": "12.6.20",
         "ptxas-12-6-85": "12.6.85", "overlap": "13.3.73", "serialized": "13.3.73",
-        "overlap-again": "13.3.73"}
-    assert {arms[a]["kernel"] for a in arms if a != "serialized"} == {"overlap"}
+        "overlap-again": "13.3.73", "serialized-12-4-131": "12.4.131",
+        "serialized-12-5-82": "12.5.82", "serialized-12-6-20": "12.6.20",
+        "serialized-12-6-85": "12.6.85"}
+    assert {arms[a]["kernel"] for a in arms if not a.startswith("serialized")} == {"overlap"}
+    assert {arms[a]["kernel"] for a in arms if a.startswith("serialized")} == {"serialized"}
     claims = {c.name: c for c in case.claims}
     # Each release against the pinned release's overlap, in the direction the first H200 run
     # measured, and the boundary between 12.5.82 and 12.6.20.
@@ -54,12 +67,19 @@ def test_the_arms_claims_and_commands(case):
     assert (claims["overlap-again-same"].kind, claims["overlap-again-same"].reference) == ("same", "overlap")
     assert (claims["serialized-slower"].kind, claims["serialized-slower"].reference) == ("slower", "overlap")
     assert 0 < claims["overlap-again-same"].margin < claims["serialized-slower"].margin < 1
+    # The control through each release against the pinned release's control, within the margin.
+    for release in ("12-4-131", "12-5-82", "12-6-20", "12-6-85"):
+        claim = claims[f"serialized-{release}-same"]
+        assert (claim.kind, claim.arm, claim.reference) == (
+            "same", f"serialized-{release}", "serialized")
     assert {f"{a}-right" for a in arms} <= set(claims)
     assert case.defaults.jobs == 1 and case.check.kind == "tolerance"
-    argv = {arm: _command(case, arm).argv for arm in ("overlap", "serialized", "overlap-again")}
+    argv = {arm: _command(case, arm).argv
+            for arm in ("overlap", "serialized", "overlap-again", "serialized-12-5-82")}
     cubin = {arm: a[a.index("--cubin") + 1] for arm, a in argv.items()}
-    assert cubin["overlap"] == cubin["overlap-again"] == "/b/cubin_overlap/kernel.cubin"
-    assert cubin["serialized"] == "/b/cubin_serialized/kernel.cubin"
+    assert cubin["overlap"] == cubin["overlap-again"] == "/b/cubin_overlap_13.3.73/kernel.cubin"
+    assert cubin["serialized"] == "/b/cubin_serialized_13.3.73/kernel.cubin"
+    assert cubin["serialized-12-5-82"] == "/b/cubin_serialized_12.5.82/kernel.cubin"
     assert "--check-rel" in argv["overlap"] and "--loops" in argv["overlap"]
     assert _command(case, "overlap").env["PYTHONPATH"].startswith("/r")
     waits = {a.name: a.command for a in case.artifacts if a.name.startswith("ptx_")}
@@ -129,3 +149,42 @@ def test_wait_placement_counts_the_softmax_between_the_waits():
                                  "1 BRA", "1 DEPBAR 0x0", "1 EXIT"]
     serialized = _sass(group + "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n" + "MUFU.EX2 R1, R1 ;\n" * 3)
     assert wp.ex2_between_waits(serialized) == [0]
+
+
+def _verdict_module():
+    from gpurepro.case import load_sibling
+
+    return load_sibling(str(CASE_DIR / "manifest.py"), "verdict")
+
+
+def test_the_verdict_groups_arms_by_their_output_bytes():
+    from gpurepro.analyze.views import Analysis
+
+    doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
+                     .read_text())
+    for t in doc["trials"]:
+        t["observations"]["output_sha256"] = "a" * 64
+    (same,) = _verdict_module()._outputs(Analysis.of(doc))
+    assert same.startswith("Every trial of the 7 arms returned the same output bytes (1 sha256")
+    for t in doc["trials"]:
+        if t["arm"] == "ptxas-12-5-82":
+            t["observations"]["output_sha256"] = "b" * 64
+    (differ,) = _verdict_module()._outputs(Analysis.of(doc))
+    assert "`ptxas-12-5-82` (1 sha256)" in differ and "`overlap`, `overlap-again`" in differ
+    for t in doc["trials"]:
+        del t["observations"]["output_sha256"]
+    assert _verdict_module()._outputs(Analysis.of(doc)) == []  # drivers before the digest
+
+
+def test_the_verdict_reads_the_controls_claims():
+    from gpurepro.analyze.views import Analysis
+
+    doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
+                     .read_text())
+    assert _verdict_module()._control(Analysis.of(doc)) == []  # a run without the controls
+    claim = next(c for c in doc["claims"] if c["name"] == "ptxas-12-6-85-same")
+    doc["claims"] += [{**claim, "name": "serialized-12-4-131-same", "decision": "supported"},
+                      {**claim, "name": "serialized-12-5-82-same", "decision": "contradicted"}]
+    same, other = _verdict_module()._control(Analysis.of(doc))
+    assert "through `serialized-12-4-131` as through the pinned release" in same
+    assert "`serialized-12-5-82` (contradicted)" in other

@@ -12,7 +12,8 @@ first and of the last launch is checked against numpy's attention of the same in
 faster wrong kernel is a wrong_result, never a time). The final record's observations hold
 ``timing`` ({"unit": "s", "values", "warmups", "loops", "warmup_values"}) and ``conditions``:
 the GPU's clocks, temperature and power read (never set) before and after, through pynvml where
-it imports, else cuDeviceGetAttribute's nominal clock rates. No libcuda: ``no_driver``. A CUDA
+it imports, else cuDeviceGetAttribute's nominal clock rates; ``output_sha256``, the last
+launch's output bytes. No libcuda: ``no_driver``. A CUDA
 error is named at its call (``cuda_error``); a cubin the device cannot load is ``unsupported``.
 """
 
@@ -195,6 +196,9 @@ def _time_and_check(cu: Cuda, cu_module: Any, np: Any, args: argparse.Namespace,
     obs["conditions"]["after"] = conditions(cu, attr, dev, bus_id)
     got = host_out.astype(np.float64)
     obs["max_abs_error"] = float(np.max(np.abs(got - np.asarray(expected))))
+    # The last launch's output bytes: arms whose digests agree computed the same bits, so a
+    # time compared across releases is the time of one function (the verdict groups them).
+    obs["output_sha256"] = hashlib.sha256(host_out.tobytes()).hexdigest()
     for buf in buffers.values():
         cu("cuMemFree", buf)
     cu("cuModuleUnload", module)

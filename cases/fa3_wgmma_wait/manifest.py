@@ -125,6 +125,8 @@ INJECTED = ("ptxas-12-5-82", "ptxas-12-6-20")
 # The first H200 run's times against `overlap`: slower by about 9%, or within 1%.
 SLOW, FAST = ("ptxas-12-4-131", "ptxas-12-5-82"), ("ptxas-12-6-20", "ptxas-12-6-85")
 
+CONTROLS = tuple(f"serialized-{release.replace('.', '-')}" for release in RELEASES)
+
 FACTORS = {"kernel": Factor(tuple(WAITS), "overlap",
                             "overlap: wait_group 1 before the softmax; serialized: wait_group 0"),
            "ptxas": Factor((*RELEASES, PINNED), PINNED,
@@ -137,6 +139,11 @@ ARMS = [
         f"ptxas {PINNED}, wait_group 0 in place of 1: the hand-serialized control"),
     Arm("overlap-again", {},
         "the overlap cubin timed as a second arm: the noise between trials of one cubin"),
+    # The control through each release: a kernel that already waits for both groups leaves ptxas
+    # no wait to inject, so a release that slows it slows something other than the overlap.
+    *[Arm(arm, {"kernel": "serialized", "ptxas": release},
+          f"the serialized PTX by ptxas {release}: the control through that release")
+      for release, arm in zip(RELEASES, CONTROLS)],
 ]
 BASELINE = "overlap"
 
@@ -184,6 +191,10 @@ CLAIMS = [
       for arm in FAST],
     Claim("faster-from-12-6-20", arm="ptxas-12-6-20", reference="ptxas-12-5-82", kind="faster",
           margin=SLOWER_MARGIN),
+    # The control the same through every release as through the pinned one: no release can slow
+    # a kernel that waits for both groups by hand (the premise, tested here).
+    *[Claim(f"{arm}-same", arm=arm, reference="serialized", kind="same", margin=SAME_MARGIN)
+      for arm in CONTROLS],
     *[_right(a.name) for a in ARMS],
 ]
 

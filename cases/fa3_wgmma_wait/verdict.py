@@ -8,6 +8,7 @@ geometric means and its interval, the harness appends.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from gpurepro.analyze.views import Analysis
@@ -15,6 +16,7 @@ from gpurepro.analyze.views import Analysis
 NOISE = "overlap-again-same"
 INJECTED = ("ptxas-12-5-82", "ptxas-12-6-20")  # print C7517, inject the wait (the CPU facts)
 RIGHT_SUFFIX = "-right"
+CONTROL = "serialized"  # the hand-serialized kernel by the pinned release; its controls below
 NEXT = ("Bisect the ptxas axis on the time ratio to 13.3.73 (every release between 12.4.131 and "
         "12.6.20), with the SASS of each side of the boundary beside the C7517 facts.")
 
@@ -59,8 +61,54 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
             + ") times the same as the pinned release: on this kernel the injected wait is not "
               "what makes a release slower; what else in the slower releases' SASS does is a "
               "hypothesis no arm isolates.")
+    sentences += _control(analysis) + _outputs(analysis)
     return {"status": status,
             "owner": "NVIDIA ptxas (nvidia-cuda-nvcc-cu12 12.5 and 12.6)"
             if status == "reproduced" else None,
             "owner_because": [f"{a}-slower" for a in INJECTED] if status == "reproduced" else [],
             "sentences": sentences, "next": [NEXT]}
+
+
+def _control(analysis: Analysis) -> list[str]:
+    """What the hand-serialized kernel through each release says: the `serialized-<release>-same`
+    claims against the pinned release's `serialized`."""
+    controls = {c.removesuffix("-same"): analysis.decision(c) for c in analysis.claims
+                if c.startswith(f"{CONTROL}-") and c.endswith("-same")}
+    if not controls:
+        return []
+    same = [a for a, d in controls.items() if d == "supported"]
+    other = [a for a, d in controls.items() if d != "supported"]
+    out = []
+    if same:
+        out.append("The hand-serialized kernel times the same through "
+                   + ", ".join(f"`{a}`" for a in same) + f" as through the pinned release "
+                   f"(`{CONTROL}`, their `-same` claims): those releases do not slow a kernel "
+                   f"that leaves no wait to inject, so what they change in `overlap`'s time is "
+                   f"in how the softmax overlaps the second wgmma group.")
+    if other:
+        out.append("Not the same as the pinned release's `serialized` within the margin: "
+                   + ", ".join(f"`{a}` ({controls[a]})" for a in other)
+                   + ": such a release changes the kernel's time apart from the overlap.")
+    return out
+
+
+def _outputs(analysis: Analysis) -> list[str]:
+    """Arms grouped by the sha256 of their output bytes (the driver's `output_sha256`)."""
+    digests: dict[str, set[str]] = defaultdict(set)
+    for t in analysis.trials:
+        digest = (t.record.get("observations") or {}).get("output_sha256")
+        if digest:
+            digests[t.arm].add(digest)
+    if not digests:
+        return []
+    groups: dict[frozenset[str], list[str]] = defaultdict(list)
+    for arm, seen in sorted(digests.items()):
+        groups[frozenset(seen)].append(arm)
+    if len(groups) == 1:
+        (seen,) = groups
+        return [f"Every trial of the {len(digests)} arms returned the same output bytes "
+                f"({len(seen)} sha256 over all of them): each time compared is the time of one "
+                f"function."]
+    return ["The arms' output bytes differ (each within numpy's tolerance, the `-right` claims): "
+            + "; ".join(", ".join(f"`{a}`" for a in arms) + f" ({len(seen)} sha256)"
+                        for seen, arms in groups.items()) + "."]
