@@ -73,3 +73,20 @@ def test_the_times_picture_is_drawn_for_a_timed_document_only(tmp_path):
     assert not times_plot(_doc(TILE), tmp_path / "u.png", tmp_path / "u.svg")
     assert not (tmp_path / "u.png").exists()
     assert "**Times**" not in issue_body(_doc(TILE), TILE, url="")
+
+
+def test_a_claim_against_another_arm_shows_its_own_ratio_in_the_arms_table():
+    from gpurepro.report.timed import arms_rows
+
+    control = ROOT / "results" / "fa3_wgmma_wait" / (
+        "20261205T093214Z-379cb7_NVIDIA-H100-80GB-HBM3_redacted.json")
+    doc = _doc(control)
+    claims = {c["name"]: c for c in doc["claims"]}
+    _, rows = arms_rows(doc, ["serialized", "serialized-12-4-131"])
+    # Against the baseline: the claim alone, its ratio is the column beside it.
+    assert rows[0][2] == f"`serialized-slower` {claims['serialized-slower']['decision']}"
+    # Against `serialized`: the claim's own ratio and reference, not the baseline's.
+    mine = claims["serialized-12-4-131-same"]
+    assert rows[1][2] == (f"`serialized-12-4-131-same` {mine['decision']}: "
+                          f"{mine['numbers']['ratio']:.3f}× ({mine['numbers']['ratio_ci'][0]:.3f}"
+                          f"–{mine['numbers']['ratio_ci'][1]:.3f}) `serialized`")

@@ -46,23 +46,35 @@ def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | N
 
 def arms_rows(doc: Mapping[str, Any], arms: Sequence[str]) -> tuple[list[str], list[list[str]]]:
     """The arms table's timing columns: the median time per launch of the arm's trials, its
-    ratio to the baseline, and the timed claim on the arm against the baseline."""
+    ratio to the baseline, and the timed claim on the arm: the one against the baseline, else
+    the first against another arm, with its ratio to that arm (a control against its own
+    reference says what the baseline's ratio does not)."""
     from ..analyze.timing import arm_times
 
     base = doc["case"]["baseline"]
-    on_arm = {c["arm"]: c for c in doc.get("claims") or []
-              if c.get("kind") in TIMED_KINDS and c.get("reference") == base}
+    on_arm: dict[str, Mapping[str, Any]] = {}
+    for c in doc.get("claims") or []:
+        if c.get("kind") in TIMED_KINDS and (c["arm"] not in on_arm or c.get("reference") == base):
+            on_arm[c["arm"]] = c
     rows = []
     for arm in arms:
         times = arm_times(doc.get("trials") or [], arm)
         median = f"{statistics.median(times) * 1e6:.1f} µs" if times else "–"
         numbers = ratio_to_baseline(doc, arm) if arm != base else None
         ratio = "(baseline)" if arm == base else _ratio(numbers) if numbers else "–"
-        claim = on_arm.get(arm)
-        rows.append([median, ratio, f"{code(claim['name'])} {escape(claim.get('decision'))}"
-                     if claim else "–"])
+        rows.append([median, ratio, _claim_cell(on_arm.get(arm), base)])
     return (["time per launch (median of trials)", f"ratio to {code(base)} (95% CI)", "claim"],
             rows)
+
+
+def _claim_cell(claim: Mapping[str, Any] | None, base: str) -> str:
+    if not claim:
+        return "–"
+    cell = f"{code(claim['name'])} {escape(claim.get('decision'))}"
+    numbers = claim.get("numbers") or {}
+    if claim.get("reference") != base and "ratio" in numbers:
+        cell += f": {_ratio(numbers)} {code(claim['reference'])}"
+    return cell
 
 
 def head_bullet(doc: Mapping[str, Any]) -> str | None:
