@@ -10,8 +10,9 @@ in locks/releases/fa3_wgmma_wait.json). Arms: the releases around the C7517 ones
 wait_placement.cpu.json measured on the CPU (12.4.131 before, 12.5.82 and 12.6.20 with it,
 12.6.85 after), `overlap` (13.3.73, wait_group 1: the softmax of the next key block runs while
 O += P V computes), `serialized` (13.3.73, wait_group 0 by hand: what full serialization
-costs), and `overlap-again` (the `overlap` cubin timed as a second arm: the noise of one cubin
-across trials). A trial is driver.py: one process, warm-up repetitions, then repetitions of
+costs), `overlap-again` (the `overlap` cubin timed as a second arm: the noise of one cubin
+across trials), and `serialized-<release>` (the control through each release: a kernel with no
+wait left to inject, against the pinned release's `serialized`). A trial is driver.py: one process, warm-up repetitions, then repetitions of
 many launches timed with CUDA events, the output checked against numpy.
 """
 
