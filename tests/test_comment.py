@@ -105,7 +105,10 @@ def test_rerun_command_parses_as_the_case_command(root):
         checked = check_arguments(case, parsed, root, gpu_info={"gpus": []})
         assert checked.target == doc["device"]["target"]
         # The arms the command plans: those it names, or none named, every arm (session.new_plan).
-        assert set(checked.arms or case.resolved_arms()) == set(doc["plan"]["arms"])
+        # Where the manifest changed since the run (case.manifest_changed), today's manifest is
+        # not the one the block checks out: the slow tier's test_rerun_literal plans it there.
+        if not doc["case"].get("manifest_changed"):
+            assert set(checked.arms or case.resolved_arms()) == set(doc["plan"]["arms"])
         assert parsed.seed == doc["plan"]["seed"]
         assert parsed.jobs == doc["plan"]["options"]["jobs"]
         stopping = doc["plan"]["options"].get("stopping") or {}

@@ -282,6 +282,12 @@ def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str],
     return lines, notes
 
 
+# Where no nox is on PATH, the one the Makefile installs from the commit's own lock (the README's
+# set-up does the same), so that the block runs when pasted on a machine with only Python and g++.
+NOX_IF_MISSING = ('command -v nox >/dev/null || { make .venv/bin/nox && '
+                  'export PATH="$PWD/.venv/bin:$PATH"; }')
+
+
 def _nox_line(doc: Mapping[str, Any]) -> str:
     session = shell_words([session_for(doc["case"]["name"])])
     python = runtime_python(doc)
@@ -334,7 +340,7 @@ def shortest_rerun(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     if repo.get("commit"):
         lines.append(f"git checkout {shell_words([repo['commit']])}")
     nox = _nox_line(doc).replace('"${ARGS[@]}"', shell_words(rerun_arguments(doc)))
-    return [*lines, nox]
+    return [*lines, NOX_IF_MISSING, nox]
 
 
 def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
@@ -343,7 +349,8 @@ def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     args = shell_words(rerun_arguments(doc))
     checkout, notes = _checkout_lines(doc, url)
     out = ["### Rerun it", "",
-           *fence("\n".join([*checkout, f"ARGS=({args})", _nox_line(doc)]), "sh")]
+           *fence("\n".join([*checkout, NOX_IF_MISSING, f"ARGS=({args})", _nox_line(doc)]),
+                  "sh")]
     out += notes
     out.append(f"The session installs the case's pinned toolchain for "
                f"{code(doc['device']['target'])}. The same without nox, with the versions this "
