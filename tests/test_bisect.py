@@ -311,9 +311,10 @@ def test_the_cpu_stage_on_two_real_ptxas_releases(tmp_path, monkeypatch):
     # for the build (which needs nvcc).
     ptx_dir = tmp_path / "ptx_lowered"
     ptx_dir.mkdir()
-    low = subprocess.run([sys.executable, str(PTXAS_CASE / "lower_ptx_version.py"),
+    low = subprocess.run([sys.executable, "-m", "gpurepro.build.ptx",
                           str(ROOT / "tests" / "data" / "ptxas_abs_clamp" / "kernel.emitted.ptx"),
-                          str(ptx_dir / "kernel.ptx")], capture_output=True, text=True, check=True)
+                          str(ptx_dir / "kernel.ptx"), "8.0"], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert "9.3 -> 8.0" in low.stdout
     rel = os.path.relpath(ptx_dir, ROOT)
     monkeypatch.setattr(cpu, "load_index", lambda *a: {"artifacts": {"ptx_lowered": {

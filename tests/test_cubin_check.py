@@ -1,6 +1,7 @@
 """The stock wrong-result driver (gpurepro/case/cubin_check.py) through the harness, against
 tests/fake_libcuda.c (whose device memory gives back what was copied in: the identity), and the
-verdict a Conclusion declares instead of a verdict.py."""
+verdict a Conclusion declares instead of a verdict.py; a spec of several kernels (KERNELS,
+--kernel) with observations of its own (observe)."""
 
 from __future__ import annotations
 
@@ -119,14 +120,16 @@ def test_a_bad_conclusion_is_one_line_naming_its_field(conclusion, says):
     assert says in str(err.value)
 
 
-def _stock(tmp_path: Path, spec: str, *, libcuda: bool) -> subprocess.CompletedProcess:
+def _stock(tmp_path: Path, spec: str, *, libcuda: bool,
+           kernel: str | None = None) -> subprocess.CompletedProcess:
     (tmp_path / "spec.py").write_text(spec)
     (tmp_path / "k.cubin").write_bytes(b"cubin")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     if not libcuda:
         env["LD_LIBRARY_PATH"] = str(tmp_path)  # nothing named libcuda.so.1 there
     return pace.run([sys.executable, str(STOCK), "--cubin", str(tmp_path / "k.cubin"), "--spec",
-                     str(tmp_path / "spec.py")], capture_output=True, text=True, env=env)
+                     str(tmp_path / "spec.py"), *(["--kernel", kernel] if kernel else [])],
+                    capture_output=True, text=True, env=env)
 
 
 def test_a_spec_that_declares_no_output_is_the_cases_error_in_one_line(tmp_path):
@@ -149,3 +152,73 @@ def test_without_libcuda_the_stock_driver_says_no_driver(tmp_path):
                   libcuda=False)
     final = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 3 and final["status"] == "no_driver"
+
+
+# One cubin, two kernels launched alike, the second with a reference the identity does not meet;
+# and what the spec adds to the observations from every launch's outputs.
+KERNELS_SPEC = """\
+from gpurepro.case.cubin_check import In, Launch, Out, Scalar
+
+KERNELS = ("same", "off_by_one")
+
+
+def launch(seed, kernel):
+    values = [seed + i for i in range(64)]
+    expected = values if kernel == "same" else [v + 1 for v in values]
+    return Launch(grid=(1,), block=(64,), args=[In("int32", values), Out("int32", 64),
+                                                Scalar("int32", 64)], expected=[expected])
+
+
+def observe(launch, outputs):
+    return {"launches_seen": len(outputs), "first_out": outputs[0][0][:2]}
+"""
+
+
+@pytest.fixture(scope="module")
+def fake_libcuda(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fake_libcuda")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
+                    str(folder / "libcuda.so.1"), str(ROOT / "tests" / "fake_libcuda.c")],
+                   check=True)
+    return folder
+
+
+def _on_fake(tmp_path: Path, libcuda: Path, *argv: str) -> subprocess.CompletedProcess:
+    (tmp_path / "spec.py").write_text(KERNELS_SPEC)
+    (tmp_path / "k.cubin").write_bytes(b"cubin")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(libcuda), "FAKE_CUDA_PARAMS": "3",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"),
+                                          str(ROOT / "tests" / "fixtures" / "fake_cuda_bindings")])}
+    return pace.run([sys.executable, str(STOCK), "--cubin", str(tmp_path / "k.cubin"), "--spec",
+                     str(tmp_path / "spec.py"), "--launches", "2", "--seed", "5", *argv],
+                    capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize(("kernel", "mismatches"), [("same", 0), ("off_by_one", 128)])
+def test_a_spec_of_several_kernels_launches_the_one_the_trial_names(tmp_path, fake_libcuda,
+                                                                     kernel, mismatches):
+    done = _on_fake(tmp_path, fake_libcuda, "--kernel", kernel)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    start, final = events[0], events[-1]
+    assert done.returncode == 0 and final["status"] == "ok", done.stderr
+    assert start["config"]["kernel"] == kernel
+    assert final["check"]["n"] == 128 and final["check"]["mismatches"] == mismatches
+    obs = final["observations"]
+    assert obs["launches_seen"] == 2 and obs["first_out"] == [5, 6]  # the spec's observe
+    assert obs["device"]["name"] == "Fake GPU" and obs["device"]["compute_capability"] == "9.0"
+    assert obs["launches_agree"] is True
+
+
+def test_a_spec_of_several_kernels_needs_the_trial_to_name_one(tmp_path, fake_libcuda):
+    done = _on_fake(tmp_path, fake_libcuda)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == ("cubin_check: --kernel None: give one of the spec's KERNELS "
+                                   "(same, off_by_one)")
+    done = _on_fake(tmp_path, fake_libcuda, "--kernel", "nosuch")
+    assert done.returncode == 2 and "--kernel 'nosuch'" in done.stderr
+
+
+def test_a_kernel_named_for_a_spec_of_one_kernel_is_a_usage_error(tmp_path):
+    done = _stock(tmp_path, (ROOT / "tests/fixtures/cubin_check_case/right.py").read_text(),
+                  libcuda=False, kernel="kernel")
+    assert done.returncode == 2 and "the spec declares one KERNEL, not KERNELS" in done.stderr

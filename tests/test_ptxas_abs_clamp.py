@@ -1,5 +1,7 @@
-"""ptxas_abs_clamp on a machine with no GPU: the PTX lowering, the trial driver's protocol and
-check, the SASS facts, the release facts on two releases, and the committed table.
+"""ptxas_abs_clamp on a machine with no GPU: its trials (the stock driver,
+gpurepro/case/cubin_check.py, on check.py), the SASS facts, its cubin's build step with the
+release the pins carry, the committed table, the claims, the analyses and the verdict (the
+lowering of its PTX: tests/test_build_ptx.py).
 
 tests/data/ptxas_abs_clamp/ holds what the pinned tools gave: kernel.emitted.ptx (nvcc 13.3.73,
 ``-arch=sm_90 -ptx`` on kernel.cu), nvdisasm 13.2.51 on the cubin of ptxas 12.6.77 and
@@ -12,8 +14,8 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import importlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -21,30 +23,34 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro.build import sass
+from gpurepro.case import cubin_check
+
 from . import pace
 from .conftest import ROOT, toolchain_venv
 
 CASE_DIR = ROOT / "cases" / "ptxas_abs_clamp"
 DATA = ROOT / "tests" / "data" / "ptxas_abs_clamp"
 EMITTED_PTX = DATA / "kernel.emitted.ptx"
-SIBLINGS = ("driver", "lower_ptx_version", "sass_facts", "compile_cubin")
+SPEC = CASE_DIR / "check.py"
+STOCK = ROOT / "src" / "gpurepro" / "case" / "cubin_check.py"
+SEED = "24438"  # what the case's trials pass (manifest.SEED)
 
 
 @pytest.fixture(scope="module")
-def case_modules():
-    """The case's scripts as modules (they import each other by plain name, as when run)."""
-    sys.path.insert(0, str(CASE_DIR))
-    try:
-        yield {name: importlib.import_module(name) for name in SIBLINGS}
-    finally:
-        sys.path.remove(str(CASE_DIR))
-        for name in SIBLINGS:
-            sys.modules.pop(name, None)
+def check():
+    """The case's check.py, as the stock driver loads it."""
+    return cubin_check.load_spec(SPEC)
 
 
-def _run(script: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    return pace.run([sys.executable, str(CASE_DIR / script), *args], capture_output=True,
-                    text=True, **kw, startups=pace.BUILD)
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    """``python ARGV...`` with this checkout's gpurepro importable."""
+    return pace.run([sys.executable, *argv], capture_output=True, text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")}, startups=pace.BUILD)
+
+
+def _lower(*args: str) -> subprocess.CompletedProcess:
+    return _run("-m", "gpurepro.build.ptx", *args)
 
 
 def _has_libcuda() -> bool:
@@ -55,93 +61,65 @@ def _has_libcuda() -> bool:
     return True
 
 
-# ----------------------------------------------------------------------------- PTX lowering
+# ----------------------------------------------------------------------------- the trials
 
 
-def test_lowering_rewrites_only_the_version_line(tmp_path):
-    out = tmp_path / "kernel.ptx"
-    done = _run("lower_ptx_version.py", str(EMITTED_PTX), str(out))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ".version 9.3 -> 8.0"
-    before, after = EMITTED_PTX.read_text().splitlines(), out.read_text().splitlines()
-    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
-    assert changed == [(".version 9.3", ".version 8.0")]
+def _stock(cubin: Path, *argv: str) -> subprocess.CompletedProcess:
+    """A trial's command, as the manifest's trial_command gives it (no preload)."""
+    return _run(str(STOCK), "--cubin", str(cubin), "--spec", str(SPEC), *argv)
 
 
-def test_the_real_ptx_needs_nothing_newer_than_isa_8_0(case_modules):
-    low = case_modules["lower_ptx_version"]
-    needs = low.requirements(EMITTED_PTX.read_text())
-    assert {"abs", "min", "max", "ld", "st", "cvta"} <= set(needs)
-    assert needs[".target sm_90"] == "7.8"
-    assert max(low._v(v) for v in needs.values()) <= (8, 0)
-
-
-def test_lowering_refuses_an_instruction_it_has_no_version_for(tmp_path):
-    src = tmp_path / "k.ptx"
-    src.write_text(EMITTED_PTX.read_text().replace("\tret;", "\tfence.proxy.async;\n\tret;", 1))
-    done = _run("lower_ptx_version.py", str(src), str(tmp_path / "out.ptx"))
-    assert done.returncode == 2 and "fence" in done.stderr
-    assert not (tmp_path / "out.ptx").exists()
-
-
-def test_lowering_refuses_a_modifier_newer_than_the_target(tmp_path):
-    src = tmp_path / "k.ptx"
-    src.write_text(EMITTED_PTX.read_text().replace("max.s32", "max.relu.s32", 1))
-    done = _run("lower_ptx_version.py", str(src), str(tmp_path / "out.ptx"), "--to", "7.8")
-    assert done.returncode == 2 and "max.relu (ISA 8.0)" in done.stderr
-
-
-def test_lowering_leaves_an_older_version_alone(case_modules):
-    low = case_modules["lower_ptx_version"]
-    old = EMITTED_PTX.read_text().replace(".version 9.3", ".version 7.8")
-    assert low.lower(old) == (old, "7.8", "7.8")
-
-
-# ----------------------------------------------------------------------------- the driver
-
-
-def test_driver_without_libcuda_reports_no_driver(tmp_path):
+def test_a_trial_without_libcuda_reports_no_driver(tmp_path):
     if _has_libcuda():
         pytest.skip("this machine has a libcuda.so.1: no_driver cannot be shown here")
     cubin = tmp_path / "k.cubin"
     cubin.write_bytes(b"\x7fELF not really")
-    done = _run("driver.py", "--cubin", str(cubin), "--kernel", "abs_clamp")
+    done = _stock(cubin, "--kernel", "abs_clamp", "--seed", SEED)
     assert done.returncode == 3, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert [e["event"] for e in events] == ["start", "final"]
     start, final = events
-    assert start["driver"] == "ptxas_abs_clamp" and start["config"]["kernel"] == "abs_clamp"
+    assert start["driver"] == "cubin_check" and start["config"]["kernel"] == "abs_clamp"
     assert final["status"] == "no_driver" and "libcuda.so.1" in final["reason"]
     assert "check" not in final and final["counters"] == {"launches": 0, "checked": 0}
 
 
-def test_driver_no_driver_record_classifies_as_unsupported(tmp_path):
+def test_a_no_driver_trial_classifies_as_unsupported(tmp_path):
     if _has_libcuda():
         pytest.skip("this machine has a libcuda.so.1")
     from gpurepro.run.classify import Observed, classify, parse_json_lines
 
     cubin = tmp_path / "k.cubin"
     cubin.write_bytes(b"x")
-    done = _run("driver.py", "--cubin", str(cubin))
+    done = _stock(cubin, "--kernel", "clamp_only", "--seed", SEED)
     events, bad = parse_json_lines(done.stdout.splitlines())
     got = classify(Observed(done.returncode, False, events), "launches")
     assert bad == 0 and got.outcome == "unsupported" and "libcuda.so.1" in got.detail
 
 
-def test_driver_usage_errors_exit_2_without_a_final_record(tmp_path):
-    done = _run("driver.py", "--cubin", str(tmp_path / "missing.cubin"))
+def test_usage_errors_exit_2_without_a_final_record(tmp_path):
+    done = _stock(tmp_path / "missing.cubin", "--kernel", "abs_clamp")
     assert done.returncode == 2 and done.stdout == ""
+    done = _stock(EMITTED_PTX)  # check.py declares KERNELS: a trial names one
+    assert done.returncode == 2 and done.stdout == "" and "--kernel None" in done.stderr
 
 
-def test_reference_of_the_report_and_the_inputs(case_modules):
-    drv = case_modules["driver"]
-    assert drv.reference("abs_clamp", drv.REPORT_M) == [9, 6, 3, 0, 3, 6]
-    assert drv.reference("clamp_only", drv.REPORT_M) == [0, 0, 0, 0, 3, 6]
-    assert drv.reference("abs_only", drv.REPORT_M) == [9, 6, 3, 0, 3, 6]
-    m = drv.inputs("abs_clamp", 4096, drv.DEFAULT_SEED)
-    assert m[:6] == drv.REPORT_M and m == drv.inputs("abs_clamp", 4096, drv.DEFAULT_SEED)
-    assert 1500 < sum(x < 0 for x in m) < 2600 and drv.INT_MIN not in m
-    assert max(abs(x) for x in drv.inputs("abs_only", 4096, 1)) == 5
+def test_reference_of_the_report_and_the_inputs(check):
+    assert check.reference("abs_clamp", check.REPORT_M) == [9, 6, 3, 0, 3, 6]
+    assert check.reference("clamp_only", check.REPORT_M) == [0, 0, 0, 0, 3, 6]
+    assert check.reference("abs_only", check.REPORT_M) == [9, 6, 3, 0, 3, 6]
+    m = check.inputs("abs_clamp", int(SEED))
+    assert m[:6] == check.REPORT_M and m == check.inputs("abs_clamp", int(SEED))
+    assert len(m) == 4102 and 1500 < sum(x < 0 for x in m) < 2600 and -(2**31) not in m
+    assert max(abs(x) for x in check.inputs("abs_only", 1)) == 5
+
+
+def test_the_launch_is_the_kernels_signature(check):
+    launch = check.launch(int(SEED), "abs_clamp")
+    assert [type(a).__name__ for a in launch.args] == ["In", "In", "Out", "Scalar"]
+    assert launch.args[1].values == list(range(18)) and launch.args[3].value == 4102
+    assert launch.grid == (33,) and launch.block == (128,)
+    assert cubin_check.checked_launch(check, int(SEED), "abs_only")[0] == "abs_only"
 
 
 class FakeResult(int):
@@ -225,17 +203,18 @@ class FakeCuda:
 
 
 @pytest.fixture
-def drive(case_modules, monkeypatch, capfd):
-    """The driver's main() on fake bindings, in this process; its events (the kit writes them
-    to file descriptor 1)."""
-    drv = case_modules["driver"]
+def drive(monkeypatch, capfd):
+    """The stock driver's main() on check.py and fake bindings, in this process; its events
+    (the kit writes them to file descriptor 1)."""
     hooks = (sys.excepthook, threading.excepthook)
 
     def run(fake, *argv):
-        monkeypatch.setattr(drv, "libcuda_missing", lambda: None)
-        monkeypatch.setattr(drv, "import_bindings", lambda: (fake, "fake", "0"))
+        monkeypatch.setattr(cubin_check, "libcuda_missing", lambda: None)
+        monkeypatch.setattr(cubin_check, "import_bindings", lambda: (fake, "fake", "0"))
         capfd.readouterr()
-        rc = drv.main(["--cubin", str(EMITTED_PTX), *argv])
+        argv = argv if "--kernel" in argv else ("--kernel", "abs_clamp", *argv)
+        rc = cubin_check.main(["--cubin", str(EMITTED_PTX), "--spec", str(SPEC), "--seed", SEED,
+                               *argv])
         monkeypatch.undo()
         events = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
         return rc, events
@@ -244,12 +223,11 @@ def drive(case_modules, monkeypatch, capfd):
     sys.excepthook, threading.excepthook = hooks  # the kit's Driver installs its own
 
 
-def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, drive):
-    drv = case_modules["driver"]
-    rc, events = drive(FakeCuda(drop_abs=True), "--random", "1000")
+def test_a_trial_checks_every_element_and_reports_a_wrong_answer(check, drive):
+    rc, events = drive(FakeCuda(drop_abs=True))
     final = events[-1]
     assert rc == 0 and final["status"] == "ok"
-    m = drv.inputs("abs_clamp", 1000, drv.DEFAULT_SEED)
+    m = check.inputs("abs_clamp", int(SEED))
     negative = sum(x < 0 for x in m)
     check = final["check"]
     assert check["kind"] == "exact" and check["n"] == 3 * len(m)
@@ -260,20 +238,21 @@ def test_driver_checks_every_element_and_reports_a_wrong_answer(case_modules, dr
                                "expected": [9, 6, 3, 0, 3, 6]}
     assert obs["mismatches_by_sign"] == {"negative_m": 3 * negative, "nonnegative_m": 0}
     assert obs["launches_agree"] is True and obs["first_m"][:3] == [-3, -2, -1]
+    assert obs["device"] == {"name": "Fake H200", "compute_capability": "9.0", "driver_api": 13000}
     assert final["counters"] == {"launches": 3, "checked": 3 * len(m)}
     kinds = [e["event"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "final" and kinds.count("heartbeat") >= 3
 
 
 @pytest.mark.parametrize("kernel", ["abs_clamp", "abs_only", "clamp_only"])
-def test_driver_right_answers_have_no_mismatches(drive, kernel):
+def test_right_answers_have_no_mismatches(drive, kernel):
     rc, events = drive(FakeCuda(drop_abs=False), "--kernel", kernel)
     final = events[-1]
     assert rc == 0 and final["check"]["mismatches"] == 0 and final["check"]["first"] == []
     assert final["check"]["n"] == 3 * 4102
 
 
-def test_driver_names_the_failing_call(drive):
+def test_a_trial_names_the_failing_call(drive):
     fake = FakeCuda(False, {"cuCtxSynchronize": "CUDA_ERROR_LAUNCH_FAILED"})
     rc, events = drive(fake)
     final = events[-1]
@@ -282,7 +261,7 @@ def test_driver_names_the_failing_call(drive):
     assert final["errors"] == {"CUDA_ERROR_LAUNCH_FAILED": 1} and "check" not in final
 
 
-def test_driver_a_cubin_the_device_cannot_load_is_unsupported(drive):
+def test_a_cubin_the_device_cannot_load_is_unsupported(drive):
     fake = FakeCuda(False, {"cuModuleLoadData": "CUDA_ERROR_NO_BINARY_FOR_GPU"})
     rc, events = drive(fake)
     assert rc == 3 and events[-1]["status"] == "unsupported"
@@ -292,17 +271,20 @@ def test_driver_a_cubin_the_device_cannot_load_is_unsupported(drive):
 # ----------------------------------------------------------------------------- SASS facts
 
 
-def test_sass_facts_of_the_two_sides_of_the_fix(case_modules):
-    sf = case_modules["sass_facts"]
-    bad = sf.kernel_facts((DATA / "ptxas-12.6.77.nvdisasm.txt").read_text())
-    good = sf.kernel_facts((DATA / "ptxas-12.6.85.cuobjdump-sass.txt").read_text())
+def test_sass_facts_of_the_two_sides_of_the_fix():
+    """What the axis watches and the verdict states, by the harness's parser and diff."""
+    bad = sass.parse_listing((DATA / "ptxas-12.6.77.nvdisasm.txt").read_text())
+    good = sass.parse_listing((DATA / "ptxas-12.6.85.cuobjdump-sass.txt").read_text())
     assert set(bad) == set(good) == {"abs_clamp", "abs_only", "clamp_only"}
-    assert bad["abs_clamp"]["iabs"] == [] and bad["abs_clamp"]["clamp_reads"] == "LDG.E"
-    assert bad["abs_clamp"]["clamp"] == ["VIMNMX.RELU R0, R2, 0x5, PT"]
-    assert good["abs_clamp"]["iabs"] == ["IABS R0, R2"]
-    assert good["abs_clamp"]["clamp_reads"] == "IABS"
-    assert bad["abs_only"]["iabs"] and good["abs_only"]["iabs"]
-    assert bad["clamp_only"] == good["clamp_only"]
+    watch = [(k, "IABS") for k in sorted(bad)] + [("abs_clamp", "VIMNMX.RELU R0, R2, 0x5, PT")]
+    assert sass.watched(bad, watch) == {"abs_clamp:IABS": False, "abs_only:IABS": True,
+                                        "clamp_only:IABS": False,
+                                        "abs_clamp:VIMNMX.RELU R0, R2, 0x5, PT": True}
+    assert sass.watched(good, watch)["abs_clamp:IABS"] is True
+    assert sass.diff(bad["abs_clamp"], good["abs_clamp"])["changes"][0] == {
+        "a": ["VIMNMX.RELU R0, R2, 0x5, PT", "LEA R7, R0, R0, 0x1"],
+        "b": ["IABS R0, R2", "VIMNMX.RELU R0, R0, 0x5, PT", "IMAD R7, R0, 0x3, RZ"]}
+    assert sass.opcodes(bad)["clamp_only"] == sass.opcodes(good)["clamp_only"]  # two readers
 
 
 # ----------------------------------------------------------------------------- the committed facts
@@ -323,7 +305,7 @@ def test_committed_document_counts_identical_cubins_once():
     assert cu12["package"] == "nvidia-cuda-nvcc-cu12" and len(cu12["considered"]) >= 2
 
 
-def test_arms_sit_on_the_committed_boundaries(case_modules):
+def test_arms_sit_on_the_committed_boundaries():
     from gpurepro.case import load_case
 
     case = load_case(CASE_DIR / "manifest.py", ROOT)
@@ -362,21 +344,23 @@ def test_the_ptx_fixture_is_what_the_pinned_nvcc_emits(tmp_path):
 
 @pytest.mark.toolchain
 def test_the_cubin_of_the_13_3_ptxas_is_the_committed_one(tmp_path):
-    """compile_cubin.py with the ptxas of nvidia-cuda-nvcc 13.3.73 (the cuda-13 arm's release,
-    here the toolchain environment's copy of the same wheel) on the lowered PTX."""
+    """The cubin artifact's command (gpurepro.build.sass's build step around the arms' ptxas
+    argv) with the ptxas of nvidia-cuda-nvcc 13.3.73 (the cuda-13 arm's release, here the
+    toolchain environment's copy of the same wheel) on the lowered PTX."""
     tile = _tools(toolchain_venv("tile_unload_race", "sm_90"), "ptxas")
     tc = _tools(toolchain_venv("tcgen05_alloc_order", "sm_103a"), "nvdisasm")
     lowered = tmp_path / "kernel.ptx"
-    assert _run("lower_ptx_version.py", str(EMITTED_PTX), str(lowered)).returncode == 0
+    assert _lower(str(EMITTED_PTX), str(lowered), "8.0").returncode == 0
     out = tmp_path / "out" / "kernel.cubin"
     out.parent.mkdir()
-    done = _run("compile_cubin.py", str(tile["ptxas"]), "--ptx", str(lowered), "--arch", "sm_90",
-                "--nvdisasm", str(tc["nvdisasm"]), "--out", str(out))
+    done = _run("-m", "gpurepro.build.sass", str(out), f"nvdisasm={tc['nvdisasm']}", "--",
+                str(tile["ptxas"]), "-arch=sm_90", "-O3", str(lowered), "-o", str(out))
     assert done.returncode == 0, done.stderr
     committed = {r["requested"]: r["compile"]["cubin_sha256"] for r in _committed()["releases"]}
     assert hashlib.sha256(out.read_bytes()).hexdigest() == committed["13.3.73"]
-    sass = json.loads((out.parent / "sass.json").read_text())
-    assert sass["abs_dropped"] is False and sass["version"] == "13.2.51"
+    read = sass.read_builds({"cubin_13.3.73": out}, "cubin")["13.3.73"]
+    assert read["disassembler"] == "nvdisasm" and read["version"] == "13.2.51"
+    assert any(t.startswith("IABS") for t in read["listing"]["abs_clamp"])
 
 
 # ----------------------------------------------------------------------------- claims and verdict
@@ -400,8 +384,9 @@ def test_the_case_checks_its_output_and_declares_its_claims_and_axes():
     assert (ax.package, ax.versions, ax.tool, ax.artifact, ax.arms) == (
         "nvidia-cuda-nvcc-cu12", ">=12.0,<13", "ptxas", "cubin_12.6.77", ("last-bad",))
     assert ax.watch == (("abs_clamp", "IABS"),)
-    # the axis compiles with the arms' flags (compile_cubin.FLAGS): the same argv, the same cubins
+    # the axis compiles with the arms' argv: the same cubins
     assert ax.build[:3] == ("{tool}", "-arch={arch}", "-O3")
+    assert case.artifact("cubin").command[-6:] == ("{ptxas}", *ax.build[1:])
     assert case.axes["ptxas-as-emitted"].build[3] == "{artifact:ptx}/kernel.ptx"
 
 
@@ -437,11 +422,9 @@ def _bisection_doc(mode: str) -> dict:
 
 def _analysis(decision: str, bisections: list):
     from gpurepro.analyze.views import Analysis
-    from gpurepro.build import sass
-    from gpurepro.case import load_sibling
+    from gpurepro.bisect import summary
 
     case = _case()
-    manifest = load_sibling(CASE_DIR / "manifest.py", "manifest")
 
     def listing(name):
         return {"version": "13.2.51", "listing": {k: [i.text for i in v] for k, v in
@@ -453,11 +436,11 @@ def _analysis(decision: str, bisections: list):
                        for a in case.resolved_arms()},
            "claims": [{"name": c.name, "decision": decision} for c in case.claims],
            "analyses": {"sass": {"available": True, "by_ptxas": by},
-                        "bisection": manifest.bisection_summary(bisections)}}
+                        "bisection": summary.summarize(bisections, ("abs_clamp",))}}
     return Analysis.of(doc)
 
 
-def test_the_verdict_names_ptxas_and_the_boundaries_the_bisection_pins(case_modules):
+def test_the_verdict_names_ptxas_and_the_boundaries_the_bisection_pins():
     from gpurepro.case import load_sibling
 
     verdict = load_sibling(CASE_DIR / "manifest.py", "verdict")
@@ -477,3 +460,22 @@ def test_the_verdict_names_ptxas_and_the_boundaries_the_bisection_pins(case_modu
     undecided = verdict.verdict(_analysis("not_decided", []))
     assert undecided["status"] == "not_decided" and undecided["owner"] is None
     assert any("--trials" in n for n in undecided["next"]) and any("bisect" in n for n in undecided["next"])
+
+
+def test_the_analyses_read_the_build_and_the_committed_bisections(tmp_path):
+    """The SASS analysis reads the sass.json the build step wrote beside each arm's cubin; the
+    bisection analysis, on the committed bisections, is what the newest committed run recorded."""
+    case = _case()
+    cubin = tmp_path / "cubin_12.6.77" / "kernel.cubin"
+    cubin.parent.mkdir()
+    cubin.write_bytes(b"")
+    (cubin.parent / "sass.json").write_text(json.dumps({
+        "read_by": "nvdisasm", "attempts": {}, "versions": {"nvdisasm": "13.2.51"},
+        "kernels": {"abs_clamp": ["VIMNMX.RELU R0, R2, 0x5, PT"]}}))
+    got = case.analyses["sass"]({"cubin_12.6.77": cubin, "crash_preload": tmp_path / "x.so"})
+    assert got == {"available": True, "by_ptxas": {"12.6.77": {
+        "disassembler": "nvdisasm", "version": "13.2.51",
+        "listing": {"abs_clamp": ["VIMNMX.RELU R0, R2, 0x5, PT"]}}}}
+    newest = json.loads(ROOT.joinpath(
+        "results/ptxas_abs_clamp/20261204T032311Z-bed44c_NVIDIA-H200_redacted.json").read_text())
+    assert case.analyses["bisection"]({}) == newest["analyses"]["bisection"]

@@ -1,10 +1,14 @@
 """The harness's SASS tooling (gpurepro.build.sass): both listings parsed alike, the
-instruction facts and diff, and the finder falling back to nvdisasm where cuobjdump cannot
-read a cubin. On the listings the pinned 13.2.51 disassemblers printed (tests/data)."""
+instruction facts and diff, the finder falling back to nvdisasm where cuobjdump cannot read a
+cubin, and the build step that writes a cubin's SASS beside it. On the listings the pinned
+13.2.51 disassemblers printed (tests/data)."""
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from gpurepro.build import sass
@@ -88,3 +92,42 @@ def test_one_reader_for_listings_compared_with_each_other(tmp_path):
     got, reader = sass.common_reader([old, new], {"cuobjdump": cuobjdump, "nvdisasm": nvdisasm})
     assert reader == "nvdisasm" and [d.read_by for d in got] == ["nvdisasm", "nvdisasm"]
     assert got[1].attempts["cuobjdump"]["status"] == "ok"  # tried first, and kept
+
+
+def _run_step(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpurepro.build.sass", *argv], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def test_the_build_step_compiles_then_writes_the_sass_a_case_analysis_reads(tmp_path):
+    """An artifact's command `python -m gpurepro.build.sass OUT TOOL=PATH -- COMPILER...`: the
+    compiler's command, then sass.json beside its output, read back per release."""
+    nvdisasm = _tool(tmp_path / "nvdisasm", 'if [ "$1" = --version ]; then\n'
+                     'echo "Cuda compilation tools, release 13.2, V13.2.51"; exit 0; fi\n'
+                     f'cat "{NVDISASM_12_6_77}"\n')
+    ptx = tmp_path / "kernel.ptx"
+    ptx.write_text("ptx")
+    out = tmp_path / "cubin_12.6.77" / "kernel.cubin"
+    out.parent.mkdir()
+    done = _run_step(str(out), f"nvdisasm={nvdisasm}", "--", "cp", str(ptx), str(out))
+    assert done.returncode == 0, done.stderr
+    read = sass.read_builds({"cubin_12.6.77": out, "ptx": ptx}, "cubin")
+    assert list(read) == ["12.6.77"] and read["12.6.77"]["version"] == "13.2.51"
+    assert read["12.6.77"]["disassembler"] == "nvdisasm"
+    assert "VIMNMX.RELU R0, R2, 0x5, PT" in read["12.6.77"]["listing"]["abs_clamp"]
+    assert sass.analysis("cubin", per="ptxas")({"cubin_12.6.77": out}) == {
+        "available": True, "by_ptxas": read}
+    # a compiler that fails is the build's failure, with its exit status; nothing is written
+    failed = tmp_path / "failed" / "kernel.cubin"
+    failed.parent.mkdir()
+    done = _run_step(str(failed), f"nvdisasm={nvdisasm}", "--", "sh", "-c", "exit 3")
+    assert done.returncode == 3 and "without writing" in done.stderr
+    assert not (failed.parent / "sass.json").exists()
+
+
+def test_the_build_step_names_its_usage(tmp_path):
+    for argv in ([str(tmp_path / "k.cubin"), "--", "true"],
+                 [str(tmp_path / "k.cubin"), "objdump=/bin/true", "--", "true"],
+                 [str(tmp_path / "k.cubin"), "nvdisasm=/bin/true"]):
+        done = _run_step(*argv)
+        assert done.returncode == 2 and done.stderr.startswith("usage: python -m gpurepro.build.sass")

@@ -13,6 +13,10 @@
   in release B" a verdict can state.
 - ``diff(a, b)``: what changed between two kernels' instructions: the opcodes only one side
   has, and the changed runs of instructions (offsets and trailing NOPs left out).
+- ``python -m gpurepro.build.sass OUT.cubin TOOL=PATH... -- COMMAND...``: a build step
+  (``build_step``) for an artifact whose SASS a case reads: the compiler's command, then the
+  SASS of the cubin it wrote, ``sass.json`` beside it, which ``read_builds`` reads back (and
+  ``analysis``, a case's analysis of every per-release build of the artifact).
 
 Pure text processing and subprocess, standard library only.
 """
@@ -21,10 +25,12 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 import re
 import subprocess
+import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -356,3 +362,66 @@ def common_reader(cubins: Sequence[Path], tools: Mapping[str, Path | None]
                 d.attempts = {**first.attempts, **d.attempts}
             return again, name
     return firsts, None
+
+
+# ---------------------------------------------------------------------------------- a build step
+
+
+def build_step(cubin: Path, tools: Mapping[str, Path], command: Sequence[str]) -> int:
+    """Run ``command`` (a compiler that writes ``cubin``), then write ``sass.json`` beside it:
+    the cubin's SASS by the first of ``tools`` (in their order) that reads it
+    (``Disassembly.record``) and each tool's release (``versions``: ``{"nvdisasm":
+    "13.2.51"}``). The exit status: the command's where it failed or wrote no cubin, else 0 (a
+    cubin no disassembler reads is recorded so, ``read_by`` null)."""
+    from .toolchain import release, version_of
+
+    done = subprocess.run(list(command), check=False)
+    if done.returncode != 0 or not cubin.is_file():
+        print(f"gpurepro.build.sass: {command[0]} exited with status {done.returncode} "
+              f"{'without writing' if not cubin.is_file() else 'after writing'} {cubin}",
+              file=sys.stderr)
+        return done.returncode or 1
+    listed = disassemble(cubin, dict(tools), order=list(tools))
+    record = {**listed.record(), "versions": {n: release(version_of(p)) for n, p in tools.items()}}
+    (cubin.parent / "sass.json").write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+def read_builds(paths: Mapping[str, Path], artifact: str) -> dict[str, dict[str, Any]]:
+    """The SASS ``build_step`` wrote beside each build of ``artifact``, an artifact built per
+    release (``<artifact>_<level>`` in ``paths``, a case analysis's argument), by level:
+    ``{"disassembler", "version", "listing": {kernel: [instruction, ...]}}``."""
+    out = {}
+    for name, path in sorted(paths.items()):
+        written = Path(path).parent / "sass.json"
+        if name.startswith(f"{artifact}_") and written.is_file():
+            s = json.loads(written.read_text())
+            out[name[len(artifact) + 1:]] = {"disassembler": s["read_by"], "listing": s["kernels"],
+                                             "version": s["versions"].get(s["read_by"])}
+    return out
+
+
+def analysis(artifact: str, per: str) -> Callable[[Mapping[str, Path]], dict[str, Any]]:
+    """A case analysis (``Case.analyses``) of ``artifact``, built per the factor ``per`` with
+    ``build_step``: ``{"available": ..., "by_<per>": read_builds(...)}``."""
+    def analyze(paths: Mapping[str, Path]) -> dict[str, Any]:
+        by = read_builds(paths, artifact)
+        return {"available": bool(by), f"by_{per}": by}
+    return analyze
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    cut = args.index("--") if "--" in args else len(args)
+    head, command = args[:cut], args[cut + 1:]
+    tools = dict(t.split("=", 1) for t in head[1:] if "=" in t)
+    if (len(head) < 2 or len(tools) != len(head) - 1 or not command
+            or not set(tools) <= {n for n, _ in DISASSEMBLERS}):
+        print("usage: python -m gpurepro.build.sass OUT.cubin TOOL=PATH... -- COMMAND..."
+              f" (TOOL: {', '.join(n for n, _ in DISASSEMBLERS)})", file=sys.stderr)
+        return 2
+    return build_step(Path(head[0]), {n: Path(p) for n, p in tools.items()}, command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """The stock wrong-result driver: load a cubin, launch one kernel as a case declares, check it.
 
-    python cubin_check.py --cubin kernel.cubin --spec cases/<case>/check.py
+    python cubin_check.py --cubin kernel.cubin --spec cases/<case>/check.py [--kernel NAME]
                           [--launches 3] [--seed 0] [--check-rel R --check-abs A]
 
 A case declares the launch in a spec file of its folder (``TrialContext.cubin_check`` passes
@@ -16,12 +16,20 @@ it), which imports only this module's declarations and computes the reference on
                       args=[Scalar("float32", 2.0), In("float32", x), Out("float32", 256)],
                       expected=[[2.0 * v for v in x]])   # one list per Out or InOut, in order
 
+A cubin whose kernels are launched alike (the kernel under test and its controls) is one spec:
+it declares ``KERNELS`` (their names) in place of ``KERNEL`` and ``launch(seed, kernel)``, and
+the trial names the kernel with ``--kernel``. A spec may also define ``observe(launch,
+outputs)``: what the final record's observations add, from the launch and every launch's
+outputs (``outputs[launch][output]``, a list per Out or InOut) once every launch is checked.
+
 Each launch fills every output with a sentinel first, launches, synchronizes, copies the outputs
 back and compares them with ``expected`` (exact, or within the case's tolerance: Case.check).
 Every launch's comparison goes into the final record's ``check``, so a mismatch makes the trial
 ``wrong_result`` and a trial without the check is never a survival. The protocol, statuses and
 exit codes are the Python driver kit's (gpurepro.case.driver): no libcuda is ``no_driver``; a
 failed call is ``cuda_error`` at its call; a first load the device cannot run, ``unsupported``.
+The observations name the device (its name, compute capability and driver API version) and the
+bindings.
 Standard library and cuda-python (``cuda.bindings.driver``, or ``cuda.cuda`` before 12.6) only;
 the bindings are imported once libcuda is found, and without them the driver says so and exits
 2 (the trial is the harness's error, not the bug's).
@@ -37,7 +45,7 @@ import importlib.metadata
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +59,8 @@ DTYPES: dict[str, tuple[str, Any]] = {
     "float32": ("f", ctypes.c_float), "float64": ("d", ctypes.c_double),
 }
 SENTINEL = 0xDEADBEEF  # written over every output (as 32-bit words) before each launch
+# A first load that fails with one of these: the device cannot run the cubin at all.
+UNSUPPORTED_LOAD = kit.UNSUPPORTED_LOAD_ERRORS | {"CUDA_ERROR_INVALID_SOURCE"}
 FIRST_MISMATCHES = 8  # kept in the final record's check
 
 
@@ -101,13 +111,27 @@ def _dims(dims: tuple[int, ...], what: str) -> tuple[int, int, int]:
     return tuple(int(d) for d in (*dims, 1, 1)[:3])  # type: ignore[return-value]
 
 
-def checked_launch(spec: Any, seed: int) -> tuple[str, Launch]:
+def checked_launch(spec: Any, seed: int, kernel: str | None = None) -> tuple[str, Launch]:
     """The spec module's kernel name and launch, each part checked (a spec error is the
-    case's, named on standard error, exit 2)."""
-    kernel = getattr(spec, "KERNEL", None)
-    if not isinstance(kernel, str) or not kernel:
-        raise ValueError("KERNEL: the kernel's name in the cubin, a string")
-    launch = spec.launch(seed)
+    case's, named on standard error, exit 2). ``kernel``: the --kernel of a spec that declares
+    KERNELS."""
+    kernels = getattr(spec, "KERNELS", None)
+    if kernels is None:
+        if kernel is not None:
+            raise ValueError("--kernel: the spec declares one KERNEL, not KERNELS")
+        name = getattr(spec, "KERNEL", None)
+        if not isinstance(name, str) or not name:
+            raise ValueError("KERNEL: the kernel's name in the cubin, a string (or KERNELS)")
+        launch = spec.launch(seed)
+    else:
+        if (not isinstance(kernels, (tuple, list)) or not kernels
+                or not all(isinstance(k, str) and k for k in kernels)):
+            raise ValueError("KERNELS: the names of the cubin's kernels the spec launches, strings")
+        if kernel is None or kernel not in kernels:
+            raise ValueError(f"--kernel {kernel!r}: give one of the spec's KERNELS "
+                             f"({', '.join(kernels)})")
+        name = kernel
+        launch = spec.launch(seed, kernel)
     if not isinstance(launch, Launch):
         raise ValueError("launch(seed) must return a gpurepro.case.cubin_check.Launch")
     _dims(launch.grid, "grid")
@@ -123,7 +147,7 @@ def checked_launch(spec: Any, seed: int) -> tuple[str, Launch]:
             raise ValueError(f"{a!r}: an argument is In, Out, InOut or Scalar")
         if a.dtype not in DTYPES:
             raise ValueError(f"{a.dtype!r}: one of {', '.join(DTYPES)}")
-    return kernel, launch
+    return name, launch
 
 
 def load_spec(path: Path) -> Any:
@@ -236,9 +260,20 @@ def _one_launch(cu: Cuda, func: Any, launch: Launch, bufs: _Buffers,
     return checks, got
 
 
-def run(args: argparse.Namespace, d: kit.Driver, image: bytes, kernel: str,
-        launch: Launch) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Every comparison and the observations; the kit holds the final status."""
+def _device(cu: Cuda, attr: Any, dev: Any) -> dict[str, Any]:
+    """The device's name and compute capability, and the driver's API version."""
+    major = cu("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)
+    minor = cu("cuDeviceGetAttribute", attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)
+    name = bytes(cu("cuDeviceGetName", 256, dev)).split(b"\0")[0].decode(errors="replace")
+    return {"name": name, "compute_capability": f"{major}.{minor}",
+            "driver_api": cu("cuDriverGetVersion")}
+
+
+def run(args: argparse.Namespace, d: kit.Driver, image: bytes, kernel: str, launch: Launch,
+        observe: Callable[[Launch, list[list[list[Any]]]], Mapping[str, Any]] | None = None
+        ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every comparison and the observations (``observe``'s too, once every launch is
+    checked); the kit holds the final status."""
     checks: list[dict[str, Any]] = []
     obs: dict[str, Any] = dict(launch.notes)
     missing = libcuda_missing()
@@ -260,9 +295,10 @@ def run(args: argparse.Namespace, d: kit.Driver, image: bytes, kernel: str,
             d.stop_with("no_driver", reason=str(exc))
             return checks, obs
         dev = cu("cuDeviceGet", 0)
+        obs["device"] = _device(cu, cu_module.CUdevice_attribute, dev)
         ctx = cu("cuDevicePrimaryCtxRetain", dev)
         cu("cuCtxSetCurrent", ctx)
-        module = cu("cuModuleLoadData", image, unsupported=kit.UNSUPPORTED_LOAD_ERRORS)
+        module = cu("cuModuleLoadData", image, unsupported=UNSUPPORTED_LOAD)
         func = cu("cuModuleGetFunction", module, kernel.encode())
         bufs = _Buffers(cu, launch)
         outputs: list[list[list[Any]]] = []
@@ -274,6 +310,8 @@ def run(args: argparse.Namespace, d: kit.Driver, image: bytes, kernel: str,
             outputs.append(got)
             d.heartbeat()
         obs["launches_agree"] = all(o == outputs[0] for o in outputs)
+        if observe is not None:
+            obs.update(observe(launch, outputs))
     except CudaFailed:
         pass  # the kit has the status, the error and the call
     return checks, obs
@@ -284,6 +322,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--cubin", type=Path, required=True)
     ap.add_argument("--spec", type=Path, required=True,
                     help="the case's spec file: KERNEL and launch(seed) (this module's docstring)")
+    ap.add_argument("--kernel", help="which of the spec's KERNELS to launch")
     ap.add_argument("--launches", type=int, default=3, help="launches, each checked (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="passed to the spec's launch(seed)")
     kit.add_check_arguments(ap)
@@ -297,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         image = args.cubin.read_bytes()
-        kernel, launch = checked_launch(load_spec(args.spec), args.seed)
+        spec = load_spec(args.spec)
+        kernel, launch = checked_launch(spec, args.seed, args.kernel)
     except (OSError, ImportError, ValueError, TypeError, AttributeError) as exc:
         print(f"cubin_check: {exc}", file=sys.stderr)
         return kit.EXIT_USAGE
@@ -307,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     d.start({"cubin": args.cubin.name, "cubin_sha256": hashlib.sha256(image).hexdigest(),
              "kernel": kernel, "launches": args.launches, "seed": args.seed,
              "grid": list(launch.grid), "block": list(launch.block)})
-    checks, obs = run(args, d, image, kernel, launch)
+    checks, obs = run(args, d, image, kernel, launch, getattr(spec, "observe", None))
     return d.finish(obs, kit.merge_checks(checks, FIRST_MISMATCHES) if checks else None)
 
 

@@ -1,31 +1,27 @@
-"""Lower a PTX file's ``.version`` so that every ptxas under test accepts it.
+"""A PTX file's ``.version`` lowered so that every ptxas release under test reads it.
 
-    python lower_ptx_version.py IN.ptx OUT.ptx [--to 8.0]
+    python -m gpurepro.build.ptx IN.ptx OUT.ptx VERSION      (e.g. 8.0)
 
-Why: the PTX comes from one nvcc (13.3, which writes ``.version 9.3``) so that every ptxas
-release compiles the same input; a ptxas refuses a ``.version`` newer than its own ISA
-("Unsupported .version 9.3; current version is '8.5'"), and some old ones crash on it instead.
+Why: a case that compares ptxas releases (``Factor.releases``) compiles one PTX, from one nvcc,
+with each release; nvcc writes the newest ISA it knows (``.version 9.3`` from 13.3), and a ptxas
+refuses a ``.version`` newer than its own ISA ("Unsupported .version 9.3; current version is
+'8.5'"), some old ones crash on it instead. PTX ISA 8.0 is CUDA 12.0's, the oldest release of
+``nvidia-cuda-nvcc-cu12``: every ptxas from 12.0 on accepts it.
 
-To what: PTX ISA 8.0, the ISA of CUDA 12.0, the oldest release of ``nvidia-cuda-nvcc-cu12``: every
-ptxas from 12.0 on accepts it (newer ones accept any older ISA). ``.target sm_90`` needs ISA 7.8
-or newer, so 8.0 is inside what the target allows.
-
-A lower ``.version`` is only honest if the PTX uses nothing newer. This script checks that: every
+A lower ``.version`` is only honest if the PTX uses nothing newer. ``lower`` checks that: every
 instruction's opcode must be in ``INTRODUCED`` (the PTX ISA version that introduced it, from the
-PTX ISA manual's "PTX ISA Notes" of each instruction) at or below the new version, and the
-modifiers of ``LATE_MODIFIERS`` too; anything else is refused (exit status 2), so the table is
-extended deliberately, never by accident. A guard for small kernels, not a PTX validator.
-A PTX whose ``.version`` is already at or below the new one is copied unchanged.
+PTX ISA manual's "PTX ISA Notes" of each instruction) at or below the new version, the modifiers
+of ``LATE_MODIFIERS`` and the targets of ``TARGET_NEEDS`` too; anything else is refused (exit
+status 2, nothing written), so the tables are extended deliberately, never by accident. A guard
+for small kernels, not a PTX validator. A PTX whose ``.version`` is already at or below the new
+one is copied unchanged. Standard library only (a build step: an artifact's command).
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
-
-DEFAULT_TO = "8.0"
 
 # Opcode -> the PTX ISA version that introduced it (PTX ISA manual, each instruction's notes).
 INTRODUCED = {
@@ -50,7 +46,8 @@ class Refused(ValueError):
     """The PTX cannot be lowered honestly; the message says what it uses."""
 
 
-def _v(text: str) -> tuple[int, int]:
+def isa(text: str) -> tuple[int, int]:
+    """``"8.0"`` -> ``(8, 0)``, for comparing ISA versions."""
     major, minor = text.split(".")
     return int(major), int(minor)
 
@@ -64,7 +61,7 @@ def _body(ptx: str) -> str:
 def requirements(ptx: str) -> dict[str, str]:
     """What the PTX uses -> the ISA version it needs (opcodes, late modifiers, the target).
 
-    Raises Refused for an opcode this script has no version for."""
+    Raises Refused for an opcode or a target the tables have no version for."""
     body = _body(ptx)
     needs: dict[str, str] = {}
     unknown: set[str] = set()
@@ -89,15 +86,15 @@ def requirements(ptx: str) -> dict[str, str]:
     return needs
 
 
-def lower(ptx: str, to: str = DEFAULT_TO) -> tuple[str, str, str]:
+def lower(ptx: str, to: str) -> tuple[str, str, str]:
     """(the lowered PTX, the version it had, the version it has now)."""
     found = _VERSION.findall(ptx)
     if len(found) != 1:
         raise Refused(f"expected one .version line, found {len(found)}")
     old = f"{found[0][1]}.{found[0][2]}"
-    if _v(old) <= _v(to):
+    if isa(old) <= isa(to):
         return ptx, old, old
-    too_new = {what: v for what, v in requirements(ptx).items() if _v(v) > _v(to)}
+    too_new = {what: v for what, v in requirements(ptx).items() if isa(v) > isa(to)}
     if too_new:
         listed = ", ".join(f"{w} (ISA {v})" for w, v in sorted(too_new.items()))
         raise Refused(f"cannot lower .version {old} to {to}: the PTX uses {listed}")
@@ -105,17 +102,18 @@ def lower(ptx: str, to: str = DEFAULT_TO) -> tuple[str, str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("src", type=Path)
-    ap.add_argument("dst", type=Path)
-    ap.add_argument("--to", default=DEFAULT_TO, help=f"PTX ISA version to write (default {DEFAULT_TO})")
-    args = ap.parse_args(argv)
-    try:
-        text, old, new = lower(args.src.read_text(), args.to)
-    except Refused as exc:
-        print(f"lower_ptx_version: {args.src}: {exc}", file=sys.stderr)
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or not re.fullmatch(r"\d+\.\d+", args[2]):
+        print("usage: python -m gpurepro.build.ptx IN.ptx OUT.ptx VERSION (e.g. 8.0)",
+              file=sys.stderr)
         return 2
-    args.dst.write_text(text)
+    src, dst, to = Path(args[0]), Path(args[1]), args[2]
+    try:
+        text, old, new = lower(src.read_text(), to)
+    except (OSError, Refused) as exc:
+        print(f"gpurepro.build.ptx: {src}: {exc}", file=sys.stderr)
+        return 2
+    dst.write_text(text)
     print(f".version {old} -> {new}")
     return 0
 
