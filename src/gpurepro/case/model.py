@@ -418,6 +418,23 @@ class TrialContext:
         return self.python_driver(stock, "--cubin", str(cubin), "--spec", str(spec),
                                   *self.check_arguments(), *args, preload=preload, env=env)
 
+    def python_program(self, script: Path | str, *args: str, preload: Path | None = None,
+                       counter: str = "runs", versions: Sequence[str] = (),
+                       exit_check: bool = False, program_starts: bool = False,
+                       env: Mapping[str, str] | None = None) -> TrialCommand:
+        """A trial of the stock Python-program driver (gpurepro/case/python_program.py):
+        ``script`` (the reporter's, from seed/, or an instrumented variant) run once with
+        ``args``, under the arm's runtime packages and, with ``preload``, the crash object; its
+        exit, exception or crash classified. ``counter``: the case's exposure counter (one per
+        run); ``versions``: distributions the start event names; ``exit_check``: the program's
+        clean exit is its output check (wrong_result otherwise; Case.check exact);
+        ``program_starts``: the start event waits for the program's ``start(**facts)``."""
+        stock = Path(__file__).resolve().parent / "python_program.py"
+        own = ("--counter", counter, *(("--versions", ",".join(versions)) if versions else ()),
+               *(("--exit-check",) if exit_check else ()),
+               *(("--program-starts",) if program_starts else ()))
+        return self.python_driver(stock, *own, "--", str(script), *args, preload=preload, env=env)
+
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the
