@@ -114,25 +114,49 @@ def test_another_failure_is_a_harness_error_or_with_exit_check_a_wrong_result(bi
                                                    "first": []}
 
 
-def test_an_instrumented_variant_starts_the_trial_with_its_own_facts(bins, tmp_path):
+def test_an_instrumented_variant_starts_the_trial_and_counts_its_exposure(bins, tmp_path):
     done, c = _trial(bins, tmp_path, """
         from gpurepro.case import python_program as trial
 
         trial.start(target="builtin", fix_applied=True)
-        trial.observe(device="Fake GPU")
-        """, program_starts=True, versions=("pip",))
+        trial.expose()
+        trial.observe(device="Fake GPU", ok=trial.error_name(201))
+        """, instrumented=True, versions=("pip",), counter="calls")
     start = _events(done)[0]
     assert start["event"] == "start"
     assert start["config"]["target"] == "builtin" and start["config"]["fix_applied"] is True
     assert start["config"]["pip"] and start["config"]["program"] == "repro.py"
-    assert c.outcome == "survived" and c.observations == {"device": "Fake GPU"}
+    assert (c.outcome, c.counters) == ("survived", {"calls": 1})
+    assert c.observations == {"device": "Fake GPU", "ok": "CUDA_ERROR_INVALID_CONTEXT"}
     done, c = _trial(bins, tmp_path, """
         from gpurepro.case import python_program as trial
 
         raise trial.Unsupported("numba.cuda is not importable: no numba here")
-        """, program_starts=True)
+        """, instrumented=True, counter="calls")
     assert (c.outcome, c.detail) == ("unsupported", "numba.cuda is not importable: no numba here")
     assert [e["event"] for e in _events(done)] == ["start", "final"]
+    assert c.counters == {"calls": 0}  # it counted nothing
+
+
+def test_a_crash_inside_a_named_call_names_it(bins, tmp_path):
+    done, c = _trial(bins, tmp_path, """
+        import ctypes
+        from gpurepro.case import python_program as trial
+
+        trial.expose()
+        trial.enter("cuSetup")
+        trial.leave()
+        trial.enter("cuQuery")
+        ctypes.string_at(0)
+        """, instrumented=True, calls=("cuSetup", "cuQuery"), counter="calls")
+    assert (c.outcome, c.counters) == ("crashed", {"calls": 1})
+    assert crash_summary(done.observed.crash)["threads"] == [
+        {"thread": 0, "call": "cuQuery", "inside": True, "calls": 3, "faulting": True}]
+
+
+def test_an_error_that_means_no_device_is_unsupported(bins, tmp_path):
+    done, c = _trial(bins, tmp_path, "raise RuntimeError('cuInit: CUDA_ERROR_NO_DEVICE')\n")
+    assert (c.outcome, c.detail) == ("unsupported", "cuInit: CUDA_ERROR_NO_DEVICE")
 
 
 @pytest.mark.skipif(_have_libcuda(), reason="a real libcuda.so.1 is installed here")
@@ -166,9 +190,11 @@ def test_the_trial_command_names_the_stock_driver_and_the_program(tmp_path):
                        runtime=Path("/site"))
     cmd = ctx.python_program(tmp_path / "seed" / "repro.py", "--n", "1",
                              preload=Path("/b/libgpurepro_crash.so"), counter="calls",
-                             versions=("numba", "llvmlite"), program_starts=True)
+                             versions=("numba", "llvmlite"), calls=("cuA", "cuB"),
+                             instrumented=True)
     assert cmd.argv == (sys.executable, str(ROOT / "src/gpurepro/case/python_program.py"),
-                        "--counter", "calls", "--versions", "numba,llvmlite", "--program-starts",
+                        "--counter", "calls", "--versions", "numba,llvmlite", "--calls",
+                        "cuA,cuB", "--instrumented",
                         "--", str(tmp_path / "seed" / "repro.py"), "--n", "1")
     assert cmd.env == {"PYTHONPATH": os.pathsep.join(["/site", str(ROOT / "src")]),
                        "LD_PRELOAD": "/b/libgpurepro_crash.so"}

@@ -2,7 +2,7 @@
 crash classified.
 
     python python_program.py [--counter runs] [--versions numba,llvmlite] [--exit-check]
-                             [--program-starts] [--heartbeat-ms MS] -- SCRIPT [ARG ...]
+                             [--instrumented] [--calls NAME,...] -- SCRIPT [ARG ...]
 
 The program is the reporter's script (from the case's ``seed/``, byte for byte as filed) or an
 instrumented variant of it; a case's ``trial_command`` returns ``ctx.python_program(script,
@@ -28,7 +28,9 @@ How a trial ends, and the outcome the harness gives it (gpurepro.run.classify):
   one is: a ``code`` on an exception whose class name says CUDA (numba's CudaAPIError), named
   by the driver's cuGetErrorName; a CUresult among its arguments; a ``CUDA_ERROR_*`` name in
   its message; or a message that mentions CUDA and holds the driver's own description of an
-  error (cuGetErrorString: what runtime-API libraries such as PyTorch print);
+  error (cuGetErrorString: what runtime-API libraries such as PyTorch print). An error that
+  means no usable device (CUDA_ERROR_NO_DEVICE, _INSUFFICIENT_DRIVER, _STUB_LIBRARY) is
+  ``unsupported`` instead, as for every driver of the kit;
 - it raises ImportError, or the variant raises ``Unsupported``: final ``unsupported`` (this
   node cannot run it: a package neither pinned nor installed here);
 - any other exception, or a non-zero exit status: the taxonomy (DESIGN.md) has no outcome "the
@@ -40,10 +42,15 @@ How a trial ends, and the outcome the harness gives it (gpurepro.run.classify):
   ``wrong_result`` among its failures): every final ``ok`` carries a one-element check, which
   mismatches here: ``wrong_result``.
 
-An instrumented variant may use, while it runs under this driver: ``start(**facts)`` (with
-``--program-starts`` the start event waits for it, so the facts the variant learns after its
-imports are in it; a crash after it keeps them), ``observe(**facts)`` (the final record's
-observations) and ``raise Unsupported(reason)``. Standard library only.
+An instrumented variant (``from gpurepro.case import python_program as trial``) may use, while
+it runs under this driver: ``trial.observe(**facts)`` (the final record's observations),
+``trial.enter(name)`` and ``trial.leave()`` around a call it makes (``name`` one of ``--calls``:
+the crash record's thread names it), ``trial.error_name(code)`` and ``raise
+trial.Unsupported(reason)``;
+with ``--instrumented`` it also writes the start event itself, ``trial.start(**facts)`` (facts
+it learns after its imports; a crash after it keeps them), and counts its own exposure,
+``trial.expose()`` (before the call it measures, as a native driver counts). Standard library
+only.
 """
 
 from __future__ import annotations
@@ -64,7 +71,6 @@ from typing import Any
 
 from gpurepro.case import driver as kit
 
-PHASES = ("program",)
 _CUDA_NAME = re.compile(r"\bCUDA_ERROR_[A-Z0-9_]+\b")
 _CALL = re.compile(r"\b(cu[A-Z][A-Za-z0-9_]*)\b")
 _TRIAL: dict[str, Any] = {}  # the running trial: its driver, its config, whether it started
@@ -76,10 +82,30 @@ class Unsupported(Exception):
 
 
 def start(**facts: Any) -> None:
-    """The start event, once, with the driver's config and ``facts`` (--program-starts)."""
+    """The start event, once, with the driver's config and ``facts`` (--instrumented)."""
     if _TRIAL and not _TRIAL["started"]:
         _TRIAL["started"] = True
         _TRIAL["driver"].start({**_TRIAL["config"], **facts})
+
+
+def expose(n: int = 1) -> None:
+    """Count ``n`` on the exposure counter (--instrumented: the driver counts nothing itself)."""
+    if _TRIAL:
+        _TRIAL["driver"].counters[_TRIAL["counter"]].inc(n)
+
+
+def enter(name: str) -> None:
+    """The thread is now in the call ``name`` (one of --calls): a crash until ``leave()`` names
+    it in the crash record's threads, as a native driver's does. A plain function, so the program
+    makes the call itself, as it would without this driver."""
+    if _TRIAL:
+        _TRIAL["slot"].enter(_TRIAL["phases"].id(name))
+
+
+def leave() -> None:
+    """The thread has left the call it entered (the record keeps it as the last one)."""
+    if _TRIAL:
+        _TRIAL["slot"].exit()
 
 
 def observe(**facts: Any) -> None:
@@ -88,7 +114,13 @@ def observe(**facts: Any) -> None:
         _TRIAL["driver"].observations.update(facts)
 
 
-def _version(dist: str) -> str | None:
+def error_name(code: Any) -> str:
+    """A CUDA result's name, as the driver names it (cuGetErrorName)."""
+    return _TRIAL["driver"].error_name(code) if _TRIAL else f"CUDA_ERROR_{int(code)}"
+
+
+def installed_version(dist: str) -> str | None:
+    """The version of the distribution ``dist`` this interpreter imports, None without it."""
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -122,7 +154,8 @@ def cuda_error(exc: BaseException, name_of: Callable[[Any], str],
     return (name, call.group(1) if call else None) if name else None
 
 
-def descriptions(lib: ctypes.CDLL | None, name_of: Callable[[int], str]) -> Callable[[str], str | None]:
+def descriptions(lib: ctypes.CDLL | None,
+                 name_of: Callable[[int], str]) -> Callable[[str], str | None]:
     """A text -> the name of the CUDA error whose description (cuGetErrorString) it holds, the
     longest one found; None without the function or a match."""
     fn = getattr(lib, "cuGetErrorString", None) if lib is not None else None
@@ -165,10 +198,12 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--counter", default="runs", help="the case's exposure counter (one per run)")
     ap.add_argument("--versions", default="",
                     help="distributions whose versions the start event names, comma-separated")
+    ap.add_argument("--calls", default="",
+                    help="the calls a variant names (enter), comma-separated")
     ap.add_argument("--exit-check", action="store_true",
                     help="the program's clean exit is its output check (wrong_result otherwise)")
-    ap.add_argument("--program-starts", action="store_true",
-                    help="the start event waits for the program's start(**facts)")
+    ap.add_argument("--instrumented", action="store_true",
+                    help="the program writes the start event and counts its exposure itself")
     kit.add_budget_arguments(ap)
     args = ap.parse_args(own)
     if not program:
@@ -178,18 +213,20 @@ def main(argv: list[str]) -> None:
     threading.excepthook = threading.__excepthook__  # a program's thread may raise, as it would
     lib = d.libcuda()
     script = Path(program[0])
-    _TRIAL.update(driver=d, started=False, config={
-        "program": script.name, "args": program[1:],
-        **{dist.replace("-", "_"): _version(dist) for dist in filter(None, args.versions.split(","))}})
-    if not args.program_starts:
+    phases = d.track_calls(("program", *filter(None, args.calls.split(","))), workers=1)
+    _TRIAL.update(driver=d, started=False, counter=args.counter, phases=phases,
+                  slot=phases.slot(0), config={
+                      "program": script.name, "args": program[1:],
+                      **{dist.replace("-", "_"): installed_version(dist)
+                         for dist in filter(None, args.versions.split(","))}})
+    if not args.instrumented:
         start()
-    d.counters[args.counter].inc()  # one run, counted before it: a crash in it counts it
-    slot = d.track_calls(PHASES, workers=1).slot(0)
+        expose()  # one run, counted before it: a crash in it counts it
     sys.argv = [str(script), *program[1:]]
     sys.path[0] = str(script.resolve().parent)
     sys.stdout = sys.stderr  # the protocol's events own standard output
     failed, status = None, 0
-    slot.enter(0)
+    _TRIAL["slot"].enter(0)
     try:
         runpy.run_path(str(script), run_name="__main__")
         _join_program_threads()
@@ -208,9 +245,13 @@ def main(argv: list[str]) -> None:
             traceback.print_exc()
             failed = f"{type(exc).__name__}: {exc}"[:300]
         else:
-            d.record_error(SimpleNamespace(name=error[0]))  # counted by its name
-            d.stop_with("cuda_error", error[0], error[1])
-    slot.exit()
+            name, at = error
+            d.record_error(SimpleNamespace(name=name))  # counted by its name
+            if name in kit.UNSUPPORTED_SETUP_ERRORS:  # no device, or a driver too old
+                d.stop_with("unsupported", name, at, f"{at or type(exc).__name__}: {name}")
+            else:
+                d.stop_with("cuda_error", name, at)
+    _TRIAL["slot"].exit()
     start()  # a program that stopped before its start(): the event, before the final record
     if args.exit_check:
         d.exit(check={"kind": "exact", "n": 1, "mismatches": 1 if failed else 0,
