@@ -168,11 +168,17 @@ def test_trial_commands(case):
                                                  "--context", "current")
     assert cmd("bindings-v2-current").argv[2:8] == ("--binding", "cuda-bindings", "--entry",
                                                     "v2-null", "--context", "current")
-    assert cmd("numba-builtin").argv[1:4] == (str(case.directory / "numba_query.py"), "--target",
-                                              "builtin")
+    # The numba arms: a user's program on the stock driver, which names the numba it ran.
+    stock = cmd("numba-builtin").argv
+    assert stock[1] == str(ROOT / "src" / "gpurepro" / "case" / "python_program.py")
+    assert stock[stock.index("--") + 1:] == (str(case.directory / "numba_query.py"), "--target",
+                                             "builtin")
+    assert "--instrumented" in stock and "numba,numba-cuda,llvmlite,cuda-bindings" in stock
     old = cmd("numba-062-fixed", runtime=Path("/site"))
-    assert old.argv[2:6] == ("--target", "builtin-fixed", "--expect-numba", "0.62.1")
-    assert old.env["PYTHONPATH"] == os.pathsep.join(["/site", str(ROOT / "src")])
+    assert old.argv[old.argv.index("--") + 2:] == ("--target", "builtin-fixed", "--expect-numba",
+                                                   "0.62.1")
+    assert old.env == {"PYTHONPATH": os.pathsep.join(["/site", str(ROOT / "src")]),
+                       "LD_PRELOAD": "/b/libgpurepro_crash.so"}
     with pytest.raises(ValueError):
         case.trial_command(TrialContext("x", {**arms["bindings-v1"], "entry": "v2-one-arg"},
                                         {"crash_preload": Path("/b")}, TrialBudget(1, 0, 30),

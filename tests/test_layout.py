@@ -64,7 +64,8 @@ def _python_files(folder):
 
 # The Python driver kit is imported by trial programs, each a process with a command line of its
 # own (--seconds, --max-exposure, ...): it parses that, never the harness's flags.
-OWN_COMMAND_LINE = {SRC / "case" / "driver.py", SRC / "case" / "cubin_check.py"}
+OWN_COMMAND_LINE = {SRC / "case" / "driver.py", SRC / "case" / "cubin_check.py",
+                    SRC / "case" / "python_program.py"}
 
 
 def test_no_module_outside_cli_imports_argparse():

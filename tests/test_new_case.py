@@ -1,5 +1,5 @@
-"""`gpurepro new`: a scaffolded case builds, exits with the no-GPU status here, and its host
-driver speaks the protocol (run against tests/fake_libcuda.c)."""
+"""`gpurepro new`: a scaffolded case builds, exits with the no-GPU status here, and its driver
+speaks the protocol (run against tests/fake_libcuda.c); each kind packs into a fresh folder."""
 
 from __future__ import annotations
 
@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.run.classify import classify
+from gpurepro.run.execute import crash_summary
+from gpurepro.run.trial import run_trial
+
 from . import pace
 from .conftest import ROOT, toolchain_venv
+
+FAKE_BINDINGS = ROOT / "tests" / "fixtures" / "fake_cuda_bindings"
 
 
 @pytest.fixture()
@@ -26,9 +33,28 @@ def repo_copy(tmp_path) -> Path:
     return tmp_path
 
 
-def _gpurepro(root: Path, *args: str, python: str = sys.executable) -> subprocess.CompletedProcess:
+def _gpurepro(root: Path, *args: str, python: str = sys.executable,
+              **env: str) -> subprocess.CompletedProcess:
     return pace.run([python, "-m", "gpurepro", *args], cwd=root, capture_output=True,
-                    text=True, env={**os.environ, "PYTHONPATH": str(root / "src")})
+                    text=True, env={**os.environ, "PYTHONPATH": str(root / "src"), **env})
+
+
+def _commit(root: Path) -> None:
+    """The copy as a git repository with one commit: a pack names the commit it was made from."""
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                    "the scaffold"], cwd=root, check=True)
+
+
+def _unpacked(archive: Path, into: Path) -> tuple[list[str], Path]:
+    """The pack's member names, and the one folder it unpacks into."""
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        names = tar.getnames()
+        tar.extractall(into, filter="data")
+    return names, next(into.iterdir())
 
 
 def test_new_writes_a_case_that_loads_and_refuses_bad_names(repo_copy):
@@ -85,6 +111,19 @@ def test_new_wrong_result_writes_a_case_with_a_spec_and_a_conclusion(repo_copy):
     assert bad.returncode == 2 and "invalid choice: 'slow'" in bad.stderr
 
 
+def test_new_python_writes_the_reporters_script_into_seed_and_a_conclusion(repo_copy):
+    done = _gpurepro(repo_copy, "new", "demo_py", "--kind", "python")
+    assert done.returncode == 0, done.stderr
+    folder = repo_copy / "cases" / "demo_py"
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == [
+        "README.md", "manifest.py", "seed/repro.py"]
+    case = load_case("demo_py", repo_copy)
+    assert case.conclusion is not None and case.conclusion.reproduces == ("as-filed-crashes",)
+    assert case.runtime.pins_for("other-release") == ["cuda-pathfinder==1.9.1",
+                                                      "cuda-bindings==13.0.3"]
+    assert [a.name for a in case.artifacts] == ["crash_preload"] and case.toolchains == {}
+
+
 def _no_libcuda() -> bool:
     import ctypes
 
@@ -104,12 +143,7 @@ def test_the_wrong_result_scaffold_builds_checks_a_wrong_answer_and_packs(repo_c
     if not _no_libcuda():
         pytest.skip("a CUDA driver is present: not this test's business")
     assert _gpurepro(repo_copy, "new", "demo_wrong", "--kind", "wrong-result").returncode == 0
-    subprocess.run(["git", "init", "-q"], cwd=repo_copy, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "t"], cwd=repo_copy, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=repo_copy, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
-                    "the scaffold"], cwd=repo_copy, check=True)
+    _commit(repo_copy)
     out = tmp_path / "demo.tar.gz"
     packed = _gpurepro(repo_copy, "pack", "demo_wrong", "--arch", "sm_90", "--out", str(out),
                        python=str(venv / "bin" / "python"))
@@ -130,14 +164,77 @@ def test_the_wrong_result_scaffold_builds_checks_a_wrong_answer_and_packs(repo_c
 
     # The pack: the cubins, the crash object and the cp312 runtime wheels, one folder; its
     # run.py refuses another Python than the wheels'.
-    import tarfile
-
-    with tarfile.open(out) as tar:
-        names = tar.getnames()
-        tar.extractall(tmp_path / "node", filter="data")
+    names, folder = _unpacked(out, tmp_path / "node")
     assert any(n.endswith("kernel.cubin") for n in names)
     assert any(n.endswith(".whl") and "cuda_bindings" in n for n in names)
-    folder = next((tmp_path / "node").iterdir())
+    node = pace.run([sys.executable, "run.py"], cwd=folder, capture_output=True, text=True,
+                    env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if sys.version_info[:2] != (3, 12):
+        assert node.returncode == 2 and "wheels are for Python 3.12" in node.stderr
+    else:
+        assert node.returncode == 5, node.stderr  # every file checked; no CUDA driver here
+
+
+def test_the_python_scaffold_runs_the_reporters_script_and_packs(repo_copy, native_programs,
+                                                                  tmp_path):
+    """The python kind needs no CUDA toolchain: the crash object (g++) and the runtime wheels,
+    served here to pip from a folder (stand-ins of the pinned releases), are its whole build."""
+    if not _no_libcuda():
+        pytest.skip("a CUDA driver is present: not this test's business")
+    from .test_runtime_pins import make_wheel
+
+    assert _gpurepro(repo_copy, "new", "demo_py", "--kind", "python").returncode == 0
+    _commit(repo_copy)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    for name, version in (("cuda-bindings", "13.3.1"), ("cuda-bindings", "13.0.3"),
+                          ("cuda-pathfinder", "1.9.1")):
+        make_wheel(wheels, name, version)
+    out = tmp_path / "demo_py.tar.gz"
+    packed = _gpurepro(repo_copy, "pack", "demo_py", "--arch", "sm_90", "--out", str(out),
+                       PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+    assert packed.returncode == 0, packed.stderr
+    done = _gpurepro(repo_copy, "case", "demo_py", "--arch", "sm_90", "--out-dir",
+                     str(tmp_path / "out"), PIP_NO_INDEX="1", PIP_FIND_LINKS=str(wheels))
+    assert done.returncode == 5 and "no CUDA driver is present" in done.stderr, done.stderr
+    index = json.loads((repo_copy / "build" / "demo_py" / "sm_90" / "artifacts.json").read_text())
+
+    # The scaffold's own trial command, the stock driver running seed/repro.py, against the fake
+    # libcuda and a stand-in cuda.bindings: it survives, names a failed call's error, and a
+    # fault inside libcuda is a crash with the native record and the program's frames.
+    case = load_case("demo_py", repo_copy)
+    ctx = TrialContext("as-filed", case.resolved_arms()["as-filed"],
+                       {"crash_preload": repo_copy / index["artifacts"]["crash_preload"]["path"]},
+                       TrialBudget(1, 0, 30), repo_copy / "native", case.directory,
+                       pythonpath=repo_copy / "src")
+    cmd = case.trial_command(ctx)
+    fake = native_programs["fake_libcuda"].parent
+
+    def trial(**env: str):
+        full = {**os.environ, **cmd.env, "LD_LIBRARY_PATH": str(fake), **env,
+                "PYTHONPATH": os.pathsep.join([cmd.env["PYTHONPATH"], str(FAKE_BINDINGS)])}
+        done = run_trial(list(cmd.argv), full, repo_copy, 30)
+        return done, classify(done.observed, case.exposure.counter)
+
+    done, c = trial()
+    assert (c.outcome, c.counters) == ("survived", {"runs": 1}), done.observed.stderr_tail
+    assert "done" in done.observed.stderr_tail  # what the program printed
+    _, c = trial(FAKE_CUDA_FAIL="cuCtxSynchronize:719:0")
+    assert (c.outcome, c.detail, c.call) == ("cuda_error", "CUDA_ERROR_LAUNCH_FAILED",
+                                              "cuCtxSynchronize")
+    done, c = trial(FAKE_CUDA_CRASH="cuCtxSynchronize:0")
+    assert (c.outcome, c.detail) == ("crashed", "SIGSEGV")
+    crash = crash_summary(done.observed.crash)
+    assert crash["pc_module"] == "libcuda.so.1"
+    assert any(f["file"].endswith("seed/repro.py") for f in crash["python_frames"][0]["frames"])
+
+    # The pack: the reporter's script byte for byte, the crash object and the runtime wheels,
+    # one folder; its run.py refuses another Python than the wheels'.
+    names, folder = _unpacked(out, tmp_path / "node")
+    assert any(n.endswith("libgpurepro_crash.so") for n in names)
+    assert sum(n.endswith(".whl") for n in names) == 3
+    script = "cases/demo_py/seed/repro.py"
+    assert (folder / script).read_bytes() == (repo_copy / script).read_bytes()
     node = pace.run([sys.executable, "run.py"], cwd=folder, capture_output=True, text=True,
                     env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     if sys.version_info[:2] != (3, 12):

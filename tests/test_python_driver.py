@@ -280,6 +280,105 @@ def test_ctx_get_device_v2_numba_arms_without_numba_are_unsupported(bins):
     assert c.outcome == "unsupported" and "numba.cuda is not importable" in c.detail
 
 
+# numba 0.62.1 as far as numba_query.py reaches into it: its ctypes binding picks the `_v2`
+# export with the one-argument prototype (a CudaAPIError at cuCtxSynchronize here, as numba-062
+# ended on the H200), and Driver._find_api, which 0.63.0's fix replaces with exact names.
+FAKE_NUMBA = {
+    "numba/__init__.py": "__version__ = '0.62.1'\n",
+    "numba-0.62.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: numba\nVersion: 0.62.1\n",
+    "numba/cuda/cudadrv/__init__.py": "",
+    "numba/cuda/cudadrv/driver.py": """
+import ctypes
+
+USE_NV_BINDING = False
+
+
+class CudaAPIError(Exception):
+    def __init__(self, code, msg):
+        super().__init__(code, msg)
+        self.code = code
+
+    def __str__(self):
+        return f"[{self.code}] {self.args[1]}"
+
+
+class Driver:
+    lib = ctypes.CDLL("libcuda.so.1")
+
+    def _find_api(self, fname):
+        def v2_with_one_argument():
+            return 201  # CUDA_ERROR_INVALID_CONTEXT: the CUcontext it read was garbage
+        return v2_with_one_argument
+
+    def call(self, fname):
+        code = self._find_api(fname)()
+        if code:
+            raise CudaAPIError(code, f"Call to {fname} results in CUDA_ERROR_INVALID_CONTEXT")
+""",
+    "numba/cuda/__init__.py": """
+from numba.cuda.cudadrv.driver import Driver
+
+implementation = "Built-in"
+
+
+class _Device:
+    name = b"Fake GPU"
+    compute_capability = (9, 0)
+
+
+def is_available():
+    return True
+
+
+def get_current_device():
+    return _Device()
+
+
+def synchronize():
+    Driver().call("cuCtxSynchronize")
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def fake_numba(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fake_numba")
+    for name, text in FAKE_NUMBA.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("arm, outcome, detail, fixed", [
+    ("numba-062", "cuda_error", "CUDA_ERROR_INVALID_CONTEXT", False),
+    ("numba-062-fixed", "survived", "budget used up", True),
+])
+def test_ctx_get_device_v2_numba_arms_run_the_users_calls_on_the_stock_driver(
+        bins, fake_numba, arm, outcome, detail, fixed):
+    case = load_case("ctx_get_device_v2", ROOT)
+    done, c = _case_trial(bins, case, arm, PYTHONPATH=os.pathsep.join(
+        [str(fake_numba), str(ROOT / "src")]))
+    assert (c.outcome, c.detail) == (outcome, detail), done.observed.stderr_tail
+    assert c.counters == {"calls": 1}
+    start = done.observed.events[0]
+    assert start["event"] == "start" and start["config"]["program"] == "numba_query.py"
+    assert {k: start["config"][k] for k in ("target", "numba", "fix_applied", "implementation",
+                                            "nvidia_binding")} == {
+        "target": "builtin-fixed" if fixed else "builtin", "numba": "0.62.1",
+        "fix_applied": fixed, "implementation": "Built-in", "nvidia_binding": False}
+    if outcome == "cuda_error":
+        assert c.call == "cuCtxSynchronize" and c.errors == {detail: 1}
+    else:
+        assert c.observations == {"device": "Fake GPU", "compute_capability": "9.0"}
+
+
+def test_ctx_get_device_v2_numba_arm_refuses_another_numba_than_it_pins(bins, fake_numba):
+    case = load_case("ctx_get_device_v2", ROOT)
+    done, c = _case_trial(bins, case, "numba-063", PYTHONPATH=os.pathsep.join(
+        [str(fake_numba), str(ROOT / "src")]))
+    assert c.outcome == "harness_error" and "imports numba 0.62.1; its arm pins 0.63.0" in c.detail
+
+
 # ---- tile_unload_race's cuda-python driver against the fake libcuda ----
 
 def _tile(bins):

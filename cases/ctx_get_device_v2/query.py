@@ -3,58 +3,20 @@
     query.py --binding ctypes|cuda-bindings --entry v1|v2-one-arg|v2-null|v2-bogus
              --context none|current [--seconds S] [--heartbeat-ms MS]
 
---entry:
-  v1          cuCtxGetDevice(CUdevice *), the CUDA 2.0 ABI
-  v2-one-arg  the export cuCtxGetDevice_v2 called with cuCtxGetDevice's one-argument prototype,
-              as the six-line ctypes program and numba's ctypes binding before 0.63.0 call it:
-              its second parameter (CUcontext ctx, CUDA 13.0) is whatever the register holds
-  v2-null     cuCtxGetDevice_v2(CUdevice *, CUcontext) with its own ABI and ctx = NULL
-              (the current context)
-  v2-bogus    the same with a handle that is no context (0x10, an unmapped address)
---binding ctypes: libcuda.so.1 through ctypes, the symbol by name (dlsym), as the reporter's
-  program; cuda-bindings: cuda.bindings.driver's cuCtxGetDevice (cuGetProcAddress at CUDA 2.0:
-  the one-argument ABI) or cuCtxGetDevice_v2 (at 13.0, two arguments); v2-one-arg cannot be
-  written with it.
---context none: cuInit(0) only (no context is current); current: the primary context of
-  device 0 retained and made current first.
-
-A trial makes exactly one query (counter `calls`, counted before the call: a crash inside it
-counts the call). Final record: ok (observations.device is the answer), cuda_error (the error
-and the call), or the process dies of the signal with the crash record (the native handler
-preloaded) and Python's frames below it. The driver's own setup failing is cuda_error at its
-call, a machine without a device unsupported, without libcuda no_driver.
+The arms are README.md's. A kit driver, not a program on the stock driver: the one-argument call
+reads its second register as this process's earlier calls left it, as when the result was made.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
-import importlib.metadata
 
 from gpurepro.case import driver as kit
+from gpurepro.case.python_program import installed_version
 
-ENTRIES = ("v1", "v2-one-arg", "v2-null", "v2-bogus")
 BOGUS_CONTEXT = 0x10  # no context: an address nothing is mapped at
 CALLS = ("setup", "cuCtxGetDevice", "cuCtxGetDevice_v2")
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def parse() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--binding", choices=("ctypes", "cuda-bindings"), required=True)
-    ap.add_argument("--entry", choices=ENTRIES, required=True)
-    ap.add_argument("--context", choices=("none", "current"), required=True)
-    kit.add_budget_arguments(ap)
-    args = ap.parse_args()
-    if args.binding == "cuda-bindings" and args.entry == "v2-one-arg":
-        kit.usage_error(ap, "cuda.bindings has no one-argument cuCtxGetDevice_v2")
-    return args
 
 
 class Ctypes:
@@ -85,7 +47,6 @@ class Ctypes:
         d.observations["context_current"] = bool(current.value)
 
     def query(self, entry: str) -> tuple[int, int]:
-        # On an error cuda.bindings returns no device (None) beside the code: -1 stands for it.
         dev = ctypes.c_int(-1)
         if entry == "v1":
             fn = self.lib.cuCtxGetDevice
@@ -122,8 +83,7 @@ class Bindings:
         d, cu = self.d, self.cu
         if d.failed(cu.cuInit(0), "cuInit", unsupported=kit.UNSUPPORTED_SETUP_ERRORS):
             d.exit()
-        err, version = cu.cuDriverGetVersion()
-        d.observations["cuda_driver_version"] = int(version)
+        d.observations["cuda_driver_version"] = int(cu.cuDriverGetVersion()[1])
         if context == "current":
             err, dev = cu.cuDeviceGet(0)
             if d.failed(err, "cuDeviceGet", unsupported=kit.UNSUPPORTED_SETUP_ERRORS):
@@ -135,37 +95,37 @@ class Bindings:
         err, current = cu.cuCtxGetCurrent()
         if d.failed(err, "cuCtxGetCurrent"):
             d.exit()
-        try:  # int(handle) is deprecated from cuda-bindings 13.0 on
-            from cuda.bindings.utils import get_cuda_native_handle as handle
-        except ImportError:
-            handle = int
-        d.observations["context_current"] = bool(handle(current))
+        from cuda.bindings.utils import get_cuda_native_handle  # int(handle): deprecated
+
+        d.observations["context_current"] = bool(get_cuda_native_handle(current))
 
     def query(self, entry: str) -> tuple[int, int]:
-        # On an error cuda.bindings returns no device (None) beside the code: -1 stands for it.
         cu = self.cu
         if entry == "v1":
             err, dev = cu.cuCtxGetDevice()
-            return kit.result_code(err), _ordinal(dev)
-        fn = getattr(cu, "cuCtxGetDevice_v2", None)
-        if fn is None:
-            self.d.stop_with("unsupported", reason=f"cuda-bindings {_version('cuda-bindings')} "
-                                                   "has no cuCtxGetDevice_v2 (13.0 and later do)")
+        elif (fn := getattr(cu, "cuCtxGetDevice_v2", None)) is None:
+            version = installed_version("cuda-bindings")
+            self.d.stop_with("unsupported", reason=f"cuda-bindings {version} has no "
+                                                   "cuCtxGetDevice_v2 (13.0 and later do)")
             self.d.exit()
-        err, dev = fn(cu.CUcontext(0 if entry == "v2-null" else BOGUS_CONTEXT))
-        return kit.result_code(err), _ordinal(dev)
-
-
-def _ordinal(dev: object) -> int:
-    """A CUdevice as its ordinal; -1 where cuda.bindings returned none (the call failed)."""
-    return -1 if dev is None else int(dev)  # type: ignore[call-overload]
+        else:
+            err, dev = fn(cu.CUcontext(0 if entry == "v2-null" else BOGUS_CONTEXT))
+        # On an error cuda.bindings returns no device (None) beside the code: -1 stands for it.
+        return kit.result_code(err), -1 if dev is None else int(dev)
 
 
 def main() -> None:
-    args = parse()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--binding", choices=("ctypes", "cuda-bindings"), required=True)
+    ap.add_argument("--entry", choices=("v1", "v2-one-arg", "v2-null", "v2-bogus"), required=True)
+    ap.add_argument("--context", choices=("none", "current"), required=True)
+    kit.add_budget_arguments(ap)
+    args = ap.parse_args()
+    if args.binding == "cuda-bindings" and args.entry == "v2-one-arg":
+        kit.usage_error(ap, "cuda.bindings has no one-argument cuCtxGetDevice_v2")
     d = kit.Driver("ctx_get_device_v2", ("calls",), exposure="calls", budget=kit.Budget.of(args))
     d.start({"binding": args.binding, "entry": args.entry, "context": args.context,
-             "cuda_bindings": _version("cuda-bindings")})
+             "cuda_bindings": installed_version("cuda-bindings")})
     api = Ctypes(d) if args.binding == "ctypes" else Bindings(d)
     phases = d.track_calls(CALLS, workers=1)
     slot = phases.slot(0)

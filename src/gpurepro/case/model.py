@@ -418,6 +418,26 @@ class TrialContext:
         return self.python_driver(stock, "--cubin", str(cubin), "--spec", str(spec),
                                   *self.check_arguments(), *args, preload=preload, env=env)
 
+    def python_program(self, script: Path | str, *args: str, preload: Path | None = None,
+                       counter: str = "runs", versions: Sequence[str] = (),
+                       calls: Sequence[str] = (), exit_check: bool = False,
+                       instrumented: bool = False, env: Mapping[str, str] | None = None
+                       ) -> TrialCommand:
+        """A trial of the stock Python-program driver (gpurepro/case/python_program.py):
+        ``script`` (the reporter's, from seed/, or an instrumented variant) run once with
+        ``args``, under the arm's runtime packages and, with ``preload``, the crash object; its
+        exit, exception or crash classified. ``counter``: the case's exposure counter (one per
+        run); ``versions``: distributions the start event names; ``calls``: the calls a variant
+        names (``call``); ``exit_check``: the program's clean exit is its output check
+        (wrong_result otherwise; Case.check exact); ``instrumented``: the variant writes the
+        start event and counts its exposure itself."""
+        stock = Path(__file__).resolve().parent / "python_program.py"
+        own = ("--counter", counter, *(("--versions", ",".join(versions)) if versions else ()),
+               *(("--calls", ",".join(calls)) if calls else ()),
+               *(("--exit-check",) if exit_check else ()),
+               *(("--instrumented",) if instrumented else ()))
+        return self.python_driver(stock, *own, "--", str(script), *args, preload=preload, env=env)
+
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial running ``script``, a Python driver on ``gpurepro.case.driver``, with the

@@ -9,7 +9,11 @@ in template/<kind>/, real files with CASE_NAME where the name goes), one kind pe
   `hung`, not `survived`) and names the call that failed, two arms, a claim, a verdict.py;
 - ``wrong-result``: a kernel built per arm into cubins, a check.py that declares its launch and
   computes the reference on the CPU, the stock driver (gpurepro/case/cubin_check.py) that
-  compares every output, claims and a Conclusion in place of a verdict.py.
+  compares every output, claims and a Conclusion in place of a verdict.py;
+- ``python``: the reporter's Python script in seed/ (a stand-in on cuda.bindings until the
+  author puts theirs there), run as filed by the stock driver (gpurepro/case/python_program.py)
+  under a runtime package pinned per arm (the report's release and another), its exit,
+  exception or crash classified; claims and a Conclusion.
 
 The author then replaces the kernel, the launch and the arms with the bug's.
 """
@@ -27,10 +31,12 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 # The case's files, as real files: CASE_NAME in them is replaced by the case's name.
 TEMPLATE = Path(__file__).resolve().parent / "template"
 TOKEN = "CASE_NAME"
-# Kind -> its template folder and files.
+# Kind -> its template folder and the case's files; a file in a subfolder of the case
+# (seed/repro.py) is the template folder's file of the same name (repro.py).
 KINDS = {
     "crash": ("crash", ("manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md")),
     "wrong-result": ("wrong_result", ("manifest.py", "check.py", "kernel.cu", "README.md")),
+    "python": ("python", ("manifest.py", "seed/repro.py", "README.md")),
 }
 
 
@@ -76,6 +82,8 @@ def create(name: str, root: Path, kind: str = "crash") -> list[Path]:
     template, files = KINDS[kind]
     for filename in files:
         path = folder / filename
-        path.write_text((TEMPLATE / template / filename).read_text().replace(TOKEN, name))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        source = TEMPLATE / template / Path(filename).name
+        path.write_text(source.read_text().replace(TOKEN, name))
         written.append(path)
     return written

@@ -286,10 +286,12 @@ def _case_commands(sub: Any) -> None:
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")
-    p.add_argument("--kind", choices=("crash", "wrong-result"), default="crash",
+    p.add_argument("--kind", choices=("crash", "wrong-result", "python"), default="crash",
                    help="crash: a native host loop (a crash, hang or CUDA error); wrong-result: "
                         "a cubin launched by the stock driver and its outputs checked against a "
-                        "reference (default: crash)")
+                        "reference; python: the reporter's Python script run as filed under "
+                        "pinned runtime packages, its exit, exception or crash classified "
+                        "(default: crash)")
     p.set_defaults(fn=results.cmd_new)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
