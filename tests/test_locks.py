@@ -33,6 +33,9 @@ def test_a_changed_pin_makes_its_input_stale(root, tmp_path):
     copy = tmp_path / "repo"
     for part in ("cases", "native", "locks"):
         shutil.copytree(root / part, copy / part)
+    # A case may name a harness module as an artifact's source (ptxas_abs_clamp: the PTX
+    # lowering and the SASS build step of gpurepro.build).
+    shutil.copytree(root / "src" / "gpurepro" / "build", copy / "src" / "gpurepro" / "build")
     manifest = copy / "cases" / "tile_unload_race" / "manifest.py"
     manifest.write_text(manifest.read_text().replace('"cuda-tile==1.5.0"', '"cuda-tile==1.6.0"'))
     stale = locks.stale_inputs(copy)
