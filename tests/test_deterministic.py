@@ -256,3 +256,38 @@ def test_calibrate_reports_the_design_without_it_and_the_cost_of_a_false_declara
     assert "if the declaration is false" in cal.text(r)
     none = cal.calibrate(case, models, 20, 0, sequential_design, True, 12, 1, deterministic=None)
     assert "deterministic" not in none and none["observed"]["mean_trials"] > len(arms) * 3
+
+
+def test_a_document_decided_from_the_declaration_is_valid_and_says_so():
+    """A committed ptxas_abs_clamp journal (12 valid trials per arm, every arm alike) recorded
+    as a fixed-size run of a case that declares its outcomes deterministic: valid against the
+    schema and for meaning, every claim decided from the declaration, which the verdict and
+    the claims table state."""
+    import copy
+
+    from gpurepro.record import document
+    from gpurepro.record.validation import meaning_errors, validation_errors
+    from gpurepro.report.markdown import claims_table
+    from gpurepro.run import journal
+
+    path = ROOT / "results" / "ptxas_abs_clamp" / "20261204T032311Z-bed44c_NVIDIA-H200_redacted.journal.jsonl"
+    contents = journal.read(path)
+    header = copy.deepcopy(contents.header)
+    header["options"]["stopping"] = None
+    header.pop("stopping_result", None)
+    case = dataclasses.replace(load_case("ptxas_abs_clamp", ROOT), deterministic="same cubin")
+    header["options"]["deterministic"] = case.determinism()
+    committed = json.loads(path.with_name(path.name.replace(".journal.jsonl", ".json")).read_text())
+    saved = document.run_analyses
+    document.run_analyses = lambda *_a, **_k: committed["analyses"]
+    try:
+        doc = json.loads(json.dumps(document.build_document(case, header, contents.trials, ROOT,
+                                                            path.resolve(), False)))
+    finally:
+        document.run_analyses = saved
+    assert validation_errors(doc) == [] and meaning_errors(doc) == []
+    assert all(c["decision"] == "supported" and c["deterministic"]["reason"] == "same cubin"
+               for c in doc["claims"])
+    assert any(s.startswith("The case declares its outcomes deterministic (same cubin), and no "
+                            "valid trials of an arm ended differently") for s in doc["verdict"]["sentences"])
+    assert "declared determinism" in claims_table(doc)

@@ -54,15 +54,17 @@ def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) ->
                 f"refuted, and every claim was decided by the run's design alone"
                 + (f"; the claims decided from it before ({', '.join(withdrawn)}) were withdrawn"
                    if withdrawn else "") + ".")
-    by = [c["name"] for c in doc.get("claims") or []
+    claims = doc.get("claims") or []
+    by = [c["name"] for c in claims
           if c.get("deterministic") and c.get("decision") in ("supported", "contradicted")]
     if not by:
         return f"{head}; no valid trials of an arm ended differently, and no claim was decided from it."
+    others = any(c["name"] not in by and c.get("family") != "exploratory" for c in claims)
     return (f"{head}, and no valid trials of an arm ended differently: {', '.join(by)} "
             f"{'was' if len(by) == 1 else 'were'} decided from {declared['trials']} or more agreeing "
             f"valid trials of each of {'its' if len(by) == 1 else 'their'} arms, which is exact if "
-            f"the declaration holds and spends none of the family-wise alpha, and not otherwise; "
-            f"the other claims by the run's design.")
+            f"the declaration holds and spends none of the family-wise alpha, and not otherwise"
+            + ("; the other claims by the run's design." if others else "."))
 
 
 def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
