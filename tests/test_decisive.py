@@ -96,6 +96,25 @@ def test_a_survivor_runs_only_to_the_exposure_that_decides_its_claims():
     assert decider.evidence(LOWER, [*records, _rec("ok", False, cap / 4)]).p_value > threshold
 
 
+@pytest.mark.parametrize("claim", [
+    Claim("ok-survives", arm="ok", kind="outcome", outcome="survived", share=0.5),
+    Claim("ok-lower-per-trial", arm="ok", kind="lower", unit="trial"),
+])
+def test_a_survivor_of_an_arm_whose_claim_counts_whole_trials_is_never_capped(claim):
+    """A claim on shares of trials (an outcome, or unit="trial") is decided by how whole trials
+    ended, whatever their exposure: a survivor cut short is not such a trial, and the cap would
+    shrink to nothing (ptxas_abs_clamp's survivors ran one launch of three)."""
+    design = DecisiveDesign(alpha=0.05, max_trials=20, first_look=1, total=40)
+    decider = Decider([claim], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
+    records = [_rec("crash", True, 100.0) for _ in range(12)] + [_rec("ok", False, 100.0)] * 11
+    threshold = decider.next_level(records)
+    # One more survivor decides it, at any exposure.
+    assert decider.evidence(claim, [*records, _rec("ok", False, 1e-3)]).p_value <= threshold
+    assert survivor_cap(decider, records, "ok", _prior(0.0), [claim], threshold) is None
+    # Beside a claim on rates the arm's survivors are still not capped.
+    assert survivor_cap(decider, records, "ok", _prior(0.0), [LOWER, claim], threshold) is None
+
+
 def test_the_known_rates_plan_gives_the_reference_its_failures_and_the_quiet_arm_its_exposure():
     case = load_case(FAKE, ROOT)
     priors = {"crash": _prior(1e-3), "ok": _prior(0.0)}

@@ -135,12 +135,26 @@ def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: 
     return max(0.0, now - after)
 
 
+def counts_trials(claim: Claim) -> bool:
+    """Whether a claim is decided on how whole trials ended (a share of trials: an outcome
+    claim, or a rate claim with ``unit="trial"``), not on failures per unit of exposure."""
+    return claim.kind == "outcome" or claim.unit == "trial"
+
+
 def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
                  claims: Sequence[Claim], threshold: float) -> float | None:
     """The exposure at which a survivor of ``arm`` would decide every open claim the arm takes
-    part in (with a margin), where that is below its budget; else None (the whole budget)."""
+    part in (with a margin), where that is below its budget; else None (the whole budget).
+
+    Only claims on rates in exposure are served by a shorter survivor. Where an open claim of
+    the arm counts whole trials (``counts_trials``), there is no cap: a trial cut short is not
+    the trial that claim's share is about (a survival in one launch of three is no evidence
+    that three return the reference), and its decision does not depend on the exposure, so a
+    cap would be bought by nothing."""
     mine = [c for c in claims if arm in _arms_of(decider, c)]
     if not mine or prior.per_trial:  # a failure's exposure is not known: no cap
+        return None
+    if any(counts_trials(c) for c in mine):
         return None
 
     def decides(x: float) -> bool:

@@ -299,13 +299,16 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
 # ---------------------------------------------------------------- simulation
 
 
+Result = tuple[dict[str, str], int, float, bool]  # simulate.simulate_run's
+
+
 def _chunk(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, start: int,
-           stop: int) -> list[tuple[dict[str, str], int, float]]:
+           stop: int) -> list[Result]:
     return [simulate_run(spec, models, rng) for rng in streams(seed, scenario, range(start, stop))]
 
 
 def simulate(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, runs: int,
-             workers: int) -> list[tuple[dict[str, str], int, float]]:
+             workers: int) -> list[Result]:
     if workers <= 1 or runs < 50:
         return _chunk(spec, models, seed, scenario, 0, runs)
     size = max(10, math.ceil(runs / (workers * 4)))
@@ -316,14 +319,14 @@ def simulate(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario:
         return [r for part in parts for r in part]
 
 
-def summarize(results: Sequence[tuple[dict[str, str], int, float]], claims: Sequence[Claim],
+def summarize(results: Sequence[Result], claims: Sequence[Claim],
               exploratory: Sequence[str], truths: Mapping[str, str | None],
               left_out: Mapping[str, str]) -> dict[str, Any]:
     runs = len(results)
     any_false = any_false_exploratory = 0
     counts: dict[str, Counter[str]] = {c.name: Counter() for c in claims}
     false_by: Counter[str] = Counter()
-    for decisions, _, _ in results:
+    for decisions, *_ in results:
         wrong = wrong_exploratory = False
         for name, d in decisions.items():
             counts[name][d] += 1
@@ -344,13 +347,14 @@ def summarize(results: Sequence[tuple[dict[str, str], int, float]], claims: Sequ
                              **{d: n[d] / runs for d in DECISIONS},
                              "false": None if c.name in left_out else false_by[c.name] / runs}
     rate = any_false / runs
-    trials = [t for _, t, _ in results]
-    seconds = [s for _, _, s in results]
+    trials = [r[1] for r in results]
+    seconds = [r[2] for r in results]
     return {"runs": runs, "false_claim_rate": rate,
             "false_claim_rate_se": math.sqrt(rate * (1 - rate) / runs),
             "exploratory_false_claim_rate": any_false_exploratory / runs,
             "mean_trials": statistics.fmean(trials), "max_trials_run": max(trials),
             "median_seconds": statistics.median(seconds),
+            "refuted": sum(1 for r in results if r[3]) / runs,
             "claims": per_claim, "left_out": dict(left_out)}
 
 
@@ -369,34 +373,51 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               scenarios: Sequence[str] = ("null", "observed"), exploratory: Sequence[str] = (),
               order: Sequence[PlannedTrial] | None = None,
               priors: Mapping[str, Mapping[str, Any]] | None = None,
-              first: Sequence[str] = ()) -> dict[str, Any]:
+              first: Sequence[str] = (),
+              deterministic: Mapping[str, Any] | None | str = "case") -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario.
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
-    may be replaced, e.g. by a deliberately broken one, to show that the simulation catches it."""
+    may be replaced, e.g. by a deliberately broken one, to show that the simulation catches it.
+
+    ``deterministic``: a declaration of deterministic outcomes as a run journals it ("case":
+    the case's own, Case.determinism(); None: none). With one, the observed effects are
+    simulated with its shortcut (as the run decides), the global null without it (the
+    family-wise rate of the design the run falls back to, which decides every claim the
+    declaration does not), and the global null again with it (``deterministic.null_if_false``:
+    the outcome claims held at their share are not deterministic, so this is the false-claim
+    rate if the declaration is wrong there, and how often the run's own trials refute it)."""
     arms = tuple(models.arms)
     family, exploratory = family_of(case, design, arms, exploratory, decider)
     null, left_out = hold_outcome_claims(case, family, null_of(case, models), models.mode)
+    declared = case.determinism() if deterministic == "case" else deterministic
+    assert declared is None or isinstance(declared, Mapping)
     spec = RunSpec(case=case.name, arms=arms, claims=tuple(family),
                    exploratory=tuple(exploratory), baseline=case.baseline,
                    failure_outcomes=tuple(case.failure_outcomes), per=case.exposure.per,
                    design=design, sequential=sequential, trials=trials, mode=models.mode,
                    strata=tuple(case.strata), order=tuple(order) if order else None,
                    decider=decider, priors=priors if priors is not None else priors_of(models),
-                   first=tuple(first))
+                   first=tuple(first), deterministic=declared)
 
     def ref(c: Claim) -> str | None:
         return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
 
     out: dict[str, Any] = {}
-    for index, (name, scenario_models, skip) in enumerate(
-            (("null", null, left_out), ("observed", models.arms, {}))):
-        if name not in scenarios:
+    for index, (name, scenario_models, skip, shortcut) in enumerate(
+            (("null", null, left_out, False), ("observed", models.arms, {}, True),
+             ("null_if_false", null, left_out, True))):
+        if name not in scenarios and not (name == "null_if_false" and "null" in scenarios):
+            continue
+        if name == "null_if_false" and not declared:
             continue
         truths = {c.name: truth(c, ref(c), scenario_models, models.mode, case.failure_outcomes)
                   for c in family}
-        out[name] = summarize(simulate(spec, scenario_models, seed, index, runs, workers),
+        out[name] = summarize(simulate(spec if shortcut else replace(spec, deterministic=None),
+                                       scenario_models, seed, index, runs, workers),
                               family, exploratory, truths, skip)
+        if not (declared and shortcut):
+            out[name].pop("refuted")
     alpha = float(design.alpha)
     limit = alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
     result: dict[str, Any] = {
@@ -426,6 +447,18 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
         result.update(family_wise_false_claim_rate=fw,
                       family_wise_false_claim_rate_se=out["null"]["false_claim_rate_se"],
                       holds_alpha=fw <= limit)
+    if declared:
+        result["deterministic"] = {
+            "declared": dict(declared),
+            "how": ("the observed effects simulated with the declaration's shortcut, as the run "
+                    "decides; the global null without it (the design the run falls back to, "
+                    "which decides every claim the declaration does not); null_if_false: the "
+                    "global null with it, where the outcome claims held at their share are not "
+                    "deterministic (the declaration is false there): its false-claim rate, and "
+                    "the share of runs whose trials refuted it"),
+            **({"null_if_false": {k: out["null_if_false"][k] for k in
+                                  ("false_claim_rate", "false_claim_rate_se", "refuted",
+                                   "mean_trials")}} if "null_if_false" in out else {})}
     power: dict[str, float | None] = {}
     for c in family if "observed" in out else ():
         d = out["observed"]["claims"][c.name]
@@ -488,9 +521,12 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     priors = None
     first: list[str] = []
     sources: list[str] | None
+    deterministic: Mapping[str, Any] | None | str = "case"
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)
+        # The declaration that run journaled (none: it decided every claim by its design).
+        deterministic = ((recorded.get("plan") or {}).get("options") or {}).get("deterministic")
         recorded_stopping = ((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}
         priors = recorded_stopping.get("priors")
         first = list(recorded_stopping.get("first") or ())
@@ -515,7 +551,8 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                          max_exposure=budget.get("max_exposure"), times=True)
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
-                       exploratory=exploratory, priors=priors, first=first)
+                       exploratory=exploratory, priors=priors, first=first,
+                       deterministic=deterministic)
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)
@@ -544,6 +581,17 @@ def text(r: Mapping[str, Any]) -> str:
                      f"{r['family_wise_false_claim_rate_se']:.4f} "
                      f"({'holds' if r['holds_alpha'] else 'DOES NOT HOLD'} alpha); exploratory "
                      f"family: {r['null']['exploratory_false_claim_rate']:.4f}")
+    det = r.get("deterministic")
+    if det:
+        lines.append(f"the case declares its outcomes deterministic ({det['declared']['reason']}): "
+                     f"a claim on shares of trials is decided once {det['declared']['trials']} "
+                     f"valid trials of each of its arms agree; the rate above is the design's "
+                     f"without it, the observed effects below with it")
+        f = det.get("null_if_false")
+        if f:
+            lines.append(f"  if the declaration is false (the global null's held shares): false-claim "
+                         f"rate {f['false_claim_rate']:.4f} +/- {f['false_claim_rate_se']:.4f}, "
+                         f"refuted by the run's trials in {f['refuted']:.1%} of runs")
     if r.get("observed"):
         lines.append(f"mean trials per run under the observed effects: "
                      f"{r['observed']['mean_trials']:.1f}; median GPU time "

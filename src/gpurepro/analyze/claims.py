@@ -28,6 +28,18 @@ Tests, with scipy.stats:
 - concentrated claims: with a constant hazard per unit of exposure, each failure falls inside
   the stratum with probability (exposure inside) / (all exposure), summed along every trial's
   own trajectory; the exact binomial test of the failures that did.
+
+The deterministic shortcut (``Case.deterministic``, journaled in the run's options): where a
+case declares that every valid trial of an arm ends the same way, an arm's share of trials
+ending as a claim says is 0 or 1, and it is known once the arm has ``trials`` valid trials that
+all ended alike. A confirmatory claim on shares of trials (an outcome claim; a lower/higher
+claim with ``unit="trial"``) whose arms are so established is decided from them
+(``Decider.settle``, before every look and at the end): exactly right if the declaration
+holds, so it spends no alpha, and Holm's thresholds at the looks are those of the claims left
+(as if it had p = 0). The declaration is checked by every valid trial of every arm of the run:
+two that end differently (outcome classes) refute it; the claims it decided are then withdrawn
+(their arms run again) and everything is decided by the run's own design. The claim's record,
+its sentence and the verdict say that it rests on the declaration.
 """
 
 from __future__ import annotations
@@ -336,7 +348,8 @@ class Decider:
                  failure_outcomes: Sequence[str], per: float, arms_in_plan: Sequence[str],
                  strata: Strata | None = None,
                  factors: Mapping[str, Mapping[str, Any]] | None = None,
-                 exploratory: Sequence[str] = ()):
+                 exploratory: Sequence[str] = (),
+                 deterministic: Mapping[str, Any] | None = None):
         in_plan = [c for c in claims
                    if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
         self.claims = [c for c in in_plan if c.name not in exploratory]
@@ -350,6 +363,10 @@ class Decider:
         self.looks_taken = 0
         self.last_look_at = 0  # the valid-trial count of the last look (the decisive design)
         self.decisions: dict[str, dict[str, Any]] = {}
+        # The case's declaration of deterministic outcomes as the run journaled it (reason,
+        # trials), and once an arm's trials disagreed, how (``refuted``).
+        self.deterministic = dict(deterministic) if deterministic else None
+        self.refuted: dict[str, Any] | None = None
 
     def reference(self, claim: Claim) -> str | None:
         return None if claim.kind in SINGLE_ARM_KINDS else (claim.reference or self.baseline)
@@ -376,6 +393,101 @@ class Decider:
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
         return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
                         self.per, self.strata, self.factors)
+
+    # ---------------------------------------------------------- the deterministic shortcut
+
+    def _ends(self, records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+        by_arm: dict[str, list[Mapping[str, Any]]] = {}
+        for r in records:
+            if r.get("outcome") in EVIDENCE:
+                by_arm.setdefault(str(r.get("arm")), []).append(r)
+        return by_arm
+
+    def shortcut_applies(self, claim: Claim) -> bool:
+        """Whether the declared determinism can decide ``claim``: a claim on shares of whole
+        trials (an outcome claim, a lower/higher claim with unit="trial")."""
+        return claim.kind == "outcome" or (claim.kind in ("lower", "higher") and claim.unit == "trial")
+
+    def establishing(self, records: Sequence[Mapping[str, Any]]) -> set[str]:
+        """The arms whose next trials establish an outcome the declared determinism would decide
+        an open confirmatory claim from: fewer than its trials valid so far (none where nothing
+        is declared, or the declaration was refuted)."""
+        if not self.deterministic or self.refuted:
+            return set()
+        need = int(self.deterministic["trials"])
+        ends = self._ends(records)
+        out: set[str] = set()
+        for c in self.claims:
+            if c.name in self.decisions or not self.shortcut_applies(c):
+                continue
+            out |= {a for a in (c.arm, self.reference(c)) if a and len(ends.get(a, ())) < need}
+        return out
+
+    def settle(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
+        """What the declared determinism decides now (the newly decided claims): first the
+        check that no arm's valid trials ended differently (else the declaration is refuted,
+        and the claims it decided are withdrawn), then every open confirmatory claim it applies
+        to whose arms have their trials, all alike."""
+        if not self.deterministic or self.refuted:
+            return []
+        ends = self._ends(records)
+        for arm, rs in ends.items():
+            seen = sorted({str(r["outcome"]) for r in rs})
+            if len(seen) > 1:
+                withdrawn = [n for n, d in self.decisions.items() if d.get("deterministic")]
+                for n in withdrawn:
+                    del self.decisions[n]
+                self.refuted = {"arm": arm, "ended": {o: sum(1 for r in rs if r["outcome"] == o)
+                                                      for o in seen},
+                                "at": sum(len(x) for x in ends.values()), "withdrawn": withdrawn}
+                return []
+        decided = []
+        for c in self.claims:
+            if c.name not in self.decisions and self.shortcut_applies(c):
+                rec = self._deterministic_decision(c, records, ends)
+                if rec is not None:
+                    self.decisions[c.name] = rec
+                    decided.append(c.name)
+        return decided
+
+    def _deterministic_decision(self, claim: Claim, records: Sequence[Mapping[str, Any]],
+                                ends: Mapping[str, Sequence[Mapping[str, Any]]]
+                                ) -> dict[str, Any] | None:
+        """The claim's decision where its arms' trials establish it (None: not yet, or no
+        direction: the shares it compares are equal)."""
+        assert self.deterministic is not None
+        need = int(self.deterministic["trials"])
+        failures = claim.failures or self.failure_outcomes
+
+        def share(arm: str, counts: Any) -> float | None:
+            rs = ends.get(arm, ())
+            if len(rs) < need:
+                return None
+            hits = {bool(counts(r)) for r in rs}
+            return None if len(hits) > 1 else float(hits.pop())
+
+        if claim.kind == "outcome":
+            q = share(claim.arm, lambda r: r["outcome"] == claim.outcome and (
+                not claim.detail or claim.detail in str(r.get("detail") or "")))
+            if q is None or q == claim.share:
+                return None
+            decision = "supported" if (q < claim.share) == (claim.bound == "below") else "contradicted"
+            arms = [claim.arm]
+        else:
+            ref = self.reference(claim) or ""
+            x = share(claim.arm, lambda r: r["outcome"] in failures)
+            y = share(ref, lambda r: r["outcome"] in failures)
+            if x is None or y is None or x == y:
+                return None
+            decision = "supported" if (x < y) == (claim.kind == "lower") else "contradicted"
+            arms = [claim.arm, ref]
+        ev = self.evidence(claim, records)
+        return {**self._record(claim, ev, decision, None, records),
+                "test": "the case's declared determinism (every valid trial of an arm ends alike)",
+                "deterministic": {"reason": self.deterministic["reason"],
+                                  "trials": {a: len(ends[a]) for a in arms},
+                                  "ended": {a: str(ends[a][0]["outcome"]) for a in arms},
+                                  "test": ev.test}}
 
     def look(self, records: Sequence[Mapping[str, Any]], final: bool = False) -> list[str]:
         """Take one look: Holm over the undecided claims at alpha / L. Returns the newly decided."""
@@ -410,7 +522,8 @@ class Decider:
 
     def final(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The last look (at the end of the run, or when recording a fixed-size run), and the
-        exploratory family's one look."""
+        exploratory family's one look; before it, what the declared determinism decides."""
+        self.settle(records)
         if isinstance(self.design, DecisiveDesign):
             # A run that ended between two scheduled looks (every arm done or at its maximum)
             # takes the next one now, at that look's alpha: it was not spent before.
@@ -462,6 +575,8 @@ class Decider:
             out["last_look_at"] = self.last_look_at
         if self.exploratory:
             out["exploratory"] = [c.name for c in self.exploratory]
+        if self.deterministic:
+            out["deterministic"] = {**self.deterministic, "refuted": self.refuted}
         return out
 
     def restore(self, journaled: Mapping[str, Any] | None) -> None:
@@ -469,6 +584,8 @@ class Decider:
             self.looks_taken = int(journaled["looks_taken"])
             self.last_look_at = int(journaled.get("last_look_at") or 0)
             self.decisions.update(journaled.get("decisions") or {})
+            if self.deterministic:
+                self.refuted = (journaled.get("deterministic") or {}).get("refuted")
 
 
 # ---------------------------------------------------------------- sentences
@@ -567,6 +684,13 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
     # An exploratory claim is decided once, at the end, outside the design's looks.
     when = ("" if record["decision"] == "not_decided" else ", exploratory, decided at the end"
             if record.get("family") == "exploratory" else f", decided at look {record['look']}")
+    det = record.get("deterministic")
+    if det and record["decision"] != "not_decided":
+        ended = "; ".join(f"{det['trials'][a]} of {det['trials'][a]} valid trials of {a} ended as "
+                          f"{det['ended'][a]}" for a in det["trials"])
+        return (f"{text} [claim {claim.name}, decided by the case's declaration that its "
+                f"outcomes are deterministic ({det['reason']}): {ended}; {det['test']} alone: "
+                f"p = {_f(record['p_value'])}]")
     return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
 
 
@@ -626,6 +750,7 @@ def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     families = header["options"].get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
                       list(header["plan"]["arms"]), case.strata, case.resolved_arms(),
-                      exploratory=families.get("exploratory") or ())
+                      exploratory=families.get("exploratory") or (),
+                      deterministic=header["options"].get("deterministic"))
     decider.restore(header.get("stopping_result"))
     return decider

@@ -368,11 +368,15 @@ class RunSpec:
     decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
     priors: Mapping[str, Mapping[str, Any]] | None = None  # the decisive design's (journaled form)
     first: tuple[str, ...] = ()  # the decisive design's main-question claims, served first
+    # The case's declaration of deterministic outcomes (Case.determinism()): None, not declared
+    # or not simulated.
+    deterministic: Mapping[str, Any] | None = None
 
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
-                 ) -> tuple[dict[str, str], int, float]:
-    """One run. Returns each claim's decision, the trials run, and their seconds."""
+                 ) -> tuple[dict[str, str], int, float, bool]:
+    """One run. Returns each claim's decision, the trials run, their seconds, and whether the
+    run's trials refuted a declaration of deterministic outcomes."""
     from .claims import Decider
 
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
@@ -380,7 +384,9 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
     strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in spec.strata}
     decider = (spec.decider or Decider)(spec.claims, spec.baseline, spec.design,
                                         spec.failure_outcomes, spec.per, spec.arms, strata,
-                                        exploratory=spec.exploratory)
+                                        exploratory=spec.exploratory,
+                                        **({"deterministic": spec.deterministic}
+                                           if spec.deterministic else {}))
     records: list[dict[str, Any]] = []
     if getattr(spec.design, "first_look", None) is not None:  # the decisive design
         allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline, spec.first)
@@ -400,7 +406,8 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}
-    return decisions, len(records), float(sum(r["_seconds"] for r in records))
+    return (decisions, len(records), float(sum(r["_seconds"] for r in records)),
+            getattr(decider, "refuted", None) is not None)
 
 
 def streams(seed: int, scenario: int, runs: range) -> Any:

@@ -25,9 +25,46 @@ def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     if completion.get("complete") is False:
         verdict["stopped"] = stopped_sentence(completion, doc["claims"])
         verdict["next"] = [f"Continue the run: {completion['resume']}", *verdict["next"]]
+    declared = ((doc.get("plan") or {}).get("options") or {}).get("deterministic")
+    if declared and doc.get("claims"):
+        verdict["sentences"].append(determinism_sentence(declared, doc))
     if doc.get("known_rates_plan"):
         verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
     return verdict
+
+
+def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+    """What a run's claims owe to the case's declaration that its outcomes are deterministic
+    (gpurepro.analyze.claims): which were decided from it, or how the run's trials refuted it."""
+    from .stats import EVIDENCE
+
+    head = f"The case declares its outcomes deterministic ({declared['reason']})"
+    ends: dict[str, dict[str, int]] = {}
+    for t in doc.get("trials") or []:
+        if t.get("outcome") in EVIDENCE:
+            seen = ends.setdefault(str(t["arm"]), {})
+            seen[t["outcome"]] = seen.get(t["outcome"], 0) + 1
+    split = next(((arm, e) for arm, e in ends.items() if len(e) > 1), None)
+    if split is not None:
+        stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
+        withdrawn = (((stopping.get("deterministic") or {}).get("refuted") or {})
+                     .get("withdrawn") or [])
+        ended = " and ".join(f"{o} ({n})" for o, n in sorted(split[1].items()))
+        return (f"{head}, but the valid trials of {split[0]} ended as {ended}: the declaration is "
+                f"refuted, and every claim was decided by the run's design alone"
+                + (f"; the claims decided from it before ({', '.join(withdrawn)}) were withdrawn"
+                   if withdrawn else "") + ".")
+    claims = doc.get("claims") or []
+    by = [c["name"] for c in claims
+          if c.get("deterministic") and c.get("decision") in ("supported", "contradicted")]
+    if not by:
+        return f"{head}; no valid trials of an arm ended differently, and no claim was decided from it."
+    others = any(c["name"] not in by and c.get("family") != "exploratory" for c in claims)
+    return (f"{head}, and no valid trials of an arm ended differently: {', '.join(by)} "
+            f"{'was' if len(by) == 1 else 'were'} decided from {declared['trials']} or more agreeing "
+            f"valid trials of each of {'its' if len(by) == 1 else 'their'} arms, which is exact if "
+            f"the declaration holds and spends none of the family-wise alpha, and not otherwise"
+            + ("; the other claims by the run's design." if others else "."))
 
 
 def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:

@@ -28,6 +28,10 @@ PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 OUTCOMES = ("survived", "crashed", "cuda_error", "wrong_result", "hung", "invalid", "unsupported",
             "harness_error")
 
+# How many agreeing valid trials of an arm establish its outcome where the case declares its
+# outcomes deterministic (Case.deterministic): at least two, so that a disagreement can be seen.
+DETERMINISTIC_TRIALS = 3
+
 
 @dataclass(frozen=True)
 class Artifact:
@@ -513,6 +517,15 @@ class Case:
     # The verdict from decided claims (status, owner, workaround, next steps), where the case
     # gives no verdict function.
     conclusion: Conclusion | None = None
+    # Why every valid trial of an arm ends the same way, where the case declares it: the same
+    # artifact run on the same inputs with nothing racing (a miscompile returns the same wrong
+    # elements at every launch). Empty: not declared. Declared, a run journals it with
+    # DETERMINISTIC_TRIALS, and a claim on shares of trials (an outcome claim, or a rate claim
+    # with unit="trial") is decided as soon as its arms each have that many valid trials that
+    # all ended alike: exact if the declaration holds, stated in the claim and the verdict, and
+    # spending no alpha. Valid trials of one arm that end differently refute it: the claims it
+    # decided are withdrawn and the run goes on under its own design (gpurepro.analyze.claims).
+    deterministic: str = ""
 
     @property
     def directory(self) -> Path:
@@ -539,6 +552,18 @@ class Case:
         used = {self.baseline} | {c.arm for c in chosen} | {
             c.reference or self.baseline for c in chosen if c.kind not in SINGLE_ARM_KINDS}
         return [a for a in self.resolved_arms() if a in used]
+
+    def determinism(self) -> dict[str, Any] | None:
+        """The case's declaration of deterministic outcomes as a run journals it (its reason
+        and the agreeing trials that establish an arm's outcome); None where it declares none."""
+        if not isinstance(self.deterministic, str):
+            from ..errors import ManifestError
+
+            raise ManifestError(self.path or self.name, "deterministic",
+                                "must be a string: why every trial of an arm ends the same way")
+        if not self.deterministic.strip():
+            return None
+        return {"reason": self.deterministic.strip(), "trials": DETERMINISTIC_TRIALS}
 
     def resolved_arms(self) -> dict[str, dict[str, Any]]:
         """Arm name -> full factor assignment (defaults filled in)."""

@@ -361,6 +361,7 @@ class Watch:
         for the tasks to skip, and tasks left with nothing needed are cancelled."""
         assert self.decider is not None
         records = list(self.records.values())
+        self.decider.settle(records)
         if self.decider.look_due(records):
             self.decider.look(records)
         now = self.decider.to_json()

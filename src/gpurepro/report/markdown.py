@@ -102,8 +102,11 @@ def _claim_rows(claims: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             f" in {c['stratum']}" if c.get("stratum") else "") + (
             f" {'<' if c.get('bound') == 'below' else '>'} {c['share']:.0%}"
             if c["kind"] == "outcome" and c.get("share") is not None else "")
-        # An exploratory claim is decided once, at the end: no look of the design.
-        when = "end" if families.is_exploratory(c) else c['look']
+        # An exploratory claim is decided once, at the end: no look of the design; one decided
+        # from the case's declared determinism, at no look either.
+        when = ("end" if families.is_exploratory(c) else
+                "declared determinism" if c.get("deterministic") and c["decision"] != "not_decided"
+                else c['look'])
         rows.append([code(c['name']), code(c['arm']), escape(kind),
                      code(c['reference']) if c.get('reference') else '–', escape(c['test']),
                      fmt_p(c['p_value']), fmt(c['threshold']),

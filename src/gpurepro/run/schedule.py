@@ -8,6 +8,10 @@ simulated run skips, allocates and looks exactly where a real one does:
 - ``Allocation`` (the decisive design): a look after any trial once one is due, then the next
   trial where it brings a decision nearest per second (analyze.allocate), with its survivor's
   exposure capped where that already decides its arm's claims.
+
+Where the case declares its outcomes deterministic, both first settle what that decides
+(``Decider.settle``), and the decisive design gives the arms that establish an outcome their
+trials first, in the plan's order (the main question's first).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ def still_needed(decider: Any, records: Sequence[Mapping[str, Any]], arm: str, m
     """Before a planned trial of ``arm``: take the decider's look if one is due, then say whether
     the trial still runs (its arm serves an undecided claim of the confirmatory family and has
     not reached the maximum)."""
+    decider.settle(records)
     if decider.look_due(records):
         decider.look(records)
     done = sum(1 for r in records if r["arm"] == arm and r["outcome"] in EVIDENCE)
@@ -48,6 +53,7 @@ class Allocation:
         from ..analyze.allocate import choose, valid
 
         valid_records = valid(records)
+        self.decider.settle(valid_records)
         if self.decider.look_due(valid_records):
             self.decider.look(valid_records)
         needed = self.decider.arms_needed()
@@ -58,6 +64,15 @@ class Allocation:
                       if t.arm in needed and done.get(t.arm, 0) < self.max_trials]
         if not candidates:
             return None
+        establishing = self.decider.establishing(valid_records)
+        if establishing:  # the declared determinism: its arms' trials first, the main question's first
+            main = {a for c in self.decider.claims if c.name in self.first
+                    and c.name not in self.decider.decisions
+                    for a in (c.arm, self.decider.reference(c)) if a}
+            first = ([t for t in candidates if t.arm in establishing & main]
+                     or [t for t in candidates if t.arm in establishing])
+            if first:
+                return first[0], None
         if self.fallback is None:  # no committed rates for any arm: the plan's order
             return candidates[0], None
         planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback,

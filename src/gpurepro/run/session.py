@@ -333,7 +333,11 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
                     "redact": opts.redact, "stopping": stopping, "scope": scope,
-                    **({"families": families} if families is not None else {})},
+                    **({"families": families} if families is not None else {}),
+                    # The case's declaration of deterministic outcomes, which its claims may be
+                    # decided from (gpurepro.analyze.claims): fixed for the run and its resume.
+                    **({"deterministic": case.determinism()}
+                       if case.claims and case.determinism() else {})},
         "environment": environment,
         "device": device,
         "toolchain": index["toolchain"],
