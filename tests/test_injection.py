@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 
 from gpurepro.report.comment import issue_body
-from gpurepro.report.rerun import NOX_IF_MISSING
 from gpurepro.report.compare import compare
 from gpurepro.report.compare import markdown as compare_markdown
 from gpurepro.report.index import MARKER
 from gpurepro.report.index import render as render_index
 from gpurepro.report.markdown import markdown
+from gpurepro.report.rerun import NOX_IF_MISSING
 from gpurepro.report.tables import escape
 
 from . import cli, pace

@@ -144,7 +144,7 @@ ARMS = [
     # no wait to inject, so a release that slows it slows something other than the overlap.
     *[Arm(arm, {"kernel": "serialized", "ptxas": release},
           f"the serialized PTX by ptxas {release}: the control through that release")
-      for release, arm in zip(RELEASES, CONTROLS)],
+      for release, arm in zip(RELEASES, CONTROLS, strict=True)],
 ]
 BASELINE = "overlap"
 

@@ -38,8 +38,7 @@ TARGET = "sm_90"
 # nvcc 13.3.73 writes the PTX (its ptxas is the CUDA 13 arm); nvdisasm 13.2.51, the oldest on
 # PyPI, reads every arm's cubin (cuobjdump 13.2.51 not those of ptxas 12.0.76 ... 12.3.52).
 PINS = ("nvidia-cuda-nvcc==13.3.73", "nvidia-nvvm==13.3.73", "nvidia-cuda-crt==13.3.73",
-        "nvidia-cuda-runtime==13.3.29", "nvidia-cuda-cuobjdump==13.2.51",
-        "nvidia-cuda-nvdisasm==13.2.51")
+        "nvidia-cuda-runtime==13.3.29", "nvidia-cuda-cuobjdump==13.2.51", "nvidia-cuda-nvdisasm==13.2.51")
 CU12 = "nvidia-cuda-nvcc-cu12"
 PTXAS = Releases("ptxas", (Family(CU12, ">=12.0,<13"), Family("nvidia-cuda-nvcc", ">=13")))
 # ptxas release -> (arm, what releases.cpu.json measured there): the two boundaries, the ends.
@@ -190,6 +189,8 @@ CASE = Case(
                       max_exposure=LAUNCHES, jobs=4),
     failure_outcomes=("wrong_result", "cuda_error", "crashed", "hung"),
     check=OutputCheck("exact"),
+    deterministic="one cubin per arm, inputs from a fixed seed, each thread writing its own output "
+                  "element (no atomics, no shared state): every launch computes the same bits",
     analyses={"sass": sass.analysis("cubin", per="ptxas"),
               "bisection": summary.analysis(Path(__file__).parent, "ptxas", ("abs_clamp",))},
     # What the stock driver imports, as every committed trial reports it, carried as wheels.
