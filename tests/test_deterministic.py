@@ -47,8 +47,11 @@ def _decider(design=None, deterministic=DECLARED, claims=CLAIMS) -> Decider:
 
 
 def test_a_case_declares_it_with_its_reason():
-    case = load_case("ptxas_abs_clamp", ROOT)
-    assert case.deterministic == "" and case.determinism() is None
+    case = load_case("ptxas_abs_clamp", ROOT)  # declares it, with its reason
+    assert case.determinism() == {"reason": case.deterministic.strip(),
+                                  "trials": DETERMINISTIC_TRIALS}
+    assert case.deterministic.startswith("one cubin per arm")
+    assert dataclasses.replace(case, deterministic=" ").determinism() is None  # not declared
     declared = dataclasses.replace(case, deterministic="  same cubin, same inputs ")
     assert declared.determinism() == {"reason": "same cubin, same inputs",
                                       "trials": DETERMINISTIC_TRIALS}
@@ -230,7 +233,8 @@ def test_a_run_journals_the_declaration_of_its_case():
     opts = RunOptions(budget=TrialBudget(duration_s=5.0, timeout_s=30.0, max_exposure=3),
                       run_id="0" * 32)
     index = {"toolchain": {}, "artifacts": {}}
-    plain = journal_header(case, ROOT, plan, opts, None, {}, {}, index)
+    plain = journal_header(dataclasses.replace(case, deterministic=""), ROOT, plan, opts, None,
+                           {}, {}, index)
     assert "deterministic" not in plain["options"]
     declared = dataclasses.replace(case, deterministic="same cubin, same inputs")
     header = journal_header(declared, ROOT, plan, opts, None, {}, {}, index)
