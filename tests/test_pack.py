@@ -117,3 +117,34 @@ def test_bad_pack_flags_are_one_line_before_anything_is_built(root, flags, says)
     done = _gpurepro(root, "pack", FAKE, *flags)
     assert done.returncode == 2
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_every_output_of_an_artifact_is_packed_and_checked(tmp_path, monkeypatch):
+    """A build step that writes two files (a cubin and the SASS read from it): the run stage
+    checks both before the first trial, so the pack holds both, each against its sha256."""
+    import hashlib
+    from types import SimpleNamespace
+
+    from gpurepro.build.artifacts import index_path
+    from gpurepro.errors import BuildError
+    from gpurepro.pack import archive
+
+    case = SimpleNamespace(name="two_outputs", runtime=None)
+    folder = tmp_path / "build" / "two_outputs" / "artifacts" / "cubin" / "k"
+    folder.mkdir(parents=True)
+    outputs = {"kernel.cubin": b"cubin", "sass.json": b"{}"}
+    for name, data in outputs.items():
+        (folder / name).write_bytes(data)
+    digest = {n: hashlib.sha256(d).hexdigest() for n, d in outputs.items()}
+    rel = folder.relative_to(tmp_path).as_posix()
+    index = {"artifacts": {"cubin": {"dir": rel, "path": f"{rel}/kernel.cubin",
+                                     "sha256": digest["kernel.cubin"], "outputs": digest}}}
+    index_file = index_path(tmp_path / "build", case, "sm_90")
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    index_file.write_text(json.dumps(index))
+    monkeypatch.setattr(archive, "load_build", lambda *a: index)
+    members = archive.built_members(case, tmp_path, Path("build"), "sm_90")
+    assert {m.name for m in members} >= {f"{rel}/kernel.cubin", f"{rel}/sass.json"}
+    (folder / "sass.json").write_bytes(b"changed")  # a second output that is not what was built
+    with pytest.raises(BuildError, match="sass.json"):
+        archive.built_members(case, tmp_path, Path("build"), "sm_90")

@@ -102,6 +102,12 @@ def built_members(case: Case, root: Path, build_dir: Path, target: str) -> list[
     members = [_index_member(root, index_file)]
     for name, entry in sorted(index["artifacts"].items()):
         members.append(_checked(root, entry["path"], entry["sha256"], f"artifact {name}"))
+        # Every other output the build wrote beside it (a cubin's sass.json): the run stage
+        # checks each against the index before the first trial, as it does the first.
+        for output, sha256 in sorted((entry.get("outputs") or {}).items()):
+            rel = f"{entry['dir']}/{output}"
+            if rel != entry["path"]:
+                members.append(_checked(root, rel, sha256, f"artifact {name} ({output})"))
     if case.runtime is not None:
         runtime_index = build_runtime.index_path(root / build_dir, case)
         if not runtime_index.is_file():
