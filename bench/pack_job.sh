@@ -24,9 +24,9 @@ before=$(find results -name '*.journal.jsonl' 2>/dev/null | sort)
 t0=$EPOCHREALTIME
 PYTHONUNBUFFERED=1 python3 run.py "$@" >"$out/run.log" 2>&1
 status=$?
-printf 'run.py: exit %d in %.1f s: python3 run.py %s (pack %s)\n' "$status" \
+printf 'run.py: exit %d in %.1f s: python3 run.py%s (pack %s)\n' "$status" \
   "$(python3 -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$t0" "$EPOCHREALTIME")" \
-  "$*" "$(basename "$dir")" | tee -a "$out/main_job.log"
+  "${*:+ $*}" "$(basename "$dir")" | tee -a "$out/main_job.log"
 journal=$(comm -13 <(echo "$before") <(find results -name '*.journal.jsonl' | sort) | head -n 1)
 if [[ -z "$journal" ]]; then
   echo "the run wrote no journal (run.log says why)" | tee -a "$out/main_job.log"
