@@ -273,15 +273,25 @@ class DecisiveDesign(Design):
     Looks are numbered by the run's valid trials: at ``first_look`` (the trial count at which
     the committed rates predict the decisions, gpurepro.analyze.known_rates), then each ``growth``
     times the one before, and at ``total`` (the plan's size). The first gets ``first_share`` of
-    alpha, every later one an equal part of the rest, so the looks' alphas sum to alpha
-    (Bonferroni over looks, Holm within each), however the trials were allocated (calibrate
-    checks it). A look is taken when its trial count is reached and a confirmatory claim is
-    still open; a run that ends between two looks takes the next one then."""
+    alpha; the rest is spent over the later looks by ``spending``:
+
+    - ``"even"`` (what a journal without ``spending`` ran): an equal part of the rest at each;
+    - ``"halving"`` (new runs' default): each later look half of what the one before it got
+      (the second half of the rest, the third a quarter, ...), the last look what is left,
+      which equals the look before it. Decisions come at the first few looks, where halving
+      gives more than an even split over up to eight looks.
+
+    Either way the looks' alphas sum to alpha (Bonferroni over looks, Holm within each),
+    whatever the looks' timing or the trials' allocation: the schedule and the alphas are fixed
+    before the first trial (calibrate checks it). A look is taken when its trial count is
+    reached and a confirmatory claim is still open; a run that ends between two looks takes
+    the next one then."""
 
     first_look: int = 1
     total: int = 1
     first_share: float = 0.5
     growth: float = 1.5
+    spending: str = "even"
 
     @property
     def schedule(self) -> list[int]:
@@ -302,7 +312,17 @@ class DecisiveDesign(Design):
     def level_at(self, looks_taken: int, evidence_trials: int) -> float:
         if looks_taken == 0 or self.looks == 1:
             return self.alpha * (self.first_share if self.looks > 1 else 1.0)
-        return self.alpha * (1 - self.first_share) / (self.looks - 1)
+        rest = self.alpha * (1 - self.first_share)
+        if self.spending == "halving":
+            later = self.looks - 1  # looks 1 .. later; the last takes what the others left
+            i = min(looks_taken, later)
+            return rest * 0.5 ** (min(i, later - 1) if later > 1 else 0)
+        return rest / (self.looks - 1)
+
+    @property
+    def alphas(self) -> list[float]:
+        """Each look's alpha, in the order of the schedule (they sum to alpha)."""
+        return [self.level_at(i, 0) for i in range(self.looks)]
 
     def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
         schedule = self.schedule
@@ -312,26 +332,34 @@ class DecisiveDesign(Design):
         return j >= schedule[decider.looks_taken]
 
     def describe(self) -> dict[str, Any]:
+        spent = ("the rest split evenly over the others" if self.spending == "even" else
+                 "half of the rest at the second, each later look half of the one before it, "
+                 "the last what is left (alpha_at_looks)")
         return {"design": "decisive",
                 "method": ("claims decided under one family-wise error rate: looks at the trial "
                            "counts look_at (the first where the committed rates predict the "
                            "decisions, then each growth times the last, and the plan's end), "
-                           "first_share of alpha at the first, the rest split evenly over the "
-                           "others (Bonferroni over looks), Holm's step-down over the undecided "
+                           f"first_share of alpha at the first, {spent} "
+                           "(Bonferroni over looks), Holm's step-down over the undecided "
                            "claims at each look; trials allocated where they bring a decision "
                            "nearest; a claim's p-value is twice its smaller one-sided p"),
                 "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
                 "growth": self.growth, "first_share": self.first_share, "total": self.total,
                 "look_at": self.schedule, "looks": self.looks,
                 "alpha_first_look": self.level_at(0, 0),
-                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None}
+                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None,
+                # The even split, the only one before spending was journaled, journals no name,
+                # so the journals that ran it describe it as they did.
+                **({} if self.spending == "even" else {
+                    "spending": self.spending, "alpha_at_looks": self.alphas})}
 
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
         return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
                    first_look=int(d["first_look"]), total=int(d["total"]),
                    first_share=float(d.get("first_share", 0.5)),
-                   growth=float(d.get("growth", 1.5)))
+                   growth=float(d.get("growth", 1.5)),
+                   spending=str(d.get("spending", "even")))
 
 
 class Decider:

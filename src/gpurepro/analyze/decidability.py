@@ -152,7 +152,7 @@ FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
                   threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
-                  priors_from: Sequence[Path] | None = None
+                  priors_from: Sequence[Path] | None = None, spending: str = "even"
                   ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
@@ -195,12 +195,13 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     # that final design.
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for([n for n in in_plan if n not in beside]),
-                            total=total)
+                            total=total, spending=spending)
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                       workers, scope=scope, models=models)
     confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
-                            first_look=first_look_for(confirmatory), total=total)
+                            first_look=first_look_for(confirmatory), total=total,
+                            spending=spending)
     if families.get("computed"):
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,

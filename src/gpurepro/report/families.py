@@ -80,6 +80,11 @@ def design_statement(doc: Mapping[str, Any]) -> str:
         first, later = stopping.get("alpha_first_look"), stopping.get("alpha_later_looks")
         spend = (f"alpha {_n(first)} at the first and {_n(later)} at each later one "
                  f"(Bonferroni over the looks)" if len(at) > 1 else f"alpha {_n(first)} at it")
+        at_looks = stopping.get("alpha_at_looks")
+        if stopping.get("spending") == "halving" and isinstance(at_looks, list) and len(at) > 1:
+            spend = (f"alpha {', '.join(_n(a) for a in at_looks)} at them in turn (the second half "
+                     f"of what the first left, each later look half of the one before, the last "
+                     f"what is left; Bonferroni over the looks)")
         last = stopping.get("last_look_at")
         ran = (f"; the run took {taken} of them" + (f", the last at {last} valid trials"
                                                    if isinstance(last, int) and taken else "")

@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cluster import merge
-from ..run.plan import PlannedTrial, make_plan
+from ..run.plan import DEFAULT_SPENDING, PlannedTrial, make_plan
 from .compare import stopping_numbers
 from .tables import code, escape, fence
 
@@ -170,6 +170,11 @@ def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
     max_trials, step = stopping_numbers(stopping)
     if stopping.get("design") == "decisive":
         args = ["--decisive"]
+        # A run that journaled no spending spent alpha evenly over its later looks; new runs
+        # halve it (run.plan.DEFAULT_SPENDING): the rerun names the one it ran.
+        spending = str(stopping.get("spending", "even"))
+        if spending != DEFAULT_SPENDING:
+            args += ["--alpha-spending", spending]
     else:
         args = ["--until-decided"]
     if max_trials is not None:
