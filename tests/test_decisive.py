@@ -75,8 +75,9 @@ def test_halving_spends_at_most_alpha_and_more_than_even_at_the_second_look(tota
 def test_a_journal_that_names_no_spending_keeps_the_even_split_and_its_description():
     d = DecisiveDesign(alpha=0.05, max_trials=25, first_look=12, total=200)
     described = d.describe()
-    assert "spending" not in described and "alpha_at_looks" not in described
-    assert Design.from_description(described).spending == "even"
+    assert not {"spending", "alpha_at_looks", "supported_share"} & set(described)
+    again = Design.from_description(described)
+    assert again.spending == "even" and again.supported_share == 0.5
     # The committed documents' designs, read back from what they journaled, describe themselves
     # exactly as they did.
     for path in sorted((ROOT / "results").glob("*/*.json")):
@@ -231,9 +232,10 @@ def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_
     case = load_case(FAKE, ROOT)
     stopping, trials = sequential_design(case, _args("case", str(FAKE)))
     assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25,
-                        "spending": "halving"} and trials == 25
-    even = sequential_design(case, _args("case", str(FAKE), "--alpha-spending", "even"))[0]
-    assert even == {**stopping, "spending": "even"}
+                        "spending": "halving", "supported_share": 0.9} and trials == 25
+    old = sequential_design(case, _args("case", str(FAKE), "--alpha-spending", "even",
+                                        "--supported-share", "0.5"))[0]
+    assert old == {**stopping, "spending": "even", "supported_share": 0.5}
     assert sequential_design(case, _args("case", str(FAKE), "--fixed")) == (None, case.defaults.trials_per_arm)
     assert sequential_design(case, _args("case", str(FAKE), "--trials", "3")) == (None, 3)
     # `run` (a GPU node's prebuilt tree) has the main job's defaults too.
@@ -250,6 +252,8 @@ def test_decisive_with_a_fixed_size_is_refused():
     for other in (["--fixed"], ["--until-decided"]):
         with pytest.raises(UsageError, match="--alpha-spending applies only with --decisive"):
             sequential_design(case, _args("run", str(FAKE), *other, "--alpha-spending", "even"))
+        with pytest.raises(UsageError, match="--supported-share applies only with --decisive"):
+            sequential_design(case, _args("run", str(FAKE), *other, "--supported-share", "0.5"))
 
 
 def test_a_decisive_run_journals_its_design_and_its_document_the_known_rates_plan(fake_build,
@@ -266,8 +270,10 @@ def test_a_decisive_run_journals_its_design_and_its_document_the_known_rates_pla
     contents = read(journal)
     stopping = contents.header["options"]["stopping"]
     assert stopping["design"] == "decisive" and stopping["total"] == 12
-    # New runs halve alpha look by look, and journal it with each look's alpha.
-    assert stopping["spending"] == "halving"
+    # New runs halve alpha look by look, and journal it with each look's alpha, and give a
+    # claim's stated direction 0.9 of its level.
+    assert stopping["spending"] == "halving" and stopping["supported_share"] == 0.9
+    assert "over 0.9" in stopping["method"]
     assert stopping["alpha_at_looks"] == DecisiveDesign.from_description(stopping).alphas
     assert sum(stopping["alpha_at_looks"]) == pytest.approx(0.05)
     assert 1 <= stopping["first_look"] <= 12 and "priors" in stopping

@@ -61,24 +61,26 @@ def _checked(doc: dict, args: list[str]):
 def test_a_decisive_run_reruns_the_decisive_design_with_its_numbers():
     doc = _doc(DECISIVE)
     args = rerun_arguments(doc)
-    # It journaled no spending: alpha split evenly over its later looks, which a rerun names
-    # (new runs halve it).
-    assert args[args.index("--decisive"):args.index("--decisive") + 7] == \
-        ["--decisive", "--alpha-spending", "even", "--max-trials", "10", "--alpha", "0.05"]
+    # It journaled no spending and no share: alpha split evenly over its later looks and a
+    # two-sided p, which a rerun names (new runs halve alpha and give the stated direction 0.9).
+    assert args[args.index("--decisive"):args.index("--decisive") + 9] == \
+        ["--decisive", "--alpha-spending", "even", "--supported-share", "0.5", "--max-trials",
+         "10", "--alpha", "0.05"]
     assert "--until-decided" not in args and "--look-every" not in args
     parsed, checked = _checked(doc, args)
     assert checked.stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 10,
-                                "spending": "even"}
+                                "spending": "even", "supported_share": 0.5}
     assert checked.trials_per_arm == 10 and parsed.seed == doc["plan"]["seed"]
 
 
 def test_a_decisive_run_that_halved_its_alpha_reruns_with_the_default():
     doc = _doc(DECISIVE)
     doc["plan"]["options"]["stopping"] = {**doc["plan"]["options"]["stopping"],
-                                          "spending": "halving"}
+                                          "spending": "halving", "supported_share": 0.9}
     args = rerun_arguments(doc)
-    assert "--alpha-spending" not in args
-    assert _checked(doc, args)[1].stopping["spending"] == "halving"
+    assert "--alpha-spending" not in args and "--supported-share" not in args
+    stopping = _checked(doc, args)[1].stopping
+    assert stopping["spending"] == "halving" and stopping["supported_share"] == 0.9
 
 
 def test_an_until_decided_run_keeps_its_design():

@@ -1,9 +1,16 @@
 """Claims decided under one family-wise error rate, over all claims and all looks.
 
 Each claim is a pair of one-sided hypotheses: "supported" (the effect it states) and
-"contradicted" (the opposite). Its p-value is twice the smaller one-sided p (so a claim can be
-falsely decided either way with probability at most its level), and the decision follows the
-smaller side.
+"contradicted" (the opposite). The design's ``supported_share`` w splits a claim's level between
+them: its p-value is min(p_supported / w, p_contradicted / (1 - w)), and the decision is the
+side that gives it. With w = 1/2 (every journal that names no share) that is twice the smaller
+one-sided p. A claim tested at level t is then falsely "supported" with probability at most
+w t (only where the stated effect is false) and falsely "contradicted" with probability at most
+(1 - w) t (only where the opposite is false), so at most t either way, also where both are
+false (no effect at all): Holm's argument below holds as it does for w = 1/2. New decisive runs
+take w = 0.9 (DIRECTIONAL_SHARE): a claim is supported at nine tenths of its level by the
+one-sided test of the direction it states (1.8 times the level a two-sided p gives it), and
+contradicted only at a tenth of it.
 
 The design (recorded whole in the result document and the journal, and continued on resume):
 - looks: after every ``step`` valid trials of the slowest arm still needed, and a final look
@@ -110,22 +117,34 @@ def _share(ratio: float, e_arm: float, e_ref: float) -> float:
     return e_arm * ratio / (e_arm * ratio + e_ref)
 
 
+EVEN_SHARE = 0.5  # a claim's level split evenly between its two sides: a two-sided p
+DIRECTIONAL_SHARE = 0.9  # new decisive runs: nine tenths to the direction a claim states
+
+
 @dataclass
 class Evidence:
-    """One-sided p-values for 'supported' and 'contradicted', and what they came from."""
+    """One-sided p-values for 'supported' and 'contradicted', and what they came from;
+    ``weight``: the share of the claim's level that 'supported' gets (the design's
+    ``supported_share``), the rest going to 'contradicted'."""
 
     test: str
     p_supported: float
     p_contradicted: float
     numbers: dict[str, Any] = field(default_factory=dict)
+    weight: float = EVEN_SHARE
 
     @property
     def p_value(self) -> float:
-        return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
+        if self.weight == EVEN_SHARE:
+            return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
+        return min(1.0, self.p_supported / self.weight, self.p_contradicted / (1 - self.weight))
 
     @property
     def direction(self) -> str:
-        return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
+        if self.weight == EVEN_SHARE:
+            return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
+        return ("supported" if self.p_supported / self.weight
+                <= self.p_contradicted / (1 - self.weight) else "contradicted")
 
 
 def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
@@ -213,6 +232,21 @@ class Design:
     alpha: float = 0.05
     step: int | None = None  # None: a fixed-size run, one look at the end
     max_trials: int | None = None
+    # The share of each claim's level its stated direction gets (module docstring); journaled
+    # only where it is not the even split that every older journal ran.
+    supported_share: float = EVEN_SHARE
+
+    def tests(self) -> str:
+        """How a claim's p-value is formed, in the words of the design's ``method``."""
+        if self.supported_share == EVEN_SHARE:
+            return "a claim's p-value is twice its smaller one-sided p"
+        w = self.supported_share
+        return (f"a claim's p-value is the smaller of its one-sided p for the direction it "
+                f"states over {w:g} and its one-sided p for the opposite over {1 - w:.3g} "
+                f"(supported_share of its level to the stated direction)")
+
+    def _share(self) -> dict[str, Any]:
+        return {} if self.supported_share == EVEN_SHARE else {"supported_share": self.supported_share}
 
     @property
     def thresholds(self) -> list[int]:
@@ -231,11 +265,10 @@ class Design:
     def describe(self) -> dict[str, Any]:
         return {"method": ("claims decided under one family-wise error rate: alpha split evenly "
                            "over the looks (Bonferroni), Holm's step-down over the undecided "
-                           "claims at each look; a claim's p-value is twice its smaller "
-                           "one-sided p"),
+                           f"claims at each look; {self.tests()}"),
                 "alpha": self.alpha, "step": self.step, "max_trials": self.max_trials,
                 "look_thresholds": self.thresholds, "looks": self.looks,
-                "alpha_per_look": self.alpha_per_look}
+                "alpha_per_look": self.alpha_per_look, **self._share()}
 
     def level_at(self, looks_taken: int, evidence_trials: int) -> float:
         """The alpha of the next look (each look of this design has the same)."""
@@ -262,7 +295,8 @@ class Design:
             looks = [int(x) for x in d["looks"]]
             return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
                        max_trials=looks[-1])
-        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
+        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"),
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
 
 
 @dataclass
@@ -342,7 +376,7 @@ class DecisiveDesign(Design):
                            f"first_share of alpha at the first, {spent} "
                            "(Bonferroni over looks), Holm's step-down over the undecided "
                            "claims at each look; trials allocated where they bring a decision "
-                           "nearest; a claim's p-value is twice its smaller one-sided p"),
+                           f"nearest; {self.tests()}"),
                 "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
                 "growth": self.growth, "first_share": self.first_share, "total": self.total,
                 "look_at": self.schedule, "looks": self.looks,
@@ -351,7 +385,8 @@ class DecisiveDesign(Design):
                 # The even split, the only one before spending was journaled, journals no name,
                 # so the journals that ran it describe it as they did.
                 **({} if self.spending == "even" else {
-                    "spending": self.spending, "alpha_at_looks": self.alphas})}
+                    "spending": self.spending, "alpha_at_looks": self.alphas}),
+                **self._share()}
 
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
@@ -359,7 +394,8 @@ class DecisiveDesign(Design):
                    first_look=int(d["first_look"]), total=int(d["total"]),
                    first_share=float(d.get("first_share", 0.5)),
                    growth=float(d.get("growth", 1.5)),
-                   spending=str(d.get("spending", "even")))
+                   spending=str(d.get("spending", "even")),
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
 
 
 class Decider:
@@ -419,8 +455,10 @@ class Decider:
         return self.design.level_at(self.looks_taken, j)
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
-        return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
-                        self.per, self.strata, self.factors)
+        ev = evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
+                      self.per, self.strata, self.factors)
+        ev.weight = self.design.supported_share
+        return ev
 
     # ---------------------------------------------------------- the deterministic shortcut
 

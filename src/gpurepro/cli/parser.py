@@ -97,6 +97,10 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
                    help="with --decisive: how alpha is spent over the looks after the first "
                         "(halving, the default: each half of the one before; even: equal parts, "
                         "the design of runs that journaled no spending)")
+    p.add_argument("--supported-share", type=alpha_value, metavar="W",
+                   help="with --decisive: the share of each claim's level given to the direction "
+                        "it states, the rest to the opposite (default 0.9; 0.5: a two-sided p, "
+                        "the design of runs that journaled no share)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
     p.add_argument("--priors-from", nargs="+", metavar="RESULT.json",
@@ -285,6 +289,9 @@ def _case_commands(sub: Any) -> None:
     p.add_argument("--alpha-spending", choices=SPENDINGS,
                    help="with --design-of a decisive run: simulate its design with this spending "
                         "over the later looks in place of the one it journaled")
+    p.add_argument("--supported-share", type=alpha_value, metavar="W",
+                   help="with --design-of a decisive run: simulate its design with this share of "
+                        "each claim's level for its stated direction in place of the journaled one")
     p.add_argument("--design-of", metavar="RESULT.json",
                    help="the design of that recorded run: its arms, trials, looks, budget and "
                         "exploratory claims, with rates from its own trials (unless --from)")

@@ -89,9 +89,13 @@ def design_statement(doc: Mapping[str, Any]) -> str:
         ran = (f"; the run took {taken} of them" + (f", the last at {last} valid trials"
                                                    if isinstance(last, int) and taken else "")
                if taken is not None else "")
+        share = stopping.get("supported_share")
+        tests = (f"; each claim's level is split {_n(share)} to the direction it states and "
+                 f"{_n(1 - float(share))} to the opposite (its p-value the smaller of its one-sided "
+                 f"p-values each over its share)" if isinstance(share, (int, float)) else "")
         return (f"{head}: {len(at)} look(s), at {', '.join(map(str, at))} valid trials of the "
                 f"run (the last is the plan's end; a run that ends between two takes the next "
-                f"one then), {spend}; {holm}{ran}.")
+                f"one then), {spend}; {holm}{tests}{ran}.")
     if stopping:
         looks = int((conf or claims)[0]["looks"]) if (conf or claims) else 1
         thresholds = stopping.get("look_thresholds")

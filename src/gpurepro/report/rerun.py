@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cluster import merge
-from ..run.plan import DEFAULT_SPENDING, PlannedTrial, make_plan
+from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
 from .compare import stopping_numbers
 from .tables import code, escape, fence
 
@@ -175,6 +175,10 @@ def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
         spending = str(stopping.get("spending", "even"))
         if spending != DEFAULT_SPENDING:
             args += ["--alpha-spending", spending]
+        # Likewise its tests: a two-sided p (0.5) where it journaled no share.
+        share = float(stopping.get("supported_share", 0.5))
+        if share != DEFAULT_SUPPORTED_SHARE:
+            args += ["--supported-share", _arg(share)]
     else:
         args = ["--until-decided"]
     if max_trials is not None:

@@ -24,6 +24,9 @@ DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
 # no spending ran.
 SPENDINGS = ("halving", "even")
 DEFAULT_SPENDING = "halving"
+# The share of each claim's level its stated direction gets in a new decisive run (the rest to
+# the opposite; analyze.claims): 0.5 is a two-sided p, what a journal that names none ran.
+DEFAULT_SUPPORTED_SHARE = 0.9
 
 
 @dataclass(frozen=True)
