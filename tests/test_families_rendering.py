@@ -72,12 +72,16 @@ def test_a_decisive_design_that_halves_its_alpha_states_each_looks_alpha():
 
     doc = copy.deepcopy(_load(MAIN))
     stopping = doc["plan"]["options"]["stopping"]
-    design = DecisiveDesign.from_description({**stopping, "spending": "halving"})
+    design = DecisiveDesign.from_description({**stopping, "spending": "halving",
+                                              "supported_share": 0.9})
     stopping.update(design.describe())
     statement = families.design_statement(doc)
     assert "alpha 0.025, 0.0125, 0.00625, 0.00313, 0.00156, 7.81e-04, 3.91e-04, 3.91e-04 at them in turn" in statement
     assert "each later look half of the one before, the last what is left" in statement
     assert "at each later one" not in statement
+    assert "each claim's level is split 0.9 to the direction it states and 0.1 to the opposite" in statement
+    # A run that journaled neither is stated as it ran.
+    assert "is split" not in families.design_statement(_load(MAIN))
     assert (f"the run took {stopping['looks_taken']} of them, the last at "
             f"{stopping['last_look_at']} valid trials") in statement
 
