@@ -671,9 +671,11 @@ def _f(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> float | None:
-    """How many times the present exposure would decide the claim at the observed rates
-    (None: not within 1000x, or no failure anywhere to estimate a rate from)."""
+def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
+                    supported_share: float = EVEN_SHARE) -> float | None:
+    """How many times the present exposure would decide the claim at the observed rates, with
+    the run's split of the claim's level (None: not within 1000x, or no failure anywhere to
+    estimate a rate from)."""
     nums = record.get("numbers") or {}
     if claim.kind == "outcome" or "arm" not in nums or claim.unit == "trial":
         return None
@@ -689,13 +691,14 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> fl
                 + [{"arm": "ref", "outcome": "crashed", "exposure": 0}] * round(r["failures"] * f)
                 + [{"arm": "ref", "outcome": "survived", "exposure": r["exposure"] * f}])
         ev = evidence(claim, "ref", recs, ("crashed",), 1.0)
+        ev.weight = supported_share
         if ev.p_value <= level:
             return f
     return None
 
 
 def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per: float,
-             unit: str, level: float) -> str:
+             unit: str, level: float, supported_share: float = EVEN_SHARE) -> str:
     """The verdict's sentence for a claim's decision: the case's wording, or the harness's."""
     nums = record.get("numbers") or {}
     values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"])}
@@ -735,7 +738,8 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
             values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
                           exposure_inside=_f(nums.get("exposure_inside")),
                           stratum=claim.stratum or "")
-    needed = exposure_needed(claim, record, level) if record["decision"] == "not_decided" else None
+    needed = (exposure_needed(claim, record, level, supported_share)
+              if record["decision"] == "not_decided" else None)
     no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
                  if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
     if no_trials:
