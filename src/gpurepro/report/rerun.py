@@ -170,15 +170,15 @@ def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
     max_trials, step = stopping_numbers(stopping)
     if stopping.get("design") == "decisive":
         args = ["--decisive"]
-        # A run that journaled no spending spent alpha evenly over its later looks; new runs
-        # halve it (run.plan.DEFAULT_SPENDING): the rerun names the one it ran.
-        spending = str(stopping.get("spending", "even"))
-        if spending != DEFAULT_SPENDING:
-            args += ["--alpha-spending", spending]
-        # Likewise its tests: a two-sided p (0.5) where it journaled no share.
-        share = float(stopping.get("supported_share", 0.5))
-        if share != DEFAULT_SUPPORTED_SHARE:
-            args += ["--supported-share", _arg(share)]
+        # The rerun checks out the run's own commit, whose defaults are the design it ran where
+        # it journaled no spending or share (the commits before either existed); a journaled
+        # one is named where it is not today's default.
+        spending = stopping.get("spending")
+        if spending is not None and spending != DEFAULT_SPENDING:
+            args += ["--alpha-spending", str(spending)]
+        share = stopping.get("supported_share")
+        if share is not None and float(share) != DEFAULT_SUPPORTED_SHARE:
+            args += ["--supported-share", _arg(float(share))]
     else:
         args = ["--until-decided"]
     if max_trials is not None:
