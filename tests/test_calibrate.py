@@ -14,7 +14,7 @@ import pytest
 
 from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze import simulate as sim
-from gpurepro.analyze.claims import Design
+from gpurepro.analyze.claims import DecisiveDesign, Design
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.main import main
 
@@ -105,6 +105,48 @@ def test_a_decider_that_does_not_split_alpha_over_looks_is_caught(tmp_path):
     broken = rate(UnsplitDesign(alpha=0.05, step=1, max_trials=20))
     assert right <= _limit(0.05, runs)
     assert broken > _limit(0.05, runs) + 0.02, (right, broken)
+
+
+class UnsplitDecisive(DecisiveDesign):
+    """A decisive design that spends all of alpha at every look (no Bonferroni over looks)."""
+
+    def level_at(self, looks_taken: int, evidence_trials: int) -> float:
+        return self.alpha
+
+
+def test_the_decisive_design_that_halves_its_alpha_holds_it_and_an_unsplit_one_is_caught(tmp_path):
+    # One claim, fourteen looks of the decisive design (its allocation and survivor caps), alpha
+    # halved look by look after the first, 0.9 of the claim's level to its stated direction
+    # (new runs' defaults): the family-wise rate stays at or below alpha; the same looks each at
+    # alpha are caught.
+    case = dataclasses.replace(load_case(FAKE, ROOT), claims=[Claim("ok-lower", arm="ok", kind="lower")])
+    rates = cal.load_models(case, ROOT, [_document(tmp_path / "result.json")], sim.claim_arms(case))
+    runs = 400
+
+    def rate(cls: type[DecisiveDesign]) -> float:
+        design = cls(alpha=0.05, max_trials=20, first_look=2, total=40, growth=1.2,
+                     spending="halving", supported_share=0.9)
+        assert design.looks == 14
+        r = cal.calibrate(case, rates, runs, 1, design, True, 20, scenarios=("null",))
+        return r["family_wise_false_claim_rate"]
+
+    right, broken = rate(DecisiveDesign), rate(UnsplitDecisive)
+    assert right <= _limit(0.05, runs)
+    assert broken > _limit(0.05, runs) + 0.02, (right, broken)
+
+
+def test_the_tile_main_job_with_new_defaults_holds_alpha_and_decides_the_main_question():
+    """The newest committed tile_unload_race main job's design (its looks, families, priors and
+    rates), with alpha halved over its later looks and 0.9 of each claim's level to its stated
+    direction: what a new run of it does by default."""
+    doc = ROOT / "results" / "tile_unload_race" / "20261205T101709Z-3d06d7_NVIDIA-H100-80GB-HBM3_redacted.json"
+    r = _cli("tile_unload_race", "--design-of", str(doc), "--alpha-spending", "halving",
+             "--supported-share", "0.9", "--runs", str(RUNS), "--seed", "1")
+    assert r["design"]["spending"] == "halving" and sum(r["design"]["alpha_at_looks"]) <= 0.05 + 1e-12
+    assert r["design"]["supported_share"] == 0.9
+    assert r["family_wise_false_claim_rate"] <= _limit(0.05, RUNS)
+    main_question = load_case("tile_unload_race", ROOT).main_question
+    assert all(r["power"][name] >= 0.9 for name in main_question), r["power"]
 
 
 def _models(case, rate=1e-3):

@@ -47,6 +47,47 @@ def test_the_looks_spend_at_most_alpha_together():
     assert Design.from_description(d.describe()) == d
 
 
+@pytest.mark.parametrize("total", [12, 18, 27, 40, 200])
+def test_halving_spends_at_most_alpha_and_more_than_even_at_the_second_look(total):
+    even = DecisiveDesign(alpha=0.05, max_trials=10, first_look=12, total=total)
+    halving = DecisiveDesign(alpha=0.05, max_trials=10, first_look=12, total=total,
+                             spending="halving")
+    assert halving.schedule == even.schedule
+    alphas = halving.alphas
+    assert sum(alphas) == pytest.approx(0.05) and sum(alphas) <= 0.05 + 1e-15
+    assert alphas[0] == even.alphas[0]  # the first look's share is the same
+    later = alphas[1:]
+    if len(later) >= 2:
+        # Each later look half of the one before, the last what is left (equal to the one
+        # before it); the second gets more than an even split's share (as much, with two).
+        assert all(b == pytest.approx(a / 2) for a, b in zip(later[:-2], later[1:-1], strict=True))
+        assert later[-1] == pytest.approx(later[-2])
+        assert later[0] > even.alphas[1] if len(later) > 2 else later == even.alphas[1:]
+    elif later:
+        assert later == [pytest.approx(0.025)]
+    else:
+        assert alphas == [pytest.approx(0.05)]
+    described = halving.describe()
+    assert described["spending"] == "halving" and described["alpha_at_looks"] == alphas
+    assert Design.from_description(described) == halving
+
+
+def test_a_journal_that_names_no_spending_keeps_the_even_split_and_its_description():
+    d = DecisiveDesign(alpha=0.05, max_trials=25, first_look=12, total=200)
+    described = d.describe()
+    assert not {"spending", "alpha_at_looks", "supported_share"} & set(described)
+    again = Design.from_description(described)
+    assert again.spending == "even" and again.supported_share == 0.5
+    # The committed documents' designs, read back from what they journaled, describe themselves
+    # exactly as they did.
+    for path in sorted((ROOT / "results").glob("*/*.json")):
+        stopping = ((json.loads(path.read_text()).get("plan") or {}).get("options") or {}).get("stopping")
+        if not stopping or stopping.get("design") != "decisive":
+            continue
+        again = Design.from_description(stopping).describe()
+        assert {k: stopping[k] for k in again} == again, path
+
+
 def test_a_look_is_due_at_each_scheduled_trial_count():
     design = DecisiveDesign(alpha=0.05, max_trials=10, first_look=3, total=20)
     decider = Decider([LOWER], "crash", design, ("crashed",), 1e6, ["crash", "ok"])
@@ -190,7 +231,11 @@ def _args(*argv: str):
 def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_flag_away():
     case = load_case(FAKE, ROOT)
     stopping, trials = sequential_design(case, _args("case", str(FAKE)))
-    assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25} and trials == 25
+    assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25,
+                        "spending": "halving", "supported_share": 0.9} and trials == 25
+    old = sequential_design(case, _args("case", str(FAKE), "--alpha-spending", "even",
+                                        "--supported-share", "0.5"))[0]
+    assert old == {**stopping, "spending": "even", "supported_share": 0.5}
     assert sequential_design(case, _args("case", str(FAKE), "--fixed")) == (None, case.defaults.trials_per_arm)
     assert sequential_design(case, _args("case", str(FAKE), "--trials", "3")) == (None, 3)
     # `run` (a GPU node's prebuilt tree) has the main job's defaults too.
@@ -204,6 +249,11 @@ def test_decisive_with_a_fixed_size_is_refused():
     case = load_case(FAKE, ROOT)
     with pytest.raises(UsageError, match="--decisive is a design of its own"):
         sequential_design(case, _args("run", str(FAKE), "--decisive", "--trials", "3"))
+    for other in (["--fixed"], ["--until-decided"]):
+        with pytest.raises(UsageError, match="--alpha-spending applies only with --decisive"):
+            sequential_design(case, _args("run", str(FAKE), *other, "--alpha-spending", "even"))
+        with pytest.raises(UsageError, match="--supported-share applies only with --decisive"):
+            sequential_design(case, _args("run", str(FAKE), *other, "--supported-share", "0.5"))
 
 
 def test_a_decisive_run_journals_its_design_and_its_document_the_known_rates_plan(fake_build,
@@ -220,6 +270,12 @@ def test_a_decisive_run_journals_its_design_and_its_document_the_known_rates_pla
     contents = read(journal)
     stopping = contents.header["options"]["stopping"]
     assert stopping["design"] == "decisive" and stopping["total"] == 12
+    # New runs halve alpha look by look, and journal it with each look's alpha, and give a
+    # claim's stated direction 0.9 of its level.
+    assert stopping["spending"] == "halving" and stopping["supported_share"] == 0.9
+    assert "over 0.9" in stopping["method"]
+    assert stopping["alpha_at_looks"] == DecisiveDesign.from_description(stopping).alphas
+    assert sum(stopping["alpha_at_looks"]) == pytest.approx(0.05)
     assert 1 <= stopping["first_look"] <= 12 and "priors" in stopping
     # ok-survives is decided once ok has run without a failure against crash's: ok stops early.
     assert sum(1 for t in contents.trials if t["arm"] == "ok") < 6

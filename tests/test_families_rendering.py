@@ -67,6 +67,25 @@ def test_the_decisive_design_is_described_by_its_journaled_looks_and_alphas():
     assert "per look" not in statement and "one look, at the end" not in statement
 
 
+def test_a_decisive_design_that_halves_its_alpha_states_each_looks_alpha():
+    from gpurepro.analyze.claims import DecisiveDesign
+
+    doc = copy.deepcopy(_load(MAIN))
+    stopping = doc["plan"]["options"]["stopping"]
+    design = DecisiveDesign.from_description({**stopping, "spending": "halving",
+                                              "supported_share": 0.9})
+    stopping.update(design.describe())
+    statement = families.design_statement(doc)
+    assert "alpha 0.025, 0.0125, 0.00625, 0.00313, 0.00156, 7.81e-04, 3.91e-04, 3.91e-04 at them in turn" in statement
+    assert "each later look half of the one before, the last what is left" in statement
+    assert "at each later one" not in statement
+    assert "each claim's level is split 0.9 to the direction it states and 0.1 to the opposite" in statement
+    # A run that journaled neither is stated as it ran.
+    assert "is split" not in families.design_statement(_load(MAIN))
+    assert (f"the run took {stopping['looks_taken']} of them, the last at "
+            f"{stopping['last_look_at']} valid trials") in statement
+
+
 def test_other_designs_are_described_as_they_ran():
     until = families.design_statement(_load(UNTIL))
     assert re.search(r"2 look\(s\), when the slowest arm still needed reaches \d+ valid trials, "

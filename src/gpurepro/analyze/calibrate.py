@@ -508,12 +508,16 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
 
 def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
                     alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
-                    workers: int | None, as_json: bool, design_of_result: str | None = None) -> int:
+                    workers: int | None, as_json: bool, design_of_result: str | None = None,
+                    spending: str | None = None, supported_share: float | None = None) -> int:
     """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
     sequential design, or ``trials`` per arm at ``alpha``), or on the design of a recorded run
     (``design_of_result``: its arms, trials, looks, budget and exploratory claims, with rates from
-    its own trials unless ``rates_from`` names others), and print the result."""
-    from .claims import Design
+    its own trials unless ``rates_from`` names others), and print the result. ``spending``:
+    a decisive run's design with that alpha spending over its later looks in place of the one
+    it journaled (the same looks, families and priors); ``supported_share``: likewise, each
+    claim's share of its level for its stated direction."""
+    from .claims import DecisiveDesign, Design
 
     exploratory: list[str] = []
     without: list[str] = []
@@ -525,6 +529,13 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)
+        if spending is not None or supported_share is not None:
+            if not isinstance(design, DecisiveDesign):
+                raise UsageError(f"--alpha-spending and --supported-share: {design_of_result} is "
+                                 f"not a run of the decisive design")
+            design = replace(design, spending=spending or design.spending,
+                             supported_share=(design.supported_share if supported_share is None
+                                              else supported_share))
         # The declaration that run journaled (none: it decided every claim by its design).
         deterministic = ((recorded.get("plan") or {}).get("options") or {}).get("deterministic")
         recorded_stopping = ((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}
@@ -566,8 +577,13 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
 def text(r: Mapping[str, Any]) -> str:
     d = r["design"]
     if d.get("design") == "decisive":
+        alphas = d.get("alpha_at_looks") or [
+            d["alpha_first_look"], *([d["alpha_later_looks"]] * (len(d["look_at"]) - 1))]
         what = (f"the decisive design, looks at {', '.join(map(str, d['look_at']))} valid trials, "
-                f"at most {d['max_trials']} per arm")
+                f"alpha {', '.join(f'{a:.3g}' for a in alphas)} "
+                f"({d.get('spending', 'even')} spending), at most {d['max_trials']} per arm, "
+                f"{d.get('supported_share', 0.5):g} of each claim's level for its stated "
+                f"direction")
     elif d["sequential"]:
         what = f"--until-decided, looks every {d['step']} up to {d['max_trials']} trials"
     else:

@@ -1,9 +1,16 @@
 """Claims decided under one family-wise error rate, over all claims and all looks.
 
 Each claim is a pair of one-sided hypotheses: "supported" (the effect it states) and
-"contradicted" (the opposite). Its p-value is twice the smaller one-sided p (so a claim can be
-falsely decided either way with probability at most its level), and the decision follows the
-smaller side.
+"contradicted" (the opposite). The design's ``supported_share`` w splits a claim's level between
+them: its p-value is min(p_supported / w, p_contradicted / (1 - w)), and the decision is the
+side that gives it. With w = 1/2 (every journal that names no share) that is twice the smaller
+one-sided p. A claim tested at level t is then falsely "supported" with probability at most
+w t (only where the stated effect is false) and falsely "contradicted" with probability at most
+(1 - w) t (only where the opposite is false), so at most t either way, also where both are
+false (no effect at all): Holm's argument below holds as it does for w = 1/2. New decisive runs
+take w = 0.9 (DIRECTIONAL_SHARE): a claim is supported at nine tenths of its level by the
+one-sided test of the direction it states (1.8 times the level a two-sided p gives it), and
+contradicted only at a tenth of it.
 
 The design (recorded whole in the result document and the journal, and continued on resume):
 - looks: after every ``step`` valid trials of the slowest arm still needed, and a final look
@@ -110,22 +117,34 @@ def _share(ratio: float, e_arm: float, e_ref: float) -> float:
     return e_arm * ratio / (e_arm * ratio + e_ref)
 
 
+EVEN_SHARE = 0.5  # a claim's level split evenly between its two sides: a two-sided p
+DIRECTIONAL_SHARE = 0.9  # new decisive runs: nine tenths to the direction a claim states
+
+
 @dataclass
 class Evidence:
-    """One-sided p-values for 'supported' and 'contradicted', and what they came from."""
+    """One-sided p-values for 'supported' and 'contradicted', and what they came from;
+    ``weight``: the share of the claim's level that 'supported' gets (the design's
+    ``supported_share``), the rest going to 'contradicted'."""
 
     test: str
     p_supported: float
     p_contradicted: float
     numbers: dict[str, Any] = field(default_factory=dict)
+    weight: float = EVEN_SHARE
 
     @property
     def p_value(self) -> float:
-        return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
+        if self.weight == EVEN_SHARE:
+            return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
+        return min(1.0, self.p_supported / self.weight, self.p_contradicted / (1 - self.weight))
 
     @property
     def direction(self) -> str:
-        return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
+        if self.weight == EVEN_SHARE:
+            return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
+        return ("supported" if self.p_supported / self.weight
+                <= self.p_contradicted / (1 - self.weight) else "contradicted")
 
 
 def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
@@ -213,6 +232,21 @@ class Design:
     alpha: float = 0.05
     step: int | None = None  # None: a fixed-size run, one look at the end
     max_trials: int | None = None
+    # The share of each claim's level its stated direction gets (module docstring); journaled
+    # only where it is not the even split that every older journal ran.
+    supported_share: float = EVEN_SHARE
+
+    def tests(self) -> str:
+        """How a claim's p-value is formed, in the words of the design's ``method``."""
+        if self.supported_share == EVEN_SHARE:
+            return "a claim's p-value is twice its smaller one-sided p"
+        w = self.supported_share
+        return (f"a claim's p-value is the smaller of its one-sided p for the direction it "
+                f"states over {w:g} and its one-sided p for the opposite over {1 - w:.3g} "
+                f"(supported_share of its level to the stated direction)")
+
+    def _share(self) -> dict[str, Any]:
+        return {} if self.supported_share == EVEN_SHARE else {"supported_share": self.supported_share}
 
     @property
     def thresholds(self) -> list[int]:
@@ -231,11 +265,10 @@ class Design:
     def describe(self) -> dict[str, Any]:
         return {"method": ("claims decided under one family-wise error rate: alpha split evenly "
                            "over the looks (Bonferroni), Holm's step-down over the undecided "
-                           "claims at each look; a claim's p-value is twice its smaller "
-                           "one-sided p"),
+                           f"claims at each look; {self.tests()}"),
                 "alpha": self.alpha, "step": self.step, "max_trials": self.max_trials,
                 "look_thresholds": self.thresholds, "looks": self.looks,
-                "alpha_per_look": self.alpha_per_look}
+                "alpha_per_look": self.alpha_per_look, **self._share()}
 
     def level_at(self, looks_taken: int, evidence_trials: int) -> float:
         """The alpha of the next look (each look of this design has the same)."""
@@ -262,7 +295,8 @@ class Design:
             looks = [int(x) for x in d["looks"]]
             return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
                        max_trials=looks[-1])
-        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"))
+        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"),
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
 
 
 @dataclass
@@ -273,15 +307,25 @@ class DecisiveDesign(Design):
     Looks are numbered by the run's valid trials: at ``first_look`` (the trial count at which
     the committed rates predict the decisions, gpurepro.analyze.known_rates), then each ``growth``
     times the one before, and at ``total`` (the plan's size). The first gets ``first_share`` of
-    alpha, every later one an equal part of the rest, so the looks' alphas sum to alpha
-    (Bonferroni over looks, Holm within each), however the trials were allocated (calibrate
-    checks it). A look is taken when its trial count is reached and a confirmatory claim is
-    still open; a run that ends between two looks takes the next one then."""
+    alpha; the rest is spent over the later looks by ``spending``:
+
+    - ``"even"`` (what a journal without ``spending`` ran): an equal part of the rest at each;
+    - ``"halving"`` (new runs' default): each later look half of what the one before it got
+      (the second half of the rest, the third a quarter, ...), the last look what is left,
+      which equals the look before it. Decisions come at the first few looks, where halving
+      gives more than an even split over up to eight looks.
+
+    Either way the looks' alphas sum to alpha (Bonferroni over looks, Holm within each),
+    whatever the looks' timing or the trials' allocation: the schedule and the alphas are fixed
+    before the first trial (calibrate checks it). A look is taken when its trial count is
+    reached and a confirmatory claim is still open; a run that ends between two looks takes
+    the next one then."""
 
     first_look: int = 1
     total: int = 1
     first_share: float = 0.5
     growth: float = 1.5
+    spending: str = "even"
 
     @property
     def schedule(self) -> list[int]:
@@ -302,7 +346,17 @@ class DecisiveDesign(Design):
     def level_at(self, looks_taken: int, evidence_trials: int) -> float:
         if looks_taken == 0 or self.looks == 1:
             return self.alpha * (self.first_share if self.looks > 1 else 1.0)
-        return self.alpha * (1 - self.first_share) / (self.looks - 1)
+        rest = self.alpha * (1 - self.first_share)
+        if self.spending == "halving":
+            later = self.looks - 1  # looks 1 .. later; the last takes what the others left
+            i = min(looks_taken, later)
+            return rest * 0.5 ** (min(i, later - 1) if later > 1 else 0)
+        return rest / (self.looks - 1)
+
+    @property
+    def alphas(self) -> list[float]:
+        """Each look's alpha, in the order of the schedule (they sum to alpha)."""
+        return [self.level_at(i, 0) for i in range(self.looks)]
 
     def due(self, decider: Decider, records: Sequence[Mapping[str, Any]]) -> bool:
         schedule = self.schedule
@@ -312,26 +366,36 @@ class DecisiveDesign(Design):
         return j >= schedule[decider.looks_taken]
 
     def describe(self) -> dict[str, Any]:
+        spent = ("the rest split evenly over the others" if self.spending == "even" else
+                 "half of the rest at the second, each later look half of the one before it, "
+                 "the last what is left (alpha_at_looks)")
         return {"design": "decisive",
                 "method": ("claims decided under one family-wise error rate: looks at the trial "
                            "counts look_at (the first where the committed rates predict the "
                            "decisions, then each growth times the last, and the plan's end), "
-                           "first_share of alpha at the first, the rest split evenly over the "
-                           "others (Bonferroni over looks), Holm's step-down over the undecided "
+                           f"first_share of alpha at the first, {spent} "
+                           "(Bonferroni over looks), Holm's step-down over the undecided "
                            "claims at each look; trials allocated where they bring a decision "
-                           "nearest; a claim's p-value is twice its smaller one-sided p"),
+                           f"nearest; {self.tests()}"),
                 "alpha": self.alpha, "max_trials": self.max_trials, "first_look": self.first_look,
                 "growth": self.growth, "first_share": self.first_share, "total": self.total,
                 "look_at": self.schedule, "looks": self.looks,
                 "alpha_first_look": self.level_at(0, 0),
-                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None}
+                "alpha_later_looks": self.level_at(1, 0) if self.looks > 1 else None,
+                # The even split, the only one before spending was journaled, journals no name,
+                # so the journals that ran it describe it as they did.
+                **({} if self.spending == "even" else {
+                    "spending": self.spending, "alpha_at_looks": self.alphas}),
+                **self._share()}
 
     @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
         return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
                    first_look=int(d["first_look"]), total=int(d["total"]),
                    first_share=float(d.get("first_share", 0.5)),
-                   growth=float(d.get("growth", 1.5)))
+                   growth=float(d.get("growth", 1.5)),
+                   spending=str(d.get("spending", "even")),
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
 
 
 class Decider:
@@ -391,8 +455,10 @@ class Decider:
         return self.design.level_at(self.looks_taken, j)
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
-        return evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
-                        self.per, self.strata, self.factors)
+        ev = evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
+                      self.per, self.strata, self.factors)
+        ev.weight = self.design.supported_share
+        return ev
 
     # ---------------------------------------------------------- the deterministic shortcut
 
@@ -605,9 +671,11 @@ def _f(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> float | None:
-    """How many times the present exposure would decide the claim at the observed rates
-    (None: not within 1000x, or no failure anywhere to estimate a rate from)."""
+def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
+                    supported_share: float = EVEN_SHARE) -> float | None:
+    """How many times the present exposure would decide the claim at the observed rates, with
+    the run's split of the claim's level (None: not within 1000x, or no failure anywhere to
+    estimate a rate from)."""
     nums = record.get("numbers") or {}
     if claim.kind == "outcome" or "arm" not in nums or claim.unit == "trial":
         return None
@@ -623,13 +691,14 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float) -> fl
                 + [{"arm": "ref", "outcome": "crashed", "exposure": 0}] * round(r["failures"] * f)
                 + [{"arm": "ref", "outcome": "survived", "exposure": r["exposure"] * f}])
         ev = evidence(claim, "ref", recs, ("crashed",), 1.0)
+        ev.weight = supported_share
         if ev.p_value <= level:
             return f
     return None
 
 
 def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per: float,
-             unit: str, level: float) -> str:
+             unit: str, level: float, supported_share: float = EVEN_SHARE) -> str:
     """The verdict's sentence for a claim's decision: the case's wording, or the harness's."""
     nums = record.get("numbers") or {}
     values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"])}
@@ -669,7 +738,8 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
             values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
                           exposure_inside=_f(nums.get("exposure_inside")),
                           stratum=claim.stratum or "")
-    needed = exposure_needed(claim, record, level) if record["decision"] == "not_decided" else None
+    needed = (exposure_needed(claim, record, level, supported_share)
+              if record["decision"] == "not_decided" else None)
     no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
                  if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
     if no_trials:

@@ -152,8 +152,8 @@ FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
                   threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
-                  priors_from: Sequence[Path] | None = None
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+                  priors_from: Sequence[Path] | None = None, spending: str = "even",
+                  supported_share: float = 0.5) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
     plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
@@ -182,10 +182,10 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
         if not priors or not chosen:
             return max(1, min(total, len(plan.arms)))
         strata = {a: m.strata for a, m in models.arms.items()} if models else {}
-        known = plan_for(case, chosen, priors, strata, alpha, max_trials)
+        known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share)
         if known.get("unreached"):  # what the plan cannot decide must not set the first look
             chosen = [c for c in chosen if c.name not in known["unreached"]]
-            known = plan_for(case, chosen, priors, strata, alpha, max_trials)
+            known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share)
         return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values()))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
@@ -195,12 +195,13 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     # that final design.
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for([n for n in in_plan if n not in beside]),
-                            total=total)
+                            total=total, spending=spending, supported_share=supported_share)
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                       workers, scope=scope, models=models)
     confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
-                            first_look=first_look_for(confirmatory), total=total)
+                            first_look=first_look_for(confirmatory), total=total,
+                            spending=spending, supported_share=supported_share)
     if families.get("computed"):
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,

@@ -59,14 +59,14 @@ def expected_trials(arm: str, prior: ArmPrior, n: int,
 
 def plan_for(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPrior],
                  strata: Mapping[str, Mapping[str, tuple[float, float]]], alpha: float,
-                 max_trials: int) -> dict[str, Any]:
+                 max_trials: int, supported_share: float = 0.5) -> dict[str, Any]:
     """The known-rates plan for ``claims`` (the run's confirmatory family) with these priors
     (the run's own rates): seconds, trials per arm, and whether every claim was reached within
     ``max_trials`` trials per arm."""
     arms = list(priors)
     sim_strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in case.strata}
-    decider = Decider(claims, case.baseline, Design(alpha=alpha), case.failure_outcomes,
-                      case.exposure.per, arms, sim_strata)
+    decider = Decider(claims, case.baseline, Design(alpha=alpha, supported_share=supported_share),
+                      case.failure_outcomes, case.exposure.per, arms, sim_strata)
     family = decider.claims
     if not family:
         return {"seconds": 0.0, "trials": {}, "decided": [], "reached": True}
@@ -124,7 +124,8 @@ CHANCE_SEED = 0  # fixed: the document's number is recomputed by validate
 
 
 def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Mapping[str, int],
-                   alpha: float, runs: int = CHANCE_RUNS, seed: int = CHANCE_SEED) -> float:
+                   alpha: float, runs: int = CHANCE_RUNS, seed: int = CHANCE_SEED,
+                   supported_share: float = 0.5) -> float:
     """The share of ``runs`` simulated runs of exactly ``trials`` per arm, each trial drawn at
     random from ``models`` (analyze.simulate.draw) and decided at one look at ``alpha`` (Holm),
     that decide every one of ``claims``."""
@@ -139,8 +140,9 @@ def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Map
     for _ in range(runs):
         records = [draw(models.arms[a], models.mode, rng, a) for a in arms
                    for _ in range(int(trials.get(a, 0)))]
-        decider = Decider(claims, case.baseline, Design(alpha=alpha), case.failure_outcomes,
-                          case.exposure.per, arms, sim_strata)
+        decider = Decider(claims, case.baseline,
+                          Design(alpha=alpha, supported_share=supported_share),
+                          case.failure_outcomes, case.exposure.per, arms, sim_strata)
         decider.final(records)
         every += all(decider.decisions[c.name]["decision"] != "not_decided"
                      for c in decider.claims)
@@ -176,7 +178,7 @@ def allocations(base: Mapping[str, int], max_trials: int) -> list[dict[str, int]
 
 def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
                         priors: Mapping[str, ArmPrior], base: Mapping[str, int], alpha: float,
-                        max_trials: int) -> dict[str, Any]:
+                        max_trials: int, supported_share: float = 0.5) -> dict[str, Any]:
     """The fewest trials, among ``allocations`` nested around ``base``, whose trials drawn at
     random from ``models`` decide every one of ``claims`` at one look in at least DECIDES of
     CHANCE_RUNS simulated runs: a galloping search and bisection over the allocations' totals
@@ -190,7 +192,8 @@ def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
 
     def chance(i: int) -> float:
         if i not in tried:
-            tried[i] = chance_of_plan(case, claims, models, candidates[i], alpha)
+            tried[i] = chance_of_plan(case, claims, models, candidates[i], alpha,
+                                      supported_share=supported_share)
         return tried[i]
 
     # A galloping search from the base (steps of 1, 2, 4, ... trials away from it, down while
@@ -249,10 +252,13 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
     alpha = float(stopping.get("alpha") or 0.05)
     max_trials = int(stopping.get("max_trials") or max(doc["plan"]["trials_per_arm"].values()))
+    # The same tests as the run's (a share of each claim's level for its stated direction,
+    # where the run journaled one).
+    share = float(stopping.get("supported_share", 0.5))
     expected = plan_for(case, claims, priors, {a: m.strata for a, m in models.arms.items()},
-                        alpha, max_trials)
+                        alpha, max_trials, share)
     design = design_that_decides(case, claims, models, priors, expected["trials"], alpha,
-                                 max_trials)
+                                 max_trials, share)
     seconds = sum(float(t.get("duration_s") or 0) for t in doc.get("trials") or [])
     # A ratio only against a design that decides its claims: against one that does not, the
     # run's time over its seconds says nothing.

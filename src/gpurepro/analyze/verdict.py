@@ -207,7 +207,8 @@ def decide_claims(case: Case, header: Mapping[str, Any],
                     **({"unit": c.unit} if c.unit != "exposure" else {}),
                     **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
                     "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit,
-                                         exploratory_level if exploratory else level)})
+                                         exploratory_level if exploratory else level,
+                                         decider.design.supported_share)})
     return out
 
 

@@ -26,7 +26,13 @@ from ..env import commits
 from ..env import fingerprint as envmod
 from ..errors import JournalError, UsageError
 from ..run.journal import read, refuse_unchained, verify_identity
-from ..run.plan import DEFAULT_ALPHA, DEFAULT_LOOK_EVERY, DEFAULT_MAX_TRIALS
+from ..run.plan import (
+    DEFAULT_ALPHA,
+    DEFAULT_LOOK_EVERY,
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_SPENDING,
+    DEFAULT_SUPPORTED_SHARE,
+)
 from ..run.session import RunRequest, manifest_sha256
 
 
@@ -122,7 +128,8 @@ def checked_build_dir(given: str | Path, root: Path) -> Path:
 
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
 PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "hang_after", "seed", "jobs",
-              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact", "priors_from")
+              "gpus", "max_trials", "look_every", "alpha", "journal", "artifact", "priors_from",
+              "alpha_spending", "supported_share")
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).
 CLUSTER_FLAGS = ("partition", "gres", "time", "account", "jobs_per_partition", "shared_dir",
@@ -359,12 +366,18 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
     if not decisive and not fixed and not args.until_decided and case.claims and not timed \
             and getattr(args, "decisive_by_default", False):
         decisive = True
+    for flag in ("alpha_spending", "supported_share"):
+        if not decisive and getattr(args, flag, None) is not None and not alpha_for_fixed:
+            raise UsageError(f"--{flag.replace('_', '-')} applies only with --decisive (the "
+                             f"default of `case` and `run` for a case with claims)")
     if decisive:
         if args.look_every is not None:
             raise UsageError("--look-every belongs to --until-decided; the decisive design looks "
                              "after any trial once a look is due")
         return ({"design": "decisive", "alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
-                 "max_trials": args.max_trials or DEFAULT_MAX_TRIALS},
+                 "max_trials": args.max_trials or DEFAULT_MAX_TRIALS,
+                 "spending": getattr(args, "alpha_spending", None) or DEFAULT_SPENDING,
+                 "supported_share": getattr(args, "supported_share", None) or DEFAULT_SUPPORTED_SHARE},
                 int(args.max_trials or DEFAULT_MAX_TRIALS))
     if args.until_decided:
         if args.trials is not None:

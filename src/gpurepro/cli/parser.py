@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import EXIT_USAGE
+from ..run.plan import SPENDINGS
 from . import results, run
 from .args import (
     alpha_value,
@@ -92,6 +93,14 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--until-decided", action="store_true",
                    help="stop an arm once its comparison with the baseline is decided (group-sequential)")
     p.add_argument("--max-trials", type=positive_int, help="with --until-decided or --decisive: most trials per arm (default 25)")
+    p.add_argument("--alpha-spending", choices=SPENDINGS,
+                   help="with --decisive: how alpha is spent over the looks after the first "
+                        "(halving, the default: each half of the one before; even: equal parts, "
+                        "the design of runs that journaled no spending)")
+    p.add_argument("--supported-share", type=alpha_value, metavar="W",
+                   help="with --decisive: the share of each claim's level given to the direction "
+                        "it states, the rest to the opposite (default 0.9; 0.5: a two-sided p, "
+                        "the design of runs that journaled no share)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
     p.add_argument("--priors-from", nargs="+", metavar="RESULT.json",
@@ -277,6 +286,12 @@ def _case_commands(sub: Any) -> None:
     p.add_argument("--from", dest="rates_from", nargs="+", metavar="RESULT.json",
                    help="result documents to take rates and budgets from (default: the newest "
                         "committed result of the case with every arm of its claims)")
+    p.add_argument("--alpha-spending", choices=SPENDINGS,
+                   help="with --design-of a decisive run: simulate its design with this spending "
+                        "over the later looks in place of the one it journaled")
+    p.add_argument("--supported-share", type=alpha_value, metavar="W",
+                   help="with --design-of a decisive run: simulate its design with this share of "
+                        "each claim's level for its stated direction in place of the journaled one")
     p.add_argument("--design-of", metavar="RESULT.json",
                    help="the design of that recorded run: its arms, trials, looks, budget and "
                         "exploratory claims, with rates from its own trials (unless --from)")

@@ -80,13 +80,22 @@ def design_statement(doc: Mapping[str, Any]) -> str:
         first, later = stopping.get("alpha_first_look"), stopping.get("alpha_later_looks")
         spend = (f"alpha {_n(first)} at the first and {_n(later)} at each later one "
                  f"(Bonferroni over the looks)" if len(at) > 1 else f"alpha {_n(first)} at it")
+        at_looks = stopping.get("alpha_at_looks")
+        if stopping.get("spending") == "halving" and isinstance(at_looks, list) and len(at) > 1:
+            spend = (f"alpha {', '.join(_n(a) for a in at_looks)} at them in turn (the second half "
+                     f"of what the first left, each later look half of the one before, the last "
+                     f"what is left; Bonferroni over the looks)")
         last = stopping.get("last_look_at")
         ran = (f"; the run took {taken} of them" + (f", the last at {last} valid trials"
                                                    if isinstance(last, int) and taken else "")
                if taken is not None else "")
+        share = stopping.get("supported_share")
+        tests = (f"; each claim's level is split {_n(share)} to the direction it states and "
+                 f"{_n(1 - float(share))} to the opposite (its p-value the smaller of its one-sided "
+                 f"p-values each over its share)" if isinstance(share, (int, float)) else "")
         return (f"{head}: {len(at)} look(s), at {', '.join(map(str, at))} valid trials of the "
                 f"run (the last is the plan's end; a run that ends between two takes the next "
-                f"one then), {spend}; {holm}{ran}.")
+                f"one then), {spend}; {holm}{tests}{ran}.")
     if stopping:
         looks = int((conf or claims)[0]["looks"]) if (conf or claims) else 1
         thresholds = stopping.get("look_thresholds")

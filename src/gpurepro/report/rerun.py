@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ..cluster import merge
-from ..run.plan import PlannedTrial, make_plan
+from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
 from .compare import stopping_numbers
 from .tables import code, escape, fence
 
@@ -170,6 +170,15 @@ def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
     max_trials, step = stopping_numbers(stopping)
     if stopping.get("design") == "decisive":
         args = ["--decisive"]
+        # The rerun checks out the run's own commit, whose defaults are the design it ran where
+        # it journaled no spending or share (the commits before either existed); a journaled
+        # one is named where it is not today's default.
+        spending = stopping.get("spending")
+        if spending is not None and spending != DEFAULT_SPENDING:
+            args += ["--alpha-spending", str(spending)]
+        share = stopping.get("supported_share")
+        if share is not None and float(share) != DEFAULT_SUPPORTED_SHARE:
+            args += ["--supported-share", _arg(float(share))]
     else:
         args = ["--until-decided"]
     if max_trials is not None:

@@ -19,6 +19,14 @@ from typing import Any
 # flags that ask for one (the command line) and for the analysis that re-reads a design
 # (claims, calibrate).
 DEFAULT_MAX_TRIALS, DEFAULT_LOOK_EVERY, DEFAULT_ALPHA = 25, 5, 0.05
+# How the decisive design spends alpha over its later looks (analyze.claims.DecisiveDesign):
+# new runs halve it look by look; "even", an equal part at each, is what a journal that names
+# no spending ran.
+SPENDINGS = ("halving", "even")
+DEFAULT_SPENDING = "halving"
+# The share of each claim's level its stated direction gets in a new decisive run (the rest to
+# the opposite; analyze.claims): 0.5 is a two-sided p, what a journal that names none ran.
+DEFAULT_SUPPORTED_SHARE = 0.9
 
 
 @dataclass(frozen=True)

@@ -276,6 +276,8 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
                          f"run the fixed plan with --fixed") from None
     return plan_decisive(case, plan, float(stopping["alpha"]), int(stopping["max_trials"]),
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
+                         spending=str(stopping.get("spending", "even")),
+                         supported_share=float(stopping.get("supported_share", 0.5)),
                          scope=request.scope,
                          priors_from=[root / p for p in request.priors_from] or None)
 
