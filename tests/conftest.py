@@ -9,6 +9,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def have_libcuda() -> bool:
+    """Whether a real libcuda.so.1 loads here: the tests that need its absence skip where it does."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
 FAKE_CASE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
 NATIVE_PROGRAMS = ROOT / "tests" / "fixtures" / "native_programs" / "manifest.py"
 

@@ -4,7 +4,6 @@ temporary folder and run against either no libcuda at all or tests/fake_libcuda.
 
 from __future__ import annotations
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -19,6 +18,7 @@ from gpurepro.run.classify import Observed, classify
 from gpurepro.run.trial import run_trial
 
 from . import pace
+from .conftest import have_libcuda
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
@@ -27,14 +27,6 @@ CASE = ROOT / "cases" / "tile_unload_race"
 pytestmark = pytest.mark.skipif(
     not (shutil.which("g++") and shutil.which("cc")), reason="needs g++ and cc"
 )
-
-
-def _have_libcuda() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +229,7 @@ def test_stub_links_seed_repro(tmp_path):
 
 # ---- the tile_unload_race host driver ----
 
-@pytest.mark.skipif(_have_libcuda(), reason="a real libcuda.so.1 is installed here")
+@pytest.mark.skipif(have_libcuda(), reason="a real libcuda.so.1 is installed here")
 def test_host_without_driver(bins):
     r = run([bins["host"], "--cubin", bins["cubin"], "--seconds", "1"])
     assert r.returncode == 3, r.stderr

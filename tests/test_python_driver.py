@@ -6,7 +6,6 @@ cuda.bindings (tests/fixtures/fake_cuda_bindings)."""
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -23,7 +22,7 @@ from gpurepro.run.execute import crash_summary
 from gpurepro.run.trial import run_trial
 
 from . import pace
-from .conftest import ROOT
+from .conftest import ROOT, have_libcuda
 
 NATIVE = ROOT / "native"
 PYDRIVER = ROOT / "tests" / "fixtures" / "pydriver.py"
@@ -31,14 +30,6 @@ FAKE_BINDINGS = ROOT / "tests" / "fixtures" / "fake_cuda_bindings"
 # The fields of a native crash record (native/README.md), which a Python driver's must have too.
 NATIVE_FIELDS = {"signal", "signo", "si_code", "code_name", "addr", "pc", "pc_map", "addr_map",
                  "frames", "t", "tid", "counters", "threads"}
-
-
-def _have_libcuda() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +203,7 @@ def test_sigterm_kills_a_python_driver_as_a_native_one(bins):
     assert (c.outcome, c.detail) == ("harness_error", "killed by SIGTERM from outside the trial")
 
 
-@pytest.mark.skipif(_have_libcuda(), reason="a real libcuda.so.1 is installed here")
+@pytest.mark.skipif(have_libcuda(), reason="a real libcuda.so.1 is installed here")
 def test_no_driver_is_unsupported(bins):
     argv = [sys.executable, str(PYDRIVER), "no_driver", "--seconds", "0.2"]
     done, c = trial(argv, env_for(bins))

@@ -4,7 +4,6 @@ failure, each through the harness's classification, against tests/fake_libcuda.c
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import sys
@@ -19,15 +18,7 @@ from gpurepro.run.classify import classify
 from gpurepro.run.execute import crash_summary
 from gpurepro.run.trial import run_trial
 
-from .conftest import ROOT
-
-
-def _have_libcuda() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
+from .conftest import ROOT, have_libcuda
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +150,7 @@ def test_an_error_that_means_no_device_is_unsupported(bins, tmp_path):
     assert (c.outcome, c.detail) == ("unsupported", "cuInit: CUDA_ERROR_NO_DEVICE")
 
 
-@pytest.mark.skipif(_have_libcuda(), reason="a real libcuda.so.1 is installed here")
+@pytest.mark.skipif(have_libcuda(), reason="a real libcuda.so.1 is installed here")
 def test_no_driver_is_unsupported_before_the_program_runs(bins, tmp_path):
     done, c = _trial(bins, tmp_path, "raise SystemExit('never reached')\n", fake=False)
     assert done.observed.returncode == 3 and c.outcome == "unsupported"
