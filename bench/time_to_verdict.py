@@ -1,26 +1,35 @@
-"""Benchmark: GPU time to a decided tile_unload_race verdict, against the known-rates design.
+"""Benchmark: GPU time to a decided verdict, against the known-rates design for the same rates.
 
-Each configuration runs on one GPU with one trial at a time (--jobs 1: concurrency changes this
-race, so the verdicts that count are taken one trial at a time), 5-second trials:
-  decisive-13     the decisive design (the main job's default) over the 13 original arms
+Each configuration runs on one GPU. The tile race runs one trial at a time (its default, and --jobs 1 in the earlier designs:
+concurrency changes the race, so the verdicts that count are taken one trial at a time):
+  tile-main       tile_unload_race's main job as a user runs it: its default design (the decisive
+                  design with the case's main question served first), arms and trial budget
+  ptxas           ptxas_abs_clamp's main job likewise: its declared deterministic outcomes and
+                  its default of four trials at a time (a miscompile's answer does not race);
+                  its trial seconds are summed over the four
+and, over tile_unload_race's 13 original arms with 5-second trials, the earlier designs:
+  decisive-13     the decisive design
   decisive-all    the decisive design over every arm of the case
-  until-decided   --until-decided --max-trials N --look-every K over the 13 original arms
-  fixed           --fixed --trials N over the 13 original arms
-For each: the seconds of its trials, the trials run, the confirmatory claims decided, and the
+  until-decided   --until-decided --max-trials N --look-every K
+  fixed           --fixed --trials N
+For each: the seconds of its trials, to the case's main question (the claims it serves first)
+and to the whole confirmatory verdict, the trials run, the confirmatory claims decided, and the
 known-rates design (gpurepro.analyze.known_rates: the fewest trials with which a one-look design
 that knew the run's own rates, with its budget and most trials per arm, decides the same claims
-in at least 90% of simulated runs; what such a design needs, not a proven lower bound), with the
-ratio of the two where that design decides them: the number the design is judged by (goal: at
-most 1.5).
+in at least 90% of simulated runs, that chance stated; what such a design needs, not a proven
+lower bound), with the ratio of the two only where that design decides them: the number the
+design is judged by (goal: at most 1.5).
 
-Two steps, so the GPU node needs only what the run stage needs (the decisive design decides its
-claims as it runs, with scipy, which the GPU node has), and the analysis runs where jsonschema is:
+Two steps, so the GPU node needs only what the run stage needs, and the analysis runs where
+jsonschema is:
 
-    python bench/time_to_verdict.py run --out DIR [--configs decisive-13,decisive-all]   # GPU
-    python bench/time_to_verdict.py report DIR --out results/bench                         # anywhere
+    python bench/time_to_verdict.py run --out DIR [--configs tile-main,ptxas]     # GPU
+    python bench/time_to_verdict.py report DIR --out results/bench                 # anywhere
 
-`run` skips a configuration whose journal in DIR is complete, so configurations may come from
-separate calls on the same machine; each records its wall time in DIR/walls.json.
+`report` also takes main jobs' journals run elsewhere (a pack's, bench/pack_job.sh):
+``--journal tile-main=PATH``. `run` skips a configuration whose journal in DIR is complete, so
+configurations may come from separate calls on the same machine; each records its wall time in
+DIR/walls.json.
 """
 
 from __future__ import annotations
@@ -32,19 +41,33 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from common import ROOT, document, write
 
 ARMS_13 = ("baseline,as-filed,as-filed-cuda,control-cuda,cuda-module-globals,one-thread,"
            "never-unload,always-unload,serialized,context-per-thread,other-tile-kernel,"
            "distinct-cubins,library-api")
+# Each configuration: the case it runs and the flags of `gpurepro run` beside --jobs 1, --redact,
+# --no-record and --journal (the main jobs' flags are their defaults: none).
 CONFIGS = {
-    "decisive-13": lambda a: ["--decisive", "--max-trials", str(a.trials), "--arms", ARMS_13],
-    "decisive-all": lambda a: ["--decisive", "--max-trials", str(a.trials)],
-    "until-decided": lambda a: ["--until-decided", "--max-trials", str(a.trials),
-                                "--look-every", str(a.look_every), "--arms", ARMS_13],
-    "fixed": lambda a: ["--fixed", "--trials", str(a.trials), "--arms", ARMS_13],
+    "tile-main": ("tile_unload_race", lambda a: []),
+    "ptxas": ("ptxas_abs_clamp", lambda a: []),
+    "decisive-13": ("tile_unload_race", lambda a: [
+        *_tile_5s(a), "--decisive", "--max-trials", str(a.trials), "--arms", ARMS_13]),
+    "decisive-all": ("tile_unload_race", lambda a: [
+        *_tile_5s(a), "--decisive", "--max-trials", str(a.trials)]),
+    "until-decided": ("tile_unload_race", lambda a: [
+        *_tile_5s(a), "--until-decided", "--max-trials", str(a.trials),
+        "--look-every", str(a.look_every), "--arms", ARMS_13]),
+    "fixed": ("tile_unload_race", lambda a: [
+        *_tile_5s(a), "--fixed", "--trials", str(a.trials), "--arms", ARMS_13]),
 }
+
+
+def _tile_5s(a: argparse.Namespace) -> list[str]:
+    """The earlier configurations' shared flags: 5-second trials, seeded, built for --arch."""
+    return ["--arch", a.arch, "--duration", str(a.duration), "--seed", str(a.seed), "--jobs", "1"]
 
 
 def _journal(out: Path, name: str) -> Path:
@@ -61,9 +84,9 @@ def run(args: argparse.Namespace) -> None:
             print(f"{name}: already run ({walls[name]:.0f} s)", flush=True)
             continue
         journal.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "gpurepro", "run", "tile_unload_race", "--arch", args.arch,
-               "--duration", str(args.duration), "--seed", str(args.seed), "--jobs", "1",
-               "--redact", "--no-record", "--journal", str(journal), *CONFIGS[name](args)]
+        case, flags = CONFIGS[name]
+        cmd = [sys.executable, "-m", "gpurepro", "run", case, "--redact", "--no-record",
+               "--journal", str(journal), *flags(args)]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                               env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
@@ -74,32 +97,75 @@ def run(args: argparse.Namespace) -> None:
         print(f"{name}: {walls[name]:.0f} s", flush=True)
 
 
+def seconds_to_look(doc: dict[str, Any], trials: list[dict[str, Any]], claims: list[str]) -> float | None:
+    """The trial seconds until the look that decided the last of ``claims`` (None: one is not
+    decided): the trials in the journal's order (one at a time: the order they ran) up to the
+    look's count of valid trials, or the run's end where it took that look there."""
+    from gpurepro.run.classify import EVIDENCE
+
+    looks = [c.get("look") for c in doc["claims"] if c["name"] in claims]
+    if not looks or any(c["decision"] == "not_decided" for c in doc["claims"] if c["name"] in claims):
+        return None
+    stopping = doc["plan"]["options"].get("stopping") or {}
+    schedule = stopping.get("look_at") or []
+    last = max(int(x) for x in looks if x is not None) if any(looks) else len(schedule)
+    need = schedule[last - 1] if 0 < last <= len(schedule) else len(trials)
+    seconds, valid = 0.0, 0
+    for t in trials:
+        if valid >= need:
+            break
+        seconds += float(t.get("duration_s") or 0)
+        valid += t.get("outcome") in EVIDENCE
+    return seconds
+
+
+def _journals(args: argparse.Namespace) -> dict[str, Path]:
+    """Each configuration's journal: DIR's, then --journal NAME=PATH (a main job run elsewhere)."""
+    found = {n: _journal(args.dir, n) for n in CONFIGS
+             if args.dir is not None and _journal(args.dir, n).exists()}
+    for given in args.journal:
+        name, _, path = given.partition("=")
+        if name not in CONFIGS or not path:
+            sys.exit(f"--journal {given}: give NAME=PATH, NAME one of {', '.join(CONFIGS)}")
+        found[name] = Path(path)
+    if not found:
+        sys.exit("no journal: give DIR with a `run`'s journals, or --journal NAME=PATH")
+    return found
+
+
 def report(args: argparse.Namespace) -> None:
     from gpurepro.analyze.known_rates import run_plan
     from gpurepro.case import load_case
     from gpurepro.record.document import build_document
     from gpurepro.run.journal import read
 
-    case = load_case("tile_unload_race", ROOT)
-    walls_path = args.dir / "walls.json"
-    walls = json.loads(walls_path.read_text()) if walls_path.exists() else {}
+    walls_path = args.dir / "walls.json" if args.dir is not None else None
+    walls = json.loads(walls_path.read_text()) if walls_path and walls_path.exists() else {}
     outcome = {}
     ratios = {}
-    # Every configuration with a journal; one whose run was stopped before its end (a call's
-    # time limit) has no wall time and says so.
-    names = [n for n in CONFIGS if _journal(args.dir, n).exists()]
-    for name in names:
-        path = _journal(args.dir, name)
+    journals = _journals(args)
+    for name, path in journals.items():
+        case = load_case(CONFIGS[name][0], ROOT)
         contents = read(path)
         doc = build_document(case, contents.header, contents.trials, ROOT)
         claims = [c for c in doc["claims"] if c.get("family") != "exploratory"]
         decided = [c["name"] for c in claims if c["decision"] != "not_decided"]
+        main_question = list((doc["plan"]["options"].get("stopping") or {}).get("first") or ())
         known = doc.get("known_rates_plan") or run_plan(case, doc, ROOT) or {}
         trial_s = sum(float(t.get("duration_s") or 0) for t in contents.trials)
         planned = len(contents.header["plan"]["order"])
-        finished = name in walls
-        outcome[name] = {"wall_s": walls.get(name), "trial_s": trial_s, "trials": len(contents.trials),
+        # A `run` here records its wall time once it ended; a journal from elsewhere ran to
+        # its end where the document says it is complete.
+        from_dir = args.dir is not None and path == _journal(args.dir, name)
+        finished = name in walls if from_dir else bool(doc["completion"].get("complete"))
+        outcome[name] = {"case": case.name, "journal": _rel(path), "wall_s": walls.get(name),
+                         "trial_s": trial_s, "trials": len(contents.trials),
                          "planned": planned, "run_to_its_end": finished,
+                         "main_question": main_question,
+                         "main_question_s": seconds_to_look(doc, contents.trials, main_question),
+                         "verdict_s": seconds_to_look(doc, contents.trials,
+                                                      [c["name"] for c in claims]),
+                         "jobs": contents.header["options"].get("jobs"),
                          "confirmatory": len(claims), "decided": len(decided),
                          "not_decided": [c["name"] for c in claims if c["decision"] == "not_decided"],
                          "exploratory": [c["name"] for c in doc["claims"] if c.get("family") == "exploratory"],
@@ -112,18 +178,19 @@ def report(args: argparse.Namespace) -> None:
                          "stopping": {k: v for k, v in (contents.header["options"].get("stopping") or {}).items()
                                       if k != "priors"}}
         ratios[name] = outcome[name]["ratio_to_plan"]
-        wall = f"{walls[name]:.0f} s wall" if name in walls else "stopped before its end"
+        wall = f"{walls[name]:.0f} s wall" if name in walls else "its own wall time in its log"
         print(f"{name}: {trial_s:.0f} s of trials ({wall}), {len(contents.trials)} "
               f"trials, {len(decided)}/{len(claims)} confirmatory claims decided; known-rates "
-              f"design {known.get('seconds')} s (reached: {known.get('reached')}), ratio "
-              f"{ratios[name]}", flush=True)
-    main = "decisive-13" if "decisive-13" in outcome else next(iter(outcome))
+              f"design {known.get('seconds')} s (reached: {known.get('reached')}, chance "
+              f"{outcome[name]['plan_chance']}), ratio {ratios[name]}", flush=True)
+    names = list(outcome)
+    main = next((n for n in ("tile-main", "decisive-13") if n in outcome), names[0])
     doc = document(
         name="time_to_verdict",
-        question="How much GPU time does tile_unload_race's verdict cost, one trial at a time on "
-                 "one GPU, against the known-rates design for the same run's rates (the fewest "
-                 "trials with which a one-look design that knew them decides every claim in 90% "
-                 "of simulated runs)?",
+        question="How much GPU time do the verdicts cost, one trial at a time on one GPU, "
+                 "against the known-rates design for the same run's rates (the fewest trials "
+                 "with which a one-look design that knew them decides every claim in 90% of "
+                 "simulated runs)?",
         parameters={"configs": names, "outcome": outcome},
         samples={k: [v["trial_s"]] for k, v in outcome.items()},
         unit="second",
@@ -137,6 +204,11 @@ def report(args: argparse.Namespace) -> None:
     write(doc, args.out)
 
 
+def _rel(path: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="step", required=True)
@@ -147,10 +219,12 @@ def main() -> None:
     r.add_argument("--look-every", type=int, default=5)
     r.add_argument("--duration", type=float, default=5)
     r.add_argument("--seed", type=int, default=3)
-    r.add_argument("--configs", default="decisive-13,decisive-all")
+    r.add_argument("--configs", default="tile-main,ptxas")
     r.set_defaults(fn=run)
     p = sub.add_parser("report")
-    p.add_argument("dir", type=Path)
+    p.add_argument("dir", type=Path, nargs="?", help="a `run`'s --out")
+    p.add_argument("--journal", action="append", default=[], metavar="NAME=PATH",
+                   help="a configuration's journal run elsewhere (a main job's, from its pack)")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "bench")
     p.add_argument("--note", action="append", default=[], help="a note for the document")
     p.set_defaults(fn=report)

@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import math
+import statistics
 from contextlib import redirect_stdout
 from pathlib import Path
 
@@ -392,3 +393,41 @@ def test_timed_claims_are_simulated_from_the_runs_own_times(tmp_path):
     timed = [c.name for c in case.claims if c.kind in ("slower", "faster", "same")]
     assert timed and all(r["power"][name] > 0.9 for name in timed), r["power"]
     assert r["family_wise_false_claim_rate"] <= _limit(0.05, 100)
+
+
+def test_a_survivor_that_ends_on_its_own_is_modelled_at_its_own_time_and_one_run_out_at_the_budget():
+    """fa3_wgmma_wait's trials stop after a fixed number of launches, about a second into a 30 s
+    duration: the model takes their own exposure and seconds. tile_unload_race's survivors run
+    out the duration: modelled at the budget, as before. A survivor the decisive design capped
+    ended at its cap, not on its own, and does not count."""
+    fa3 = ROOT / "results" / "fa3_wgmma_wait" / "20261205T093214Z-379cb7_NVIDIA-H100-80GB-HBM3_redacted.json"
+    doc = json.loads(fa3.read_text())
+    arms = sorted({t["arm"] for t in doc["trials"]})
+    models = sim.models_from(load_case("fa3_wgmma_wait", ROOT), [(fa3, doc)], ROOT, arms)
+    for arm in arms:
+        own = statistics.median(t["duration_s"] for t in doc["trials"] if t["arm"] == arm)
+        m = models.arms[arm]
+        assert m.overhead_s + m.seconds == pytest.approx(own, rel=0.05), arm
+        assert "own end" in models.summary[arm]["budget_from"]
+    trials = [_trial("ok", False, 2000 * 20) | {"duration_s": 20.0} for _ in range(4)]
+    short = [t | {"exposure": 300, "duration_s": 0.2, "max_exposure": 300} for t in trials]
+    case = load_case(FAKE, ROOT)
+    for ts in (trials, [*trials[:1], *short]):  # a capped majority: still the budget
+        one = {"trials": ts, "plan": {"options": {"budget": {"duration_s": 20.0, "max_exposure": 0}}}}
+        m = sim.models_from(case, [(Path("x.json"), one)], ROOT, ["ok"]).arms["ok"]
+        assert m.budget == pytest.approx(2000 * 20) and m.seconds == pytest.approx(20.0)
+
+
+def test_calibrate_names_the_arms_a_run_stopped_at_their_most_trials_with_a_claim_open(tmp_path):
+    """Where an arm's maximum binds (a claim of it still open when it has run its most trials),
+    calibrate says how often: there a larger maximum could buy a decision. The tile main job's
+    design under its observed effects: no run stops an arm there."""
+    doc = _document(tmp_path / "result.json")
+    tight = _cli(str(FAKE), "--from", str(doc), "--until-decided", "--max-trials", "2",
+                 "--look-every", "1", "--runs", "50", "--seed", "1")
+    assert tight["observed"]["stopped_at_most_trials"], tight["observed"]
+    assert all(0 < v <= 1 for v in tight["observed"]["stopped_at_most_trials"].values())
+    tile = ROOT / "results" / "tile_unload_race" / "20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json"
+    r = _cli("tile_unload_race", "--design-of", str(tile), "--runs", "50", "--seed", "1")
+    assert r["observed"]["stopped_at_most_trials"] == {}
+    assert r["observed"]["mean_capped_survivors"] > 0

@@ -401,8 +401,12 @@ def test_tile_cuda_python_crash_names_both_threads_calls(bins):
     faulting = [t for t in s["threads"] if t["faulting"]]
     assert len(faulting) == 1 and faulting[0]["call"] == "cuModuleUnload" and faulting[0]["inside"]
     assert [t["thread"] for t in s["threads"]] == [0, 1, 2]  # two workers, then main's slot
+    # The faulting thread's Python stack ("Current thread" in faulthandler's dump) holds the
+    # caller of cuModuleUnload. The dump lists threads newest first, not the faulting one first.
+    current = [t for t in s["python_frames"] if t["current"]]
+    assert len(current) == 1
     assert any(f["function"] == "loop" and f["file"].endswith("host_cuda_python.py")
-               for f in s["python_frames"][0]["frames"])
+               for f in current[0]["frames"])
 
 
 def test_tile_cuda_python_errors_are_terminal_and_named(bins):

@@ -299,7 +299,7 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
 # ---------------------------------------------------------------- simulation
 
 
-Result = tuple[dict[str, str], int, float, bool]  # simulate.simulate_run's
+Result = tuple[dict[str, str], int, float, bool, tuple[str, ...], int]  # simulate.simulate_run's
 
 
 def _chunk(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, start: int,
@@ -355,6 +355,12 @@ def summarize(results: Sequence[Result], claims: Sequence[Claim],
             "mean_trials": statistics.fmean(trials), "max_trials_run": max(trials),
             "median_seconds": statistics.median(seconds),
             "refuted": sum(1 for r in results if r[3]) / runs,
+            # Where more trials of an arm could have bought a decision: the share of runs that
+            # stopped it at its most trials with a confirmatory claim of it open (none: a larger
+            # maximum for it, the baseline's included, would change no run).
+            "stopped_at_most_trials": {a: k / runs for a, k in sorted(
+                Counter(a for r in results for a in r[4]).items())},
+            "mean_capped_survivors": statistics.fmean(r[5] for r in results),
             "claims": per_claim, "left_out": dict(left_out)}
 
 
@@ -609,9 +615,14 @@ def text(r: Mapping[str, Any]) -> str:
                          f"rate {f['false_claim_rate']:.4f} +/- {f['false_claim_rate_se']:.4f}, "
                          f"refuted by the run's trials in {f['refuted']:.1%} of runs")
     if r.get("observed"):
+        o = r["observed"]
         lines.append(f"mean trials per run under the observed effects: "
-                     f"{r['observed']['mean_trials']:.1f}; median GPU time "
-                     f"{r['observed']['median_seconds']:.0f} s")
+                     f"{o['mean_trials']:.1f}; median GPU time {o['median_seconds']:.0f} s; "
+                     f"capped survivors per run {o['mean_capped_survivors']:.1f}")
+        at_most = o["stopped_at_most_trials"]
+        lines.append("arms stopped at their most trials with a claim open: " + (
+            ", ".join(f"{a} in {k:.1%} of runs" for a, k in at_most.items()) if at_most
+            else "none (a larger maximum, the baseline's included, would change no run)"))
         lines.append("power under the observed effects:")
         for name, p in r["power"].items():
             c = r["observed"]["claims"][name]

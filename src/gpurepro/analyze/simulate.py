@@ -192,7 +192,8 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
     - the budget (the exposure a survivor reaches): the arm's speed (the median exposure per
       second of its trials that ran at least MIN_SPEED_S) times the run's trial duration, at
       most the exposure budget; a trial's start and stop: the median of each trial's seconds
-      beyond its exposure at that speed;
+      beyond its exposure at that speed; where the arm's survivors end on their own well before
+      the duration (``_ended_on_their_own``), their median exposure and seconds instead;
     - strata: the case's stratum functions over the arm's trials: exposure inside / exposure,
       and failures inside / failures;
     - with ``times``, a timed arm's trial times (``log_time``), which `calibrate` draws for its
@@ -239,6 +240,12 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
         if max_exposure and (budget > max_exposure or not budget):
             budget, how = float(max_exposure), f"the exposure budget {max_exposure}"
         seconds = min(duration, budget / speed) if speed else duration
+        ended_early = _ended_on_their_own(ts, duration)
+        if ended_early and not per_trial and speed:
+            budget, own_s = ended_early
+            seconds = max(0.0, own_s - overhead)
+            how = (f"its survivors' own end: median exposure {budget:g} in {own_s:.3g} s (they "
+                   f"stop after a fixed amount of work, before the run's {duration:g} s)")
         if per_trial and any_exposure:
             # Its trials' own wall time: a failure's exposure says nothing of when it came.
             seconds = float(statistics.median(float(t.get("duration_s") or 0) for t in ts))
@@ -265,6 +272,23 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                            if log_time else {})}
     return Models(mode="exposure" if any_exposure else "per_trial", arms=models,
                   documents=[_rel(p, root) for p, _ in docs], summary=summary)
+
+
+def _ended_on_their_own(ts: Sequence[Mapping[str, Any]], duration: float) -> tuple[float, float] | None:
+    """(exposure, seconds) at which an arm's survivors end, where they end on their own: the
+    median survivor stopped in less than half the run's trial duration (a driver that does a
+    fixed amount of work, fa3_wgmma_wait's timed launches, not a race run out to its budget).
+    None where survivors run out the duration (a survivor is then modelled at the budget). A
+    survivor the decisive design capped (its record's ``max_exposure``) ended at its cap, not on
+    its own, and is not counted."""
+    survivors = [t for t in ts if t.get("outcome") == "survived" and "max_exposure" not in t
+                 and float(t.get("duration_s") or 0) > 0 and float(t.get("exposure") or 0) > 0]
+    if not survivors or not duration:
+        return None
+    own_s = float(statistics.median(float(t["duration_s"]) for t in survivors))
+    if own_s >= duration / 2:
+        return None
+    return float(statistics.median(float(t["exposure"]) for t in survivors)), own_s
 
 
 def _log_time(ts: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
@@ -335,7 +359,9 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
             if t < first:
                 first, outcome, detail = t, c.outcome, c.detail
         exposure = first
-    rec: dict[str, Any] = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure}
+    rec: dict[str, Any] = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure,
+                           # as a run's record of a capped trial has it (run.execute)
+                           **({"max_exposure": cap} if cap is not None else {})}
     if m.log_time is not None and outcome == "survived":  # its time, as timing.trial_time reads it
         mean, sd = m.log_time
         rec["observations"] = {"timing": {"values": [float(math.exp(rng.normal(mean, sd)))]}}
@@ -374,9 +400,11 @@ class RunSpec:
 
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
-                 ) -> tuple[dict[str, str], int, float, bool]:
-    """One run. Returns each claim's decision, the trials run, their seconds, and whether the
-    run's trials refuted a declaration of deterministic outcomes."""
+                 ) -> tuple[dict[str, str], int, float, bool, tuple[str, ...], int]:
+    """One run. Returns each claim's decision, the trials run, their seconds, whether the
+    run's trials refuted a declaration of deterministic outcomes, the arms that stopped at their
+    most trials with a confirmatory claim of theirs still open (where more trials of that arm
+    could have bought a decision), and how many survivors the decisive design capped."""
     from .claims import Decider
 
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
@@ -403,11 +431,14 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
             if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
                 continue
             records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
+    valid = Counter(r["arm"] for r in records if r["outcome"] in EVIDENCE)
+    at_most = tuple(a for a in decider.arms_needed() if valid[a] >= spec.trials)
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}
     return (decisions, len(records), float(sum(r["_seconds"] for r in records)),
-            getattr(decider, "refuted", None) is not None)
+            getattr(decider, "refuted", None) is not None, at_most,
+            sum(1 for r in records if "max_exposure" in r))
 
 
 def streams(seed: int, scenario: int, runs: range) -> Any:
