@@ -313,14 +313,20 @@ def test_design_of_a_run_from_before_claims_and_of_one_without_baseline_trials()
     old = ROOT / "results" / "tile_unload_race" / "20261130T000116Z_NVIDIA-H200_redacted.json"
     r = _cli("tile_unload_race", "--design-of", str(old), "--runs", "20", "--seed", "1")
     assert r["design"]["max_trials"] == 10 and r["family_wise_false_claim_rate"] <= 0.05 + 0.1
-    # No valid trial of the baseline: no rates to simulate with, one line saying so.
+    # No valid trial of the baseline (every trial of that run unsupported): its design with the
+    # committed results' rates, named; a case with no valid baseline trial committed anywhere
+    # (tcgen05_alloc_order: no B300 has run it) says so in one line.
     none = ROOT / "results" / "tile_unload_race" / "20261130T001134Z_NVIDIA-H200_redacted.json"
+    r = _cli("tile_unload_race", "--design-of", str(none), "--runs", "20", "--seed", "1")
+    assert str(none.relative_to(ROOT)) not in r["rates_from"]["documents"]
+    assert r["rates_from"]["documents"] and r["design"]["trials_per_arm"] == 2
+    tcgen05 = ROOT / "results" / "tcgen05_alloc_order" / "20261130T000018Z_NVIDIA-H200_redacted.json"
     err = io.StringIO()
     from contextlib import redirect_stderr
     with redirect_stderr(err):
-        status = main(["calibrate", "tile_unload_race", "--design-of", str(none), "--json",
+        status = main(["calibrate", "tcgen05_alloc_order", "--design-of", str(tcgen05), "--json",
                        "--workers", "1"])
-    assert status == 2 and "no valid trial of the baseline" in err.getvalue()
+    assert status == 2 and "valid trials of its baseline" in err.getvalue()
 
 
 @pytest.mark.parametrize("design", [[], ["--until-decided", "--max-trials", "10", "--look-every", "5"]])

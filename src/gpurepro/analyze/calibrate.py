@@ -552,12 +552,14 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
             # Rates from the run's own trials: an arm it has none of is not simulated (its claims
             # are not decided in any simulated run either), and the output says so.
             seen = {t.get("arm") for t in recorded["trials"] if t.get("outcome") in EVIDENCE}
-            if case.baseline not in seen:
-                raise UsageError(f"{design_of_result}: no valid trial of the baseline "
-                                 f"({case.baseline}): there are no rates to simulate its design "
-                                 f"with; give result documents with --from")
-            without = [a for a in arms if a not in seen]
-            arms = [a for a in arms if a in seen]
+            if case.baseline in seen:
+                without = [a for a in arms if a not in seen]
+                arms = [a for a in arms if a in seen]
+            else:
+                # No rates of its own to compare with (every baseline trial unsupported, or a
+                # run without the baseline): its design with the committed results' rates, by
+                # the rule a run without --from takes them; the output names the documents.
+                sources = None
     else:
         design = Design.from_description(stopping) if stopping else Design(
             alpha=alpha if alpha is not None else DEFAULT_ALPHA)
