@@ -141,10 +141,10 @@ def _runs(spec: sim.RunSpec, p_bad: float, n: int) -> list:
 
 def test_the_decisive_design_establishes_each_arm_first_and_stops():
     shortcut = _runs(_spec(DECLARED), 1.0, 20)
-    assert all(n == 2 * DECLARED["trials"] and not refuted for _, n, _, refuted in shortcut)
+    assert all(r.trials == 2 * DECLARED["trials"] and not r.refuted for r in shortcut)
     assert all(set(d.values()) == {"supported"} for d, *_ in shortcut)
     designed = _runs(_spec(None), 1.0, 20)
-    assert min(n for _, n, _, _ in designed) >= 10  # the design's first look
+    assert min(r.trials for r in designed) >= 10  # the design's first look
     assert all(set(d.values()) == {"supported"} for d, *_ in designed)
 
 
@@ -175,11 +175,12 @@ def test_a_false_declaration_is_refuted_as_often_as_trials_disagree():
     # run then stops on the shortcut's decisions (the cost of a false declaration, which
     # calibrate reports); in the other runs the trials refute it and the design decides.
     runs = _runs(_spec(DECLARED, claims=(WRONG,)), 0.5, 400)
-    refuted = sum(r for *_, r in runs) / len(runs)
+    refuted = sum(r.refuted for r in runs) / len(runs)
     assert abs(refuted - 0.75) < 4 * math.sqrt(0.75 * 0.25 / len(runs))
-    decided_early = [d for d, n, _, r in runs if not r]
+    decided_early = [r.decisions for r in runs if not r.refuted]
     assert all(d["bad-wrong"] in ("supported", "contradicted") for d in decided_early)
-    assert all(d["bad-wrong"] == "not_decided" or n > 3 for d, n, _, r in runs if r)
+    assert all(r.decisions["bad-wrong"] == "not_decided" or r.trials > 3
+               for r in runs if r.refuted)
 
 
 def _ptxas_trials(last_good: str = "survived") -> tuple:

@@ -48,6 +48,7 @@ from .simulate import (
     Cause,
     Models,
     RunSpec,
+    SimulatedRun,
     choose_documents,
     claim_arms,
     models_from,
@@ -299,7 +300,7 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
 # ---------------------------------------------------------------- simulation
 
 
-Result = tuple[dict[str, str], int, float, bool, tuple[str, ...], int]  # simulate.simulate_run's
+Result = SimulatedRun
 
 
 def _chunk(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, start: int,
@@ -347,20 +348,20 @@ def summarize(results: Sequence[Result], claims: Sequence[Claim],
                              **{d: n[d] / runs for d in DECISIONS},
                              "false": None if c.name in left_out else false_by[c.name] / runs}
     rate = any_false / runs
-    trials = [r[1] for r in results]
-    seconds = [r[2] for r in results]
+    trials = [r.trials for r in results]
+    seconds = [r.seconds for r in results]
     return {"runs": runs, "false_claim_rate": rate,
             "false_claim_rate_se": math.sqrt(rate * (1 - rate) / runs),
             "exploratory_false_claim_rate": any_false_exploratory / runs,
             "mean_trials": statistics.fmean(trials), "max_trials_run": max(trials),
             "median_seconds": statistics.median(seconds),
-            "refuted": sum(1 for r in results if r[3]) / runs,
+            "refuted": sum(1 for r in results if r.refuted) / runs,
             # Where more trials of an arm could have bought a decision: the share of runs that
             # stopped it at its most trials with a confirmatory claim of it open (none: a larger
             # maximum for it, the baseline's included, would change no run).
             "stopped_at_most_trials": {a: k / runs for a, k in sorted(
-                Counter(a for r in results for a in r[4]).items())},
-            "mean_capped_survivors": statistics.fmean(r[5] for r in results),
+                Counter(a for r in results for a in r.stopped_at_most).items())},
+            "mean_capped_survivors": statistics.fmean(r.capped for r in results),
             "claims": per_claim, "left_out": dict(left_out)}
 
 

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -399,12 +399,21 @@ class RunSpec:
     deterministic: Mapping[str, Any] | None = None
 
 
-def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
-                 ) -> tuple[dict[str, str], int, float, bool, tuple[str, ...], int]:
-    """One run. Returns each claim's decision, the trials run, their seconds, whether the
-    run's trials refuted a declaration of deterministic outcomes, the arms that stopped at their
-    most trials with a confirmatory claim of theirs still open (where more trials of that arm
-    could have bought a decision), and how many survivors the decisive design capped."""
+class SimulatedRun(NamedTuple):
+    """What one simulated run did."""
+
+    decisions: dict[str, str]  # each claim's decision
+    trials: int
+    seconds: float
+    refuted: bool  # its trials refuted a declaration of deterministic outcomes
+    # The arms it stopped at their most trials with a confirmatory claim of theirs still open:
+    # where more trials of that arm could have bought a decision.
+    stopped_at_most: tuple[str, ...]
+    capped: int  # the survivors the decisive design capped
+
+
+def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> SimulatedRun:
+    """One run of the design, as the run stage would take it."""
     from .claims import Decider
 
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
@@ -436,9 +445,9 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}
-    return (decisions, len(records), float(sum(r["_seconds"] for r in records)),
-            getattr(decider, "refuted", None) is not None, at_most,
-            sum(1 for r in records if "max_exposure" in r))
+    return SimulatedRun(decisions, len(records), float(sum(r["_seconds"] for r in records)),
+                        getattr(decider, "refuted", None) is not None, at_most,
+                        sum(1 for r in records if "max_exposure" in r))
 
 
 def streams(seed: int, scenario: int, runs: range) -> Any:
