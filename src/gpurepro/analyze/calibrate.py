@@ -356,9 +356,9 @@ def summarize(results: Sequence[Result], claims: Sequence[Claim],
             "mean_trials": statistics.fmean(trials), "max_trials_run": max(trials),
             "median_seconds": statistics.median(seconds),
             "refuted": sum(1 for r in results if r.refuted) / runs,
-            # Where more trials of an arm could have bought a decision: the share of runs that
-            # stopped it at its most trials with a confirmatory claim of it open (none: a larger
-            # maximum for it, the baseline's included, would change no run).
+            # Where more trials of an arm could have bought a decision: the share of runs in
+            # which it ran its most trials and a confirmatory claim of it was left not decided
+            # (none: a larger maximum for it, the baseline's included, would change no run).
             "stopped_at_most_trials": {a: k / runs for a, k in sorted(
                 Counter(a for r in results for a in r.stopped_at_most).items())},
             "mean_capped_survivors": statistics.fmean(r.capped for r in results),
@@ -623,7 +623,7 @@ def text(r: Mapping[str, Any]) -> str:
                      f"{o['mean_trials']:.1f}; median GPU time {o['median_seconds']:.0f} s; "
                      f"capped survivors per run {o['mean_capped_survivors']:.1f}")
         at_most = o["stopped_at_most_trials"]
-        lines.append("arms stopped at their most trials with a claim open: " + (
+        lines.append("arms at their most trials with a claim left not decided: " + (
             ", ".join(f"{a} in {k:.1%} of runs" for a, k in at_most.items()) if at_most
             else "none (a larger maximum, the baseline's included, would change no run)"))
         lines.append("power under the observed effects:")

@@ -406,8 +406,8 @@ class SimulatedRun(NamedTuple):
     trials: int
     seconds: float
     refuted: bool  # its trials refuted a declaration of deterministic outcomes
-    # The arms it stopped at their most trials with a confirmatory claim of theirs still open:
-    # where more trials of that arm could have bought a decision.
+    # The arms that ran their most trials in a run that left a confirmatory claim of theirs not
+    # decided: where more trials of that arm could have bought a decision.
     stopped_at_most: tuple[str, ...]
     capped: int  # the survivors the decisive design capped
 
@@ -440,11 +440,13 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> Sim
             if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
                 continue
             records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
-    valid = Counter(r["arm"] for r in records if r["outcome"] in EVIDENCE)
-    at_most = tuple(a for a in decider.arms_needed() if valid[a] >= spec.trials)
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}
+    valid = Counter(r["arm"] for r in records if r["outcome"] in EVIDENCE)
+    left_open = {a for c in decider.claims if decisions[c.name] == "not_decided"
+                 for a in (c.arm, decider.reference(c)) if a}
+    at_most = tuple(sorted(a for a in left_open if valid[a] >= spec.trials))
     return SimulatedRun(decisions, len(records), float(sum(r["_seconds"] for r in records)),
                         getattr(decider, "refuted", None) is not None, at_most,
                         sum(1 for r in records if "max_exposure" in r))
