@@ -244,3 +244,32 @@ def test_a_flooding_trial_costs_the_harness_megabytes_and_the_record_counts_the_
     assert dropped["stdout_bytes"] > (FLOOD_MB - 3) << 20 and dropped["stdout_lines"] > 0
     assert dropped["stderr_bytes"] > (FLOOD_MB - 3) << 20
     assert _left_after_the_sweep(tag) == []
+
+
+def test_the_watchdogs_kill_is_found_by_a_trial_while_the_poll_thread_is_reading_it():
+    """After a stopped harness resumes, its poll thread and a trial's thread both drain the
+    watchdog's lines. A trial that looks itself up while the poll thread holds the line it
+    read ("killed PID T") but has not stored it yet must still find it: otherwise the kill at
+    its limit reads as a SIGKILL from outside (a harness error, not the hang it was)."""
+    import threading
+
+    from gpurepro.run.contain import Containment
+
+    reading = threading.Event()
+
+    class SlowWatchdog:  # the first read takes the line, then is slow to hand it back
+        lines = ["killed 4242 12.5"]
+
+        def said(self):
+            taken, self.lines = self.lines, []
+            if taken:
+                reading.set()
+                time.sleep(0.3)
+            return taken
+
+    c = Containment(watchdog=SlowWatchdog())
+    poll = threading.Thread(target=c._read_watchdog)
+    poll.start()
+    assert reading.wait(5)
+    assert c.killed_at_limit(4242) == 12.5
+    poll.join()

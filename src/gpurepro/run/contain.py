@@ -72,6 +72,10 @@ class Containment:
         self._thread: threading.Thread | None = None
         self._session = os.getsid(0)
         self.killed_at_deadline: dict[int, float] = {}  # pid -> when the watchdog killed it
+        # The poll thread and each trial's thread both drain the watchdog's lines: one may have
+        # read "killed PID T" and not yet stored it when the other looks the trial up (both wake
+        # at once when a stopped harness resumes), so draining and looking up take this lock.
+        self._said_lock = threading.Lock()
         self.mechanism = isolation.SUBREAPER
         self._launched = 0
 
@@ -176,8 +180,9 @@ class Containment:
 
     def killed_at_limit(self, pid: int) -> float | None:
         """When the watchdog killed this trial at its wall-clock deadline (monotonic), if it did."""
-        self._read_watchdog()
-        return self.killed_at_deadline.get(pid)
+        with self._said_lock:
+            self._drain_watchdog()
+            return self.killed_at_deadline.get(pid)
 
     # -- the poll
 
@@ -263,6 +268,10 @@ class Containment:
         self.watchdog.restart(told)
 
     def _read_watchdog(self) -> None:
+        with self._said_lock:
+            self._drain_watchdog()
+
+    def _drain_watchdog(self) -> None:
         if self.watchdog is None:
             return
         for line in self.watchdog.said():
