@@ -1,7 +1,8 @@
 """Benchmark: GPU time to a decided verdict, against the known-rates design for the same rates.
 
-Each configuration runs on one GPU. The tile race runs one trial at a time (its default, and --jobs 1 in the earlier designs:
-concurrency changes the race, so the verdicts that count are taken one trial at a time):
+Each configuration runs on one GPU; the tile race one trial at a time (its main job's default,
+and --jobs 1 in the earlier designs: concurrency changes the race, so the verdicts that count
+are taken one trial at a time):
   tile-main       tile_unload_race's main job as a user runs it: its default design (the decisive
                   design with the case's main question served first), arms and trial budget
   ptxas           ptxas_abs_clamp's main job likewise: its declared deterministic outcomes and
@@ -48,7 +49,7 @@ from common import ROOT, document, write
 ARMS_13 = ("baseline,as-filed,as-filed-cuda,control-cuda,cuda-module-globals,one-thread,"
            "never-unload,always-unload,serialized,context-per-thread,other-tile-kernel,"
            "distinct-cubins,library-api")
-# Each configuration: the case it runs and the flags of `gpurepro run` beside --jobs 1, --redact,
+# Each configuration: the case it runs and the flags of `gpurepro run` beside --redact,
 # --no-record and --journal (the main jobs' flags are their defaults: none).
 CONFIGS = {
     "tile-main": ("tile_unload_race", lambda a: []),
@@ -187,8 +188,8 @@ def report(args: argparse.Namespace) -> None:
     main = next((n for n in ("tile-main", "decisive-13") if n in outcome), names[0])
     doc = document(
         name="time_to_verdict",
-        question="How much GPU time do the verdicts cost, one trial at a time on one GPU, "
-                 "against the known-rates design for the same run's rates (the fewest trials "
+        question="How much GPU time do the verdicts cost on one GPU (the tile race one trial at "
+                 "a time), against the known-rates design for the same run's rates (the fewest trials "
                  "with which a one-look design that knew them decides every claim in 90% of "
                  "simulated runs)?",
         parameters={"configs": names, "outcome": outcome},
