@@ -300,16 +300,13 @@ def hold_outcome_claims(case: Case, claims: Sequence[Claim], models: dict[str, A
 # ---------------------------------------------------------------- simulation
 
 
-Result = SimulatedRun
-
-
 def _chunk(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, start: int,
-           stop: int) -> list[Result]:
+           stop: int) -> list[SimulatedRun]:
     return [simulate_run(spec, models, rng) for rng in streams(seed, scenario, range(start, stop))]
 
 
 def simulate(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, runs: int,
-             workers: int) -> list[Result]:
+             workers: int) -> list[SimulatedRun]:
     if workers <= 1 or runs < 50:
         return _chunk(spec, models, seed, scenario, 0, runs)
     size = max(10, math.ceil(runs / (workers * 4)))
@@ -320,7 +317,7 @@ def simulate(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario:
         return [r for part in parts for r in part]
 
 
-def summarize(results: Sequence[Result], claims: Sequence[Claim],
+def summarize(results: Sequence[SimulatedRun], claims: Sequence[Claim],
               exploratory: Sequence[str], truths: Mapping[str, str | None],
               left_out: Mapping[str, str]) -> dict[str, Any]:
     runs = len(results)
