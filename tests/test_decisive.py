@@ -232,7 +232,11 @@ def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_
     case = load_case(FAKE, ROOT)
     stopping, trials = sequential_design(case, _args("case", str(FAKE)))
     assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25,
-                        "spending": "halving", "supported_share": 0.9} and trials == 25
+                        "spending": "halving", "supported_share": 0.9, "horizon": "auto"}
+    assert trials == 25
+    none = sequential_design(case, _args("case", str(FAKE), "--horizon", "none"))[0]
+    given = sequential_design(case, _args("case", str(FAKE), "--horizon", "4096"))[0]
+    assert none == {**stopping, "horizon": "none"} and given == {**stopping, "horizon": 4096.0}
     old = sequential_design(case, _args("case", str(FAKE), "--alpha-spending", "even",
                                         "--supported-share", "0.5"))[0]
     assert old == {**stopping, "spending": "even", "supported_share": 0.5}

@@ -162,7 +162,7 @@ def test_the_arms_that_establish_an_outcome_get_the_next_trials_whatever_the_gai
     monkeypatch.setattr(allocate, "choose", lambda _d, _r, candidates, *a, **k: (candidates[0], None))
     records = [_t("bad", "wrong_result", i) for i in range(3)]
     remaining = [PlannedTrial(3, "bad", 3), PlannedTrial(4, "good", 0), PlannedTrial(5, "good", 1)]
-    picked, cap = allocation.next(records, remaining)
+    picked, cap, _seconds = allocation.next(records, remaining)
     assert "bad-wrong" in d.decisions and (picked.arm, cap) == ("good", None)
     # Once good's trials are in (and agree), the design's own allocation takes over.
     records += [_t("good", "survived", 4 + i) for i in range(3)]

@@ -69,8 +69,25 @@ def test_a_decisive_run_reruns_the_decisive_design_with_its_numbers():
     assert "--alpha-spending" not in args and "--supported-share" not in args
     parsed, checked = _checked(doc, args)
     assert checked.stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 10,
-                                "spending": "halving", "supported_share": 0.9}
+                                "spending": "halving", "supported_share": 0.9, "horizon": "auto"}
     assert checked.trials_per_arm == 10 and parsed.seed == doc["plan"]["seed"]
+
+
+def test_a_decisive_runs_horizon_is_named_where_it_was_given_or_refused_and_not_where_chosen():
+    doc = _doc(DECISIVE)
+    stopping = doc["plan"]["options"]["stopping"]
+    chosen = {**stopping, "rate_test": "trials_to_horizon", "horizon": 33402.0,
+              "horizon_choice": {"horizon": 33402.0, "how": "the candidate whose ..."}}
+    given = {**chosen, "horizon": 4096.0, "horizon_choice": {"horizon": 4096.0,
+                                                             "how": "given with --horizon"}}
+    refused = {**stopping, "rate_test": "constant_rate"}
+    out = {}
+    for name, s in (("chosen", chosen), ("given", given), ("refused", refused)):
+        doc["plan"]["options"]["stopping"] = s
+        args = rerun_arguments(doc)
+        out[name] = args[args.index("--horizon") + 1] if "--horizon" in args else None
+        _checked(doc, args)  # today's parser takes what the rerun names
+    assert out == {"chosen": None, "given": "4096", "refused": "none"}
 
 
 def test_a_decisive_run_that_halved_its_alpha_reruns_with_the_default():

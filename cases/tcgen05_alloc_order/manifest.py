@@ -106,7 +106,7 @@ ARM_LABEL = {name: desc for name, _factors, desc in design.arms()}
 def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | None) -> Claim:
     """One row of design.COMPARISONS as a Claim, with its three sentences.
 
-    The harness fills {arm}, {reference}, {count}, {n}, {ratio}, {ratio_ci} and {needed} and
+    The harness fills {arm}, {reference}, {count}, {n}, {ratio_name}, {ratio}, {ratio_ci} and {needed} and
     appends the test and its p-value; one launch per trial, so counts read better than rates.
     """
     who = "{arm} (" + ARM_LABEL[arm] + ")"
@@ -122,19 +122,19 @@ def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | 
     if kind == "equivalent":
         return Claim(
             name, arm, kind, reference=reference, margin=2.0,
-            supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, rate ratio "
+            supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, {{ratio_name}} "
                       "{ratio} (95% CI {ratio_ci}).",
             contradicted=f"{who} fails at a rate more than 2x away from {{reference}}'s: {counts}, "
-                         "rate ratio {ratio} (95% CI {ratio_ci}).",
+                         "{ratio_name} {ratio} (95% CI {ratio_ci}).",
             not_decided=f"Whether {who} fails at a rate within 2x of {{reference}}'s is not "
                         f"decided: {counts}; deciding it needs {{needed}}.")
     less, more = ("less", "more") if kind == "lower" else ("more", "less")
     return Claim(
         name, arm, kind, reference=reference,
-        supported=f"{who} fails {less} often than {{reference}}: {counts}, rate ratio {{ratio}} "
+        supported=f"{who} fails {less} often than {{reference}}: {counts}, {{ratio_name}} {{ratio}} "
                   "(95% CI {ratio_ci}).",
-        contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, rate "
-                     "ratio {ratio} (95% CI {ratio_ci}).",
+        contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, "
+                     "{ratio_name} {ratio} (95% CI {ratio_ci}).",
         not_decided=f"Whether {who} fails {less} often than {{reference}} is not decided: "
                     f"{counts}; deciding it needs {{needed}}.")
 

@@ -261,7 +261,9 @@ _CUBINS = {
 # first second shows 0 cycles), so no rate claim is made about `as-filed` itself: only that it
 # crashes at all. The verdict (verdict.py) reads the decisions and computes no statistics.
 _RATE = "{count} crashes in {exposure} cycles ({rate}) against the baseline's {reference_rate}"
-_RATIO = "rate ratio {ratio}, 95% CI {ratio_ci}"
+# {ratio_name}: "rate ratio" where a claim is decided on constant rates; where a design with a
+# horizon decides it on trials failing before it, the ratio of those shares (analyze.horizon).
+_RATIO = "{ratio_name} {ratio}, 95% CI {ratio_ci}"
 # Equivalence band for "crashes like the baseline": GPU concurrency alone (--jobs 2) moved the
 # baseline's rate about fourfold between committed runs, so a factor of 4 is the resolution at
 # which two arms can be called the same race here.

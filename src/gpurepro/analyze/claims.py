@@ -61,7 +61,7 @@ from scipy.special import bdtr, bdtrc
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
-from . import timing
+from . import horizon, timing
 from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
@@ -168,9 +168,15 @@ def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outco
 
 def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
              failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
-             factors: Mapping[str, Mapping[str, Any]] | None = None) -> Evidence:
+             factors: Mapping[str, Mapping[str, Any]] | None = None,
+             horizon_at: float | None = None) -> Evidence:
+    """A claim's evidence from the records. ``horizon_at``: the design's horizon (analyze.horizon), where
+    rate claims on exposure are decided with trials as the unit; None: by the exact conditional
+    test of two constant rates (every design that journaled no horizon)."""
     # A claim about another kind of failure than the case's (its hangs, say) counts its own.
     failure_outcomes = claim.failures or failure_outcomes
+    if horizon_at is not None and claim.kind in RATE_KINDS and claim.unit != "trial":
+        return horizon_evidence(claim, reference, records, failure_outcomes, horizon_at)
     if claim.kind == "concentrated":
         if not strata or claim.stratum is None or claim.stratum not in strata:
             return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
@@ -225,6 +231,25 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
     return Evidence("Fisher's exact test on trials", sup, con, numbers)
 
 
+RATE_KINDS = ("lower", "higher", "equivalent")
+
+
+def horizon_evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
+                     failure_outcomes: Sequence[str], horizon_at: float) -> Evidence:
+    """A rate claim decided on trials failing before the design's horizon (analyze.horizon)."""
+    a = horizon.counts(records, claim.arm, failure_outcomes, horizon_at)
+    r = horizon.counts(records, reference, failure_outcomes, horizon_at)
+    numbers: dict[str, Any] = {"horizon": horizon_at, "arm": a.to_json(), "reference": r.to_json()}
+    if a.n == 0 or r.n == 0:
+        return Evidence("none (an arm has no valid trial)", 1.0, 1.0, numbers)
+    if claim.kind == "equivalent":
+        inside, outside = horizon.equivalence_ps(a, r, claim.margin)
+        return Evidence(horizon.EQUIVALENCE_TEST, inside, outside, numbers)
+    lower, higher = horizon.p_lower(a, r), horizon.p_higher(a, r)
+    sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
+    return Evidence(horizon.TEST, sup, con, numbers)
+
+
 @dataclass
 class Design:
     """The sequential design: alpha, the look thresholds, the most trials per arm."""
@@ -235,18 +260,32 @@ class Design:
     # The share of each claim's level its stated direction gets (module docstring); journaled
     # only where it is not the even split that every older journal ran.
     supported_share: float = EVEN_SHARE
+    # The exposure every trial of an arm in a rate claim runs to at most, and at which its rate
+    # claims are decided with trials as the unit (analyze.horizon); None: the exact conditional
+    # test of two constant rates, what every journal naming no horizon ran.
+    horizon: float | None = None
 
     def tests(self) -> str:
         """How a claim's p-value is formed, in the words of the design's ``method``."""
         if self.supported_share == EVEN_SHARE:
-            return "a claim's p-value is twice its smaller one-sided p"
-        w = self.supported_share
-        return (f"a claim's p-value is the smaller of its one-sided p for the direction it "
-                f"states over {w:g} and its one-sided p for the opposite over {1 - w:.3g} "
-                f"(supported_share of its level to the stated direction)")
+            text = "a claim's p-value is twice its smaller one-sided p"
+        else:
+            w = self.supported_share
+            text = (f"a claim's p-value is the smaller of its one-sided p for the direction it "
+                    f"states over {w:g} and its one-sided p for the opposite over {1 - w:.3g} "
+                    f"(supported_share of its level to the stated direction)")
+        if self.horizon is not None:
+            text += (f"; rate claims on exposure decided with trials as the unit: whether each "
+                     f"trial failed before the horizon of {self.horizon:g}, to which every trial "
+                     f"of their arms runs at most (Boschloo's exact test; no crash process assumed)")
+        return text
 
     def _share(self) -> dict[str, Any]:
-        return {} if self.supported_share == EVEN_SHARE else {"supported_share": self.supported_share}
+        out: dict[str, Any] = ({} if self.supported_share == EVEN_SHARE
+                               else {"supported_share": self.supported_share})
+        if self.horizon is not None:
+            out.update(rate_test="trials_to_horizon", horizon=self.horizon)
+        return out
 
     @property
     def thresholds(self) -> list[int]:
@@ -296,7 +335,14 @@ class Design:
             return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
                        max_trials=looks[-1])
         return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"),
-                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)),
+                   horizon=_horizon_of(d))
+
+
+def _horizon_of(d: Mapping[str, Any]) -> float | None:
+    """A journaled design's horizon (None: it named none)."""
+    h = d.get("horizon")
+    return None if h is None else float(h)
 
 
 @dataclass
@@ -395,7 +441,8 @@ class DecisiveDesign(Design):
                    first_share=float(d.get("first_share", 0.5)),
                    growth=float(d.get("growth", 1.5)),
                    spending=str(d.get("spending", "even")),
-                   supported_share=float(d.get("supported_share", EVEN_SHARE)))
+                   supported_share=float(d.get("supported_share", EVEN_SHARE)),
+                   horizon=_horizon_of(d))
 
 
 class Decider:
@@ -456,7 +503,7 @@ class Decider:
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
         ev = evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
-                      self.per, self.strata, self.factors)
+                      self.per, self.strata, self.factors, self.design.horizon)
         ev.weight = self.design.supported_share
         return ev
 
@@ -701,8 +748,11 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
              unit: str, level: float, supported_share: float = EVEN_SHARE) -> str:
     """The verdict's sentence for a claim's decision: the case's wording, or the harness's."""
     nums = record.get("numbers") or {}
-    values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"])}
-    if "arm" in nums:
+    values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"]),
+                              "ratio_name": "rate ratio"}
+    if "horizon" in nums:  # decided with trials as the unit (analyze.horizon)
+        values.update(_horizon_values(nums, unit))
+    elif "arm" in nums:
         a, r = nums["arm"], nums["reference"]
 
         def rate(c: Mapping[str, Any]) -> str:
@@ -739,7 +789,9 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
                           exposure_inside=_f(nums.get("exposure_inside")),
                           stratum=claim.stratum or "")
     needed = (exposure_needed(claim, record, level, supported_share)
-              if record["decision"] == "not_decided" else None)
+              if record["decision"] == "not_decided" and "horizon" not in nums else None)
+    more_trials = (trials_needed(claim, record, level, supported_share)
+                   if record["decision"] == "not_decided" and "horizon" in nums else None)
     no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
                  if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
     if no_trials:
@@ -747,6 +799,8 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
                             f"which had none in this run")
     elif needed:
         values["needed"] = f"about {needed:.1f}x the present exposure"
+    elif more_trials:
+        values["needed"] = f"about {more_trials:.1f}x the present trials of both arms"
     else:
         values["needed"] = "far more exposure than this run had"
     template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
@@ -762,6 +816,58 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
                 f"outcomes are deterministic ({det['reason']}): {ended}; {det['test']} alone: "
                 f"p = {_f(record['p_value'])}]")
     return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
+
+
+def _horizon_values(nums: Mapping[str, Any], unit: str) -> dict[str, Any]:
+    """A sentence's values for a claim decided on trials failing before the horizon: each arm's
+    share in words (what {rate} says of a constant-rate claim), the ratio of the shares with its
+    exact interval."""
+    h = float(nums["horizon"])
+    at = f"{int(h):,}" if h.is_integer() else _f(h)
+    a, r = (horizon.HorizonCounts(int(c["failed"]), int(c["reached"]), int(c["unresolved"]),
+                                  int(c["failures"]), float(c["exposure"]))
+            for c in (nums["arm"], nums["reference"]))
+
+    def share(c: horizon.HorizonCounts) -> str:
+        short = f"; {c.unresolved} ended before it without failing" if c.unresolved else ""
+        return f"{c.failed} of {c.n} trials failed before {at} {unit}{short}"
+
+    values: dict[str, Any] = {
+        "rate": share(a), "reference_rate": share(r), "exposure": _f(a.exposure),
+        "count": a.failures, "n": a.n, "reference_count": r.failures, "reference_n": r.n,
+        "horizon": at,
+        "ratio_name": f"ratio of the shares failing before {at} {unit}"}
+    ratio, ci = horizon.share_ratio(a, r)
+    if ratio is not None and ci is not None:
+        values.update(ratio=_f(ratio), ratio_ci=f"{_f(ci[0])}–{'∞' if math.isinf(ci[1]) else _f(ci[1])}")
+    return values
+
+
+def trials_needed(claim: Claim, record: Mapping[str, Any], level: float,
+                  supported_share: float = EVEN_SHARE) -> float | None:
+    """How many times the present trials of both arms, at the shares seen, would decide a claim
+    decided on trials failing before the horizon (None: not within 50x)."""
+    nums = record.get("numbers") or {}
+    h = float(nums["horizon"])
+    a, r = nums["arm"], nums["reference"]
+    if not a["n"] or not r["n"]:
+        return None
+    for i in range(1, 40):
+        f = 1.2 ** i
+        if f > 50:
+            return None
+        recs = []
+        failure = (claim.failures or ("crashed",))[0]
+        for arm, c in ((claim.arm, a), ("ref", r)):
+            n = round(c["n"] * f)
+            k = round(c["failed"] / c["n"] * n)
+            recs += [{"arm": arm, "outcome": failure, "exposure": 0}] * k
+            recs += [{"arm": arm, "outcome": "survived", "exposure": h}] * (n - k)
+        ev = evidence(claim, "ref", recs, (failure,), 1.0, horizon_at=h)
+        ev.weight = supported_share
+        if ev.p_value <= level:
+            return f
+    return None
 
 
 class _Missing(dict):
@@ -807,7 +913,7 @@ def _default(claim: Claim, decision: str) -> str:
         return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",
                 "contradicted": f"{{arm}} does not {what_o.replace('ends', 'end')}: {{count}} of {{n}} trials.",
                 "not_decided": f"Whether {{arm}} {what_o} is not decided ({{count}} of {{n}} trials)."}[decision]
-    return {"supported": f"{{arm}} {what} {{reference}}: {{rate}} against {{reference_rate}} (rate ratio {{ratio}}, 95% CI {{ratio_ci}}).",
+    return {"supported": f"{{arm}} {what} {{reference}}: {{rate}} against {{reference_rate}} ({{ratio_name}} {{ratio}}, 95% CI {{ratio_ci}}).",
             "contradicted": f"Contrary to the claim, {{arm}} does not {what.replace('fails', 'fail')} {{reference}}: {{rate}} against {{reference_rate}}.",
             "not_decided": f"Whether {{arm}} {what} {{reference}} is not decided: {{rate}} against {{reference_rate}}; deciding it needs {{needed}}."}[decision]
 

@@ -153,12 +153,18 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
                   threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
                   priors_from: Sequence[Path] | None = None, spending: str = "even",
-                  supported_share: float = 0.5) -> tuple[dict[str, Any], dict[str, Any]]:
+                  supported_share: float = 0.5,
+                  horizon: float | str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
     plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
     plan (the trials a design that knew those rates would plan, analyze.known_rates) for the
-    claims of the confirmatory family; the families are assessed on this very design."""
+    claims of the confirmatory family; the families are assessed on this very design.
+
+    ``horizon``: "auto" to decide the rate claims with trials as the unit, at the horizon whose
+    known-rates plan is shortest (analyze.horizon_design; every trial of their arms then runs
+    to at most it, and the arms' priors are their chances before it), a number for that
+    horizon, None for the exact conditional test of constant rates."""
     from .allocate import ArmPrior
     from .calibrate import load_models
     from .claims import DecisiveDesign, Design
@@ -177,31 +183,42 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     priors = {a: ArmPrior.of_model(m) for a, m in (models.arms.items() if models else [])}
     check_priors(priors)
 
+    at: float | None = None  # the horizon, once chosen
+    choice: dict[str, Any] | None = None
+
     def first_look_for(claim_names: Sequence[str]) -> int:
         chosen = [c for c in case.claims if c.name in claim_names]
         if not priors or not chosen:
             return max(1, min(total, len(plan.arms)))
         strata = {a: m.strata for a, m in models.arms.items()} if models else {}
-        known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share)
+        known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share, horizon=at)
         if known.get("unreached"):  # what the plan cannot decide must not set the first look
             chosen = [c for c in chosen if c.name not in known["unreached"]]
-            known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share)
+            known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share,
+                             horizon=at)
         return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values()))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
     beside = beside_main(case, plan, scope)
+    if horizon is not None and horizon != "none" and models is not None:
+        confirm = [c for c in case.claims if c.name in in_plan and c.name not in beside]
+        picked = _horizon_for(case, confirm, models, priors, horizon, alpha, max_trials,
+                              supported_share, float(budget.get("duration_s") or 0))
+        if picked is not None:
+            at, priors, choice = picked
     # The families of a first guess of the design (every claim confirmatory but those beside
     # the main question), then the first look for the confirmatory ones, and the families of
     # that final design.
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for([n for n in in_plan if n not in beside]),
-                            total=total, spending=spending, supported_share=supported_share)
+                            total=total, spending=spending, supported_share=supported_share,
+                            horizon=at)
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                       workers, scope=scope, models=models)
     confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for(confirmatory), total=total,
-                            spending=spending, supported_share=supported_share)
+                            spending=spending, supported_share=supported_share, horizon=at)
     if families.get("computed"):
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,
@@ -214,9 +231,40 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                                   f"({case.baseline}) would be" if case.baseline in priors else
                                   "no arm has a prior: trials follow the plan's order"),
                 **({"arms_without_priors": without} if without else {}),
-                "first": main_claims(case, plan)}
+                "first": main_claims(case, plan),
+                **({"horizon_choice": choice} if choice is not None else {}),
+                # Asked for the constant-rate test (--horizon none): said, so that its rerun
+                # asks for it too where a horizon is the default.
+                **({"rate_test": "constant_rate"} if horizon == "none" else {})}
     _ = Design  # the base design is what a fixed-size run has
     return stopping, families
+
+
+def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],
+                 horizon: float | str, alpha: float, max_trials: int, supported_share: float,
+                 duration_s: float) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
+    """(horizon, the arms' priors at it, how it was chosen) for a run asking for one ("auto",
+    or a number); None where its claims have no rate on exposure or no committed trials to set
+    the priors from."""
+    from .horizon_design import choose_horizon, horizon_arms, prior_at, rate_claims
+
+    if not rate_claims(claims):
+        return None
+    if horizon == "auto":
+        chosen = choose_horizon(case, claims, models.trials, priors, alpha, max_trials,
+                                supported_share, duration_s)
+        if chosen is None:
+            return None
+        choice, at_priors = chosen
+        return choice.horizon, at_priors, choice.to_json()
+    h = float(horizon)
+    at_priors = dict(priors)
+    fallback = priors.get(case.baseline)
+    for a in horizon_arms(claims, case.baseline):
+        if a in priors and a in models.trials:
+            at_priors[a] = prior_at(models.trials[a], h, priors[a].speed, priors[a].overhead_s,
+                                    fallback)
+    return h, at_priors, {"horizon": h, "how": "given with --horizon"}
 
 
 def check_priors(priors: Mapping[str, Any]) -> None:

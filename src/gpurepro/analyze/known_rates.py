@@ -59,13 +59,15 @@ def expected_trials(arm: str, prior: ArmPrior, n: int,
 
 def plan_for(case: Case, claims: Sequence[Claim], priors: Mapping[str, ArmPrior],
                  strata: Mapping[str, Mapping[str, tuple[float, float]]], alpha: float,
-                 max_trials: int, supported_share: float = 0.5) -> dict[str, Any]:
+                 max_trials: int, supported_share: float = 0.5,
+                 horizon: float | None = None) -> dict[str, Any]:
     """The known-rates plan for ``claims`` (the run's confirmatory family) with these priors
     (the run's own rates): seconds, trials per arm, and whether every claim was reached within
     ``max_trials`` trials per arm."""
     arms = list(priors)
     sim_strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in case.strata}
-    decider = Decider(claims, case.baseline, Design(alpha=alpha, supported_share=supported_share),
+    decider = Decider(claims, case.baseline,
+                      Design(alpha=alpha, supported_share=supported_share, horizon=horizon),
                       case.failure_outcomes, case.exposure.per, arms, sim_strata)
     family = decider.claims
     if not family:
@@ -125,7 +127,7 @@ CHANCE_SEED = 0  # fixed: the document's number is recomputed by validate
 
 def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Mapping[str, int],
                    alpha: float, runs: int = CHANCE_RUNS, seed: int = CHANCE_SEED,
-                   supported_share: float = 0.5) -> float:
+                   supported_share: float = 0.5, horizon: float | None = None) -> float:
     """The share of ``runs`` simulated runs of exactly ``trials`` per arm, each trial drawn at
     random from ``models`` (analyze.simulate.draw) and decided at one look at ``alpha`` (Holm),
     that decide every one of ``claims``."""
@@ -138,10 +140,11 @@ def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Map
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
     every = 0
     for _ in range(runs):
-        records = [draw(models.arms[a], models.mode, rng, a) for a in arms
+        # A horizon design runs every trial to at most its horizon (analyze.horizon).
+        records = [draw(models.arms[a], models.mode, rng, a, horizon) for a in arms
                    for _ in range(int(trials.get(a, 0)))]
         decider = Decider(claims, case.baseline,
-                          Design(alpha=alpha, supported_share=supported_share),
+                          Design(alpha=alpha, supported_share=supported_share, horizon=horizon),
                           case.failure_outcomes, case.exposure.per, arms, sim_strata)
         decider.final(records)
         every += all(decider.decisions[c.name]["decision"] != "not_decided"
@@ -178,7 +181,8 @@ def allocations(base: Mapping[str, int], max_trials: int) -> list[dict[str, int]
 
 def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
                         priors: Mapping[str, ArmPrior], base: Mapping[str, int], alpha: float,
-                        max_trials: int, supported_share: float = 0.5) -> dict[str, Any]:
+                        max_trials: int, supported_share: float = 0.5,
+                        horizon: float | None = None) -> dict[str, Any]:
     """The fewest trials, among ``allocations`` nested around ``base``, whose trials drawn at
     random from ``models`` decide every one of ``claims`` at one look in at least DECIDES of
     CHANCE_RUNS simulated runs: a galloping search and bisection over the allocations' totals
@@ -193,7 +197,7 @@ def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
     def chance(i: int) -> float:
         if i not in tried:
             tried[i] = chance_of_plan(case, claims, models, candidates[i], alpha,
-                                      supported_share=supported_share)
+                                      supported_share=supported_share, horizon=horizon)
         return tried[i]
 
     # A galloping search from the base (steps of 1, 2, 4, ... trials away from it, down while
@@ -243,22 +247,32 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     except (KeyError, ValueError, ZeroDivisionError):
         return None
     priors = {a: ArmPrior.of_model(m) for a, m in models.arms.items()}
+    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
+    horizon = stopping.get("horizon")
+    if horizon is not None:  # trials to the run's horizon, each arm at its own trials' estimate
+        from .horizon_design import horizon_arms, prior_at
+
+        for a in horizon_arms(case.claims, case.baseline):
+            if a in priors:
+                priors[a] = prior_at([t for t in doc.get("trials") or [] if t.get("arm") == a],
+                                     float(horizon), priors[a].speed, priors[a].overhead_s,
+                                     priors[a])
     decided = {c["name"] for c in doc.get("claims") or []
                if c.get("decision") in ("supported", "contradicted") and c.get("family") != "exploratory"}
     claims = [c for c in case.claims if c.name in decided and c.arm in priors
               and (c.kind in ("outcome", "concentrated") or (c.reference or case.baseline) in priors)]
     if not claims:
         return None
-    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
     alpha = float(stopping.get("alpha") or 0.05)
     max_trials = int(stopping.get("max_trials") or max(doc["plan"]["trials_per_arm"].values()))
     # The same tests as the run's (a share of each claim's level for its stated direction,
     # where the run journaled one).
     share = float(stopping.get("supported_share", 0.5))
+    h = None if horizon is None else float(horizon)
     expected = plan_for(case, claims, priors, {a: m.strata for a, m in models.arms.items()},
-                        alpha, max_trials, share)
+                        alpha, max_trials, share, horizon=h)
     design = design_that_decides(case, claims, models, priors, expected["trials"], alpha,
-                                 max_trials, share)
+                                 max_trials, share, horizon=h)
     seconds = sum(float(t.get("duration_s") or 0) for t in doc.get("trials") or [])
     # A ratio only against a design that decides its claims: against one that does not, the
     # run's time over its seconds says nothing.

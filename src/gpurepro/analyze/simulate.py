@@ -77,6 +77,9 @@ class Models:
     arms: dict[str, ArmModel]
     documents: list[str]
     summary: dict[str, dict[str, Any]]  # per arm: what was counted and how each number was set
+    # Per arm, the valid trials its model was taken from (the horizon's priors read them:
+    # analyze.horizon_design).
+    trials: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
@@ -271,7 +274,8 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                         **({"log_time": {"mean": log_time[0], "sd": log_time[1]}}
                            if log_time else {})}
     return Models(mode="exposure" if any_exposure else "per_trial", arms=models,
-                  documents=[_rel(p, root) for p, _ in docs], summary=summary)
+                  documents=[_rel(p, root) for p, _ in docs], summary=summary,
+                  trials={a: [dict(t) for t in trials if t["arm"] == a] for a in models})
 
 
 def _ended_on_their_own(ts: Sequence[Mapping[str, Any]], duration: float) -> tuple[float, float] | None:
@@ -432,7 +436,7 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> Sim
             picked = allocation.next(records, [t for t in order if t.index not in taken])
             if picked is None:
                 break
-            planned, cap = picked
+            planned, cap = picked.trial, picked.max_exposure
             taken.add(planned.index)
             records.append(draw(models[planned.arm], spec.mode, rng, planned.arm, cap))
     else:

@@ -83,6 +83,17 @@ def alpha_value(text: str) -> float:
     return value
 
 
+def horizon_value(text: str) -> float | str:
+    """--horizon: "auto" (chosen from the committed trials), "none" (the constant-rate test), or
+    an exposure (more than 0)."""
+    if text in ("auto", "none"):
+        return text
+    try:
+        return positive_float(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected auto, none or an exposure above 0, got {text}") from None
+
+
 def artifact_override(text: str) -> tuple[str, str]:
     """``NAME=PATH`` for --artifact: a prebuilt file to use instead of the built artifact NAME."""
     name, sep, path = text.partition("=")
@@ -129,7 +140,7 @@ def checked_build_dir(given: str | Path, root: Path) -> Path:
 # Flags that define a run's plan or options: a resumed run takes them from its journal.
 PLAN_FLAGS = ("arch", "arms", "trials", "duration", "max_exposure", "timeout", "hang_after", "seed", "jobs",
               "gpus", "max_trials", "look_every", "alpha", "journal", "artifact", "priors_from",
-              "alpha_spending", "supported_share")
+              "alpha_spending", "supported_share", "horizon")
 # The flags of a cluster run; each is None when not given (so a flag without --slurm, or
 # with --resume, can be refused by name).
 CLUSTER_FLAGS = ("partition", "gres", "time", "account", "jobs_per_partition", "shared_dir",
@@ -341,6 +352,11 @@ def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | 
     return tuple(out.items())
 
 
+def _horizon_request(given: float | str | None) -> dict[str, Any]:
+    """The horizon a new decisive run asks for: "auto" by default, "none" or a number as given."""
+    return {"horizon": "auto" if given is None else given}
+
+
 def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: bool = False
                       ) -> tuple[dict[str, Any] | None, int]:
     """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
@@ -366,7 +382,7 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
     if not decisive and not fixed and not args.until_decided and case.claims and not timed \
             and getattr(args, "decisive_by_default", False):
         decisive = True
-    for flag in ("alpha_spending", "supported_share"):
+    for flag in ("alpha_spending", "supported_share", "horizon"):
         if not decisive and getattr(args, flag, None) is not None and not alpha_for_fixed:
             raise UsageError(f"--{flag.replace('_', '-')} applies only with --decisive (the "
                              f"default of `case` and `run` for a case with claims)")
@@ -377,7 +393,10 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
         return ({"design": "decisive", "alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS,
                  "spending": getattr(args, "alpha_spending", None) or DEFAULT_SPENDING,
-                 "supported_share": getattr(args, "supported_share", None) or DEFAULT_SUPPORTED_SHARE},
+                 "supported_share": getattr(args, "supported_share", None) or DEFAULT_SUPPORTED_SHARE,
+                 # New runs decide rate claims with trials as the unit, at a horizon chosen from
+                 # the committed trials (analyze.horizon_design); "none": constant rates.
+                 **_horizon_request(getattr(args, "horizon", None))},
                 int(args.max_trials or DEFAULT_MAX_TRIALS))
     if args.until_decided:
         if args.trials is not None:

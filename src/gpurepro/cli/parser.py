@@ -15,6 +15,7 @@ from . import results, run
 from .args import (
     alpha_value,
     artifact_override,
+    horizon_value,
     journal_path,
     nonneg_int,
     positive_float,
@@ -101,6 +102,11 @@ def _plan_flags(p: argparse.ArgumentParser) -> None:
                    help="with --decisive: the share of each claim's level given to the direction "
                         "it states, the rest to the opposite (default 0.9; 0.5: a two-sided p, "
                         "the design of runs that journaled no share)")
+    p.add_argument("--horizon", type=horizon_value, metavar="auto|none|X",
+                   help="with --decisive: decide rate claims on exposure with trials as the unit, "
+                        "each trial of their arms run to at most exposure X (auto, the default: "
+                        "the X whose plan from the committed trials is shortest; none: the exact "
+                        "test of two constant rates)")
     p.add_argument("--look-every", type=positive_int, help="with --until-decided: trials between looks (default 5)")
     p.add_argument("--alpha", type=alpha_value, help="with --until-decided: overall false-decision level (default 0.05)")
     p.add_argument("--priors-from", nargs="+", metavar="RESULT.json",

@@ -179,6 +179,12 @@ def design_arguments(stopping: Mapping[str, Any]) -> list[str]:
         share = stopping.get("supported_share")
         if share is not None and float(share) != DEFAULT_SUPPORTED_SHARE:
             args += ["--supported-share", _arg(float(share))]
+        # A horizon chosen by rule ("auto", the default since horizons exist) comes again by the
+        # same rule from the same commit's results; one given, or none asked for, is named.
+        if stopping.get("rate_test") == "constant_rate":
+            args += ["--horizon", "none"]
+        elif (stopping.get("horizon_choice") or {}).get("how") == "given with --horizon":
+            args += ["--horizon", _arg(float(stopping["horizon"]))]
     else:
         args = ["--until-decided"]
     if max_trials is not None:

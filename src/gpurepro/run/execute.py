@@ -29,6 +29,7 @@ from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .rehash import ArtifactChanged, verify_artifacts
 from .runtime import site_for, verify_site
+from .schedule import Pick
 from .trial import TrialCancelled, run_trial
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
 
@@ -173,16 +174,23 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
                   index: Mapping[str, Any], root: Path, opts: RunOptions, gpu: str | None,
                   worker: int, cancel: threading.Event | None = None,
                   on_line: Callable[[str], None] | None = None,
-                  max_exposure: int | None = None) -> dict[str, Any]:
+                  max_exposure: int | None = None,
+                  max_seconds: float | None = None) -> dict[str, Any]:
     """Run one planned trial and return its journal record. ``max_exposure``: this trial's own
     exposure budget, below the run's (the decisive design caps a survivor whose exposure would
-    decide its arm's claims before the whole budget), recorded in the trial."""
+    decide its arm's claims before the whole budget, and a design with a horizon every trial of
+    its rate claims' arms at it); ``max_seconds``: its own duration, below the run's (a capped
+    trial's, so that a driver that cannot stop at an exposure stops near it). Both recorded in
+    the trial."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     base = {"index": planned.index, "arm": planned.arm, "rep": planned.rep, "gpu": gpu,
             "worker": worker, "started_at": started_at}
     budget = opts.budget if max_exposure is None else replace(opts.budget, max_exposure=max_exposure)
     if max_exposure is not None:
         base["max_exposure"] = max_exposure
+    if max_seconds is not None and max_seconds < budget.duration_s:
+        budget = replace(budget, duration_s=max_seconds)
+        base["max_seconds"] = max_seconds
     try:
         cmd = case.trial_command(_context(case, planned.arm, factors, index, root, budget))
         parse = None if cmd.parser == "jsonl" else case.parsers[cmd.parser]
@@ -251,7 +259,7 @@ def unsupported_record(planned: PlannedTrial, reason: str) -> dict[str, Any]:
 ArmFilter = Callable[[str, list[dict[str, Any]]], bool]
 # Picks the next trial (and its exposure cap, None: the run's budget) from those not yet run,
 # given every record so far; None: no more trials (the decisive design, run.schedule).
-Chooser = Callable[[list[dict[str, Any]], list[PlannedTrial]], "tuple[PlannedTrial, int | None] | None"]
+Chooser = Callable[[list[dict[str, Any]], list[PlannedTrial]], "Pick | None"]
 
 
 @contextmanager
@@ -322,24 +330,24 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
 
     taken: set[int] = set()
 
-    def next_chosen() -> tuple[PlannedTrial, int | None] | None:
+    def next_chosen() -> Pick | None:
         assert choose_next is not None
         with lock:
             remaining = [t for t in plan.order if t.index not in finished and t.index not in taken]
             picked = choose_next(list(records), remaining) if remaining else None
             if picked is None:
                 return None
-            taken.add(picked[0].index)
+            taken.add(picked.trial.index)
             return picked
 
     def worker(slot: int, gpu: str | None) -> None:
         while not cancel.is_set():
-            cap = None
+            cap = seconds = None
             if choose_next is not None:
                 picked = next_chosen()
                 if picked is None:
                     return
-                planned, cap = picked
+                planned, cap, seconds = picked
             else:
                 try:
                     planned = todo.get_nowait()
@@ -353,7 +361,7 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                     continue
             try:
                 rec = execute_trial(case, planned, plan.arms[planned.arm], index, root, opts,
-                                    gpu, slot, cancel, max_exposure=cap)
+                                    gpu, slot, cancel, max_exposure=cap, max_seconds=seconds)
             except TrialCancelled:
                 return
             except ArtifactChanged as exc:  # not run, not journaled: the run stops, resumable

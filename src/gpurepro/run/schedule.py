@@ -18,10 +18,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .classify import EVIDENCE
 from .plan import PlannedTrial
+
+
+class Pick(NamedTuple):
+    """The decisive design's next trial: which, its exposure cap (None: the run's budget) and
+    its time limit (None: the run's duration)."""
+
+    trial: PlannedTrial
+    max_exposure: int | None = None
+    max_seconds: float | None = None
 
 
 def still_needed(decider: Any, records: Sequence[Mapping[str, Any]], arm: str, max_trials: int) -> bool:
@@ -39,17 +48,36 @@ class Allocation:
     """The decisive design's choice of the next trial, from the priors its journal holds."""
 
     def __init__(self, decider: Any, priors: Mapping[str, Mapping[str, Any]], max_trials: int,
-                 fallback_arm: str, first: Sequence[str] = ()):
+                 fallback_arm: str, first: Sequence[str] = (), duration_s: float = 0.0):
         from ..analyze.allocate import ArmPrior
+        from ..analyze.horizon_design import horizon_arms
 
         self.first = tuple(first)  # the main question's claims: served while one is open
         self.decider = decider
         self.priors = {a: ArmPrior.from_json(p) for a, p in priors.items()}
         self.fallback = self.priors.get(fallback_arm) or next(iter(self.priors.values()), None)
         self.max_trials = max_trials
+        # A design with a horizon runs every trial of its rate claims' arms to at most it
+        # (analyze.horizon), within a time limit from the arm's speed where the run's duration
+        # is known (a driver that cannot stop at an exposure stops near it).
+        self.horizon = getattr(decider.design, "horizon", None)
+        self.to_horizon = set(horizon_arms([*decider.claims, *decider.exploratory],
+                                           decider.baseline)) if self.horizon else set()
+        self.duration_s = duration_s
+
+    def _capped(self, planned: PlannedTrial, cap: int | None) -> Pick:
+        if self.horizon is None or planned.arm not in self.to_horizon:
+            return Pick(planned, cap)
+        from ..analyze.horizon_design import time_limit
+
+        at = max(1, math.ceil(self.horizon))
+        prior = self.priors.get(planned.arm, self.fallback)
+        seconds = (time_limit(at, prior, self.duration_s)
+                   if prior is not None and self.duration_s > 0 else None)
+        return Pick(planned, at, seconds)
 
     def next(self, records: Sequence[Mapping[str, Any]], remaining: Sequence[PlannedTrial]
-             ) -> tuple[PlannedTrial, int | None] | None:
+             ) -> Pick | None:
         from ..analyze.allocate import choose, valid
 
         valid_records = valid(records)
@@ -72,12 +100,12 @@ class Allocation:
             first = ([t for t in candidates if t.arm in establishing & main]
                      or [t for t in candidates if t.arm in establishing])
             if first:
-                return first[0], None
+                return self._capped(first[0], None)
         if self.fallback is None:  # no committed rates for any arm: the plan's order
-            return candidates[0], None
+            return self._capped(candidates[0], None)
         planned, cap = choose(self.decider, valid_records, candidates, self.priors, self.fallback,
                               self.first)
-        return planned, (None if cap is None else max(1, math.ceil(cap)))
+        return self._capped(planned, None if cap is None else max(1, math.ceil(cap)))
 
 
 def trials_open(decider: Any, order: Sequence[PlannedTrial], records: Sequence[Mapping[str, Any]],

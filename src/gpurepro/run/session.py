@@ -278,6 +278,7 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
                          spending=str(stopping.get("spending", "even")),
                          supported_share=float(stopping.get("supported_share", 0.5)),
+                         horizon=stopping.get("horizon"),
                          scope=request.scope,
                          priors_from=[root / p for p in request.priors_from] or None)
 
@@ -492,7 +493,8 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
 
         if stopping.get("design") == "decisive":
             allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline,
-                                             stopping.get("first") or ())
+                                             stopping.get("first") or (),
+                                             run.opts.budget.duration_s)
 
             def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
                 picked = allocation.next(records, remaining)
