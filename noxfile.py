@@ -419,13 +419,17 @@ SITE = ROOT / "build" / "site"
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """The documentation site (make docs): MkDocs, warnings as errors, into build/site.
+    """The documentation site (make docs): ProperDocs (MkDocs 1.x continued, reading
+    mkdocs.yml), warnings as errors, into build/site.
 
     Its results section is generated from results/ at build time (docs/hooks/results.py,
     gpurepro.report.site): every committed document rendered, each case's page linking its
-    runs. Arguments after -- go to `mkdocs build` (e.g. --site-dir DIR)."""
+    runs; the built HTML is then checked (gpurepro.report.sitecheck: lists, titles, nothing
+    loaded from outside, every internal link) and a problem fails the build. Arguments after
+    -- go to `properdocs build` (e.g. --site-dir DIR)."""
     _install_project(session, "docs")
-    session.run("mkdocs", "build", "--strict", "--clean", *(session.posargs or
+    session.run("properdocs", "build", "-f", "mkdocs.yml", "--strict", "--clean",
+                *(session.posargs or
                 ["--site-dir", str(SITE)]))
 
 

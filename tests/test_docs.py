@@ -47,7 +47,7 @@ def test_make_docs_is_part_of_make_check():
     check = re.search(r"^check: (.*)$", makefile, re.M).group(1).split()
     assert "docs" in check
     assert re.search(r"^docs: .*\n\t\$\(NOX\) -s docs", makefile, re.M)
-    assert "mkdocs\", \"build\", \"--strict\"" in (ROOT / "noxfile.py").read_text()
+    assert "\"properdocs\", \"build\", \"-f\", \"mkdocs.yml\", \"--strict\"" in (ROOT / "noxfile.py").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +83,6 @@ def test_every_relative_link_of_a_results_page_is_in_the_site(site):
                     parts.pop()
                 elif part not in ("", "."):
                     parts.append(part)
-            if "/".join(parts) not in site:
+            if "/".join(parts) not in site and not (ROOT / "docs" / "/".join(parts)).is_file():
                 broken.append((name, target))
     assert broken == []
