@@ -86,3 +86,13 @@ def test_every_relative_link_of_a_results_page_is_in_the_site(site):
             if "/".join(parts) not in site and not (ROOT / "docs" / "/".join(parts)).is_file():
                 broken.append((name, target))
     assert broken == []
+
+
+def test_the_statistics_page_is_in_sections_with_subheadings():
+    text = (ROOT / "docs" / "statistics.md").read_text()
+    headings = re.findall(r"^(#{2,3}) (.+)$", text, re.M)
+    assert len([h for h in headings if h[0] == "##"]) >= 6
+    assert len([h for h in headings if h[0] == "###"]) >= 15
+    # No stretch of the page runs on without a heading for more than a screenful or three.
+    stretches = re.split(r"^#{1,4} .*$", text, flags=re.M)
+    assert max(map(len, stretches)) <= 6000, sorted(map(len, stretches))[-3:]
