@@ -49,15 +49,21 @@ def _budget(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def design(doc: Mapping[str, Any]) -> str:
-    """'fixed, 10 trials per arm' or 'until decided (max 10, look every 5, alpha 0.05)'."""
+    """'fixed, 10 trials per arm', 'until decided (max 10, look every 5, alpha 0.05)' or
+    'decisive (max 25 per arm, looks at 12, 18, 27 ... 200 valid trials, alpha 0.05)'."""
     plan = doc["plan"]
     stopping = (plan.get("options") or {}).get("stopping") or {}
     per_arm = sorted(set((plan.get("trials_per_arm") or {}).values()))
+    alpha = f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else ""
+    if stopping.get("design") == "decisive":
+        looks = [str(n) for n in stopping.get("look_at") or []]
+        at = ", ".join(looks if len(looks) <= 4 else [*looks[:3], "...", looks[-1]])
+        return (f"decisive (max {stopping.get('max_trials', '?')} per arm"
+                + (f", looks at {at} valid trials" if at else "") + alpha + ")")
     if stopping:
         max_trials, step = stopping_numbers(stopping)
-        return (f"until decided (max {max_trials}, look every {step}"
-                + (f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else "")
-                + ")")
+        return (f"until decided (max {max_trials}"
+                + (f", look every {step}" if step is not None else "") + alpha + ")")
     return f"fixed, {'/'.join(map(str, per_arm)) or '?'} trials per arm"
 
 
