@@ -421,15 +421,15 @@ SITE = ROOT / "build" / "site"
 def docs(session: nox.Session) -> None:
     """The documentation site (make docs): ProperDocs, warnings as errors, into build/site.
 
-    ProperDocs is the maintained continuation of MkDocs 1.x; it reads mkdocs.yml. Its results section is generated from results/ at build time (docs/hooks/results.py,
+    ProperDocs is the maintained continuation of MkDocs 1.x; it reads mkdocs.yml. Its results
+    section is generated from results/ at build time (docs/hooks/results.py,
     gpurepro.report.site): every committed document rendered, each case's page linking its
     runs; the built HTML is then checked (gpurepro.report.sitecheck: lists, titles, nothing
     loaded from outside, every internal link) and a problem fails the build. Arguments after
     -- go to `properdocs build` (e.g. --site-dir DIR)."""
     _install_project(session, "docs")
     session.run("properdocs", "build", "-f", "mkdocs.yml", "--strict", "--clean",
-                *(session.posargs or
-                ["--site-dir", str(SITE)]))
+                *(session.posargs or ["--site-dir", str(SITE)]))
 
 
 # One analysis environment (gpurepro[analysis]: scipy, matplotlib, jsonschema, rich, pyperf,
