@@ -23,8 +23,16 @@ from typing import Any
 from ..analyze import stats
 from ..errors import CompareError
 from . import families, gfm, gpu_conditions
-from .forest import (NAME_X, ROW_SMALL, draw_rate, note_height, note_left_out, note_lines,
-                     rate_axis, x_range)
+from .forest import (
+    NAME_X,
+    ROW_SMALL,
+    draw_rate,
+    note_height,
+    note_left_out,
+    note_lines,
+    rate_axis,
+    x_range,
+)
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
 from .wrong import per_trial

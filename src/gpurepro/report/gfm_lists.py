@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from markdown.extensions import Extension
-from markdown.preprocessors import Preprocessor
+from markdown.extensions import Extension  # type: ignore[import-untyped]
+from markdown.preprocessors import Preprocessor  # type: ignore[import-untyped]
 
 
 def list_starts(text: str) -> list[int]:

@@ -32,7 +32,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analyze import stats
 from ..analyze.timing import arm_times
 from ..errors import CompareError
 from . import gfm
@@ -331,8 +330,8 @@ def _cell_rate(r: Rate | None) -> str:
     if r is None:
         return "–"
     if r.per_trial:
-        return f"{r.failures}/{r.n_valid}" + (f" {fmt_ci(r.ci95)}" if r.ci95 else "")
-    return f"{fmt(r.estimate)} {fmt_ci(r.ci95)}" if r.ci95 else fmt(r.estimate)
+        return f"{r.failures}/{r.n_valid}" + (f" {fmt_ci(list(r.ci95))}" if r.ci95 else "")
+    return f"{fmt(r.estimate)} {fmt_ci(list(r.ci95))}" if r.ci95 else fmt(r.estimate)
 
 
 def _cell_time(t: TimeRatio | None) -> str:
@@ -528,11 +527,12 @@ def figure(h: History) -> Any:
         ax = axes[ax_row][0]
         for p in h.pairs:
             colour, marker = _style(k)
-            pts = [(i, t) for i, t in zip(x, h.times[p], strict=True) if t is not None]
-            ax.errorbar([i for i, _ in pts], [t.ratio for _, t in pts],
-                        yerr=[[t.ratio - t.ci95[0] for _, t in pts], [t.ci95[1] - t.ratio for _, t in pts]],
+            ratios = [(i, t) for i, t in zip(x, h.times[p], strict=True) if t is not None]
+            ax.errorbar([i for i, _ in ratios], [t.ratio for _, t in ratios],
+                        yerr=[[t.ratio - t.ci95[0] for _, t in ratios],
+                              [t.ci95[1] - t.ratio for _, t in ratios]],
                         fmt="none", ecolor=colour, elinewidth=1.2, capsize=2)
-            handles.append(ax.plot([i for i, _ in pts], [t.ratio for _, t in pts], marker=marker,
+            handles.append(ax.plot([i for i, _ in ratios], [t.ratio for _, t in ratios], marker=marker,
                                    color=colour, linestyle="-", linewidth=0.8, markersize=5,
                                    label=p)[0])
             k += 1
