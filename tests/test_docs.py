@@ -140,22 +140,24 @@ def test_the_readmes_main_job_and_worked_example_quote_the_document_they_link():
     assert int(rerun.group(2)) == doc["plan"]["seed"]
 
 
-def _fast_tier_record() -> tuple[int, int]:
-    """The fast tier's test count and pytest wall seconds, as docs/testing.md's durations block
-    (the output of python tests/durations.py for a measured run) records them."""
-    m = re.search(r"^fast tier \(make test\): (\d+) tests \([^)]*\), (\d+) s wall",
-                  (ROOT / "docs" / "testing.md").read_text(), re.M)
-    assert m is not None
-    return int(m.group(1)), int(m.group(2))
+def _fast_tier_record() -> tuple[str, int, int]:
+    """The commit, test count and pytest wall seconds of the fast tier as docs/testing.md's
+    durations block records them (the output of python tests/durations.py after a measured
+    `make check`, whose commit the sentence before it names)."""
+    text = (ROOT / "docs" / "testing.md").read_text()
+    m = re.search(r"^fast tier \(make test\): (\d+) tests \([^)]*\), (\d+) s wall", text, re.M)
+    commit = re.search(r"one `make check` on a fresh clone at ([0-9a-f]{7,})", text)
+    assert m is not None and commit is not None
+    return commit.group(1), int(m.group(1)), int(m.group(2))
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/testing.md"])
 def test_every_page_quotes_the_test_count_and_time_of_the_recorded_run(page):
-    tests, wall = _fast_tier_record()
+    record = _fast_tier_record()
     text = (ROOT / page).read_text()
-    quoted = re.findall(r"([\d,]+) tests[;,] pytest (\d+) s on 2 cores", text)
+    quoted = re.findall(r"([\d,]+) tests at ([0-9a-f]{7,})[;,] pytest (\d+) s on 2 cores", text)
     assert quoted, f"{page} quotes no fast-tier figure"
-    assert {(int(n.replace(",", "")), int(s)) for n, s in quoted} == {(tests, wall)}
+    assert {(c, int(n.replace(",", "")), int(s)) for n, c, s in quoted} == {record}
 
 
 def test_the_sites_home_page_quotes_the_main_job_it_links():
