@@ -12,7 +12,7 @@ NOX := $(shell found=$$(command -v nox 2>/dev/null); \
 	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
 	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check docs test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list pack
+.PHONY: check docs history test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list pack
 
 # The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
@@ -90,6 +90,11 @@ validate: $(NOX)
 
 report: $(NOX)
 	$(NOX) -s report -- $(RESULT)
+
+# A case's runs side by side, oldest first, with the regression check:
+# make history CASE=tile_unload_race ARGS="--plot build/history.png --fail-on-regression".
+history: $(NOX)
+	$(NOX) -s history -- $(CASE) $(ARGS)
 
 env: $(NOX)
 	$(NOX) -s env -- $(ARGS)

@@ -419,14 +419,17 @@ SITE = ROOT / "build" / "site"
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
-    """The documentation site (make docs): MkDocs, warnings as errors, into build/site.
+    """The documentation site (make docs): ProperDocs, warnings as errors, into build/site.
 
-    Its results section is generated from results/ at build time (docs/hooks/results.py,
+    ProperDocs is the maintained continuation of MkDocs 1.x; it reads mkdocs.yml. Its results
+    section is generated from results/ at build time (docs/hooks/results.py,
     gpurepro.report.site): every committed document rendered, each case's page linking its
-    runs. Arguments after -- go to `mkdocs build` (e.g. --site-dir DIR)."""
+    runs; the built HTML is then checked (gpurepro.report.sitecheck: lists, titles, nothing
+    loaded from outside, every internal link) and a problem fails the build. Arguments after
+    -- go to `properdocs build` (e.g. --site-dir DIR)."""
     _install_project(session, "docs")
-    session.run("mkdocs", "build", "--strict", "--clean", *(session.posargs or
-                ["--site-dir", str(SITE)]))
+    session.run("properdocs", "build", "-f", "mkdocs.yml", "--strict", "--clean",
+                *(session.posargs or ["--site-dir", str(SITE)]))
 
 
 # One analysis environment (gpurepro[analysis]: scipy, matplotlib, jsonschema, rich, pyperf,
@@ -484,6 +487,16 @@ def compare(session: nox.Session) -> None:
     if len(session.posargs) < 2:
         session.error("give two or more result documents: nox -s compare -- A.json B.json")
     _analysis(session, "compare", *session.posargs)
+
+
+@nox.session(python=False, requires=["analysis"])
+def history(session: nox.Session) -> None:
+    """A case's runs across drivers, GPUs and toolchains, with a regression check.
+
+    nox -s history -- CASE [--plot FILE.png] [--fail-on-regression] [--format json|terminal]"""
+    if not session.posargs:
+        session.error("give a case: nox -s history -- tile_unload_race")
+    _analysis(session, "history", *session.posargs)
 
 
 @nox.session(python=False, requires=["analysis"])

@@ -6,7 +6,14 @@ suite (``<name>_<stamp>.pyperf.json``): one pyperf benchmark per configuration, 
 repetition, each run carrying the metadata pyperf compares by (date, Python, CPU, OS, the
 benchmark's parameters, the commit), so ``python -m pyperf compare_to A.pyperf.json
 B.pyperf.json`` sets two runs of one benchmark side by side and says whether each difference is
-significant, and ``pyperf stats`` / ``pyperf metadata`` read one. The timings are wall-clock
+significant, and ``pyperf stats`` / ``pyperf metadata`` read one. pyperf's test is Student's
+t-test on equal numbers of values: two suites of one benchmark measured with different
+repetitions (the committed loop_rate runs: 5 and 3) or with one repetition per configuration
+(time_to_verdict: one run of a case each) get "ERROR when testing if values are significant"
+from it, however the suite is written, and no value can be added to them.
+``python bench/common.py compare A.json B.json`` compares the documents themselves: each
+configuration's median, the ratio, and Welch's t-test on the logarithms of the repetitions,
+which takes unequal numbers, where both have two or more. The timings are wall-clock
 seconds of whole processes from ``time.perf_counter`` (pyperf's own clock), not pyperf.Runner's
 worker loops, which are made for microbenchmarks. On a GPU node without jsonschema/pyperf the
 document is written unvalidated; ``python bench/common.py finish DOC`` validates it and writes
@@ -147,11 +154,61 @@ def finish(path: Path) -> None:
     pyperf_suite(doc).dump(str(path.with_name(path.stem + ".pyperf.json")), replace=True)
 
 
+def _seconds(value: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:.3g} s"
+
+
+def compare(a: dict[str, Any], b: dict[str, Any], alpha: float = 0.05) -> list[str]:
+    """Two documents of one benchmark, configuration by configuration: medians, the ratio
+    b/a, and Welch's t-test on the log values (unequal numbers of repetitions allowed) where
+    both have two or more; a line per configuration, then those only one of them has."""
+    import math
+
+    from scipy import stats
+
+    if a["name"] != b["name"]:
+        raise ValueError(f"documents of two benchmarks ({a['name']}, {b['name']}): nothing to compare")
+    lines = []
+    common = [k for k in a["samples"] if a["samples"][k] and b["samples"].get(k)]
+    for label in common:
+        va, vb = a["samples"][label], b["samples"][label]
+        ma, mb = median(va), median(vb)
+        ratio = mb / ma
+        change = f"{ratio:.3f}x " + ("slower" if ratio > 1 else "faster" if ratio < 1 else "the same")
+        text = (f"{a['name']}/{label}: {_seconds(ma)} ({len(va)} reps) -> {_seconds(mb)} "
+                f"({len(vb)} reps): {change}")
+        if len(va) >= 2 and len(vb) >= 2:
+            res = stats.ttest_ind([math.log(v) for v in va], [math.log(v) for v in vb],
+                                  equal_var=False)
+            p = float(res.pvalue)
+            verdict = "significant" if p < alpha else "not significant"
+            text += f"; {verdict} (Welch's t on log values, p = {p:.2g})"
+        else:
+            text += "; one repetition on a side: no test (a difference of two values is not a test)"
+        lines.append(text)
+    for doc, other, which in ((a, b, "first"), (b, a, "second")):
+        only = [k for k in doc["samples"] if doc["samples"][k] and not other["samples"].get(k)]
+        if only:
+            lines.append(f"only in the {which}: " + ", ".join(f"{doc['name']}/{k}" for k in only))
+    return lines
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "finish":
         for p in sys.argv[2:]:
             finish(Path(p))
             print(f"ok {p}")
+    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
+        try:
+            docs = [json.loads(Path(p).read_text()) for p in sys.argv[2:]]
+            for line in compare(*docs):
+                print(line)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"compare: {exc}", file=sys.stderr)
+            sys.exit(2)
     else:
-        print("usage: python bench/common.py finish DOC...")
+        print("usage: python bench/common.py finish DOC... | compare A.json B.json")
         sys.exit(2)

@@ -31,7 +31,7 @@ from typing import Any
 from . import pace
 
 ROOT = Path(__file__).resolve().parents[1]
-IN_PROCESS = frozenset({"validate", "issue", "compare", "report", "record", "index"})
+IN_PROCESS = frozenset({"validate", "issue", "compare", "history", "report", "record", "index"})
 
 
 def gpurepro(*args: str, cwd: Path = ROOT, env: Mapping[str, str] | None = None,

@@ -73,3 +73,64 @@ def test_two_committed_suites_of_one_bench_compare_with_a_significance_verdict()
     assert done.returncode == 0, done.stderr
     assert "ERROR" not in done.stdout + done.stderr, done.stdout
     assert "harness_overhead/harness" in done.stdout
+
+
+def _pairs():
+    docs = {}
+    for path in sorted((ROOT / "results" / "bench").glob("*.json")):
+        if not path.name.endswith(".pyperf.json"):
+            docs.setdefault(json.loads(path.read_text())["name"], []).append(path)
+    return [(a, b) for paths in docs.values() for i, a in enumerate(paths) for b in paths[i + 1:]]
+
+
+def test_every_committed_suite_is_what_its_document_gives(tmp_path):
+    # Written again from its JSON source, each committed suite is the same: what pyperf cannot
+    # test in them comes from the measurements, not from how the suite was written.
+    import pyperf
+
+    for path in sorted((ROOT / "results" / "bench").glob("*.json")):
+        if path.name.endswith(".pyperf.json"):
+            continue
+        again = tmp_path / f"{path.stem}.pyperf.json"
+        common.pyperf_suite(json.loads(path.read_text())).dump(str(again), replace=True)
+        committed = path.with_name(f"{path.stem}.pyperf.json")
+        assert json.loads(again.read_text()) == json.loads(committed.read_text()), committed.name
+        assert pyperf.BenchmarkSuite.load(str(committed)).get_benchmarks()
+
+
+def test_every_pair_of_committed_bench_documents_compares_with_a_verdict_or_says_why():
+    """pyperf's test needs the same number of values on both sides; the documents' own
+    comparison (Welch's t on log values) takes any numbers, and says where one repetition
+    leaves nothing to test."""
+    pairs = _pairs()
+    assert len(pairs) >= 10
+    tested = 0
+    for a, b in pairs:
+        da, db = json.loads(a.read_text()), json.loads(b.read_text())
+        lines = common.compare(da, db)
+        common_configs = [k for k in da["samples"] if da["samples"][k] and db["samples"].get(k)]
+        assert len([x for x in lines if not x.startswith("only in")]) == len(common_configs)
+        for line in lines:
+            if line.startswith("only in"):
+                continue
+            assert ("significant (Welch's t on log values, p = " in line) or \
+                   ("one repetition on a side: no test" in line), line
+            tested += "Welch" in line
+    assert tested >= 4  # harness_overhead and loop_rate, both configurations of each
+    loop = [(a, b) for a, b in pairs if a.name.startswith("loop_rate")]
+    lines = common.compare(*(json.loads(p.read_text()) for p in loop[0]))
+    assert lines[0].startswith("loop_rate/host: 44.5 us (5 reps) -> 52.2 us (3 reps): 1.174x slower; "
+                               "significant")
+
+
+def test_bench_compare_on_the_command_line_and_documents_of_two_benchmarks(tmp_path):
+    bench = ROOT / "results" / "bench"
+    done = pace.run([sys.executable, str(ROOT / "bench" / "common.py"), "compare",
+                     str(bench / "loop_rate_20261129T235156Z.json"),
+                     str(bench / "loop_rate_20261130T060150Z.json")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "loop_rate/seed" in done.stdout and "Welch" in done.stdout
+    done = pace.run([sys.executable, str(ROOT / "bench" / "common.py"), "compare",
+                     str(bench / "loop_rate_20261129T235156Z.json"),
+                     str(bench / "gpu_scaling_20261130T000114Z.json")], capture_output=True, text=True)
+    assert done.returncode == 2 and "two benchmarks" in done.stderr

@@ -164,3 +164,15 @@ def test_documents_that_cannot_be_compared_are_one_line_and_exit_2(paths, needle
 def test_compare_error_for_another_case():
     with pytest.raises(CompareError):
         compare([_load(FIXED), _load(TCGEN)], ["a", "b"])
+
+
+def test_each_design_is_named_as_it_ran_never_with_a_missing_number():
+    from gpurepro.report.compare import design
+
+    decisive = TILE / "20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json"
+    assert design(_load(decisive)) == ("decisive (max 25 per arm, looks at 12, 18, 27, ..., 200 "
+                                       "valid trials, alpha 0.05)")
+    assert design(_load(UNTIL)) == "until decided (max 10, look every 5, alpha 0.05)"
+    assert design(_load(FIXED)).startswith("fixed, ")
+    out = markdown(compare([_load(UNTIL), _load(decisive)], [UNTIL, decisive]))
+    assert "None" not in out and "decisive (max 25 per arm" in out

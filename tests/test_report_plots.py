@@ -222,3 +222,58 @@ def test_compare_paired_forest_has_a_row_per_run_and_arm(root, tmp_path):
         _close(fig)
     assert paired_plot(result, tmp_path / "ab.png")
     assert (tmp_path / "ab.png").stat().st_size > 0 and (tmp_path / "ab.svg").stat().st_size > 0
+
+
+def _cut_texts(fig) -> list[str]:
+    """Every text of the figure that runs past its edges or was shortened with an ellipsis."""
+    import matplotlib.text
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.bbox.width, fig.bbox.height
+    cut = []
+    for t in fig.findobj(matplotlib.text.Text):
+        if not t.get_visible() or not t.get_text().strip():
+            continue
+        box = t.get_window_extent(renderer)
+        if box.x0 < -0.5 or box.x1 > width + 0.5 or box.y0 < -0.5 or box.y1 > height + 0.5 \
+                or "…" in t.get_text():
+            cut.append(t.get_text())
+    return cut
+
+
+# The committed runs with the longest texts: the baseline's two claims and the title's count of
+# both families (the main job on an H100), 32 arms and a long note of arms not drawn (every arm
+# on the H200), a case whose unit is a trial (ptxas_abs_clamp).
+LONG_TEXTS = ["results/tile_unload_race/20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json",
+              "results/tile_unload_race/20261201T120321Z_NVIDIA-H200_redacted.json",
+              "results/ptxas_abs_clamp/20261205T110411Z-83b516_NVIDIA-H100-80GB-HBM3_redacted.json"]
+
+
+@pytest.mark.parametrize("name", LONG_TEXTS, ids=lambda n: n.split("/")[1])
+def test_no_text_of_a_forest_plot_is_cut_at_its_edge_or_with_an_ellipsis(root, name):
+    doc = json.loads((root / name).read_text())
+    fig, rows = forest_figure(doc)
+    try:
+        assert _cut_texts(fig) == []
+        # Every claim is written whole in the right column.
+        texts = {t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))}
+        for claim in doc.get("claims") or []:
+            if claim["arm"] in {r["arm"] for r in rows}:
+                assert any(claim["decision"].replace("_", " ") in t for t in texts)
+    finally:
+        _close(fig)
+
+
+def test_no_text_of_the_paired_plot_is_cut(root):
+    from gpurepro.report.compare import compare
+    from gpurepro.report.compare import forest_figure as paired
+
+    paths = [root / "results/tile_unload_race/20261201T120321Z_NVIDIA-H200_redacted.json",
+             root / "results/tile_unload_race/20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json"]
+    result = compare([json.loads(p.read_text()) for p in paths], paths)
+    fig, _ = paired(result)
+    try:
+        assert _cut_texts(fig) == []
+    finally:
+        _close(fig)

@@ -18,6 +18,7 @@ from gpurepro.report.times_plot import times_plot
 ROOT = Path(__file__).resolve().parents[1]
 FA3 = ROOT / "results" / "fa3_wgmma_wait" / "20261204T122215Z-32bea2_NVIDIA-H200_redacted.json"
 TILE = ROOT / "results" / "tile_unload_race" / "20261202T123450Z-bc7d24_NVIDIA-H200_redacted.json"
+H100 = ROOT / "results" / "fa3_wgmma_wait" / "20261205T093214Z-379cb7_NVIDIA-H100-80GB-HBM3_redacted.json"
 
 
 def _doc(path: Path = FA3) -> dict:
@@ -90,3 +91,29 @@ def test_a_claim_against_another_arm_shows_its_own_ratio_in_the_arms_table():
     assert rows[1][2] == (f"`serialized-12-4-131-same` {mine['decision']}: "
                           f"{mine['numbers']['ratio']:.3f}× ({mine['numbers']['ratio_ci'][0]:.3f}"
                           f"–{mine['numbers']['ratio_ci'][1]:.3f}) `serialized`")
+
+
+def test_a_timed_report_says_its_clocks_were_read_not_set_and_how_to_lock_them():
+    from gpurepro.report.markdown import markdown
+    from gpurepro.report.timed import clocks_section
+
+    doc = json.loads(H100.read_text())
+    text = markdown(doc)
+    section = text[text.index("### GPU clocks"):].split("\n### ")[0]
+    assert "The GPU's clocks were read, not set: each of the 132 timed trials" in section
+    assert "SM clock 1980 MHz after" in section and "memory clock 2619 MHz after" in section
+    assert "Clock event reasons after the repetitions: none in 132." in section
+    assert "`nvidia-smi --lock-gpu-clocks=F,F`" in section and "`nvidia-smi --reset-gpu-clocks`" in section
+    # A throttled trial is named by its reasons; a run whose trials read nothing says so.
+    throttled = copy.deepcopy(doc)
+    first = next(t for t in throttled["trials"] if (t.get("observations") or {}).get("conditions"))
+    first["observations"]["conditions"]["after"]["clocks_event_reasons"] = 0x4 | 0x20
+    assert "software power cap in 1, software thermal slowdown in 1" in clocks_section(throttled)[1]
+    bare = copy.deepcopy(doc)
+    for t in bare["trials"]:
+        (t.get("observations") or {}).pop("conditions", None)
+    assert "neither set nor read" in clocks_section(bare)[1]
+    # An untimed case's report has no such section.
+    untimed = json.loads((ROOT / "results" / "tile_unload_race" /
+                          "20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json").read_text())
+    assert clocks_section(untimed) == [] and "### GPU clocks" not in markdown(untimed)

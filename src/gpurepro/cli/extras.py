@@ -29,6 +29,7 @@ NEEDS_ANALYSIS = {
     "report": (*_CORE, "matplotlib"),
     "validate": _CORE,
     "compare": _CORE,
+    "history": _CORE,
     "issue": _CORE,
     "calibrate": _CORE,
 }

@@ -347,6 +347,10 @@ def _reading_commands(sub: Any) -> None:
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=results.cmd_issue)
 
+    from .history import add_parser as add_history_parser
+
+    add_history_parser(sub)
+
     from .matrix import add_parser as add_matrix_parser
 
     add_matrix_parser(sub).set_defaults(fn=results.cmd_matrix)

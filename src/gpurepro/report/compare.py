@@ -23,7 +23,16 @@ from typing import Any
 from ..analyze import stats
 from ..errors import CompareError
 from . import families, gfm, gpu_conditions
-from .forest import NAME_X, ROW_SMALL, draw_rate, note_left_out, rate_axis, x_range
+from .forest import (
+    NAME_X,
+    ROW_SMALL,
+    draw_rate,
+    note_height,
+    note_left_out,
+    note_lines,
+    rate_axis,
+    x_range,
+)
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
 from .wrong import per_trial
@@ -48,15 +57,21 @@ def _budget(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def design(doc: Mapping[str, Any]) -> str:
-    """'fixed, 10 trials per arm' or 'until decided (max 10, look every 5, alpha 0.05)'."""
+    """'fixed, 10 trials per arm', 'until decided (max 10, look every 5, alpha 0.05)' or
+    'decisive (max 25 per arm, looks at 12, 18, 27 ... 200 valid trials, alpha 0.05)'."""
     plan = doc["plan"]
     stopping = (plan.get("options") or {}).get("stopping") or {}
     per_arm = sorted(set((plan.get("trials_per_arm") or {}).values()))
+    alpha = f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else ""
+    if stopping.get("design") == "decisive":
+        looks = [str(n) for n in stopping.get("look_at") or []]
+        at = ", ".join(looks if len(looks) <= 4 else [*looks[:3], "...", looks[-1]])
+        return (f"decisive (max {stopping.get('max_trials', '?')} per arm"
+                + (f", looks at {at} valid trials" if at else "") + alpha + ")")
     if stopping:
         max_trials, step = stopping_numbers(stopping)
-        return (f"until decided (max {max_trials}, look every {step}"
-                + (f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else "")
-                + ")")
+        return (f"until decided (max {max_trials}"
+                + (f", look every {step}" if step is not None else "") + alpha + ")")
     return f"fixed, {'/'.join(map(str, per_arm)) or '?'} trials per arm"
 
 
@@ -479,10 +494,12 @@ def forest_figure(result: Mapping[str, Any]):
     arrow = 10 ** 0.4
     xmin, xmax = x_range(rows, arrow)
 
-    row_in, note_in = 0.34, (0.3 if left_out else 0.0)
+    fig = plt.figure(figsize=(9.0, 1.0), dpi=100)
+    note = note_lines(fig, left_out)
+    row_in, note_in = 0.34, note_height(note)
     bottom_in = note_in + 0.4 + 0.55  # note, legend, axis
     fig_h = 0.75 + row_in * n_lines + bottom_in
-    fig = plt.figure(figsize=(9.0, fig_h), dpi=100)
+    fig.set_size_inches(9.0, fig_h)
     ax = fig.add_axes((LEFT, bottom_in / fig_h, RIGHT - LEFT, row_in * n_lines / fig_h))
     rate_axis(ax, xmin, xmax, (n_lines - 0.4, -0.6))
     base = next((r for r in rows if r["arm"] == baseline and r["run"] == names[0]), None)
@@ -501,7 +518,7 @@ def forest_figure(result: Mapping[str, Any]):
                 if not result["claims"]["without_claims"] else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
     _legend(fig, runs, style, f"A's {baseline} 95% interval" if base else None, note_in / fig_h)
-    note_left_out(fig, left_out, fig_h)
+    note_left_out(fig, note, fig_h)
     return fig, rows
 
 

@@ -239,11 +239,26 @@ def forest_figure(doc: Mapping[str, Any]):
     n_handles = len(used) * has_claims + any(r["zero"] for r in rows) + (base is not None)
     legend_rows = 1 if n_handles <= 4 else 2
 
-    # 9 in wide at 100 dpi: GitHub's ~900 px.
-    row_in, top_in, note_in = 0.27, 0.75, (0.3 if left_out else 0.0)
+    claims = doc.get("claims") or []
+    title = (f"{case['name']}: failing trials per arm against {baseline}" if trials
+             else f"{case['name']}: failure rate per arm against {baseline}")
+    counted = f"({families.decided_count(claims)})" if claims and not trials else ""
+    # 9 in wide at 100 dpi: GitHub's ~900 px; wider where the claims column needs it, so that
+    # no text is cut (GitHub scales a wider picture down to its column).
+    row_in = 0.27
+    fig = plt.figure(figsize=(WIDTH_IN, 1.0), dpi=100)
+    width = max(WIDTH_IN, _width_needed(fig, rows, headers, per, baseline, has_claims))
+    fig.set_size_inches(width, 1.0)
+    note = note_lines(fig, left_out)
+    note_in = note_height(note)
     bottom_in = note_in + (0.1 + 0.24 * legend_rows) + 0.55  # note, legend, axis
+    # The title on one line where it fits, else its count of decided claims on a second.
+    one_line = f"{title} {counted}".strip()
+    fits = text_width(fig, [one_line], fontsize=11.5, fontweight="bold") <= 1 - 2 * NAME_X
+    lines = [one_line] if fits or not counted else [title, counted]
+    top_in = 0.75 + 0.22 * (len(lines) - 1)
     fig_h = top_in + row_in * n_lines + bottom_in
-    fig = plt.figure(figsize=(9.0, fig_h), dpi=100)
+    fig.set_size_inches(width, fig_h)
     cols = _columns(fig, rows, headers, per, baseline, has_claims)
     if trials:
         cols["per"] = "trial"
@@ -257,21 +272,22 @@ def forest_figure(doc: Mapping[str, Any]):
                   else f"failures per {per} {case['exposure']['unit']} (log scale; exact Poisson 95% "
                   f"interval)", fontsize=9)
     ax.tick_params(axis="x", labelsize=9)
-    claims = doc.get("claims") or []
-    fig.text(NAME_X, 1 - 0.1 / fig_h, f"{case['name']}: failing trials per arm against {baseline}"
-             if trials else f"{case['name']}: failure rate per arm against {baseline}"
-             + (f" ({families.decided_count(claims)})" if claims else ""),
-             ha="left", va="top", fontsize=11.5, fontweight="bold")
+    fig.text(NAME_X, 1 - 0.1 / fig_h, "\n".join(lines), ha="left", va="top", fontsize=11.5,
+             fontweight="bold", linespacing=1.3)
     handles = legend_handles(used, has_claims, any(r["zero"] for r in rows))
     if base:
         handles.append(band_handle(f"{baseline}'s 95% interval"))
     place_legend(fig, handles, legend_rows, note_in / fig_h)
-    note_left_out(fig, left_out, fig_h)
+    note_left_out(fig, note, fig_h)
     return fig, rows
 
 
 # The left margin of a forest plot's names, title, legend and note, as a fraction of its width.
 NAME_X = 0.012
+# A forest plot's width (inches) where its columns fit in it, and the least its axes get.
+WIDTH_IN, AXES_MIN_IN = 9.0, 2.7
+# The gap between two columns, and the margin right of the last, as fractions of 9 in.
+GAP, RIGHT_MARGIN = 0.012, 0.01
 # The baseline's interval, drawn behind every row (and its estimate as a dashed line).
 BAND = "#E69F00"
 
@@ -294,30 +310,48 @@ def _row_texts(rows: list[dict[str, Any]], baseline: str) -> None:
             "(the reference)" if r["arm"] == baseline else "no claim")
 
 
-def _columns(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]], per: str,
-             baseline: str, has_claims: bool) -> dict[str, Any]:
-    """The text columns, measured so that none runs into the next: the names, the counts, the
-    axes between them and the rates, the rates, the claims (cut with an ellipsis where they
-    do not fit). Fractions of the figure's width."""
-    gap = 0.012
+def _widths(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]], per: str,
+            baseline: str, has_claims: bool) -> dict[str, float]:
+    """Each text column's width, in inches: the names, the counts, the rates, the claims (0
+    for a document without claims), each its widest text, every claim written whole."""
+    inches = fig.get_size_inches()[0]
     names_w = max(text_width(fig, [r["arm"] for r in rows]) + 0.012,
                   text_width(fig, [f"varies {g}" for _, g in headers], fontweight="bold"))
-    count_w = text_width(fig, ["failed/valid"], fontsize=8.5)
-    count_x = NAME_X + names_w + gap + count_w
+    rate_w = max(text_width(fig, [r["rate_text"] for r in rows]),
+                 text_width(fig, [f"per {per} (95% CI)"], fontsize=8.5))
+    claim_w = max(text_width(fig, [r["claim_text"] for r in rows]),
+                  text_width(fig, [f"claim vs {baseline}: decision"], fontsize=8.5)) \
+        if has_claims else 0.0
+    return {"names": names_w * inches, "count": text_width(fig, ["failed/valid"], fontsize=8.5) * inches,
+            "rate": rate_w * inches, "claim": claim_w * inches}
+
+
+def _width_needed(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]], per: str,
+                  baseline: str, has_claims: bool) -> float:
+    """The figure width (inches) at which every column fits whole beside axes of AXES_MIN_IN."""
+    w = _widths(fig, rows, headers, per, baseline, has_claims)
+    gap = GAP * WIDTH_IN
+    return (NAME_X * WIDTH_IN + w["names"] + gap + w["count"] + gap + AXES_MIN_IN + gap
+            + w["rate"] + (gap + w["claim"] if has_claims else 0.0) + RIGHT_MARGIN * WIDTH_IN)
+
+
+def _columns(fig: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]], per: str,
+             baseline: str, has_claims: bool) -> dict[str, Any]:
+    """The text columns, measured so that none runs into the next and none runs past the
+    figure's edge: the names, the counts, the axes between them and the rates, the rates, the
+    claims, each written whole (the figure is made wide enough: ``_width_needed``). Fractions
+    of the figure's width."""
+    inches = fig.get_size_inches()[0]
+    w = {k: v / inches for k, v in _widths(fig, rows, headers, per, baseline, has_claims).items()}
+    gap, margin = GAP * WIDTH_IN / inches, RIGHT_MARGIN * WIDTH_IN / inches
+    count_x = NAME_X + w["names"] + gap + w["count"]
     left = count_x + gap
-    rate_w = max(text_width(fig, [r["rate_text"] for r in rows]), text_width(fig, [f"per {per} (95% CI)"], fontsize=8.5))
-    claim_head = f"claim vs {baseline}: decision"
-    claim_w = (min(max(text_width(fig, [r["claim_text"] for r in rows]), text_width(fig, [claim_head], fontsize=8.5)),
-                   0.3) if has_claims else -gap)  # a document without claims: no such column
-    right = max(1 - 0.01 - claim_w - gap - rate_w - gap, left + 0.3)
+    claim_w = w["claim"] if has_claims else -gap  # a document without claims: no such column
+    right = max(1 - margin - claim_w - gap - w["rate"] - gap, left + AXES_MIN_IN / inches)
     rate_x = right + gap
-    claim_x = rate_x + rate_w + gap
-    room = 0.995 - claim_x
-    for r in rows:
-        while len(r["claim_text"]) > 4 and text_width(fig, [r["claim_text"]]) > room:
-            r["claim_text"] = r["claim_text"][:-2] + "…"
+    claim_x = rate_x + w["rate"] + gap
     return {"count_x": count_x, "left": left, "right": right, "rate_x": rate_x,
-            "claim_x": claim_x, "claim_head": claim_head, "per": per}
+            "claim_x": claim_x, "claim_head": f"claim vs {baseline}: decision", "per": per}
 
 
 def _draw_rows(fig: Any, ax: Any, rows: list[dict[str, Any]], headers: list[tuple[float, str]],
@@ -395,13 +429,37 @@ def place_legend(fig: Any, handles: list[Any], legend_rows: int, bottom: float) 
                handletextpad=0.3, columnspacing=1.2, borderaxespad=0.2)
 
 
-def note_left_out(fig: Any, left_out: list[str], fig_h: float) -> None:
-    """What the plot leaves out, in one line at the bottom (cut at 160 characters)."""
-    if left_out:
-        note = "Not drawn: " + "; ".join(left_out)
-        if len(note) > 160:
-            note = note[:159] + "…"
-        fig.text(NAME_X, 0.08 / fig_h, note, fontsize=8.5, ha="left", va="bottom", color="#555555")
+NOTE_SIZE, NOTE_LINE_IN = 8.5, 0.16
+
+
+def note_lines(fig: Any, left_out: list[str]) -> list[str]:
+    """What the plot leaves out ("Not drawn: ..."), whole, in lines as wide as the figure
+    (measured on its renderer: none runs past its right edge); no line where nothing is."""
+    if not left_out:
+        return []
+    room = 1 - 2 * NAME_X
+    lines: list[str] = []
+    line = ""
+    for word in ("Not drawn: " + "; ".join(left_out)).split(" "):
+        wider = f"{line} {word}" if line else word
+        if line and text_width(fig, [wider], fontsize=NOTE_SIZE) > room:
+            lines.append(line)
+            line = word
+        else:
+            line = wider
+    return [*lines, line]
+
+
+def note_height(lines: list[str]) -> float:
+    """The inches the note's lines take at the bottom of a figure (0 for none)."""
+    return 0.1 + NOTE_LINE_IN * len(lines) if lines else 0.0
+
+
+def note_left_out(fig: Any, lines: list[str], fig_h: float) -> None:
+    """The note's lines (``note_lines``) at the bottom of the figure."""
+    if lines:
+        fig.text(NAME_X, 0.08 / fig_h, "\n".join(lines), fontsize=NOTE_SIZE, ha="left",
+                 va="bottom", color="#555555", linespacing=1.25)
 
 
 def forest_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:

@@ -25,6 +25,7 @@ from .per_gpu import per_gpu_headline, per_gpu_plot
 from .pyperf_suite import write_suite
 from .survival import plot, survival_headline
 from .tables import address, code, escape, fence, table
+from .timed import clocks_section
 from .times_plot import times_headline, times_plot
 from .wrong import per_trial
 from .wrong import section as wrong_section
@@ -483,6 +484,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     out += _arms_section(doc)
     if doc.get("claims"):
         out.append(claims_table(doc))
+    out += clocks_section(doc)
     out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
             + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
             + _threads_section(doc) + _python_frames_section(doc)

@@ -19,7 +19,9 @@ from .forest import (
     forest_rows,
     layout_rows,
     legend_handles,
+    note_height,
     note_left_out,
+    note_lines,
     place_legend,
     rate_axis,
 )
@@ -172,8 +174,10 @@ def per_gpu_figure(doc: Mapping[str, Any]):
     used = {r["decision"] for r in rows}
     n_handles = len(used) * has_claims + any(c["zero"] for c in cells) + 1
     legend_rows = 1 if n_handles <= 3 else 2
-    size = _Sizes(n_lines, grid_rows, legend_rows, bool(left_out))
-    fig = plt.figure(figsize=(WIDTH_IN, size.fig_h), dpi=100)
+    fig = plt.figure(figsize=(WIDTH_IN, 1.0), dpi=100)
+    note = note_lines(fig, left_out)
+    size = _Sizes(n_lines, grid_rows, legend_rows, note_height(note))
+    fig.set_size_inches(WIDTH_IN, size.fig_h)
     cols = _columns(fig, rows, headers, cells, grid_cols)
     arrow, xmin, xmax = _x_axis(ends, cells, cols["axes_w"])
     panels = [_panel(fig, i, label, rows, headers, baseline, size, cols, grid_cols, arrow, xmin, xmax)
@@ -189,7 +193,7 @@ def per_gpu_figure(doc: Mapping[str, Any]):
                              together=f" (all {_plural(kind)} together)")
     handles.append(band_handle(f"{baseline}'s 95% interval on that {kind}"))
     place_legend(fig, handles, legend_rows, size.note_in / size.fig_h)
-    note_left_out(fig, left_out, size.fig_h)
+    note_left_out(fig, note, size.fig_h)
     return fig, panels
 
 
@@ -205,10 +209,10 @@ class _Sizes:
 
     title_in, panel_head_in, axis_in, between_in, label_in = 0.45, 0.45, 0.3, 0.3, 0.25
 
-    def __init__(self, n_lines: float, grid_rows: int, legend_rows: int, note: bool):
+    def __init__(self, n_lines: float, grid_rows: int, legend_rows: int, note_in: float):
         self.n_lines = n_lines
         self.legend_in = 0.08 + 0.24 * legend_rows
-        self.note_in = 0.3 if note else 0.0
+        self.note_in = note_in
         self.block_in = self.panel_head_in + ROW_IN * n_lines + self.axis_in
         self.fig_h = (self.title_in + grid_rows * self.block_in + (grid_rows - 1) * self.between_in
                       + self.label_in + self.legend_in + self.note_in)

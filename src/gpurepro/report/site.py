@@ -5,13 +5,19 @@ inside the site's docs folder:
 
 - ``results/index.md``: the results index (results/README.md, as ``python -m gpurepro index``
   writes it) after a list of the cases, each linking its page;
-- ``results/<case>/index.md``: the case's runs, newest first, each with its verdict and trial
-  count and a link to its page, then its toolchain matrix and bisection documents;
-- ``results/<case>/<stem>.md`` for each result document: its committed report (verdict,
-  claims, plots: ``gpurepro report``'s Markdown, unchanged) with the issue comment the document
-  gives (``gpurepro issue``), in a fence to copy;
-- every other committed file under results/ (documents, journals, pictures, logs, matrix and
-  bisection reports), as it is, so that every link of a report resolves inside the site.
+- ``results/<case>/index.md``: the case's runs, newest first, each with its date, GPU, verdict
+  and trial count and a link to its page, then its toolchain matrix and bisection documents;
+- ``results/<case>/<stem>.md`` for each result document: a title that says what the run is
+  (the case, the GPU, when it started: ``run_title``), its committed report (verdict, claims,
+  plots: ``gpurepro report``'s Markdown, unchanged) and the issue comment the document gives
+  (``gpurepro issue``), in a fence to copy;
+- a toolchain matrix's or bisection's committed report under a title of the same kind
+  (``other_title``);
+- every other committed file under results/ (documents, journals, pictures, logs), as it is,
+  so that every link of a report resolves inside the site.
+
+Reports are written for GitHub; the site shows their lists as GitHub does through the Markdown
+extension mkdocs.yml names (``gpurepro.report.gfm_lists``).
 
 The MkDocs hook (docs/hooks/results.py) adds these as generated files; nothing is written into
 results/. Page text depends on the documents alone, in a fixed order.
@@ -50,14 +56,51 @@ def _kind(doc: Mapping[str, Any]) -> str:
     return str(doc.get("schema", "")).split("/")[1].split("@")[0].split("-")[0]
 
 
-def run_page(path: Path, doc: Mapping[str, Any]) -> str:
-    """A result's page: its committed report, then its issue comment."""
+def _gpu_names(doc: Mapping[str, Any]) -> str:
+    """The GPUs a document's trials ran on, by name ("no GPU" where it names none)."""
+    env = doc.get("environment") if isinstance(doc.get("environment"), Mapping) else {}
+    gpus = ((env or {}).get("gpu") or {}).get("gpus") or []
+    gpu = doc.get("gpu")
+    if not gpus and isinstance(gpu, Mapping):  # matrix and bisection documents: their GPU stage
+        device = gpu.get("device")
+        gpus = [device] if isinstance(device, Mapping) else []
+    names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping) and g.get("name")})
+    return ", ".join(names) or "no GPU"
+
+
+def _when(doc: Mapping[str, Any]) -> str:
+    """When a run started (a result) or was assembled (a matrix, a bisection): "2026-12-05
+    11:01 UTC", from the document's own ISO time."""
+    stamp = str(doc.get("started_at") or doc.get("created_at") or "")
+    if len(stamp) >= 16 and stamp[10] == "T":
+        return f"{stamp[:10]} {stamp[11:16]} UTC"
+    return stamp or "no date recorded"
+
+
+def run_title(doc: Mapping[str, Any]) -> str:
+    """What a result's page is titled (unescaped): the case, the GPU, when the run started."""
+    return f"{doc['case']['name']} on {_gpu_names(doc)}, {_when(doc)}"
+
+
+def other_title(doc: Mapping[str, Any]) -> str:
+    """A toolchain matrix's or bisection's page title (unescaped)."""
+    case = (doc.get("case") or {}).get("name") if isinstance(doc.get("case"), Mapping) else None
+    if _kind(doc) == "matrix":
+        what = "Toolchain matrix"
+    else:
+        axis = doc.get("axis") if isinstance(doc.get("axis"), Mapping) else {}
+        what = f"Bisection over {(axis or {}).get('name') or 'a toolchain axis'}"
+    return f"{what} of {case or 'a case'} on {_gpu_names(doc)}, {_when(doc)}"
+
+
+def run_page(path: Path, doc: Mapping[str, Any], title: str | None = None) -> str:
+    """A result's page: its title, its committed report, then its issue comment."""
     report = path.with_suffix(".md")
     body = report.read_text() if report.is_file() else (
-        f"# {escape(doc['case']['name'])}: {code(path.name)}\n\n"
-        f"No report is committed beside this document.\n")
+        f"No report is committed beside this document ({code(path.name)}).\n")
     comment = issue_body(doc, path, url="")
-    return (body.rstrip() + "\n\n## The issue comment\n\n"
+    return (f"# {escape(title or run_title(doc))}\n\n" + body.rstrip()
+            + "\n\n## The issue comment\n\n"
             f"What `python -m gpurepro issue {escape(path.name)}` prints for this document, "
             f"to paste into the issue (its head first, the rest in folds):\n\n"
             + "\n".join(fence(comment, "markdown")) + "\n\n"
@@ -77,28 +120,65 @@ def case_page(case: str, docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
            f"the issue comment it gives.", ""]
     rows = []
     for path, doc in sorted(results, key=lambda pd: pd[0].name, reverse=True):
-        gpus = (doc.get("environment") or {}).get("gpu", {}).get("gpus") or []
-        gpu = ", ".join(sorted({escape(g.get("name")) for g in gpus})) or "no GPU"
-        rows.append([f"[{escape(path.stem)}]({path.stem}.md)", _status(doc), gpu,
-                     str(len(doc.get("trials") or [])), str(len(doc.get("summary") or {}))])
-    out += table(["run", "verdict", "GPU", "trials", "arms"], rows)
+        rows.append([f"[{escape(_when(doc))}]({path.stem}.md)", escape(_gpu_names(doc)),
+                     _status(doc), str(len(doc.get("trials") or [])),
+                     str(len(doc.get("summary") or {})), f"[{code(path.name)}]({path.name})"])
+    out += table(["run (started)", "GPU", "verdict", "trials", "arms", "document"], rows)
     if others:
         out += ["", "## Toolchain matrix and bisection documents", ""]
         for path, doc in others:
             report = path.with_suffix(".md")
-            link = f"[{escape(path.stem)}]({report.name})" if report.is_file() else code(path.name)
-            out.append(f"- {link} ({escape(_kind(doc))}; [the document]({path.name}))")
+            title = escape(other_title(doc))
+            link = f"[{title}]({report.name})" if report.is_file() else title
+            out.append(f"- {link} ([the document]({path.name}))")
     return "\n".join(out) + "\n"
 
 
-def index_page(results: Path, cases: list[str]) -> str:
+def bench_page(docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
+    """results/bench/: each benchmark document with its question, when it was measured, whether
+    it met its goal, its pyperf suite, newest first (docs/benchmarks.md reads them)."""
+    out = ["# Benchmark documents", "",
+           "Every committed benchmark document, newest first, with its pyperf suite "
+           "(`python -m pyperf compare_to A.pyperf.json B.pyperf.json` sets two side by side); "
+           "what each measures and its goal: [Benchmarks](../../benchmarks.md).", ""]
+    rows = []
+    for path, doc in sorted(docs, key=lambda pd: str(pd[1].get("created_at") or ""), reverse=True):
+        suite = path.with_name(path.stem + ".pyperf.json")
+        met = doc.get("met")
+        rows.append([escape(str(doc.get("name") or path.stem)), escape(_when(doc)),
+                     escape(str(doc.get("question") or "–")),
+                     "–" if met is None else ("met" if met else "**not met**"),
+                     f"[{code(path.name)}]({path.name})"
+                     + (f", [pyperf suite]({suite.name})" if suite.is_file() else "")])
+    out += table(["benchmark", "measured", "question", "goal", "documents"], rows)
+    return "\n".join(out) + "\n"
+
+
+def index_page(results: Path, cases: list[str], bench: bool = False) -> str:
     committed = (results / "README.md")
     index = committed.read_text() if committed.is_file() else ""
     # The committed index's first line is its title; the site's comes first.
     rest = index.split("\n", 1)[1] if index.startswith("# ") else index
     lines = ["# Results", "", "The runs of each case:", ""]
     lines += [f"- [{escape(c)}]({c}/index.md)" for c in cases]
+    if bench:
+        lines += ["", "The harness's own benchmarks: [the benchmark documents](bench/index.md)."]
     return "\n".join(lines) + "\n\n## Every result document\n" + rest.replace("\n## ", "\n### ")
+
+
+def _titles(docs: list[tuple[Path, Mapping[str, Any]]]) -> dict[Path, str]:
+    """Each document's page title; two runs of a case that started in the same minute on the
+    same GPU are told apart by their order ("second document", ...)."""
+    titles = {p: run_title(d) if _kind(d) == "result" else other_title(d) for p, d in docs}
+    seen: dict[str, int] = {}
+    for path in sorted(titles):
+        n = seen[titles[path]] = seen.get(titles[path], 0) + 1
+        if n > 1:
+            titles[path] += f" ({ORDINALS.get(n, str(n) + 'th')} document)"
+    return titles
+
+
+ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
 
 def pages(results: Path) -> dict[str, str | bytes]:
@@ -107,12 +187,21 @@ def pages(results: Path) -> dict[str, str | bytes]:
     by_case: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
     for path, doc in docs:
         by_case.setdefault(path.parent.name, []).append((path, doc))
-    out: dict[str, str | bytes] = {"results/index.md": index_page(results, sorted(by_case))}
+    cases = sorted(c for c, ds in by_case.items() if not all(_kind(d) == "bench" for _, d in ds))
+    out: dict[str, str | bytes] = {"results/index.md": index_page(results, cases,
+                                                                  len(cases) < len(by_case))}
     for case, case_docs in sorted(by_case.items()):
+        if all(_kind(d) == "bench" for _, d in case_docs):
+            out[f"results/{case}/index.md"] = bench_page(case_docs)
+            continue
         out[f"results/{case}/index.md"] = case_page(case, case_docs)
+        titles = _titles(case_docs)
         for path, doc in case_docs:
             if _kind(doc) == "result":
-                out[f"results/{case}/{path.stem}.md"] = run_page(path, doc)
+                out[f"results/{case}/{path.stem}.md"] = run_page(path, doc, titles[path])
+            elif path.with_suffix(".md").is_file():
+                out[f"results/{case}/{path.stem}.md"] = (
+                    f"# {escape(titles[path])}\n\n" + path.with_suffix(".md").read_text())
     for path in sorted(p for p in results.rglob("*") if p.is_file()):
         rel = f"results/{path.relative_to(results).as_posix()}"
         if path.name in LEFT_OUT or rel in out or "__pycache__" in path.parts:

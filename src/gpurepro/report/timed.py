@@ -149,3 +149,78 @@ def bisection_bullet(doc: Mapping[str, Any], path: Path) -> str | None:
              "hypothesis no arm isolates.")
     return (f"**Bisection** ({code(p.name)}, {len(b['releases'])} releases, {ran} run on the "
             f"GPU): boundaries " + ", ".join(parts) + "." + cause)
+
+
+# NVML's clock event ("throttle") reasons, the bits a driver read reports (nvmlClocksEventReasons).
+CLOCK_REASONS = {0x1: "GPU idle", 0x2: "application clocks setting", 0x4: "software power cap",
+                 0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal slowdown",
+                 0x40: "hardware thermal slowdown", 0x80: "hardware power brake",
+                 0x100: "display clock setting"}
+# How to hold the clocks fixed, for a user with root on the GPU's host (docs/benchmarks.md).
+LOCK_ADVICE = (
+    "To hold them fixed where you can (root on the GPU's host, not in most containers or cloud "
+    "instances): `nvidia-smi -pm 1`, then `nvidia-smi --lock-gpu-clocks=F,F` at a supported SM "
+    "clock F at or below the one read here (`nvidia-smi -q -d SUPPORTED_CLOCKS` lists them; "
+    "below the boost clock, power and heat are less likely to pull it down) and, where the GPU "
+    "supports it, `--lock-memory-clocks=M,M`; run the case; then `nvidia-smi "
+    "--reset-gpu-clocks` (and `--reset-memory-clocks`). A locked clock reads the same before and "
+    "after every trial; `compare` refuses timed runs whose clocks differ beyond its tolerance.")
+
+
+def _reasons(value: Any) -> list[str]:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return []
+    named = [name for bit, name in CLOCK_REASONS.items() if value & bit]
+    rest = value & ~sum(CLOCK_REASONS)
+    return named + ([f"0x{rest:x}"] if rest else [])
+
+
+def _spread(values: list[float], unit: str) -> str:
+    med = statistics.median(values)
+    lo, hi = min(values), max(values)
+    return (f"{med:g} {unit}" + ("" if lo == hi else f" (min–max {lo:g}–{hi:g})"))
+
+
+def clocks_section(doc: Mapping[str, Any]) -> list[str]:
+    """A timed run's GPU clocks as its trials read them: read, never set; the medians before
+    and after the repetitions, the clock event reasons after, the application clocks, and how
+    to lock the clocks where a user can. Nothing for an untimed run or one that read none."""
+    if not is_timed(doc):
+        return []
+    before: dict[str, list[float]] = {}
+    after: dict[str, list[float]] = {}
+    reasons: dict[str, int] = {}
+    timed = 0
+    for trial in doc.get("trials") or []:
+        read = (trial.get("observations") or {}).get("conditions") or {}
+        if not read:
+            continue
+        timed += 1
+        for when, into in (("before", before), ("after", after)):
+            for key in ("sm_clock_mhz", "memory_clock_mhz", "temperature_c"):
+                value = (read.get(when) or {}).get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    into.setdefault(key, []).append(float(value))
+        for name in _reasons((read.get("after") or {}).get("clocks_event_reasons")) or ["none"]:
+            reasons[name] = reasons.get(name, 0) + 1
+    out = ["### GPU clocks\n"]
+    if not timed:
+        return out + ["The GPU's clocks were neither set nor read in this run's trials. "
+                      + escape(LOCK_ADVICE, "prose") + "\n"]
+    parts = []
+    for key, what, unit in (("sm_clock_mhz", "SM clock", "MHz"),
+                            ("memory_clock_mhz", "memory clock", "MHz"),
+                            ("temperature_c", "temperature", "°C")):
+        if key in after:
+            parts.append(f"{what} {_spread(after[key], unit)} after"
+                         + (f", {_spread(before[key], unit)} before" if key in before else ""))
+    gpus = ((doc.get("environment") or {}).get("conditions") or {}).get("gpus") or []
+    app = [f"{g.get('application_clock_graphics_mhz')}/{g.get('application_clock_memory_mhz')} MHz"
+           for g in gpus if isinstance(g, Mapping) and g.get("application_clock_graphics_mhz")]
+    text = (f"The GPU's clocks were read, not set: each of the {timed} timed trials read them "
+            f"before and after its repetitions (medians over the trials: "
+            + "; ".join(parts) + "). Clock event reasons after the repetitions: "
+            + ", ".join(f"{name} in {n}" for name, n in sorted(reasons.items())) + "."
+            + (f" Application clocks (SM/memory) as the run began: {', '.join(app)}." if app else "")
+            + " " + LOCK_ADVICE)
+    return out + [escape(text, "prose") + "\n"]
