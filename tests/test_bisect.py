@@ -1,4 +1,4 @@
-"""Bisection over toolchain releases (gpurepro.bisect): the search, the CPU stage on a made-up
+"""Bisection over toolchain releases (gpurepro.sweep): the search, the CPU stage on a made-up
 compiler (releases that crash, fail and repeat an artifact), the GPU stage through the real
 harness on a case that needs no GPU, the document and its checks, and the CPU stage on two real
 nvidia-cuda-nvcc-cu12 releases (PyPI; skipped offline)."""
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.bisect import cpu, document, gpu, search
+from gpurepro.sweep import bisection as document
+from gpurepro.sweep import cpu, gpu, search
 from gpurepro.build.artifacts import build_case, sha256_file
 from gpurepro.case import load_case
 from gpurepro.errors import ManifestError, UsageError
@@ -189,8 +190,8 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
     assert "bisect: point 0 passes, point 4 fails" in record["runs"][6]["why"]
 
     pytest.importorskip("scipy")
-    from gpurepro.bisect.assemble import write_document
-    from gpurepro.bisect.table import markdown
+    from gpurepro.sweep.assemble import write_document
+    from gpurepro.sweep.table import markdown
     from gpurepro.record.validation import validation_errors
 
     path = write_document(cpu_document, out, ROOT, tmp_path / "results")
@@ -346,8 +347,8 @@ def test_the_gpu_stage_needs_no_third_party_module():
     the document's derivations, the command, the SASS tooling (and the CPU stage too)."""
     from .test_stdlib_run import STRICT_BLOCKER
 
-    modules = ["gpurepro.bisect.gpu", "gpurepro.bisect.search", "gpurepro.bisect.document",
-               "gpurepro.bisect.cpu", "gpurepro.bisect.table",
+    modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.search", "gpurepro.sweep.bisection",
+               "gpurepro.sweep.cpu", "gpurepro.sweep.table",
                "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,
@@ -359,8 +360,8 @@ def test_the_gpu_stage_needs_no_third_party_module():
 def test_the_committed_tile_matrix_is_reproduced_cell_for_cell_by_its_bisections():
     """The tile case's toolchain matrix read as bisections (one axis per tileiras family and
     export variant over the cuda-tile releases): the matrix's own table from them alone."""
-    from gpurepro.bisect import from_matrix
-    from gpurepro.matrix.table import combinations
+    from gpurepro.sweep import from_matrix
+    from gpurepro.sweep.matrix_table import combinations
 
     committed = json.loads((ROOT / "results" / "tile_unload_race" /
                             "matrix_20261130T062124Z_NVIDIA-H200.json").read_text())

@@ -1,4 +1,4 @@
-"""The toolchain matrix (gpurepro.matrix) without a GPU and without installing its toolchains:
+"""The toolchain matrix (gpurepro.sweep) without a GPU and without installing its toolchains:
 the schema on a document the CPU stage produced, journals into counts and rates, an install
 failure's reason, the GPU stage without a GPU or past its budget, the README table."""
 
@@ -14,13 +14,13 @@ import pytest
 from scipy import stats as sps
 
 from gpurepro.errors import UsageError
-from gpurepro.matrix import gpu as gpustage
-from gpurepro.matrix.assemble import assemble, write_document
-from gpurepro.matrix.cell import run_cell
-from gpurepro.matrix.collect import _runs, cpu_document
-from gpurepro.matrix.document import cell_results
-from gpurepro.matrix.spec import load
-from gpurepro.matrix.table import markdown
+from gpurepro.sweep import matrix_gpu as gpustage
+from gpurepro.sweep.matrix_assemble import assemble, write_document
+from gpurepro.sweep.cells import run_cell
+from gpurepro.sweep.collect import _runs, cpu_document
+from gpurepro.sweep.matrix import cell_results
+from gpurepro.sweep.spec import load
+from gpurepro.sweep.matrix_table import markdown
 from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import Journal
 

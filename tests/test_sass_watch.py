@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.bisect import search, table
+from gpurepro.sweep import search, table
 from gpurepro.build import sass
 
 # The abs_clamp kernel's clamp on either side of the 12.6.85 fix (ptxas_abs_clamp's README),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpurepro.bisect import summary
+from gpurepro.sweep import summary
 from gpurepro.build import sass
 from gpurepro.case import (
     Arm,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpurepro.analyze.views import Analysis
-from gpurepro.bisect import summary
+from gpurepro.sweep import summary
 from gpurepro.build import sass
 
 WRONG = ("first-bad-wrong", "last-bad-wrong")

@@ -1,6 +1,6 @@
 """`python -m gpurepro bisect CASE --axis NAME`: a bisection over one toolchain axis's releases.
 
-The stages (gpurepro.bisect), one after the other by default (``--stage all``), or one:
+The stages (gpurepro.sweep), one after the other by default (``--stage all``), or one:
 
 - ``cpu``: every release PyPI lists in the axis's range built (the case's own build first, if
   it is missing), identical artifacts once, their SASS: ``build/bisect/<case>/<axis>/<target>/
@@ -27,7 +27,7 @@ STAGES = ("all", "cpu", "gpu", "assemble")
 
 
 def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
-    from ..bisect.cpu import axis_of, run_cpu_stage
+    from ..sweep.cpu import axis_of, run_cpu_stage
     from ..build.artifacts import build_case, index_path
 
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
@@ -43,13 +43,13 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..bisect.document import CPU_FILE, axis_root
+    from ..sweep.bisection import CPU_FILE, axis_root
     from ..case.load import load_case
 
     root = repository_root()
     if args.table:
-        from ..bisect.gpu import read_document
-        from ..bisect.table import markdown
+        from ..sweep.gpu import read_document
+        from ..sweep.table import markdown
 
         sys.stdout.write(markdown(read_document(Path(args.table))))
         return EXIT_OK
@@ -62,7 +62,7 @@ def cmd(args: argparse.Namespace) -> int:
     if args.stage in ("all", "cpu"):
         document = _cpu(args, case, target, root)
     if args.stage in ("all", "gpu"):
-        from ..bisect.gpu import run_gpu_stage
+        from ..sweep.gpu import run_gpu_stage
 
         status = run_gpu_stage(document, gpu_out, root, exhaustive=args.exhaustive, seed=args.seed,
                                say=say)
@@ -73,7 +73,7 @@ def cmd(args: argparse.Namespace) -> int:
                     f"--gpu-out OUT; then here: --stage assemble --gpu-out OUT")
             return status
     if args.stage in ("all", "assemble"):
-        from ..bisect.assemble import write_document
+        from ..sweep.assemble import write_document
 
         path = write_document(document, gpu_out if gpu_out.is_dir() else None, root,
                               Path(args.out_dir), force=args.force)

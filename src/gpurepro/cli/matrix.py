@@ -30,8 +30,8 @@ def _build_dir(args: argparse.Namespace, root: Path) -> Path | None:
 
 
 def cmd_cell(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.cell import run_cell
-    from ..matrix.spec import load
+    from ..sweep.cells import run_cell
+    from ..sweep.spec import load
 
     spec = load(args.case, root)
     cell = spec.cell(args.release, args.family)
@@ -49,7 +49,7 @@ def cmd_cell(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_collect(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.collect import write_cpu_document
+    from ..sweep.collect import write_cpu_document
 
     path = write_cpu_document(args.case, root, Path(args.out) if args.out else None,
                               into=_build_dir(args, root))
@@ -58,7 +58,7 @@ def cmd_collect(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.gpu import Options, run_gpu_stage
+    from ..sweep.matrix_gpu import Options, run_gpu_stage
 
     opts = Options(arms=args.arms, newest_arms=args.newest_arms, budget_s=args.budget_s,
                    seed=args.seed)
@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.assemble import write_document
+    from ..sweep.matrix_assemble import write_document
 
     path = write_document(Path(args.document), Path(args.gpu_out) if args.gpu_out else None, root,
                           Path(args.out_dir), force=args.force)
@@ -75,8 +75,8 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_table(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.gpu import read_document
-    from ..matrix.table import markdown
+    from ..sweep.matrix_gpu import read_document
+    from ..sweep.matrix_table import markdown
 
     text = markdown(read_document(Path(args.document)))
     if args.out:

@@ -123,7 +123,7 @@ def built_members(case: Case, root: Path, build_dir: Path, target: str) -> list[
 def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Member]:
     """An axis's CPU stage for the GPU stage on the node: its document and the distinct
     artifacts it names."""
-    from ..bisect.document import CPU_FILE, axis_root
+    from ..sweep.bisection import CPU_FILE, axis_root
 
     folder = root / axis_root(case.name, axis, target)
     document = folder / CPU_FILE

@@ -44,11 +44,11 @@ def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list
     if _schema_for(doc) == "result.schema.json":
         out += meaning_errors(doc)
     elif _schema_for(doc) == "matrix.schema.json":
-        from ..matrix.document import consistency_errors
+        from ..sweep.matrix import consistency_errors
 
         out += consistency_errors(doc) + _privacy_errors(doc)
     elif _schema_for(doc) == "bisect.schema.json":
-        from ..bisect.document import consistency_errors as bisect_errors
+        from ..sweep.bisection import consistency_errors as bisect_errors
 
         out += bisect_errors(doc) + _privacy_errors(doc)
     return out

@@ -29,7 +29,7 @@ from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
 from ..run.classify import EVIDENCE
 from ..run.journal import read
 from . import search, timed
-from .document import GPU_FILE, GPU_SCHEMA, SCHEMA_ID
+from .bisection import GPU_FILE, GPU_SCHEMA, SCHEMA_ID
 
 NO_GPU = "not run: no GPU"
 

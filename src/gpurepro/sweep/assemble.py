@@ -25,7 +25,7 @@ from ..record.validation import validate_document
 from ..run.atomic import write_atomic
 from ..run.journal import read
 from . import timed
-from .document import GPU_FILE, GPU_SCHEMA, boundaries, document_name, results
+from .bisection import GPU_FILE, GPU_SCHEMA, boundaries, document_name, results
 from .gpu import read_document
 from .table import markdown
 

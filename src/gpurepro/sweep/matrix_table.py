@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..report.tables import code, escape, row
-from .document import cubin_result
+from .matrix import cubin_result
 from .reasons import explained, machine_limit
 
 

@@ -27,7 +27,7 @@ from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
 from ..run.atomic import write_atomic
-from .document import MATRIX_SCHEMA
+from .matrix import MATRIX_SCHEMA
 
 GPU_FILE = "matrix-gpu.json"
 GPU_SCHEMA = "gpurepro/matrix-gpu/1"

@@ -26,9 +26,9 @@ from ..errors import UsageError
 from ..record.validation import validate_matrix
 from ..run.atomic import write_atomic
 from ..run.journal import read
-from .document import cell_results, document_name
-from .gpu import GPU_FILE, GPU_SCHEMA, read_document
-from .table import markdown
+from .matrix import cell_results, document_name
+from .matrix_gpu import GPU_FILE, GPU_SCHEMA, read_document
+from .matrix_table import markdown
 
 
 def arm_summary(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str],

@@ -33,7 +33,7 @@ from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
 from . import search
-from .document import CPU_FILE, SCHEMA_ID, axis_root, describe_case
+from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
 
 BUILD_TIMEOUT_S = 300
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")

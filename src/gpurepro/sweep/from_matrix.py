@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..matrix.reasons import explained
-from ..matrix.table import _emits, _ranges, _short, arm_cell
+from .reasons import explained
+from .matrix_table import _emits, _ranges, _short, arm_cell
 from . import search
-from .document import SCHEMA_ID
+from .bisection import SCHEMA_ID
 
 
 def _counts(arms: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -47,7 +47,7 @@ def _release(cell: Mapping[str, Any], export: Mapping[str, Any] | None) -> dict[
 
 def bisections(doc: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     """(family, variant) -> the axis over the matrix's releases as a bisection document."""
-    from ..matrix.document import cubin_result
+    from .matrix import cubin_result
 
     m = doc["matrix"]
     cells = {(c["release"], c["family"]): c for c in doc["cells"]}
