@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.sweep import bisection as document
-from gpurepro.sweep import cpu, gpu, search
 from gpurepro.build.artifacts import build_case, sha256_file
 from gpurepro.case import load_case
 from gpurepro.errors import ManifestError, UsageError
+from gpurepro.sweep import bisection as document
+from gpurepro.sweep import cpu, gpu, model, search
+from gpurepro.sweep.choose import Bisection
 
 from . import pace
 from .conftest import ROOT, toolchain_venv
@@ -165,14 +166,19 @@ def test_the_cpu_stage_builds_every_listed_release_and_counts_identical_artifact
     assert validation_errors(doc) == []
 
 
+def _run_gpu_stage(cpu_document, out, exhaustive=False, **kw):
+    choice = Bisection(model.read_document(cpu_document, model.BISECTION), exhaustive)
+    return gpu.run_gpu_stage(cpu_document, out, ROOT, choice, **kw)
+
+
 def _gpu_stage(cpu_document, tmp_path, monkeypatch, exhaustive=False):
     monkeypatch.setattr(gpu.envmod, "gpus", lambda: {
         "available": True, "driver_version": "580.159.04", "cuda_driver_api": 13000,
         "gpus": [{"name": "Fake H200", "compute_capability": "9.0"}]})
     out = tmp_path / ("gpu-all" if exhaustive else "gpu")
     said: list[str] = []
-    rc = gpu.run_gpu_stage(cpu_document, out, ROOT, exhaustive=exhaustive, say=said.append)
-    return rc, out, json.loads((out / document.GPU_FILE).read_text())
+    rc = _run_gpu_stage(cpu_document, out, exhaustive, say=said.append)
+    return rc, out, json.loads((out / model.GPU_FILE).read_text())
 
 
 def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_document, tmp_path,
@@ -190,13 +196,13 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
     assert "bisect: point 0 passes, point 4 fails" in record["runs"][6]["why"]
 
     pytest.importorskip("scipy")
+    from gpurepro.record.validation import validation_errors
     from gpurepro.sweep.assemble import write_document
     from gpurepro.sweep.table import markdown
-    from gpurepro.record.validation import validation_errors
 
     path = write_document(cpu_document, out, ROOT, tmp_path / "results")
     doc = json.loads(path.read_text())
-    assert path.name == f"{document.document_name('fakec', record['started_at'], 'Fake H200')}.json"
+    assert path.name == f"{model.document_name('bisect_fakec', record['started_at'], 'Fake H200')}.json"
     assert validation_errors(doc) == []
     pinned = doc["boundaries"]["pinned"]
     assert [b["between"] for b in pinned] == [["1.0.0", "1.0.1"], ["1.1.2", "1.2.0"]]
@@ -223,11 +229,13 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
         write_document(cpu_document, out, ROOT, tmp_path / "results")
 
 
-def _quick_harness(doc, path, seed, journal, log, root):
+def _quick_harness(argv, root, log):
     """What `gpurepro run` journals for the fixture's driver, without running it: the trial
     is right where the artifact's listing has an IABS and no BAD."""
     from gpurepro.run.journal import Journal
 
+    path = argv[argv.index("--artifact") + 1].split("=", 1)[1]
+    journal = Path(argv[argv.index("--journal") + 1])
     text = (root / path).read_text()
     outcome = "survived" if "IABS" in text and "BAD" not in text else "wrong_result"
     header = {"case": "bisect_case", "run_id": "test", "plan": {"arms": {"baseline": {}}, "order": []},
@@ -252,8 +260,8 @@ def test_exhaustive_runs_every_artifact_and_finds_the_same_boundaries(cpu_docume
 
 def test_without_a_gpu_the_stage_exits_5_and_runs_nothing(cpu_document, tmp_path, monkeypatch):
     monkeypatch.setattr(gpu.envmod, "gpus", lambda: {"available": False, "reason": "no driver", "gpus": []})
-    assert gpu.run_gpu_stage(cpu_document, tmp_path / "g", ROOT) == 5
-    record = json.loads((tmp_path / "g" / document.GPU_FILE).read_text())
+    assert _run_gpu_stage(cpu_document, tmp_path / "g") == 5
+    record = json.loads((tmp_path / "g" / model.GPU_FILE).read_text())
     assert record["status"] == "not run" and record["runs"] == []
 
 
@@ -264,7 +272,7 @@ def test_a_missing_artifact_is_refused_naming_what_to_carry(cpu_document, tmp_pa
     other = tmp_path / "cpu.json"
     other.write_text(json.dumps(doc))
     with pytest.raises(UsageError, match="carry build/bisect/bisect_case/fakec/host"):
-        gpu.run_gpu_stage(other, tmp_path / "g", ROOT)
+        _run_gpu_stage(other, tmp_path / "g")
 
 
 def test_a_bad_axis_names_the_manifest_field(fake_case):
@@ -361,7 +369,7 @@ def test_the_committed_tile_matrix_is_reproduced_cell_for_cell_by_its_bisections
     """The tile case's toolchain matrix read as bisections (one axis per tileiras family and
     export variant over the cuda-tile releases): the matrix's own table from them alone."""
     from gpurepro.sweep import from_matrix
-    from gpurepro.sweep.matrix_table import combinations
+    from gpurepro.sweep.table import combinations
 
     committed = json.loads((ROOT / "results" / "tile_unload_race" /
                             "matrix_20261130T062124Z_NVIDIA-H200.json").read_text())

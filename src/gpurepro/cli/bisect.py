@@ -27,8 +27,8 @@ STAGES = ("all", "cpu", "gpu", "assemble")
 
 
 def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
-    from ..sweep.cpu import axis_of, run_cpu_stage
     from ..build.artifacts import build_case, index_path
+    from ..sweep.cpu import axis_of, run_cpu_stage
 
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
     build_dir = root / checked_build_dir(args.build_dir, root)
@@ -43,15 +43,15 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..sweep.bisection import CPU_FILE, axis_root
     from ..case.load import load_case
+    from ..sweep.bisection import CPU_FILE, axis_root
 
     root = repository_root()
     if args.table:
-        from ..sweep.gpu import read_document
+        from ..sweep.model import BISECTION, read_document
         from ..sweep.table import markdown
 
-        sys.stdout.write(markdown(read_document(Path(args.table))))
+        sys.stdout.write(markdown(read_document(Path(args.table), BISECTION)))
         return EXIT_OK
     if not args.axis:
         raise UsageError("--axis: name the toolchain axis to bisect (the manifest's Case.axes)")
@@ -62,10 +62,12 @@ def cmd(args: argparse.Namespace) -> int:
     if args.stage in ("all", "cpu"):
         document = _cpu(args, case, target, root)
     if args.stage in ("all", "gpu"):
+        from ..sweep.choose import Bisection
         from ..sweep.gpu import run_gpu_stage
+        from ..sweep.model import BISECTION, read_document
 
-        status = run_gpu_stage(document, gpu_out, root, exhaustive=args.exhaustive, seed=args.seed,
-                               say=say)
+        choice = Bisection(read_document(document, BISECTION), exhaustive=args.exhaustive)
+        status = run_gpu_stage(document, gpu_out, root, choice, seed=args.seed, say=say)
         if status != EXIT_OK:
             if status == EXIT_NO_DRIVER:
                 say(f"bisect: on a GPU node, with build/{case.name} and build/bisect/{case.name} "

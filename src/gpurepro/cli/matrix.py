@@ -58,15 +58,18 @@ def cmd_collect(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    from ..sweep.matrix_gpu import Options, run_gpu_stage
+    from ..sweep.choose import Grid, Options
+    from ..sweep.gpu import run_gpu_stage
+    from ..sweep.model import MATRIX, read_document
 
     opts = Options(arms=args.arms, newest_arms=args.newest_arms, budget_s=args.budget_s,
                    seed=args.seed)
-    return run_gpu_stage(Path(args.document), Path(args.out), root, opts)
+    choice = Grid(read_document(Path(args.document), MATRIX), opts)
+    return run_gpu_stage(Path(args.document), Path(args.out), root, choice, seed=args.seed)
 
 
 def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
-    from ..sweep.matrix_assemble import write_document
+    from ..sweep.assemble import write_document
 
     path = write_document(Path(args.document), Path(args.gpu_out) if args.gpu_out else None, root,
                           Path(args.out_dir), force=args.force)
@@ -75,10 +78,10 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_table(args: argparse.Namespace, root: Path) -> int:
-    from ..sweep.matrix_gpu import read_document
-    from ..sweep.matrix_table import markdown
+    from ..sweep.model import MATRIX, read_document
+    from ..sweep.table import markdown
 
-    text = markdown(read_document(Path(args.document)))
+    text = markdown(read_document(Path(args.document), MATRIX))
     if args.out:
         from ..run.atomic import write_atomic
 

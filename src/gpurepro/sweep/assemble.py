@@ -1,108 +1,133 @@
-"""Assemble: the CPU document and what the GPU stage left (``bisect-gpu.json`` and one journal
-per run) -> one bisection document, ``<results>/<case>/bisect_<axis>_<stamp>_<gpu>.json``.
+"""Assemble: a sweep's CPU document and what its GPU stage left (``sweep-gpu.json`` and one
+journal per run) -> one document, ``<results>/<case>/<name>.json``, with its Markdown beside it.
 
-Each run's trials are read from its journal, checked to have run the run's artifact (the
-journal header records the substitute's sha256), and counted per arm with the share of failing
-trials and its exact (Clopper-Pearson) 95% interval; then each release's result and the
-boundaries follow (document.py). The journals are kept beside the document, in a folder of its
-name; the document is validated against ``schema/bisect.schema.json`` before it is written,
-with its Markdown (table.py) beside it, and an existing one is not replaced unless asked.
+Each run's journal is checked to have run the run's artifacts (the journal header records each
+substitute's sha256), kept beside the document in a folder of its name, and its trials counted
+per arm. Then what the kind adds: a bisection's runs with the share of failing trials (exact
+Clopper-Pearson 95% interval) and the failures per unit of exposure (exact Poisson), each
+release's result and the boundaries (bisection.py); a matrix's runs with each arm's outcome
+counts, exposure and rate, each cubin's trials pooled over the runs that used it and each cell's
+result (matrix.py). The document is validated against its schema before it is written, and an
+existing one is not replaced unless asked. Needs the analysis packages (scipy).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
-import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze import stats
 from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError
 from ..record.validation import validate_document
 from ..run.atomic import write_atomic
-from ..run.journal import read
+from ..run.journal import Contents, read
 from . import timed
-from .bisection import GPU_FILE, GPU_SCHEMA, boundaries, document_name, results
-from .gpu import read_document
+from .bisection import boundaries, results
+from .matrix import cell_results
+from .model import (
+    BISECTION,
+    GPU_FILE,
+    ArmCounts,
+    GpuRecord,
+    document_name,
+    kind_of,
+    read_document,
+    stamp,
+)
 from .table import markdown
 
-
-def _read_gpu(gpu_out: Path) -> dict[str, Any]:
-    path = gpu_out / GPU_FILE
-    try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: the GPU stage's record is missing or unreadable "
-                         f"({type(exc).__name__}); give the folder the GPU stage's --out wrote") from None
-    if not isinstance(record, dict) or record.get("schema") != GPU_SCHEMA:
-        raise UsageError(f"{path}: not a bisection GPU stage record ({GPU_SCHEMA} expected)")
-    return record
+NO_OUTPUT = "not run: no GPU stage output was given"
 
 
-def _with_shares(counts: Mapping[str, Any] | None, exposure: Mapping[str, Any]) -> dict[str, Any] | None:
+def _journal(source: Path, expected: Mapping[str, str], what: str) -> Contents:
+    """A run's journal, which must have run the run's artifacts (artifact -> sha256)."""
+    contents = read(source)
+    recorded = contents.header.get("artifacts") or {}
+    for artifact, sha in expected.items():
+        got = (recorded.get(artifact) or {}).get("sha256")
+        if got != sha:
+            raise UsageError(f"{source}: its trials ran {artifact} with sha256 {str(got)[:12]}…, "
+                             f"not {what} {sha[:12]}…")
+    return contents
+
+
+def _keep(source: Path, journals_dir: Path, root: Path) -> dict[str, str]:
+    """The journal copied beside the document: its path (in the repository) and sha256."""
+    journals_dir.mkdir(parents=True, exist_ok=True)
+    kept = journals_dir / source.name
+    shutil.copyfile(source, kept)
+    at = kept.resolve()
+    return {"journal": str(at.relative_to(root.resolve())) if at.is_relative_to(root.resolve())
+            else f"{journals_dir.name}/{kept.name}", "journal_sha256": sha256_file(kept)}
+
+
+def _gpu_section(gpu: GpuRecord | None, header: Mapping[str, Any] | None, none: str,
+                 extra: str) -> dict[str, Any]:
+    """The document's ``gpu``: where the trials ran, or why none did. A stage stopped part way
+    ran what it ran; its reason says where it stopped. ``extra``: the kind's own field (a
+    bisection's search ``mode``, a matrix's ``options``)."""
+    if gpu is None:
+        return {"status": "not run", "reason": none, "device": None, "environment": None,
+                extra: None, "started_at": None, "wall_s": None}
+    ran = gpu.status == "ran" or any(r.status == "ran" for r in gpu.runs)
+    return {"status": "ran" if ran else "not run",
+            "reason": None if gpu.status == "ran" else gpu.reason or f"not run ({gpu.status})",
+            "detail": gpu.detail, "device": gpu.device,
+            "environment": (header or {}).get("environment"),
+            extra: gpu.mode if extra == "mode" else gpu.options,
+            "started_at": gpu.started_at, "wall_s": gpu.wall_s}
+
+
+def _with_shares(counts: Mapping[str, ArmCounts] | None, per: float) -> dict[str, Any] | None:
     """Each arm's counts with the share of failing trials (exact Clopper-Pearson interval) and
     the failures per ``per`` units of exposure (exact Poisson interval)."""
     if counts is None:
         return None
-    from ..analyze import stats
-
-    return {arm: {**c, "proportion": stats.proportion(c["failures"], c["n_valid"]),
-                  "rate": stats.poisson_rate(c["failures"], float(c.get("exposure") or 0),
-                                             float(exposure["per"]))}
+    return {arm: {**c.to_json(), "proportion": stats.proportion(c.failures, c.n_valid),
+                  "rate": stats.poisson_rate(c.failures, c.exposure, float(per))}
             for arm, c in counts.items()}
 
 
-def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Path | None,
-             journals_dir: Path, root: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(json.dumps(cpu))  # a deep copy
+def _bisection(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
+               journals_dir: Path, root: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = copy.deepcopy(dict(cpu))
     doc["stage"] = "assembled"
+    axis, case = cpu["axis"], cpu["case"]
     runs = []
     header = None
-    for g in (gpu or {}).get("runs") or []:
-        run = {k: g.get(k) for k in ("point", "sha256", "releases", "why", "seed", "status",
-                                     "reason", "exit", "wall_s", "class")}
-        if "same_as_point" in g:
-            run["same_as_point"] = g["same_as_point"]
-        if "timing" in g:
-            run["timing"] = g["timing"]
-        run["counts"] = _with_shares(g.get("counts"), cpu["case"]["exposure"])
-        if g.get("journal") and gpu_out is not None and "same_as_point" not in g:
-            source = gpu_out / g["journal"]
-            contents = read(source)
-            got = ((contents.header.get("artifacts") or {}).get(cpu["axis"]["artifact"]) or {}).get("sha256")
-            if got != g["sha256"]:
-                raise UsageError(f"{source}: its trials ran {cpu['axis']['artifact']} with sha256 "
-                                 f"{str(got)[:12]}…, not point {g['point']}'s {g['sha256'][:12]}…")
+    for g in gpu.runs if gpu is not None else []:
+        assert g.point is not None
+        run: dict[str, Any] = {"point": g.point, "sha256": g.sha256, "releases": list(g.releases),
+                               "why": g.why, "seed": g.seed, "status": g.status,
+                               "reason": g.reason, "exit": g.exit, "wall_s": g.wall_s,
+                               "class": g.klass}
+        if g.same_as is not None:
+            run["same_as_point"] = g.same_as
+        if g.timing is not None:
+            run["timing"] = g.timing
+        run["counts"] = _with_shares(g.counts, case["exposure"]["per"])
+        if g.journal and gpu_out is not None and g.same_as is None:
+            sha = cpu["points"][g.point]["sha256"]
+            contents = _journal(gpu_out / g.journal, {axis["artifact"]: sha}, f"point {g.point}'s")
             header = header or contents.header
-            if cpu["axis"].get("timed"):  # the class decided again from the journal's trials
+            if axis.get("timed"):  # the class decided again from the journal's trials
                 run["class"], run["timing"] = timed.point_class(
-                    contents.trials, cpu["axis"]["timed"], cpu["axis"]["arms"][0],
-                    cpu["case"]["failure_outcomes"], len(cpu["points"]))
-            journals_dir.mkdir(parents=True, exist_ok=True)
-            kept = journals_dir / source.name
-            shutil.copyfile(source, kept)
-            kept_at = kept.resolve()
-            run.update(journal=str(kept_at.relative_to(root.resolve()))
-                       if kept_at.is_relative_to(root.resolve()) else f"{journals_dir.name}/{kept.name}",
-                       journal_sha256=sha256_file(kept))
+                    contents.trials, axis["timed"], axis["arms"][0], case["failure_outcomes"],
+                    len(cpu["points"]))
+            run.update(_keep(gpu_out / g.journal, journals_dir, root))
         else:
             run.update(journal=None, journal_sha256=None)
         runs.append(run)
     doc["runs"] = runs
-    none = ("nothing to run: no release built an artifact" if not cpu["points"] else
-            "not run: no GPU stage output was given")
-    doc["gpu"] = ({"status": "not run", "reason": none,
-                   "device": None, "environment": None, "mode": None, "started_at": None,
-                   "wall_s": None} if gpu is None else
-                  {"status": "ran" if any(r["status"] == "ran" for r in runs) else "not run",
-                   "reason": gpu.get("reason"), "detail": gpu.get("detail"),
-                   "device": gpu.get("device"), "environment": (header or {}).get("environment"),
-                   "mode": gpu.get("mode"), "started_at": gpu.get("started_at"),
-                   "wall_s": gpu.get("wall_s")})
-    doc["created_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc["gpu"] = _gpu_section(gpu, header, "nothing to run: no release built an artifact"
+                              if not cpu["points"] else NO_OUTPUT, "mode")
+    doc["created_at"] = stamp()
     # Redacted before results and boundaries are derived: validate derives them again from it.
     doc = privacy.portable_value(doc, root, redact=True)
     doc["results"] = results(doc)
@@ -110,18 +135,91 @@ def assemble(cpu: Mapping[str, Any], gpu: Mapping[str, Any] | None, gpu_out: Pat
     return doc
 
 
+def arm_summaries(trials: Sequence[Mapping[str, Any]], arms: Sequence[str],
+                  case: Mapping[str, Any]) -> dict[str, Any]:
+    """Per arm of a matrix run: counts by outcome and by detail, valid trials, failures, the
+    valid ones' exposure, and failures per ``per`` units of it (exact Poisson interval)."""
+    unit, per = case["exposure"]["unit"], case["exposure"]["per"]
+    return {arm: {"n": c.n, "outcomes": c.outcomes, "details": c.details, "n_valid": c.n_valid,
+                  "failures": c.failures, "exposure": {"total": c.exposure, "unit": unit, "per": per},
+                  "rate": stats.poisson_rate(c.failures, c.exposure, per)}
+            for arm, c in ArmCounts.by_arm(trials, case["failure_outcomes"], arms).items()}
+
+
+def pool(doc: Mapping[str, Any], trials_by_run: Mapping[str, list[dict[str, Any]]]) -> None:
+    """Each cubin's trials over every run that used it, per arm: the control arm's trials count
+    for the plain cubin a run substituted, every other arm's for its Tile IR cubin."""
+    m = doc["matrix"]
+    for sha, cubin in doc["cubins"].items():
+        artifact = m["tile_artifact"] if cubin["kind"] == "tile" else m["control_artifact"]
+        wants_control = artifact == m["control_artifact"]
+        pooled: list[dict[str, Any]] = []
+        runs = []
+        for run in doc["runs"]:
+            if run["id"] not in trials_by_run or \
+                    (run["substitutes"].get(artifact) or {}).get("sha256") != sha:
+                continue
+            mine = [t for t in trials_by_run[run["id"]] if (t["arm"] == m["control_arm"]) == wants_control]
+            if mine:
+                pooled += mine
+                runs.append(run["id"])
+        arms = list(dict.fromkeys(t["arm"] for t in pooled))
+        cubin["trials"] = {"runs": runs, "arms": arm_summaries(pooled, arms, doc["case"])} if runs else None
+
+
+def _matrix(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
+            journals_dir: Path, root: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = copy.deepcopy(dict(cpu))
+    by_id = {r.id: r for r in gpu.runs} if gpu is not None else {}
+    header = None
+    trials_by_run: dict[str, list[dict[str, Any]]] = {}
+    for run in doc["runs"]:
+        g = by_id.get(run["id"])
+        if gpu is None or (gpu.status != "ran" and g is None):
+            run.update(status="not run", reason=_gpu_section(gpu, None, NO_OUTPUT, "options")["reason"])
+            continue
+        if g is None:
+            run.update(status="not run", reason="not run: the GPU stage did not reach it")
+            continue
+        run.update(arms=list(g.arms), seed=g.seed, exit=g.exit, wall_s=g.wall_s)
+        if g.status != "ran" or gpu_out is None or g.journal is None:
+            run.update(status=g.status, reason=g.reason)
+            continue
+        contents = _journal(gpu_out / g.journal, {a: s["sha256"] for a, s in run["substitutes"].items()},
+                            "the run's cubin")
+        header = header or contents.header
+        trials_by_run[run["id"]] = contents.trials
+        run.update(status="ran", reason=g.reason,
+                   summary=arm_summaries(contents.trials, run["arms"], doc["case"]),
+                   **_keep(gpu_out / g.journal, journals_dir, root))
+    pool(doc, trials_by_run)
+    doc["gpu"] = _gpu_section(gpu, header, NO_OUTPUT, "options")
+    doc["created_at"] = stamp()
+    doc["results"] = cell_results(doc)
+    return privacy.portable_value(doc, root, redact=True)
+
+
+def assemble(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
+             journals_dir: Path, root: Path) -> dict[str, Any]:
+    """The document of ``cpu``'s kind; each run's journal copied into ``journals_dir``."""
+    build = _bisection if kind_of(cpu) == BISECTION else _matrix
+    return build(cpu, gpu, gpu_out, journals_dir, root)
+
+
 def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Path,
                    force: bool = False) -> Path:
     """Assemble and write the document (and its Markdown, ``<name>.md``, beside it)."""
     cpu = read_document(document)
-    gpu = _read_gpu(gpu_out) if gpu_out is not None else None
-    if gpu is not None and gpu_out is not None and gpu.get("document_sha256") != sha256_file(document):
+    kind = kind_of(cpu)
+    assert kind is not None
+    gpu = GpuRecord.read(gpu_out, kind) if gpu_out is not None else None
+    if gpu is not None and gpu_out is not None and gpu.document_sha256 != sha256_file(document):
         raise UsageError(f"{gpu_out / GPU_FILE}: its GPU stage ran another CPU document than "
-                         f"{document} (sha256 {str(gpu.get('document_sha256'))[:12]}…); assemble "
-                         f"it with the CPU document its artifacts came from")
-    name = document_name(cpu["axis"]["name"],
-                         (gpu or {}).get("started_at") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                         ((gpu or {}).get("device") or {}).get("name"))
+                         f"{document} (sha256 {gpu.document_sha256[:12]}…); assemble it with the "
+                         f"CPU document its artifacts came from")
+    prefix = f"bisect_{cpu['axis']['name']}" if kind == BISECTION else "matrix"
+    name = document_name(prefix, gpu.started_at if gpu is not None else stamp(),
+                         ((gpu.device if gpu is not None else None) or {}).get("name"))
     folder = out_dir / cpu["case"]["name"]
     path = folder / f"{name}.json"
     if path.exists() and not force:

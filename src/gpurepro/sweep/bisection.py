@@ -10,7 +10,6 @@ scipy; the GPU stage reads it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,6 @@ from . import search
 
 SCHEMA_ID = "gpurepro/bisect/1"
 CPU_FILE = "bisect.cpu.json"
-GPU_FILE = "bisect-gpu.json"
-GPU_SCHEMA = "gpurepro/bisect-gpu/1"
 
 
 def axis_root(case: str, axis: str, target: str) -> Path:
@@ -43,13 +40,6 @@ def describe_case(case: Case, root: Path) -> dict[str, Any]:
             "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
                          "per": case.exposure.per},
             **({"check": case.check.describe()} if case.check is not None else {})}
-
-
-def document_name(axis: str, started_at: str | None, gpu_name: str | None) -> str:
-    """``bisect_<axis>_<UTC stamp>_<gpu>``: the GPU stage's start and GPU, or ``no-gpu``."""
-    stamp = re.sub(r"[-:]", "", started_at or "")
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu_name or "no-gpu").strip("-") or "no-gpu"
-    return f"bisect_{axis}_{stamp}_{gpu}"
 
 
 def _ran(doc: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:

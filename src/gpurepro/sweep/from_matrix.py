@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .reasons import explained
-from .matrix_table import _emits, _ranges, _short, arm_cell
 from . import search
 from .bisection import SCHEMA_ID
+from .reasons import explained
+from .table import _emits, _ranges, _short, arm_cell
 
 
 def _counts(arms: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -1,21 +1,19 @@
-"""The GPU stage: the case's harness on the fewest distinct artifacts that pin every boundary.
+"""The GPU stage: the case's harness on the distinct artifacts a sweep chooses, one run each.
 
-Reads the CPU document, runs the ends of every segment, then bisects between runs that ended
-differently (search.py; ``exhaustive``: every point), each run being
-``python -m gpurepro run <case> --arms <axis arms> --artifact <artifact>=<path>`` in a process
-of its own, so its trials go through the harness's isolation, classification and journal; the
-substitute's sha256 goes into the journal header. A run's trials decide its point's class
-(fails / passes / unknown), which decides the next run. What it did goes to
-``<out>/bisect-gpu.json`` after every run (an interrupted stage keeps what it has);
-``assemble`` turns that and the journals into the document. Needs the prebuilt case
-(``build/<case>``) and the axis's artifacts (``build/bisect/<case>``), Python and the standard
-library; without a GPU nothing runs and the status is 5.
+Each run is ``python -m gpurepro run <case> --arms ... --artifact <artifact>=<path> ...`` in a
+process of its own, so its trials go through the harness's isolation, classification and
+journal like any run's; the substitute's sha256 goes into the journal header. Which runs, in
+which rounds, with which arms, is the choice's (choose.py: a bisection's search, or a matrix's
+grid under a wall-clock budget). An artifact chosen again (a bisection's release whose cubin an
+earlier one built) runs once. What the stage did goes to ``<out>/sweep-gpu.json`` after every
+run (an interrupted stage keeps what it has); assemble.py turns that and the journals into the
+document. Needs the prebuilt case (``build/<case>``) and the sweep's artifacts (under
+``build/bisect`` or ``build/matrix``), Python and the standard library; without a GPU nothing
+runs and the status is 5.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -24,70 +22,23 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..build.artifacts import sha256_file
+from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
-from ..run.classify import EVIDENCE
 from ..run.journal import read
-from . import search, timed
-from .bisection import GPU_FILE, GPU_SCHEMA, SCHEMA_ID
+from .choose import Choice
+from .model import GPU_FILE, GpuRecord, Run
 
 NO_GPU = "not run: no GPU"
 
 
-def _stamp() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def read_document(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{path}: not a readable bisection document ({type(exc).__name__}); "
-                         f"the CPU stage (gpurepro bisect CASE --axis NAME --stage cpu) writes one") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA_ID:
-        raise UsageError(f"{path}: not a bisection document (schema {SCHEMA_ID} expected)")
-    return doc
-
-
-def _write(out: Path, record: Mapping[str, Any]) -> None:
-    tmp = out / f".{GPU_FILE}.tmp"
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, out / GPU_FILE)
-
-
-def counts(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]) -> dict[str, Any]:
-    """Per arm: trials, outcomes, valid trials, failures and the valid trials' exposure."""
-    out: dict[str, Any] = {}
-    for t in trials:
-        a = out.setdefault(t["arm"], {"n": 0, "outcomes": {}, "n_valid": 0, "failures": 0,
-                                      "exposure": 0.0})
-        a["n"] += 1
-        a["outcomes"][t["outcome"]] = a["outcomes"].get(t["outcome"], 0) + 1
-        valid = t["outcome"] in EVIDENCE
-        a["n_valid"] += int(valid)
-        a["failures"] += int(valid and t["outcome"] in failure_outcomes)
-        a["exposure"] += float(t.get("exposure") or 0) if valid else 0.0
-    for a in out.values():
-        a["outcomes"] = dict(sorted(a["outcomes"].items()))
-    return dict(sorted(out.items()))
-
-
-def _harness(doc: Mapping[str, Any], path: str, seed: int, journal: Path, log: Path,
-             root: Path) -> int:
-    ax = doc["axis"]
-    argv = [sys.executable, "-m", "gpurepro", "run", doc["case"].get("manifest") or doc["case"]["name"],
-            "--build-dir", doc.get("case_build") or "build",
-            "--arch", doc["target"],
-            # A timed axis times its reference arm beside the point's, in the same run.
-            "--arms", ",".join([*ax["arms"], *([ax["timed"]["reference"]] if ax.get("timed") else [])]),
-            "--trials", str(ax["trials"]), "--duration", f"{ax['duration_s']:g}",
-            "--timeout", f"{ax['timeout_s']:g}", "--jobs", str(ax.get("jobs", 1)),
-            "--seed", str(seed), "--no-record", "--redact", "--journal", str(journal),
-            "--artifact", f"{ax['artifact']}={path}"]
+def _harness(argv: list[str], root: Path, log: Path) -> int:
+    # The harness is this very package, wherever it was imported from (PYTHONPATH=src on a node).
     package_dir = str(Path(__file__).resolve().parents[2])
     env = {**os.environ,
            "PYTHONPATH": os.pathsep.join(filter(None, (package_dir, os.environ.get("PYTHONPATH"))))}
@@ -102,106 +53,122 @@ def _harness(doc: Mapping[str, Any], path: str, seed: int, journal: Path, log: P
 
 
 def _last_line(log: Path) -> str:
-    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()] \
+        if log.is_file() else []
     return lines[-1] if lines else "no output"
 
 
-def run_gpu_stage(document: Path, out: Path, root: Path, exhaustive: bool = False, seed: int = 0,
-                  say: Callable[[str], None] = lambda _m: None) -> int:
-    doc = read_document(document)
-    if (out / GPU_FILE).exists():
-        raise UsageError(f"{out / GPU_FILE} exists: give the GPU stage a new --out folder")
-    missing = [a["path"] for sha, a in doc["artifacts"].items()
-               if not (root / a["path"]).is_file() or _sha256(root / a["path"]) != sha]
+def check_arms(choice: Choice, root: Path) -> None:
+    """Every arm the runs name is one of the case's, or a one-line refusal before anything runs
+    (a run of an arm the manifest no longer has would fail on the node, every one of them)."""
+    named = choice.harness.case  # a name, or a manifest's path in the repository
+    case = load_case(root / named if (root / named).is_file() else named, root)
+    known = case.resolved_arms()
+    unknown = sorted({a for r in choice.first() for a in r.arms if a not in known})
+    if unknown:
+        asked = "--arms/--newest-arms: " if choice.kind == "matrix" else ""
+        raise UsageError(f"{asked}{case.name} has no arm {', '.join(unknown)} "
+                         f"(known: {', '.join(known)})")
+
+
+def _repeat(run: Run, earlier: Run) -> None:
+    """``run`` is ``earlier``'s artifact with its arms again: its result, not a second run."""
+    for name in ("status", "reason", "journal", "exit", "wall_s", "counts", "klass", "timing"):
+        setattr(run, name, getattr(earlier, name))
+    run.same_as = earlier.point
+
+
+def _execute(choice: Choice, run: Run, record: GpuRecord, out: Path, root: Path,
+             say: Callable[[str], None]) -> int:
+    """One harness run; the stage's status after it."""
+    journal, log = out / f"{run.id}.journal.jsonl", out / f"{run.id}.log"
+    say(f"{choice.name}: {choice.label(run)}")
+    t0 = time.monotonic()
+    trials: Sequence[Mapping[str, Any]] | None = None
+    try:
+        rc = _harness(choice.harness.argv(run, journal), root, log)
+    except (Stopped, KeyboardInterrupt):
+        # Said in the record too: assembly then reports the runs done and this one.
+        run.status, run.reason = "failed", "stopped by a signal while it ran"
+        run.journal = journal.name if journal.is_file() else None
+        choice.decide(run, None)
+        record.runs.append(run)
+        record.status, record.reason = "stopped", f"stopped by a signal during {run.id}"
+        record.write(out)
+        raise
+    run.exit, run.wall_s = rc, round(time.monotonic() - t0, 1)
+    run.journal = journal.name if journal.is_file() else None
+    status = EXIT_OK
+    if rc == EXIT_NO_DRIVER:
+        run.status, run.reason = "not run", NO_GPU
+    elif rc in (EXIT_OK, EXIT_ERROR) and journal.is_file():
+        # 1: some trial was the harness's error; the others still count.
+        run.status, run.reason = "ran", None if rc == EXIT_OK else _last_line(log)
+        trials = read(journal).trials
+    else:
+        run.status, run.reason = "failed", f"the harness exited {rc}: {_last_line(log)}"
+        status = EXIT_ERROR
+    choice.decide(run, trials)
+    return status
+
+
+def run_gpu_stage(document: Path, out: Path, root: Path, choice: Choice, seed: int = 0,
+                  say: Callable[[str], None] = _say) -> int:
+    """Run what ``choice`` chooses from the CPU document ``document``; the exit status."""
+    check_arms(choice, root)
+    found = GpuRecord.exists(out)
+    if found is not None:
+        raise UsageError(f"{found} exists: give the GPU stage a new --out folder")
+    missing = [path for sha, path in choice.artifacts().items()
+               if not (root / path).is_file() or sha256_file(root / path) != sha]
     if missing:
         raise UsageError(f"{missing[0]} is missing or not the CPU stage's artifact here (carry "
-                         f"{Path(missing[0]).parent.parent})")
+                         f"{choice.carry})")
     out.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {
-        "schema": GPU_SCHEMA, "document_sha256": _sha256(document), "started_at": _stamp(),
-        "mode": "exhaustive" if exhaustive else "bisect", "seed": seed, "status": "running",
-        "reason": None, "detail": None, "device": None, "wall_s": None, "runs": []}
+    record = GpuRecord(kind=choice.kind, document_sha256=sha256_file(document), mode=choice.mode,
+                       seed=seed, options=choice.options)
     info = envmod.gpus()
     if not info.get("available"):
-        record.update(status="not run", reason=NO_GPU, detail=info.get("reason") or "none found")
-        _write(out, record)
-        say(f"bisect: {NO_GPU} ({record['detail']}); nothing run ({out / GPU_FILE})")
+        record.status, record.reason = "not run", NO_GPU
+        record.detail = info.get("reason") or "none found"
+        record.write(out)
+        say(f"{choice.name}: {NO_GPU} ({record.detail}); nothing run ({out / GPU_FILE})")
         return EXIT_NO_DRIVER
     first = (info.get("gpus") or [{}])[0]
-    record["device"] = {"name": first.get("name"), "compute_capability": first.get("compute_capability"),
-                        "driver_version": info.get("driver_version"),
-                        "cuda_driver_api": info.get("cuda_driver_api")}
-    points = doc["points"]
-    segments: dict[int, list[int]] = {}
-    for p in points:
-        segments.setdefault(p["segment"], []).append(p["index"])
-    todo = search.first_round([segments[k] for k in sorted(segments)], exhaustive)
-    classes: dict[int, str] = {}
-    by_sha: dict[str, dict[str, Any]] = {}
+    record.device = {"name": first.get("name"), "compute_capability": first.get("compute_capability"),
+                     "driver_version": info.get("driver_version"),
+                     "cuda_driver_api": info.get("cuda_driver_api")}
     started = time.monotonic()
     status = EXIT_OK
+    ran: dict[tuple[Any, ...], Run] = {}
+    todo = choice.first()
     while todo:
-        for i, why in todo:
-            if i in classes:
+        for run in todo:
+            if choice.done(run):
                 continue
-            p = points[i]
-            entry: dict[str, Any] = {"point": i, "sha256": p["sha256"], "releases": p["releases"],
-                                     "why": why, "seed": seed + len(record["runs"])}
-            if p["sha256"] in by_sha:  # an artifact seen again later on the axis: run once
-                done = by_sha[p["sha256"]]
-                entry.update({k: done[k] for k in ("status", "reason", "journal", "exit",
-                                                    "wall_s", "counts", "class", "timing")
-                              if k in done},
-                             same_as_point=done["point"])
+            run.seed = seed + len(record.runs)
+            key = (tuple(sorted((a, s.sha256) for a, s in run.substitutes.items())), run.arms)
+            spent, need = time.monotonic() - started, choice.harness.seconds(run)
+            if key in ran:  # an artifact seen again later on the axis: run once
+                _repeat(run, ran[key])
+            elif choice.budget_s is not None and spent + need > choice.budget_s:
+                run.status = "not run"
+                run.reason = (f"not run: the GPU stage's budget of {choice.budget_s:g} s would be "
+                              f"exceeded ({spent:.0f} s spent, about {need:.0f} s more needed)")
+                choice.decide(run, None)
             else:
-                name = f"point{i:03d}_{p['sha256'][:12]}"
-                journal, log = out / f"{name}.journal.jsonl", out / f"{name}.log"
-                say(f"bisect: point {i} ({', '.join(p['releases'])}): {why}")
-                t0 = time.monotonic()
-                try:
-                    rc = _harness(doc, doc["artifacts"][p["sha256"]]["path"], entry["seed"],
-                                  journal, log, root)
-                except (Stopped, KeyboardInterrupt):
-                    entry.update(status="failed", reason="stopped by a signal while it ran",
-                                 journal=journal.name if journal.is_file() else None, exit=None,
-                                 wall_s=None, counts=None, **{"class": "unknown"})
-                    record["runs"].append(entry)
-                    record.update(status="stopped", reason=f"stopped by a signal during point {i}")
-                    _write(out, record)
-                    raise
-                entry.update(exit=rc, wall_s=round(time.monotonic() - t0, 1),
-                             journal=journal.name if journal.is_file() else None)
-                if rc == EXIT_NO_DRIVER:
-                    entry.update(status="not run", reason=NO_GPU, counts=None, **{"class": "unknown"})
-                elif rc in (EXIT_OK, EXIT_ERROR) and journal.is_file():
-                    # 1: some trial was the harness's error; the others still count.
-                    trials = read(journal).trials
-                    failure_outcomes = doc["case"]["failure_outcomes"]
-                    entry.update(status="ran", reason=None if rc == EXIT_OK else _last_line(log),
-                                 counts=counts(trials, failure_outcomes))
-                    if doc["axis"].get("timed"):
-                        entry["class"], entry["timing"] = timed.point_class(
-                            trials, doc["axis"]["timed"], doc["axis"]["arms"][0],
-                            failure_outcomes, len(points))
-                    else:
-                        entry["class"] = search.class_of(trials, failure_outcomes, EVIDENCE)
-                else:
-                    entry.update(status="failed", reason=f"the harness exited {rc}: {_last_line(log)}",
-                                 counts=None, **{"class": "unknown"})
-                    status = EXIT_ERROR
-                by_sha[p["sha256"]] = entry
-            classes[i] = entry["class"] if entry["status"] == "ran" else "unknown"
-            record["runs"].append(entry)
-            _write(out, record)
-            if entry.get("exit") == EXIT_NO_DRIVER:
-                record.update(status="not run", reason=NO_GPU, detail=_last_line(out / f"{name}.log"))
-                _write(out, record)
+                status = _execute(choice, run, record, out, root, say) or status
+                ran[key] = run
+            choice.settle(run)
+            record.runs.append(run)
+            record.write(out)
+            if run.exit == EXIT_NO_DRIVER and run.same_as is None:
+                record.status, record.reason = "not run", NO_GPU
+                record.detail = _last_line(out / f"{run.id}.log")
+                record.write(out)
                 return EXIT_NO_DRIVER
-        todo = [] if exhaustive else [t for t in search.next_round(len(points), classes)
-                                      if t[0] not in classes]
-    record.update(status="ran", wall_s=round(time.monotonic() - started, 1))
-    _write(out, record)
-    ran = sum(1 for r in record["runs"] if r["status"] == "ran" and "same_as_point" not in r)
-    say(f"bisect: {ran} of {len(points)} distinct artifacts run in {record['wall_s']:.0f} s "
-        f"({out / GPU_FILE})")
+        todo = choice.next()
+    record.status, record.wall_s = "ran", round(time.monotonic() - started, 1)
+    record.write(out)
+    say(f"{choice.name}: {choice.summary(record, document, out)} ({out / GPU_FILE})")
     return status

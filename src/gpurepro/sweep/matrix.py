@@ -9,18 +9,10 @@ a spent budget, ...). Standard library only (validate uses it without scipy).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 MATRIX_SCHEMA = "gpurepro/matrix/1"
-
-
-def document_name(started_at: str | None, gpu_name: str | None) -> str:
-    """``matrix_<UTC stamp>_<gpu>``: the GPU stage's start and GPU, or ``no-gpu``."""
-    stamp = re.sub(r"[-:]", "", started_at or "")
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu_name or "no-gpu").strip("-") or "no-gpu"
-    return f"matrix_{stamp}_{gpu}"
 
 
 def _could_not(reason: str) -> dict[str, Any]:
