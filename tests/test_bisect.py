@@ -18,7 +18,7 @@ import pytest
 
 from gpurepro.build.artifacts import build_case, sha256_file
 from gpurepro.case import load_case
-from gpurepro.errors import ManifestError, UsageError
+from gpurepro.errors import BuildError, ManifestError, UsageError
 from gpurepro.sweep import bisection as document
 from gpurepro.sweep import cpu, gpu, model, search
 from gpurepro.sweep.choose import Bisection
@@ -273,6 +273,66 @@ def test_a_missing_artifact_is_refused_naming_what_to_carry(cpu_document, tmp_pa
     other.write_text(json.dumps(doc))
     with pytest.raises(UsageError, match="carry build/bisect/bisect_case/fakec/host"):
         _run_gpu_stage(other, tmp_path / "g")
+
+
+def test_the_cpu_document_fingerprints_every_checkout_file_its_build_reads(tmp_path, monkeypatch):
+    """A case file the axis's build names ({case}/flags.txt) and the sources of the artifact it
+    reads ({artifact:source}, from make_source.py) are recorded with their sha256; an edit of
+    either is then what `changed` names."""
+    root = tmp_path / "repo"
+    folder = root / "cases" / "bisect_case"
+    shutil.copytree(FIXTURE.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "flags.txt").write_text("-O3\n")
+    manifest = folder / "manifest.py"
+    read = '"{artifact:source}/input.txt", "{out}/kernel.cubin"'
+    manifest.write_text(manifest.read_text().replace(read, read + ', "--flags={case}/flags.txt"'))
+    case = load_case(manifest, root)
+    build_case(case, "host", root, root / "build")
+    _fake_index(monkeypatch, tmp_path)
+    doc = json.loads(cpu.run_cpu_stage(case, "fakec", "host", root, root / "build",
+                                       tmp_path / "cache").read_text())
+    assert doc["schema"] == "gpurepro/bisect/2"
+    assert doc["sources"] == {"cases/bisect_case/flags.txt": sha256_file(folder / "flags.txt"),
+                              "cases/bisect_case/make_source.py": sha256_file(folder / "make_source.py")}
+    assert cpu.changed(doc, case, root) is None
+    (folder / "flags.txt").write_text("-O0\n")
+    assert cpu.changed(doc, case, root) == ("cases/bisect_case/flags.txt, which the axis's build "
+                                            f"read, changed (sha256 {doc['sources']['cases/bisect_case/flags.txt'][:12]} then)")
+    (folder / "flags.txt").unlink()
+    assert cpu.changed(doc, case, root) == "cases/bisect_case/flags.txt, which the axis's build read, is missing"
+
+
+def test_a_pack_refuses_a_cpu_stage_whose_axis_the_manifest_has_changed(cpu_document, fake_case):
+    """The axis's arms changed after its CPU stage ran: every run on the node would have failed
+    with unknown arms; the pack refuses in one line naming what changed, and so does a GPU stage."""
+    from dataclasses import replace
+
+    from gpurepro.case import Arm
+    from gpurepro.pack.archive import bisect_members
+
+    names = {m.name for m in bisect_members(fake_case, ROOT, "fakec", "host")}
+    assert "tests/fixtures/bisect_case/make_source.py" in names  # the node checks what was read
+    moved = replace(fake_case, arms=[*fake_case.arms, Arm("other", {})],
+                    axes={"fakec": replace(fake_case.axes["fakec"], arms=("other",))})
+    said = 'the manifest\'s axis fakec\'s arms is ["other"] now, ["baseline"] then'
+    with pytest.raises(BuildError) as refused:
+        bisect_members(moved, ROOT, "fakec", "host")
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+    assert "--stage cpu` again" in str(refused.value)
+    with pytest.raises(UsageError, match="is stale: " + said.replace("[", r"\[").replace("]", r"\]")):
+        cpu.check_current(json.loads(cpu_document.read_text()), moved, ROOT, "bisect.cpu.json")
+    # Anything else the stages read from the manifest counts too: its failure outcomes.
+    other = replace(fake_case, failure_outcomes=("crashed",))
+    assert cpu.changed(json.loads(cpu_document.read_text()), other, ROOT).startswith(
+        "the case's failure_outcomes is")
+
+
+def test_the_cpu_stage_without_pip_stops_in_one_line_before_anything(fake_case, monkeypatch):
+    found = cpu.importlib.util.find_spec
+    monkeypatch.setattr(cpu.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pip" else found(name, *a))
+    with pytest.raises(BuildError, match="lists and fetches each release with pip, which this Python"):
+        cpu.run_cpu_stage(fake_case, "fakec", "host", ROOT, ROOT / "build" / "tests", ROOT / "build")
 
 
 def test_a_bad_axis_names_the_manifest_field(fake_case):

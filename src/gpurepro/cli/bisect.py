@@ -38,8 +38,12 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
     only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
     cache = Path(args.cache) if args.cache else root / "build" / "releases"
     path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
-    show(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
+    show(f"bisect: CPU document {_shown(path, root)}")
     return path
+
+
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
 def cmd(args: argparse.Namespace) -> int:
@@ -63,10 +67,14 @@ def cmd(args: argparse.Namespace) -> int:
         document = _cpu(args, case, target, root)
     if args.stage in ("all", "gpu"):
         from ..sweep.choose import Bisection
+        from ..sweep.cpu import check_current
         from ..sweep.gpu import run_gpu_stage
         from ..sweep.model import BISECTION, read_document
 
-        choice = Bisection(read_document(document, BISECTION), exhaustive=args.exhaustive)
+        cpu = read_document(document, BISECTION)
+        if args.stage == "gpu":  # a CPU stage of an earlier manifest would run what it dropped
+            check_current(cpu, case, root, _shown(document, root))
+        choice = Bisection(cpu, exhaustive=args.exhaustive)
         status = run_gpu_stage(document, gpu_out, root, choice, seed=args.seed, say=say)
         if status != EXIT_OK:
             if status == EXIT_NO_DRIVER:
@@ -79,7 +87,7 @@ def cmd(args: argparse.Namespace) -> int:
 
         path = write_document(document, gpu_out if gpu_out.is_dir() else None, root,
                               Path(args.out_dir), force=args.force)
-        show(f"bisect: document {path.relative_to(root) if path.is_relative_to(root) else path}")
+        show(f"bisect: document {_shown(path, root)}")
     return EXIT_OK
 
 

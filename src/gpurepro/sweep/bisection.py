@@ -17,7 +17,9 @@ from typing import Any
 from ..case.model import Case
 from . import search
 
-SCHEMA_ID = "gpurepro/bisect/1"
+# Version 2 records the checkout files the axis's build read (``sources``); version 1
+# documents, without them, are read and validated as before.
+SCHEMA_ID = "gpurepro/bisect/2"
 CPU_FILE = "bisect.cpu.json"
 
 

@@ -26,8 +26,9 @@ from ..run.classify import EVIDENCE
 
 BISECTION = "bisection"
 MATRIX = "matrix"
-# A CPU document's schema id -> its kind.
-KINDS = {"gpurepro/bisect/1": BISECTION, "gpurepro/matrix/1": MATRIX}
+# A sweep document's schema id -> its kind (every version this code reads).
+KINDS = {"gpurepro/bisect/2": BISECTION, "gpurepro/bisect/1": BISECTION,
+         "gpurepro/matrix/1": MATRIX}
 
 GPU_FILE = "sweep-gpu.json"
 GPU_SCHEMA = "gpurepro/sweep-gpu/1"
