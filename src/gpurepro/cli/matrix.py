@@ -117,7 +117,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     s = stages.add_parser("run", help="GPU stage: the harness on each distinct cubin (standard library only)")
     s.add_argument("document", help="a matrix document (the CPU stage's, or an assembled one)")
-    s.add_argument("--out", required=True, help="folder for the journals and matrix-gpu.json")
+    s.add_argument("--out", required=True, help="folder for the journals and sweep-gpu.json")
     s.add_argument("--arms", type=_arms, help="arms for every Tile IR cubin (default: the matrix's, baseline)")
     s.add_argument("--newest-arms", type=_arms, help="arms for the newest cell's cubin (default: --arms), "
                    "e.g. baseline,lock-unload-launch")

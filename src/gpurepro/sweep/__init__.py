@@ -1,26 +1,32 @@
-"""Bisection over toolchain releases, for any case: which release broke it, which fixed it.
+"""Release sweeps: a case over the releases of a toolchain, which release broke it, which fixed
+it, and what each emits.
 
-A manifest declares a toolchain axis (``Case.axes``: ``gpurepro.case.Axis``): a PyPI package
-(or several, in release order), a version range whose releases pip lists when the bisection
-runs (never typed in), the
-program each release's wheel provides, the build command that program runs, and the manifest
-artifact the output stands in for in which arms. The stages, one module each:
+A sweep builds every release on the CPU (identical artifacts counted once, by sha256), runs the
+distinct artifacts it chooses on a GPU through the harness itself (``python -m gpurepro run
+... --artifact NAME=PATH``, one journal each), and assembles one document with its Markdown.
+It comes in two kinds, each with its schema built on one core (``schema/sweep.schema.json``):
 
-- ``cpu`` (CPU, pip, the network): every release built (``gpurepro.build.releases``, the
-  build's own machinery: the wheel pip resolves, its program), why any could not be, identical artifacts once (by sha256), each distinct one
-  disassembled (``gpurepro.build.sass``) with the SASS facts the axis watches; writes the CPU
-  document.
-- ``search``: the points (distinct artifacts in release order), the segments (consecutive
-  points with the same watched facts) and the binary search between runs that differ.
-- ``gpu`` (GPU node, standard library only, no network): the harness itself (``python -m
-  gpurepro run ... --artifact NAME=PATH``) on the points the search needs, one journal each.
-- ``assemble`` (analysis packages): the CPU document and the GPU stage's journals into one
-  document, ``results/<case>/bisect_<axis>_<stamp>_<gpu>.json``, validated against
-  ``schema/bisect.schema.json``; ``document`` derives each release's result and the boundaries,
-  each between two adjacent releases with the SASS difference at it; ``table`` renders it.
-- ``from_matrix``: a toolchain matrix document (gpurepro.matrix) read as bisections, one per
-  toolchain family: the matrix's table, cell for cell, from the bisection's data.
+- a **bisection** (``python -m gpurepro bisect CASE --axis NAME``, ``nox -s bisect``): a
+  toolchain axis the manifest declares (``Case.axes``: ``gpurepro.case.Axis``), every release
+  pip lists in its range, each built with its wheel's program; the GPU runs the fewest distinct
+  artifacts that pin every boundary, ``results/<case>/bisect_<axis>_<stamp>_<gpu>.json``;
+- a **matrix** (``python -m gpurepro matrix ...``, ``nox -s tile_matrix``): a case's declared
+  grid of front-end releases × toolchain families (``cases/<case>/matrix.py``), each cell built
+  in its own environment; the GPU runs every distinct cubin, newest first under a budget,
+  ``results/<case>/matrix_<stamp>_<gpu>.json``.
 
-The command is ``python -m gpurepro bisect CASE --axis NAME`` (gpurepro.cli.bisect), and
-``nox -s bisect -- CASE --axis NAME``.
+The modules, by stage:
+
+- CPU: ``cpu`` (a bisection's axis: every release built, its SASS, the files the build read,
+  ``changed`` for a CPU stage the manifest has moved away from); ``spec``, ``cells``,
+  ``collect``, ``emitted``, ``reasons`` (a matrix's grid, its cells, its CPU document, what each
+  cubin emits, one-line reasons of what failed).
+- GPU (standard library only, no network): ``choose`` (the two ways to choose what runs: a
+  bisection's search, from ``search``, whose runs decide each point's class on the node, with
+  ``timed`` for an axis decided on times; a matrix's grid), ``gpu`` (the one GPU stage), and
+  ``model`` (the typed record it writes, ``sweep-gpu.json``, and the documents' kinds and names).
+- Assembly and after (analysis packages): ``assemble`` (one for both kinds); ``bisection`` and
+  ``matrix`` (what each document derives from the rest and its consistency checks); ``table``
+  (either kind's Markdown); ``summary`` (a case's committed bisections for its verdict);
+  ``from_matrix`` (a matrix read as bisections, one per toolchain family).
 """

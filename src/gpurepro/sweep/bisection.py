@@ -168,10 +168,10 @@ def consistency_errors(doc: Any) -> list[str]:
         if doc.get("stage") == "assembled":
             if doc.get("results") != results(doc):
                 out.append("results: what releases and runs give expected, found something else "
-                           "(recompute with gpurepro.bisect.document.results)")
+                           "(recompute with gpurepro.sweep.bisection.results)")
             if doc.get("boundaries") != boundaries(doc):
                 out.append("boundaries: what the runs give expected, found something else "
-                           "(recompute with gpurepro.bisect.document.boundaries)")
+                           "(recompute with gpurepro.sweep.bisection.boundaries)")
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         out.append(f"(document): recomputable points, results and boundaries expected, found {exc!r}")
     return out

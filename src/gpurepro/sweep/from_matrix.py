@@ -1,14 +1,14 @@
-"""A toolchain matrix document (gpurepro.matrix) read as bisections: one axis per toolchain
+"""A toolchain matrix document (a sweep's matrix kind) read as bisections: one axis per toolchain
 family and export variant, over the front-end's releases (cuda-tile).
 
 The matrix is the first instance of a bisection: each of its cells is a release of one axis
 (``cuda-tile`` within one tileiras family), requested and resolved, with the artifact it built
 or why it could not (the install, or the export), and the trials of each distinct cubin on the
 GPU. ``bisections(doc)`` gives those axes as documents of the bisection's shape (releases,
-artifacts by sha256, points, runs with their counts; ``document.results`` and
-``document.boundaries`` apply), and ``combinations(doc)`` writes the matrix's own table from
+artifacts by sha256, points, runs with their counts; ``bisection.results`` and
+``bisection.boundaries`` apply), and ``combinations(doc)`` writes the matrix's own table from
 them alone, row for row and cell for cell (``tests/test_bisect.py`` compares it with
-``gpurepro.matrix.table.combinations`` on the committed H200 matrix). Standard library only.
+``table.combinations`` on the committed H200 matrix). Standard library only.
 """
 
 from __future__ import annotations

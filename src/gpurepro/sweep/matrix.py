@@ -96,5 +96,5 @@ def consistency_errors(doc: Any) -> list[str]:
             return [f"results: recomputable from cells and runs expected, found {exc!r}"]
         if doc.get("results") != want:
             out.append("results: what cells and runs give expected, found something else "
-                       "(recompute with gpurepro.matrix.document.cell_results)")
+                       "(recompute with gpurepro.sweep.matrix.cell_results)")
     return out
