@@ -415,32 +415,12 @@ def test_the_gpu_stage_needs_no_third_party_module():
     the document's derivations, the command, the SASS tooling (and the CPU stage too)."""
     from .test_stdlib_run import STRICT_BLOCKER
 
-    modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.search", "gpurepro.sweep.bisection",
-               "gpurepro.sweep.cpu", "gpurepro.sweep.table",
+    modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.choose", "gpurepro.sweep.model",
+               "gpurepro.sweep.search", "gpurepro.sweep.bisection", "gpurepro.sweep.matrix",
+               "gpurepro.sweep.cpu", "gpurepro.sweep.table", "gpurepro.cli.matrix",
                "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"imported {len(modules)}" in done.stdout
-
-
-def test_the_committed_tile_matrix_is_reproduced_cell_for_cell_by_its_bisections():
-    """The tile case's toolchain matrix read as bisections (one axis per tileiras family and
-    export variant over the cuda-tile releases): the matrix's own table from them alone."""
-    from gpurepro.sweep import from_matrix
-    from gpurepro.sweep.table import combinations
-
-    committed = json.loads((ROOT / "results" / "tile_unload_race" /
-                            "matrix_20261130T062124Z_NVIDIA-H200.json").read_text())
-    assert from_matrix.combinations(committed) == combinations(committed)
-    axes = from_matrix.bisections(committed)
-    newest = axes[("13.5", "reporter")]
-    assert [r["requested"] for r in newest["releases"]] == committed["matrix"]["releases"]
-    results = document.results(newest)
-    assert [r["status"] for r in results] == ["not built"] * 6 + ["ran"] * 3
-    assert results[0]["reason"].startswith("failed: OSError: libcuda.so.1")
-    assert {r["class"] for r in results if r["status"] == "ran"} == {"fails"}
-    assert len(newest["points"]) == 1  # cuda-tile 1.5.0, 1.6.0, 1.7.0: one cubin, run once
-    # every combination that exports for sm_90 crashes: no boundary along any axis
-    assert all(document.boundaries(ax) == {"pinned": [], "open": []} for ax in axes.values())

@@ -27,6 +27,5 @@ The modules, by stage:
   ``model`` (the typed record it writes, ``sweep-gpu.json``, and the documents' kinds and names).
 - Assembly and after (analysis packages): ``assemble`` (one for both kinds); ``bisection`` and
   ``matrix`` (what each document derives from the rest and its consistency checks); ``table``
-  (either kind's Markdown); ``summary`` (a case's committed bisections for its verdict);
-  ``from_matrix`` (a matrix read as bisections, one per toolchain family).
+  (either kind's Markdown); ``summary`` (a case's committed bisections for its verdict).
 """
