@@ -91,6 +91,13 @@ def _install_project(session: nox.Session, lock: str = "analysis") -> None:
     session.install("-e", ".", "--no-deps")
 
 
+def _install_pip(session: nox.Session) -> None:
+    """pip, for the sessions that build: a case's build downloads its runtime wheels
+    (Case.runtime) with `pip download`, and a bisection's CPU stage lists an axis's releases and
+    fetches their wheels with pip (gpurepro.build.releases). uv's environments come without it."""
+    session.install("pip")
+
+
 def _install_toolchain(session: nox.Session, case: str, target: str, pins: list[str]) -> None:
     """A case's toolchain for one target: its lock where the lock is of these pins, else the
     pins as the manifest gives them (a case without a lock yet; `nox -s lock` makes one)."""
@@ -156,8 +163,7 @@ def _run_case(session: nox.Session, case: str) -> None:
     if "builds" in prepared:
         _run_cluster_case(session, case, args, prepared)
         return
-    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`.
-    session.install("pip")
+    _install_pip(session)
     _install_toolchain(session, case, prepared["target"], prepared["pins"])
     if "--resume" not in args and not any(a == "--arch" or a.startswith("--arch=") for a in args):
         args += ["--arch", prepared["target"]]
@@ -247,9 +253,7 @@ TOOLCHAIN_RECORDS = ROOT / ".nox" / "toolchains"
 def toolchain(session: nox.Session, case: str, target: str) -> None:
     """A case's locked toolchain for one target, in an environment of its own (pins conflict)."""
     session.install("-e", ".", "--no-deps")  # the build runs gpurepro from inside this env
-    # pip: the build downloads the case's runtime wheels (Case.runtime) with `pip download`, as
-    # in the case's own session.
-    session.install("pip")
+    _install_pip(session)  # as in the case's own session
     _install_pins(session, case, target)
     # The tests find this environment through a file, not through printed output.
     TOOLCHAIN_RECORDS.mkdir(parents=True, exist_ok=True)
@@ -301,6 +305,7 @@ def bisect(session: nox.Session) -> None:
         session.error("usage: nox -s bisect -- CASE --axis NAME [options]")
     case, args = session.posargs[0], list(session.posargs)
     _install_project(session)
+    _install_pip(session)
     target = _flag_value(args, "--arch") or _target(session, case)
     _install_pins(session, case, target)
     _run_gpurepro(session, "bisect", *args)
@@ -316,7 +321,7 @@ def pack(session: nox.Session) -> None:
         session.error("usage: nox -s pack -- CASE [pack options]")
     case, args = session.posargs[0], list(session.posargs)
     _install_project(session)
-    session.install("pip")  # the build downloads the case's runtime wheels with pip
+    _install_pip(session)
     target = _flag_value(args, "--arch") or _target(session, case)
     if _flag_value(args, "--arch") is None:
         args += ["--arch", target]

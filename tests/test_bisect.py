@@ -1,4 +1,4 @@
-"""Bisection over toolchain releases (gpurepro.bisect): the search, the CPU stage on a made-up
+"""Bisection over toolchain releases (gpurepro.sweep): the search, the CPU stage on a made-up
 compiler (releases that crash, fail and repeat an artifact), the GPU stage through the real
 harness on a case that needs no GPU, the document and its checks, and the CPU stage on two real
 nvidia-cuda-nvcc-cu12 releases (PyPI; skipped offline)."""
@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.bisect import cpu, document, gpu, search
 from gpurepro.build.artifacts import build_case, sha256_file
 from gpurepro.case import load_case
-from gpurepro.errors import ManifestError, UsageError
+from gpurepro.errors import BuildError, ManifestError, UsageError
+from gpurepro.sweep import bisection as document
+from gpurepro.sweep import cpu, gpu, model, search
+from gpurepro.sweep.choose import Bisection
 
 from . import pace
 from .conftest import ROOT, toolchain_venv
@@ -164,14 +166,19 @@ def test_the_cpu_stage_builds_every_listed_release_and_counts_identical_artifact
     assert validation_errors(doc) == []
 
 
+def _run_gpu_stage(cpu_document, out, exhaustive=False, **kw):
+    choice = Bisection(model.read_document(cpu_document, model.BISECTION), exhaustive)
+    return gpu.run_gpu_stage(cpu_document, out, ROOT, choice, **kw)
+
+
 def _gpu_stage(cpu_document, tmp_path, monkeypatch, exhaustive=False):
     monkeypatch.setattr(gpu.envmod, "gpus", lambda: {
         "available": True, "driver_version": "580.159.04", "cuda_driver_api": 13000,
         "gpus": [{"name": "Fake H200", "compute_capability": "9.0"}]})
     out = tmp_path / ("gpu-all" if exhaustive else "gpu")
     said: list[str] = []
-    rc = gpu.run_gpu_stage(cpu_document, out, ROOT, exhaustive=exhaustive, say=said.append)
-    return rc, out, json.loads((out / document.GPU_FILE).read_text())
+    rc = _run_gpu_stage(cpu_document, out, exhaustive, say=said.append)
+    return rc, out, json.loads((out / model.GPU_FILE).read_text())
 
 
 def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_document, tmp_path,
@@ -189,13 +196,13 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
     assert "bisect: point 0 passes, point 4 fails" in record["runs"][6]["why"]
 
     pytest.importorskip("scipy")
-    from gpurepro.bisect.assemble import write_document
-    from gpurepro.bisect.table import markdown
     from gpurepro.record.validation import validation_errors
+    from gpurepro.sweep.assemble import write_document
+    from gpurepro.sweep.table import markdown
 
     path = write_document(cpu_document, out, ROOT, tmp_path / "results")
     doc = json.loads(path.read_text())
-    assert path.name == f"{document.document_name('fakec', record['started_at'], 'Fake H200')}.json"
+    assert path.name == f"{model.document_name('bisect_fakec', record['started_at'], 'Fake H200')}.json"
     assert validation_errors(doc) == []
     pinned = doc["boundaries"]["pinned"]
     assert [b["between"] for b in pinned] == [["1.0.0", "1.0.1"], ["1.1.2", "1.2.0"]]
@@ -222,11 +229,13 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
         write_document(cpu_document, out, ROOT, tmp_path / "results")
 
 
-def _quick_harness(doc, path, seed, journal, log, root):
+def _quick_harness(argv, root, log):
     """What `gpurepro run` journals for the fixture's driver, without running it: the trial
     is right where the artifact's listing has an IABS and no BAD."""
     from gpurepro.run.journal import Journal
 
+    path = argv[argv.index("--artifact") + 1].split("=", 1)[1]
+    journal = Path(argv[argv.index("--journal") + 1])
     text = (root / path).read_text()
     outcome = "survived" if "IABS" in text and "BAD" not in text else "wrong_result"
     header = {"case": "bisect_case", "run_id": "test", "plan": {"arms": {"baseline": {}}, "order": []},
@@ -251,8 +260,8 @@ def test_exhaustive_runs_every_artifact_and_finds_the_same_boundaries(cpu_docume
 
 def test_without_a_gpu_the_stage_exits_5_and_runs_nothing(cpu_document, tmp_path, monkeypatch):
     monkeypatch.setattr(gpu.envmod, "gpus", lambda: {"available": False, "reason": "no driver", "gpus": []})
-    assert gpu.run_gpu_stage(cpu_document, tmp_path / "g", ROOT) == 5
-    record = json.loads((tmp_path / "g" / document.GPU_FILE).read_text())
+    assert _run_gpu_stage(cpu_document, tmp_path / "g") == 5
+    record = json.loads((tmp_path / "g" / model.GPU_FILE).read_text())
     assert record["status"] == "not run" and record["runs"] == []
 
 
@@ -263,7 +272,67 @@ def test_a_missing_artifact_is_refused_naming_what_to_carry(cpu_document, tmp_pa
     other = tmp_path / "cpu.json"
     other.write_text(json.dumps(doc))
     with pytest.raises(UsageError, match="carry build/bisect/bisect_case/fakec/host"):
-        gpu.run_gpu_stage(other, tmp_path / "g", ROOT)
+        _run_gpu_stage(other, tmp_path / "g")
+
+
+def test_the_cpu_document_fingerprints_every_checkout_file_its_build_reads(tmp_path, monkeypatch):
+    """A case file the axis's build names ({case}/flags.txt) and the sources of the artifact it
+    reads ({artifact:source}, from make_source.py) are recorded with their sha256; an edit of
+    either is then what `changed` names."""
+    root = tmp_path / "repo"
+    folder = root / "cases" / "bisect_case"
+    shutil.copytree(FIXTURE.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "flags.txt").write_text("-O3\n")
+    manifest = folder / "manifest.py"
+    read = '"{artifact:source}/input.txt", "{out}/kernel.cubin"'
+    manifest.write_text(manifest.read_text().replace(read, read + ', "--flags={case}/flags.txt"'))
+    case = load_case(manifest, root)
+    build_case(case, "host", root, root / "build")
+    _fake_index(monkeypatch, tmp_path)
+    doc = json.loads(cpu.run_cpu_stage(case, "fakec", "host", root, root / "build",
+                                       tmp_path / "cache").read_text())
+    assert doc["schema"] == "gpurepro/bisect/2"
+    assert doc["sources"] == {"cases/bisect_case/flags.txt": sha256_file(folder / "flags.txt"),
+                              "cases/bisect_case/make_source.py": sha256_file(folder / "make_source.py")}
+    assert cpu.changed(doc, case, root) is None
+    (folder / "flags.txt").write_text("-O0\n")
+    assert cpu.changed(doc, case, root) == ("cases/bisect_case/flags.txt, which the axis's build "
+                                            f"read, changed (sha256 {doc['sources']['cases/bisect_case/flags.txt'][:12]} then)")
+    (folder / "flags.txt").unlink()
+    assert cpu.changed(doc, case, root) == "cases/bisect_case/flags.txt, which the axis's build read, is missing"
+
+
+def test_a_pack_refuses_a_cpu_stage_whose_axis_the_manifest_has_changed(cpu_document, fake_case):
+    """The axis's arms changed after its CPU stage ran: every run on the node would have failed
+    with unknown arms; the pack refuses in one line naming what changed, and so does a GPU stage."""
+    from dataclasses import replace
+
+    from gpurepro.case import Arm
+    from gpurepro.pack.archive import bisect_members
+
+    names = {m.name for m in bisect_members(fake_case, ROOT, "fakec", "host")}
+    assert "tests/fixtures/bisect_case/make_source.py" in names  # the node checks what was read
+    moved = replace(fake_case, arms=[*fake_case.arms, Arm("other", {})],
+                    axes={"fakec": replace(fake_case.axes["fakec"], arms=("other",))})
+    said = 'the manifest\'s axis fakec\'s arms is ["other"] now, ["baseline"] then'
+    with pytest.raises(BuildError) as refused:
+        bisect_members(moved, ROOT, "fakec", "host")
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+    assert "--stage cpu` again" in str(refused.value)
+    with pytest.raises(UsageError, match="is stale: " + said.replace("[", r"\[").replace("]", r"\]")):
+        cpu.check_current(json.loads(cpu_document.read_text()), moved, ROOT, "bisect.cpu.json")
+    # Anything else the stages read from the manifest counts too: its failure outcomes.
+    other = replace(fake_case, failure_outcomes=("crashed",))
+    assert cpu.changed(json.loads(cpu_document.read_text()), other, ROOT).startswith(
+        "the case's failure_outcomes is")
+
+
+def test_the_cpu_stage_without_pip_stops_in_one_line_before_anything(fake_case, monkeypatch):
+    found = cpu.importlib.util.find_spec
+    monkeypatch.setattr(cpu.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pip" else found(name, *a))
+    with pytest.raises(BuildError, match="lists and fetches each release with pip, which this Python"):
+        cpu.run_cpu_stage(fake_case, "fakec", "host", ROOT, ROOT / "build" / "tests", ROOT / "build")
 
 
 def test_a_bad_axis_names_the_manifest_field(fake_case):
@@ -346,32 +415,12 @@ def test_the_gpu_stage_needs_no_third_party_module():
     the document's derivations, the command, the SASS tooling (and the CPU stage too)."""
     from .test_stdlib_run import STRICT_BLOCKER
 
-    modules = ["gpurepro.bisect.gpu", "gpurepro.bisect.search", "gpurepro.bisect.document",
-               "gpurepro.bisect.cpu", "gpurepro.bisect.table",
+    modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.choose", "gpurepro.sweep.model",
+               "gpurepro.sweep.search", "gpurepro.sweep.bisection", "gpurepro.sweep.matrix",
+               "gpurepro.sweep.cpu", "gpurepro.sweep.table", "gpurepro.cli.matrix",
                "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"imported {len(modules)}" in done.stdout
-
-
-def test_the_committed_tile_matrix_is_reproduced_cell_for_cell_by_its_bisections():
-    """The tile case's toolchain matrix read as bisections (one axis per tileiras family and
-    export variant over the cuda-tile releases): the matrix's own table from them alone."""
-    from gpurepro.bisect import from_matrix
-    from gpurepro.matrix.table import combinations
-
-    committed = json.loads((ROOT / "results" / "tile_unload_race" /
-                            "matrix_20261130T062124Z_NVIDIA-H200.json").read_text())
-    assert from_matrix.combinations(committed) == combinations(committed)
-    axes = from_matrix.bisections(committed)
-    newest = axes[("13.5", "reporter")]
-    assert [r["requested"] for r in newest["releases"]] == committed["matrix"]["releases"]
-    results = document.results(newest)
-    assert [r["status"] for r in results] == ["not built"] * 6 + ["ran"] * 3
-    assert results[0]["reason"].startswith("failed: OSError: libcuda.so.1")
-    assert {r["class"] for r in results if r["status"] == "ran"} == {"fails"}
-    assert len(newest["points"]) == 1  # cuda-tile 1.5.0, 1.6.0, 1.7.0: one cubin, run once
-    # every combination that exports for sm_90 crashes: no boundary along any axis
-    assert all(document.boundaries(ax) == {"pinned": [], "open": []} for ax in axes.values())

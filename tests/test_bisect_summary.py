@@ -1,5 +1,5 @@
 """A case's committed bisections, summarized for its analyses and worded for its verdict
-(gpurepro.bisect.summary): the newest search whose GPU stage ran, its boundaries with the SASS
+(gpurepro.sweep.summary): the newest search whose GPU stage ran, its boundaries with the SASS
 facts and the first change of each watched kernel, and what the newest exhaustive one adds."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpurepro.bisect import summary
+from gpurepro.sweep import summary
 
 
 def _doc(mode: str | None, runs: int) -> dict:

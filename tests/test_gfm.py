@@ -149,7 +149,7 @@ def test_issue_and_report_take_the_hostile_document_and_print_it_inert(tmp_path)
 
 
 def test_a_hostile_matrix_table_keeps_its_rows(tmp_path):
-    from gpurepro.matrix.table import markdown as matrix_markdown
+    from gpurepro.sweep.table import matrix_markdown
 
     text = matrix_markdown(json.loads(hostile_matrix(tmp_path).read_text()))
     assert live(text) == []
@@ -199,7 +199,7 @@ def test_random_hostile_strings_in_documents_and_matrices_render_inert(tmp_path)
     context of the escape."""
     import random
 
-    from gpurepro.matrix.table import markdown as matrix_markdown
+    from gpurepro.sweep.table import matrix_markdown
 
     rng = random.Random(34)
     base, _ = hostile_doc(tmp_path)

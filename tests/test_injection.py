@@ -275,7 +275,7 @@ def test_a_wrong_result_whose_check_carries_markup_is_inert_in_the_comment_and_t
 
 
 def test_a_bisection_whose_strings_carry_markup_is_inert_in_its_table_and_the_index(tmp_path):
-    from gpurepro.bisect.table import markdown as bisect_markdown
+    from gpurepro.sweep.table import markdown as bisect_markdown
 
     doc = json.loads(BISECT.read_text())
     for r in doc["releases"]:

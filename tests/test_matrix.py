@@ -1,4 +1,4 @@
-"""The toolchain matrix (gpurepro.matrix) without a GPU and without installing its toolchains:
+"""The toolchain matrix (gpurepro.sweep) without a GPU and without installing its toolchains:
 the schema on a document the CPU stage produced, journals into counts and rates, an install
 failure's reason, the GPU stage without a GPU or past its budget, the README table."""
 
@@ -13,16 +13,19 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
+from gpurepro.build.artifacts import sha256_file
 from gpurepro.errors import UsageError
-from gpurepro.matrix import gpu as gpustage
-from gpurepro.matrix.assemble import assemble, write_document
-from gpurepro.matrix.cell import run_cell
-from gpurepro.matrix.collect import _runs, cpu_document
-from gpurepro.matrix.document import cell_results
-from gpurepro.matrix.spec import load
-from gpurepro.matrix.table import markdown
 from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import Journal
+from gpurepro.sweep import gpu as gpustage
+from gpurepro.sweep.assemble import assemble, write_document
+from gpurepro.sweep.cells import run_cell
+from gpurepro.sweep.choose import Grid, Options
+from gpurepro.sweep.collect import _runs, cpu_document
+from gpurepro.sweep.matrix import cell_results
+from gpurepro.sweep.model import GPU_FILE, GPU_SCHEMA, MATRIX, GpuRecord, read_document
+from gpurepro.sweep.spec import load
+from gpurepro.sweep.table import markdown
 
 from . import pace
 from .conftest import ROOT, toolchain_venv
@@ -152,7 +155,7 @@ def _gpu_out(tmp: Path, doc: dict) -> Path:
     first, late = doc["runs"][0], doc["runs"][1]
     _journal(tmp / f"{first['id']}.journal.jsonl", first, NEWEST_TRIALS)
     entry = {"seed": 0, "exit": 0, "wall_s": 10.0, "arms": ["baseline", "control-cuda"]}
-    record = {"schema": gpustage.GPU_SCHEMA, "document_sha256": "0" * 64,
+    record = {"schema": GPU_SCHEMA, "kind": MATRIX, "document_sha256": "0" * 64, "mode": "grid",
               "started_at": "2026-11-30T06:00:00Z", "options": {"trials": 5}, "status": "ran",
               "reason": None, "detail": None, "wall_s": 30.0,
               "device": {"name": "NVIDIA H200", "driver_version": "580.159.04"},
@@ -161,7 +164,7 @@ def _gpu_out(tmp: Path, doc: dict) -> Path:
                        {**entry, "id": late["id"], "status": "not run", "exit": None,
                         "reason": "not run: the GPU stage's budget of 60 s would be exceeded",
                         "journal": None}]}
-    (tmp / gpustage.GPU_FILE).write_text(json.dumps(record))
+    (tmp / GPU_FILE).write_text(json.dumps(record))
     return tmp
 
 
@@ -186,8 +189,7 @@ def test_the_plan_runs_the_newest_cubin_first_with_its_familys_control():
 def test_assembly_turns_journals_into_counts_exposure_and_exact_poisson_rates(tmp_path):
     cpu = _subset(_committed(), SUBSET)
     gpu_out = _gpu_out(tmp_path, cpu)
-    record = json.loads((gpu_out / gpustage.GPU_FILE).read_text())
-    doc = assemble(cpu, record, gpu_out, SCRATCH / "journals", ROOT)
+    doc = assemble(cpu, GpuRecord.read(gpu_out, MATRIX), gpu_out, SCRATCH / "journals", ROOT)
     assert validation_errors(doc) == []
     first, late = doc["runs"][:2]
     tile_sha = first["substitutes"]["tile_cubin"]["sha256"]
@@ -236,23 +238,41 @@ def test_a_journal_of_another_cubin_is_refused(tmp_path):
     other["substitutes"]["tile_cubin"]["sha256"] = "f" * 64
     _journal(journal, other, NEWEST_TRIALS)
     with pytest.raises(UsageError, match="not the run's cubin"):
-        assemble(cpu, json.loads((gpu_out / gpustage.GPU_FILE).read_text()), gpu_out,
-                 SCRATCH / "journals-wrong", ROOT)
+        assemble(cpu, GpuRecord.read(gpu_out, MATRIX), gpu_out, SCRATCH / "journals-wrong", ROOT)
 
 
 def _cpu_file(tmp_path: Path) -> Path:
+    """The subset's CPU document with a file of its own in place of each cubin (the GPU stage
+    checks every cubin it may run before anything runs): the committed cubins' sha256 and paths
+    replaced by the stand-ins' throughout."""
+    doc = _subset(_committed(), SUBSET)
+    text = json.dumps(doc)
+    folder = SCRATCH / "cubins" / tmp_path.name
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, (sha, cubin) in enumerate(doc["cubins"].items()):
+        stand_in = folder / f"{i}.cubin"
+        stand_in.write_text(f"a stand-in for {sha}\n")
+        text = text.replace(sha, sha256_file(stand_in)).replace(
+            f'"{cubin["path"]}"', f'"{stand_in.relative_to(ROOT)}"')
     path = tmp_path / "matrix.cpu.json"
-    path.write_text(json.dumps(_subset(_committed(), SUBSET)))
+    path.write_text(text)
     return path
+
+
+def _run_gpu_stage(document: Path, out: Path, opts: Options | None = None) -> int:
+    opts = opts or Options()
+    return gpustage.run_gpu_stage(document, out, ROOT, Grid(read_document(document, MATRIX), opts),
+                                  seed=opts.seed)
 
 
 def test_without_a_gpu_the_stage_exits_5_and_every_cell_says_not_run_no_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(gpustage.envmod, "gpus", lambda: {"available": False, "reason": "no driver", "gpus": []})
     out = tmp_path / "gpu"
-    assert gpustage.run_gpu_stage(_cpu_file(tmp_path), out, ROOT, gpustage.Options()) == 5
-    record = json.loads((out / gpustage.GPU_FILE).read_text())
+    document = _cpu_file(tmp_path)
+    assert _run_gpu_stage(document, out) == 5
+    record = json.loads((out / GPU_FILE).read_text())
     assert record["status"] == "not run" and record["reason"] == "not run: no GPU"
-    path = write_document(_cpu_file(tmp_path), out, ROOT, tmp_path / "results")
+    path = write_document(document, out, ROOT, tmp_path / "results")
     assert path.name.endswith("_no-gpu.json") and path.with_suffix(".md").is_file()
     doc = json.loads(path.read_text())
     assert validation_errors(doc) == []
@@ -265,8 +285,8 @@ def test_runs_that_would_not_fit_the_budget_are_not_started(tmp_path, monkeypatc
     started = []
     monkeypatch.setattr(gpustage, "_harness", lambda *a, **k: started.append(a) or 0)
     out = tmp_path / "gpu"
-    assert gpustage.run_gpu_stage(_cpu_file(tmp_path), out, ROOT, gpustage.Options(budget_s=1)) == 0
-    record = json.loads((out / gpustage.GPU_FILE).read_text())
+    assert _run_gpu_stage(_cpu_file(tmp_path), out, Options(budget_s=1)) == 0
+    record = json.loads((out / GPU_FILE).read_text())
     assert started == [] and record["runs"]
     assert all(r["status"] == "not run" and "budget of 1 s" in r["reason"] for r in record["runs"])
 
@@ -291,7 +311,7 @@ def test_the_gpu_stage_needs_no_third_party_module(tmp_path):
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode in (0, 5), done.stderr
     assert "blocked for this test" not in done.stderr
-    assert json.loads((tmp_path / "gpu" / gpustage.GPU_FILE).read_text())["schema"] == gpustage.GPU_SCHEMA
+    assert json.loads((tmp_path / "gpu" / GPU_FILE).read_text())["schema"] == GPU_SCHEMA
 
 
 def test_a_matrix_document_is_indexed_as_a_matrix_and_refused_by_report(tmp_path):

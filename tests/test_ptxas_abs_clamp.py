@@ -422,7 +422,7 @@ def _bisection_doc(mode: str) -> dict:
 
 def _analysis(decision: str, bisections: list):
     from gpurepro.analyze.views import Analysis
-    from gpurepro.bisect import summary
+    from gpurepro.sweep import summary
 
     case = _case()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.bisect import search, table
 from gpurepro.build import sass
+from gpurepro.sweep import search, table
 
 # The abs_clamp kernel's clamp on either side of the 12.6.85 fix (ptxas_abs_clamp's README),
 # and a third release that clamps with another immediate: the same opcodes as the second.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpurepro.bisect import summary
 from gpurepro.build import sass
 from gpurepro.case import (
     Arm,
@@ -31,6 +30,7 @@ from gpurepro.case import (
     kit,
     load_sibling,
 )
+from gpurepro.sweep import summary
 
 _verdict = load_sibling(__file__, "verdict")
 

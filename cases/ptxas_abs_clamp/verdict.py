@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpurepro.analyze.views import Analysis
-from gpurepro.bisect import summary
 from gpurepro.build import sass
+from gpurepro.sweep import summary
 
 WRONG = ("first-bad-wrong", "last-bad-wrong")
 RIGHT = ("last-good-never-wrong", "first-fixed-never-wrong", "newest-12-right", "cuda-13-right",

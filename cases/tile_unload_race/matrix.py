@@ -3,7 +3,7 @@ and how their cubins fare in the case's loop.
 
 Every cuda-tile release on PyPI (release candidates left out) × every tileiras release family.
 `nox -s tile_matrix` makes one session (one virtualenv) per cell from this file, and
-gpurepro.matrix reads it for everything else (see that package's docstring for the stages).
+gpurepro.sweep reads it for everything else (see that package's docstring for the stages).
 Plain data and the standard library only: the noxfile loads it outside any gpurepro environment.
 """
 

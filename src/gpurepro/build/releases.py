@@ -14,7 +14,7 @@ talks to an index is pip, with pip's own settings (``pip.conf``, ``PIP_INDEX_URL
   --require-hashes`` against the locked sha256 into ``cache``; ``program(wheel, tool, cache)``:
   ``<...>/bin/<tool>`` out of it, checked against the wheel each time it is used.
 
-The build (artifacts.py) and the bisection (gpurepro.bisect.cpu) use these; the run stage never
+The build (artifacts.py) and the bisection (gpurepro.sweep.cpu) use these; the run stage never
 does: GPU nodes get the built artifacts, not the wheels. Needs pip and ``packaging`` (pip's own
 copy serves), as runtime.py does.
 """

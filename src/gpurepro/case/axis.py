@@ -1,6 +1,6 @@
 """A toolchain axis: what a bisection over one package's releases varies (``Case.axes``).
 
-Plain data a manifest declares; ``gpurepro.bisect`` does the work. The releases are never typed
+Plain data a manifest declares; ``gpurepro.sweep`` does the work. The releases are never typed
 in: they are every final release PyPI lists for ``package`` within ``versions``, found when the
 bisection runs. For each release the program ``tool`` is taken out of its wheel (``bin/<tool>``)
 and ``build`` runs with ``{tool}`` naming it; the file it writes, ``{out}/<output>``, stands in

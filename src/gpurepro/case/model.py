@@ -506,7 +506,7 @@ class Case:
     # The case's drivers check their output against a reference: an ok trial without that
     # check is never a survival, one with a mismatch is a wrong_result (OutputCheck).
     check: OutputCheck | None = None
-    # Toolchain axes a bisection runs along (gpurepro.bisect): name -> Axis.
+    # Toolchain axes a bisection runs along (gpurepro.sweep): name -> Axis.
     axes: Mapping[str, Any] = field(default_factory=dict)
     # The Python packages the trials import, pinned per arm where arms compare releases.
     runtime: Runtime | None = None

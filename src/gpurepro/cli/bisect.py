@@ -1,6 +1,6 @@
 """`python -m gpurepro bisect CASE --axis NAME`: a bisection over one toolchain axis's releases.
 
-The stages (gpurepro.bisect), one after the other by default (``--stage all``), or one:
+The stages (gpurepro.sweep), one after the other by default (``--stage all``), or one:
 
 - ``cpu``: every release PyPI lists in the axis's range built (the case's own build first, if
   it is missing), identical artifacts once, their SASS: ``build/bisect/<case>/<axis>/<target>/
@@ -27,8 +27,8 @@ STAGES = ("all", "cpu", "gpu", "assemble")
 
 
 def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
-    from ..bisect.cpu import axis_of, run_cpu_stage
     from ..build.artifacts import build_case, index_path
+    from ..sweep.cpu import axis_of, run_cpu_stage
 
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
     build_dir = root / checked_build_dir(args.build_dir, root)
@@ -38,20 +38,24 @@ def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
     only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
     cache = Path(args.cache) if args.cache else root / "build" / "releases"
     path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
-    show(f"bisect: CPU document {path.relative_to(root) if path.is_relative_to(root) else path}")
+    show(f"bisect: CPU document {_shown(path, root)}")
     return path
 
 
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
 def cmd(args: argparse.Namespace) -> int:
-    from ..bisect.document import CPU_FILE, axis_root
     from ..case.load import load_case
+    from ..sweep.bisection import CPU_FILE, axis_root
 
     root = repository_root()
     if args.table:
-        from ..bisect.gpu import read_document
-        from ..bisect.table import markdown
+        from ..sweep.model import BISECTION, read_document
+        from ..sweep.table import markdown
 
-        sys.stdout.write(markdown(read_document(Path(args.table))))
+        sys.stdout.write(markdown(read_document(Path(args.table), BISECTION)))
         return EXIT_OK
     if not args.axis:
         raise UsageError("--axis: name the toolchain axis to bisect (the manifest's Case.axes)")
@@ -62,10 +66,16 @@ def cmd(args: argparse.Namespace) -> int:
     if args.stage in ("all", "cpu"):
         document = _cpu(args, case, target, root)
     if args.stage in ("all", "gpu"):
-        from ..bisect.gpu import run_gpu_stage
+        from ..sweep.choose import Bisection
+        from ..sweep.cpu import check_current
+        from ..sweep.gpu import run_gpu_stage
+        from ..sweep.model import BISECTION, read_document
 
-        status = run_gpu_stage(document, gpu_out, root, exhaustive=args.exhaustive, seed=args.seed,
-                               say=say)
+        cpu = read_document(document, BISECTION)
+        if args.stage == "gpu":  # a CPU stage of an earlier manifest would run what it dropped
+            check_current(cpu, case, root, _shown(document, root))
+        choice = Bisection(cpu, exhaustive=args.exhaustive)
+        status = run_gpu_stage(document, gpu_out, root, choice, seed=args.seed, say=say)
         if status != EXIT_OK:
             if status == EXIT_NO_DRIVER:
                 say(f"bisect: on a GPU node, with build/{case.name} and build/bisect/{case.name} "
@@ -73,11 +83,11 @@ def cmd(args: argparse.Namespace) -> int:
                     f"--gpu-out OUT; then here: --stage assemble --gpu-out OUT")
             return status
     if args.stage in ("all", "assemble"):
-        from ..bisect.assemble import write_document
+        from ..sweep.assemble import write_document
 
         path = write_document(document, gpu_out if gpu_out.is_dir() else None, root,
                               Path(args.out_dir), force=args.force)
-        show(f"bisect: document {path.relative_to(root) if path.is_relative_to(root) else path}")
+        show(f"bisect: document {_shown(path, root)}")
     return EXIT_OK
 
 

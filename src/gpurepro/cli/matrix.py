@@ -30,8 +30,8 @@ def _build_dir(args: argparse.Namespace, root: Path) -> Path | None:
 
 
 def cmd_cell(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.cell import run_cell
-    from ..matrix.spec import load
+    from ..sweep.cells import run_cell
+    from ..sweep.spec import load
 
     spec = load(args.case, root)
     cell = spec.cell(args.release, args.family)
@@ -49,7 +49,7 @@ def cmd_cell(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_collect(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.collect import write_cpu_document
+    from ..sweep.collect import write_cpu_document
 
     path = write_cpu_document(args.case, root, Path(args.out) if args.out else None,
                               into=_build_dir(args, root))
@@ -58,15 +58,18 @@ def cmd_collect(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.gpu import Options, run_gpu_stage
+    from ..sweep.choose import Grid, Options
+    from ..sweep.gpu import run_gpu_stage
+    from ..sweep.model import MATRIX, read_document
 
     opts = Options(arms=args.arms, newest_arms=args.newest_arms, budget_s=args.budget_s,
                    seed=args.seed)
-    return run_gpu_stage(Path(args.document), Path(args.out), root, opts)
+    choice = Grid(read_document(Path(args.document), MATRIX), opts)
+    return run_gpu_stage(Path(args.document), Path(args.out), root, choice, seed=args.seed)
 
 
 def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.assemble import write_document
+    from ..sweep.assemble import write_document
 
     path = write_document(Path(args.document), Path(args.gpu_out) if args.gpu_out else None, root,
                           Path(args.out_dir), force=args.force)
@@ -75,10 +78,10 @@ def cmd_assemble(args: argparse.Namespace, root: Path) -> int:
 
 
 def cmd_table(args: argparse.Namespace, root: Path) -> int:
-    from ..matrix.gpu import read_document
-    from ..matrix.table import markdown
+    from ..sweep.model import MATRIX, read_document
+    from ..sweep.table import markdown
 
-    text = markdown(read_document(Path(args.document)))
+    text = markdown(read_document(Path(args.document), MATRIX))
     if args.out:
         from ..run.atomic import write_atomic
 
@@ -114,7 +117,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
     s = stages.add_parser("run", help="GPU stage: the harness on each distinct cubin (standard library only)")
     s.add_argument("document", help="a matrix document (the CPU stage's, or an assembled one)")
-    s.add_argument("--out", required=True, help="folder for the journals and matrix-gpu.json")
+    s.add_argument("--out", required=True, help="folder for the journals and sweep-gpu.json")
     s.add_argument("--arms", type=_arms, help="arms for every Tile IR cubin (default: the matrix's, baseline)")
     s.add_argument("--newest-arms", type=_arms, help="arms for the newest cell's cubin (default: --arms), "
                    "e.g. baseline,lock-unload-launch")

@@ -270,10 +270,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     """A <details> block with a toolchain matrix document's table, and its one-line verdict
     for the head, for `issue --matrix`."""
-    from ..matrix.table import markdown as matrix_markdown
-    from ..matrix.table import verdict_line
     from ..record.validation import validate_matrix
     from ..report.tables import code
+    from ..sweep.table import matrix_markdown, verdict_line
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")

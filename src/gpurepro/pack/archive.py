@@ -121,9 +121,12 @@ def built_members(case: Case, root: Path, build_dir: Path, target: str) -> list[
 
 
 def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Member]:
-    """An axis's CPU stage for the GPU stage on the node: its document and the distinct
-    artifacts it names."""
-    from ..bisect.document import CPU_FILE, axis_root
+    """An axis's CPU stage for the GPU stage on the node: its document, the distinct artifacts
+    it names and the checkout files its builds read; refused where the manifest's axis, or
+    anything else the CPU stage was built from, has changed since (gpurepro.sweep.cpu.changed:
+    on the node every run of an arm the manifest dropped would fail)."""
+    from ..sweep.bisection import CPU_FILE, axis_root
+    from ..sweep.cpu import changed
 
     folder = root / axis_root(case.name, axis, target)
     document = folder / CPU_FILE
@@ -132,8 +135,14 @@ def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Membe
                          f"`python -m gpurepro bisect {case.name} --axis {axis} --stage cpu` first")
     members = [_index_member(root, document)]
     cpu = json.loads(document.read_text())
+    stale = changed(cpu, case, root)
+    if stale:
+        raise BuildError(f"--bisect {axis}: {document.relative_to(root)} is stale: {stale}; run "
+                         f"`python -m gpurepro bisect {case.name} --axis {axis} --stage cpu` again")
     for sha, entry in sorted((cpu.get("artifacts") or {}).items()):
         members.append(_checked(root, entry["path"], sha, f"bisect artifact of {axis}"))
+    for rel, sha in sorted((cpu.get("sources") or {}).items()):
+        members.append(_checked(root, rel, sha, f"a file the {axis} builds read"))
     return members
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator, Mapping
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+from referencing import Registry, Resource
 
 from ..analyze import tally
 from ..env import privacy
@@ -32,11 +34,22 @@ def load_schema(name: str = "result.schema.json") -> dict[str, Any]:
     return json.loads(schema_path(name).read_text())
 
 
+# Schemas the others refer to (by their $id): the release sweep's core, which the bisection and
+# matrix schemas are built on.
+SHARED = ("sweep.schema.json",)
+
+
+@cache
+def _registry() -> Registry[Any]:
+    shared = [load_schema(name) for name in SHARED]
+    return Registry().with_resources((s["$id"], Resource.from_contents(s)) for s in shared)
+
+
 def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
     """Every schema violation as 'path/to/field: message' (empty when valid); for a result
     document (not a bench document) every meaning error after them (see ``meaning_errors``)."""
     schema = schema or load_schema(_schema_for(doc))
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(schema, registry=_registry())
     out = []
     for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in err.absolute_path) or "(document)"
@@ -44,11 +57,11 @@ def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list
     if _schema_for(doc) == "result.schema.json":
         out += meaning_errors(doc)
     elif _schema_for(doc) == "matrix.schema.json":
-        from ..matrix.document import consistency_errors
+        from ..sweep.matrix import consistency_errors
 
         out += consistency_errors(doc) + _privacy_errors(doc)
     elif _schema_for(doc) == "bisect.schema.json":
-        from ..bisect.document import consistency_errors as bisect_errors
+        from ..sweep.bisection import consistency_errors as bisect_errors
 
         out += bisect_errors(doc) + _privacy_errors(doc)
     return out

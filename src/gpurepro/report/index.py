@@ -188,7 +188,7 @@ def render(folder: Path) -> str:
 
 
 def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
-    """One toolchain matrix document (gpurepro.matrix) as a row."""
+    """One toolchain matrix document (gpurepro.sweep) as a row."""
     gpu = doc.get("gpu") or {}
     device = gpu.get("device") or {}
     stage = escape(f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"
@@ -206,7 +206,7 @@ def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
 
 
 def _bisection_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
-    """One bisection document (gpurepro.bisect) as a row."""
+    """One bisection document (gpurepro.sweep) as a row."""
     gpu = doc.get("gpu") or {}
     device = gpu.get("device") or {}
     stage = escape(f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"

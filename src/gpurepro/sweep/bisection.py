@@ -10,7 +10,6 @@ scipy; the GPU stage reads it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,10 @@ from typing import Any
 from ..case.model import Case
 from . import search
 
-SCHEMA_ID = "gpurepro/bisect/1"
+# Version 2 records the checkout files the axis's build read (``sources``); version 1
+# documents, without them, are read and validated as before.
+SCHEMA_ID = "gpurepro/bisect/2"
 CPU_FILE = "bisect.cpu.json"
-GPU_FILE = "bisect-gpu.json"
-GPU_SCHEMA = "gpurepro/bisect-gpu/1"
 
 
 def axis_root(case: str, axis: str, target: str) -> Path:
@@ -43,13 +42,6 @@ def describe_case(case: Case, root: Path) -> dict[str, Any]:
             "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
                          "per": case.exposure.per},
             **({"check": case.check.describe()} if case.check is not None else {})}
-
-
-def document_name(axis: str, started_at: str | None, gpu_name: str | None) -> str:
-    """``bisect_<axis>_<UTC stamp>_<gpu>``: the GPU stage's start and GPU, or ``no-gpu``."""
-    stamp = re.sub(r"[-:]", "", started_at or "")
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu_name or "no-gpu").strip("-") or "no-gpu"
-    return f"bisect_{axis}_{stamp}_{gpu}"
 
 
 def _ran(doc: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:
@@ -176,10 +168,10 @@ def consistency_errors(doc: Any) -> list[str]:
         if doc.get("stage") == "assembled":
             if doc.get("results") != results(doc):
                 out.append("results: what releases and runs give expected, found something else "
-                           "(recompute with gpurepro.bisect.document.results)")
+                           "(recompute with gpurepro.sweep.bisection.results)")
             if doc.get("boundaries") != boundaries(doc):
                 out.append("boundaries: what the runs give expected, found something else "
-                           "(recompute with gpurepro.bisect.document.boundaries)")
+                           "(recompute with gpurepro.sweep.bisection.boundaries)")
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         out.append(f"(document): recomputable points, results and boundaries expected, found {exc!r}")
     return out

@@ -10,10 +10,17 @@ distinct artifact is copied once to ``<root>/artifacts/`` (what the GPU stage ca
 disassembled by the harness's finder (one disassembler for all where one reads them all), with
 the watched facts that segment the search (search.py). Writes ``<root>/bisect.cpu.json``; needs
 the case's own build (``gpurepro build``) for the artifacts the command names, and pip.
+
+The document records what the builds were made from: the axis and the case as the stages read
+them, the case's built artifacts the command reads (``inputs``, by sha256) and every file of the
+checkout it reads directly (``sources``: the files its command names, such as a case's build
+script, and the sources of the artifacts it reads). ``changed`` says what of it differs now, so
+that a pack or a GPU stage refuses a CPU stage the manifest has moved away from.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -32,8 +39,9 @@ from ..build.artifacts import load_index, reproducible_env, sha256_file
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
+from ..run.atomic import write_atomic
 from . import search
-from .document import CPU_FILE, SCHEMA_ID, axis_root, describe_case
+from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
 
 BUILD_TIMEOUT_S = 300
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")
@@ -48,6 +56,108 @@ def axis_of(case: Case, name: str) -> Axis:
 
 def _rel(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+
+
+# Placeholders of a build command that name a folder of the checkout.
+_FOLDERS = ("case", "native")
+
+
+def read_files(case: Case, axis: Axis, root: Path) -> dict[str, str]:
+    """Every file of the checkout the axis's build reads directly, relative to the repository,
+    with its sha256: each file its command names (``{case}/build.py``, ``--ptx={case}/k.ptx``,
+    a path of the checkout), and the sources of the case's artifacts it reads
+    (``{artifact:NAME}``), and of theirs. The artifacts' outputs are ``inputs``; build/ is not a
+    source."""
+    folders = {"case": _rel(case.directory.resolve(), root.resolve()), "native": "native"}
+    named: set[Path] = set()
+    for part in axis.build:
+        for name, folder in folders.items():
+            part = part.replace(f"{{{name}}}", folder)
+        for word in re.split(r"[=,]", part):
+            if word and "{" not in word and (root / word).is_file():
+                named.add(root / word)
+    todo, seen = list(axis.dependencies()), set()
+    while todo:
+        dep = todo.pop()
+        if dep in seen or dep not in {a.name for a in case.artifacts}:
+            continue  # a release's build of a per-level artifact: its output is an input
+        seen.add(dep)
+        art = case.artifact(dep)
+        todo += art.dependencies()
+        for src in art.sources:
+            in_case = case.directory / src
+            named.add(in_case if in_case.exists() else root / src)
+    files = {p.resolve() for p in named if p.is_file()}
+    build = (root / "build").resolve()
+    return {_rel(p, root.resolve()): sha256_file(p) for p in sorted(files)
+            if p.is_relative_to(root.resolve()) and not p.is_relative_to(build)}
+
+
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _said(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def _field_changed(what: str, then: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
+    fields = [k for k in sorted({*then, *now}) if then.get(k) != now.get(k)]
+    if not fields:
+        return None
+    k = fields[0]
+    more = f" (and {len(fields) - 1} more field(s): {', '.join(fields[1:])})" if fields[1:] else ""
+    return f"{what}'s {k} is {_said(now.get(k))} now, {_said(then.get(k))} then{more}"
+
+
+def changed(doc: Mapping[str, Any], case: Case, root: Path) -> str | None:
+    """What the CPU document ``doc`` was built from that differs now, in one line (None:
+    nothing): the manifest's axis (its arms, its build, its range, its trials...), the case as
+    the stages read it (its manifest's path, failure outcomes, exposure, output check), a file
+    the build read directly, or an artifact of the case's build it read."""
+    name = doc["axis"]["name"]
+    if name not in case.axes:
+        return f"the manifest has no axis {name} now (its axes: {', '.join(sorted(case.axes)) or 'none'})"
+    ignore = ("manifest_sha256",)  # any edit of the manifest; what the stages read is compared
+    said = (_field_changed(f"the manifest's axis {name}", doc["axis"],
+                           _json({"name": name, **case.axes[name].describe()}))
+            or _field_changed("the case", {k: v for k, v in doc["case"].items() if k not in ignore},
+                              {k: v for k, v in _json(describe_case(case, root)).items()
+                               if k not in ignore}))
+    if said:
+        return said
+    for rel, sha in (doc.get("sources") or {}).items():
+        path = root / rel
+        if not path.is_file():
+            return f"{rel}, which the axis's build read, is missing"
+        if sha256_file(path) != sha:
+            return f"{rel}, which the axis's build read, changed (sha256 {sha[:12]} then)"
+    index_file = root / str(doc.get("case_build") or "build") / case.name / doc["target"] / "artifacts.json"
+    if index_file.is_file():
+        built = json.loads(index_file.read_text()).get("artifacts") or {}
+        for dep, rec in (doc.get("inputs") or {}).items():
+            now = (built.get(dep) or {}).get("sha256")
+            if now != rec["sha256"]:
+                return (f"the case's build of {dep}, which the axis's build read, is "
+                        f"{str(now)[:12]} now, {rec['sha256'][:12]} then")
+    return None
+
+
+def check_current(doc: Mapping[str, Any], case: Case, root: Path, where: str) -> None:
+    """A one-line refusal of a CPU document ``changed`` finds stale (``where``: its path)."""
+    said = changed(doc, case, root)
+    if said:
+        raise UsageError(f"{where} is stale: {said}; run its CPU stage again (python -m gpurepro "
+                         f"bisect {case.name} --axis {doc['axis']['name']} --stage cpu)")
+
+
+def _need_pip() -> None:
+    """pip lists and fetches the releases (build.releases): a one-line stop without it."""
+    if importlib.util.find_spec("pip") is None:
+        raise BuildError(f"the CPU stage lists and fetches each release with pip, which this "
+                         f"Python ({sys.executable}) does not have: install pip into it (nox -s "
+                         f"bisect does)")
 
 
 def _first_line(text: str, *paths: Path) -> str:
@@ -178,6 +288,7 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
     """Build every release, write the CPU document; returns its path. ``into``: another folder
     than ``build/bisect/<case>/<axis>/<target>`` (inside the repository)."""
     axis = axis_of(case, axis_name)
+    _need_pip()
     index = load_index(build_dir, case, target)
     where = into or root / axis_root(case.name, axis_name, target)
     spans = axis.releases()
@@ -274,6 +385,7 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
         "case_build": _rel(build_dir, root),
         "inputs": {dep: {"path": index["artifacts"][dep]["path"],
                          "sha256": index["artifacts"][dep]["sha256"]} for dep in axis.dependencies()},
+        "sources": read_files(case, axis, root),
         "disassemblers": {n: (tool_version(p) if p else None) for n, p in tools.items()},
         "common_reader": reader,
         "releases": releases,
@@ -284,7 +396,5 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     path = where / CPU_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path

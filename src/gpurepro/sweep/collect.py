@@ -19,8 +19,8 @@ from ..env import privacy
 from ..record.validation import validate_matrix
 from ..run.atomic import write_atomic
 from . import emitted
-from .cell import read_cells
-from .document import MATRIX_SCHEMA, cell_results
+from .cells import read_cells
+from .matrix import MATRIX_SCHEMA, cell_results
 from .spec import Spec, build_root, load
 
 NOT_RUN_YET = "not run: the GPU stage has not run on this document"

@@ -1,6 +1,6 @@
 """A case's toolchain matrix (``cases/<case>/matrix.py``) as typed data, checked on loading.
 
-Standard library only: the GPU stage reads it too.
+Standard library only: each cell reads it in its own toolchain environment.
 """
 
 from __future__ import annotations

@@ -9,18 +9,10 @@ a spent budget, ...). Standard library only (validate uses it without scipy).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 MATRIX_SCHEMA = "gpurepro/matrix/1"
-
-
-def document_name(started_at: str | None, gpu_name: str | None) -> str:
-    """``matrix_<UTC stamp>_<gpu>``: the GPU stage's start and GPU, or ``no-gpu``."""
-    stamp = re.sub(r"[-:]", "", started_at or "")
-    gpu = re.sub(r"[^A-Za-z0-9]+", "-", gpu_name or "no-gpu").strip("-") or "no-gpu"
-    return f"matrix_{stamp}_{gpu}"
 
 
 def _could_not(reason: str) -> dict[str, Any]:
@@ -104,5 +96,5 @@ def consistency_errors(doc: Any) -> list[str]:
             return [f"results: recomputable from cells and runs expected, found {exc!r}"]
         if doc.get("results") != want:
             out.append("results: what cells and runs give expected, found something else "
-                       "(recompute with gpurepro.matrix.document.cell_results)")
+                       "(recompute with gpurepro.sweep.matrix.cell_results)")
     return out
