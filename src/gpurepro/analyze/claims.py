@@ -46,7 +46,17 @@ holds, so it spends no alpha, and Holm's thresholds at the looks are those of th
 (as if it had p = 0). The declaration is checked by every valid trial of every arm of the run:
 two that end differently (outcome classes) refute it; the claims it decided are then withdrawn
 (their arms run again) and everything is decided by the run's own design. The claim's record,
-its sentence and the verdict say that it rests on the declaration.
+its sentence and the verdict say that it rests on the declaration. That is a journal from
+before the check; a new run journals its declaration checked (gpurepro.analyze.shortcut): two
+trials refute it when their signatures differ (what they record, not only their outcome
+class), an arm it decided keeps a later check trial (its decision "checked" once it agrees;
+until then it counts as open in Holm's number of claims at a look, and at the run's end it is
+withdrawn and the design decides the claim), and the chance that it keeps a false decision, were
+it false for one arm at a time, is spent from alpha: the design decides at alpha less it.
+
+Timed claims of a run that journaled its timed test (gpurepro.analyze.timing.TimedTest) are
+paired by block with their spread floored at the timer's resolution; and its sentences are
+worded by ``Wording`` (one-trial decisions, intervals at a stopping look).
 """
 
 from __future__ import annotations
