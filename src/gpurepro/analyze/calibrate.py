@@ -503,7 +503,7 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               priors: Mapping[str, Mapping[str, Any]] | None = None,
               first: Sequence[str] = (),
               deterministic: Mapping[str, Any] | None | str = "case",
-              timed: Any = None) -> dict[str, Any]:
+              timed: Any = None, bound_zero: bool = True) -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario.
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
@@ -519,7 +519,11 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
     (``false_declaration_checked``).
 
     ``timed``: the run's timed test (gpurepro.analyze.timing.TimedTest; None: Welch's test on
-    the arms' trial times, what a journal without ``options.timing`` is decided by)."""
+    the arms' trial times, what a journal without ``options.timing`` is decided by).
+
+    ``bound_zero``: the observed effects with an arm that never failed at the upper bound of
+    its rate (bounded_observed: power); False, at its rate of zero (the pre-run decidability's
+    chance of a decision at the committed rates)."""
     arms = tuple(models.arms)
     family, exploratory = family_of(case, design, arms, exploratory, decider)
     null, left_out = hold_outcome_claims(case, family, null_of(case, models), models.mode)
@@ -544,7 +548,8 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
 
     # The observed effects: each claim's truth from the arms as observed; its power simulated
     # with an arm that never failed at the upper bound of its failure rate (bounded_observed).
-    observed, bounded = bounded_observed(case, models, declared)
+    observed, bounded = (bounded_observed(case, models, declared) if bound_zero
+                         else (dict(models.arms), {}))
     out: dict[str, Any] = {}
     for index, (name, truth_models, scenario_models, skip, shortcut) in enumerate(
             (("null", null, null, left_out, False),

@@ -269,7 +269,8 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
     stopping = request.stopping
     # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
     # design spends the rest over its looks (gpurepro.analyze.shortcut).
-    spent = float((run_declaration(case, stopping) or {}).get("bound", 0.0))
+    declared = run_declaration(case, stopping)
+    spent = float((declared or {}).get("bound", 0.0))
     if not (stopping and stopping.get("design") == "decisive"):
         if stopping and spent:
             stopping = {**stopping, "alpha": float(stopping["alpha"]) - spent}
@@ -284,7 +285,7 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
                          spending=str(stopping.get("spending", "even")),
                          supported_share=float(stopping.get("supported_share", 0.5)),
-                         scope=request.scope,
+                         scope=request.scope, deterministic=declared,
                          priors_from=[root / p for p in request.priors_from] or None)
 
 
@@ -320,7 +321,8 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
               Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
     return assess(case, plan, design, bool(stopping), request.trials_per_arm,
                   asdict(request.budget), request.jobs, root, workers=_cpus(),
-                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None)
+                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
+                  deterministic=declared)
 
 
 def _cpus() -> int:
