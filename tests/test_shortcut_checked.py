@@ -317,3 +317,43 @@ def test_a_resumed_run_knows_its_checks():
     resumed = _decider(checked_declaration())
     resumed.restore(json.loads(json.dumps(first.to_json())))
     assert resumed.pending() == first.pending() and resumed.arms_needed() == {"bad", "good"}
+
+
+def test_a_document_of_a_checked_declaration_is_valid_and_its_statement_splits_alpha():
+    """A committed ptxas_abs_clamp journal (12 valid trials per arm; one trial the decisive
+    design capped at one launch, whose share of mismatches still agrees) recorded as a
+    fixed-size run that journaled the checked declaration and options.analysis: valid against
+    the schema and for meaning, every claim decided from the declaration and checked, the design
+    at alpha less the bound, and the claims statement says how alpha was split."""
+    import dataclasses
+
+    from gpurepro.record import document
+    from gpurepro.record.validation import meaning_errors, validation_errors
+    from gpurepro.report.families import design_statement
+    from gpurepro.run import journal
+
+    path = (ROOT / "results" / "ptxas_abs_clamp"
+            / "20261204T032311Z-bed44c_NVIDIA-H200_redacted.journal.jsonl")
+    contents = journal.read(path)
+    header = copy.deepcopy(contents.header)
+    header["options"]["stopping"] = None
+    header.pop("stopping_result", None)
+    case = dataclasses.replace(load_case("ptxas_abs_clamp", ROOT), deterministic="same cubin")
+    header["options"]["deterministic"] = shortcut.declaration(case, 0.05)
+    header["options"]["analysis"] = 2
+    committed = json.loads(path.with_name(path.name.replace(".journal.jsonl", ".json")).read_text())
+    saved = document.run_analyses
+    document.run_analyses = lambda *_a, **_k: committed["analyses"]
+    try:
+        doc = json.loads(json.dumps(document.build_document(case, header, contents.trials, ROOT,
+                                                            path.resolve(), False)))
+    finally:
+        document.run_analyses = saved
+    assert validation_errors(doc) == [] and meaning_errors(doc) == []
+    assert all(c["decision"] == "supported" and c["deterministic"]["checked"]
+               and c["alpha"] == pytest.approx(0.05 - 2 ** -6) for c in doc["claims"])
+    statement = design_statement(doc)
+    assert "alpha = 0.05 over all of them and all looks, of which the case's declaration of " \
+           "deterministic outcomes spends 0.0156 and the design 0.0344" in statement
+    assert any("checked: no two valid trials of an arm differ in their signature" in s
+               for s in doc["verdict"]["sentences"])
