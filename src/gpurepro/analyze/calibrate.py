@@ -527,14 +527,15 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
     arms = tuple(models.arms)
     family, exploratory = family_of(case, design, arms, exploratory, decider)
     null, left_out = hold_outcome_claims(case, family, null_of(case, models), models.mode)
+    declared: Mapping[str, Any] | None
     if deterministic == "case":
         # As a new run journals it: checked, at the design's alpha, of which it spends its
         # bound (gpurepro.analyze.shortcut); the design decides the rest at what is left.
         declared = declaration(case, float(design.alpha))
         design = replace(design, alpha=design_alpha(float(design.alpha), declared))
     else:
+        assert deterministic is None or isinstance(deterministic, Mapping)
         declared = deterministic
-    assert declared is None or isinstance(declared, Mapping)
     spec = RunSpec(case=case.name, arms=arms, claims=tuple(family),
                    exploratory=tuple(exploratory), baseline=case.baseline,
                    failure_outcomes=tuple(case.failure_outcomes), per=case.exposure.per,

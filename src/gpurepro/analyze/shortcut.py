@@ -286,20 +286,24 @@ def declaration(case: Any, alpha: float) -> dict[str, Any] | None:
 def checked(declared: Mapping[str, Any] | None) -> bool:
     """Whether a journaled declaration is checked (version 2 on): its signature, check trials
     and bound apply."""
-    return bool(declared) and int(declared.get("version", 1)) >= VERSION
+    return declared is not None and bool(declared) and int(declared.get("version", 1)) >= VERSION
 
 
 def usable(declared: Mapping[str, Any] | None) -> bool:
     """Whether a journaled declaration may decide claims at all: one from before the check
     always, a checked one where some number of agreeing trials kept its bound within its
     share of alpha."""
-    return bool(declared) and (not checked(declared) or bool(declared.get("usable", True)))
+    if not declared:
+        return False
+    return not checked(declared) or bool(declared.get("usable", True))
 
 
 def spent(declared: Mapping[str, Any] | None) -> float:
     """The alpha a journaled declaration spends (0 for one from before the check, or one the
     run cannot use)."""
-    return float(declared.get("bound", 0.0)) if checked(declared) and usable(declared) else 0.0
+    if declared is None or not (checked(declared) and usable(declared)):
+        return 0.0
+    return float(declared.get("bound", 0.0))
 
 
 def design_alpha(alpha: float, declared: Mapping[str, Any] | None) -> float:

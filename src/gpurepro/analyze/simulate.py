@@ -439,12 +439,14 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> Sim
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
                                     int(rng.integers(2**31)), list(spec.arms)).order
     strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in spec.strata}
+    extra: dict[str, Any] = {}
+    if spec.deterministic:
+        extra["deterministic"] = spec.deterministic
+    if spec.timed:
+        extra["timed"] = spec.timed
     decider = (spec.decider or Decider)(spec.claims, spec.baseline, spec.design,
                                         spec.failure_outcomes, spec.per, spec.arms, strata,
-                                        exploratory=spec.exploratory,
-                                        **({"deterministic": spec.deterministic}
-                                           if spec.deterministic else {}),
-                                        **({"timed": spec.timed} if spec.timed else {}))
+                                        exploratory=spec.exploratory, **extra)
     records: list[dict[str, Any]] = []
     if getattr(spec.design, "first_look", None) is not None:  # the decisive design
         allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline, spec.first)

@@ -155,7 +155,7 @@ def arm_trials(records: Sequence[Mapping[str, Any]], arm: str, resolution_s: flo
                ) -> list[TimedTrial]:
     """An arm's valid timed trials with their blocks (a record without ``rep``: its place
     among the arm's trials)."""
-    out = []
+    out: list[TimedTrial] = []
     for r in records:
         if r.get("arm") == arm and r.get("outcome") in EVIDENCE:
             t = trial_time(r)
