@@ -77,8 +77,37 @@ def test_the_signature_reads_the_fields_it_documents():
         split = shortcut.disagreement("bad", [a, b])
         assert split is not None and field in split.fields, field
         assert field in shortcut.SIGNATURE_FIELDS
-    # The same outcome class is not enough: what the trials record must agree.
-    assert shortcut.signature(a).common[0] == "wrong_result"
+    # The same outcome class is not enough: what the trials record must agree, the driver's
+    # own observations too (ptxas_abs_clamp's report_m), but not the machine's or the timing.
+    b = copy.deepcopy(a)
+    b["observations"]["report_m"] = {"got": [0, 0, 0]}
+    assert shortcut.disagreement("bad", [a, b]).fields == ("observations.*",)
+    b = copy.deepcopy(a)
+    b["observations"].update(device={"name": "another"}, timing={"values": [1.0]},
+                             conditions={"sm_clock_mhz": 1980})
+    assert shortcut.disagreement("bad", [a, b]) is None
+    assert set(shortcut.MACHINE_OBSERVATIONS) >= {"device", "timing", "conditions", "bindings"}
+
+
+def test_no_committed_journal_of_a_case_that_does_not_race_disagrees_with_itself():
+    """Every valid trial of an arm in the committed journals of the cases with nothing racing
+    (ptxas_abs_clamp, ctx_get_device_v2, fa3_wgmma_wait, tcgen05_alloc_order) has one signature,
+    capped trials included: the check refutes no declaration that held there. The race's
+    journals (tile_unload_race) disagree, as a race's trials should."""
+    from gpurepro.run.classify import EVIDENCE
+
+    def splits(path):
+        by: dict[str, list] = {}
+        for line in path.read_text().splitlines():
+            t = json.loads(line)
+            if t.get("kind") == "trial" and t.get("outcome") in EVIDENCE:
+                by.setdefault(t["arm"], []).append(t)
+        return [a for a, rs in by.items() if shortcut.disagreement(a, rs)]
+
+    for case in ("ptxas_abs_clamp", "ctx_get_device_v2", "fa3_wgmma_wait", "tcgen05_alloc_order"):
+        journals = sorted((ROOT / "results" / case).glob("*.journal.jsonl"))
+        assert journals and all(splits(j) == [] for j in journals), case
+    assert any(splits(j) for j in (ROOT / "results" / "tile_unload_race").glob("*.journal.jsonl"))
 
 
 def test_a_trial_that_did_less_work_agrees_where_its_share_of_mismatches_does():

@@ -54,7 +54,15 @@ SIGNATURE_FIELDS = {
     # compared between trials that did the same work (the same exposure and check.n):
     "check.mismatches": "how many checked elements differ",
     "check.first": "the first mismatches, [index, got, expected]: their positions and values",
+    "observations.*": ("every other observation the driver recorded (ptxas_abs_clamp's "
+                       "mismatches by sign and report_m, fa3_wgmma_wait's max_abs_error), but "
+                       "those of MACHINE_OBSERVATIONS"),
 }
+# Observations that describe the machine or are measurements, which differ between trials of a
+# deterministic arm: left out of the signature.
+MACHINE_OBSERVATIONS = ("device", "bindings", "conditions", "timing", "compute_capability",
+                        "cuda_driver_version", "threads")
+_IN_COMMON = ("launches_agree", "output_sha256")
 
 
 @dataclass(frozen=True)
@@ -99,12 +107,16 @@ def signature(record: Mapping[str, Any]) -> Signature:
               _get(record, "observations", "launches_agree"),
               _get(record, "observations", "output_sha256"), check.get("kind"), share)
     work = (record.get("exposure"), n)
-    return Signature(common, work, (mismatches, _frozen(check.get("first"))))
+    observations = record.get("observations")
+    rest = ({k: v for k, v in observations.items()
+             if k not in MACHINE_OBSERVATIONS and k not in _IN_COMMON}
+            if isinstance(observations, dict) else {})
+    return Signature(common, work, (mismatches, _frozen(check.get("first")), _frozen(rest)))
 
 
 COMMON_NAMES = ("outcome", "exit.signal", "errors", "observations.launches_agree",
                 "observations.output_sha256", "check.kind", "check.mismatches / check.n")
-COUNT_NAMES = ("check.mismatches", "check.first")
+COUNT_NAMES = ("check.mismatches", "check.first", "observations.*")
 
 
 @dataclass(frozen=True)
