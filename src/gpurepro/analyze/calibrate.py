@@ -568,7 +568,9 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
         out["observed"]["bounded"] = bounded
     false = (false_declaration(case, models, spec, family, exploratory, seed, runs, workers)
              if declared and "null" in scenarios else None)
-    alpha = float(design.alpha) + spent(declared)
+    # The run's alpha: the design's, and what a checked declaration spent of it.
+    alpha = (float(declared.get("alpha", float(design.alpha) + spent(declared)))
+             if declared is not None and spent(declared) else float(design.alpha))
     limit = alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
     result: dict[str, Any] = {
         "case": case.name, "runs": runs, "seed": seed, "alpha": alpha,
