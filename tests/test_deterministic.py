@@ -15,6 +15,7 @@ from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
+from gpurepro.analyze.shortcut import declaration
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, TrialBudget, load_case
 from gpurepro.case.model import DETERMINISTIC_TRIALS
@@ -239,11 +240,20 @@ def test_a_run_journals_the_declaration_of_its_case():
     assert "deterministic" not in plain["options"]
     declared = dataclasses.replace(case, deterministic="same cubin, same inputs")
     header = journal_header(declared, ROOT, plan, opts, None, {}, {}, index)
-    assert header["options"]["deterministic"] == {"reason": "same cubin, same inputs",
-                                                  "trials": DETERMINISTIC_TRIALS}
+    # Checked (gpurepro.analyze.shortcut): its trials set so that its bound, spent from the
+    # run's alpha, is within half of it; a run from before the check journaled reason and 3.
+    journaled = header["options"]["deterministic"]
+    assert journaled == declaration(declared, 0.05)
+    assert {k: journaled[k] for k in ("reason", "version", "check", "flake_rates")} == {
+        "reason": "same cubin, same inputs", "version": 2, "check": 1, "flake_rates": [0.5, 0.1]}
+    assert journaled["trials"] == 6 >= DETERMINISTIC_TRIALS and journaled["bound"] == 2 ** -6
+    assert header["options"]["analysis"] == 2 and "timing" not in header["options"]
 
 
 def test_calibrate_reports_the_design_without_it_and_the_cost_of_a_false_declaration():
+    """calibrate's own declaration is a new run's: checked, 6 agreeing trials and a later
+    check per arm, its bound spent from the design's alpha; and the declaration false for one
+    arm at a time, at each flake rate."""
     case = dataclasses.replace(load_case("ptxas_abs_clamp", ROOT), deterministic="same cubin")
     doc = ROOT / "results" / "ptxas_abs_clamp" / "20261201T142138Z_NVIDIA-H200_redacted.json"
     recorded = json.loads(doc.read_text())
@@ -251,14 +261,19 @@ def test_calibrate_reports_the_design_without_it_and_the_cost_of_a_false_declara
     models = cal.load_models(case, ROOT, [doc], arms, duration_s=budget.get("duration_s"),
                              max_exposure=budget.get("max_exposure"))
     sequential_design = Design(alpha=0.05, step=3, max_trials=12)
-    r = cal.calibrate(case, models, 100, 0, sequential_design, True, 12, 1)
+    r = cal.calibrate(case, models, 40, 0, sequential_design, True, 12, 1)
     assert r["holds_alpha"] and "refuted" not in r["null"]
-    assert r["observed"]["mean_trials"] == pytest.approx(len(arms) * 3)  # three trials an arm
-    assert all(p == 1.0 for p in r["power"].values())
     det = r["deterministic"]
-    assert det["declared"] == case.determinism()
-    assert 0 <= det["null_if_false"]["refuted"] <= 1 and det["null_if_false"]["false_claim_rate"] >= 0
-    assert "if the declaration is false" in cal.text(r)
+    assert det["declared"] == declaration(case, 0.05) and det["declared"]["trials"] == 6
+    assert r["alpha"] == 0.05 and r["design"]["alpha"] == pytest.approx(0.05 - 2 ** -6)
+    assert r["observed"]["mean_trials"] == pytest.approx(len(arms) * 7)  # 6 and a check an arm
+    assert all(p == 1.0 for p in r["power"].values())
+    false = det["false_declaration"]
+    assert false["checked"] and false["agreeing_trials"] == 7 and false["bound"] == 2 ** -6
+    assert set(false["worst"]) == {"0.5", "0.1"} and set(false["arms"]) == set(arms)
+    assert all(0 <= w["shortcut_false"] <= 1 and 0 <= w["refuted"] <= 1
+               for w in false["worst"].values())
+    assert "if the declaration is false for one arm at a time" in cal.text(r)
     none = cal.calibrate(case, models, 20, 0, sequential_design, True, 12, 1, deterministic=None)
     assert "deterministic" not in none and none["observed"]["mean_trials"] > len(arms) * 3
 

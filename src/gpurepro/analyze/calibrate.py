@@ -43,12 +43,22 @@ from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
 from ..errors import UsageError
 from ..run.classify import EVIDENCE
 from ..run.plan import DEFAULT_ALPHA, PlannedTrial
+from .shortcut import (
+    FLAKE_RATES,
+    checked,
+    declaration,
+    design_alpha,
+    false_decision_chance,
+    share_claims,
+    spent,
+)
 from .simulate import (
     ArmModel,
     Cause,
     Models,
     RunSpec,
     SimulatedRun,
+    causes_per_trial,
     choose_documents,
     claim_arms,
     models_from,
@@ -362,6 +372,120 @@ def summarize(results: Sequence[SimulatedRun], claims: Sequence[Claim],
             "claims": per_claim, "left_out": dict(left_out)}
 
 
+BOUND_LEVEL = 0.95  # the one-sided upper bound of a rate observed at zero (bounded_observed)
+
+
+def bounded_observed(case: Case, models: Models, declared: Mapping[str, Any] | None = None
+                     ) -> tuple[dict[str, ArmModel], dict[str, dict[str, Any]]]:
+    """The arms as the observed-effects scenario simulates them, and what was bounded: an arm
+    observed with no failure at all is given the one-sided 95% upper bound of its failure rate
+    (-ln(0.05) / its exposure per unit of exposure; 1 - 0.05^(1/n) per trial for an arm of n
+    trials modelled per trial), ending as the baseline's most frequent failure does (the
+    case's first failure outcome where the baseline has none), so that its claims' power is
+    not that of a rate of exactly zero read from few trials. A case that declares its outcomes
+    deterministic keeps its arms as observed here (the declaration says they end as they did;
+    false_declaration simulates them flaky)."""
+    if declared:
+        return dict(models.arms), {}
+    base = models.arms.get(case.baseline)
+    like = (max(base.causes, key=lambda c: c.rate) if base and base.causes
+            else Cause(case.failure_outcomes[0], "", 0.0))
+    out: dict[str, ArmModel] = {}
+    bounded: dict[str, dict[str, Any]] = {}
+    for arm, m in models.arms.items():
+        n = int(models.summary.get(arm, {}).get("n_valid") or 0)
+        exposure = float(models.summary.get(arm, {}).get("exposure") or 0)
+        if m.causes or n == 0:
+            out[arm] = m
+            continue
+        if models.mode == "per_trial" or m.per_trial or exposure <= 0:
+            rate, per = 1 - (1 - BOUND_LEVEL) ** (1 / n), "per trial"
+            out[arm] = replace(m, causes=(Cause(like.outcome, like.detail, rate),),
+                               per_trial=m.per_trial or models.mode != "per_trial")
+        else:
+            rate, per = -math.log(1 - BOUND_LEVEL) / exposure, "per unit of exposure"
+            out[arm] = replace(m, causes=(Cause(like.outcome, like.detail, rate),))
+        bounded[arm] = {"outcome": like.outcome, "rate": rate, "per": per, "n_valid": n,
+                        "exposure": exposure}
+    return out, bounded
+
+
+def _flaky(case: Case, arm: str, m: ArmModel, mode: str, claims: Sequence[Claim],
+           flake: float) -> ArmModel:
+    """The arm with its trials ending the other way with chance ``flake``, per trial: an arm
+    whose trials mostly fail (its causes, kept in their proportions) survives with that
+    chance; one whose trials mostly survive fails with it, as the first failure its outcome
+    claims name (the case's first failure outcome where they name none)."""
+    ends = p_end(m, mode)
+    if ends >= 0.5:
+        causes = causes_per_trial(m) if not (mode == "per_trial" or m.per_trial) else m.causes
+        if any(math.isinf(c.rate) for c in causes):
+            inf = [c for c in causes if math.isinf(c.rate)]
+            causes = tuple(Cause(c.outcome, c.detail, 1.0 / len(inf)) for c in inf)
+        total = sum(c.rate for c in causes)
+        return replace(m, causes=tuple(Cause(c.outcome, c.detail, (1 - flake) * c.rate / total)
+                                       for c in causes), per_trial=True)
+    named = next((c.outcome for c in claims
+                  if c.kind == "outcome" and c.arm == arm and c.outcome and c.outcome != SURVIVED),
+                 case.failure_outcomes[0])
+    return replace(m, causes=(Cause(named, OTHER_DETAIL, flake),), per_trial=True)
+
+
+def false_declaration(case: Case, models: Models, spec: RunSpec, family: Sequence[Claim],
+                      exploratory: Sequence[str], seed: int, runs: int, workers: int,
+                      flake_rates: Sequence[float] = FLAKE_RATES, full: bool = False
+                      ) -> dict[str, Any]:
+    """The declaration of deterministic outcomes false for one arm at a time: each arm that a
+    claim on shares of trials is about has its trials end the other way with chance f (each f
+    of ``flake_rates``; _flaky), every other arm as observed, and the run's design with its
+    declaration (``spec.deterministic``) simulated ``runs`` times. Per arm and rate: the share of
+    runs in which the shortcut kept a false decision (``shortcut_false``, what the bound of a
+    checked declaration is about) and whose trials refuted the declaration; per rate, the worst
+    arm. ``full``: each run to its end (the design deciding what the refuted declaration
+    withdrew), with the share of runs that made any false confirmatory decision
+    (``any_false``); otherwise a run stops where its trials refute the declaration (the design
+    that decides the rest holds alpha less the bound, which the global null calibrates)."""
+    declared = spec.deterministic or {}
+    agreeing = int(declared.get("trials", 0)) + (int(declared.get("check", 0))
+                                                 if checked(declared) else 0)
+    applies = [c for c in family if c.name not in exploratory and (
+        c.kind == "outcome" or (c.kind in ("lower", "higher") and c.unit == "trial"))]
+    arms = [a for a in models.arms if any(a in (c.arm, c.reference or case.baseline)
+                                          if c.kind != "outcome" else a == c.arm
+                                          for c in applies)]
+
+    def ref(c: Claim) -> str | None:
+        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+
+    per_arm: dict[str, dict[str, Any]] = {}
+    worst: dict[str, dict[str, Any]] = {}
+    scenario = 100
+    for arm in arms:
+        for f in flake_rates:
+            scenario += 1
+            flaky = {**models.arms, arm: _flaky(case, arm, models.arms[arm], models.mode,
+                                                 family, f)}
+            truths = {c.name: truth(c, ref(c), flaky, models.mode, case.failure_outcomes)
+                      for c in family}
+            done = simulate(replace(spec, until_refuted=not full), flaky, seed, scenario, runs,
+                            workers)
+            short = sum(1 for r in done if any(
+                r.decisions[n] != truths[n] for n in r.by_declaration)) / runs
+            summary = summarize(done, family, exploratory, truths, {})
+            row = {"shortcut_false": short,
+                   "shortcut_false_se": math.sqrt(short * (1 - short) / runs),
+                   **({"any_false": summary["false_claim_rate"]} if full else {}),
+                   "refuted": summary["refuted"], "mean_trials": summary["mean_trials"],
+                   "bound": false_decision_chance(
+                       share_claims([c for c in applies if c.arm == arm]), f, agreeing)}
+            per_arm.setdefault(arm, {})[str(f)] = row
+            if str(f) not in worst or short > worst[str(f)]["shortcut_false"]:
+                worst[str(f)] = {"arm": arm, **row}
+    return {"flake_rates": list(flake_rates), "agreeing_trials": agreeing, "full": full,
+            "checked": checked(declared), "bound": spent(declared) if checked(declared) else None,
+            "worst": worst, "arms": per_arm}
+
+
 def family_of(case: Case, design: Any, arms: Sequence[str], exploratory: Sequence[str],
               decider: Any = None) -> tuple[list[Claim], list[str]]:
     """The claims a run of ``arms`` decides (both families), and the exploratory names."""
@@ -378,51 +502,75 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               order: Sequence[PlannedTrial] | None = None,
               priors: Mapping[str, Mapping[str, Any]] | None = None,
               first: Sequence[str] = (),
-              deterministic: Mapping[str, Any] | None | str = "case") -> dict[str, Any]:
+              deterministic: Mapping[str, Any] | None | str = "case",
+              timed: Any = None, bound_zero: bool = True) -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario.
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
     may be replaced, e.g. by a deliberately broken one, to show that the simulation catches it.
 
     ``deterministic``: a declaration of deterministic outcomes as a run journals it ("case":
-    the case's own, Case.determinism(); None: none). With one, the observed effects are
-    simulated with its shortcut (as the run decides), the global null without it (the
-    family-wise rate of the design the run falls back to, which decides every claim the
-    declaration does not), and the global null again with it (``deterministic.null_if_false``:
-    the outcome claims held at their share are not deterministic, so this is the false-claim
-    rate if the declaration is wrong there, and how often the run's own trials refute it)."""
+    the case's own as a new run journals it, checked, its bound spent from the design's alpha;
+    None: none). With one, the observed effects are simulated with its shortcut (as the run
+    decides), the global null without it (the family-wise rate of the design the run falls
+    back to, which decides every claim the declaration does not), and the declaration false
+    for one arm at a time (``deterministic.false_declaration``, false_declaration); for a run
+    that journaled it unchecked, also what a new run's checked shortcut would do
+    (``false_declaration_checked``).
+
+    ``timed``: the run's timed test (gpurepro.analyze.timing.TimedTest; None: Welch's test on
+    the arms' trial times, what a journal without ``options.timing`` is decided by).
+
+    ``bound_zero``: the observed effects with an arm that never failed at the upper bound of
+    its rate (bounded_observed: power); False, at its rate of zero (the pre-run decidability's
+    chance of a decision at the committed rates)."""
     arms = tuple(models.arms)
     family, exploratory = family_of(case, design, arms, exploratory, decider)
     null, left_out = hold_outcome_claims(case, family, null_of(case, models), models.mode)
-    declared = case.determinism() if deterministic == "case" else deterministic
-    assert declared is None or isinstance(declared, Mapping)
+    declared: Mapping[str, Any] | None
+    if deterministic == "case":
+        # As a new run journals it: checked, at the design's alpha, of which it spends its
+        # bound (gpurepro.analyze.shortcut); the design decides the rest at what is left.
+        declared = declaration(case, float(design.alpha))
+        design = replace(design, alpha=design_alpha(float(design.alpha), declared))
+    else:
+        assert deterministic is None or isinstance(deterministic, Mapping)
+        declared = deterministic
     spec = RunSpec(case=case.name, arms=arms, claims=tuple(family),
                    exploratory=tuple(exploratory), baseline=case.baseline,
                    failure_outcomes=tuple(case.failure_outcomes), per=case.exposure.per,
                    design=design, sequential=sequential, trials=trials, mode=models.mode,
                    strata=tuple(case.strata), order=tuple(order) if order else None,
                    decider=decider, priors=priors if priors is not None else priors_of(models),
-                   first=tuple(first), deterministic=declared)
+                   first=tuple(first), deterministic=declared, timed=timed)
 
     def ref(c: Claim) -> str | None:
         return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
 
+    # The observed effects: each claim's truth from the arms as observed; its power simulated
+    # with an arm that never failed at the upper bound of its failure rate (bounded_observed).
+    observed, bounded = (bounded_observed(case, models, declared) if bound_zero
+                         else (dict(models.arms), {}))
     out: dict[str, Any] = {}
-    for index, (name, scenario_models, skip, shortcut) in enumerate(
-            (("null", null, left_out, False), ("observed", models.arms, {}, True),
-             ("null_if_false", null, left_out, True))):
-        if name not in scenarios and not (name == "null_if_false" and "null" in scenarios):
+    for index, (name, truth_models, scenario_models, skip, shortcut) in enumerate(
+            (("null", null, null, left_out, False),
+             ("observed", models.arms, observed, {}, True))):
+        if name not in scenarios:
             continue
-        if name == "null_if_false" and not declared:
-            continue
-        truths = {c.name: truth(c, ref(c), scenario_models, models.mode, case.failure_outcomes)
+        truths = {c.name: truth(c, ref(c), truth_models, models.mode, case.failure_outcomes)
                   for c in family}
         out[name] = summarize(simulate(spec if shortcut else replace(spec, deterministic=None),
                                        scenario_models, seed, index, runs, workers),
                               family, exploratory, truths, skip)
         if not (declared and shortcut):
             out[name].pop("refuted")
-    alpha = float(design.alpha)
+    if "observed" in out:
+        out["observed"]["bounded"] = bounded
+    false = (false_declaration(case, models, spec, family, exploratory, seed, runs, workers)
+             if declared and "null" in scenarios else None)
+    # The run's alpha: the design's, and what a checked declaration spent of it.
+    alpha = (float(declared.get("alpha", float(design.alpha) + spent(declared)))
+             if declared is not None and spent(declared) else float(design.alpha))
     limit = alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
     result: dict[str, Any] = {
         "case": case.name, "runs": runs, "seed": seed, "alpha": alpha,
@@ -456,13 +604,19 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
             "declared": dict(declared),
             "how": ("the observed effects simulated with the declaration's shortcut, as the run "
                     "decides; the global null without it (the design the run falls back to, "
-                    "which decides every claim the declaration does not); null_if_false: the "
-                    "global null with it, where the outcome claims held at their share are not "
-                    "deterministic (the declaration is false there): its false-claim rate, and "
-                    "the share of runs whose trials refuted it"),
-            **({"null_if_false": {k: out["null_if_false"][k] for k in
-                                  ("false_claim_rate", "false_claim_rate_se", "refuted",
-                                   "mean_trials")}} if "null_if_false" in out else {})}
+                    "which decides every claim the declaration does not); false_declaration: "
+                    "the declaration false for one arm at a time (its trials ending the other "
+                    "way with each flake rate's chance), the chance that the shortcut keeps a "
+                    "false decision, and that the run makes any"),
+            **({"false_declaration": false} if false else {})}
+        if declared is not None and not checked(declared) and false is not None:
+            # A run from before the check: what a new run's checked shortcut does in its place.
+            new = declaration(case, float(design.alpha))
+            if new:
+                checked_spec = replace(spec, deterministic=new, design=replace(
+                    design, alpha=design_alpha(float(design.alpha), new)))
+                result["deterministic"]["false_declaration_checked"] = false_declaration(
+                    case, models, checked_spec, family, exploratory, seed, runs, workers)
     power: dict[str, float | None] = {}
     for c in family if "observed" in out else ():
         d = out["observed"]["claims"][c.name]
@@ -530,6 +684,10 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     first: list[str] = []
     sources: list[str] | None
     deterministic: Mapping[str, Any] | None | str = "case"
+    from .timing import TimedTest
+
+    # A new run's timed test, for a case with timed claims (gpurepro.run.session journals it).
+    timed = TimedTest() if any(c.kind in TIMED_KINDS for c in case.claims) else None
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)
@@ -542,6 +700,8 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                                               else supported_share))
         # The declaration that run journaled (none: it decided every claim by its design).
         deterministic = ((recorded.get("plan") or {}).get("options") or {}).get("deterministic")
+        # The timed test it journaled (none: Welch's, as a journal from before it is decided).
+        timed = TimedTest.from_json(((recorded.get("plan") or {}).get("options") or {}).get("timing"))
         recorded_stopping = ((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}
         priors = recorded_stopping.get("priors")
         first = list(recorded_stopping.get("first") or ())
@@ -569,7 +729,7 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
                        exploratory=exploratory, priors=priors, first=first,
-                       deterministic=deterministic)
+                       deterministic=deterministic, timed=timed)
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)
@@ -578,6 +738,23 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     print(json.dumps(result, indent=1) if as_json else text(result))
     sys.stdout.flush()
     return 0
+
+
+def false_declaration_lines(f: Mapping[str, Any], label: str) -> list[str]:
+    """What calibrate prints of the declaration false for one arm at a time."""
+    how = (f"{f['agreeing_trials']} agreeing trials decide, the last a later check; the bound, "
+           f"{f['bound']:.3g}, is spent from alpha" if f.get("checked") else
+           f"{f['agreeing_trials']} agreeing outcome classes decide, no check, no alpha spent")
+    out = [f"  if the declaration is false for one arm at a time ({label}: {how}):"]
+    for rate in f["flake_rates"]:
+        w = f["worst"].get(str(rate))
+        if not w:
+            continue
+        rest = (f"; any false decision {w['any_false']:.4f}" if "any_false" in w else "")
+        out.append(f"    flaky at {rate:g}: the shortcut keeps a false decision in at most "
+                   f"{w['shortcut_false']:.4f} +/- {w['shortcut_false_se']:.4f} of runs ({w['arm']}; "
+                   f"bound {w['bound']:.3g}){rest}; refuted in {w['refuted']:.1%}")
+    return out
 
 
 def text(r: Mapping[str, Any]) -> str:
@@ -605,17 +782,24 @@ def text(r: Mapping[str, Any]) -> str:
                      f"family: {r['null']['exploratory_false_claim_rate']:.4f}")
     det = r.get("deterministic")
     if det:
-        lines.append(f"the case declares its outcomes deterministic ({det['declared']['reason']}): "
-                     f"a claim on shares of trials is decided once {det['declared']['trials']} "
-                     f"valid trials of each of its arms agree; the rate above is the design's "
+        d = det["declared"]
+        agree = (f"{d['trials']} valid trials of each of its arms have one signature, and "
+                 f"{d.get('check', 1)} later check trial agrees too; it spends {d['bound']:.3g} "
+                 f"of alpha, the design the rest" if checked(d) else
+                 f"{d['trials']} valid trials of each of its arms end alike")
+        lines.append(f"the case declares its outcomes deterministic ({d['reason']}): a claim on "
+                     f"shares of trials is decided once {agree}; the rate above is the design's "
                      f"without it, the observed effects below with it")
-        f = det.get("null_if_false")
-        if f:
-            lines.append(f"  if the declaration is false (the global null's held shares): false-claim "
-                         f"rate {f['false_claim_rate']:.4f} +/- {f['false_claim_rate_se']:.4f}, "
-                         f"refuted by the run's trials in {f['refuted']:.1%} of runs")
+        for key, label in (("false_declaration", "as journaled"),
+                           ("false_declaration_checked", "as a new run journals it, checked")):
+            if det.get(key):
+                lines += false_declaration_lines(det[key], label)
     if r.get("observed"):
         o = r["observed"]
+        for arm, b in (o.get("bounded") or {}).items():
+            lines.append(f"  (power: {arm} never failed in its {b['n_valid']} valid trials; simulated "
+                         f"at the one-sided 95% upper bound of its rate, {b['rate']:.3g} "
+                         f"{b['per']}, ending as {b['outcome']})")
         lines.append(f"mean trials per run under the observed effects: "
                      f"{o['mean_trials']:.1f}; median GPU time {o['median_seconds']:.0f} s; "
                      f"capped survivors per run {o['mean_capped_survivors']:.1f}")

@@ -46,7 +46,17 @@ holds, so it spends no alpha, and Holm's thresholds at the looks are those of th
 (as if it had p = 0). The declaration is checked by every valid trial of every arm of the run:
 two that end differently (outcome classes) refute it; the claims it decided are then withdrawn
 (their arms run again) and everything is decided by the run's own design. The claim's record,
-its sentence and the verdict say that it rests on the declaration.
+its sentence and the verdict say that it rests on the declaration. That is a journal from
+before the check; a new run journals its declaration checked (gpurepro.analyze.shortcut): two
+trials refute it when their signatures differ (what they record, not only their outcome
+class), an arm it decided keeps a later check trial (its decision "checked" once it agrees;
+until then it counts as open in Holm's number of claims at a look, and at the run's end it is
+withdrawn and the design decides the claim), and the chance that it keeps a false decision, were
+it false for one arm at a time, is spent from alpha: the design decides at alpha less it.
+
+Timed claims of a run that journaled its timed test (gpurepro.analyze.timing.TimedTest) are
+paired by block with their spread floored at the timer's resolution; and its sentences are
+worded by ``Wording`` (one-trial decisions, intervals at a stopping look).
 """
 
 from __future__ import annotations
@@ -61,7 +71,7 @@ from scipy.special import bdtr, bdtrc
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
 from ..run.plan import DEFAULT_ALPHA
-from . import horizon, timing
+from . import horizon, shortcut, timing
 from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
@@ -169,10 +179,13 @@ def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outco
 def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
              failure_outcomes: Sequence[str], per: float, strata: Strata | None = None,
              factors: Mapping[str, Mapping[str, Any]] | None = None,
+             timed: timing.TimedTest | None = None,
              horizon_at: float | None = None) -> Evidence:
-    """A claim's evidence from the records. ``horizon_at``: the design's horizon (analyze.horizon), where
-    rate claims on exposure are decided with trials as the unit; None: by the exact conditional
-    test of two constant rates (every design that journaled no horizon)."""
+    """A claim's evidence from the records. ``timed``: the run's journaled test of timed claims
+    (None: Welch's, what journals naming none ran). ``horizon_at``: the design's horizon
+    (analyze.horizon), where rate claims on exposure are decided with trials as the unit; None:
+    by the exact conditional test of two constant rates (every design that journaled no
+    horizon)."""
     # A claim about another kind of failure than the case's (its hangs, say) counts its own.
     failure_outcomes = claim.failures or failure_outcomes
     if horizon_at is not None and claim.kind in RATE_KINDS and claim.unit != "trial":
@@ -187,6 +200,10 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
         return Evidence("binomial share of failures inside the stratum (constant-hazard null)",
                         _binom_p(c["count"], c["n"], c["share"], "greater"),
                         _binom_p(c["count"], c["n"], c["share"], "less"), c)
+    if claim.kind in TIMED_KINDS and timed is not None:  # a run that journaled its timed test
+        test, sup, con, nums = timing.paired_evidence(claim.kind, claim.margin, records,
+                                                      claim.arm, reference, timed)
+        return Evidence(test, sup, con, nums)
     if claim.kind in TIMED_KINDS:
         test, sup, con, nums = timing.evidence_numbers(
             claim.kind, claim.margin, timing.arm_times(records, claim.arm),
@@ -460,13 +477,16 @@ class Decider:
                  strata: Strata | None = None,
                  factors: Mapping[str, Mapping[str, Any]] | None = None,
                  exploratory: Sequence[str] = (),
-                 deterministic: Mapping[str, Any] | None = None):
+                 deterministic: Mapping[str, Any] | None = None,
+                 timed: timing.TimedTest | None = None):
         in_plan = [c for c in claims
                    if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
         self.claims = [c for c in in_plan if c.name not in exploratory]
         self.exploratory = [c for c in in_plan if c.name in exploratory]
         self.strata = strata or {}
         self.factors = factors or {}
+        # The timed test the run journaled (None: Welch's on the arms' trial times).
+        self.timed = timed
         self.baseline = baseline
         self.design = design
         self.failure_outcomes = tuple(failure_outcomes)
@@ -475,15 +495,23 @@ class Decider:
         self.last_look_at = 0  # the valid-trial count of the last look (the decisive design)
         self.decisions: dict[str, dict[str, Any]] = {}
         # The case's declaration of deterministic outcomes as the run journaled it (reason,
-        # trials), and once an arm's trials disagreed, how (``refuted``).
+        # trials), and once an arm's trials disagreed, how (``refuted``). Journaled checked
+        # (gpurepro.analyze.shortcut, version 2 on): trials agree by their signature, an arm
+        # the shortcut decided keeps its check trials, and the shortcut spends its bound.
         self.deterministic = dict(deterministic) if deterministic else None
         self.refuted: dict[str, Any] | None = None
+        self.checked = shortcut.checked(self.deterministic)
+        self._signatures: dict[tuple[Any, ...], shortcut.Signature] = {}
+        # The decisions a checked shortcut made that the run's end found still waiting for
+        # their check trials: withdrawn, and decided by the design (``final``).
+        self.unchecked: list[str] = []
 
     def reference(self, claim: Claim) -> str | None:
         return None if claim.kind in SINGLE_ARM_KINDS else (claim.reference or self.baseline)
 
     def arms_needed(self) -> set[str]:
-        """The arms of the claims not yet decided (claim arms and their references)."""
+        """The arms of the claims not yet decided (claim arms and their references), and those
+        of decisions of the checked shortcut still waiting for their check trials."""
         needed: set[str] = set()
         for c in self.claims:
             if c.name not in self.decisions:
@@ -491,7 +519,17 @@ class Decider:
                 ref = self.reference(c)
                 if ref:
                     needed.add(ref)
+        for name in self.pending():
+            needed |= set(self.decisions[name]["deterministic"]["trials"])
         return needed
+
+    def pending(self) -> list[str]:
+        """The claims the checked shortcut decided whose arms still owe their check trials
+        (none where the declaration is not checked)."""
+        if not self.checked:
+            return []
+        return [n for n, d in self.decisions.items()
+                if (d.get("deterministic") or {}).get("checked") is False]
 
     def look_due(self, records: Sequence[Mapping[str, Any]]) -> bool:
         return self.design.due(self, records)
@@ -503,7 +541,8 @@ class Decider:
 
     def evidence(self, claim: Claim, records: Sequence[Mapping[str, Any]]) -> Evidence:
         ev = evidence(claim, self.reference(claim) or "", records, self.failure_outcomes,
-                      self.per, self.strata, self.factors, self.design.horizon)
+                      self.per, self.strata, self.factors, self.timed,
+                      horizon_at=self.design.horizon)
         ev.weight = self.design.supported_share
         return ev
 
@@ -521,12 +560,25 @@ class Decider:
         trials (an outcome claim, a lower/higher claim with unit="trial")."""
         return claim.kind == "outcome" or (claim.kind in ("lower", "higher") and claim.unit == "trial")
 
+    def _on(self) -> bool:
+        """Whether the declaration may decide now: declared, not refuted, and (checked) usable."""
+        return bool(self.deterministic) and not self.refuted and shortcut.usable(self.deterministic)
+
+    def _agreeing(self) -> int:
+        """The valid trials of an arm a decision of the shortcut stands on: its trials, and
+        where checked its check trials after them."""
+        assert self.deterministic is not None
+        check = int(self.deterministic.get("check", 0)) if self.checked else 0
+        return int(self.deterministic["trials"]) + check
+
     def establishing(self, records: Sequence[Mapping[str, Any]]) -> set[str]:
         """The arms whose next trials establish an outcome the declared determinism would decide
         an open confirmatory claim from: fewer than its trials valid so far (none where nothing
-        is declared, or the declaration was refuted)."""
-        if not self.deterministic or self.refuted:
+        is declared, or the declaration was refuted); where checked, also the arms of its
+        decisions that still owe their check trials."""
+        if not self._on():
             return set()
+        assert self.deterministic is not None
         need = int(self.deterministic["trials"])
         ends = self._ends(records)
         out: set[str] = set()
@@ -534,6 +586,10 @@ class Decider:
             if c.name in self.decisions or not self.shortcut_applies(c):
                 continue
             out |= {a for a in (c.arm, self.reference(c)) if a and len(ends.get(a, ())) < need}
+        full = self._agreeing()
+        for name in self.pending():
+            out |= {a for a in self.decisions[name]["deterministic"]["trials"]
+                    if len(ends.get(a, ())) < full}
         return out
 
     def settle(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -541,18 +597,20 @@ class Decider:
         check that no arm's valid trials ended differently (else the declaration is refuted,
         and the claims it decided are withdrawn), then every open confirmatory claim it applies
         to whose arms have their trials, all alike."""
-        if not self.deterministic or self.refuted:
+        if not self._on():
             return []
         ends = self._ends(records)
         for arm, rs in ends.items():
             seen = sorted({str(r["outcome"]) for r in rs})
-            if len(seen) > 1:
+            split = shortcut.disagreement(arm, rs, self._signature) if self.checked else None
+            if len(seen) > 1 or split is not None:
                 withdrawn = [n for n, d in self.decisions.items() if d.get("deterministic")]
                 for n in withdrawn:
                     del self.decisions[n]
                 self.refuted = {"arm": arm, "ended": {o: sum(1 for r in rs if r["outcome"] == o)
                                                       for o in seen},
-                                "at": sum(len(x) for x in ends.values()), "withdrawn": withdrawn}
+                                "at": sum(len(x) for x in ends.values()), "withdrawn": withdrawn,
+                                **({"differ": split.to_json()} if split is not None else {})}
                 return []
         decided = []
         for c in self.claims:
@@ -561,7 +619,37 @@ class Decider:
                 if rec is not None:
                     self.decisions[c.name] = rec
                     decided.append(c.name)
+        full = self._agreeing() if self.checked else 0
+        for name in self.pending():  # their check trials in: the decision stands
+            arms = self.decisions[name]["deterministic"]["trials"]
+            if all(len(ends.get(a, ())) >= full for a in arms):
+                claim = next(c for c in self.claims if c.name == name)
+                rec = self._deterministic_decision(claim, records, ends)
+                assert rec is not None  # every trial agrees: the same decision
+                self.decisions[name] = rec
         return decided
+
+    def _signature(self, record: Mapping[str, Any]) -> shortcut.Signature:
+        """A trial's signature, computed once per trial of the plan (settle reads every trial
+        each time, and the allocation hands it copies)."""
+        index = record.get("index")
+        if index is None:
+            return shortcut.signature(record)
+        key = (index, record.get("arm"), record.get("outcome"), record.get("exposure"))
+        kept = self._signatures.get(key)
+        if kept is None:
+            kept = self._signatures[key] = shortcut.signature(record)
+        return kept
+
+    def drop_unchecked(self) -> list[str]:
+        """At the run's end (or its stop): the checked shortcut's decisions still waiting for
+        their check trials are withdrawn (their bound assumes the check), and the design
+        decides those claims."""
+        dropped = self.pending()
+        for name in dropped:
+            del self.decisions[name]
+        self.unchecked += dropped
+        return dropped
 
     def _deterministic_decision(self, claim: Claim, records: Sequence[Mapping[str, Any]],
                                 ends: Mapping[str, Sequence[Mapping[str, Any]]]
@@ -595,6 +683,19 @@ class Decider:
             decision = "supported" if (x < y) == (claim.kind == "lower") else "contradicted"
             arms = [claim.arm, ref]
         ev = self.evidence(claim, records)
+        if self.checked:
+            return {**self._record(claim, ev, decision, None, records),
+                    "test": ("the case's declared determinism, checked (every valid trial of an "
+                             "arm has the same signature)"),
+                    "deterministic": {"reason": self.deterministic["reason"],
+                                      "trials": {a: len(ends[a]) for a in arms},
+                                      "ended": {a: str(ends[a][0]["outcome"]) for a in arms},
+                                      "signature": {a: shortcut.fingerprint(ends[a][0])
+                                                    for a in arms},
+                                      "checked": all(len(ends[a]) >= self._agreeing()
+                                                     for a in arms),
+                                      "bound": float(self.deterministic["bound"]),
+                                      "test": ev.test}}
         return {**self._record(claim, ev, decision, None, records),
                 "test": "the case's declared determinism (every valid trial of an arm ends alike)",
                 "deterministic": {"reason": self.deterministic["reason"],
@@ -613,7 +714,9 @@ class Decider:
         scored = sorted(((self.evidence(c, records), c)
                          for c in open_claims), key=lambda ec: ec[0].p_value)
         decided = []
-        m = len(scored)
+        # A decision of the checked shortcut still waiting for its check counts as open here:
+        # were the check to withdraw it, no threshold was looser for it (analyze.shortcut).
+        m = len(scored) + len(self.pending())
         for rank, (ev, c) in enumerate(scored):
             threshold = level / (m - rank)
             if ev.p_value > threshold:
@@ -635,8 +738,10 @@ class Decider:
 
     def final(self, records: Sequence[Mapping[str, Any]]) -> None:
         """The last look (at the end of the run, or when recording a fixed-size run), and the
-        exploratory family's one look; before it, what the declared determinism decides."""
+        exploratory family's one look; before it, what the declared determinism decides (a
+        checked decision still waiting for its check trials is withdrawn)."""
         self.settle(records)
+        self.drop_unchecked()
         if isinstance(self.design, DecisiveDesign):
             # A run that ended between two scheduled looks (every arm done or at its maximum)
             # takes the next one now, at that look's alpha: it was not spent before.
@@ -659,7 +764,9 @@ class Decider:
 
     def stop_open(self, records: Sequence[Mapping[str, Any]]) -> None:
         """A stopped run: every claim not decided at a look the run took stays open (not
-        decided, ``open``); the exploratory family's one look, at the end, was not taken."""
+        decided, ``open``); the exploratory family's one look, at the end, was not taken. A
+        checked decision of the shortcut still waiting for its check trials is open too."""
+        self.drop_unchecked()
         for c in [*self.claims, *self.exploratory]:
             if c.name not in self.decisions:
                 ev = self.evidence(c, records)
@@ -689,7 +796,9 @@ class Decider:
         if self.exploratory:
             out["exploratory"] = [c.name for c in self.exploratory]
         if self.deterministic:
-            out["deterministic"] = {**self.deterministic, "refuted": self.refuted}
+            out["deterministic"] = {**self.deterministic, "refuted": self.refuted,
+                                    **({"unchecked": list(self.unchecked)}
+                                       if self.checked and self.unchecked else {})}
         return out
 
     def restore(self, journaled: Mapping[str, Any] | None) -> None:
@@ -699,6 +808,7 @@ class Decider:
             self.decisions.update(journaled.get("decisions") or {})
             if self.deterministic:
                 self.refuted = (journaled.get("deterministic") or {}).get("refuted")
+                self.unchecked = list((journaled.get("deterministic") or {}).get("unchecked") or [])
 
 
 # ---------------------------------------------------------------- sentences
@@ -744,8 +854,43 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
     return None
 
 
+@dataclass(frozen=True)
+class Wording:
+    """How a run's claim sentences are worded, by what its journal holds (``options.analysis``,
+    gpurepro.run.plan.ANALYSIS_VERSION; a journal without it is worded as it was)."""
+
+    # A decision that rests on one valid trial of an arm says so.
+    one_trial: bool = False
+    # The intervals of a sequential design's claims (the decisive design, --until-decided) are
+    # computed where the run stopped, a point its data chose: they are labelled as not adjusted
+    # for that look (the decisions are: alpha is split over the looks; the intervals are not).
+    stopping_look: bool = False
+
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> Wording:
+        """The wording of a run from its journaled options."""
+        if int(options.get("analysis") or 1) < 2:
+            return cls()
+        return cls(one_trial=True, stopping_look=bool(options.get("stopping")))
+
+
+UNADJUSTED = "not adjusted for the stopping look"
+
+
+def _one_trial_arms(claim: Claim, reference: str | None, nums: Mapping[str, Any]) -> list[str]:
+    """The arms of a claim's numbers with exactly one valid trial."""
+    if "arm" in nums:
+        return [name for name, c in ((claim.arm, nums["arm"]), (reference, nums["reference"]))
+                if name and c.get("n") == 1]
+    if "times" in nums:
+        return [name for name, key in ((claim.arm, "arm"), (reference, "reference"))
+                if name and nums["times"][key].get("n") == 1]
+    return [claim.arm] if nums.get("n") == 1 else []
+
+
 def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per: float,
-             unit: str, level: float, supported_share: float = EVEN_SHARE) -> str:
+             unit: str, level: float, supported_share: float = EVEN_SHARE,
+             wording: Wording = Wording()) -> str:
     """The verdict's sentence for a claim's decision: the case's wording, or the harness's."""
     nums = record.get("numbers") or {}
     values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"]),
@@ -803,19 +948,36 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
         values["needed"] = f"about {more_trials:.1f}x the present trials of both arms"
     else:
         values["needed"] = "far more exposure than this run had"
+    if wording.stopping_look:
+        for key in ("ratio_ci", "share_ci"):
+            if key in values:
+                values[key] = f"{values[key]}, {UNADJUSTED}"
     template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
     text = template.format_map(_Missing(values))
     # An exploratory claim is decided once, at the end, outside the design's looks.
     when = ("" if record["decision"] == "not_decided" else ", exploratory, decided at the end"
             if record.get("family") == "exploratory" else f", decided at look {record['look']}")
+    single = (_one_trial_arms(claim, reference, nums)
+              if wording.one_trial and record["decision"] != "not_decided" else [])
+    alone = (f"; it rests on one valid trial of {' and of '.join(single)}" if single else "")
     det = record.get("deterministic")
+    if det and record["decision"] != "not_decided" and "checked" in det:
+        ended = "; ".join(f"{det['trials'][a]} of {det['trials'][a]} valid trials of {a} ended as "
+                          f"{det['ended'][a]}, every one with the same signature"
+                          for a in det["trials"])
+        return (f"{text} [claim {claim.name}, decided by the case's declaration that its "
+                f"outcomes are deterministic ({det['reason']}), checked: {ended}, the last a "
+                f"later check; were the declaration false for one arm, its chance of a false "
+                f"decision is at most {_f(det['bound'])}, spent from the run's alpha; "
+                f"{det['test']} alone: p = {_f(record['p_value'])}]")
     if det and record["decision"] != "not_decided":
         ended = "; ".join(f"{det['trials'][a]} of {det['trials'][a]} valid trials of {a} ended as "
                           f"{det['ended'][a]}" for a in det["trials"])
         return (f"{text} [claim {claim.name}, decided by the case's declaration that its "
                 f"outcomes are deterministic ({det['reason']}): {ended}; {det['test']} alone: "
                 f"p = {_f(record['p_value'])}]")
-    return f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}]"
+    return (f"{text} [claim {claim.name}{when}: {record['test']}, p = {_f(record['p_value'])}"
+            f"{alone}]")
 
 
 def _horizon_values(nums: Mapping[str, Any], unit: str) -> dict[str, Any]:
@@ -922,11 +1084,16 @@ def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     """The decider of a run's claims: the design its journal recorded (one look at the default
     alpha for a fixed-size run), continued from the decisions it journaled."""
     stopping = header["options"].get("stopping")
-    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    declared = header["options"].get("deterministic")
+    # A fixed-size run's one look: the default alpha, less what a checked declaration of
+    # deterministic outcomes spends (a sequential design journaled its own alpha so).
+    design = (Design.from_description(stopping) if stopping else
+              Design(alpha=shortcut.design_alpha(DEFAULT_ALPHA, declared)))
     families = header["options"].get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
                       list(header["plan"]["arms"]), case.strata, case.resolved_arms(),
                       exploratory=families.get("exploratory") or (),
-                      deterministic=header["options"].get("deterministic"))
+                      deterministic=declared,
+                      timed=timing.TimedTest.from_json(header["options"].get("timing")))
     decider.restore(header.get("stopping_result"))
     return decider

@@ -54,11 +54,15 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
            budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
            threshold: float = THRESHOLD, workers: int = 1,
            fixed_exploratory: Sequence[str] | None = None, scope: str = "arms",
-           priors_from: Sequence[Path] | None = None, models: Any = None) -> dict[str, Any]:
+           priors_from: Sequence[Path] | None = None, models: Any = None,
+           deterministic: Mapping[str, Any] | None | str = "case") -> dict[str, Any]:
     """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
     the simulation expects the run to take. The main question's claims stay confirmatory
     whatever their chance (what the report asks is never dropped); in a main-question run the
-    others are exploratory (``beside_main``)."""
+    others are exploratory (``beside_main``). ``deterministic``: the declaration the run
+    journals, with ``design`` already at the alpha it leaves ("case": the case's own at the
+    design's alpha, calibrate's). Each arm at its committed rates, a rate of zero included:
+    the chance of a decision at those rates (calibrate's power bounds it instead)."""
     try:
         from .calibrate import calibrate, family_of, load_models
         from .simulate import design_kind
@@ -98,7 +102,8 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
     while True:
         r = calibrate(case, models, runs,
                       plan.seed, design, sequential, trials, workers, scenarios=("observed",),
-                      exploratory=exploratory, order=order, priors=priors, first=main)
+                      exploratory=exploratory, order=order, priors=priors, first=main,
+                      deterministic=deterministic, bound_zero=False)
         observed = r["observed"]
         chance = {name: None if name in unknown else 1.0 - c["not_decided"]
                   for name, c in observed["claims"].items()}
@@ -154,7 +159,9 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
                   priors_from: Sequence[Path] | None = None, spending: str = "even",
                   supported_share: float = 0.5,
-                  horizon: float | str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+                  horizon: float | str | None = None,
+                  deterministic: Mapping[str, Any] | None | str = "case"
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
     plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
@@ -214,7 +221,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                             total=total, spending=spending, supported_share=supported_share,
                             horizon=at)
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
-                      workers, scope=scope, models=models)
+                      workers, scope=scope, models=models, deterministic=deterministic)
     confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for(confirmatory), total=total,
@@ -222,7 +229,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     if families.get("computed"):
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,
-                          models=models)
+                          models=models, deterministic=deterministic)
     without = [a for a in plan.arms if a not in priors]
     stopping = {**design.describe(), "priors": {a: p.to_json() for a, p in priors.items()},
                 "priors_from": models.documents if models else [],

@@ -65,6 +65,9 @@ class ArmModel:
     # A timed arm's trial times (gpurepro.analyze.timing): the mean and standard deviation of
     # the logarithms of its valid trials' times, each a draw of a log-normal trial time.
     log_time: tuple[float, float] | None = None
+    # The launches a timed trial's values are each the mean of (observations.timing.loops):
+    # what a run's timed test floors its spread by (gpurepro.analyze.timing).
+    loops: int = 1
 
     def rate_of(self, outcomes: Sequence[str], detail: str | None = None) -> float:
         return sum(c.rate for c in self.causes
@@ -263,7 +266,8 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                             k_in / len(failed) if failed else 0.0)
         log_time = _log_time(ts) if times else None
         models[arm] = ArmModel(causes, budget, speed, seconds, overhead, strata,
-                               per_trial=per_trial and any_exposure, log_time=log_time)
+                               per_trial=per_trial and any_exposure, log_time=log_time,
+                               loops=_loops(ts) if log_time else 1)
         summary[arm] = {"n_valid": len(ts), "exposure": exposure,
                         "from": [_rel(p, root) for p, d in docs
                                  if any(t.get("arm") == arm for t in d.get("trials") or [])],
@@ -305,6 +309,15 @@ def _log_time(ts: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
     if len(logs) < 2:
         return None
     return statistics.fmean(logs), statistics.stdev(logs)
+
+
+def _loops(ts: Sequence[Mapping[str, Any]]) -> int:
+    """The launches each timed value of an arm's trials is the mean of (the median over its
+    trials; 1 where none records it)."""
+    loops = [int(x) for t in ts
+             if isinstance(x := ((t.get("observations") or {}).get("timing") or {}).get("loops"),
+                           (int, float)) and x >= 1]
+    return int(statistics.median(loops)) if loops else 1
 
 
 def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
@@ -368,7 +381,8 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
                            **({"max_exposure": cap} if cap is not None else {})}
     if m.log_time is not None and outcome == "survived":  # its time, as timing.trial_time reads it
         mean, sd = m.log_time
-        rec["observations"] = {"timing": {"values": [float(math.exp(rng.normal(mean, sd)))]}}
+        rec["observations"] = {"timing": {"values": [float(math.exp(rng.normal(mean, sd)))],
+                                          "loops": m.loops}}
     if m.strata:
         ended = outcome != "survived"
         rec["_strata"] = {s: (share * exposure, bool(ended and rng.random() < inside))
@@ -398,9 +412,13 @@ class RunSpec:
     decider: Any = None  # the Decider class (None: gpurepro.analyze.claims.Decider)
     priors: Mapping[str, Mapping[str, Any]] | None = None  # the decisive design's (journaled form)
     first: tuple[str, ...] = ()  # the decisive design's main-question claims, served first
-    # The case's declaration of deterministic outcomes (Case.determinism()): None, not declared
+    # The case's declaration of deterministic outcomes as a run journals it: None, not declared
     # or not simulated.
     deterministic: Mapping[str, Any] | None = None
+    timed: Any = None  # the run's timed test (gpurepro.analyze.timing.TimedTest; None: Welch's)
+    # Stop a run once its trials refute the declaration of deterministic outcomes (what its
+    # shortcut decides is then withdrawn; the design decides the rest, as calibrated apart).
+    until_refuted: bool = False
 
 
 class SimulatedRun(NamedTuple):
@@ -414,6 +432,8 @@ class SimulatedRun(NamedTuple):
     # decided: where more trials of that arm could have bought a decision.
     stopped_at_most: tuple[str, ...]
     capped: int  # the survivors the decisive design capped
+    # The claims the declaration of deterministic outcomes decided (and kept, to the run's end).
+    by_declaration: tuple[str, ...] = ()
 
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> SimulatedRun:
@@ -423,27 +443,36 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> Sim
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
                                     int(rng.integers(2**31)), list(spec.arms)).order
     strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in spec.strata}
+    extra: dict[str, Any] = {}
+    if spec.deterministic:
+        extra["deterministic"] = spec.deterministic
+    if spec.timed:
+        extra["timed"] = spec.timed
     decider = (spec.decider or Decider)(spec.claims, spec.baseline, spec.design,
                                         spec.failure_outcomes, spec.per, spec.arms, strata,
-                                        exploratory=spec.exploratory,
-                                        **({"deterministic": spec.deterministic}
-                                           if spec.deterministic else {}))
+                                        exploratory=spec.exploratory, **extra)
     records: list[dict[str, Any]] = []
     if getattr(spec.design, "first_look", None) is not None:  # the decisive design
         allocation = Allocation(decider, spec.priors or {}, spec.trials, spec.baseline, spec.first)
         taken: set[int] = set()
         while True:
             picked = allocation.next(records, [t for t in order if t.index not in taken])
-            if picked is None:
+            if picked is None or (spec.until_refuted and decider.refuted is not None):
                 break
             planned, cap = picked.trial, picked.max_exposure
             taken.add(planned.index)
-            records.append(draw(models[planned.arm], spec.mode, rng, planned.arm, cap))
+            records.append(_placed(draw(models[planned.arm], spec.mode, rng, planned.arm, cap),
+                                   planned))
     else:
         for planned in order:
+            if spec.until_refuted and decider.refuted is not None:
+                break
             if spec.sequential and not still_needed(decider, records, planned.arm, spec.trials):
                 continue
-            records.append(draw(models[planned.arm], spec.mode, rng, planned.arm))
+            records.append(_placed(draw(models[planned.arm], spec.mode, rng, planned.arm),
+                                   planned))
+    if spec.until_refuted and decider.refuted is not None:  # its decisions withdrawn: none kept
+        decider.decisions.clear()
     decider.final(records)
     decisions = {c.name: decider.decisions[c.name]["decision"]
                  for c in [*decider.claims, *decider.exploratory]}
@@ -451,9 +480,18 @@ def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> Sim
     left_open = {a for c in decider.claims if decisions[c.name] == "not_decided"
                  for a in (c.arm, decider.reference(c)) if a}
     at_most = tuple(sorted(a for a in left_open if valid[a] >= spec.trials))
+    by_declaration = tuple(sorted(n for n, d in decider.decisions.items()
+                                  if d.get("deterministic") and d["decision"] != "not_decided"))
     return SimulatedRun(decisions, len(records), float(sum(r["_seconds"] for r in records)),
                         getattr(decider, "refuted", None) is not None, at_most,
-                        sum(1 for r in records if "max_exposure" in r))
+                        sum(1 for r in records if "max_exposure" in r), by_declaration)
+
+
+def _placed(record: dict[str, Any], planned: PlannedTrial) -> dict[str, Any]:
+    """A drawn trial with its place in the plan, as a run's record has it: its index, and its
+    replicate (its block: what a paired timed test pairs by)."""
+    record["index"], record["rep"] = planned.index, planned.rep
+    return record
 
 
 def streams(seed: int, scenario: int, runs: range) -> Any:

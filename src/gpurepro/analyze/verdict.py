@@ -36,9 +36,12 @@ def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
 def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
     """What a run's claims owe to the case's declaration that its outcomes are deterministic
     (gpurepro.analyze.claims): which were decided from it, or how the run's trials refuted it."""
+    from .shortcut import checked
     from .stats import EVIDENCE
 
     head = f"The case declares its outcomes deterministic ({declared['reason']})"
+    if checked(declared):
+        return _checked_sentence(head, declared, doc)
     ends: dict[str, dict[str, int]] = {}
     for t in doc.get("trials") or []:
         if t.get("outcome") in EVIDENCE:
@@ -65,6 +68,52 @@ def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) ->
             f"valid trials of each of {'its' if len(by) == 1 else 'their'} arms, which is exact if "
             f"the declaration holds and spends none of the family-wise alpha, and not otherwise"
             + ("; the other claims by the run's design." if others else "."))
+
+
+def _checked_sentence(head: str, declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+    """determinism_sentence for a run that journaled its declaration checked
+    (gpurepro.analyze.shortcut): refuted by any two valid trials of an arm whose signatures
+    differ; its decisions, their check trials, and the alpha it spent."""
+    from .shortcut import disagreement, spent, usable
+    from .stats import EVIDENCE
+
+    alpha = float(declared.get("alpha", 0.05))
+    bound = spent(declared)
+    rates = " and ".join(f"1/{round(1 / f)}" if f > 0 else "0"
+                         for f in declared.get("flake_rates") or [])
+    if not usable(declared):
+        return (f"{head}, but no number of agreeing trials keeps its chance of a false decision, "
+                f"were it false for one arm (flaky at {rates}), within its share of alpha: "
+                f"every claim was decided by the run's design.")
+    by_arm: dict[str, list[Mapping[str, Any]]] = {}
+    for t in doc.get("trials") or []:
+        if t.get("outcome") in EVIDENCE:
+            by_arm.setdefault(str(t["arm"]), []).append(t)
+    cost = (f"it spends {bound:.3g} of the family-wise alpha {alpha:g} (its chance of a false "
+            f"decision, were it false for one arm whose trials end the other way with chance "
+            f"{rates}), and the design decides the other claims at {alpha - bound:.3g}")
+    split = next((d for arm, rs in by_arm.items() if (d := disagreement(arm, rs)) is not None),
+                 None)
+    if split is not None:
+        stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
+        withdrawn = (((stopping.get("deterministic") or {}).get("refuted") or {})
+                     .get("withdrawn") or [])
+        return (f"{head}, but two valid trials of {split.arm} (trials {split.trials[0]} and "
+                f"{split.trials[1]}) differ in {', '.join(split.fields)}: the declaration is "
+                f"refuted, and every claim was decided by the run's design alone"
+                + (f"; the claims decided from it before ({', '.join(withdrawn)}) were withdrawn"
+                   if withdrawn else "") + f"; {cost}.")
+    claims = doc.get("claims") or []
+    by = [c["name"] for c in claims
+          if c.get("deterministic") and c.get("decision") in ("supported", "contradicted")]
+    if not by:
+        return (f"{head}, checked: no two valid trials of an arm differ in their signature, and "
+                f"no claim was decided from it; {cost}.")
+    return (f"{head}, checked: no two valid trials of an arm differ in their signature (their "
+            f"outcome, launches' agreement, output sha256 and mismatches): {', '.join(by)} "
+            f"{'was' if len(by) == 1 else 'were'} decided from {declared['trials']} agreeing "
+            f"valid trials of each of {'its' if len(by) == 1 else 'their'} arms and "
+            f"{declared.get('check', 1)} later check trial that agreed too; {cost}.")
 
 
 def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
@@ -183,9 +232,10 @@ def decide_claims(case: Case, header: Mapping[str, Any],
     decisions it journaled before the stop, and its other claims stay open (not decided,
     ``open``): no look is taken for it that the run did not take, and resuming it continues
     the same design."""
-    from .claims import decider_for, sentence
+    from .claims import Wording, decider_for, sentence
 
     decider = decider_for(case, header)
+    wording = Wording.of(header["options"])
     if stopped:
         decider.stop_open(trials)
     elif decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):
@@ -208,7 +258,7 @@ def decide_claims(case: Case, header: Mapping[str, Any],
                     **rec, "alpha": decider.design.alpha, "looks": decider.design.looks,
                     "sentence": sentence(c, ref, rec, case.exposure.per, case.exposure.unit,
                                          exploratory_level if exploratory else level,
-                                         decider.design.supported_share)})
+                                         decider.design.supported_share, wording)})
     return out
 
 

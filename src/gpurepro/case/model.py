@@ -30,6 +30,8 @@ OUTCOMES = ("survived", "crashed", "cuda_error", "wrong_result", "hung", "invali
 
 # How many agreeing valid trials of an arm establish its outcome where the case declares its
 # outcomes deterministic (Case.deterministic): at least two, so that a disagreement can be seen.
+# What a journal from before the check ran; a new run journals its declaration checked, with
+# at least this many and as many more as bound its error (gpurepro.analyze.shortcut).
 DETERMINISTIC_TRIALS = 3
 
 
@@ -519,12 +521,16 @@ class Case:
     conclusion: Conclusion | None = None
     # Why every valid trial of an arm ends the same way, where the case declares it: the same
     # artifact run on the same inputs with nothing racing (a miscompile returns the same wrong
-    # elements at every launch). Empty: not declared. Declared, a run journals it with
-    # DETERMINISTIC_TRIALS, and a claim on shares of trials (an outcome claim, or a rate claim
-    # with unit="trial") is decided as soon as its arms each have that many valid trials that
-    # all ended alike: exact if the declaration holds, stated in the claim and the verdict, and
-    # spending no alpha. Valid trials of one arm that end differently refute it: the claims it
-    # decided are withdrawn and the run goes on under its own design (gpurepro.analyze.claims).
+    # elements at every launch). Empty: not declared. Declared, a new run journals it checked
+    # (gpurepro.analyze.shortcut): a claim on shares of trials (an outcome claim, or a rate
+    # claim with unit="trial") is decided once its arms each have the declaration's trials with
+    # one signature (outcome, launches' agreement, output sha256, mismatches), and stands once
+    # a later check trial agrees too; that number of trials is the fewest whose chance of a
+    # false decision, were the declaration false for one arm (flaky at 1/2 or 1/10), is within
+    # half the run's alpha, and that chance is spent from alpha. Two valid trials of one arm
+    # whose signatures differ refute it: the claims it decided are withdrawn and the run goes
+    # on under its own design (gpurepro.analyze.claims). A journal from before the check
+    # (reason and DETERMINISTIC_TRIALS) compared outcome classes and spent no alpha.
     deterministic: str = ""
 
     @property
@@ -554,8 +560,10 @@ class Case:
         return [a for a in self.resolved_arms() if a in used]
 
     def determinism(self) -> dict[str, Any] | None:
-        """The case's declaration of deterministic outcomes as a run journals it (its reason
-        and the agreeing trials that establish an arm's outcome); None where it declares none."""
+        """The case's declaration of deterministic outcomes: its reason and the fewest agreeing
+        trials that establish an arm's outcome (what a journal from before the check holds; a
+        new run journals gpurepro.analyze.shortcut.declaration of it); None where it declares
+        none."""
         if not isinstance(self.deterministic, str):
             from ..errors import ManifestError
 

@@ -51,6 +51,7 @@ from ..run.session import (
     load_build,
     new_plan,
     reopen,
+    run_declaration,
     run_design,
     say_families,
 )
@@ -133,7 +134,8 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
     stopping, families = run_design(case, plan, request, root)
     header = journal_header(case, root, plan, run_opts, stopping, environment, device,
-                            indexes[primary], families, request.scope)
+                            indexes[primary], families, request.scope,
+                            deterministic=run_declaration(case, request.stopping))
     if families is not None:
         say_families(case, plan, families)
     shared = _resolved_dir(opts.shared_dir, root)

@@ -73,6 +73,14 @@ def design_statement(doc: Mapping[str, Any]) -> str:
     n = len(conf)
     head = (f"The {n} confirmatory claim(s) are decided under one family-wise error rate "
             f"alpha = {alpha:g} over all of them and all looks")
+    declared = (doc["plan"].get("options") or {}).get("deterministic") or {}
+    spent = (float(declared.get("bound") or 0) if int(declared.get("version", 1)) >= 2
+             and declared.get("usable", True) else 0.0)
+    if spent:  # a checked declaration of deterministic outcomes (gpurepro.analyze.shortcut)
+        head = (f"The {n} confirmatory claim(s) are decided under one family-wise error rate "
+                f"alpha = {_n(alpha + spent)} over all of them and all looks, of which the "
+                f"case's declaration of deterministic outcomes spends {_n(spent)} and the "
+                f"design {_n(alpha)}")
     holm = "Holm's step-down over the claims still open at each look"
     taken = _looks_taken(stopping, claims)
     if stopping.get("design") == "decisive":

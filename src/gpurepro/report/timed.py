@@ -34,11 +34,16 @@ def _ratio(numbers: Mapping[str, Any]) -> str:
 
 
 def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | None:
-    """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI),
-    None where either has fewer than two timed trials."""
-    from ..analyze.timing import arm_times, evidence_numbers
+    """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI; for
+    a run that journaled its timed test, the blocks' paired ratio with its floored interval),
+    None where either has fewer than two timed trials (blocks)."""
+    from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
 
     trials = doc.get("trials") or []
+    test = TimedTest.from_json(((doc.get("plan") or {}).get("options") or {}).get("timing"))
+    if test is not None:
+        numbers = paired_evidence("same", 0.0, trials, arm, doc["case"]["baseline"], test)[3]
+        return numbers if "ratio" in numbers else None
     mine, ref = arm_times(trials, arm), arm_times(trials, doc["case"]["baseline"])
     numbers = evidence_numbers("same", 0.0, mine, ref)[3]
     return numbers if "ratio" in numbers else None

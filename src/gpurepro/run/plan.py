@@ -27,6 +27,16 @@ DEFAULT_SPENDING = "halving"
 # The share of each claim's level its stated direction gets in a new decisive run (the rest to
 # the opposite; analyze.claims): 0.5 is a two-sided p, what a journal that names none ran.
 DEFAULT_SUPPORTED_SHARE = 0.9
+# How a new run's claims are decided and stated, journaled as ``options.analysis``: 2 states a
+# decision that rests on one trial of an arm, and labels the intervals of a sequential design's
+# claims as not adjusted for the look it stopped at (gpurepro.analyze.claims.Wording); a journal
+# without it (1) is worded as it was.
+ANALYSIS_VERSION = 2
+# The resolution of the elapsed time between two CUDA events (cudaEventElapsedTime: "around 0.5
+# microseconds"), with which a new run of a case with timed claims journals its timed test
+# (``options.timing``: paired by block, the spread floored by it; gpurepro.analyze.timing).
+EVENT_RESOLUTION_S = 5e-7
+TIMED_TEST = {"resolution_s": EVENT_RESOLUTION_S, "test": "paired"}
 
 
 @dataclass(frozen=True)

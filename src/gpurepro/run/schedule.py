@@ -11,7 +11,9 @@ simulated run skips, allocates and looks exactly where a real one does:
 
 Where the case declares its outcomes deterministic, both first settle what that decides
 (``Decider.settle``), and the decisive design gives the arms that establish an outcome their
-trials first, in the plan's order (the main question's first).
+trials first, in the plan's order (the main question's first); a declaration journaled checked
+keeps an arm it decided needed until its later check trial has run (``Decider.arms_needed``,
+``Decider.establishing``), which comes first the same way.
 """
 
 from __future__ import annotations

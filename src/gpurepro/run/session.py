@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..build.artifacts import load_index, sha256_file
-from ..case.model import Case, TrialBudget
+from ..case.model import TIMED_KINDS, Case, TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,
@@ -49,7 +49,7 @@ from .journal import (
     result_name,
     verify_identity,
 )
-from .plan import DEFAULT_ALPHA, Plan, make_plan
+from .plan import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST, Plan, make_plan
 from .progress import Progress, expectation_of
 from .watchdog import Watchdog, end_earlier_harnesses
 
@@ -240,7 +240,8 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
     header = journal_header(case, root, plan, opts, stopping,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
-                            else gate_json(g), index, families, request.scope)
+                            else gate_json(g), index, families, request.scope,
+                            deterministic=run_declaration(case, request.stopping))
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
@@ -266,26 +267,45 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
     looks and the arms' allocation priors come from the committed rates
     (gpurepro.analyze.decidability.plan_decisive)."""
     stopping = request.stopping
+    # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
+    # design spends the rest over its looks (gpurepro.analyze.shortcut).
+    declared = run_declaration(case, stopping)
+    spent = float((declared or {}).get("bound", 0.0))
     if not (stopping and stopping.get("design") == "decisive"):
-        return stopping, claim_families(case, plan, request, root)
+        if stopping and spent:
+            stopping = {**stopping, "alpha": float(stopping["alpha"]) - spent}
+        return stopping, claim_families(case, plan, request, root, stopping)
     try:
         from ..analyze.decidability import plan_decisive
     except ImportError as exc:
         raise UsageError(f"the decisive design decides its claims as it runs and needs the "
                          f"analysis packages ({exc.name}): pip install 'gpurepro[analysis]', or "
                          f"run the fixed plan with --fixed") from None
-    return plan_decisive(case, plan, float(stopping["alpha"]), int(stopping["max_trials"]),
+    return plan_decisive(case, plan, float(stopping["alpha"]) - spent, int(stopping["max_trials"]),
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
                          spending=str(stopping.get("spending", "even")),
                          supported_share=float(stopping.get("supported_share", 0.5)),
                          horizon=stopping.get("horizon"),
-                         scope=request.scope,
+                         scope=request.scope, deterministic=declared,
                          priors_from=[root / p for p in request.priors_from] or None)
 
 
-def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> dict[str, Any] | None:
+def run_declaration(case: Case, stopping: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The case's declaration of deterministic outcomes as a new run journals it: checked, its
+    agreeing trials and bound set for the run's alpha (the one asked for, or the default)
+    (gpurepro.analyze.shortcut, standard library only); None where it declares none."""
+    if not case.claims or not case.determinism():
+        return None
+    from ..analyze.shortcut import declaration
+
+    return declaration(case, float((stopping or {}).get("alpha", DEFAULT_ALPHA)))
+
+
+def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
+                   stopping: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The run's confirmatory and exploratory claims, fixed before its first trial
-    (gpurepro.analyze.decidability); None for a case without claims."""
+    (gpurepro.analyze.decidability); None for a case without claims. ``stopping``: the
+    design as the run journals it (its alpha less what a checked declaration spends)."""
     if not case.claims:
         return None
     from ..analyze.decidability import assess, beside_main, not_computed
@@ -296,11 +316,14 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path) -> d
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
                             f"pip install 'gpurepro[analysis]'",
                             beside_main(case, plan, request.scope))
-    stopping = request.stopping
-    design = Design.from_description(stopping) if stopping else Design(alpha=DEFAULT_ALPHA)
+    stopping = stopping if stopping is not None else request.stopping
+    declared = run_declaration(case, request.stopping)
+    design = (Design.from_description(stopping) if stopping else
+              Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
     return assess(case, plan, design, bool(stopping), request.trials_per_arm,
                   asdict(request.budget), request.jobs, root, workers=_cpus(),
-                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None)
+                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
+                  deterministic=declared)
 
 
 def _cpus() -> int:
@@ -319,10 +342,12 @@ def gate_json(g: Gate) -> dict[str, Any]:
 def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                    stopping: dict[str, Any] | None, environment: dict[str, Any],
                    device: dict[str, Any], index: dict[str, Any],
-                   families: dict[str, Any] | None = None, scope: str = "arms") -> dict[str, Any]:
+                   families: dict[str, Any] | None = None, scope: str = "arms",
+                   deterministic: dict[str, Any] | None | str = "case") -> dict[str, Any]:
     """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
     what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
     assert opts.run_id is not None
+    declared = run_declaration(case, None) if deterministic == "case" else deterministic
     return {
         "case": case.name,
         # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
@@ -338,9 +363,15 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                     "redact": opts.redact, "stopping": stopping, "scope": scope,
                     **({"families": families} if families is not None else {}),
                     # The case's declaration of deterministic outcomes, which its claims may be
-                    # decided from (gpurepro.analyze.claims): fixed for the run and its resume.
-                    **({"deterministic": case.determinism()}
-                       if case.claims and case.determinism() else {})},
+                    # decided from (gpurepro.analyze.claims), checked (run_declaration; "case":
+                    # at the default alpha): fixed for the run and its resume.
+                    **({"deterministic": declared} if declared else {}),
+                    # How its claims are decided and stated (plan.ANALYSIS_VERSION), and a case
+                    # with timed claims its timed test (plan.TIMED_TEST): a journal without
+                    # them is decided and worded as before.
+                    **({"analysis": ANALYSIS_VERSION} if case.claims else {}),
+                    **({"timing": dict(TIMED_TEST)}
+                       if any(c.kind in TIMED_KINDS for c in case.claims) else {})},
         "environment": environment,
         "device": device,
         "toolchain": index["toolchain"],
