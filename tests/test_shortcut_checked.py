@@ -174,7 +174,7 @@ def test_the_allocation_gives_the_decided_arm_its_check_trial():
     records = [_t("bad", "wrong_result", i) for i in range(3)] + [
         _t("good", "survived", 3 + i) for i in range(4)]
     remaining = [PlannedTrial(10, "good", 4), PlannedTrial(11, "bad", 3)]
-    picked, cap = allocation.next(records, remaining)
+    picked, cap, _seconds = allocation.next(records, remaining)
     assert (picked.arm, cap) == ("bad", None) and "bad-wrong" in d.pending()
 
 
