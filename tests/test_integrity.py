@@ -190,10 +190,9 @@ def test_a_forgery_consistent_in_chain_end_and_seal_records(recorded, tmp_path):
 
 def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
     _, journal = recorded
-    lines = _truncated(journal, 4)
-    header = json.loads(lines[0])
-    header["sealed"] = journal_mod.UNSEALED  # a run stopped after 4 trials
-    lines[0] = _compact(header)
+    from .test_tampering import reopened
+
+    lines = reopened(_truncated(journal, 4))  # a run stopped after 4 trials
     path = _copy_beside(journal, tmp_path, lines)
     done = _cli("run", FAKE, "--resume", str(path), "--no-record", "--build-dir", str(fake_build[0]))
     assert done.returncode == 0, done.stderr
@@ -212,10 +211,9 @@ def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
 
 def _stopped_after(path: Path, trials: int) -> None:
     """The journal as a run stopped after its first ``trials`` trials left it."""
-    lines = _truncated(path, trials)
-    header = json.loads(lines[0])
-    header["sealed"] = journal_mod.UNSEALED
-    lines[0] = _compact(header)
+    from .test_tampering import reopened
+
+    lines = reopened(_truncated(path, trials))
     path.write_text("\n".join(lines) + "\n")
 
 

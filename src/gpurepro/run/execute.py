@@ -8,7 +8,6 @@ the shuffled plan in order, so every arm is spread over every GPU.
 
 from __future__ import annotations
 
-import math
 import os
 import queue
 import signal
@@ -123,7 +122,8 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
                 "perms": _text(m.get("perms"))}
 
     pc = where(crash.get("pc_map"))
-    listed = crash.get("frames") if isinstance(crash.get("frames"), list) else []
+    listed = crash.get("frames")
+    listed = listed if isinstance(listed, list) else []
     frames = [{"module": short_module(_text(f.get("path"))), "offset": _text(f.get("offset"))}
               for f in listed if isinstance(f, Mapping)]
     return {
