@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .comment import issue_body
+from .index import _href
 from .tables import code, escape, fence, table
 
 # Files that stay out of the site: the folder's own index (the site's is generated) and the
@@ -61,7 +62,7 @@ def run_page(path: Path, doc: Mapping[str, Any]) -> str:
             f"What `python -m gpurepro issue {escape(path.name)}` prints for this document, "
             f"to paste into the issue (its head first, the rest in folds):\n\n"
             + "\n".join(fence(comment, "markdown")) + "\n\n"
-            f"[The document]({path.name}) · [all runs of {escape(doc['case']['name'])}](index.md)\n")
+            f"[The document]({_href(path.name)}) · [all runs of {escape(doc['case']['name'])}](index.md)\n")
 
 
 def _status(doc: Mapping[str, Any]) -> str:
@@ -79,15 +80,16 @@ def case_page(case: str, docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
     for path, doc in sorted(results, key=lambda pd: pd[0].name, reverse=True):
         gpus = (doc.get("environment") or {}).get("gpu", {}).get("gpus") or []
         gpu = ", ".join(sorted({escape(g.get("name")) for g in gpus})) or "no GPU"
-        rows.append([f"[{escape(path.stem)}]({path.stem}.md)", _status(doc), gpu,
+        rows.append([f"[{escape(path.stem)}]({_href(path.stem + '.md')})", _status(doc), gpu,
                      str(len(doc.get("trials") or [])), str(len(doc.get("summary") or {}))])
     out += table(["run", "verdict", "GPU", "trials", "arms"], rows)
     if others:
         out += ["", "## Toolchain matrix and bisection documents", ""]
         for path, doc in others:
             report = path.with_suffix(".md")
-            link = f"[{escape(path.stem)}]({report.name})" if report.is_file() else code(path.name)
-            out.append(f"- {link} ({escape(_kind(doc))}; [the document]({path.name}))")
+            link = (f"[{escape(path.stem)}]({_href(report.name)})" if report.is_file()
+                    else code(path.name))
+            out.append(f"- {link} ({escape(_kind(doc))}; [the document]({_href(path.name)}))")
     return "\n".join(out) + "\n"
 
 

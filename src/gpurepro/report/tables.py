@@ -183,10 +183,16 @@ def code_spans(s: str) -> list[tuple[bool, str]]:
     return out
 
 
-def _prose(s: str, first: bool = True) -> str:
+def _prose(s: str, first: bool = True, table: bool = False) -> str:
+    """``table``: a line of a GFM table, where a ``|`` inside a code span would end its cell
+    (GitHub splits cells before it reads code spans): escaped there, as GitHub reads ``\\|``."""
     pieces: list[tuple[bool, str]] = []
     for i, (is_code, p) in enumerate(code_spans(s)):
-        pieces += [(True, _code(p))] if is_code else _pieces(p, first=first and i == 0)
+        if is_code:
+            span = _code(p)
+            pieces.append((True, re.sub(r"(?<!\\)\|", r"\\|", span) if table else span))
+        else:
+            pieces += _pieces(p, first=first and i == 0)
     return _join(pieces)
 
 
@@ -198,7 +204,10 @@ def _markdown(s: str) -> str:
 
     lines = s.split("\n")
     blocks: dict[int, tuple[int, list[str]]] = {}  # first line -> (end line, our fence's lines)
+    rows: set[int] = set()  # the lines of a table
     for t in MarkdownIt("commonmark").enable("table").parse(s):
+        if t.type == "table_open" and t.map:
+            rows.update(range(*t.map))
         if t.type in ("fence", "code_block") and t.map:
             start, end = t.map
             info = t.info.split()[0] if t.type == "fence" and t.info.strip() else ""
@@ -214,7 +223,7 @@ def _markdown(s: str) -> str:
             continue
         # A line of text: no fence of tildes can open in it (a backtick one cannot: its
         # backticks are escaped or code spans), whatever comes before the tildes.
-        out.append(_TILDE_FENCE.sub(r"\1\\~", _prose(lines[i], first=False)))
+        out.append(_TILDE_FENCE.sub(r"\1\\~", _prose(lines[i], first=False, table=i in rows)))
         i += 1
     return "\n".join(out)
 
