@@ -85,3 +85,20 @@ def test_a_file_is_named_only_once_it_is_whole(tmp_path):
     else:
         raise AssertionError("create_atomic replaced a file")
     assert Path(tmp_path / "d.json").read_text() == "{}\n"
+
+
+def test_a_documents_pictures_named_with_html_are_percent_encoded_in_its_report():
+    from gpurepro.report.markdown import markdown
+
+    committed = sorted((ROOT / "results" / "ptxas_abs_clamp").glob("*_redacted.json"))[-1]
+    doc = json.loads(committed.read_text())
+    text = markdown(doc, plot_name=HOSTILE_NAME + ".png", forest_name=HOSTILE_NAME + ".forest.png")
+    tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse(text)
+    stack, sources = list(tokens), []
+    while stack:
+        t = stack.pop()
+        stack += t.children or []
+        assert t.type not in ("html_inline", "html_block"), t.content
+        if t.type == "image":
+            sources.append(t.attrs["src"])
+    assert len(sources) == 2 and all("%3Cimg" in s and "<" not in s for s in sources), sources
