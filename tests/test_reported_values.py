@@ -140,6 +140,16 @@ def test_random_final_records_always_classify_into_a_record_the_journal_can_writ
             assert values.check_problem(c.check) is None
 
 
+def test_a_lone_surrogate_in_a_drivers_strings_becomes_text_a_report_can_write():
+    """JSON's \\ud800 escape parses to a lone surrogate, which no UTF-8 file (a report's
+    Markdown) can hold: replaced where the event is read."""
+    line = '{"event": "final", "status": "cuda_error", "error": "E\\ud800", "counters": {"c": 1}}'
+    events, bad = parse_json_lines([line])
+    c = classify(Observed(1, False, events), "c")
+    assert c.outcome == "cuda_error" and c.detail == "E?"
+    c.detail.encode("utf-8")
+
+
 def test_a_line_nested_past_the_parsers_depth_is_an_unparsed_line_not_a_dead_thread():
     events, bad = parse_json_lines(["[" * 100_000, '{"event": "start"}'])
     assert (len(events), bad) == (1, 1)

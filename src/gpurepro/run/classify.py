@@ -118,10 +118,22 @@ def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
             bad += 1
             continue
         if isinstance(obj, dict) and "event" in obj:
-            events.append(obj)
+            events.append(_unicode(obj) if "\\ud" in line.lower() else obj)
         else:
             bad += 1
     return events, bad
+
+
+def _unicode(value: Any) -> Any:
+    """``value`` with every string made text UTF-8 can write: a lone surrogate (JSON's
+    ``\\ud800`` escape parses to one) replaced, which a report's Markdown could not encode."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_unicode(k): _unicode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unicode(v) for v in value]
+    return value
 
 
 def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
@@ -139,6 +151,8 @@ def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
             found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
         if not isinstance(found, dict):
             found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
+        elif "\\ud" in line.lower():
+            found = _unicode(found)
         found.pop("python_frames", None)  # the harness's own reading of faulthandler's dump only
     frames = find_python_frames(stderr_text)
     if frames is not None:
