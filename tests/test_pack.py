@@ -268,3 +268,22 @@ def test_run_py_refuses_an_unsupported_python_in_one_line(packed):
     assert done.stderr.startswith("pack: error: this pack runs on Python 3.11 or later;")
     assert "is Python 3.9" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("field", "value", "says"), [
+    ("case", "../../outside", "is not a case's name"),
+    ("case_argument", "../outside/manifest.py", "is not a manifest the pack holds"),
+])
+def test_a_case_in_pack_json_that_would_write_outside_is_refused(packed, tmp_path, field, value,
+                                                                 says):
+    """pack.json rewritten (and the folder renamed for it, as a forger would) so that the
+    results folder or the manifest lies outside the pack: refused before anything runs."""
+    copy = _copy(packed, tmp_path)
+    meta = json.loads((copy / "pack.json").read_text())
+    meta[field] = value
+    data = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode()
+    (copy / "pack.json").write_bytes(data)
+    renamed = copy.rename(copy.with_name(packed.name[:-12] + hashlib.sha256(data).hexdigest()[:12]))
+    done = _run_py(renamed)
+    assert done.returncode == 1 and says in done.stderr, done.stderr
+    assert not (tmp_path.parent / "outside").exists()

@@ -130,6 +130,12 @@ def check():
         refuse("pack.json (sha256 %s) is not the one this pack is named for (the folder's and "
                "the archive's name end in its first 12 characters): pack.json was edited, or "
                "the folder renamed" % digest)
+    named = str(meta.get("case_argument") or case)
+    if not case.replace("_", "").replace("-", "").isalnum():
+        refuse("pack.json's case %r is not a case's name" % case)
+    if named != case and (os.path.isabs(named) or ".." in named.split("/")
+                          or not named.endswith("/manifest.py") or named not in files):
+        refuse("pack.json's case_argument %r is not a manifest the pack holds" % named)
     outputs = ("results/", checked_flags(run) + "/" + case + "/runtime/sites/")
     seen = set()
     for top, folders, names in os.walk(HERE):
