@@ -26,7 +26,6 @@ from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
 from gpurepro.report.comment import issue_body
 from gpurepro.report.markdown import markdown
-from gpurepro.run import journal as journal_mod
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.journal import read
 from gpurepro.run.plan import make_plan
@@ -290,12 +289,11 @@ def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_na
 
     attempt("nodeA", 0)
     first = shard_path(run_dir, 1, "alpha", 0)
-    lines = first.read_text().splitlines(keepends=True)
+    from .test_tampering import reopened
+
+    lines = first.read_text().splitlines()
     # The first attempt was preempted after two trials: no end record, its header unsealed.
-    at = journal_mod.seal_offset(lines[0].encode())
-    if at is not None:
-        lines[0] = lines[0][:at] + journal_mod.UNSEALED + lines[0][at + journal_mod.SEAL_WIDTH:]
-    first.write_text("".join(lines[:3]))
+    first.write_text("\n".join(reopened(lines[:3])) + "\n")
     attempt("nodeB", 1)
     shards, _ = read_shards(run_dir, header)
     trials = [annotate(t, s.header) for s in shards for t in s.trials]

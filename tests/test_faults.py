@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.run import journal as journal_mod
 from gpurepro.run import procs
 from gpurepro.run.journal import read
 from gpurepro.run.watchdog import SWEEP_GRACE_S, SWEEP_LIMIT_S
@@ -206,10 +205,6 @@ def _finished_journal(build_dir: Path, tmp: Path, name: str = "done.journal.json
     return journal
 
 
-def _unsealed(header_line: bytes) -> bytes:
-    """A header line as it was before its run ended (its seal's slot blank)."""
-    at = journal_mod.seal_offset(header_line)
-    return header_line[:at] + journal_mod.UNSEALED.encode() + header_line[at + journal_mod.SEAL_WIDTH:]
 
 
 def _stderr_lines(done: subprocess.CompletedProcess) -> list[str]:
@@ -219,12 +214,14 @@ def _stderr_lines(done: subprocess.CompletedProcess) -> list[str]:
 def test_a_torn_last_line_is_cut_and_its_trial_reruns(fake_build, tmp_path):
     build_dir, _ = fake_build
     journal = _finished_journal(build_dir, tmp_path)
-    lines = journal.read_bytes().splitlines(keepends=True)
+    from .test_tampering import reopened
+
+    lines = journal.read_text().splitlines()
     # The last trial's line written half: a harness killed inside that write, before its end
     # record and the header's seal.
-    lines[0] = _unsealed(lines[0])
-    assert b'"kind":"end"' in lines[-1]
-    journal.write_bytes(b"".join(lines[:-2]) + lines[-2][: len(lines[-2]) // 2])
+    assert '"kind":"end"' in lines[-1]
+    lines = reopened(lines[:-1])
+    journal.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
     done = _run(["run", FAKE, "--resume", str(journal), "--build-dir", str(build_dir), "--no-record"])
     assert done.returncode == 0, done.stderr
     assert "torn last line" in done.stderr

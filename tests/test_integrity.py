@@ -190,10 +190,9 @@ def test_a_forgery_consistent_in_chain_end_and_seal_records(recorded, tmp_path):
 
 def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
     _, journal = recorded
-    lines = _truncated(journal, 4)
-    header = json.loads(lines[0])
-    header["sealed"] = journal_mod.UNSEALED  # a run stopped after 4 trials
-    lines[0] = _compact(header)
+    from .test_tampering import reopened
+
+    lines = reopened(_truncated(journal, 4))  # a run stopped after 4 trials
     path = _copy_beside(journal, tmp_path, lines)
     done = _cli("run", FAKE, "--resume", str(path), "--no-record", "--build-dir", str(fake_build[0]))
     assert done.returncode == 0, done.stderr
@@ -212,10 +211,9 @@ def test_deleting_the_resumed_record_is_named(recorded, tmp_path, fake_build):
 
 def _stopped_after(path: Path, trials: int) -> None:
     """The journal as a run stopped after its first ``trials`` trials left it."""
-    lines = _truncated(path, trials)
-    header = json.loads(lines[0])
-    header["sealed"] = journal_mod.UNSEALED
-    lines[0] = _compact(header)
+    from .test_tampering import reopened
+
+    lines = reopened(_truncated(path, trials))
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -292,8 +290,15 @@ def test_a_tool_replaced_in_the_bisection_cache_is_extracted_again(tmp_path):
     assert again == tool and again.read_bytes() == good
 
 
+@pytest.mark.parametrize("sha256", ["none", "its own"])
 def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_manifest(recorded,
-                                                                                       tmp_path):
+                                                                                       tmp_path,
+                                                                                       sha256):
+    """A header naming another .py file of the checkout as its manifest, without a sha256 or
+    with that file's own sha256 (a sha256 holds a file to its bytes, not to being a case's
+    manifest): refused in one line, the file not imported."""
+    import hashlib
+
     _, journal = recorded
     marker = tmp_path / "imported"
     planted = ROOT / "build" / f"tests-integrity-planted-{uuid.uuid4().hex[:8]}.py"
@@ -303,6 +308,8 @@ def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_mani
         lines = journal.read_text().splitlines()
         header = json.loads(lines[0])
         header.pop("manifest_sha256")
+        if sha256 == "its own":
+            header["manifest_sha256"] = hashlib.sha256(planted.read_bytes()).hexdigest()
         header["manifest"] = str(planted.relative_to(ROOT))
         lines[0] = _compact(header)
         from .test_tampering import rechain
@@ -310,8 +317,9 @@ def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_mani
         path = _copy_beside(journal, tmp_path, rechain(lines))
         done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
         assert done.returncode == USAGE, done.stderr
-        assert "not a case's manifest.py" in done.stderr and len(_lines(done.stderr)) == 1
-        assert not marker.exists()
+        assert ("not a case's manifest.py" in done.stderr if sha256 == "none" else
+                "not a manifest.py in a folder named 'fake_case'" in done.stderr), done.stderr
+        assert len(_lines(done.stderr)) == 1 and not marker.exists()
     finally:
         planted.unlink()
 
@@ -319,7 +327,8 @@ def test_record_of_a_journal_without_manifest_sha256_imports_only_the_cases_mani
 # ---------------------------------------------------------------- manifests that exit or loop
 
 
-BODIES = {"exits": "raise SystemExit(0)\n", "loops": "while True:\n    pass\n"}
+BODIES = {"exits": "raise SystemExit(0)\n", "loops": "while True:\n    pass\n",
+          "os-exits": "import os\nos._exit(0)\n"}
 
 
 @pytest.fixture
@@ -352,7 +361,7 @@ def _import_limit_env(fake_case) -> dict[str, str]:
     return {IMPORT_LIMIT_VARIABLE: f"{max(1.0, 50 * took):.3f}"}
 
 
-@pytest.mark.parametrize("kind", ["exits", "loops"])
+@pytest.mark.parametrize("kind", ["exits", "os-exits", "loops"])
 @pytest.mark.parametrize("command", ["run", "record", "validate"])
 def test_a_manifest_that_exits_or_loops_at_import_fails_the_command_in_one_line(
         bad_manifest, recorded, tmp_path, kind, command, fake_case):
@@ -384,7 +393,8 @@ def test_a_manifest_that_exits_or_loops_at_import_fails_the_command_in_one_line(
         done = _cli("validate", str(target), env=env, **program)
     said = done.stdout + done.stderr if command == "validate" else done.stderr
     assert done.returncode != 0, said
-    expected = "exits at import (SystemExit(0))" if kind == "exits" else "did not finish importing"
+    expected = {"exits": "exits at import (SystemExit(0))", "os-exits": "exits at import (os._exit(0))",
+                "loops": "did not finish importing"}[kind]
     assert expected in said, said
     assert "Traceback" not in said
     if command != "validate":

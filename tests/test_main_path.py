@@ -278,7 +278,6 @@ def test_a_stopped_run_records_as_a_partial_document_that_says_how_to_resume(fak
     at its looks, leaves the rest open and names the command that continues it."""
     from gpurepro.case.load import load_case
     from gpurepro.record.result import record_journals
-    from gpurepro.run import journal as journal_mod
 
     build_dir, _ = fake_build
     journal = tmp_path / "run.journal.jsonl"
@@ -291,10 +290,9 @@ def test_a_stopped_run_records_as_a_partial_document_that_says_how_to_resume(fak
     lines = journal.read_text().splitlines()
     assert json.loads(lines[-1])["kind"] == "end"
     # Stopped: two trials, the end record and the header's seal unwritten.
-    header = json.loads(lines[0])
-    header["sealed"] = journal_mod.UNSEALED
-    lines[0] = json.dumps(header, sort_keys=True, separators=(",", ":"))
-    journal.write_text("\n".join(lines[:-3]) + "\n")
+    from .test_tampering import reopened
+
+    journal.write_text("\n".join(reopened(lines[:-3])) + "\n")
     case = load_case(ROOT / "tests/fixtures/fake_case/manifest.py", ROOT)
     _, doc = record_journals(case, [journal], ROOT, tmp_path / "partial.json")
     assert doc["completion"]["complete"] is False and doc["completion"]["planned"] == 6

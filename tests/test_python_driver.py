@@ -151,6 +151,22 @@ def test_checked_output_in_the_final_record(bins):
                               "first": [[2, 3.5, 3.0], [3, 4, 5]], "rel": 1e-3, "abs": 0.0}
 
 
+def test_a_nan_in_a_checked_output_is_a_wrong_result_not_a_lost_final_record(bins):
+    """compare and finish carry a NaN (and an infinity) element by its name: the final record
+    is written, JSON as the standard has it, and the harness calls the trial wrong_result."""
+    r = pydriver(bins, "check-nan", "--seconds", "0.1")
+    assert r.returncode == 0, r.stderr
+    final = events(r.stdout)[-1]
+    assert final["event"] == "final", r.stdout[-500:]
+    assert final["check"]["first"] == [[1, "NaN", 2.0], [3, "Infinity", 4.0]], final
+    assert final["observations"]["max_abs_error"] == "NaN"
+    json.loads(r.stdout.splitlines()[-1], parse_constant=lambda c: pytest.fail(f"JSON with {c}"))
+    _, result = trial([sys.executable, str(PYDRIVER), "check-nan", "--seconds", "0.1"],
+                      env_for(bins))
+    assert result.outcome == "wrong_result", result
+    assert "2 of 4 elements differ" in result.detail and "got 'NaN'" in result.detail
+
+
 def test_a_stuck_worker_is_hung_with_every_threads_call(bins):
     r = pydriver(bins, "stuck", "--seconds", "0.3", "--join-timeout", "0.3")
     assert r.returncode == 4

@@ -56,10 +56,24 @@ def rechain(lines: list[str]) -> list[str]:
         chain = journal_mod.chain_next(chain, obj)
         out.append(json.dumps({**obj, "chain": chain}, sort_keys=True, separators=(",", ":")))
     header = json.loads(out[0])
-    if header.get("sealed", "").strip():  # the seal too, as the writer's last step
-        header["sealed"] = end
+    sealed = header.get("sealed", "")
+    if sealed.strip() and not sealed.startswith(journal_mod.OPEN_PREFIX):
+        header["sealed"] = end  # the seal too, as the writer's last step
         out[0] = json.dumps(header, sort_keys=True, separators=(",", ":"))
     return out
+
+
+def reopened(lines: list[str]) -> list[str]:
+    """``lines`` (a complete journal's header and the lines kept of it, its end record among
+    those removed) as its run would have left them had it stopped there: the header's seal
+    slot holding an open token (a new one: the run's own was destroyed by its seal), the
+    token's lock and every chain value computed again. Only an edit that computes hashes can
+    do this (docs/faults.md: what the chain does not protect against)."""
+    header = json.loads(lines[0])
+    token = os.urandom(32).hex()
+    header[journal_mod.LOCK_KEY] = journal_mod.lock_of(token)
+    header[journal_mod.SEAL_KEY] = journal_mod.open_slot(token)
+    return rechain([json.dumps(header, sort_keys=True, separators=(",", ":")), *lines[1:]])
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +136,93 @@ def test_an_edited_journal_is_named_by_record_and_resume(finished, tmp_path, tam
     assert named in done.stderr and "hash chain" in done.stderr, done.stderr
     assert len(_lines(done.stderr)) == 1 and "Traceback" not in done.stderr
     assert path.read_bytes() == before and not (tmp_path / "doc.json").exists()
+
+
+def _cut_and_blanked(finished: Path, blank: str) -> list[str]:
+    """A complete journal cut back to its header and first two trial lines, the seal's slot
+    overwritten with ``blank``: two edits that compute no hash."""
+    lines = finished.read_text().splitlines()[:3]
+    header = lines[0]
+    at = header.index('"sealed":"') + len('"sealed":"')
+    lines[0] = header[:at] + blank.ljust(journal_mod.SEAL_WIDTH) + header[at + journal_mod.SEAL_WIDTH:]
+    return lines
+
+
+@pytest.mark.parametrize("blank, named", [
+    ("", "seal slot is blank"),
+    ("open " + "0" * 64, "holds another token than the run's own"),
+])
+@pytest.mark.parametrize("command", ["record", "resume"])
+def test_a_complete_journal_cut_back_with_its_seal_blanked_is_refused_not_rerolled(
+        finished, tmp_path, command, blank, named):
+    """The seal's slot of a new journal holds its open run's token until the seal replaces it
+    (the header holds the token's sha256, under the chain): a completed run whose last trial
+    lines were cut and whose seal was overwritten with spaces, or with a token made up, is
+    refused by record and by --resume (nothing re-run), the file byte-identical."""
+    path = _copy(finished, tmp_path, _cut_and_blanked(finished, blank))
+    before = path.read_bytes()
+    if command == "record":
+        done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+    else:
+        done = _cli("run", FAKE, "--resume", str(path), "--no-record")
+    assert done.returncode == USAGE, done.stderr
+    assert named in done.stderr and len(_lines(done.stderr)) == 1, done.stderr
+    assert path.read_bytes() == before and not (tmp_path / "doc.json").exists()
+
+
+def test_a_stopped_new_journal_keeps_its_open_token_and_resumes(finished, tmp_path):
+    """A new journal's header holds the token's lock and its slot the token until the run
+    ends; a journal stopped with them (made here as only its writer could) records as a
+    partial run and resumes to a sealed one."""
+    header = json.loads(finished.read_text().splitlines()[0])
+    assert header["journal_format"] == journal_mod.FORMAT == 6
+    assert len(header[journal_mod.LOCK_KEY]) == 64 and header["sealed"].split()[0] == "4"
+    path = _copy(finished, tmp_path, reopened(finished.read_text().splitlines()[:3]))
+    contents = journal_mod.read(path)
+    assert "ended" not in contents.header and len(contents.trials) == 2
+    done = _cli("run", FAKE, "--resume", str(path), "--no-record")
+    assert done.returncode == 0, done.stderr
+    sealed = journal_mod.read(path).header
+    assert sealed["sealed"].split()[0] == "4" and sealed["ended"]["trials"] == 4
+
+
+def test_a_format_5_journal_cut_back_with_its_seal_blanked_still_reads_as_stopped(finished,
+                                                                                   tmp_path):
+    """Journals written before the token (format 5: a blank slot is a run that has not ended)
+    are read as they were: the same two edits give a stopped run there, which is the limit
+    docs/faults.md states for them."""
+    lines = finished.read_text().splitlines()
+    header = json.loads(lines[0])
+    header.pop(journal_mod.LOCK_KEY)
+    header.update(journal_format=5, sealed=journal_mod.UNSEALED)
+    path = _copy(finished, tmp_path, rechain([json.dumps(header, sort_keys=True,
+                                                        separators=(",", ":")), *lines[1:3]]))
+    contents = journal_mod.read(path)
+    assert len(contents.trials) == 2 and "ended" not in contents.header
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 4096, b"\0" * 4096 + b"\n", b"\0\0\n\0" * 700])
+@pytest.mark.parametrize("command", ["record", "resume"])
+def test_a_tail_of_nul_bytes_is_a_torn_tail_for_record_and_resume(finished, tmp_path, tail,
+                                                                   command):
+    """A crash on some file systems leaves the last write's blocks allocated and never written:
+    NUL bytes (line breaks among them, or after a line begun) where the journal's end was.
+    `record` covers the complete lines before them and says the tail is torn; --resume cuts
+    it and runs the rest."""
+    lines = reopened(finished.read_text().splitlines()[:4])
+    data = ("\n".join(lines[:3]) + "\n").encode() + lines[3][:40].encode() + tail
+    path = tmp_path / "nul.journal.jsonl"
+    path.write_bytes(data)
+    if command == "record":
+        done = _cli("record", str(path), "--out", str(tmp_path / "doc.json"))
+        assert done.returncode == 0, done.stderr
+        assert "torn" in done.stderr
+        assert json.loads((tmp_path / "doc.json").read_text())["completion"]["trials"] == 2
+    else:
+        done = _cli("run", FAKE, "--resume", str(path), "--no-record")
+        assert done.returncode == 0, done.stderr
+        assert b"\0" not in path.read_bytes()
+        assert len(journal_mod.read(path).trials) == 4
 
 
 def _unchained(finished: Path) -> list[str]:
@@ -399,9 +500,12 @@ def test_a_report_killed_at_a_random_moment_leaves_no_empty_or_torn_file(in_repo
         time.sleep(rng.uniform(0.5, 4.0))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        # Every file, a writer's hidden temporary too: each is written without a name and
+        # named only once whole (O_TMPFILE), so none is empty (a 0-byte .tmp.png was) or torn.
         for f in folder.iterdir():
-            if not f.name.startswith("."):  # a writer's own temporary file, never a result
-                assert f.stat().st_size > 0, f"{f.name} is empty after a kill"
+            assert f.stat().st_size > 0, f"{f.name} is empty after a kill"
+            if f.suffix == ".png":
+                assert f.read_bytes().endswith(b"IEND\xaeB`\x82"), f"{f.name} is torn"
 
 
 # ---------------------------------------------------------------- two writers of one name

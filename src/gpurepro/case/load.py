@@ -16,7 +16,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import ManifestError, Stopped
 from .model import (
@@ -429,6 +429,30 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+class _ExitedAtImport(BaseException):
+    """A manifest called ``os._exit`` at import (a BaseException, as _ImportTimedOut)."""
+
+    def __init__(self, code: int):
+        super().__init__(code)
+        self.code = code
+
+
+@contextlib.contextmanager
+def _no_process_exit() -> Iterator[None]:
+    """``os._exit`` raises instead of ending the process while a manifest imports: it would
+    end the command at once, no line said and its status the manifest's (0: success)."""
+    real = os._exit
+
+    def refuse(code: int) -> NoReturn:
+        raise _ExitedAtImport(code)
+
+    os._exit = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os._exit = real
+
+
 def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     """Import a manifest file, validate it and return its Case."""
     path = find_case(name_or_path, root).resolve()
@@ -438,10 +462,13 @@ def load_case(name_or_path: str | Path, root: Path | None = None) -> Case:
     module = importlib.util.module_from_spec(spec)
     limit = import_limit_s()
     try:
-        with _time_limit(limit):
+        with _time_limit(limit), _no_process_exit():
             spec.loader.exec_module(module)
     except (ManifestError, Stopped):
         raise  # a stop signal that lands while the manifest imports stops the command
+    except _ExitedAtImport as exc:
+        raise ManifestError(path, "file", f"exits at import (os._exit({exc.code!r})); a "
+                            f"manifest defines CASE and returns") from None
     except _ImportTimedOut:
         raise ManifestError(path, "file", f"did not finish importing within {limit:g} s (a loop "
                             f"at import?); a manifest is data, imported in well under a "

@@ -33,6 +33,7 @@ from ..run.plan import (
     DEFAULT_SPENDING,
     DEFAULT_SUPPORTED_SHARE,
 )
+from ..run.progress import terminal_safe
 from ..run.session import RunRequest, manifest_sha256
 
 
@@ -153,7 +154,7 @@ NODE_LOCAL = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 
 def say(msg: str) -> None:
     """A note, progress or a diagnostic, on stderr (stdout carries what a command produces)."""
-    print(msg, file=sys.stderr, flush=True)
+    print(terminal_safe(msg, lines=True), file=sys.stderr, flush=True)
 
 
 def show(line: str) -> None:

@@ -363,11 +363,12 @@ def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
 
 def redact_value(value: Any, hostname: str | None, _key: str | None = None) -> Any:
     """``redact_text`` over every string of a JSON value (keys left alone); in a device's
-    ``uuid`` also the hostname as one of its dash-separated parts (``GPU-vm-0000``), which
-    the whole-word rule keeps elsewhere (``vm-2``)."""
+    ``uuid`` and ``name`` also the hostname as one of its dash-separated parts (``GPU-vm-0000``,
+    ``NVIDIA H200 vm-node``: a virtual machine's host names its devices), which the whole-word
+    rule keeps elsewhere (``vm-2``)."""
     if isinstance(value, str):
         text = redact_text(value, hostname)
-        return redact_identifier(text, hostname) if _key == "uuid" else text
+        return redact_identifier(text, hostname) if _key in ("uuid", "name") else text
     if isinstance(value, dict):
         return {k: redact_value(v, hostname, k) for k, v in value.items()}
     if isinstance(value, list | tuple):

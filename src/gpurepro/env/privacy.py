@@ -21,31 +21,51 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from . import secret_rules
+
 # A name that looks like it holds a secret is never recorded, redacted or not, allowed or not.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
-# Values that are secrets whatever their name: NVIDIA API keys, GitHub tokens, AWS access key
-# ids, Slack bot, user and app-level tokens, OpenAI/Anthropic-style keys, Hugging Face and
-# GitLab tokens, PyPI and npm tokens, Google API keys and OAuth client secrets, Stripe keys,
-# JSON web tokens, Discord-style bot tokens; the credentials of a URL or of an scp-style remote
-# (``user:password@host:path``); the value of a URL query parameter that carries a signature or
-# a key (an Azure SAS ``sig=``, an S3 or GCS presigned ``X-Amz-Signature=``, ``access_token=``).
+# Values that are secrets whatever their name. First a maintained rule set: detect-secrets'
+# regex-based plugins (env/secret_rules.py, exported into secret_rules.json). Then this
+# project's own rules, each for what that rule set does not find in a record's free text: its
+# OpenAI rule knows only keys with the T3BlbkFJ marker (not sk-proj-…, sk-ant-…), its GitHub
+# rule not fine-grained tokens (github_pat_), its PyPI rule only the macaroon's own prefix, its
+# Stripe rule only 24-character live keys, and it has no rule for NVIDIA API keys, Hugging Face
+# tokens, npm_ tokens, Google API keys and OAuth client secrets, age secret keys
+# (AGE-SECRET-KEY-1…), Slack app-level tokens, a private key's body lines (only its BEGIN line),
+# an scp-style remote's user:password, a URL query parameter that carries a signature or a key
+# (an Azure SAS ``sig=``, S3/GCS presigned ``X-Amz-Signature=``, ``access_token=``), or an
+# assignment to a secret-named key in plain text (``password=…``; its keyword plugin reads
+# source code).
 SECRET_VALUE = re.compile(
     r"(?<![\w-])(?:nvapi-[\w-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}"
     r"|(?:AKIA|ASIA)[0-9A-Z]{16}|x(?:ox[abposre]|app)-[\w-]{10,}|sk-[\w-]{20,}"
     r"|hf_[A-Za-z0-9]{20,}|glpat-[\w-]{20,}|pypi-[\w-]{16,}|npm_[A-Za-z0-9]{20,}"
     r"|AIza[\w-]{30,}|GOCSPX-[\w-]{20,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|SG\.[\w-]{16,}\.[\w-]{16,}|AGE-SECRET-KEY-1[0-9A-Za-z]{20,}"
     r"|eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}"
     r"|[MNO][A-Za-z\d_-]{23,27}\.[\w-]{6}\.[\w-]{27,40})"
+    # a Slack incoming webhook, whatever the shape of its path
+    r"|https://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]+"
+    # a private key's body line: OpenSSH's (base64 of "openssh-key-v1"), and DER's (MII…)
+    r"|(?<![A-Za-z0-9+/])(?:b3BlbnNzaC1rZXktdjE|MII[A-Za-z0-9+/]{20})[A-Za-z0-9+/]*={0,2}"
     # user:password in a URL (the scheme before it; the host after it stays)
-    r"|(?<=://)[^/\s:@'\"]+:[^/\s@'\"]+(?=@)"
+    r"|(?<=://)[^/\s:@'\"<]+:[^/\s@'\"<]+(?=@)"
     # user:password of an scp-style remote, user:password@host:path (the host stays)
-    r"|(?<![\w/:@.%-])[\w.-]+:[^\s/:@'\"]+(?=@[\w.-]+:)"
+    r"|(?<![\w/:@.%-])[\w.-]+:[^\s/:@'\"<]+(?=@[\w.-]+:)"
 )
 # A signing or key query parameter (names as the services write them) and its value (group 2).
 SIGNED_QUERY = re.compile(
     r"([?&](?:sig|Signature|signature|X-Amz-Signature|X-Goog-Signature|X-Amz-Credential"
     r"|X-Amz-Security-Token|access_token|api_key|apikey|token|key|password|secret)=)"
-    r"([^&\s'\"#]+)"
+    r"([^&\s'\"#<]+)"
+)
+# A value given to a secret-named key in text: password=…, "api_key": "…", DB_PASSWORD: … (the
+# value, group "value"; a name that only ends in such a word counts too).
+ASSIGNED = re.compile(
+    r"(?i)(?<![\w-])[\w.-]{0,40}?(?:password|passwd|passphrase|pwd|secret|api[_-]?key"
+    r"|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|client[_-]?secret)"
+    r"[\"']?\s{0,3}[:=]{1,2}\s{0,3}[\"']?(?P<value>[^\s\"'&;,<>]{3,})"
 )
 SECRET_MASK = "<secret>"
 # A long run of letters, digits and + / = with upper and lower case and digits in it, as random
@@ -106,20 +126,48 @@ def _random_looking_urlsafe(token: str) -> bool:
     return switches / (len(token) - 1) >= URLSAFE_SWITCHES
 
 
+def secret_spans(text: str) -> list[tuple[int, int]]:
+    """Where the secrets in ``text`` are, as (start, end), in order and not overlapping: every
+    rule's finds (the maintained rule set's, then this module's, then the high-entropy strings),
+    overlapping ones joined. A find that is the mask itself is none: masked text has no secret
+    left to find (``mask_secrets`` is idempotent, so a masked value never fails validation)."""
+    found = [span for rule in secret_rules.rules() for span in rule.spans(text)]
+    found += [m.span() for m in SECRET_VALUE.finditer(text)]
+    found += [m.span(2) for m in SIGNED_QUERY.finditer(text)]
+    found += [m.span("value") for m in ASSIGNED.finditer(text)]
+    found += [m.span() for m in HIGH_ENTROPY.finditer(text) if _random_looking(m.group(0))]
+    found += [m.span() for m in HIGH_ENTROPY_URLSAFE.finditer(text)
+              if _random_looking_urlsafe(m.group(0))]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(span for span in found if text[span[0]:span[1]] != SECRET_MASK):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
 def secret_values(text: str) -> list[str]:
-    """The secret-looking tokens in ``text`` (nvapi-..., ghp_..., AKIA..., sk-..., pypi-...,
-    a JWT, a URL's or an scp remote's user:password, a signing query parameter, a long
-    high-entropy string in base64 or base64url)."""
-    return (SECRET_VALUE.findall(text) + [m[1] for m in SIGNED_QUERY.findall(text)]
-            + [m for m in HIGH_ENTROPY.findall(text) if _random_looking(m)]
-            + [m for m in HIGH_ENTROPY_URLSAFE.findall(text) if _random_looking_urlsafe(m)])
+    """The secret-looking values in ``text`` (``secret_spans``)."""
+    return [text[start:end] for start, end in secret_spans(text)]
 
 
 def mask_secrets(text: str) -> str:
-    text = SIGNED_QUERY.sub(lambda m: m.group(1) + SECRET_MASK, SECRET_VALUE.sub(SECRET_MASK, text))
-    text = HIGH_ENTROPY.sub(lambda m: SECRET_MASK if _random_looking(m.group(0)) else m.group(0), text)
-    return HIGH_ENTROPY_URLSAFE.sub(
-        lambda m: SECRET_MASK if _random_looking_urlsafe(m.group(0)) else m.group(0), text)
+    """``text`` with every secret (``secret_spans``) replaced by SECRET_MASK, again until none
+    is left: a mask can end a word that hid an assignment after it (``…<secret>password=…``)."""
+    for _ in range(_MASK_PASSES):
+        spans = secret_spans(text)
+        if not spans:
+            break
+        out, at = [], 0
+        for start, end in spans:
+            out += [text[at:start], SECRET_MASK]
+            at = end
+        text = "".join(out) + text[at:]
+    return text
+
+
+_MASK_PASSES = 8
 
 
 def mask_env_value(text: str) -> str:
@@ -228,10 +276,10 @@ def redact_text(text: str, hostname: str | None = None, home: str | None = None)
 
 def redact_identifier(text: str, hostname: str | None = None) -> str:
     """The hostname (default: this machine's), in any of its spellings, as ``<host>`` where it
-    is one whole dash-separated part of ``text`` (a device UUID a virtual machine's host built:
-    ``GPU-vm-0000``)."""
+    is one whole part of ``text`` between spaces and dashes (a device UUID or name a virtual
+    machine's host built: ``GPU-vm-0000``, ``NVIDIA H200 vm-node``)."""
     names = set(host_names(hostname))
-    return "-".join("<host>" if part in names else part for part in text.split("-"))
+    return re.sub(r"[^\s-]+", lambda m: "<host>" if m.group(0) in names else m.group(0), text)
 
 
 def _plain_if_a_home(m: re.Match[str]) -> str:

@@ -13,8 +13,12 @@ The archive holds one folder, ``<case>-<target>-<commit12>/``, laid out as the r
   priors from, so that the node plans what ``make <case>`` would plan,
 - ``build/bisect/<case>/<axis>/<target>/`` for each ``--bisect`` axis (its CPU document and the
   distinct artifacts it names),
-- ``pack.json`` (case, target, commit, the run's arguments, every file with its sha256) and
-  ``run.py``, which gpurepro.pack.node runs.
+- ``pack.json`` (case, target, commit, the run's arguments, every file with its sha256, run.py's
+  too, and what the tree held that its commit does not) and ``run.py``, which checks the whole
+  unpacked tree by itself before it imports gpurepro.pack.node.
+
+Only files the commit tracks are packed (a tree that differs is named in pack.json), and no
+symbolic link is followed; the pack's folder and archive are named for pack.json's sha256.
 
 Entries are sorted, with owners and times fixed (the commit's time) and gzip without a name or
 a time, so two packs of one commit differ only where their files do (a build index records when
@@ -24,8 +28,10 @@ it was written).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
+import subprocess
 import tarfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,20 +49,128 @@ from ..run.session import load_build
 FORMAT = 1
 PACK_FILE = "pack.json"
 RUN_FILE = "run.py"
-# The pack's own program: the node runs `python3 run.py [run flags]` in the unpacked folder.
-RUN_PY = '''\
+# The pack's own program: the node runs `python3 run.py [run flags]` in the unpacked folder. It
+# checks the whole pack before anything of the pack is imported, alone and with the standard
+# library (its folder taken off sys.path first, so no json.py beside it is imported), and parses
+# under any Python 3 (an unsupported one gets one line, not a traceback).
+RUN_PY = """\
 #!/usr/bin/env python3
-"""Run this pack on a GPU node: python3 run.py [flags of `gpurepro run`] (see pack.json)."""
-import os
+\"\"\"Run this pack on a GPU node: python3 run.py [flags of `gpurepro run`] (see pack.json).
+
+This file alone, with the standard library, checks the pack before anything of it is imported:
+pack.json's sha256 against the pack's name (the archive's, which `gpurepro pack` printed with
+the whole digest), every file against the sha256 pack.json records, no other file (outside
+results/ and the runtime sites the run unpacks), no symbolic link anywhere, and the run flags
+pack.json holds.\"\"\"
 import sys
 
+if sys.version_info < (3, 11):
+    sys.stderr.write("pack: error: this pack runs on Python 3.11 or later; %s is Python %d.%d: "
+                     "run it with python3.11 or python3.12\\n"
+                     % (sys.executable, sys.version_info[0], sys.version_info[1]))
+    sys.exit(2)
+
+import os  # noqa: E402  (the interpreter's own, loaded before this file: never one beside it)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.dont_write_bytecode = True
+
+import hashlib  # noqa: E402
+import json  # noqa: E402
+
+# The flags `gpurepro pack` writes into pack.json's run, and which of them take a value.
+PACK_FLAGS = {"--arch": True, "--build-dir": True, "--arms": True, "--deep": False,
+              "--redact": False}
+
+
+def refuse(why):
+    sys.stderr.write("pack: error: " + why + "; nothing was run\\n")
+    sys.exit(1)
+
+
+def sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def checked_flags(run):
+    build_dir, i = "build", 0
+    while i < len(run):
+        flag = run[i]
+        if flag not in PACK_FLAGS:
+            refuse("pack.json's run flags hold %r, which no pack writes" % flag)
+        if PACK_FLAGS[flag]:
+            if i + 1 >= len(run):
+                refuse("pack.json's run flag %s has no value" % flag)
+            if flag == "--build-dir":
+                build_dir = run[i + 1]
+                inside = os.path.realpath(os.path.join(HERE, build_dir))
+                if os.path.isabs(build_dir) or not inside.startswith(HERE + os.sep):
+                    refuse("pack.json's --build-dir %r is not a folder inside the pack" % build_dir)
+            i += 1
+        i += 1
+    return build_dir.strip("/")
+
+
+def check():
+    try:
+        with open(os.path.join(HERE, "pack.json"), "rb") as fh:
+            data = fh.read()
+        meta = json.loads(data)
+        files, case, run = dict(meta["files"]), str(meta["case"]), list(meta["run"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        refuse("%s is not a pack's pack.json (%s); unpack the archive whole"
+               % (os.path.join(HERE, "pack.json"), exc))
+    digest = hashlib.sha256(data).hexdigest()
+    if not os.path.basename(HERE).endswith("-" + digest[:12]):
+        refuse("pack.json (sha256 %s) is not the one this pack is named for (the folder's and "
+               "the archive's name end in its first 12 characters): pack.json was edited, or "
+               "the folder renamed" % digest)
+    named = str(meta.get("case_argument") or case)
+    if not case.replace("_", "").replace("-", "").isalnum():
+        refuse("pack.json's case %r is not a case's name" % case)
+    if named != case and (os.path.isabs(named) or ".." in named.split("/")
+                          or not named.endswith("/manifest.py") or named not in files):
+        refuse("pack.json's case_argument %r is not a manifest the pack holds" % named)
+    outputs = ("results/", checked_flags(run) + "/" + case + "/runtime/sites/")
+    seen = set()
+    for top, folders, names in os.walk(HERE):
+        for name in folders + names:
+            full = os.path.join(top, name)
+            rel = os.path.relpath(full, HERE).replace(os.sep, "/")
+            if os.path.islink(full):
+                refuse("%s is a symbolic link: a pack holds files only, and writes inside "
+                       "itself" % rel)
+            if name in folders:
+                continue
+            if rel == "pack.json":
+                continue
+            if rel in files:
+                if sha256(full) != files[rel]:
+                    refuse("%s differs from the sha256 pack.json records; copy the archive "
+                           "again and unpack it whole" % rel)
+                seen.add(rel)
+            elif not rel.startswith(outputs):
+                refuse("%s is not a file of the pack (pack.json lists every one); unpack the "
+                       "archive into a folder of its own" % rel)
+    missing = sorted(set(files) - seen)
+    if missing:
+        refuse("%d of the pack's files are missing (first: %s); copy the archive again and "
+               "unpack it whole" % (len(missing), missing[0]))
+    sys.stderr.write("pack: checked %d files against pack.json, sha256 %s (what `gpurepro "
+                     "pack` printed)\\n" % (len(files), digest))
+
+
+check()
 sys.path.insert(0, os.path.join(HERE, "src"))
 from gpurepro.pack.node import main  # noqa: E402  (the pack's own harness, standard library)
 
 sys.exit(main(HERE, sys.argv[1:]))
-'''
-_SKIP_PARTS = {"__pycache__"}
+"""
 
 
 @dataclass(frozen=True)
@@ -67,21 +181,57 @@ class Member:
     sha256: str
 
 
+def _git(root: Path, *args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise UsageError(f"git {args[0]} failed in {root}: a pack holds the files its commit "
+                         f"tracks ({exc})") from None
+
+
+def _inside(root: Path, path: Path, what: str) -> Path:
+    """``path``, refused where it or a folder on its way is a symbolic link, or where it is
+    not inside ``root``: a pack follows no link out of the tree."""
+    rel = path.relative_to(root)
+    for i in range(1, len(rel.parts) + 1):
+        if (root / Path(*rel.parts[:i])).is_symlink():
+            raise UsageError(f"{what} {Path(*rel.parts[:i]).as_posix()} is a symbolic link: a "
+                             f"pack holds files of the tree and follows no link")
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise UsageError(f"{what} {rel.as_posix()} is outside the repository")
+    return path
+
+
 def _tree(root: Path, folder: Path) -> list[Member]:
-    """Every file under ``folder`` (inside ``root``), caches and hidden files left out."""
+    """Every file under ``folder`` that the commit tracks (git ls-files): untracked files are
+    never packed, nor is anything a symbolic link leads to."""
+    rel = folder.relative_to(root).as_posix()
     members = []
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(root)
-        if (not path.is_file() or _SKIP_PARTS & set(rel.parts) or path.suffix == ".pyc"
-                or any(p.startswith(".") for p in rel.parts)):
-            continue
-        members.append(Member(rel.as_posix(), path, sha256_file(path)))
+    for name in sorted(n for n in _git(root, "ls-files", "-z", "--", rel).split("\0") if n):
+        path = _inside(root, root / name, "tracked file")
+        if not path.is_file():
+            raise UsageError(f"{name} is tracked but missing from the tree; restore it or "
+                             f"commit its removal before packing")
+        members.append(Member(name, path, sha256_file(path)))
     return members
+
+
+def uncommitted(root: Path, folders: Sequence[Path]) -> list[str]:
+    """The files under ``folders`` that differ from the commit or that it does not track (git
+    status): what a pack of this tree holds that its commit does not say, or leaves out."""
+    rels = [f.relative_to(root).as_posix() for f in folders]
+    out = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *rels)
+    names = []
+    for entry in (e for e in out.split("\0") if e):
+        if len(entry) > 3 and entry[2] == " ":
+            names.append(entry[3:])
+    return sorted(set(names))
 
 
 def _checked(root: Path, rel: str, sha256: str, what: str) -> Member:
     """A built file, refused where it is missing or no longer what its index recorded."""
-    path = root / rel
+    path = _inside(root, root / rel, what)
     if not path.is_file():
         raise BuildError(f"{what} ({rel}) is missing; build the case again")
     found = sha256_file(path)
@@ -92,6 +242,7 @@ def _checked(root: Path, rel: str, sha256: str, what: str) -> Member:
 
 
 def _index_member(root: Path, path: Path) -> Member:
+    _inside(root, path, "file")
     return Member(path.relative_to(root).as_posix(), path, sha256_file(path))
 
 
@@ -219,8 +370,15 @@ def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | 
                          f"{case.runtime.python} (Case.runtime.python); a node with another "
                          f"Python needs the manifest changed and the case built again")
     node_python = case.runtime.python if case.runtime is not None else python
+    folder = case.directory.resolve()
+    if case.path is None or not _git(root, "ls-files", "--", case.path.resolve().relative_to(root).as_posix()):
+        raise UsageError(f"{case.name}'s manifest is not in the commit: commit the case first "
+                         f"(a pack names the commit its rerun checks out)")
+    sources = [root / "src" / "gpurepro", root / "native", folder]
+    differs = uncommitted(root, sources)
+    dirty = dirty or bool(differs)
     members = [*_tree(root, root / "src" / "gpurepro"), *_tree(root, root / "native"),
-               *_tree(root, case.directory.resolve()),
+               *_tree(root, folder),
                *built_members(case, root, build_dir, target),
                *committed_documents(case, root)]
     for axis in bisect:
@@ -229,19 +387,30 @@ def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | 
     for m in members:
         seen.setdefault(m.name, m)
     members = sorted(seen.values(), key=lambda m: m.name)
-    top = f"{case.name}-{target}-{commit[:12]}"
     where = ["--build-dir", build_dir.as_posix()] if build_dir != Path("build") else []
+    run_py = RUN_PY.encode()
     meta: dict[str, Any] = {
         "format": FORMAT, "case": case.name, "case_argument": case_argument(case, root),
         "target": target, "commit": commit, "dirty": dirty, "python": node_python,
+        # What the tree held that the commit does not (changed or untracked): not packed where
+        # untracked, and named here.
+        **({"uncommitted": differs} if differs else {}),
         "run": ["--arch", target, *where, *run_args], "bisect": list(bisect),
-        "files": {m.name: m.sha256 for m in members},
+        "files": {**{m.name: m.sha256 for m in members},
+                  RUN_FILE: hashlib.sha256(run_py).hexdigest()},
     }
-    extra = [(PACK_FILE, (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode()),
-             (RUN_FILE, RUN_PY.encode())]
+    pack_json = (json.dumps(meta, indent=1, sort_keys=True) + "\n").encode()
+    digest = hashlib.sha256(pack_json).hexdigest()
+    # The pack's name ends in pack.json's digest: run.py refuses a pack.json that is not the
+    # one its folder (the archive) is named for.
+    top = f"{case.name}-{target}-{commit[:12]}-{digest[:12]}"
     path = out or root / "build" / "packs" / f"{top}.tar.gz"
-    write_archive(path, top, members, extra, mtime)
+    write_archive(path, top, members, [(PACK_FILE, pack_json), (RUN_FILE, run_py)], mtime)
     size = sum(m.source.stat().st_size for m in members)
-    say(f"pack: {len(members)} files, {size / 1e6:.1f} MB before compression"
-        + (" (the tree differs from its commit: the record will say dirty)" if dirty else ""))
+    say(f"pack: {len(members)} files, {size / 1e6:.1f} MB before compression; pack.json sha256 "
+        f"{digest} (run.py prints it on the node: compare)"
+        + (f" (the tree differs from its commit in {len(differs)} file(s), first "
+           f"{differs[0]}: pack.json names them, untracked ones are not packed, and the record "
+           f"will say dirty)" if differs else
+           " (the tree differs from its commit: the record will say dirty)" if dirty else ""))
     return path, top

@@ -1,8 +1,8 @@
 """A pack on its GPU node: ``python3 run.py [flags of gpurepro run]`` in the unpacked folder.
 
-Standard library only, no network. Checks the node's Python against the runtime wheels' and
-every file against the sha256 that pack.json records (a copy cut short or edited on the way is
-named, not run); then runs ``python -m gpurepro run CASE --no-record`` with the pack's arguments
+Standard library only, no network. run.py has checked the whole tree against pack.json before
+this module is imported (a copy cut short or edited on the way, a file added, a link: named,
+not run); this checks the node's Python against the runtime wheels'; then runs ``python -m gpurepro run CASE --no-record`` with the pack's arguments
 and any given here, as the commit the pack was made from (GPUREPRO_COMMIT), and the GPU stage of
 each bisection the pack carries. It ends by naming what to bring back and the commands that
 record it where the analysis packages are (the checkout the pack came from).
@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, EXIT_UNSUPPORTED, EXIT_USAGE
 
 USAGE = ("usage: python3 run.py [flags of `python -m gpurepro run`, e.g. --trials 12]\n"
@@ -26,12 +25,6 @@ USAGE = ("usage: python3 run.py [flags of `python -m gpurepro run`, e.g. --trial
 
 def _say(line: str) -> None:
     print(f"pack: {line}", file=sys.stderr, flush=True)
-
-
-def damaged(here: Path, files: dict[str, str]) -> list[str]:
-    """The pack's files that are missing or differ from their recorded sha256."""
-    return [name for name, sha in sorted(files.items())
-            if not (here / name).is_file() or sha256_file(here / name) != sha]
 
 
 def python_mismatch(wanted: str | None) -> str | None:
@@ -85,19 +78,17 @@ def main(here_text: str, argv: list[str]) -> int:
     if mismatch:
         _say(f"usage error: {mismatch}")
         return EXIT_USAGE
-    bad = damaged(here, meta["files"])
-    if bad:
-        _say(f"error: {len(bad)} of the pack's files are missing or differ from pack.json "
-             f"(first: {bad[0]}); copy the archive again and unpack it whole")
-        return EXIT_ERROR
+    # run.py checked every file of the tree against pack.json before importing this module.
     case, named = meta["case"], meta.get("case_argument") or meta["case"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                [str(here / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "GPUREPRO_COMMIT": meta["commit"], "GPUREPRO_DIRTY": "1" if meta["dirty"] else "0",
-           "PYTHONUNBUFFERED": "1"}
+           # No bytecode caches written into the pack: run.py refuses a file it does not list.
+           "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     results = here / "results" / case
     before = _journals(results)
-    gpurepro = [sys.executable, "-m", "gpurepro"]
+    # -P: the folder it starts in is not put on sys.path (only the pack's src/ is).
+    gpurepro = [sys.executable, "-P", "-m", "gpurepro"]
     # A resume takes its plan from its journal: the pack's flags would be refused beside it.
     resumed = _resumed(argv)
     flags = [] if resumed else list(meta["run"])

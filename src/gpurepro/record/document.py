@@ -25,6 +25,25 @@ from . import provenance
 from .validation import validate_document
 
 SCHEMA_ID = "gpurepro/result/1"
+# The most characters of one string a document keeps (a driver's 64 KiB word, a verdict of
+# megabytes): the rest is cut and counted. The journal keeps a trial's strings whole.
+STRING_MAX = 8192
+
+
+def capped(value: Any) -> Any:
+    """``value`` with every string longer than STRING_MAX cut to that length, its end saying
+    how many characters were cut (keys are left as they are); a string cut once is not cut
+    again."""
+    if isinstance(value, str):
+        if len(value) <= STRING_MAX:
+            return value
+        keep = STRING_MAX - 40  # room for the note, at most 40 characters
+        return value[:keep] + f"… [{len(value) - keep} more characters cut]"
+    if isinstance(value, Mapping):
+        return {k: capped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [capped(v) for v in value]
+    return value
 
 
 def run_analyses(case: Case, header: Mapping[str, Any], root: Path) -> dict[str, Any]:
@@ -62,6 +81,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
 
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
+    trials = capped(list(trials))  # everything below is computed from what the document keeps
     from ..analyze import stats  # scipy: only recording needs it, not validating or reporting
 
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
@@ -164,7 +184,7 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
             out["known_rates_plan"] = plain(plan)
     # The verdict reads the document as recorded, through its typed views (analyze/views.py).
     out["verdict"] = plain(verdict_for(case, out))
-    return out
+    return capped(out)
 
 
 def _options(header: Mapping[str, Any]) -> dict[str, Any]:

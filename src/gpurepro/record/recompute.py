@@ -112,7 +112,7 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     manifest not loading)."""
     from ..analyze import stats
     from ..analyze.verdict import decide_claims
-    from .document import plain, with_plan_and_verdict
+    from .document import capped, plain, with_plan_and_verdict
 
     case_fields, plan, trials = doc["case"], doc["plan"], doc["trials"]
     measured = stats.analyze(trials, plan["arms"], case_fields["baseline"],
@@ -131,7 +131,7 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     options = plan.get("options") or {}
     header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
     stopped = (doc.get("completion") or {}).get("complete") is False
-    claims = plain(decide_claims(case, header, trials, stopped=stopped))
+    claims = capped(plain(decide_claims(case, header, trials, stopped=stopped)))
     errors += differences(doc["claims"], claims, "claims")
     ours = {**doc, "summary": measured["arms"], "comparisons": measured["comparisons"],
             "crash_sites": measured["crash_sites"], "per_gpu": measured["per_gpu"],

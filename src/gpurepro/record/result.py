@@ -50,6 +50,14 @@ def case_for_journal(header: Mapping[str, Any], root: Path, where: str,
                          f"record imports only manifests inside it (--case NAME picks a case "
                          f"under cases/)")
     want = header.get("manifest_sha256")
+    if case_arg is None and want and not (path.name == "manifest.py"
+                                          and path.parent.name == str(name)):
+        # A sha256 holds a file to its bytes, not to being a manifest: any .py file of the
+        # checkout has one. Only a case's manifest.py, in a folder of the case's name, is
+        # imported by what a journal's header says.
+        raise UsageError(f"{where}: its header names {named} as its manifest, which is not a "
+                         f"manifest.py in a folder named {name!r}; record imports no other file "
+                         f"(--case NAME picks a case under cases/)")
     if case_arg is None and not want and not (path.name == "manifest.py"
                                               and path.parent.name == str(name)):
         # No sha256 to hold the file to (a journal from before the run identity): only a

@@ -4,10 +4,11 @@ measured on the figure's own renderer.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
-from ..run.atomic import atomic_path
+from ..run.atomic import write_bytes_atomic
 
 
 def save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
@@ -16,14 +17,26 @@ def save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:
     import matplotlib.pyplot as plt
 
     try:
-        with atomic_path(png) as tmp:
-            fig.savefig(tmp, format="png", dpi=dpi, metadata={"Software": None})
+        _write(png, _rendered(fig, format="png", dpi=dpi, metadata={"Software": None}))
         if svg is not None:
-            with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}), \
-                    atomic_path(svg) as tmp:
-                fig.savefig(tmp, format="svg", metadata={"Date": None})
+            with plt.rc_context({"svg.hashsalt": "gpurepro", "svg.fonttype": "none"}):
+                _write(svg, _rendered(fig, format="svg", metadata={"Date": None}))
     finally:
         plt.close(fig)
+
+
+def _rendered(fig: Any, **kw: Any) -> bytes:
+    """The picture rendered in memory: its file then appears whole or not at all (a report
+    killed while matplotlib writes leaves no empty or torn picture, under any name)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, **kw)
+    return buffer.getvalue()
+
+
+def _write(path: Path, data: bytes) -> None:
+    if not data:
+        raise OSError(f"{path}: nothing was rendered (an empty picture is never put in place)")
+    write_bytes_atomic(path, data)
 
 
 def text_width(fig: Any, strings: list[str], **kw: Any) -> float:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import html
 import re
+from collections import deque
 from collections.abc import Collection, Iterator
 
 from ..errors import NotInert
-from .tables import LIVE
+from .tables import live_spans
 
 # The HTML the renderer writes itself: a fold's first and last lines, a <code> in a summary.
 _SUMMARY = re.compile(r"<details><summary>(.*)</summary>")
@@ -31,19 +32,19 @@ def _tokens(text: str) -> Iterator:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    stack = list(md.parse(text))
+    stack = deque(md.parse(text))
     while stack:
-        t = stack.pop(0)
+        t = stack.popleft()
         yield t
-        stack[0:0] = list(t.children or [])
+        stack.extendleft(reversed(t.children or []))
 
 
 def _live_text(text: str, links: Collection[str]) -> str | None:
     """What in a run of text GitHub would link, mention or reference (``links``: addresses the
     renderer wrote bare on purpose)."""
-    for m in LIVE.finditer(text):
-        if m.group(0) not in links:
-            return m.group(0)
+    for start, end in live_spans(text):
+        if text[start:end] not in links:
+            return text[start:end]
     mention = MENTION.search(text)
     return mention.group(0) if mention else None
 

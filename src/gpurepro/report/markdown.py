@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..run import phases
 from ..run.atomic import write_atomic
@@ -257,7 +258,7 @@ def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) ->
         return []
     out = ["### Per GPU (failures / valid trials)\n" if multi else "### Per host\n"]
     if per_gpu_name:
-        out.append(f"![{_alt(per_gpu_headline(doc))}]({per_gpu_name})\n")
+        out.append(f"![{_alt(per_gpu_headline(doc))}]({_target(per_gpu_name)})\n")
     if multi:
         arms = list(doc["summary"])
         out += table(["GPU", *(code(a) for a in arms)],
@@ -471,6 +472,12 @@ def _alt(text: str) -> str:
     return escape(" ".join(text.replace("[", "(").replace("]", ")").split()))
 
 
+def _target(name: str) -> str:
+    """A picture's file name as a link target: percent-encoded, so that a document named with
+    markup ends no link and opens no HTML (a plain name is written as it is)."""
+    return quote(name, safe="")
+
+
 def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
              forest_name: str | None = None, per_gpu_name: str | None = None,
              times_name: str | None = None) -> str:
@@ -478,9 +485,9 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
     picture named is referenced with its headline in words as the alt text."""
     out = _verdict_section(doc)
     if times_name:
-        out.append(f"![{_alt(times_headline(doc))}]({times_name})\n")
+        out.append(f"![{_alt(times_headline(doc))}]({_target(times_name)})\n")
     if forest_name:
-        out.append(f"![{_alt(forest_headline(doc))}]({forest_name})\n")
+        out.append(f"![{_alt(forest_headline(doc))}]({_target(forest_name)})\n")
     out += _arms_section(doc)
     if doc.get("claims"):
         out.append(claims_table(doc))
@@ -490,7 +497,7 @@ def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
             + _threads_section(doc) + _python_frames_section(doc)
             + _analyses_section(doc) + _probe_section(doc) + _resumed_section(doc))
     if plot_name:
-        out.append(f"![{_alt(survival_headline(doc))}]({plot_name})\n")
+        out.append(f"![{_alt(survival_headline(doc))}]({_target(plot_name)})\n")
     out += _environment_section(doc)
     # Parsed as GitHub parses it, the report holds nothing live but its own pictures and the
     # case's report link; a document string that would be is refused, not written (gfm.py).

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .comment import issue_body
+from .index import _href
 from .tables import code, escape, fence, table
 
 # Files that stay out of the site: the folder's own index (the site's is generated) and the
@@ -104,7 +105,7 @@ def run_page(path: Path, doc: Mapping[str, Any], title: str | None = None) -> st
             f"What `python -m gpurepro issue {escape(path.name)}` prints for this document, "
             f"to paste into the issue (its head first, the rest in folds):\n\n"
             + "\n".join(fence(comment, "markdown")) + "\n\n"
-            f"[The document]({path.name}) · [all runs of {escape(doc['case']['name'])}](index.md)\n")
+            f"[The document]({_href(path.name)}) · [all runs of {escape(doc['case']['name'])}](index.md)\n")
 
 
 def _status(doc: Mapping[str, Any]) -> str:
@@ -120,17 +121,18 @@ def case_page(case: str, docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
            f"the issue comment it gives.", ""]
     rows = []
     for path, doc in sorted(results, key=lambda pd: pd[0].name, reverse=True):
-        rows.append([f"[{escape(_when(doc))}]({path.stem}.md)", escape(_gpu_names(doc)),
+        rows.append([f"[{escape(_when(doc))}]({_href(path.stem + '.md')})", escape(_gpu_names(doc)),
                      _status(doc), str(len(doc.get("trials") or [])),
-                     str(len(doc.get("summary") or {})), f"[{code(path.name)}]({path.name})"])
+                     str(len(doc.get("summary") or {})),
+                     f"[{code(path.name)}]({_href(path.name)})"])
     out += table(["run (started)", "GPU", "verdict", "trials", "arms", "document"], rows)
     if others:
         out += ["", "## Toolchain matrix and bisection documents", ""]
         for path, doc in others:
             report = path.with_suffix(".md")
             title = escape(other_title(doc))
-            link = f"[{title}]({report.name})" if report.is_file() else title
-            out.append(f"- {link} ([the document]({path.name}))")
+            link = f"[{title}]({_href(report.name)})" if report.is_file() else title
+            out.append(f"- {link} ([the document]({_href(path.name)}))")
     return "\n".join(out) + "\n"
 
 
@@ -148,8 +150,8 @@ def bench_page(docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
         rows.append([escape(str(doc.get("name") or path.stem)), escape(_when(doc)),
                      escape(str(doc.get("question") or "–")),
                      "–" if met is None else ("met" if met else "**not met**"),
-                     f"[{code(path.name)}]({path.name})"
-                     + (f", [pyperf suite]({suite.name})" if suite.is_file() else "")])
+                     f"[{code(path.name)}]({_href(path.name)})"
+                     + (f", [pyperf suite]({_href(suite.name)})" if suite.is_file() else "")])
     out += table(["benchmark", "measured", "question", "goal", "documents"], rows)
     return "\n".join(out) + "\n"
 

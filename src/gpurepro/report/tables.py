@@ -51,15 +51,46 @@ _MARKUP = re.compile(r"[\\`]|<(?=[A-Za-z/!?])|&(?=#?\w+;)|\](?=[(\[:])|(?<=!)\["
 # @org/team, a cross-repository reference owner/repo#N or owner/repo@sha, #N, GH-N). Wider
 # than GitHub's rules on purpose (any scheme, "www." anywhere, any @ before a name character):
 # a match is only written as code.
+# The part before each one's mark (a scheme, an e-mail's local part, an owner/repo) is bounded
+# (64, 64, 100 and 100 characters: longer than any scheme, local part, owner or repository
+# GitHub knows), so that trying a position costs a bounded time; a longer run before a mark is
+# matched from where the bound reaches, and the mark is still in the code span. ``live_spans``
+# tries only positions near a mark (``_MARK``): escaping is linear in a string's length.
 LIVE = re.compile(r"""
-      [A-Za-z][A-Za-z0-9+.-]*://\S*
+      [A-Za-z][A-Za-z0-9+.-]{0,63}://\S*
     | www\.\S*
     | (?:mailto|xmpp):\S+
-    | [\w.+-]*@[A-Za-z0-9_-][\w./-]*
-    | [\w.-]+/[\w.-]+\#\d+
+    | [\w.+-]{0,64}@[A-Za-z0-9_-][\w./-]*
+    | [\w.-]{1,100}/[\w.-]{1,100}\#\d+
     | \#\d+
     | GH-\d+
 """, re.X | re.I)
+# What every match of LIVE holds, and how far before it a match can start.
+_MARK = re.compile(r"://|www\.|mailto:|xmpp:|@|\#|GH-", re.I)
+_REACH = 210
+
+
+def live_spans(s: str) -> list[tuple[int, int]]:
+    """The (start, end) of each match of LIVE in ``s``, as ``LIVE.finditer`` finds them, in
+    time linear in ``len(s)``: a match is looked for only within reach of a mark, and taken
+    whole from where it starts."""
+    low = s.lower()
+    if not any(c in s for c in ":@#") and "www." not in low and "gh-" not in low:
+        return []
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for mark in _MARK.finditer(s):
+        if mark.start() < at:
+            continue
+        found = LIVE.search(s, max(at, mark.start() - _REACH), mark.end() + _REACH)
+        if found is None:
+            continue
+        whole = LIVE.match(s, found.start())
+        if whole is None:  # cannot be: what matched in part matches whole
+            continue
+        spans.append(whole.span())
+        at = whole.end()
+    return spans
 # Three tildes after what may come before a fence on its line (spaces, quote and list markers).
 _TILDE_FENCE = re.compile(r"^((?:[ \t>]|[*+-][ \t]|\d{1,9}[.)][ \t])*)~(?=~~)")
 _URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~%!$&'*+,;=:@/?#-]*)?$")
@@ -82,9 +113,9 @@ def _plain(s: str, first: bool) -> str:
 def _pieces(s: str, first: bool = True) -> list[tuple[bool, str]]:
     """``s`` as "text" renders it, in pieces: (a code span, its Markdown)."""
     out, at = [], 0
-    for m in LIVE.finditer(s):
-        out += [(False, _plain(s[at:m.start()], first and at == 0)), (True, _code(m.group(0)))]
-        at = m.end()
+    for start, end in live_spans(s):
+        out += [(False, _plain(s[at:start], first and at == 0)), (True, _code(s[start:end]))]
+        at = end
     out.append((False, _plain(s[at:], first and at == 0)))
     return out
 
@@ -119,34 +150,49 @@ def code_spans(s: str) -> list[tuple[bool, str]]:
     """``s`` as (is a code span, text) pieces, code spans paired as CommonMark pairs them: a
     run of n backticks opens one that the next run of exactly n closes (a run with none to
     close it is text); a span's text as it shows (one space each side stripped when both are
-    there and it is not all spaces)."""
+    there and it is not all spaces). Every backtick run is found once and looked up by its
+    length: linear in ``len(s)``."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", s)]
+    by_length: dict[int, list[int]] = {}  # run length -> the runs of that length, in order
+    for i, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(i)
+    seen = dict.fromkeys(by_length, 0)  # per length: how far its list has been passed
     out: list[tuple[bool, str]] = []
-    at = text_from = 0
-    while True:
-        m = re.compile(r"`+").search(s, at)
-        if not m:
-            break
-        n = len(m.group(0))
-        close = next((c for c in re.finditer(r"`+", s[m.end():]) if len(c.group(0)) == n), None)
-        if close is None:
-            at = m.end()  # no run of n backticks after it: literal backticks
+    text_from = 0
+    i = 0
+    while i < len(runs):
+        start, end = runs[i]
+        same = by_length[end - start]
+        while seen[end - start] < len(same) and same[seen[end - start]] <= i:
+            seen[end - start] += 1
+        if seen[end - start] == len(same):
+            i += 1  # no run of n backticks after it: literal backticks
             continue
-        body = s[m.end(): m.end() + close.start()].replace("\n", " ")
+        j = same[seen[end - start]]
+        close_start, close_end = runs[j]
+        body = s[end:close_start].replace("\n", " ")
         if body.startswith(" ") and body.endswith(" ") and body.strip():
             body = body[1:-1]
-        if m.start() > text_from:
-            out.append((False, s[text_from:m.start()]))
+        if start > text_from:
+            out.append((False, s[text_from:start]))
         out.append((True, body))
-        at = text_from = m.end() + close.end()
+        text_from = close_end
+        i = j + 1
     if text_from < len(s):
         out.append((False, s[text_from:]))
     return out
 
 
-def _prose(s: str, first: bool = True) -> str:
+def _prose(s: str, first: bool = True, table: bool = False) -> str:
+    """``table``: a line of a GFM table, where a ``|`` inside a code span would end its cell
+    (GitHub splits cells before it reads code spans): escaped there, as GitHub reads ``\\|``."""
     pieces: list[tuple[bool, str]] = []
     for i, (is_code, p) in enumerate(code_spans(s)):
-        pieces += [(True, _code(p))] if is_code else _pieces(p, first=first and i == 0)
+        if is_code:
+            span = _code(p)
+            pieces.append((True, re.sub(r"(?<!\\)\|", r"\\|", span) if table else span))
+        else:
+            pieces += _pieces(p, first=first and i == 0)
     return _join(pieces)
 
 
@@ -158,7 +204,10 @@ def _markdown(s: str) -> str:
 
     lines = s.split("\n")
     blocks: dict[int, tuple[int, list[str]]] = {}  # first line -> (end line, our fence's lines)
+    rows: set[int] = set()  # the lines of a table
     for t in MarkdownIt("commonmark").enable("table").parse(s):
+        if t.type == "table_open" and t.map:
+            rows.update(range(*t.map))
         if t.type in ("fence", "code_block") and t.map:
             start, end = t.map
             info = t.info.split()[0] if t.type == "fence" and t.info.strip() else ""
@@ -174,7 +223,7 @@ def _markdown(s: str) -> str:
             continue
         # A line of text: no fence of tildes can open in it (a backtick one cannot: its
         # backticks are escaped or code spans), whatever comes before the tildes.
-        out.append(_TILDE_FENCE.sub(r"\1\\~", _prose(lines[i], first=False)))
+        out.append(_TILDE_FENCE.sub(r"\1\\~", _prose(lines[i], first=False, table=i in rows)))
         i += 1
     return "\n".join(out)
 
@@ -185,9 +234,9 @@ def _entities(s: str) -> str:
 
 def _html(s: str) -> str:
     out, at = [], 0
-    for m in LIVE.finditer(s):
-        out += [_entities(s[at:m.start()]), f"<code>{_entities(m.group(0))}</code>"]
-        at = m.end()
+    for start, end in live_spans(s):
+        out += [_entities(s[at:start]), f"<code>{_entities(s[start:end])}</code>"]
+        at = end
     out.append(_entities(s[at:]))
     return "".join(out)
 

@@ -98,14 +98,65 @@ def atomic_path(path: Path, replace: bool = True, nonempty: bool = True) -> Iter
         tmp.unlink(missing_ok=True)
 
 
+def write_bytes_atomic(path: Path, data: bytes, replace: bool = True) -> None:
+    """``data`` as the whole content of ``path``. Where the file system gives unnamed files
+    (Linux's O_TMPFILE), the content is written and synced into one with no name, which is then
+    linked beside ``path`` and renamed over it (or linked to ``path`` itself when
+    ``replace=False``): a writer killed at any moment (SIGKILL) leaves no empty or torn file
+    under any name, at most a whole hidden temporary that ``remove_stale`` removes. Elsewhere,
+    as ``atomic_path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _write_unnamed(path, data, replace)
+    except _NoUnnamedFiles:  # no O_TMPFILE here, on this file system, or no /proc to name one
+        with atomic_path(path, replace=replace, nonempty=False) as tmp:
+            tmp.write_bytes(data)
+
+
+class _NoUnnamedFiles(Exception):
+    pass
+
+
+def _write_unnamed(path: Path, data: bytes, replace: bool) -> None:
+    try:
+        fd = os.open(path.parent, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+    except (AttributeError, OSError):
+        raise _NoUnnamedFiles() from None
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        # linkat(AT_SYMLINK_FOLLOW) of /proc's link to the descriptor names the unnamed file
+        # (a folder's descriptor given, so that os.link calls linkat and not link).
+        unnamed = f"/proc/self/fd/{fd}"
+        if not os.path.exists(unnamed):
+            raise _NoUnnamedFiles()
+        if not replace:
+            os.link(unnamed, path.name, dst_dir_fd=folder)  # FileExistsError: the name is taken
+            return
+        tmp = _temporary(path)
+        os.link(unnamed, tmp.name, dst_dir_fd=folder)
+        try:
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+    finally:
+        os.close(folder)
+        os.close(fd)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """``text`` as the whole content of ``path``, replacing what was there."""
-    with atomic_path(path, nonempty=False) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def create_atomic(path: Path, text: str) -> None:
     """``text`` as a new file ``path``; ``FileExistsError`` when the name is taken, however
     many writers try at once (the content is written before the name appears)."""
-    with atomic_path(path, replace=False) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+    data = text.encode("utf-8")
+    if not data:
+        raise OSError(f"{path}: nothing was written (an empty file is never put in place)")
+    write_bytes_atomic(path, data, replace=False)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import values
+
 CRASH_PREFIX = "GPUREPRO_CRASH "
 STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
 CHECK_FIRST_KEPT = 16  # mismatches of a final record's check kept in the trial record
@@ -112,14 +114,26 @@ def parse_json_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], int]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             bad += 1
             continue
         if isinstance(obj, dict) and "event" in obj:
-            events.append(obj)
+            events.append(_unicode(obj) if "\\ud" in line.lower() else obj)
         else:
             bad += 1
     return events, bad
+
+
+def _unicode(value: Any) -> Any:
+    """``value`` with every string made text UTF-8 can write: a lone surrogate (JSON's
+    ``\\ud800`` escape parses to one) replaced, which a report's Markdown could not encode."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_unicode(k): _unicode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unicode(v) for v in value]
+    return value
 
 
 def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
@@ -133,8 +147,13 @@ def find_crash_record(stderr_text: str) -> dict[str, Any] | None:
             continue
         try:
             found = json.loads(line[idx + len(CRASH_PREFIX) :])
-        except ValueError:
+        except (ValueError, RecursionError):
             found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
+        if not isinstance(found, dict):
+            found = {"unparsed": line[idx + len(CRASH_PREFIX) :][:2000]}
+        elif "\\ud" in line.lower():
+            found = _unicode(found)
+        found.pop("python_frames", None)  # the harness's own reading of faulthandler's dump only
     frames = find_python_frames(stderr_text)
     if frames is not None:
         found = {**(found if isinstance(found, dict) else {}), "python_frames": frames}
@@ -288,15 +307,19 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
                           f"count is an integer from 0 to 2^63-1; left out)", counters, errors)
     finals = [ev for ev in obs.events if ev.get("event") == "final"]
     final = finals[-1] if finals else None
-    observations = dict(final.get("observations") or {}) if final else {}
+    # The final record's values, checked before anything believes them (run/values.py): one a
+    # document cannot hold is named, kept as text, and the trial is a harness_error.
+    unfit = final_problem(final) if final else None
+    observed = final.get("observations") if final else None
+    observations = values.fitted(dict(observed)) if isinstance(observed, Mapping) else {}
     made_progress = counters.get(progress_counter, 0) > 0
 
     call = final.get("call") if final else None
     call = str(call) if call else None
     checked = final.get("check") if final else None
-    kept = dict(checked) if isinstance(checked, Mapping) else None
-    if kept is not None and isinstance(kept.get("first"), list):
-        kept["first"] = kept["first"][:CHECK_FIRST_KEPT]
+    if checked is not None and values.check_problem(checked) is not None:
+        checked = None  # named by ``unfit``; no check the schema refuses goes into the record
+    kept = values.kept_check(checked, CHECK_FIRST_KEPT) if checked is not None else None
 
     def out(outcome: str, detail: str) -> Classified:
         return Classified(outcome, detail, counters, errors, observations, call, kept)
@@ -322,6 +345,9 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
         return out("crashed", name)
 
     if final is not None:
+        if unfit is not None:
+            return out("harness_error", f"the driver's final record holds a value a result "
+                                        f"cannot: {unfit}")
         status = str(final.get("status"))
         outcome = _FINAL_STATUS.get(status)
         if outcome == "unsupported":
@@ -342,7 +368,7 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
                            f"exposure.counter")
             if not made_progress:
                 return out("invalid", f"no progress: {progress_counter} = 0")
-            return out(*check_outcome(checked, check))
+            return out(*check_outcome(kept, check))
         return out("harness_error", f"unknown final status {status!r}")
 
     # No final record and no signal: the driver broke the protocol. A Python driver that raised
@@ -355,6 +381,24 @@ def classify(obs: Observed, progress_counter: str, check: Any = None) -> Classif
                    if n else "")
         return out("harness_error", f"no protocol output (exit status {rc}{printed}){why}")
     return out("harness_error", f"exited with status {rc} without a final record{why}")
+
+
+def final_problem(final: Mapping[str, Any]) -> str | None:
+    """The first value of a final record that no result can hold or believe (run/values.py),
+    described; None when every one fits."""
+    observed = final.get("observations")
+    if observed is not None and not isinstance(observed, Mapping):
+        return f"observations is {type(observed).__name__}, not an object"
+    observed = observed or {}
+    found = values.unfit(observed, "observations")
+    if found is None and "timing" in observed:
+        found = values.timing_problem(observed["timing"])
+    if found is None and final.get("check") is not None:
+        found = values.check_problem(final["check"])
+    if found is None:
+        found = values.unfit({k: v for k, v in final.items()
+                              if k not in ("observations", "check", "counters", "errors", "t")})
+    return found
 
 
 def check_outcome(checked: Any, declared: Any) -> tuple[str, str]:

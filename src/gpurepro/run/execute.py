@@ -8,7 +8,6 @@ the shuffled plan in order, so every arm is spread over every GPU.
 
 from __future__ import annotations
 
-import math
 import os
 import queue
 import signal
@@ -22,7 +21,7 @@ from typing import Any
 
 from ..case.model import Case, TrialBudget, TrialContext
 from ..env import privacy
-from ..errors import HarnessError, Stopped
+from ..errors import HarnessError, JournalError, Stopped
 from .classify import COUNTER_MAX, StdoutTail, classify, exit_description, short_module
 from .journal import Journal
 from .plan import Plan, PlannedTrial
@@ -31,6 +30,7 @@ from .rehash import ArtifactChanged, verify_artifacts
 from .runtime import site_for, verify_site
 from .schedule import Pick
 from .trial import TrialCancelled, run_trial
+from .values import fitted, is_count, number_problem, unfit
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
 
 
@@ -110,26 +110,28 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     python = {"python_frames": crash["python_frames"]} if crash.get("python_frames") else {}
     if "unparsed" in crash:
-        return {"unparsed": crash["unparsed"][:500], **python}
+        return {"unparsed": str(crash["unparsed"])[:500], **python}
     if "signal" not in crash:  # a Python driver's frames without a native record
         return python or None
 
-    def where(m: Mapping[str, Any] | None) -> dict[str, Any]:
-        if m is None:
+    # Each field as the schema has it, whatever the record said (a driver's record is read,
+    # not believed): text or null, an integer or null, lists of objects.
+    def where(m: Any) -> dict[str, Any]:
+        if not isinstance(m, Mapping):
             return {"module": "[unmapped]", "offset": None, "perms": None}
-        return {"module": short_module(m.get("path")), "offset": m.get("offset"),
-                "perms": m.get("perms")}
+        return {"module": short_module(_text(m.get("path"))), "offset": _text(m.get("offset")),
+                "perms": _text(m.get("perms"))}
 
     pc = where(crash.get("pc_map"))
-    frames = [
-        {"module": short_module(f.get("path")), "offset": f.get("offset")}
-        for f in crash.get("frames") or []
-    ]
+    listed = crash.get("frames")
+    listed = listed if isinstance(listed, list) else []
+    frames = [{"module": short_module(_text(f.get("path"))), "offset": _text(f.get("offset"))}
+              for f in listed if isinstance(f, Mapping)]
     return {
-        "signal": crash.get("signal"),
-        "si_code": crash.get("si_code"),
-        "code_name": crash.get("code_name"),
-        "fault_address": crash.get("addr"),
+        "signal": _text(crash.get("signal")),
+        "si_code": _integer(crash.get("si_code")),
+        "code_name": _text(crash.get("code_name")),
+        "fault_address": _text(crash.get("addr")),
         "fault_in": where(crash.get("addr_map")),
         "pc_module": pc["module"],
         "pc_offset": pc["offset"],
@@ -150,6 +152,20 @@ def crash_summary(crash: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def _text(value: Any) -> str | None:
+    """A crash record's text field: a string (a number as its digits), or None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or number_problem(value):
+        return None
+    return str(value)
+
+
+def _integer(value: Any) -> int | None:
+    return (value if isinstance(value, int) and not isinstance(value, bool)
+            and number_problem(value) is None else None)
+
+
 def _int_field(crash: Mapping[str, Any], key: str) -> dict[str, int]:
     """A count of nanoseconds the handler measured, kept where it can be one (0 … 2^63-1)."""
     value = crash.get(key)
@@ -162,12 +178,21 @@ def _clock(value: Any) -> int | float | None:
     (negative, not finite, not a number), which no JSON document could carry or believe."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return value if math.isfinite(value) and 0 <= value <= COUNTER_MAX else None
+    return value if number_problem(value) is None and 0 <= value <= COUNTER_MAX else None
 
 
-def _threads(threads: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: t.get(k) for k in ("thread", "call", "inside", "calls", "faulting")}
-            for t in threads]
+def _threads(threads: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each thread's published call as the schema has it; an entry of other types is left out."""
+    kept = []
+    for t in threads:
+        if not isinstance(t, Mapping):
+            continue
+        entry = {"thread": t.get("thread"), "call": _text(t.get("call")),
+                 "inside": t.get("inside"), "calls": t.get("calls"), "faulting": t.get("faulting")}
+        if (is_count(entry["thread"]) and is_count(entry["calls"])
+                and isinstance(entry["inside"], bool) and isinstance(entry["faulting"], bool)):
+            kept.append(entry)
+    return kept
 
 
 def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
@@ -241,6 +266,12 @@ def execute_trial(case: Case, planned: PlannedTrial, factors: Mapping[str, Any],
         "env": dict(cmd.env),
         **({"check": result.check} if result.check is not None else {}),
     }
+    # The journal's last guard (run/values.py): a value no document can hold, from wherever it
+    # came, is named and kept as text.
+    found = unfit(record, depth=-1)  # the record's own level: its observations count from 0
+    if found is not None:
+        record = {**fitted(record), "outcome": "harness_error",
+                  "detail": f"the trial's record holds a value a result cannot: {found}"}
     # Checkout paths relative, home as ~, secret-named variables dropped (and, with --redact,
     # the hostname): the record may end up on a public issue.
     return privacy.portable_trial(record, root, opts.redact)
@@ -341,6 +372,15 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
             return picked
 
     def worker(slot: int, gpu: str | None) -> None:
+        """``work``, and whatever ends it other than running out of trials stops the run: a
+        worker that dies never leaves a run that seals its journal as complete."""
+        try:
+            work(slot, gpu)
+        except BaseException as exc:
+            failures.append(f"trial worker {slot} stopped: {type(exc).__name__}: {exc}")
+            cancel.set()
+
+    def work(slot: int, gpu: str | None) -> None:
         while not cancel.is_set():
             cap = seconds = None
             if choose_next is not None:
@@ -378,6 +418,10 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
                 except OSError as exc:
                     failures.append(f"cannot write the journal {journal.path}: "
                                     f"{exc.strerror or exc}")
+                    cancel.set()
+                    return
+                except JournalError as exc:  # our bug: the run stops, resumable, and says so
+                    failures.append(f"trial {planned.index} ({planned.arm}): {exc}")
                     cancel.set()
                     return
                 records.append(rec)

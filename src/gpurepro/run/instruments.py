@@ -192,7 +192,7 @@ def _json_event(line: str) -> dict[str, Any] | None:
         return None
     try:
         obj = json.loads(s)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) and "event" in obj else None
 

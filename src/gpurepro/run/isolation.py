@@ -36,6 +36,13 @@ PREFIX = "gpurepro."
 KILL_WAIT_S = 10.0
 
 
+
+def no_bytecode() -> list[str]:
+    """``-B`` where the environment asks for no bytecode caches (PYTHONDONTWRITEBYTECODE, which
+    ``-I`` would ignore): a pack's run writes none into its tree, which run.py checks."""
+    return ["-B"] if os.environ.get("PYTHONDONTWRITEBYTECODE") else []
+
+
 def _mountinfo() -> list[tuple[str, str]]:
     """The cgroup2 mounts: (root inside the hierarchy, mount point)."""
     found = []
@@ -151,7 +158,7 @@ class Mechanism:
         """The trial's argv goes after this (nothing where no mechanism wraps it)."""
         if not self.wraps:
             return []
-        out = [sys.executable, "-I", "-S", str(ENTER)]
+        out = [sys.executable, "-I", *no_bytecode(), "-S", str(ENTER)]
         if cgroup is not None:
             out += ["--cgroup", str(cgroup)]
         if self.pid_namespace:
@@ -171,8 +178,8 @@ def wanted() -> str:
 
 def _probe(args: Sequence[str]) -> dict[str, bool]:
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", str(ENTER), "--probe", *args],
-                              capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-I", *no_bytecode(), "-S", str(ENTER), "--probe",
+                               *args], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
         return json.loads(done.stdout or b"{}")
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}

@@ -26,13 +26,23 @@ Guarantees, each tested in tests/test_faults.py:
   the same pair is then written into the header's ``sealed`` field (a fixed-width slot that the
   chain does not cover, written in place): a complete journal whose last lines were removed,
   its end record with them, is named instead of read as a stopped run, and one rechained after
-  an edit no longer matches its seal.
+  an edit no longer matches its seal;
+- from format 6 the slot holds, until the seal replaces it, the open run's token (random), and
+  the header (under the chain) the token's sha256 (``seal_lock``): writing the seal destroys
+  the token, so a completed journal cut back and its seal overwritten (with spaces, or any
+  token made up) reads as neither a complete run nor a stopped one, and is refused. In format
+  5 a blank slot is a run that has not ended, and such a journal is read as it was;
+- a tail of NUL bytes (and line breaks among them), which a crash leaves on some file systems
+  where the last write's blocks were allocated and never written, is a torn tail like an
+  unterminated last line.
 
 What this protects against: accidents (a torn write, a full disk, a copy cut short) and naive
-edits (a line changed, removed, repeated, moved, or the header changed). Not against a forger:
-a checksum without a secret can be recomputed by anyone who edits the file (the chain, the end
-record and the seal alike). The defence against a forger is `validate` recomputing every
-figure, claim and verdict from the trials, and a rerun.
+edits (a line changed, removed, repeated, moved, the header changed, a completed run cut back
+with its seal overwritten). Not against a forger: a checksum without a secret can be computed
+again by anyone who edits the file (the chain, the end record, the seal and a new token with
+its lock alike), and whoever kept the token of a journal from before its run ended can write it
+back. The defence against a forger is `validate` recomputing every figure, claim and verdict
+from the trials, and a rerun.
 
 Standard library only.
 """
@@ -65,16 +75,25 @@ RESUMED_KIND = "resumed"
 # format 4 or later without one was stopped (or is still running).
 END_KIND = "end"
 # 2: identity (manifest_sha256, plan_sha256, run_id) in the header; 3: the hash chain; 4: the
-# end record; 5: the end record's trial count and chain head, and the header's seal
-FORMAT = 5
+# end record; 5: the end record's trial count and chain head, and the header's seal; 6: the
+# seal's slot holds the open run's token until the seal replaces it, the token's sha256 in the
+# header (under the chain)
+FORMAT = 6
 END_FORMAT = 4
 SEAL_FORMAT = 5
+LOCK_FORMAT = 6
 SEAL_KEY = "sealed"
 # The seal's slot in the header: "<trials> <chain head>" padded with spaces to a fixed width,
 # so that writing it in place changes no other byte of the file.
 SEAL_WIDTH = 96
 UNSEALED = " " * SEAL_WIDTH
 _SEAL_PREFIX = f'"{SEAL_KEY}":"'.encode()
+# Format 6: while the run has not ended the slot holds "open <token>" (a random token), and the
+# header's LOCK_KEY its sha256. Writing the seal destroys the token: a journal whose run ended
+# cannot be made to read as a stopped one again by an edit that computes no hash (its slot
+# blanked, or any token written there, is refused), so a cut-back complete journal is named.
+LOCK_KEY = "seal_lock"
+OPEN_PREFIX = "open "
 IDENTITY_FORMAT = 2  # the oldest format that can be resumed
 CHAIN_FORMAT = 3
 CHAIN_KEY = "chain"
@@ -133,10 +152,34 @@ def seal_text(trials: int, head: str) -> str:
     return f"{trials} {head}".ljust(SEAL_WIDTH)
 
 
+def open_slot(token: str) -> str:
+    """The seal's slot of a format-6 journal whose run has not ended."""
+    return f"{OPEN_PREFIX}{token}".ljust(SEAL_WIDTH)
+
+
+def lock_of(token: str) -> str:
+    """What the header's LOCK_KEY holds for the open run's ``token``."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def _seal_of(header: Mapping[str, Any], where: str) -> tuple[int, str] | None:
-    """The header's seal as (trials, head); None while the run has not ended."""
+    """The header's seal as (trials, head); None while the run has not ended (format 6: the
+    slot holds the token whose sha256 the header's lock holds)."""
     value = header.get(SEAL_KEY)
-    if value == UNSEALED:
+    lock = header.get(LOCK_KEY)
+    if lock is not None:
+        if isinstance(value, str) and value.startswith(OPEN_PREFIX):
+            if lock_of(value[len(OPEN_PREFIX):].rstrip(" ")) == lock:
+                return None
+            raise JournalMismatch(
+                f"{where}: its header's seal slot holds another token than the run's own "
+                f"({SEAL_KEY} was edited): it is neither a complete run nor a stopped one")
+        if value == UNSEALED:
+            raise JournalMismatch(
+                f"{where}: its header's seal slot is blank where the run's open token or its "
+                f"seal must be: a completed run's seal was overwritten (its last lines cut "
+                f"back?); it is not a stopped run to resume")
+    elif value == UNSEALED:
         return None
     parts = value.split() if isinstance(value, str) and len(value) == SEAL_WIDTH else []
     if len(parts) != 2 or not parts[0].isdigit() or not re.fullmatch(r"[0-9a-f]{64}", parts[1]):
@@ -177,8 +220,13 @@ class Contents:
 
 
 def parse(data: bytes, where: str) -> Contents:
-    """Parse a journal's bytes; only an unterminated last line may be incomplete."""
-    cut = data.rfind(b"\n") + 1
+    """Parse a journal's bytes; only an unterminated last line may be incomplete, or a tail
+    of NUL bytes (with line breaks among them) that a crash left where the last write's blocks
+    were allocated and never written (some file systems): both are a torn tail, from the start
+    of the line they begin in."""
+    kept = len(data.rstrip(b"\x00\n"))
+    nul = data.find(b"\x00", kept)  # the first NUL of a tail of NULs and line breaks
+    cut = data.rfind(b"\n", 0, nul) + 1 if nul >= 0 else data.rfind(b"\n") + 1
     body, torn = data[:cut], len(data) - cut
     header: dict[str, Any] | None = None
     stopping: dict[str, Any] | None = None
@@ -309,8 +357,9 @@ class Journal:
         journal = cls(path, fd)
         try:
             journal._lock()
+            token = os.urandom(32).hex()
             line = _line({"kind": HEADER_KIND, "journal_format": FORMAT, **header,
-                          SEAL_KEY: UNSEALED})
+                          LOCK_KEY: lock_of(token), SEAL_KEY: open_slot(token)})
             journal._write(line)
             journal._chain = chain_start(line)
             journal._seal_at = seal_offset(line)

@@ -18,6 +18,7 @@ Where neither is known the time left is "unknown"; it is never negative or infin
 from __future__ import annotations
 
 import math
+import re
 import sys
 import threading
 import time
@@ -108,6 +109,22 @@ def clock(seconds: float) -> str:
     return f"{total // 3600}:{total // 60 % 60:02d}:{total % 60:02d}"
 
 
+# What a terminal would act on rather than show: escape sequences (CSI, OSC, and any other
+# ESC-led pair) and every other C0 or C1 control character, a line break included.
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?"
+    r"|[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str, lines: bool = False) -> str:
+    """``text`` as a progress line may print it: a trial's detail comes from its driver, and a
+    driver's escape sequences would move the cursor, retitle the window or clear the screen.
+    ``lines``: line breaks kept (a diagnostic of several lines)."""
+    if lines:
+        return "\n".join(_TERMINAL_CONTROL.sub(" ", line) for line in text.split("\n"))
+    return _TERMINAL_CONTROL.sub(" ", text)
+
+
 class Progress:
     def __init__(self, plan: Plan, done: list[dict[str, Any]], stream=None, live: bool | None = None,
                  expected: Expectation | None = None, slots: int = 1,
@@ -155,7 +172,7 @@ class Progress:
             self.live.__exit__(*exc)
 
     def _say(self, text: str) -> None:
-        print(text, file=self.stream, flush=True)
+        print(terminal_safe(text), file=self.stream, flush=True)
 
     def left(self) -> Left:
         """The time left, as known now."""

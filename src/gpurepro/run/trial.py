@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import shutil
 import signal
@@ -27,6 +26,7 @@ from typing import Any
 from . import contain, procs
 from .classify import Observed, find_crash_record, parse_json_lines
 from .output import CappedLines, CappedTail, pump_lines, pump_tail
+from .values import TIME_MAX_S, number_problem
 
 STDERR_TAIL = 4000
 # After the no-progress limit: SIGQUIT asks the driver's crash handler (native/crash.cc) for its
@@ -50,7 +50,7 @@ class Progress:
             return
         try:
             event = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(event, dict) or event.get("counters") is None:
             return
@@ -90,7 +90,7 @@ def _own_clock(events: list[dict[str, Any]], crash: dict[str, Any] | None) -> fl
     seen = [e.get("t") for e in events] + [(crash or {}).get("t")]
     # A clock that cannot be a time since the driver's start (negative, not finite) is not one.
     times = [float(t) for t in seen if isinstance(t, int | float) and not isinstance(t, bool)
-             and math.isfinite(t) and t >= 0]
+             and number_problem(t) is None and 0 <= t <= TIME_MAX_S * 365]
     return max(times) if times else None
 
 

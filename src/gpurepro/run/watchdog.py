@@ -255,7 +255,8 @@ class Watchdog:
         replacement's trials and orphans), written before its program has even started."""
         env = {k: v for k, v in os.environ.items() if k != RUN_ID_VARIABLE}
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(Path(__file__).resolve()), self.tag],
+            [sys.executable, "-I", *(["-B"] if os.environ.get("PYTHONDONTWRITEBYTECODE") else []),
+             str(Path(__file__).resolve()), self.tag],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env, start_new_session=True, close_fds=True,
         )
