@@ -19,6 +19,7 @@ from .args import (
     nonneg_int,
     positive_float,
     positive_int,
+    python_version,
     say,
 )
 
@@ -222,6 +223,9 @@ def _build_commands(sub: Any) -> None:
     p.add_argument("--arch", help=arch_help)
     p.add_argument("--build-dir", default="build",
                    help="where the artifacts go, inside the repository (default: build/)")
+    p.add_argument("--python", metavar="X.Y", type=python_version,
+                   help="the Python the trials run with, where not this one (a GPU node's): "
+                        "the case's runtime wheels are downloaded for it")
     p.set_defaults(fn=run.cmd_build)
 
     p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")

@@ -116,8 +116,11 @@ def check(args: argparse.Namespace, root: Path) -> Checked:
     return Checked(case, request, slurm=True, cluster=opts, poll_s=args.poll)
 
 
-def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, Any]:
-    """Build a case's artifacts for ``target`` with the pinned toolchain, saying what was made."""
+def do_build(case: Case, target: str, root: Path, build_dir: Path,
+             python: str | None = None) -> dict[str, Any]:
+    """Build a case's artifacts for ``target`` with the pinned toolchain, and its runtime wheels
+    for the Python that runs the trials (this one, unless ``python`` names another), saying
+    what was made."""
     say(f"building {case.name} for {target}")
 
     def on_event(name: str, status: str) -> None:
@@ -127,7 +130,7 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
     index = build_case(case, target, root, build_dir, on_event)
     for name, e in index["artifacts"].items():
         show(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
-    wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event)
+    wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event, python=python)
     if wheels is not None:
         size, paths = build_runtime.carried(wheels)
         show(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
@@ -187,7 +190,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     root = repository_root()
     case = load_case(args.case, root)
     build_dir = checked_build_dir(args.build_dir, root)
-    do_build(case, resolve_target(case, args.arch), root, build_dir)
+    do_build(case, resolve_target(case, args.arch), root, build_dir, args.python)
     return EXIT_OK
 
 

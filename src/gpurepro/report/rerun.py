@@ -324,9 +324,9 @@ def _runtime_notes(doc: Mapping[str, Any]) -> list[str]:
     python = runtime_python(doc)
     if python:
         notes.append(f"The run's trials imported packages carried as wheels for Python "
-                     f"{escape(python)} (the case's runtime pins): the build downloads them "
-                     f"again, and the trials need that Python (`--force-python`, the "
-                     f"environment above).")
+                     f"{escape(python)} (the case's runtime pins): both commands run on that "
+                     f"Python (`--force-python`, the environment above), so that the build "
+                     f"downloads the same wheels again.")
     node = left_to_node(doc)
     if node:
         notes.append(f"The case left {', '.join(code(p) for p in node)} to the GPU node's own "
