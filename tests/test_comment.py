@@ -282,17 +282,17 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
     assert checked.target == "sm_90" and parsed.seed == doc["plan"]["seed"]
 
 
-def test_the_repository_url_is_printed_only_when_one_is_set(monkeypatch):
-    from gpurepro.report import rerun
+def test_the_repository_url_is_the_projects_unless_replaced_and_never_a_placeholder(monkeypatch):
+    from gpurepro import project
 
-    monkeypatch.delenv(rerun.URL_VARIABLE, raising=False)
-    assert rerun.repository_url() is None  # pyproject.toml's placeholder (.invalid) is not one
-    monkeypatch.setenv(rerun.URL_VARIABLE, "https://git.example.org/gpu/gpurepro.git")
-    assert rerun.repository_url() == "https://git.example.org/gpu/gpurepro.git"
+    monkeypatch.delenv(project.URL_VARIABLE, raising=False)
+    assert project.repository_url() == "https://github.com/gpurepro/gpurepro"  # pyproject.toml's
+    monkeypatch.setenv(project.URL_VARIABLE, "https://git.example.org/gpu/gpurepro.git")
+    assert project.repository_url() == "https://git.example.org/gpu/gpurepro.git"
     body = issue_body(json.loads(NEWEST.read_text()), NEWEST)
     assert "git clone https://git.example.org/gpu/gpurepro.git gpurepro" in body
-    monkeypatch.setenv(rerun.URL_VARIABLE, "https://gpurepro.invalid/x.git")
-    assert rerun.repository_url() is None
+    monkeypatch.setenv(project.URL_VARIABLE, "https://gpurepro.invalid/x.git")
+    assert project.repository_url() is None
 
 
 def test_no_document_string_reaches_the_comment_unescaped(monkeypatch):

@@ -316,7 +316,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
         body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
-    from ..report.rerun import URL_VARIABLE, repository_url
+    from ..project import URL_VARIABLE, repository_url
 
     if repository_url() is None:
         say(f"note: no repository URL is configured, so the rerun has no clone step: set "

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IssueError
+from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
     claims_table,
@@ -46,7 +47,7 @@ from .markdown import (
     threads_table,
 )
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
-from .rerun import repository_url, rerun_arguments, rerun_section, session_for, shortest_rerun
+from .rerun import rerun_arguments, rerun_section, session_for, shortest_rerun
 from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
@@ -817,7 +818,7 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
     """The comment: the head (``extra_head``: lines for the maintainer's bullets, such as the
     toolchain matrix's), then the <details> blocks (``extra_blocks`` before the environment's)
     as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
-    gpurepro.report.rerun.repository_url)."""
+    gpurepro.project.repository_url)."""
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
     for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):

@@ -2,11 +2,9 @@
 the same without nox.
 
 The command's arguments come from the document alone (its plan and options). The repository's
-URL is the project's, not the run's: ``GPUREPRO_REPOSITORY_URL`` when set, else the
-``Repository`` entry of ``[project.urls]`` (the installed package's metadata, or the checkout's
-``pyproject.toml``). A placeholder there (a host under ``.invalid``, as the project ships until
-its public URL is known) is never printed: the steps then say where the clone comes from in
-words.
+URL is the project's, not the run's (gpurepro.project: ``GPUREPRO_REPOSITORY_URL`` when set,
+else the ``Repository`` entry of ``[project.urls]``). A placeholder there (a host under
+``.invalid``) is never printed: the steps then say where the clone comes from in words.
 
 Every line of the shell blocks is the harness's: each word from the document is shell-quoted
 with its line breaks and other control characters made spaces (``shell_words``), and the block
@@ -15,25 +13,17 @@ is a fence no word can close (tables.fence).
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shlex
-import tomllib
 from collections.abc import Mapping, Sequence
-from importlib import metadata
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from ..cluster import merge
+from ..project import URL_VARIABLE
 from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
 from .compare import stopping_numbers
 from .tables import code, escape, fence
-
-URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
-PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"  # in a checkout
-
 
 # Sessions by the name their users know, in every noxfile since the first; a case folder's own
 # session (noxfile.py gives every case one) came later, and a commit before it has none.
@@ -44,35 +34,6 @@ def session_for(case: str) -> str:
     """The nox session that runs ``case`` at any commit: its alias where it has one, else the
     session of its folder's name."""
     return SESSIONS.get(case, case)
-
-
-def _configured_url() -> str | None:
-    """The Repository URL the package was built with, else the checkout's pyproject.toml."""
-    try:
-        for entry in metadata.metadata("gpurepro").get_all("Project-URL") or []:
-            label, _, url = entry.partition(",")
-            if label.strip().lower() == "repository":
-                return url.strip()
-    except metadata.PackageNotFoundError:
-        pass
-    try:
-        project = tomllib.loads(PYPROJECT.read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    url = (project.get("urls") or {}).get("Repository")
-    return str(url) if url else None
-
-
-def repository_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """The URL a maintainer clones gpurepro from, or None while only a placeholder is known."""
-    environ = os.environ if environ is None else environ
-    url = (environ.get(URL_VARIABLE) or "").strip() or _configured_url()
-    if not url:
-        return None
-    host = urlparse(url).hostname or ""
-    if host == "invalid" or host.endswith(".invalid"):
-        return None
-    return url
 
 
 def shell_words(words: Sequence[object]) -> str:
