@@ -267,16 +267,21 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
     assert done.returncode == 0, done.stderr
     calls = [line.split() for line in log.read_text().splitlines()]
     commit = doc["environment"]["repository"]["commit"]
-    expected = [["git", "checkout", commit]]
+    # The committed document, copied out of the clone's default branch before the checkout:
+    # the rerun checks itself against it (GPUREPRO_RERUN_OF on the nox line).
+    committed = NEWEST.relative_to(ROOT).as_posix()
+    expected = [["git", "show", f"origin/HEAD:{committed}"], ["git", "checkout", commit]]
     if url:
         expected = [["git", "clone", url, "gpurepro"], ["cd", "gpurepro"], *expected]
     args = rerun_arguments(doc)
     assert calls[:len(expected)] == expected
     assert calls[len(expected)] == ["nox", "-s", "tile_unload_race", "--", *args]
+    assert f"GPUREPRO_RERUN_OF=../{NEWEST.name} nox -s tile_unload_race" in nox_block
     install, case = calls[len(expected) + 1:]
     assert install[:5] == ["python", "-m", "pip", "install", "-e"] and install[5] == ".[analysis]"
     assert sorted(install[6:]) == sorted(f"{k}=={v}" for k, v in doc["toolchain"]["resolved"].items())
     assert case == ["python", "-m", "gpurepro", "case", "tile_unload_race", *args]
+    assert f"GPUREPRO_RERUN_OF=../{NEWEST.name} python -m gpurepro case" in plain_block
     parsed = parser().parse_args(["case", "tile_unload_race", *args])
     checked = check_arguments(load_case("tile_unload_race", root), parsed, root, gpu_info={"gpus": []})
     assert checked.target == "sm_90" and parsed.seed == doc["plan"]["seed"]

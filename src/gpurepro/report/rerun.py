@@ -17,11 +17,13 @@ import random
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..cluster import merge
 from ..project import URL_VARIABLE
 from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
+from ..run.rerun_of import VARIABLE as RERUN_OF
 from .compare import stopping_numbers
 from .tables import code, escape, fence
 
@@ -229,13 +231,15 @@ def _clone_lines(url: str | None) -> list[str]:
             f"clone step is printed here)"]
 
 
-def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str], list[str]]:
-    """(shell lines that get the exact tree, notes about it)."""
+def _checkout_lines(doc: Mapping[str, Any], url: str | None,
+                    document: str | None = None) -> tuple[list[str], list[str]]:
+    """(shell lines that get the exact tree, notes about it); with ``document`` (the document's
+    path in the repository, where it is committed), its copy out of the clone first."""
     repo = doc["environment"].get("repository") or {}
     commit = repo.get("commit")
     manifest = repo.get("manifest") or {}
     notes = []
-    lines = _clone_lines(url)
+    lines = [*_clone_lines(url), *_fetch_lines(document)]
     found_elsewhere = manifest.get("found") not in (None, "named")
     if commit:
         lines.append(f"git checkout {shell_words([commit])}")
@@ -258,14 +262,37 @@ NOX_IF_MISSING = ('command -v nox >/dev/null || { make .venv/bin/nox && '
                   'export PATH="$PWD/.venv/bin:$PATH"; }')
 
 
-def _nox_line(doc: Mapping[str, Any]) -> str:
+def _nox_line(doc: Mapping[str, Any], check: str = "") -> str:
     session = shell_words([session_for(doc["case"]["name"])])
     python = runtime_python(doc)
     forced = f" --force-python {shell_words([python])}" if python else ""
-    return f'nox -s {session}{forced} -- "${{ARGS[@]}}"'
+    return f'{check}nox -s {session}{forced} -- "${{ARGS[@]}}"'
 
 
-def _plain_lines(doc: Mapping[str, Any]) -> list[str]:
+def _fetched(document: str) -> str:
+    """Where the rerun block puts the document it checks itself against: beside the clone."""
+    return f"../{Path(document).name}"
+
+
+def _fetch_lines(document: str | None) -> list[str]:
+    """The line that copies the committed document out of the clone's default branch before
+    the checkout (the commit the run ran is older than the document)."""
+    if document is None:
+        return []
+    return [f"git show {shell_words(['origin/HEAD:' + document])} > "
+            f"{shell_words([_fetched(document)])}  # this document: the rerun checks itself "
+            f"against it"]
+
+
+def _check_prefix(document: str | None) -> str:
+    """The variable that has the rerun compare its artifacts and verdict with the document
+    (gpurepro.run.rerun_of; a commit from before it runs as it always did)."""
+    if document is None:
+        return ""
+    return f"{RERUN_OF}={shell_words([_fetched(document)])} "
+
+
+def _plain_lines(doc: Mapping[str, Any], check: str = "") -> list[str]:
     """The same without nox: an environment of the runtime's Python where the run carried
     wheels, the package with the resolved toolchain and the node's packages, the case."""
     case = shell_words([doc["case"]["name"]])
@@ -276,7 +303,7 @@ def _plain_lines(doc: Mapping[str, Any]) -> list[str]:
         lines.append(f"{venv} -m venv .venv-rerun && . .venv-rerun/bin/activate")
     extra = pins(doc) + left_to_node(doc) + unpinned_bindings(doc)
     lines.append("python -m pip install -e '.[analysis]'" + (" " + shell_words(extra) if extra else ""))
-    lines.append(f'python -m gpurepro case {case} "${{ARGS[@]}}"')
+    lines.append(f'{check}python -m gpurepro case {case} "${{ARGS[@]}}"')
     return lines
 
 
@@ -313,20 +340,28 @@ def shortest_rerun(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     return [*lines, NOX_IF_MISSING, nox]
 
 
-def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
+def rerun_section(doc: Mapping[str, Any], url: str | None = None,
+                  document: str | None = None) -> list[str]:
     """The "Rerun it" section: clone and checkout, the nox command, the same without nox. The
     arguments are written once, as a shell array both commands expand (bash and zsh alike)."""
     args = shell_words(rerun_arguments(doc))
-    checkout, notes = _checkout_lines(doc, url)
+    checkout, notes = _checkout_lines(doc, url, document)
+    check = _check_prefix(document)
     out = ["### Rerun it", "",
-           *fence("\n".join([*checkout, NOX_IF_MISSING, f"ARGS=({args})", _nox_line(doc)]),
-                  "sh")]
+           *fence("\n".join([*checkout, NOX_IF_MISSING, f"ARGS=({args})",
+                             _nox_line(doc, check)]), "sh")]
     out += notes
+    if document is not None:
+        out.append(f"The rerun checks itself against this document ({code(RERUN_OF)}): after "
+                   f"the build it prints how many artifacts are identical to the document's and "
+                   f"each that differs, with both hashes, and it exits 0 when the verdict is "
+                   f"reproduced, 6 when not, 125 when the trials could not run (`git bisect "
+                   f"run` skips that commit); a commit from before this check ignores it.")
     out.append(f"The session installs the case's pinned toolchain for "
                f"{code(doc['device']['target'])}. The same without nox, with the versions this "
                f"run resolved (Python 3.11+; recording, reports and the sequential designs need "
                f"the `analysis` extra):")
-    out += fence("\n".join(_plain_lines(doc)), "sh")
+    out += fence("\n".join(_plain_lines(doc, check)), "sh")
     out += [*_runtime_notes(doc), *_release_notes(doc), ""]
     return out
 
