@@ -95,6 +95,9 @@ def main(here_text: str, argv: list[str]) -> int:
                [str(here / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]),
            "GPUREPRO_COMMIT": meta["commit"], "GPUREPRO_DIRTY": "1" if meta["dirty"] else "0",
            "PYTHONUNBUFFERED": "1"}
+    # The node journals and records nothing (--no-record): a rerun's check against a document
+    # (GPUREPRO_RERUN_OF) needs the record, made back in the checkout.
+    env.pop("GPUREPRO_RERUN_OF", None)
     results = here / "results" / case
     before = _journals(results)
     gpurepro = [sys.executable, "-m", "gpurepro"]
