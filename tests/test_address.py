@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import tomllib
 
 import pytest
 
 from gpurepro import project
 
+from . import cli
 from .conftest import ROOT
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -81,9 +80,7 @@ def test_the_issue_comment_clones_from_the_address():
     doc = max(p for p in (ROOT / "results" / "ctx_get_device_v2").glob("*.json")
               if json.loads(p.read_text()).get("schema") == "gpurepro/result/1")
     env = {k: v for k, v in os.environ.items() if k != project.URL_VARIABLE}
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(doc)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**env, "PYTHONPATH": str(ROOT / "src")})
+    done = cli.gpurepro("issue", str(doc), env={**env, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     assert f"git clone {ADDRESS} gpurepro\ncd gpurepro\n" in done.stdout
     assert "no repository URL" not in done.stdout + done.stderr
