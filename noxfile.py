@@ -541,8 +541,10 @@ def bench(session: nox.Session) -> None:
 
 # The run stage and the record step on every Python the package supports (pyproject.toml's
 # classifiers): the GPU nodes run the run stage on their own Python (3.12 on the H200 image).
+# And every case's runtime packages (test_case_runtimes): downloaded as wheels for that Python,
+# every arm prepared by the run stage and its packages imported on it.
 TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_classify.py",
-            "tests/test_plan.py", "tests/test_trials.py"]
+            "tests/test_plan.py", "tests/test_trials.py", "tests/test_case_runtimes.py"]
 
 
 @nox.session(python=PYTHONS)

@@ -158,7 +158,9 @@ def test_a_module_of_the_extra_missing_later_is_the_same_line(monkeypatch, capsy
     assert main.main(["index"]) == 1
     err = capsys.readouterr().err
     assert "index needs gpurepro[analysis] (pyperf is not installed)" in err
-    assert extras.install_command(Path("/")) == "pip install 'gpurepro[analysis]'"
+    # Outside a checkout: the repository itself (there is no gpurepro on PyPI).
+    assert extras.install_command(Path("/")) == \
+        "pip install 'gpurepro[analysis] @ git+https://github.com/gpurepro/gpurepro'"
 
 
 def test_the_issue_command_prints_the_matrix_line_in_the_head():

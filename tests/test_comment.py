@@ -267,32 +267,37 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
     assert done.returncode == 0, done.stderr
     calls = [line.split() for line in log.read_text().splitlines()]
     commit = doc["environment"]["repository"]["commit"]
-    expected = [["git", "checkout", commit]]
+    # The committed document, copied out of the clone's default branch before the checkout:
+    # the rerun checks itself against it (GPUREPRO_RERUN_OF on the nox line).
+    committed = NEWEST.relative_to(ROOT).as_posix()
+    expected = [["git", "show", f"origin/HEAD:{committed}"], ["git", "checkout", commit]]
     if url:
         expected = [["git", "clone", url, "gpurepro"], ["cd", "gpurepro"], *expected]
     args = rerun_arguments(doc)
     assert calls[:len(expected)] == expected
     assert calls[len(expected)] == ["nox", "-s", "tile_unload_race", "--", *args]
+    assert f"GPUREPRO_RERUN_OF=../{NEWEST.name} nox -s tile_unload_race" in nox_block
     install, case = calls[len(expected) + 1:]
     assert install[:5] == ["python", "-m", "pip", "install", "-e"] and install[5] == ".[analysis]"
     assert sorted(install[6:]) == sorted(f"{k}=={v}" for k, v in doc["toolchain"]["resolved"].items())
     assert case == ["python", "-m", "gpurepro", "case", "tile_unload_race", *args]
+    assert f"GPUREPRO_RERUN_OF=../{NEWEST.name} python -m gpurepro case" in plain_block
     parsed = parser().parse_args(["case", "tile_unload_race", *args])
     checked = check_arguments(load_case("tile_unload_race", root), parsed, root, gpu_info={"gpus": []})
     assert checked.target == "sm_90" and parsed.seed == doc["plan"]["seed"]
 
 
-def test_the_repository_url_is_printed_only_when_one_is_set(monkeypatch):
-    from gpurepro.report import rerun
+def test_the_repository_url_is_the_projects_unless_replaced_and_never_a_placeholder(monkeypatch):
+    from gpurepro import project
 
-    monkeypatch.delenv(rerun.URL_VARIABLE, raising=False)
-    assert rerun.repository_url() is None  # pyproject.toml's placeholder (.invalid) is not one
-    monkeypatch.setenv(rerun.URL_VARIABLE, "https://git.example.org/gpu/gpurepro.git")
-    assert rerun.repository_url() == "https://git.example.org/gpu/gpurepro.git"
+    monkeypatch.delenv(project.URL_VARIABLE, raising=False)
+    assert project.repository_url() == "https://github.com/gpurepro/gpurepro"  # pyproject.toml's
+    monkeypatch.setenv(project.URL_VARIABLE, "https://git.example.org/gpu/gpurepro.git")
+    assert project.repository_url() == "https://git.example.org/gpu/gpurepro.git"
     body = issue_body(json.loads(NEWEST.read_text()), NEWEST)
     assert "git clone https://git.example.org/gpu/gpurepro.git gpurepro" in body
-    monkeypatch.setenv(rerun.URL_VARIABLE, "https://gpurepro.invalid/x.git")
-    assert rerun.repository_url() is None
+    monkeypatch.setenv(project.URL_VARIABLE, "https://gpurepro.invalid/x.git")
+    assert project.repository_url() is None
 
 
 def test_no_document_string_reaches_the_comment_unescaped(monkeypatch):

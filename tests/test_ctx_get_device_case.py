@@ -189,34 +189,53 @@ def test_runtime_pins_per_arm(case):
     rt = case.runtime
     assert rt.pins_for("v2-null") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]
     assert rt.pins_for("numba-062") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1",
-                                         "numba==0.62.1", "numpy==2.3.5"]
-    assert rt.pins_for("numba-063")[2] == "numba==0.63.0"
+                                         "numba==0.62.1", "llvmlite==0.45.1", "numpy==2.3.5"]
+    assert rt.pins_for("numba-063")[2:4] == ["numba==0.63.0", "llvmlite==0.46.0"]
     assert rt.pins_for("numba-builtin") == rt.pins_for("v2-null")  # the node's numba
-    assert rt.python == "3.12" and rt.from_node == ("llvmlite",)
+    # The wheels are for the Python that runs the trials; nothing is left to the node.
+    assert rt.python is None and rt.from_node == ()
 
 
-# Requires-Dist of the wheels the case pins, as their METADATA declares them (PyPI, cp312).
+# Requires-Dist of the wheels the case pins, as their METADATA declares them (PyPI, cp311 and
+# cp312 alike).
 REQUIRES = {
     "cuda-bindings==13.3.1": ["cuda-pathfinder>=1.4.2",
                               'cuda-toolkit==13.*; extra == "all"'],
     "cuda-pathfinder==1.9.1": [],
     "numba==0.62.1": ["llvmlite<0.46,>=0.45.0dev0", "numpy<2.4,>=1.22"],
     "numba==0.63.0": ["llvmlite<0.47,>=0.46.0dev0", "numpy<2.4,>=1.22"],
+    "llvmlite==0.45.1": [],
+    "llvmlite==0.46.0": [],
     "numpy==2.3.5": [],
 }
 
 
-def test_each_arms_pins_resolve_with_only_llvmlite_left_to_the_node(case):
+@pytest.mark.parametrize("python", ["3.11", "3.12"])
+def test_each_arms_pins_resolve_inside_the_arm_with_nothing_left_to_the_node(case, python):
+    """llvmlite beside numba, inside the range each release declares: the build resolves every
+    arm's set against itself on every Python pyproject.toml supports."""
     from gpurepro.build import runtime as build_runtime
 
     wheels = {pin: {"pin": pin, "name": pin.split("==")[0], "version": pin.split("==")[1],
                     "requires": req, "sha256": pin, "file": pin, "size": 1}
               for pin, req in REQUIRES.items()}
     for arm in (a.name for a in case.arms):
-        entry = build_runtime._resolve(arm, case.runtime.pins_for(arm), wheels, case.runtime)
-        left = {r["requirement"] for r in entry["from_node"]}
-        assert left == ({"llvmlite<0.46,>=0.45.0dev0"} if arm.startswith("numba-062") else
-                        {"llvmlite<0.47,>=0.46.0dev0"} if arm == "numba-063" else set()), arm
+        entry = build_runtime._resolve(arm, case.runtime.pins_for(arm), wheels, case.runtime,
+                                       python)
+        assert entry["from_node"] == [], arm
+
+
+def test_a_numba_pinned_beside_an_llvmlite_outside_its_range_fails_the_build(case):
+    from gpurepro.build import runtime as build_runtime
+    from gpurepro.errors import BuildError
+
+    wheels = {pin: {"pin": pin, "name": pin.split("==")[0], "version": pin.split("==")[1],
+                    "requires": req, "sha256": pin, "file": pin, "size": 1}
+              for pin, req in {**REQUIRES, "llvmlite==0.50.0": []}.items()}
+    with pytest.raises(BuildError, match=r"numba==0\.63\.0 requires llvmlite<0\.47,>=0\.46\.0dev0; "
+                                         r"the arm pins llvmlite==0\.50\.0"):
+        build_runtime._resolve("numba-063", ["numba==0.63.0", "llvmlite==0.50.0", "numpy==2.3.5"],
+                               wheels, case.runtime, "3.11")
 
 
 # ---- the tile case's cuda-python claims, read for cuda.core ----

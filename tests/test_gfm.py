@@ -138,9 +138,17 @@ def test_a_hostile_document_renders_inert_in_the_comment_the_report_and_compare(
 
 
 def test_issue_and_report_take_the_hostile_document_and_print_it_inert(tmp_path):
+    """Its verdict edited, the document does not validate: `issue` refuses it, and with
+    --allow-invalid renders it with its head saying so, every string inert (the problem it
+    quotes too)."""
     doc, path = hostile_doc(tmp_path)
-    done = cli.gpurepro("issue", str(path), "--matrix", str(hostile_matrix(tmp_path)))
+    refused = cli.gpurepro("issue", str(path))
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "does not validate" in refused.stderr
+    done = cli.gpurepro("issue", str(path), "--matrix", str(hostile_matrix(tmp_path)),
+                        "--allow-invalid")
     assert done.returncode == 0, done.stderr
+    assert "**This document does not validate**" in done.stdout.split("<details>")[0]
     assert "Toolchain matrix" in done.stdout and ".nv.evil" in done.stdout
     assert live(done.stdout, _links(doc)) == []
     report = cli.gpurepro("report", str(path))
@@ -170,11 +178,13 @@ def test_issue_refuses_a_document_when_the_escaping_does_not_hold(tmp_path):
     why in one line, exit 1: the check after rendering, not the escaping, is what refused."""
     _, path = hostile_doc(tmp_path)
     broken = ("import sys, gpurepro.report.tables as t; t._plain = lambda s, first: s; "
-              "from gpurepro.cli.main import main; sys.exit(main(['issue', sys.argv[1]]))")
+              "from gpurepro.cli.main import main; "
+              "sys.exit(main(['issue', sys.argv[1], '--allow-invalid']))")
     done = subprocess.run([sys.executable, "-c", broken, str(path)], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 1 and done.stdout == "", done.stderr
-    [line] = done.stderr.strip().splitlines()
+    # The notes that it does not validate (--allow-invalid), then the one line that refused it.
+    [line] = [x for x in done.stderr.strip().splitlines() if not x.startswith("note: ")]
     assert "refused, a string of the document could not be made inert for GitHub" in line
 
 

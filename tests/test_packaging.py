@@ -66,7 +66,8 @@ def test_python_m_build_makes_sdist_and_wheel_without_a_warning(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
         assert any(n.endswith("licenses/LICENSE") for n in z.namelist())
-    assert "License-Expression: Apache-2.0" in meta and "Project-URL: Repository" in meta
+    assert "License-Expression: Apache-2.0" in meta
+    assert "Project-URL: Repository, https://github.com/gpurepro/gpurepro" in meta
     assert "Classifier: Programming Language :: Python :: 3.12" in meta
 
 
@@ -95,10 +96,12 @@ def test_a_plain_install_says_in_one_line_which_extra_validate_needs(tmp_path):
     assert ("validate needs gpurepro[analysis] (jsonschema is not installed): "
             "pip install '.[analysis]'") in lines[0]
     assert "bug in gpurepro" not in lines[0]
-    # Outside a checkout the command names the package itself; the usage line its own name.
+    # Outside a checkout the command names the repository, from the installed package's
+    # metadata (there is no gpurepro on PyPI); the usage line its own name.
     elsewhere = pace.run([str(venv / "bin" / "gpurepro"), "report", "x.json"], cwd=tmp_path,
                          env=env, capture_output=True, text=True)
-    assert "pip install 'gpurepro[analysis]'" in elsewhere.stderr
+    assert "pip install 'gpurepro[analysis] @ git+https://github.com/gpurepro/gpurepro'" in \
+        elsewhere.stderr
     usage = pace.run([str(venv / "bin" / "gpurepro"), "report"], cwd=tmp_path, env=env,
                      capture_output=True, text=True)
     assert "see gpurepro report --help" in usage.stderr

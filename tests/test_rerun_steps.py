@@ -235,22 +235,28 @@ def test_a_dirty_tree_is_said_of_the_commit_it_was_on_not_of_one_found_for_it():
     assert "uncommitted changes on top of" in "\n".join(rerun_section(named, None))
 
 
-def test_without_a_url_the_steps_and_issue_say_exactly_what_to_set(tmp_path):
+def test_issue_clones_from_the_projects_address_or_the_one_set_and_says_what_to_set_without(
+        tmp_path):
+    def issue(**extra: str) -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if k != URL_VARIABLE}
+        return subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(FIXED)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120,
+                              env={**env, "PYTHONPATH": str(ROOT / "src"), **extra})
+
+    done = issue()  # pyproject.toml's [project.urls] Repository
+    assert done.returncode == 0, done.stderr
+    assert "git clone https://github.com/gpurepro/gpurepro gpurepro\ncd gpurepro\n" in done.stdout
+    assert URL_VARIABLE not in done.stderr
+    done = issue(**{URL_VARIABLE: f"file://{tmp_path}"})  # a fork's, or a local clone's
+    assert URL_VARIABLE not in done.stderr
+    assert f"git clone file://{tmp_path} gpurepro\ncd gpurepro\n" in done.stdout
+    # A placeholder (a host under .invalid) is never printed: the steps say what to set.
     nox, _ = _blocks(_doc(FIXED), url=None)
     assert nox[0].startswith("# in a clone of gpurepro") and URL_VARIABLE in nox[0]
     assert "[project.urls] Repository in pyproject.toml" in nox[0]
-    env = {k: v for k, v in os.environ.items() if k != URL_VARIABLE}
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(FIXED)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**env, "PYTHONPATH": str(ROOT / "src")})
+    done = issue(**{URL_VARIABLE: "https://gpurepro.invalid/gpurepro.git"})
     assert done.returncode == 0
     assert f"set {URL_VARIABLE}=<the URL to clone gpurepro from>" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(FIXED)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120,
-                          env={**env, "PYTHONPATH": str(ROOT / "src"),
-                               URL_VARIABLE: f"file://{tmp_path}"})
-    assert URL_VARIABLE not in done.stderr
-    assert f"git clone file://{tmp_path} gpurepro\ncd gpurepro\n" in done.stdout
 
 
 def test_every_new_word_from_the_document_is_one_quoted_shell_word():

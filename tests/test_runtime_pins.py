@@ -23,7 +23,7 @@ import pytest
 from gpurepro.build import runtime as build_runtime
 from gpurepro.build.artifacts import build_case
 from gpurepro.case import Case, ManifestError, Runtime, load_case, validate
-from gpurepro.errors import BuildError
+from gpurepro.errors import BuildError, UsageError
 from gpurepro.run import runtime as run_runtime
 from gpurepro.run.journal import read
 
@@ -115,17 +115,52 @@ def test_a_second_build_reuses_the_downloaded_wheels(case, built, index_dir):
         {p: w["sha256"] for p, w in index["wheels"].items()}
 
 
-def test_the_pip_command_asks_for_the_nodes_interpreter_and_no_dependencies(tmp_path):
+def test_the_pip_command_asks_for_the_trials_interpreter_and_no_dependencies(tmp_path):
     rt = Runtime(packages={"*": ["numba==0.62.1"]})
     argv = build_runtime.pip_download_argv("numba==0.62.1", rt, tmp_path)
     assert argv[1:4] == ["-m", "pip", "download"]
     for flag in ("--only-binary=:all:", "--no-deps"):
         assert flag in argv
-    assert argv[argv.index("--python-version") + 1] == "3.12"
+    # This interpreter's Python, which `case` runs the trials with, unless told another.
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert argv[argv.index("--python-version") + 1] == here
+    other = build_runtime.pip_download_argv("numba==0.62.1", rt, tmp_path, python="3.99")
+    assert other[other.index("--python-version") + 1] == "3.99"
     assert argv[argv.index("--implementation") + 1] == "cp"
     platforms = [argv[i + 1] for i, a in enumerate(argv) if a == "--platform"]
     assert "manylinux_2_28_x86_64" in platforms and "manylinux_2_17_x86_64" in platforms
     assert argv[-1] == "numba==0.62.1"
+
+
+def test_the_wheels_are_for_this_interpreter_unless_another_is_named_or_the_manifest_fixes_one():
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    free = Runtime(packages={"*": ["numba==0.62.1"]})
+    assert build_runtime.wheel_python(free) == here
+    assert build_runtime.wheel_python(free, "3.11") == "3.11"
+    fixed = Runtime(packages={"*": ["numba==0.62.1"]}, python="3.12")
+    assert build_runtime.wheel_python(fixed) == "3.12"
+    with pytest.raises(UsageError, match=r"--python 3\.11: c's runtime wheels are for Python "
+                                         r"3\.12 alone"):
+        build_runtime.wheel_python(fixed, "3.11", "c")
+    # Each Python's wheels are kept under a key of their own: two builds do not overwrite them.
+    assert build_runtime.wheel_key("numba==0.62.1", free, "3.11") != \
+        build_runtime.wheel_key("numba==0.62.1", free, "3.12")
+
+
+def test_a_case_of_the_interpreters_python_builds_and_runs_on_it_without_refusal(case, index_dir,
+                                                                                 tmp_path):
+    """A manifest that names no Python gets wheels for the one running the build, and the run
+    stage on that interpreter refuses no arm (the case sessions build and run on one)."""
+    free = Case(**{**case.__dict__, "runtime": Runtime(
+        packages={"one": ["gpurepro-probe==1.0"]}, from_node=("pip",))})
+    index = build_runtime.fetch(free, ROOT, tmp_path / "build",
+                                ("--no-index", "--find-links", str(index_dir)))
+    assert index["python"] == f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert run_runtime.python_mismatch(index["python"], index["arms"], free.name) is None
+    other = build_runtime.fetch(free, ROOT, tmp_path / "build",
+                                ("--no-index", "--find-links", str(index_dir)), python="3.99")
+    assert other["python"] == "3.99"  # a node's Python named with --python
+    assert "Python 3.99" in run_runtime.python_mismatch(other["python"], other["arms"], "c")
 
 
 def test_a_requirement_neither_pinned_nor_left_to_the_node_fails_the_build(case, index_dir):

@@ -17,6 +17,11 @@ EXIT_ERROR = 1  # bad manifest, failed build, harness error
 EXIT_USAGE = 2
 EXIT_UNSUPPORTED = 4  # a GPU is present but the case cannot run on it; result written
 EXIT_NO_DRIVER = 5  # no CUDA driver / no GPU: nothing was run
+# A rerun that checks itself against its document (--rerun-of, GPUREPRO_RERUN_OF): 0 when it
+# reproduced the document's verdict, 6 when it did not, 125 (git bisect run's "skip") when it
+# could not run as far as a verdict (gpurepro.run.rerun_of).
+EXIT_NOT_REPRODUCED = 6
+EXIT_COULD_NOT_RUN = 125
 # The reader of stdout closed it (`gpurepro compare ... | head`): the status of a program that
 # SIGPIPE ends, said by no line.
 EXIT_PIPE = 128 + signal.SIGPIPE
@@ -93,6 +98,11 @@ class CompareError(ValueError):
 
 class IssueError(ValueError):
     """The document is not a case result."""
+
+
+class InvalidDocument(ValueError):
+    """A document `validate` would call invalid (its schema, or what its trials give): `issue`
+    makes no comment of it (exit 1)."""
 
 
 class NotInert(ValueError):

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
 from ..errors import UsageError
+from ..project import install_requirement
 from ..run.plan import Plan
 
 THRESHOLD = 0.5  # a claim less likely than this to be decided within the plan is exploratory
@@ -68,7 +69,8 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
         from .simulate import design_kind
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install 'gpurepro[analysis]'", beside_main(case, plan, scope))
+                            f"pip install '{install_requirement()}'",
+                            beside_main(case, plan, scope))
     if any(c.kind in TIMED_KINDS for c in case.claims):
         return not_computed("not computed: the simulation models failures, and the case's "
                             "timed claims are decided on the times its trials measure",

@@ -1,9 +1,14 @@
-"""Build: a case's runtime packages (``Case.runtime``) as wheels for the GPU node's Python.
+"""Build: a case's runtime packages (``Case.runtime``) as wheels for the Python that runs the
+trials.
 
-Each pin (``numba==0.62.1``) is downloaded once, with ``pip download --only-binary=:all:
---no-deps`` for the node's interpreter (``Runtime.python``, ``implementation``, ``platforms``),
-into ``build/<case>/runtime/wheels/<key>/``; the key is a hash of the pin and those tags, so an
-unchanged pin reuses its wheel and two arms pinning the same release share one file. Every
+That Python is the interpreter running the build (`case` and the case sessions run the trials
+with it, on any Python pyproject.toml supports), or the one `build --python` / `pack --python`
+names for a GPU node with another, or the one a manifest fixes (``Runtime.python``):
+``wheel_python``. Each pin (``numba==0.62.1``) is downloaded once, with ``pip download
+--only-binary=:all: --no-deps`` for that interpreter (its version, ``Runtime.implementation``,
+``platforms``), into ``build/<case>/runtime/wheels/<key>/``; the key is a hash of the pin, the
+Python and those tags, so an unchanged pin reuses its wheel, two arms pinning the same release
+share one file and the wheels of two Pythons sit side by side. Every
 wheel's sha256 and size are recorded. Then each arm's requirement set is resolved against
 itself: every requirement its wheels declare (``Requires-Dist``, markers evaluated for the
 node) must be met by another pin of the same arm, or be named in ``Runtime.from_node``, left
@@ -32,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..case.model import Case, Runtime, normalized_name
-from ..errors import BuildError
+from ..errors import BuildError, UsageError
 from .artifacts import sha256_file
 
 INDEX_NAME = "index.json"
@@ -52,41 +57,62 @@ def _rel(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def wheel_key(pin: str, rt: Runtime) -> str:
-    material = {"pin": pin, "python": rt.python, "implementation": rt.implementation,
+def this_python() -> str:
+    """The running interpreter's version, as X.Y."""
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def wheel_python(rt: Runtime, requested: str | None = None, case: str = "the case") -> str:
+    """The Python the wheels are for: the manifest's where it fixes one (another one asked for
+    is a usage error), else the one asked for (``--python``), else this interpreter's."""
+    if rt.python is not None:
+        if requested is not None and requested != rt.python:
+            raise UsageError(f"--python {requested}: {case}'s runtime wheels are for Python "
+                             f"{rt.python} alone (Case.runtime.python in its manifest)")
+        return rt.python
+    return requested or this_python()
+
+
+def wheel_key(pin: str, rt: Runtime, python: str) -> str:
+    material = {"pin": pin, "python": python, "implementation": rt.implementation,
                 "platforms": list(rt.platforms), "recipe": RECIPE}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def pip_download_argv(pin: str, rt: Runtime, dest: Path, pip_args: Sequence[str] = ()) -> list[str]:
-    """The one pip command that fetches ``pin``'s wheel for the node's interpreter."""
+def pip_download_argv(pin: str, rt: Runtime, dest: Path, pip_args: Sequence[str] = (),
+                      python: str | None = None) -> list[str]:
+    """The one pip command that fetches ``pin``'s wheel for the trials' interpreter
+    (``wheel_python``)."""
     platforms = [a for p in rt.platforms for a in ("--platform", p)]
     return [sys.executable, "-m", "pip", "download", "--disable-pip-version-check",
-            "--only-binary=:all:", "--no-deps", "--python-version", rt.python,
+            "--only-binary=:all:", "--no-deps", "--python-version", wheel_python(rt, python),
             "--implementation", rt.implementation, *platforms, "--dest", str(dest),
             *pip_args, pin]
 
 
 def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
-          on_event: Callable[[str, str], None] | None = None) -> dict[str, Any] | None:
-    """Download every runtime pin of ``case``, resolve each arm's set, write and return the
-    index; None for a case without runtime packages. ``pip_args``: extra pip options (an index
-    or ``--no-index --find-links DIR``)."""
+          on_event: Callable[[str, str], None] | None = None,
+          python: str | None = None) -> dict[str, Any] | None:
+    """Download every runtime pin of ``case`` for the trials' Python (``wheel_python``: this
+    interpreter's unless ``python`` names another), resolve each arm's set, write and return
+    the index; None for a case without runtime packages. ``pip_args``: extra pip options (an
+    index or ``--no-index --find-links DIR``)."""
     rt = case.runtime
     if rt is None:
         return None
+    python = wheel_python(rt, python, case.name)
     say = on_event or (lambda name, status: None)
     root = root.resolve()
     build_dir = build_dir if build_dir.is_absolute() else root / build_dir
     pins = sorted({p for pins in rt.packages.values() for p in pins})
-    wheels = {pin: _wheel(pin, rt, root, runtime_dir(build_dir, case), pip_args, say)
+    wheels = {pin: _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args, say)
               for pin in pins}
     arms = {}
     for arm in (a.name for a in case.arms):
         chosen = rt.pins_for(arm)
         if chosen:
-            arms[arm] = _resolve(arm, chosen, wheels, rt)
-    index = {"case": case.name, "python": rt.python, "implementation": rt.implementation,
+            arms[arm] = _resolve(arm, chosen, wheels, rt, python)
+    index = {"case": case.name, "python": python, "implementation": rt.implementation,
              "platforms": list(rt.platforms), "from_node": list(rt.from_node),
              "wheels": wheels, "arms": arms,
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -98,9 +124,9 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
     return index
 
 
-def _wheel(pin: str, rt: Runtime, root: Path, folder: Path, pip_args: Sequence[str],
-           say: Callable[[str, str], None]) -> dict[str, Any]:
-    key = wheel_key(pin, rt)
+def _wheel(pin: str, rt: Runtime, python: str, root: Path, folder: Path,
+           pip_args: Sequence[str], say: Callable[[str, str], None]) -> dict[str, Any]:
+    key = wheel_key(pin, rt, python)
     out = folder / "wheels" / key[:20]
     stamp = out / ".wheel.json"
     if stamp.is_file():
@@ -111,7 +137,7 @@ def _wheel(pin: str, rt: Runtime, root: Path, folder: Path, pip_args: Sequence[s
     say(pin, "downloading")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gpurepro-wheel-", dir=out.parent) as tmp:
-        done = subprocess.run(pip_download_argv(pin, rt, Path(tmp), pip_args), cwd=root,
+        done = subprocess.run(pip_download_argv(pin, rt, Path(tmp), pip_args, python), cwd=root,
                               capture_output=True, text=True, check=False,
                               stdin=subprocess.DEVNULL)
         got = sorted(Path(tmp).glob("*.whl"))
@@ -119,7 +145,7 @@ def _wheel(pin: str, rt: Runtime, root: Path, folder: Path, pip_args: Sequence[s
             why = (f"exit status {done.returncode}" if done.returncode
                    else f"{len(got)} wheels instead of one")
             tail = (done.stdout + done.stderr)[-2000:]
-            raise BuildError(f"downloading {pin} for Python {rt.python} "
+            raise BuildError(f"downloading {pin} for Python {python} "
                              f"({', '.join(rt.platforms)}) failed ({why}):\n{tail}")
         meta = wheel_metadata(got[0])
         if normalized_name(meta["name"]) != normalized_name(pin.split("==")[0]):
@@ -164,20 +190,20 @@ def _packaging() -> tuple[Any, Any]:
     return requirements, version
 
 
-def node_markers(rt: Runtime) -> dict[str, str]:
-    """The marker environment of the node's interpreter (Linux, x86-64, CPython ``python``)."""
-    return {"python_version": rt.python, "python_full_version": f"{rt.python}.0",
+def node_markers(python: str) -> dict[str, str]:
+    """The marker environment of the trials' interpreter (Linux, x86-64, CPython ``python``)."""
+    return {"python_version": python, "python_full_version": f"{python}.0",
             "implementation_name": "cpython", "platform_python_implementation": "CPython",
-            "implementation_version": f"{rt.python}.0", "os_name": "posix",
+            "implementation_version": f"{python}.0", "os_name": "posix",
             "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
             "platform_release": "", "platform_version": "", "extra": ""}
 
 
 def _resolve(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
-             rt: Runtime) -> dict[str, Any]:
+             rt: Runtime, python: str) -> dict[str, Any]:
     """An arm's set: each wheel's requirements met inside it, or left to the node by name."""
     requirements, version = _packaging()
-    markers = node_markers(rt)
+    markers = node_markers(python)
     pinned = {normalized_name(wheels[p]["name"]): wheels[p] for p in pins}
     from_node = {normalized_name(n) for n in rt.from_node}
     left: list[dict[str, str]] = []

@@ -207,7 +207,7 @@ def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
     for i, name in enumerate(rt.from_node):
         if not isinstance(name, str) or not _DIST_NAME.match(name):
             raise ManifestError(path, f"runtime.from_node[{i}]", f"{name!r} is not a package name")
-    if not re.match(r"^3\.[0-9]+$", str(rt.python)):
+    if rt.python is not None and not re.match(r"^3\.[0-9]+$", str(rt.python)):
         raise ManifestError(path, "runtime.python", f"{rt.python!r} is not a version like 3.12")
     if not rt.platforms:
         raise ManifestError(path, "runtime.platforms", "names no platform tag")

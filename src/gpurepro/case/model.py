@@ -317,18 +317,25 @@ class Runtime:
 
     ``packages``: ``"*"`` (every arm) or an arm's name -> pins; an arm gets ``"*"``'s and its
     own, its own winning by name, so arms that compare releases each pin theirs. The build
-    (gpurepro.build.runtime) downloads each pin's wheel for the GPU node's Python (``python``,
-    ``platforms``) into build/, with its sha256, and checks that every requirement the wheels
-    declare is met by another pin of the same arm, or is named in ``from_node``: left to the
-    node's own installation, whose version each run records beside the requirement. The run
-    stage unpacks an arm's wheels into a folder of its own on the node (gpurepro.run.runtime)
-    and hands it to the trial command as ``TrialContext.runtime``, which ``python_driver`` puts
-    first on PYTHONPATH: nothing is installed from the network.
+    (gpurepro.build.runtime) downloads each pin's wheel for the Python that runs the trials
+    (and ``platforms``) into build/, with its sha256, and checks that every requirement the
+    wheels declare is met by another pin of the same arm, or is named in ``from_node``: left to
+    the node's own installation, whose version each run records beside the requirement. A
+    pin's own dependencies are pinned beside it (numba's llvmlite and numpy), inside the ranges
+    it declares. The run stage unpacks an arm's wheels into a folder of its own on the node
+    (gpurepro.run.runtime) and hands it to the trial command as ``TrialContext.runtime``, which
+    ``python_driver`` puts first on PYTHONPATH: nothing is installed from the network.
+
+    ``python``: None (the default) builds the wheels for the interpreter that runs the build,
+    which is the one `case` and every case session run the trials with (any Python that
+    pyproject.toml supports), or for the one `build --python X.Y` or `pack --python X.Y` names
+    (a GPU node with another Python). A version here ties the case to that Python alone, for
+    pins that publish wheels for no other.
     """
 
     packages: Mapping[str, Sequence[str]]
     from_node: tuple[str, ...] = ()
-    python: str = "3.12"
+    python: str | None = None
     platforms: tuple[str, ...] = NODE_PLATFORMS
     implementation: str = "cp"
 

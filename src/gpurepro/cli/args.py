@@ -95,6 +95,13 @@ def horizon_value(text: str) -> float | str:
         raise argparse.ArgumentTypeError(f"expected auto, none or an exposure above 0, got {text}") from None
 
 
+def python_version(text: str) -> str:
+    """A Python version as X.Y (`build --python`, `pack --python`)."""
+    if not re.fullmatch(r"3\.\d+", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: a Python version as X.Y, e.g. 3.12")
+    return text
+
+
 def artifact_override(text: str) -> tuple[str, str]:
     """``NAME=PATH`` for --artifact: a prebuilt file to use instead of the built artifact NAME."""
     name, sep, path = text.partition("=")

@@ -14,7 +14,7 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from ..case.load import find_repo_root
+from .. import project
 
 # The import names of gpurepro[analysis] (pyproject.toml), in the order a command meets them.
 ANALYSIS_MODULES = ("jsonschema", "numpy", "scipy", "matplotlib", "rich", "pyperf", "elftools",
@@ -37,11 +37,9 @@ NEEDS_ANALYSIS = {
 
 def install_command(cwd: Path | None = None) -> str:
     """How to install the extra: from the checkout when the command runs inside one (the
-    package is installed from there), from the index otherwise."""
-    root = find_repo_root((cwd or Path.cwd()).resolve())
-    if root is not None and (root / "pyproject.toml").is_file():
-        return "pip install '.[analysis]'"
-    return "pip install 'gpurepro[analysis]'"
+    package is installed from there), from the repository's address otherwise (there is no
+    gpurepro on PyPI: gpurepro.project)."""
+    return project.install_command(cwd)
 
 
 def missing_line(command: str, module: str, cwd: Path | None = None) -> str:

@@ -19,12 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import (
+    EXIT_COULD_NOT_RUN,
     EXIT_ERROR,
+    EXIT_NO_DRIVER,
     EXIT_PIPE,
+    EXIT_UNSUPPORTED,
     EXIT_USAGE,
     BuildError,
     ClusterError,
     HarnessError,
+    InvalidDocument,
     JournalError,
     JournalMismatch,
     ManifestError,
@@ -37,6 +41,7 @@ from ..errors import (
     exit_for_signal,
 )
 from ..run.execute import ignore_stop_signals, stop_signals
+from ..run.rerun_of import VARIABLE as RERUN_OF
 from . import extras
 from .args import say
 from .parser import parser, prog_name
@@ -55,7 +60,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     except (UsageError, JournalMismatch) as exc:
         say(f"gpurepro: usage error: {exc}")
         return EXIT_USAGE
-    except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError, NotInert) as exc:
+    except (ManifestError, BuildError, ToolNotFound, JournalError, RecordError, NotInert,
+            InvalidDocument) as exc:
         say(f"gpurepro: error: {exc}")
         return EXIT_ERROR
     except (ClusterError, SlurmError) as exc:
@@ -82,6 +88,33 @@ def _dispatch(args: argparse.Namespace) -> int:
         return exit_for_signal(signal.SIGINT)
     except Exception as exc:
         return _harness_bug(exc)
+
+
+# A rerun checking itself (--rerun-of, GPUREPRO_RERUN_OF) that ends before a verdict: why, for
+# the line that says it could not run (git bisect run skips the commit).
+_COULD_NOT_RUN = {EXIT_ERROR: "an error, above", EXIT_USAGE: "a usage error, above",
+                  EXIT_UNSUPPORTED: "the GPU cannot run this case",
+                  EXIT_NO_DRIVER: "no CUDA driver or GPU here"}
+# The commands a rerun runs (prepare: nox checks the arguments with it first).
+_RERUN_COMMANDS = ("case", "run", "prepare")
+
+
+def _rerun_wanted(argv: list[str]) -> bool:
+    """Whether ``argv`` runs a rerun that checks itself, read from the words alone (for an
+    argument the parser refused: one this commit does not take)."""
+    command = next((a for a in argv if not a.startswith("-")), None)
+    return command in _RERUN_COMMANDS and (
+        bool(os.environ.get(RERUN_OF)) or any(a == "--rerun-of" or a.startswith("--rerun-of=")
+                                             for a in argv))
+
+
+def _rerun_status(argv: list[str], status: int) -> int:
+    """A rerun's status: 125 where it could not run as far as a verdict, else its own."""
+    if status in _COULD_NOT_RUN and _rerun_wanted(argv):
+        say(f"gpurepro: rerun check: could not run ({_COULD_NOT_RUN[status]}): exit "
+            f"{EXIT_COULD_NOT_RUN}")
+        return EXIT_COULD_NOT_RUN
+    return status
 
 
 def _harness_bug(exc: Exception) -> int:
@@ -152,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         status = _stdout_closed()
     except SystemExit as exc:  # argparse: usage error (2), --help / --version (0)
         status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    status = _rerun_status(argv, status)
     try:
         sys.stdout.flush()
     except BrokenPipeError:

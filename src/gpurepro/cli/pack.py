@@ -7,7 +7,6 @@ The build (the pinned toolchain: `nox -s pack -- CASE` installs it) and then the
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from ..errors import EXIT_OK, UsageError
@@ -15,6 +14,7 @@ from .args import (
     checked_arms,
     checked_build_dir,
     only_target,
+    python_version,
     repository_root,
     run_scope,
     say,
@@ -37,7 +37,7 @@ def cmd(args: argparse.Namespace) -> int:
             raise UsageError(f"--bisect {axis}: {case.name} declares no such axis "
                              f"(Case.axes: {', '.join(case.axes) or 'none'})")
     build_dir = checked_build_dir(args.build_dir, root)
-    do_build(case, target, root, build_dir)
+    do_build(case, target, root, build_dir, args.python)
     run_args = [*(["--arms", ",".join(arms)] if arms else []), *(["--deep"] if args.deep else []),
                 *(["--redact"] if args.redact else [])]
     out = Path(args.out).resolve() if args.out else None
@@ -47,12 +47,6 @@ def cmd(args: argparse.Namespace) -> int:
     show(f"pack: {shown}")
     say(f"on the GPU node: tar xzf {path.name} && cd {top} && python3 run.py")
     return EXIT_OK
-
-
-def _python_version(text: str) -> str:
-    if not re.fullmatch(r"3\.\d+", text):
-        raise argparse.ArgumentTypeError(f"{text!r}: a Python version as X.Y, e.g. 3.12")
-    return text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -68,9 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--bisect", action="append", metavar="AXIS",
                    help="also carry this axis's CPU stage (bisect --stage cpu first); the node "
                         "runs its GPU stage after the case (repeatable)")
-    p.add_argument("--python", metavar="X.Y", type=_python_version,
-                   help="the node's Python (checked against the case's runtime wheels; run.py "
-                        "refuses another)")
+    p.add_argument("--python", metavar="X.Y", type=python_version,
+                   help="the node's Python, where not this one: the case's runtime wheels are "
+                        "downloaded for it (run.py refuses another)")
     p.add_argument("--out", metavar="FILE.tar.gz",
                    help="the archive (default: build/packs/<case>-<target>-<commit>.tar.gz)")
     p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")

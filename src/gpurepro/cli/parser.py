@@ -20,6 +20,7 @@ from .args import (
     nonneg_int,
     positive_float,
     positive_int,
+    python_version,
     say,
 )
 
@@ -28,7 +29,8 @@ exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usag
 a journal of another case or plan); 4 the GPU cannot run this case (a result document with
 every trial 'unsupported' is written); 5 no CUDA driver or GPU (nothing run); 130/143/129
 stopped by SIGINT/SIGTERM/SIGHUP (the journal keeps every finished trial: continue with
---resume).
+--resume). With --rerun-of: 0 reproduced, 6 not reproduced, 125 could not run (in place of
+1, 2, 4 and 5).
 """
 
 
@@ -132,6 +134,11 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact", action="store_true", help="drop the hostname and home paths from the record")
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
+    p.add_argument("--rerun-of", metavar="RESULT.json",
+                   help="the result document this run repeats (default: $GPUREPRO_RERUN_OF): "
+                        "after the build, say which artifacts are identical to its own; exit 0 "
+                        "when the verdict is reproduced, 6 when not, 125 when the trials could "
+                        "not run (git bisect run's skip)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox sessions
 
 
@@ -228,6 +235,9 @@ def _build_commands(sub: Any) -> None:
     p.add_argument("--arch", help=arch_help)
     p.add_argument("--build-dir", default="build",
                    help="where the artifacts go, inside the repository (default: build/)")
+    p.add_argument("--python", metavar="X.Y", type=python_version,
+                   help="the Python the trials run with, where not this one (a GPU node's): "
+                        "the case's runtime wheels are downloaded for it")
     p.set_defaults(fn=run.cmd_build)
 
     p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")
@@ -344,6 +354,10 @@ def _reading_commands(sub: Any) -> None:
     p.add_argument("--out", metavar="FILE", help="write the body to FILE (default: print it)")
     p.add_argument("--matrix", metavar="MATRIX.json",
                    help="add the case's toolchain matrix table (a matrix document) as a <details> block")
+    p.add_argument("--allow-invalid", action="store_true",
+                   help="make the comment of a document whose claims, verdict or summaries are "
+                        "not what its trials give (refused otherwise, as validate fails it), "
+                        "its head saying so")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=results.cmd_issue)
 

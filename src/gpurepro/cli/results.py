@@ -19,7 +19,7 @@ from typing import Any
 from ..case.load import find_repo_root, load_case
 from ..case.model import Case
 from ..env import fingerprint as envmod
-from ..errors import EXIT_ERROR, EXIT_OK, UsageError
+from ..errors import EXIT_ERROR, EXIT_OK, InvalidDocument, UsageError
 from ..run.journal import read, refuse_unchained
 from .args import repository_root, say, sequential_design, show
 
@@ -134,8 +134,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..record.validation import validation_errors
-
     paths: list[Path] = []
     for p in args.paths or ["results"]:
         p = Path(p)
@@ -150,28 +148,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for p in paths:
         notes: list[str] = []
         try:
-            doc = _read_document(p)
-            errors = validation_errors(doc)
-            if not errors and _is_result(doc):
-                # The trials say what the document says: recomputed as `record` would.
-                from ..record.recompute import (
-                    CaseNotHere,
-                    NotRecomputed,
-                    named_files_errors,
-                    recomputed_errors,
-                )
-
-                if args.schema_only:
-                    notes.append("schema only: claims and verdict not recomputed")
-                else:
-                    try:
-                        errors, notes = recomputed_errors(doc, root)
-                    except CaseNotHere as exc:  # a note: nothing here to recompute it with
-                        notes.append(f"claims and verdict not recomputed: {exc}")
-                    except NotRecomputed as exc:  # a manifest that does not load: never ok
-                        errors = [f"claims and verdict not recomputed: {exc} (--schema-only "
-                                  f"checks the schema alone)"]
-                errors += named_files_errors(p, doc, root)
+            errors, notes = document_errors(p, _read_document(p), root, args.schema_only)
         except UsageError as exc:
             errors = [str(exc)]
         if errors:
@@ -184,6 +161,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
     show(f"{len(paths) - bad} of {len(paths)} documents valid")
     stale = _stale_indexes(args.paths or ["results"])
     return EXIT_OK if bad == 0 and not stale else EXIT_ERROR
+
+
+def document_errors(path: Path, doc: Mapping[str, Any], root: Path, schema_only: bool = False,
+                    files: bool = True) -> tuple[list[str], list[str]]:
+    """(errors, notes) of one document, as `validate` finds them: the schema, then, for a case
+    result, the claims, verdict and summaries recomputed from its trials as `record` would
+    (a note where its case is not in this checkout) and, with ``files``, the files it names
+    beside it (each there and not empty)."""
+    from ..record.validation import validation_errors
+
+    notes: list[str] = []
+    errors = validation_errors(doc)
+    if errors or not _is_result(doc):
+        return errors, notes
+    # The trials say what the document says: recomputed as `record` would.
+    from ..record.recompute import (
+        CaseNotHere,
+        NotRecomputed,
+        named_files_errors,
+        recomputed_errors,
+    )
+
+    if schema_only:
+        notes.append("schema only: claims and verdict not recomputed")
+    else:
+        try:
+            errors, notes = recomputed_errors(doc, root)
+        except CaseNotHere as exc:  # a note: nothing here to recompute it with
+            notes.append(f"claims and verdict not recomputed: {exc}")
+        except NotRecomputed as exc:  # a manifest that does not load: never ok
+            errors = [f"claims and verdict not recomputed: {exc} (--schema-only "
+                      f"checks the schema alone)"]
+    return errors + (named_files_errors(path, doc, root) if files else []), notes
 
 
 def _is_result(doc: Mapping[str, Any]) -> bool:
@@ -291,6 +301,39 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
             f"**Toolchain matrix** ({code(path.name)}): {verdict_line(matrix)}")
 
 
+def _postable(path: Path, doc: Mapping[str, Any], allow_invalid: bool) -> list[str]:
+    """What `validate` would find wrong with a result document to post, checked as it checks:
+    the schema (arm and case names by pattern, every field where its type says; whatever the
+    document says after that is escaped), then its claims, verdict and summaries recomputed
+    from its trials. A schema error is refused (InvalidDocument, one line); a recomputation
+    error is refused too unless ``allow_invalid``, and then returned for the comment's head
+    to say. The files beside it are the attachments': one missing or empty is left out of
+    them and said here."""
+    from ..record.recompute import named_files_errors
+    from ..record.validation import validation_errors
+
+    again = f"python -m gpurepro validate {path} lists every problem"
+    errors = validation_errors(doc)
+    if errors:
+        raise InvalidDocument(f"{path} does not match the schema: {errors[0]}{_more(errors)}; "
+                              f"no comment is made of it ({again})")
+    root = repository_root()
+    errors, notes = document_errors(path, doc, root, files=False)
+    if errors and not allow_invalid:
+        raise InvalidDocument(f"{path} does not validate: {errors[0]}{_more(errors)}; no comment "
+                              f"is made of it ({again}; --allow-invalid makes one that says so)")
+    for note in [*notes, *named_files_errors(path, doc, root)]:
+        say(f"note: {path}: {note}")
+    if errors:
+        say(f"note: {path} does not validate ({len(errors)} "
+            f"problem{'s' if len(errors) > 1 else ''}): the comment's head says so")
+    return errors
+
+
+def _more(errors: list[str]) -> str:
+    return f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+
+
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
     from ..errors import IssueError
@@ -300,11 +343,9 @@ def cmd_issue(args: argparse.Namespace) -> int:
     doc = _read_document(path)
     schema = str(doc.get("schema", ""))
     if schema.startswith("gpurepro/result") or (not schema and isinstance(doc.get("case"), dict)):
-        from ..record.validation import validate_document
-
-        # A document to post is first one the schema accepts (arm and case names by pattern,
-        # every field where its type says), whatever it says after that is escaped.
-        validate_document(doc, str(path))
+        invalid = _postable(path, doc, args.allow_invalid)
+    else:
+        invalid = []
     extra: list[tuple[str, str]] = []
     extra_head: list[str] = []
     if args.matrix:
@@ -312,10 +353,11 @@ def cmd_issue(args: argparse.Namespace) -> int:
         extra.append((summary, table))
         extra_head.append(line)
     try:
-        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head)
+        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head,
+                          invalid=invalid)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
-    from ..report.rerun import URL_VARIABLE, repository_url
+    from ..project import URL_VARIABLE, repository_url
 
     if repository_url() is None:
         say(f"note: no repository URL is configured, so the rerun has no clone step: set "

@@ -1,6 +1,10 @@
 """`run` and `case`, the whole flow as one list of steps:
 
-    check -> build -> open -> execute (here | Slurm) -> record -> report -> index
+    check -> build -> [compare artifacts] -> open -> execute (here | Slurm) -> record -> report
+          -> index -> [compare verdict]
+
+The steps in brackets are a rerun's check against the document it repeats (``--rerun-of``,
+``GPUREPRO_RERUN_OF``: gpurepro.run.rerun_of).
 
 ``flow`` spells it out; each step is a function below it, and the commands around it (`build`,
 `target`, `pins`, `prepare`, `slurm-task`) reuse them. Every flag is checked before the first
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -30,10 +35,18 @@ from ..cluster.options import (
     resolve_targets,
 )
 from ..env import fingerprint as envmod
-from ..errors import EXIT_ERROR, EXIT_OK, EXIT_UNSUPPORTED, UsageError
+from ..errors import (
+    EXIT_ERROR,
+    EXIT_NOT_REPRODUCED,
+    EXIT_OK,
+    EXIT_UNSUPPORTED,
+    BuildError,
+    UsageError,
+)
+from ..run import rerun_of, session
 from ..run import runtime as run_runtime
-from ..run import session
-from ..run.session import RunRequest, Started
+from ..run.rerun_of import Expected, HashCheck
+from ..run.session import RunRequest, Started, load_build, substitute_artifacts
 from .args import (
     check_arguments,
     cluster_options,
@@ -62,6 +75,7 @@ class Checked:
     slurm: bool = False  # a cluster run (--slurm, or --resume of a cluster run's journal)
     cluster: ClusterOptions | None = None  # a new cluster run's options
     poll_s: float | None = None  # --poll
+    expected: Expected | None = None  # --rerun-of: the document this run repeats
 
     @property
     def targets(self) -> list[str]:
@@ -78,20 +92,41 @@ def flow(args: argparse.Namespace, build: bool) -> int:
     if build and checked.request.resume is None:
         for target in checked.targets:
             do_build(checked.case, target, root, checked.request.build_dir)
+    artifacts = compare_artifacts(checked, root) if checked.expected else None
     opened = open_run(checked, root)
     if isinstance(opened, int):
         return opened  # nothing could run (no CUDA driver): nothing to record
     status, journaled = execute(checked, opened, root)
+    recorded = None
     if checked.request.record and journaled and status in RECORDED:
-        record_report_index(checked.case, [journal_of(opened)], root)
+        recorded = record_report_index(checked.case, [journal_of(opened)], root)
+    if checked.expected is not None and status == EXIT_OK:
+        return compare_verdict(checked.expected, recorded, artifacts)
     return status
 
 
 # ---------------------------------------------------------------- the steps
 
 
+def rerun_given(args: argparse.Namespace) -> str | None:
+    """The document a rerun repeats: --rerun-of, else GPUREPRO_RERUN_OF; None for a plain run."""
+    return getattr(args, "rerun_of", None) or os.environ.get(rerun_of.VARIABLE) or None
+
+
 def check(args: argparse.Namespace, root: Path) -> Checked:
-    """Every flag of `run`/`case`, checked against the case before anything is built or run."""
+    """Every flag of `run`/`case`, checked against the case before anything is built or run;
+    with the document a rerun repeats, read."""
+    checked = _check_flags(args, root)
+    given = rerun_given(args)
+    if given is None:
+        return checked
+    if not checked.request.record:
+        raise UsageError(f"--rerun-of {given} compares the recorded verdict with the document's: "
+                         f"it cannot go with --no-record")
+    return replace(checked, expected=rerun_of.read_expected(given, checked.case.name, Path.cwd()))
+
+
+def _check_flags(args: argparse.Namespace, root: Path) -> Checked:
     slurm = cluster_wanted(args)
     case = load_case(args.case, root)
     if not slurm:
@@ -116,8 +151,11 @@ def check(args: argparse.Namespace, root: Path) -> Checked:
     return Checked(case, request, slurm=True, cluster=opts, poll_s=args.poll)
 
 
-def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, Any]:
-    """Build a case's artifacts for ``target`` with the pinned toolchain, saying what was made."""
+def do_build(case: Case, target: str, root: Path, build_dir: Path,
+             python: str | None = None) -> dict[str, Any]:
+    """Build a case's artifacts for ``target`` with the pinned toolchain, and its runtime wheels
+    for the Python that runs the trials (this one, unless ``python`` names another), saying
+    what was made."""
     say(f"building {case.name} for {target}")
 
     def on_event(name: str, status: str) -> None:
@@ -127,7 +165,7 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
     index = build_case(case, target, root, build_dir, on_event)
     for name, e in index["artifacts"].items():
         show(f"  {name}: {e['path']} sha256 {e['sha256'][:16]}")
-    wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event)
+    wheels = build_runtime.fetch(case, root, build_dir, on_event=on_event, python=python)
     if wheels is not None:
         size, paths = build_runtime.carried(wheels)
         show(f"  runtime packages for Python {wheels['python']}: {len(paths)} wheels, "
@@ -136,6 +174,50 @@ def do_build(case: Case, target: str, root: Path, build_dir: Path) -> dict[str, 
         if mismatch is not None:
             say(f"  note: {mismatch}")
     return index
+
+
+def compare_artifacts(checked: Checked, root: Path) -> HashCheck | None:
+    """After the build: the artifacts the trials will use, and the runtime wheels, against the
+    document's, printed (how many are identical; each that differs with both hashes)."""
+    expected, request, case = checked.expected, checked.request, checked.case
+    assert expected is not None
+    target = expected.target if expected.target in checked.targets else request.target
+    name = expected.path.name
+    try:
+        index = load_build(case, root, request.build_dir, target)
+    except BuildError as exc:
+        say(f"rerun check: no build of {target} to compare with {name}'s artifacts ({exc})")
+        return None
+    if target != expected.target:
+        show(f"rerun check: built for {target}, {name} for {expected.target}")
+    found = rerun_of.compare_hashes(
+        "artifacts", rerun_of.artifact_hashes(
+            substitute_artifacts(index["artifacts"], request.substitutes, root)),
+        expected.artifacts)
+    for line in found.lines(name):
+        show(line)
+    wheels_index = build_runtime.index_path(root / request.build_dir, case)
+    if case.runtime is not None and expected.wheels and wheels_index.is_file():
+        wheels = json.loads(wheels_index.read_text())
+        for line in rerun_of.compare_hashes("runtime wheels", rerun_of.wheel_hashes(wheels),
+                                            expected.wheels).lines(name):
+            show(line)
+        if expected.python and wheels.get("python") != expected.python:
+            show(f"  the document's wheels are for Python {expected.python}, these for Python "
+                 f"{wheels.get('python')} (rerun with --force-python {expected.python} for its "
+                 f"own)")
+    return found
+
+
+def compare_verdict(expected: Expected, recorded: Path | None, artifacts: HashCheck | None) -> int:
+    """After the record: the rerun's verdict against the document's; EXIT_OK when reproduced,
+    EXIT_NOT_REPRODUCED when not, EXIT_ERROR when nothing was recorded to compare."""
+    if recorded is None:
+        say(f"rerun check: nothing was recorded to compare with {expected.path.name}")
+        return EXIT_ERROR
+    check = rerun_of.compare_verdicts(json.loads(recorded.read_text()), expected)
+    show(check.line(expected.path.name, artifacts))
+    return EXIT_OK if check.reproduced else EXIT_NOT_REPRODUCED
 
 
 def open_run(checked: Checked, root: Path) -> Started | submit.Watch | int:
@@ -187,7 +269,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     root = repository_root()
     case = load_case(args.case, root)
     build_dir = checked_build_dir(args.build_dir, root)
-    do_build(case, resolve_target(case, args.arch), root, build_dir)
+    do_build(case, resolve_target(case, args.arch), root, build_dir, args.python)
     return EXIT_OK
 
 
@@ -224,6 +306,9 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     else:
         request = check_arguments(case, args, root)
         out = {"case": case.name, "target": request.target, "pins": case.pins_for(request.target)}
+    given = rerun_given(args)
+    if given is not None:  # the document a rerun repeats: found before the toolchain installs
+        rerun_of.read_expected(given, case.name, Path.cwd())
     Path(args.prepare_out).write_text(json.dumps(out) + "\n")
     return EXIT_OK
 

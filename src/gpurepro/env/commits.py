@@ -174,3 +174,20 @@ def committed_results(case_name: str, root: Path) -> list[Path]:
     files = [f for f in files if f.suffix == ".json" and not f.name.endswith(".pyperf.json")
              and f.parent == folder and f.is_file() and not f.name.startswith("matrix_")]
     return sorted(files, key=lambda f: f.name, reverse=True)
+
+
+def committed_as_is(path: Path) -> str | None:
+    """``path``'s name in its repository where the repository's HEAD holds that file as it is
+    (a committed document, not edited since), else None: the rerun block copies a committed
+    document out of the clone to check itself against it."""
+    folder = path.resolve().parent
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    root = Path(top.decode().strip()).resolve()
+    name = path.resolve().relative_to(root).as_posix()
+    held = _git(root, "rev-parse", "--verify", "--quiet", f"HEAD:{name}")
+    here = _git(root, "hash-object", "--", name)
+    if held is None or here is None or held.strip() != here.strip():
+        return None
+    return name

@@ -365,11 +365,15 @@ def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | 
     ``run_args``: the flags of `gpurepro run` the node uses (--arms, --deep, --redact)."""
     root = root.resolve()
     commit, dirty, mtime = commit_of(root)
-    if case.runtime is not None and python and python != case.runtime.python:
-        raise UsageError(f"--python {python}: {case.name}'s runtime wheels are for Python "
-                         f"{case.runtime.python} (Case.runtime.python); a node with another "
-                         f"Python needs the manifest changed and the case built again")
-    node_python = case.runtime.python if case.runtime is not None else python
+    node_python = python
+    runtime_index = build_runtime.index_path(root / build_dir, case)
+    if case.runtime is not None and runtime_index.is_file():
+        # The Python the build downloaded the runtime wheels for: the node's.
+        node_python = json.loads(runtime_index.read_text())["python"]
+        if python and python != node_python:
+            raise UsageError(f"--python {python}: {case.name}'s runtime wheels in {build_dir} "
+                             f"are for Python {node_python}; build them for {python} first "
+                             f"(python -m gpurepro build {case.name} --python {python})")
     folder = case.directory.resolve()
     if case.path is None or not _git(root, "ls-files", "--", case.path.resolve().relative_to(root).as_posix()):
         raise UsageError(f"{case.name}'s manifest is not in the commit: commit the case first "

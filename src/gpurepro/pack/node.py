@@ -85,6 +85,9 @@ def main(here_text: str, argv: list[str]) -> int:
            "GPUREPRO_COMMIT": meta["commit"], "GPUREPRO_DIRTY": "1" if meta["dirty"] else "0",
            # No bytecode caches written into the pack: run.py refuses a file it does not list.
            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    # The node journals and records nothing (--no-record): a rerun's check against a document
+    # (GPUREPRO_RERUN_OF) needs the record, made back in the checkout.
+    env.pop("GPUREPRO_RERUN_OF", None)
     results = here / "results" / case
     before = _journals(results)
     # -P: the folder it starts in is not put on sys.path (only the pack's src/ is).

@@ -35,7 +35,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..env.commits import committed_as_is
 from ..errors import IssueError
+from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
     claims_table,
@@ -46,7 +48,7 @@ from .markdown import (
     threads_table,
 )
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
-from .rerun import repository_url, rerun_arguments, rerun_section, session_for, shortest_rerun
+from .rerun import rerun_arguments, rerun_section, session_for, shortest_rerun
 from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
@@ -742,7 +744,7 @@ def detail_blocks(doc: Mapping[str, Any], path: Path | None = None, url: str | N
         ("Owner, workaround and what is open, with the claims they rest on",
          "\n".join(act_on(doc, extra))),
         ("Rerun it: the clone, the commit, the nox command and the same without nox",
-         "\n".join(rerun_section(doc, url))),
+         "\n".join(rerun_section(doc, url, committed_as_is(path) if path.is_file() else None))),
         ("Environment and attachments", environment_line(doc) + "\n\n" + attachments(doc, path)),
     ]
     if doc.get("crash_sites"):
@@ -811,19 +813,32 @@ def _cut(body: str, room: int) -> str:
     return cut + ("\n" + open_run if open_run else "")
 
 
+def invalid_note(problems: Sequence[str]) -> str:
+    """The line under the title of a document that does not validate (`issue --allow-invalid`):
+    what is wrong first, in the reports' escaping (a problem quotes the document's values)."""
+    count = f"{len(problems)} problem{'s' if len(problems) > 1 else ''}"
+    return (f"**This document does not validate** ({count}; `gpurepro validate` lists them): "
+            f"its claims, verdict or summaries are not what its trials give, e.g. "
+            f"{escape(problems[0])}. Rerun the case, or record its journal again.")
+
+
 def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
                extra_blocks: Sequence[tuple[str, str]] = (), extra_head: Sequence[str] = (),
-               url: str | None = None) -> str:
+               url: str | None = None, invalid: Sequence[str] = ()) -> str:
     """The comment: the head (``extra_head``: lines for the maintainer's bullets, such as the
     toolchain matrix's), then the <details> blocks (``extra_blocks`` before the environment's)
     as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
-    gpurepro.report.rerun.repository_url)."""
+    gpurepro.project.repository_url). ``invalid``: what `validate` finds wrong with the
+    document, said under the title."""
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
         raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
     for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
         if not isinstance(doc.get(key), Mapping):
             raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
     text = head(doc, path, extra_head, repository_url() if url is None else url)
+    if invalid:
+        title, _, rest = text.partition("\n")
+        text = f"{title}\n\n{invalid_note(invalid)}\n{rest}"
     footer = (f"\n_Made by {_code('gpurepro issue ' + path.name)} "
               f"(gpurepro {escape(doc.get('gpurepro_version'))})._\n")
     blocks = detail_blocks(doc, path, repository_url() if url is None else url, extra_head)

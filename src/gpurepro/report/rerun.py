@@ -2,11 +2,9 @@
 the same without nox.
 
 The command's arguments come from the document alone (its plan and options). The repository's
-URL is the project's, not the run's: ``GPUREPRO_REPOSITORY_URL`` when set, else the
-``Repository`` entry of ``[project.urls]`` (the installed package's metadata, or the checkout's
-``pyproject.toml``). A placeholder there (a host under ``.invalid``, as the project ships until
-its public URL is known) is never printed: the steps then say where the clone comes from in
-words.
+URL is the project's, not the run's (gpurepro.project: ``GPUREPRO_REPOSITORY_URL`` when set,
+else the ``Repository`` entry of ``[project.urls]``). A placeholder there (a host under
+``.invalid``) is never printed: the steps then say where the clone comes from in words.
 
 Every line of the shell blocks is the harness's: each word from the document is shell-quoted
 with its line breaks and other control characters made spaces (``shell_words``), and the block
@@ -15,25 +13,19 @@ is a fence no word can close (tables.fence).
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import shlex
-import tomllib
 from collections.abc import Mapping, Sequence
-from importlib import metadata
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from ..cluster import merge
+from ..project import URL_VARIABLE
 from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
+from ..run.rerun_of import VARIABLE as RERUN_OF
 from .compare import stopping_numbers
 from .tables import code, escape, fence
-
-URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
-PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"  # in a checkout
-
 
 # Sessions by the name their users know, in every noxfile since the first; a case folder's own
 # session (noxfile.py gives every case one) came later, and a commit before it has none.
@@ -44,35 +36,6 @@ def session_for(case: str) -> str:
     """The nox session that runs ``case`` at any commit: its alias where it has one, else the
     session of its folder's name."""
     return SESSIONS.get(case, case)
-
-
-def _configured_url() -> str | None:
-    """The Repository URL the package was built with, else the checkout's pyproject.toml."""
-    try:
-        for entry in metadata.metadata("gpurepro").get_all("Project-URL") or []:
-            label, _, url = entry.partition(",")
-            if label.strip().lower() == "repository":
-                return url.strip()
-    except metadata.PackageNotFoundError:
-        pass
-    try:
-        project = tomllib.loads(PYPROJECT.read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    url = (project.get("urls") or {}).get("Repository")
-    return str(url) if url else None
-
-
-def repository_url(environ: Mapping[str, str] | None = None) -> str | None:
-    """The URL a maintainer clones gpurepro from, or None while only a placeholder is known."""
-    environ = os.environ if environ is None else environ
-    url = (environ.get(URL_VARIABLE) or "").strip() or _configured_url()
-    if not url:
-        return None
-    host = urlparse(url).hostname or ""
-    if host == "invalid" or host.endswith(".invalid"):
-        return None
-    return url
 
 
 def shell_words(words: Sequence[object]) -> str:
@@ -274,13 +237,15 @@ def _clone_lines(url: str | None) -> list[str]:
             f"clone step is printed here)"]
 
 
-def _checkout_lines(doc: Mapping[str, Any], url: str | None) -> tuple[list[str], list[str]]:
-    """(shell lines that get the exact tree, notes about it)."""
+def _checkout_lines(doc: Mapping[str, Any], url: str | None,
+                    document: str | None = None) -> tuple[list[str], list[str]]:
+    """(shell lines that get the exact tree, notes about it); with ``document`` (the document's
+    path in the repository, where it is committed), its copy out of the clone first."""
     repo = doc["environment"].get("repository") or {}
     commit = repo.get("commit")
     manifest = repo.get("manifest") or {}
     notes = []
-    lines = _clone_lines(url)
+    lines = [*_clone_lines(url), *_fetch_lines(document)]
     found_elsewhere = manifest.get("found") not in (None, "named")
     if commit:
         lines.append(f"git checkout {shell_words([commit])}")
@@ -303,14 +268,37 @@ NOX_IF_MISSING = ('command -v nox >/dev/null || { make .venv/bin/nox && '
                   'export PATH="$PWD/.venv/bin:$PATH"; }')
 
 
-def _nox_line(doc: Mapping[str, Any]) -> str:
+def _nox_line(doc: Mapping[str, Any], check: str = "") -> str:
     session = shell_words([session_for(doc["case"]["name"])])
     python = runtime_python(doc)
     forced = f" --force-python {shell_words([python])}" if python else ""
-    return f'nox -s {session}{forced} -- "${{ARGS[@]}}"'
+    return f'{check}nox -s {session}{forced} -- "${{ARGS[@]}}"'
 
 
-def _plain_lines(doc: Mapping[str, Any]) -> list[str]:
+def _fetched(document: str) -> str:
+    """Where the rerun block puts the document it checks itself against: beside the clone."""
+    return f"../{Path(document).name}"
+
+
+def _fetch_lines(document: str | None) -> list[str]:
+    """The line that copies the committed document out of the clone's default branch before
+    the checkout (the commit the run ran is older than the document)."""
+    if document is None:
+        return []
+    return [f"git show {shell_words(['origin/HEAD:' + document])} > "
+            f"{shell_words([_fetched(document)])}  # this document: the rerun checks itself "
+            f"against it"]
+
+
+def _check_prefix(document: str | None) -> str:
+    """The variable that has the rerun compare its artifacts and verdict with the document
+    (gpurepro.run.rerun_of; a commit from before it runs as it always did)."""
+    if document is None:
+        return ""
+    return f"{RERUN_OF}={shell_words([_fetched(document)])} "
+
+
+def _plain_lines(doc: Mapping[str, Any], check: str = "") -> list[str]:
     """The same without nox: an environment of the runtime's Python where the run carried
     wheels, the package with the resolved toolchain and the node's packages, the case."""
     case = shell_words([doc["case"]["name"]])
@@ -321,7 +309,7 @@ def _plain_lines(doc: Mapping[str, Any]) -> list[str]:
         lines.append(f"{venv} -m venv .venv-rerun && . .venv-rerun/bin/activate")
     extra = pins(doc) + left_to_node(doc) + unpinned_bindings(doc)
     lines.append("python -m pip install -e '.[analysis]'" + (" " + shell_words(extra) if extra else ""))
-    lines.append(f'python -m gpurepro case {case} "${{ARGS[@]}}"')
+    lines.append(f'{check}python -m gpurepro case {case} "${{ARGS[@]}}"')
     return lines
 
 
@@ -330,9 +318,9 @@ def _runtime_notes(doc: Mapping[str, Any]) -> list[str]:
     python = runtime_python(doc)
     if python:
         notes.append(f"The run's trials imported packages carried as wheels for Python "
-                     f"{escape(python)} (the case's runtime pins): the build downloads them "
-                     f"again, and the trials need that Python (`--force-python`, the "
-                     f"environment above).")
+                     f"{escape(python)} (the case's runtime pins): both commands run on that "
+                     f"Python (`--force-python`, the environment above), so that the build "
+                     f"downloads the same wheels again.")
     node = left_to_node(doc)
     if node:
         notes.append(f"The case left {', '.join(code(p) for p in node)} to the GPU node's own "
@@ -358,20 +346,28 @@ def shortest_rerun(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
     return [*lines, NOX_IF_MISSING, nox]
 
 
-def rerun_section(doc: Mapping[str, Any], url: str | None = None) -> list[str]:
+def rerun_section(doc: Mapping[str, Any], url: str | None = None,
+                  document: str | None = None) -> list[str]:
     """The "Rerun it" section: clone and checkout, the nox command, the same without nox. The
     arguments are written once, as a shell array both commands expand (bash and zsh alike)."""
     args = shell_words(rerun_arguments(doc))
-    checkout, notes = _checkout_lines(doc, url)
+    checkout, notes = _checkout_lines(doc, url, document)
+    check = _check_prefix(document)
     out = ["### Rerun it", "",
-           *fence("\n".join([*checkout, NOX_IF_MISSING, f"ARGS=({args})", _nox_line(doc)]),
-                  "sh")]
+           *fence("\n".join([*checkout, NOX_IF_MISSING, f"ARGS=({args})",
+                             _nox_line(doc, check)]), "sh")]
     out += notes
+    if document is not None:
+        out.append(f"The rerun checks itself against this document ({code(RERUN_OF)}): after "
+                   f"the build it prints how many artifacts are identical to the document's and "
+                   f"each that differs, with both hashes, and it exits 0 when the verdict is "
+                   f"reproduced, 6 when not, 125 when the trials could not run (`git bisect "
+                   f"run` skips that commit); a commit from before this check ignores it.")
     out.append(f"The session installs the case's pinned toolchain for "
                f"{code(doc['device']['target'])}. The same without nox, with the versions this "
                f"run resolved (Python 3.11+; recording, reports and the sequential designs need "
                f"the `analysis` extra):")
-    out += fence("\n".join(_plain_lines(doc)), "sh")
+    out += fence("\n".join(_plain_lines(doc, check)), "sh")
     out += [*_runtime_notes(doc), *_release_notes(doc), ""]
     return out
 

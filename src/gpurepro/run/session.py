@@ -30,6 +30,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..project import install_command, install_requirement
 from . import contain, runtime, schedule
 from .execute import (
     Gate,
@@ -279,7 +280,7 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
         from ..analyze.decidability import plan_decisive
     except ImportError as exc:
         raise UsageError(f"the decisive design decides its claims as it runs and needs the "
-                         f"analysis packages ({exc.name}): pip install 'gpurepro[analysis]', or "
+                         f"analysis packages ({exc.name}): {install_command()}, or "
                          f"run the fixed plan with --fixed") from None
     return plan_decisive(case, plan, float(stopping["alpha"]) - spent, int(stopping["max_trials"]),
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
@@ -314,7 +315,7 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
         from ..analyze.claims import Design
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install 'gpurepro[analysis]'",
+                            f"pip install '{install_requirement()}'",
                             beside_main(case, plan, request.scope))
     stopping = stopping if stopping is not None else request.stopping
     declared = run_declaration(case, request.stopping)

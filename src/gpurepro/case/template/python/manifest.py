@@ -20,8 +20,8 @@ from gpurepro.case import (
     kit,
 )
 
-# What the program imports, pinned as wheels for the GPU node's Python (downloaded at build
-# time; `make lock` locks them): a release per arm, the report's and another one.
+# What the program imports, pinned as wheels for the Python that runs the trials (downloaded
+# at build time): a release per arm, the report's and another one.
 RELEASES = {"as-filed": "13.3.1", "other-release": "13.0.3"}
 RUNTIME = Runtime(packages={"*": ["cuda-pathfinder==1.9.1"],
                             **{arm: [f"cuda-bindings=={v}"] for arm, v in RELEASES.items()}})

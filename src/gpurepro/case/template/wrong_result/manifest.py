@@ -31,7 +31,7 @@ _CUDA = [
     "nvidia-cuda-runtime==13.3.29",
 ]
 # What the stock driver imports on the GPU node, pinned like the toolchain (wheels for the
-# node's Python are downloaded at build time).
+# Python that runs the trials are downloaded at build time).
 RUNTIME = Runtime(packages={"*": ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]})
 OPT = {"O3": "ptxas -O3, as the report builds it", "O0": "ptxas -O0: its optimizations off"}
 
