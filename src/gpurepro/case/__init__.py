@@ -33,6 +33,7 @@ from .model import (
     Releases,
     Runtime,
     Stratum,
+    Timing,
     Tool,
     TrialBudget,
     TrialCommand,
@@ -44,7 +45,7 @@ __all__ = [
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
     "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "Releases",
     "Runtime",
-    "Stratum", "Tool",
+    "Stratum", "Timing", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

@@ -370,6 +370,22 @@ class Conclusion:
 
 
 @dataclass(frozen=True)
+class Timing:
+    """How the stock cubin driver times a kernel (``TrialContext.cubin_check(..., timing=)``):
+    ``warmups`` repetitions discarded, then ``repeats`` repetitions of ``loops`` launches, each
+    between two CUDA events; each value the mean seconds of one launch (a timed arm's
+    ``observations.timing``, which the slower/faster/same claims read)."""
+
+    repeats: int = 20
+    loops: int = 20
+    warmups: int = 5
+
+    def arguments(self) -> tuple[str, ...]:
+        return ("--repeats", str(self.repeats), "--loops", str(self.loops),
+                "--warmups", str(self.warmups))
+
+
+@dataclass(frozen=True)
 class TrialBudget:
     duration_s: float
     max_exposure: int  # in the unit of the case's exposure counter; 0: none
@@ -413,14 +429,20 @@ class TrialContext:
         return ("--check-rel", repr(float(self.check.rel)), "--check-abs", repr(float(self.check.abs)))
 
     def cubin_check(self, cubin: Path | str, spec: Path | str, *args: str,
+                    reference: Path | str | None = None, timing: Timing | None = None,
                     preload: Path | None = None, env: Mapping[str, str] | None = None
                     ) -> TrialCommand:
-        """A trial of the stock wrong-result driver (gpurepro/case/cubin_check.py): ``cubin``
-        loaded, its kernel launched as the case's ``spec`` file declares, every output compared
-        with the spec's reference within the case's check (Case.check)."""
+        """A trial of the stock cubin driver (gpurepro/case/cubin_check.py): ``cubin`` loaded,
+        its kernel launched as the case's ``spec`` file declares, every output compared with
+        the spec's reference within the case's check (Case.check). ``reference``: another
+        cubin (another arm's build, ``self.artifacts[...]``) whose kernel's outputs on the same
+        inputs are the reference instead (the spec's ``expected`` is then None); ``timing``:
+        the launches are also timed with CUDA events (a timed arm, Timing)."""
         stock = Path(__file__).resolve().parent / "cubin_check.py"
+        own = (*(("--reference-cubin", str(reference)) if reference is not None else ()),
+               *(timing.arguments() if timing is not None else ()))
         return self.python_driver(stock, "--cubin", str(cubin), "--spec", str(spec),
-                                  *self.check_arguments(), *args, preload=preload, env=env)
+                                  *self.check_arguments(), *own, *args, preload=preload, env=env)
 
     def python_program(self, script: Path | str, *args: str, preload: Path | None = None,
                        counter: str = "runs", versions: Sequence[str] = (),
