@@ -30,6 +30,7 @@ from .model import (
     Factor,
     Family,
     OutputCheck,
+    ProgramValue,
     Releases,
     Runtime,
     Stratum,
@@ -43,7 +44,7 @@ from .model import (
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
-    "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "Releases",
+    "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "ProgramValue", "Releases",
     "Runtime",
     "Stratum", "Timing", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",

@@ -11,6 +11,7 @@ GPU nodes that have no network and no third-party packages.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -370,6 +371,32 @@ class Conclusion:
 
 
 @dataclass(frozen=True)
+class ProgramValue:
+    """A value a Python program prints or returns, checked by the stock Python-program driver
+    (``TrialContext.python_program(..., value=)``): the program's clean exit then survives only
+    when the value is the expected one, and is ``wrong_result`` otherwise (Case.check: exact,
+    or a tolerance for numbers).
+
+    Where the value comes from: ``printed``, a regular expression searched in what the program
+    printed (its last match; the first group where it has one), or ``returned``, the name of a
+    global the script leaves (what ``runpy`` returns); neither: the last line it printed.
+    What it should be: ``expected`` (a number, a string, or a list of them), or ``answer``, a
+    Python file of the case folder whose ``expected(libcuda)`` computes it in the trial, before
+    the program runs (the driver's own answer: libcuda asked through ctypes, say)."""
+
+    printed: str = ""
+    returned: str = ""
+    expected: Any = None
+    answer: str = ""
+
+    def arguments(self, case_dir: Path) -> tuple[str, ...]:
+        return (*(("--printed", self.printed) if self.printed else ()),
+                *(("--returned", self.returned) if self.returned else ()),
+                *(("--expect", json.dumps(self.expected)) if self.expected is not None else ()),
+                *(("--expect-from", str(Path(case_dir) / self.answer)) if self.answer else ()))
+
+
+@dataclass(frozen=True)
 class Timing:
     """How the stock cubin driver times a kernel (``TrialContext.cubin_check(..., timing=)``):
     ``warmups`` repetitions discarded, then ``repeats`` repetitions of ``loops`` launches, each
@@ -447,8 +474,8 @@ class TrialContext:
     def python_program(self, script: Path | str, *args: str, preload: Path | None = None,
                        counter: str = "runs", versions: Sequence[str] = (),
                        calls: Sequence[str] = (), exit_check: bool = False,
-                       instrumented: bool = False, env: Mapping[str, str] | None = None
-                       ) -> TrialCommand:
+                       instrumented: bool = False, value: ProgramValue | None = None,
+                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial of the stock Python-program driver (gpurepro/case/python_program.py):
         ``script`` (the reporter's, from seed/, or an instrumented variant) run once with
         ``args``, under the arm's runtime packages and, with ``preload``, the crash object; its
@@ -456,12 +483,15 @@ class TrialContext:
         run); ``versions``: distributions the start event names; ``calls``: the calls a variant
         names (``call``); ``exit_check``: the program's clean exit is its output check
         (wrong_result otherwise; Case.check exact); ``instrumented``: the variant writes the
-        start event and counts its exposure itself."""
+        start event and counts its exposure itself; ``value``: a value the program prints or
+        returns, checked against the expected one (ProgramValue; wrong_result otherwise)."""
         stock = Path(__file__).resolve().parent / "python_program.py"
         own = ("--counter", counter, *(("--versions", ",".join(versions)) if versions else ()),
                *(("--calls", ",".join(calls)) if calls else ()),
                *(("--exit-check",) if exit_check else ()),
-               *(("--instrumented",) if instrumented else ()))
+               *(("--instrumented",) if instrumented else ()),
+               *((*value.arguments(self.case_dir), *self.check_arguments())
+                 if value is not None else ()))
         return self.python_driver(stock, *own, "--", str(script), *args, preload=preload, env=env)
 
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,
