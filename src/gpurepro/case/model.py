@@ -52,6 +52,9 @@ class Artifact:
     is built once per level an arm uses, as ``<name>_<level>``, with the placeholder of the
     factor's tool (``{ptxas}``) naming that release's program; a trial's ``ctx.artifacts``
     maps ``<name>`` to its arm's build.
+    ``stdout``: one of ``outputs``, the file the command's standard output is written to (a
+    program that prints what it makes: a disassembly, a table, a tool's version), with no
+    shell; its standard error still goes to the build log.
     """
 
     name: str
@@ -63,6 +66,7 @@ class Artifact:
     env: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     per: str = ""
+    stdout: str = ""
 
     def placeholders(self) -> set[str]:
         return {m.group(1) for part in self.command for m in PLACEHOLDER.finditer(part)}
