@@ -125,7 +125,8 @@ def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
     return json.loads(out.read_text())
 
 
-def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> None:
+def _run_gpurepro(session: nox.Session, *args: str, python: str = "python",
+                  env: dict[str, str] | None = None) -> None:
     """Run `python -m gpurepro ...`; its exit status becomes nox's (docs/running.md, its table of exit statuses).
 
     nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
@@ -134,7 +135,7 @@ def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> N
     status_file = Path(session.create_tmp()) / "exit-status"
     status_file.unlink(missing_ok=True)
     session.run(python, "-m", "gpurepro", *args, "--exit-status-file", str(status_file),
-                success_codes=range(256))
+                success_codes=range(256), env=env or {}, external=True)
     status = int(status_file.read_text()) if status_file.is_file() else 1
     if status != 0:
         session.log(f"gpurepro exited with status {status}")
@@ -309,6 +310,28 @@ def bisect(session: nox.Session) -> None:
     target = _flag_value(args, "--arch") or _target(session, case)
     _install_pins(session, case, target)
     _run_gpurepro(session, "bisect", *args)
+
+
+@nox.session(python=False)
+def new(session: nox.Session) -> None:
+    """A new case folder from the scaffold of its kind: nox -s new -- NAME [--kind K] (make new
+    NAME=... KIND=...). The scaffold is the standard library's: it runs under nox's own Python
+    with the checkout's src/ on its path, so a fresh clone needs no install."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s new -- NAME [--kind crash|wrong-result|slowdown|python|"
+                      "python-value] (make new NAME=... KIND=...)")
+    _run_gpurepro(session, "new", *session.posargs, python=sys.executable,
+                  env={"PYTHONPATH": str(ROOT / "src")})
+
+
+@nox.session(python=False, requires=["analysis"])
+def plan(session: nox.Session) -> None:
+    """A case's run before any GPU is used: its arms, trials, design, the claims' chances and
+    the expected GPU time (what a new case assumes without committed results); nothing is
+    built or run. nox -s plan -- CASE [run flags] (make plan CASE=... ARGS=...)."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s plan -- CASE [run flags] (make plan CASE=...)")
+    _analysis(session, "plan", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -112,7 +112,7 @@ int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) { (void)d; (v
 int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD16"); }
 int cuMemsetD32_v2(unsigned long long d, unsigned v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD32"); }
 /* Host copies move real bytes through a small fake device memory, so a test can read back. */
-static unsigned char fake_mem[4096];
+static unsigned char fake_mem[1 << 20]; /* a megabyte: a scaffold's buffers fit */
 int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   if (n > sizeof fake_mem) return 1;
   (void)d; memcpy(fake_mem, s, n); return hook("cuMemcpyHtoD");
