@@ -345,10 +345,13 @@ def pack(session: nox.Session) -> None:
     case, args = session.posargs[0], list(session.posargs)
     _install_project(session)
     _install_pip(session)
-    target = _flag_value(args, "--arch") or _target(session, case)
-    if _flag_value(args, "--arch") is None:
-        args += ["--arch", target]
-    _install_pins(session, case, target)
+    # The pack's own choice of target (its --arch, the case's only one, or its Hopper one), not
+    # this machine's GPU: a pack is made where the toolchain installs, for another node.
+    out = Path(session.create_tmp()) / f"{case}.pack-target.json"
+    out.unlink(missing_ok=True)
+    _run_gpurepro(session, "pack", *args, "--target-out", str(out))
+    chosen = json.loads(out.read_text())
+    _install_toolchain(session, case, chosen["target"], chosen["pins"])
     _run_gpurepro(session, "pack", *args)
 
 
