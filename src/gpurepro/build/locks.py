@@ -133,10 +133,11 @@ def jobs(root: Path) -> list[Job]:
         argv = compile_argv("pyproject.toml", f"{LOCKS}/{name}.txt", extras)
         out.append(Job(f"{LOCKS}/{name}.txt", tuple(argv), _digest(argv, extras_input(root, extras))))
     for tool in TOOLS:
-        source = root / LOCKS / f"{tool}.in"
-        if source.is_file():
+        tool_input = root / LOCKS / f"{tool}.in"
+        if tool_input.is_file():
             argv = compile_argv(f"{LOCKS}/{tool}.in", f"{LOCKS}/{tool}.txt")
-            out.append(Job(f"{LOCKS}/{tool}.txt", tuple(argv), _digest(argv, source.read_text())))
+            out.append(Job(f"{LOCKS}/{tool}.txt", tuple(argv),
+                           _digest(argv, tool_input.read_text())))
     return out
 
 

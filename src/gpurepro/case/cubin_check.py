@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -607,8 +608,8 @@ def main(argv: list[str] | None = None) -> int:
         spec = load_spec(args.spec)
         if wants_device(spec):  # checked once the device is known (in run)
             kernel = kernel_name(spec, args.kernel)
-            launch: Launch | Callable[[Mapping[str, Any]], Launch] = (
-                lambda device: _device_launch(spec, args, device, reference is not None))
+            launch: Launch | Callable[[Mapping[str, Any]], Launch] = functools.partial(
+                _device_launch, spec, args, reference=reference is not None)
         else:
             kernel, launch = checked_launch(spec, args.seed, args.kernel,
                                             reference=reference is not None)
@@ -634,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     return d.finish(obs, kit.merge_checks(checks, FIRST_MISMATCHES) if checks else None)
 
 
-def _device_launch(spec: Any, args: argparse.Namespace, device: Mapping[str, Any],
+def _device_launch(spec: Any, args: argparse.Namespace, device: Mapping[str, Any], *,
                    reference: bool) -> Launch:
     """A launch(seed, ..., device): checked as any other; a spec error exits 2 as before the
     start (the start event already written names no grid)."""

@@ -86,7 +86,7 @@ import runpy
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -358,11 +358,11 @@ def main(argv: list[str]) -> None:
                         help="the value: the last match in what the program printed (its first group)")
     source.add_argument("--returned", metavar="NAME",
                         help="the value: the global NAME the program leaves")
-    want = ap.add_mutually_exclusive_group()
-    want.add_argument("--expect", metavar="JSON", type=json.loads,
-                      help="the value the program should print or return")
-    want.add_argument("--expect-from", metavar="FILE.py", type=Path,
-                      help="a file whose expected(libcuda) is the value the program should give")
+    expect = ap.add_mutually_exclusive_group()
+    expect.add_argument("--expect", metavar="JSON", type=json.loads,
+                        help="the value the program should print or return")
+    expect.add_argument("--expect-from", metavar="FILE.py", type=Path,
+                        help="a file whose expected(libcuda) is the value the program should give")
     kit.add_check_arguments(ap)
     kit.add_budget_arguments(ap)
     args = ap.parse_args(own)
