@@ -314,9 +314,11 @@ def bisect(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def new(session: nox.Session) -> None:
-    """A new case folder from the scaffold of its kind: nox -s new -- NAME [--kind K] (make new
-    NAME=... KIND=...). The scaffold is the standard library's: it runs under nox's own Python
-    with the checkout's src/ on its path, so a fresh clone needs no install."""
+    """A new case folder from the scaffold of its kind, with nothing installed.
+
+    nox -s new -- NAME [--kind K] (make new NAME=... KIND=...). The scaffold is the standard
+    library's: it runs under nox's own Python with the checkout's src/ on its path, so a fresh
+    clone needs no install."""
     if not session.posargs or session.posargs[0].startswith("-"):
         session.error("usage: nox -s new -- NAME [--kind crash|wrong-result|slowdown|python|"
                       "python-value] (make new NAME=... KIND=...)")
@@ -326,9 +328,11 @@ def new(session: nox.Session) -> None:
 
 @nox.session(python=False, requires=["analysis"])
 def plan(session: nox.Session) -> None:
-    """A case's run before any GPU is used: its arms, trials, design, the claims' chances and
-    the expected GPU time (what a new case assumes without committed results); nothing is
-    built or run. nox -s plan -- CASE [run flags] (make plan CASE=... ARGS=...)."""
+    """A case's trials and expected GPU time before any GPU is used; nothing built or run.
+
+    Its arms, trials, design, the claims' chances and the expected GPU time (what a new case
+    assumes without committed results). nox -s plan -- CASE [run flags] (make plan CASE=...
+    ARGS=...)."""
     if not session.posargs or session.posargs[0].startswith("-"):
         session.error("usage: nox -s plan -- CASE [run flags] (make plan CASE=...)")
     _analysis(session, "plan", *session.posargs)
