@@ -12,7 +12,7 @@ NOX := $(shell found=$$(command -v nox 2>/dev/null); \
 	if [ -n "$$have" ] && [ "$$(printf '%s\n%s\n' "$(NOX_NEEDS)" "$$have" | sort -V | head -n 1)" = "$(NOX_NEEDS)" ]; \
 	then echo "$$found"; else echo .venv/bin/nox; fi)
 
-.PHONY: check docs history test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tile-unload-race tcgen05-ablation tcgen05-sass lint validate report env bench list pack
+.PHONY: check docs history test test-slow test-history test-slurm test-slurm-where-possible lock lock-check tcgen05-ablation tcgen05-sass lint validate report env bench list pack plan new
 
 # The two tiers (docs/testing.md). make test: the fast tier, every module's unit and contract
 # tests, end-to-end runs of the fake case, the schema and the committed documents' validation
@@ -73,8 +73,23 @@ test-slurm-where-possible: $(NOX)
 pack: $(NOX)
 	$(NOX) -s pack -- $(CASE) $(ARGS)
 
-tile-unload-race: $(NOX)
-	$(NOX) -s tile_unload_race -- $(ARGS)
+# A new case (docs/cases.md): make new NAME=my_bug KIND=wrong-result writes cases/my_bug/ from
+# the scaffold of that kind (crash, wrong-result, slowdown, python, python-value; default crash).
+new: $(NOX)
+	$(NOX) -s new -- $(NAME) --kind $(or $(KIND),crash)
+
+# A case's run before any GPU is used: its trials, design and expected GPU time (nothing built):
+# make plan CASE=my_bug ARGS="--arms baseline,trap".
+plan: $(NOX)
+	$(NOX) -s plan -- $(CASE) $(ARGS)
+
+# Every case folder is a target of its own, its name with - for _ (make tile-unload-race, make
+# my-bug): the case's nox session, ARGS passed on. A new case needs no edit here.
+CASES := $(patsubst cases/%/manifest.py,%,$(wildcard cases/*/manifest.py))
+CASE_TARGETS := $(subst _,-,$(CASES))
+.PHONY: $(CASE_TARGETS)
+$(CASE_TARGETS): $(NOX)
+	$(NOX) -s $(subst -,_,$@) -- $(ARGS)
 
 tcgen05-ablation: $(NOX)
 	$(NOX) -s tcgen05_ablation -- $(ARGS)

@@ -125,7 +125,8 @@ def _prepare(session: nox.Session, case: str, args: list[str]) -> dict:
     return json.loads(out.read_text())
 
 
-def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> None:
+def _run_gpurepro(session: nox.Session, *args: str, python: str = "python",
+                  env: dict[str, str] | None = None) -> None:
     """Run `python -m gpurepro ...`; its exit status becomes nox's (docs/running.md, its table of exit statuses).
 
     nox reduces every failure to 1 and uses 3 for an unknown session; a run that could not
@@ -134,7 +135,7 @@ def _run_gpurepro(session: nox.Session, *args: str, python: str = "python") -> N
     status_file = Path(session.create_tmp()) / "exit-status"
     status_file.unlink(missing_ok=True)
     session.run(python, "-m", "gpurepro", *args, "--exit-status-file", str(status_file),
-                success_codes=range(256))
+                success_codes=range(256), env=env or {}, external=True)
     status = int(status_file.read_text()) if status_file.is_file() else 1
     if status != 0:
         session.log(f"gpurepro exited with status {status}")
@@ -311,6 +312,32 @@ def bisect(session: nox.Session) -> None:
     _run_gpurepro(session, "bisect", *args)
 
 
+@nox.session(python=False)
+def new(session: nox.Session) -> None:
+    """A new case folder from the scaffold of its kind, with nothing installed.
+
+    nox -s new -- NAME [--kind K] (make new NAME=... KIND=...). The scaffold is the standard
+    library's: it runs under nox's own Python with the checkout's src/ on its path, so a fresh
+    clone needs no install."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s new -- NAME [--kind crash|wrong-result|slowdown|python|"
+                      "python-value] (make new NAME=... KIND=...)")
+    _run_gpurepro(session, "new", *session.posargs, python=sys.executable,
+                  env={"PYTHONPATH": str(ROOT / "src")})
+
+
+@nox.session(python=False, requires=["analysis"])
+def plan(session: nox.Session) -> None:
+    """A case's trials and expected GPU time before any GPU is used; nothing built or run.
+
+    Its arms, trials, design, the claims' chances and the expected GPU time (what a new case
+    assumes without committed results). nox -s plan -- CASE [run flags] (make plan CASE=...
+    ARGS=...)."""
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error("usage: nox -s plan -- CASE [run flags] (make plan CASE=...)")
+    _analysis(session, "plan", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def pack(session: nox.Session) -> None:
     """A case built and packed for an offline GPU node: one archive, run there by python3 run.py.
@@ -322,10 +349,13 @@ def pack(session: nox.Session) -> None:
     case, args = session.posargs[0], list(session.posargs)
     _install_project(session)
     _install_pip(session)
-    target = _flag_value(args, "--arch") or _target(session, case)
-    if _flag_value(args, "--arch") is None:
-        args += ["--arch", target]
-    _install_pins(session, case, target)
+    # The pack's own choice of target (its --arch, the case's only one, or its Hopper one), not
+    # this machine's GPU: a pack is made where the toolchain installs, for another node.
+    out = Path(session.create_tmp()) / f"{case}.pack-target.json"
+    out.unlink(missing_ok=True)
+    _run_gpurepro(session, "pack", *args, "--target-out", str(out))
+    chosen = json.loads(out.read_text())
+    _install_toolchain(session, case, chosen["target"], chosen["pins"])
     _run_gpurepro(session, "pack", *args)
 
 
@@ -571,6 +601,9 @@ def lock(session: nox.Session) -> None:
     (analysis, test, lint), each compiled by `uv pip compile --generate-hashes --universal`;
     one per case whose arms compare toolchain releases (locks/releases/<case>.json: each
     release's wheel for the build machine and its sha256, as pip resolves it).
+    Only the locks whose input changed are compiled (locks/inputs.json keeps each input's
+    sha256), a lock is rewritten only where its text changes (so .venv/ is not reinstalled for
+    an unchanged locks/nox.txt), and the locks of targets no case has any more are removed.
     --check compiles every lock again into a copy that starts from the committed one (uv keeps
     a locked version that still satisfies its input), and fails where the copy differs: an
     input changed without its lock, or a lock that no longer resolves as committed."""
@@ -583,21 +616,7 @@ def lock(session: nox.Session) -> None:
         session.run("python", "-m", "gpurepro.build.locks", "stale", str(ROOT))
     session.run("python", "-m", "gpurepro.build.locks", "releases", str(ROOT),
                 *(["--check"] if check else []))
-    jobs_file = Path(session.create_tmp()) / "locks.json"
-    # `inputs` writes the toolchain .in files; under --check, stale ones failed just above.
-    session.run("python", "-m", "gpurepro.build.locks", "inputs", str(ROOT), str(jobs_file))
-    stale = []
-    for argv in json.loads(jobs_file.read_text()):
-        output = ROOT / argv[argv.index("-o") + 1]
-        if not check:
-            session.run("uv", *argv)
-            continue
-        copy = Path(session.create_tmp()) / "check" / output.relative_to(ROOT)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if output.is_file():
-            shutil.copyfile(output, copy)
-        session.run("uv", *argv[:argv.index("-o") + 1], str(copy), silent=True)
-        if not output.is_file() or copy.read_text() != output.read_text():
-            stale.append(str(output.relative_to(ROOT)))
-    if stale:
-        session.error(f"not current: {', '.join(stale)}; run nox -s lock and commit locks/")
+    # Each lock compiled where its input changed (all of them under --check), into a copy; the
+    # committed lock replaced only where the text differs (gpurepro.build.locks.compile_locks).
+    session.run("python", "-m", "gpurepro.build.locks", "lock", str(ROOT),
+                *(["--check"] if check else []))

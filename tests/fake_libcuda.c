@@ -13,6 +13,9 @@
  *   FAKE_CUDA_NO_GPA=1              cuGetProcAddress_v2 finds nothing (tests the dlsym fallback)
  *   FAKE_CUDA_PARAMS=N              cuLaunchKernel wants N kernel parameters (default 15, the
  *                                    tile kernel's ABI): each of kernelParams[0..N-1] non-null
+ *   FAKE_CUDA_EVENT_MS=X            cuEventElapsedTime says X ms between two events, plus 0.001
+ *                                    ms for every launch recorded (default 0.5): a timed driver's
+ *                                    values come from the events, never from a clock here
  * cuGetProcAddress_v2 hands out the variant of a name that the requested version selects, as a
  * real driver does (asking "cuCtxCreate" at 12000 yields the _v3 ABI, which fails here with
  * CUDA_ERROR_INVALID_DEVICE like on driver 580), and counts its successful lookups;
@@ -74,7 +77,13 @@ int cuGetErrorName(int e, const char **s) {
 }
 int cuDeviceGetCount(int *n) { *n = 1; return hook("cuDeviceGetCount"); }
 int cuDeviceGet(int *d, int o) { *d = o; return hook("cuDeviceGet"); }
-int cuDeviceGetAttribute(int *v, int a, int d) { (void)d; *v = a == 75 ? 9 : 0; return 0; }
+/* Compute capability 9.0 (75, 76), 4 multiprocessors (16), nominal clocks in kHz (13, 36). */
+int cuDeviceGetAttribute(int *v, int a, int d) {
+  (void)d;
+  *v = a == 75 ? 9 : a == 16 ? 4 : a == 13 ? 1980000 : a == 36 ? 2619000 : 0;
+  return 0;
+}
+int cuDeviceGetPCIBusId(char *b, int len, int d) { (void)d; snprintf(b, len, "0000:00:01.0"); return hook("cuDeviceGetPCIBusId"); }
 int cuDeviceGetName(char *n, int len, int d) { (void)d; snprintf(n, len, "Fake GPU"); return 0; }
 static __thread void *current_ctx; /* the calling thread's current context */
 int cuCtxCreate_v2(void **c, unsigned f, int d) { (void)f; (void)d; *c = current_ctx = HANDLE; return hook("cuCtxCreate"); }
@@ -100,9 +109,10 @@ int cuCtxSynchronize(void) { return hook("cuCtxSynchronize"); }
 int cuMemAlloc_v2(unsigned long long *p, size_t n) { (void)n; *p = 0x100000; return hook("cuMemAlloc"); }
 int cuMemFree_v2(unsigned long long p) { (void)p; return hook("cuMemFree"); }
 int cuMemsetD8_v2(unsigned long long d, unsigned char v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD8"); }
+int cuMemsetD16_v2(unsigned long long d, unsigned short v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD16"); }
 int cuMemsetD32_v2(unsigned long long d, unsigned v, size_t n) { (void)d; (void)v; (void)n; return hook("cuMemsetD32"); }
 /* Host copies move real bytes through a small fake device memory, so a test can read back. */
-static unsigned char fake_mem[4096];
+static unsigned char fake_mem[1 << 20]; /* a megabyte: a scaffold's buffers fit */
 int cuMemcpyHtoD_v2(unsigned long long d, const void *s, size_t n) {
   if (n > sizeof fake_mem) return 1;
   (void)d; memcpy(fake_mem, s, n); return hook("cuMemcpyHtoD");
@@ -120,6 +130,19 @@ int cuStreamSynchronize(void *s) { (void)s; return hook("cuStreamSynchronize"); 
 int cuStreamDestroy_v2(void *s) { (void)s; return hook("cuStreamDestroy"); }
 /* Not in native/'s table: what a case adds from its own folder (tests/test_native.py). */
 int cuEventCreate(void **e, unsigned f) { (void)f; *e = (void *)0x2000; return hook("cuEventCreate"); }
+/* Events: the launches between the last two records set the elapsed time (FAKE_CUDA_EVENT_MS). */
+static long launches_seen, launches_at_record[2];
+static int records;
+int cuEventRecord(void *e, void *s) { (void)e; (void)s; launches_at_record[records++ % 2] = launches_seen; return hook("cuEventRecord"); }
+int cuEventSynchronize(void *e) { (void)e; return hook("cuEventSynchronize"); }
+int cuEventDestroy_v2(void *e) { (void)e; return hook("cuEventDestroy"); }
+int cuEventElapsedTime(float *ms, void *a, void *b) {
+  (void)a; (void)b;
+  const char *x = getenv("FAKE_CUDA_EVENT_MS");
+  long between = launches_at_record[(records + 1) % 2] - launches_at_record[records % 2];
+  *ms = (float)((x ? atof(x) : 0.5) + 0.001 * (between < 0 ? -between : between));
+  return hook("cuEventElapsedTime");
+}
 int cuModuleLoadData(void **m, const void *img) { (void)img; *m = HANDLE; return hook("cuModuleLoadData"); }
 int cuModuleGetFunction(void **f, void *m, const char *n) { (void)m; (void)n; *f = HANDLE; return hook("cuModuleGetFunction"); }
 int cuModuleUnload(void *m) { (void)m; return hook("cuModuleUnload"); }
@@ -129,6 +152,7 @@ int cuLaunchKernel(void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsi
   if (!p) return 1;
   for (int i = 0; i < launch_params; ++i)
     if (!p[i]) return 1; /* fewer parameters than the kernel takes */
+  __atomic_fetch_add(&launches_seen, 1, __ATOMIC_RELAXED);
   return hook("cuLaunchKernel");
 }
 int cuLibraryLoadData(void **l, const void *c, void *a, void **b, unsigned n, void *o, void **v,
@@ -156,7 +180,9 @@ static void *variant(const char *sym, int version) {
     {"cuMemAlloc", 2000, (void *)wrong_abi}, {"cuMemAlloc", 3020, (void *)cuMemAlloc_v2},
     {"cuMemFree", 2000, (void *)wrong_abi}, {"cuMemFree", 3020, (void *)cuMemFree_v2},
     {"cuMemsetD8", 2000, (void *)wrong_abi}, {"cuMemsetD8", 3020, (void *)cuMemsetD8_v2},
+    {"cuMemsetD16", 2000, (void *)wrong_abi}, {"cuMemsetD16", 3020, (void *)cuMemsetD16_v2},
     {"cuMemsetD32", 2000, (void *)wrong_abi}, {"cuMemsetD32", 3020, (void *)cuMemsetD32_v2},
+    {"cuEventDestroy", 2000, (void *)wrong_abi}, {"cuEventDestroy", 4000, (void *)cuEventDestroy_v2},
     {"cuMemcpyHtoD", 2000, (void *)wrong_abi}, {"cuMemcpyHtoD", 3020, (void *)cuMemcpyHtoD_v2},
     {"cuMemcpyDtoH", 2000, (void *)wrong_abi}, {"cuMemcpyDtoH", 3020, (void *)cuMemcpyDtoH_v2},
     {"cuMemcpyDtoD", 2000, (void *)wrong_abi}, {"cuMemcpyDtoD", 3020, (void *)cuMemcpyDtoD_v2},

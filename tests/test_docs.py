@@ -151,13 +151,15 @@ def _fast_tier_record() -> tuple[str, int, int]:
     return commit.group(1), int(m.group(1)), int(m.group(2))
 
 
-@pytest.mark.parametrize("page", ["README.md", "docs/index.md", "docs/testing.md"])
-def test_every_page_quotes_the_test_count_and_time_of_the_recorded_run(page):
-    record = _fast_tier_record()
-    text = (ROOT / page).read_text()
-    quoted = re.findall(r"([\d,]+) tests at ([0-9a-f]{7,})[;,] pytest (\d+) s on 2 cores", text)
-    assert quoted, f"{page} quotes no fast-tier figure"
-    assert {(c, int(n.replace(",", "")), int(s)) for n, c, s in quoted} == {record}
+def test_the_fast_tiers_test_count_is_quoted_only_where_it_is_generated():
+    """The count and time come from a measured run's durations block (docs/testing.md), which
+    `python tests/durations.py` writes; a page that quoted them by hand went stale with the
+    next test, so none does."""
+    assert _fast_tier_record()
+    for page in ("README.md", "docs/index.md", "docs/testing.md"):
+        text = (ROOT / page).read_text()
+        quoted = re.findall(r"([\d,]+) tests at ([0-9a-f]{7,})[;,] pytest (\d+) s on 2 cores", text)
+        assert quoted == [], f"{page} quotes the fast tier's count by hand: {quoted}"
 
 
 def test_the_sites_home_page_quotes_the_main_job_it_links():

@@ -40,3 +40,77 @@ def test_a_changed_pin_makes_its_input_stale(root, tmp_path):
     manifest.write_text(manifest.read_text().replace('"cuda-tile==1.5.0"', '"cuda-tile==1.6.0"'))
     stale = locks.stale_inputs(copy)
     assert "locks/toolchain/tile_unload_race-sm_90.in" in stale
+
+
+FAKE_UV = """\
+#!{python}
+# A stand-in for uv: logs the lock it compiles and, like uv with an unchanged input, leaves the
+# copy of the committed lock as it is (a new lock gets a line of its own).
+import os, sys
+out = sys.argv[sys.argv.index("-o") + 1]
+with open(os.environ["FAKE_UV_LOG"], "a") as log:
+    log.write(sys.argv[3] + " " + out + "\\n")  # the input, the lock
+if not os.path.exists(out):
+    open(out, "w").write("# a new lock\\n")
+"""
+
+
+def _copy(root, tmp_path):
+    import shutil
+
+    copy = tmp_path / "repo"
+    for part in ("cases", "native", "locks"):
+        shutil.copytree(root / part, copy / part)
+    shutil.copytree(root / "src" / "gpurepro" / "build", copy / "src" / "gpurepro" / "build")
+    shutil.copy(root / "pyproject.toml", copy / "pyproject.toml")
+    return copy
+
+
+def _fake_uv(tmp_path, monkeypatch):
+    import sys
+
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV.format(python=sys.executable))
+    uv.chmod(0o755)
+    log = tmp_path / "uv.log"
+    log.write_text("")
+    monkeypatch.setenv("FAKE_UV_LOG", str(log))
+    return str(uv), log
+
+
+def test_make_lock_compiles_only_the_locks_whose_input_changed(root, tmp_path, monkeypatch):
+    copy = _copy(root, tmp_path)
+    uv, log = _fake_uv(tmp_path, monkeypatch)
+    nox_lock = copy / "locks" / "nox.txt"
+    before = nox_lock.stat().st_mtime_ns
+    said: list[str] = []
+    assert locks.compile_locks(copy, check=False, uv=uv, say=said.append) == []
+    assert log.read_text() == ""  # every committed lock is of its current input
+    assert len(said) == len(locks.jobs(copy)) and all(s.endswith("current (its input unchanged)")
+                                                      for s in said)
+    manifest = copy / "cases" / "tile_unload_race" / "manifest.py"
+    manifest.write_text(manifest.read_text().replace('"cuda-tile==1.5.0"', '"cuda-tile==1.6.0"'))
+    locks.compile_locks(copy, check=False, uv=uv, say=said.append)
+    compiled = {line.split()[0] for line in log.read_text().splitlines()}
+    assert compiled and all(c.startswith("locks/toolchain/tile_unload_race-") for c in compiled)
+    assert nox_lock.stat().st_mtime_ns == before  # not rewritten: .venv/ stays installed
+    log.write_text("")
+    locks.compile_locks(copy, check=False, uv=uv, say=said.append)
+    assert log.read_text() == ""  # its new input recorded: current again
+
+
+def test_make_lock_removes_the_locks_of_targets_no_case_has(root, tmp_path, monkeypatch):
+    copy = _copy(root, tmp_path)
+    uv, _ = _fake_uv(tmp_path, monkeypatch)
+    for suffix in (".in", ".txt"):  # a scaffold's sm_80 lock, its target since removed
+        (copy / "locks" / "toolchain" / f"demo_case-sm_80{suffix}").write_text("x\n")
+    said: list[str] = []
+    locks.compile_locks(copy, check=False, uv=uv, say=said.append)
+    assert not list((copy / "locks" / "toolchain").glob("demo_case-*"))
+    assert "locks/toolchain/demo_case-sm_80.in: removed (no case has this target any more)" in said
+    assert locks.stale_inputs(copy) == []
+
+
+def test_every_committed_lock_records_the_input_it_was_compiled_from(root):
+    recorded = locks.recorded_digests(root)
+    assert {job.output: job.digest for job in locks.jobs(root)} == recorded

@@ -61,7 +61,7 @@ def test_new_writes_a_case_that_loads_and_refuses_bad_names(repo_copy):
     done = _gpurepro(repo_copy, "new", "demo_case")
     assert done.returncode == 0, done.stderr
     assert {p.name for p in (repo_copy / "cases" / "demo_case").iterdir()} == {
-        "manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md"}
+        "manifest.py", "kernel.cu", "host.cc", "README.md"}  # a Conclusion, no verdict.py
     pins = _gpurepro(repo_copy, "pins", "demo_case", "--arch", "sm_90")
     assert pins.returncode == 0 and "nvidia-cuda-nvcc==13.3.73" in pins.stdout
     assert _gpurepro(repo_copy, "new", "demo_case").returncode == 2  # exists

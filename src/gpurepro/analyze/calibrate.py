@@ -103,7 +103,7 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
     if case.baseline not in models.arms:
         raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "
                          f"valid trials of its baseline at --jobs {jobs}; give result documents "
-                         f"with --from")
+                         f"with {flag}")
     return models
 
 

@@ -316,6 +316,9 @@ def _key(
         "pins": dict(resolved),
         "deps": {d: entries[d]["key"] for d in art.dependencies()},
         "recipe": RECIPE,
+        # Standard output captured as an output (Artifact.stdout); absent otherwise, so the
+        # keys of every artifact without it stay what they were.
+        **({"stdout": art.stdout} if art.stdout else {}),
         # A release's wheel (its sha256 as locked): the key of an artifact built with it.
         **({"release": {k: release[k] for k in ("package", "version", "sha256")}}
            if release else {}),
@@ -376,9 +379,16 @@ def _run_command(
                 fh.write("# ran as: " + " ".join(argv) + "\n")
             fh.write("# env: " + " ".join(f"{k}={env[k]}" for k in (*BUILD_ENV, "NVCC_APPEND_FLAGS"))
                      + "\n")
+            if art.stdout:
+                fh.write(f"# standard output to {art.stdout}\n")
             fh.flush()
-            done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                  check=False)
+            if art.stdout:  # Artifact.stdout: the output file, standard error to the log
+                with open(out_dir / art.stdout, "wb") as captured:
+                    done = subprocess.run(argv, cwd=root, stdout=captured, stderr=fh, env=env,
+                                          check=False)
+            else:
+                done = subprocess.run(argv, cwd=root, stdout=fh, stderr=subprocess.STDOUT,
+                                      env=env, check=False)
     missing = [o for o in art.outputs if not (out_dir / o).is_file()]
     if done.returncode != 0 or missing:
         tail = log.read_text(errors="replace")[-3000:]

@@ -30,9 +30,11 @@ from .model import (
     Factor,
     Family,
     OutputCheck,
+    ProgramValue,
     Releases,
     Runtime,
     Stratum,
+    Timing,
     Tool,
     TrialBudget,
     TrialCommand,
@@ -42,9 +44,9 @@ from .model import (
 __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
-    "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "Releases",
+    "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "ProgramValue", "Releases",
     "Runtime",
-    "Stratum", "Tool",
+    "Stratum", "Timing", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",
 ]

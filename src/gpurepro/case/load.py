@@ -60,6 +60,10 @@ def validate(case: Case, path: Path | str) -> None:
             raise ManifestError(path, f"{where}.command", "is empty")
         if not art.outputs:
             raise ManifestError(path, f"{where}.outputs", "names no output file")
+        if art.stdout and art.stdout not in art.outputs:
+            raise ManifestError(path, f"{where}.stdout", f"{art.stdout!r} is not one of its "
+                                f"outputs ({', '.join(art.outputs)}): the file the command's "
+                                f"standard output is written to")
     for i, art in enumerate(case.artifacts):
         for dep in art.dependencies():
             if dep not in names:

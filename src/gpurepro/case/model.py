@@ -11,6 +11,7 @@ GPU nodes that have no network and no third-party packages.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -53,6 +54,9 @@ class Artifact:
     is built once per level an arm uses, as ``<name>_<level>``, with the placeholder of the
     factor's tool (``{ptxas}``) naming that release's program; a trial's ``ctx.artifacts``
     maps ``<name>`` to its arm's build.
+    ``stdout``: one of ``outputs``, the file the command's standard output is written to (a
+    program that prints what it makes: a disassembly, a table, a tool's version), with no
+    shell; its standard error still goes to the build log.
     """
 
     name: str
@@ -64,6 +68,7 @@ class Artifact:
     env: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     per: str = ""
+    stdout: str = ""
 
     def placeholders(self) -> set[str]:
         return {m.group(1) for part in self.command for m in PLACEHOLDER.finditer(part)}
@@ -379,6 +384,48 @@ class Conclusion:
 
 
 @dataclass(frozen=True)
+class ProgramValue:
+    """A value a Python program prints or returns, checked by the stock Python-program driver
+    (``TrialContext.python_program(..., value=)``): the program's clean exit then survives only
+    when the value is the expected one, and is ``wrong_result`` otherwise (Case.check: exact,
+    or a tolerance for numbers).
+
+    Where the value comes from: ``printed``, a regular expression searched in what the program
+    printed (its last match; the first group where it has one), or ``returned``, the name of a
+    global the script leaves (what ``runpy`` returns); neither: the last line it printed.
+    What it should be: ``expected`` (a number, a string, or a list of them), or ``answer``, a
+    Python file of the case folder whose ``expected(libcuda)`` computes it in the trial, before
+    the program runs (the driver's own answer: libcuda asked through ctypes, say)."""
+
+    printed: str = ""
+    returned: str = ""
+    expected: Any = None
+    answer: str = ""
+
+    def arguments(self, case_dir: Path) -> tuple[str, ...]:
+        return (*(("--printed", self.printed) if self.printed else ()),
+                *(("--returned", self.returned) if self.returned else ()),
+                *(("--expect", json.dumps(self.expected)) if self.expected is not None else ()),
+                *(("--expect-from", str(Path(case_dir) / self.answer)) if self.answer else ()))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How the stock cubin driver times a kernel (``TrialContext.cubin_check(..., timing=)``):
+    ``warmups`` repetitions discarded, then ``repeats`` repetitions of ``loops`` launches, each
+    between two CUDA events; each value the mean seconds of one launch (a timed arm's
+    ``observations.timing``, which the slower/faster/same claims read)."""
+
+    repeats: int = 20
+    loops: int = 20
+    warmups: int = 5
+
+    def arguments(self) -> tuple[str, ...]:
+        return ("--repeats", str(self.repeats), "--loops", str(self.loops),
+                "--warmups", str(self.warmups))
+
+
+@dataclass(frozen=True)
 class TrialBudget:
     duration_s: float
     max_exposure: int  # in the unit of the case's exposure counter; 0: none
@@ -422,20 +469,26 @@ class TrialContext:
         return ("--check-rel", repr(float(self.check.rel)), "--check-abs", repr(float(self.check.abs)))
 
     def cubin_check(self, cubin: Path | str, spec: Path | str, *args: str,
+                    reference: Path | str | None = None, timing: Timing | None = None,
                     preload: Path | None = None, env: Mapping[str, str] | None = None
                     ) -> TrialCommand:
-        """A trial of the stock wrong-result driver (gpurepro/case/cubin_check.py): ``cubin``
-        loaded, its kernel launched as the case's ``spec`` file declares, every output compared
-        with the spec's reference within the case's check (Case.check)."""
+        """A trial of the stock cubin driver (gpurepro/case/cubin_check.py): ``cubin`` loaded,
+        its kernel launched as the case's ``spec`` file declares, every output compared with
+        the spec's reference within the case's check (Case.check). ``reference``: another
+        cubin (another arm's build, ``self.artifacts[...]``) whose kernel's outputs on the same
+        inputs are the reference instead (the spec's ``expected`` is then None); ``timing``:
+        the launches are also timed with CUDA events (a timed arm, Timing)."""
         stock = Path(__file__).resolve().parent / "cubin_check.py"
+        own = (*(("--reference-cubin", str(reference)) if reference is not None else ()),
+               *(timing.arguments() if timing is not None else ()))
         return self.python_driver(stock, "--cubin", str(cubin), "--spec", str(spec),
-                                  *self.check_arguments(), *args, preload=preload, env=env)
+                                  *self.check_arguments(), *own, *args, preload=preload, env=env)
 
     def python_program(self, script: Path | str, *args: str, preload: Path | None = None,
                        counter: str = "runs", versions: Sequence[str] = (),
                        calls: Sequence[str] = (), exit_check: bool = False,
-                       instrumented: bool = False, env: Mapping[str, str] | None = None
-                       ) -> TrialCommand:
+                       instrumented: bool = False, value: ProgramValue | None = None,
+                       env: Mapping[str, str] | None = None) -> TrialCommand:
         """A trial of the stock Python-program driver (gpurepro/case/python_program.py):
         ``script`` (the reporter's, from seed/, or an instrumented variant) run once with
         ``args``, under the arm's runtime packages and, with ``preload``, the crash object; its
@@ -443,12 +496,15 @@ class TrialContext:
         run); ``versions``: distributions the start event names; ``calls``: the calls a variant
         names (``call``); ``exit_check``: the program's clean exit is its output check
         (wrong_result otherwise; Case.check exact); ``instrumented``: the variant writes the
-        start event and counts its exposure itself."""
+        start event and counts its exposure itself; ``value``: a value the program prints or
+        returns, checked against the expected one (ProgramValue; wrong_result otherwise)."""
         stock = Path(__file__).resolve().parent / "python_program.py"
         own = ("--counter", counter, *(("--versions", ",".join(versions)) if versions else ()),
                *(("--calls", ",".join(calls)) if calls else ()),
                *(("--exit-check",) if exit_check else ()),
-               *(("--instrumented",) if instrumented else ()))
+               *(("--instrumented",) if instrumented else ()),
+               *((*value.arguments(self.case_dir), *self.check_arguments())
+                 if value is not None else ()))
         return self.python_driver(stock, *own, "--", str(script), *args, preload=preload, env=env)
 
     def python_driver(self, script: Path | str, *args: str, preload: Path | None = None,

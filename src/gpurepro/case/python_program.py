@@ -2,7 +2,10 @@
 crash classified.
 
     python python_program.py [--counter runs] [--versions numba,llvmlite] [--exit-check]
-                             [--instrumented] [--calls NAME,...] -- SCRIPT [ARG ...]
+                             [--instrumented] [--calls NAME,...]
+                             [--printed REGEX | --returned NAME]
+                             [--expect JSON | --expect-from FILE.py] [--check-rel R --check-abs A]
+                             -- SCRIPT [ARG ...]
 
 The program is the reporter's script (from the case's ``seed/``, byte for byte as filed) or an
 instrumented variant of it; a case's ``trial_command`` returns ``ctx.python_program(script,
@@ -42,6 +45,21 @@ How a trial ends, and the outcome the harness gives it (gpurepro.run.classify):
   ``wrong_result`` among its failures): every final ``ok`` carries a one-element check, which
   mismatches here: ``wrong_result``.
 
+A value the program prints or returns (``--printed``/``--returned`` with ``--expect`` or
+``--expect-from``; ``TrialContext.python_program(..., value=ProgramValue(...))``): what the
+program prints still goes to standard error, and is kept too; once the program has returned or
+exited 0, its value (the last match of ``--printed`` in what it printed, the first group where
+the expression has one; the global ``--returned`` names; neither: its last printed line) is
+compared with the expected one: ``--expect``, a JSON value, or what ``expected(libcuda)`` in
+``--expect-from`` returns, called before the program runs (the driver's own answer: libcuda,
+loaded here, asked directly). Numbers compare exactly or within ``--check-rel``/``--check-abs``,
+lists element by element, strings exactly; a printed value is read as the expected one's type.
+Every final ``ok`` then carries the comparison as its check (the case declares
+``check=OutputCheck(...)`` and ``wrong_result`` among its failures), so a program that prints a
+wrong value is ``wrong_result``, never ``survived``, and one that printed no value is a
+mismatch against nothing. The observations name ``value``: what it got, what was expected and
+where each came from.
+
 An instrumented variant (``from gpurepro.case import python_program as trial``) may use, while
 it runs under this driver: ``trial.observe(**facts)`` (the final record's observations),
 ``trial.enter(name)`` and ``trial.leave()`` around a call it makes (``name`` one of ``--calls``:
@@ -58,6 +76,10 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.metadata
+import importlib.util
+import io
+import json
+import math
 import os
 import re
 import runpy
@@ -185,6 +207,133 @@ def _exit_status(code: Any) -> int:
     return 1
 
 
+class _Kept(io.TextIOBase):
+    """Standard output for the program: what it prints goes to standard error, and its last
+    KEPT characters are kept for its value (--printed)."""
+
+    KEPT = 1 << 20
+
+    def __init__(self, stream: Any):
+        self.stream, self.text = stream, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        self.text = (self.text + text)[-self.KEPT:]
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def buffer(self) -> Any:  # bytes written here are not kept
+        return self.stream.buffer
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(self.stream.encoding)
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON holds it: numbers, strings, booleans, None and lists of them; a numpy
+    scalar or an int-like object (a CUdevice) as its number; a float that is not finite as its
+    name ("nan", "inf"), anything else as its str()."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        try:
+            return plain(value.item())
+        except (TypeError, ValueError):
+            pass
+    if hasattr(value, "__index__") or hasattr(value, "__int__"):
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def printed_value(text: str, pattern: str) -> str | None:
+    """The last match of ``pattern`` in ``text`` (its first group where it has one), or the
+    last non-blank line when ``pattern`` is empty; None when nothing matches."""
+    if not pattern:
+        lines = [line for line in text.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else None
+    found = list(re.finditer(pattern, text, re.M))
+    if not found:
+        return None
+    last = found[-1]
+    return (last.group(1) if last.re.groups else last.group(0)).strip()
+
+
+def as_expected(got: Any, want: Any) -> Any:
+    """A printed value (a string) read as the expected value's type: a number, a list (JSON, or
+    numbers separated by commas or blanks) or the string itself; anything else as it is."""
+    if not isinstance(got, str) or isinstance(want, str):
+        return got
+    text = got.strip()
+    try:
+        if isinstance(want, list):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return [_number(x) for x in re.split(r"[,\s]+", text.strip("[]() ")) if x]
+        if isinstance(want, bool):
+            return {"true": True, "false": False}.get(text.lower(), text)
+        if isinstance(want, (int, float)):
+            return _number(text)
+    except ValueError:
+        return got
+    return got
+
+
+def _number(text: str) -> int | float:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return float(text)
+
+
+def compare_value(got: Any, want: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The check object of the program's value against the expected one: element by element
+    for lists, one element otherwise; numbers exactly or within the tolerance, anything else
+    exactly (kit.compare's shape)."""
+    rel, abs_tol = args.check_rel or None, args.check_abs or None
+    tolerance = rel is not None or abs_tol is not None
+    g = got if isinstance(got, list) else [got]
+    w = want if isinstance(want, list) else [want]
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in [*g, *w])
+    if numbers and len(g) == len(w):
+        return kit.compare(g, w, rel=rel, abs_tol=abs_tol)
+    bad = [[i, plain(g[i]) if i < len(g) else None, plain(w[i]) if i < len(w) else None]
+           for i in range(max(len(g), len(w)))
+           if i >= len(g) or i >= len(w) or g[i] != w[i]]
+    out: dict[str, Any] = {"kind": "tolerance" if tolerance else "exact",
+                           "n": max(len(g), len(w)), "mismatches": len(bad), "first": bad[:8]}
+    if tolerance:
+        out.update(rel=float(rel or 0.0), abs=float(abs_tol or 0.0))
+    return out
+
+
+def driver_answer(path: Path, lib: Any) -> Any:
+    """``expected(libcuda)`` of the case's file ``path``: the driver's own answer."""
+    spec = importlib.util.spec_from_file_location(f"gpurepro_answer_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.expected(lib)
+
+
 def _join_program_threads() -> None:
     for t in threading.enumerate():
         if t is not threading.current_thread() and not t.daemon:
@@ -204,10 +353,24 @@ def main(argv: list[str]) -> None:
                     help="the program's clean exit is its output check (wrong_result otherwise)")
     ap.add_argument("--instrumented", action="store_true",
                     help="the program writes the start event and counts its exposure itself")
+    source = ap.add_mutually_exclusive_group()
+    source.add_argument("--printed", metavar="REGEX",
+                        help="the value: the last match in what the program printed (its first group)")
+    source.add_argument("--returned", metavar="NAME",
+                        help="the value: the global NAME the program leaves")
+    expect = ap.add_mutually_exclusive_group()
+    expect.add_argument("--expect", metavar="JSON", type=json.loads,
+                        help="the value the program should print or return")
+    expect.add_argument("--expect-from", metavar="FILE.py", type=Path,
+                        help="a file whose expected(libcuda) is the value the program should give")
+    kit.add_check_arguments(ap)
     kit.add_budget_arguments(ap)
     args = ap.parse_args(own)
     if not program:
         kit.usage_error(ap, "no program: -- SCRIPT [ARG ...]")
+    checks_value = args.expect is not None or args.expect_from is not None
+    if (args.printed or args.returned) and not checks_value:
+        kit.usage_error(ap, "--printed and --returned name a value: give --expect or --expect-from")
     d = kit.Driver("python-program", (args.counter,), exposure=args.counter,
                    budget=kit.Budget.of(args))
     threading.excepthook = threading.__excepthook__  # a program's thread may raise, as it would
@@ -222,20 +385,29 @@ def main(argv: list[str]) -> None:
     if not args.instrumented:
         start()
         expose()  # one run, counted before it: a crash in it counts it
+    want: Any = args.expect
+    if args.expect_from is not None:  # the driver's own answer, before the program runs
+        want = plain(driver_answer(args.expect_from, lib))
+        d.observations["value"] = {"expected": want, "expected_from": args.expect_from.name}
     sys.argv = [str(script), *program[1:]]
     sys.path[0] = str(script.resolve().parent)
-    sys.stdout = sys.stderr  # the protocol's events own standard output
-    failed, status = None, 0
+    kept = _Kept(sys.stderr)
+    # The protocol's events own standard output: the program prints to standard error (kept,
+    # where its printed value is checked).
+    sys.stdout = kept if checks_value else sys.stderr
+    failed, status, left, stopped = None, 0, None, False
     _TRIAL["slot"].enter(0)
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        left = runpy.run_path(str(script), run_name="__main__")
         _join_program_threads()
     except SystemExit as exc:
         status = _exit_status(exc.code)
         failed = f"exit status {status}" if status else None
     except Unsupported as exc:
+        stopped = True
         d.stop_with("unsupported", reason=str(exc) or "the program says this node cannot run it")
     except ImportError as exc:
+        stopped = True
         d.stop_with("unsupported", reason=f"the program cannot import what it needs: {exc}")
     except Exception as exc:
         error = cuda_error(exc, d.error_name, descriptions(lib, d.error_name))
@@ -245,6 +417,7 @@ def main(argv: list[str]) -> None:
             traceback.print_exc()
             failed = f"{type(exc).__name__}: {exc}"[:300]
         else:
+            stopped = True
             name, at = error
             d.record_error(SimpleNamespace(name=name))  # counted by its name
             if name in kit.UNSUPPORTED_SETUP_ERRORS:  # no device, or a driver too old
@@ -253,9 +426,20 @@ def main(argv: list[str]) -> None:
                 d.stop_with("cuda_error", name, at)
     _TRIAL["slot"].exit()
     start()  # a program that stopped before its start(): the event, before the final record
+    checks = []
     if args.exit_check:
-        d.exit(check={"kind": "exact", "n": 1, "mismatches": 1 if failed else 0,
-                      "first": [[0, failed, "a clean exit"]] if failed else []})
+        checks.append({"kind": "exact", "n": 1, "mismatches": 1 if failed else 0,
+                       "first": [[0, failed, "a clean exit"]] if failed else []})
+    if checks_value and not (status or failed or stopped):
+        got = (plain((left or {}).get(args.returned)) if args.returned
+               else as_expected(printed_value(kept.text, args.printed or ""), want))
+        checks = [compare_value(plain(got), want, args)]  # the exit check passed: a clean exit
+        d.observations["value"] = {
+            **d.observations.get("value", {}), "got": plain(got), "expected": want,
+            "source": f"returned {args.returned}" if args.returned
+            else f"printed {args.printed!r}" if args.printed else "the last line printed"}
+    if checks:
+        d.exit(check=kit.merge_checks(checks) if len(checks) > 1 else checks[0])
     if status:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()

@@ -6,14 +6,20 @@ in template/<kind>/, real files with CASE_NAME where the name goes), one kind pe
 
 - ``crash``: a plain CUDA kernel built with the pinned nvcc wheels, a host driver on native/
   that launches it in a loop, heartbeats, joins its worker (so a kernel that never returns is
-  `hung`, not `survived`) and names the call that failed, two arms, a claim, a verdict.py;
+  `hung`, not `survived`) and names the call that failed, two arms, claims and a Conclusion;
 - ``wrong-result``: a kernel built per arm into cubins, a check.py that declares its launch and
   computes the reference on the CPU, the stock driver (gpurepro/case/cubin_check.py) that
   compares every output, claims and a Conclusion in place of a verdict.py;
+- ``slowdown``: a kernel built two ways into cubins, timed by the stock driver with CUDA
+  events (gpurepro/case/cubin_check.py, ``Timing``), every arm's outputs checked against the
+  reference build's on the same inputs; slower/same claims and a Conclusion;
 - ``python``: the reporter's Python script in seed/ (a stand-in on cuda.bindings until the
   author puts theirs there), run as filed by the stock driver (gpurepro/case/python_program.py)
   under a runtime package pinned per arm (the report's release and another), its exit,
-  exception or crash classified; claims and a Conclusion.
+  exception or crash classified; claims and a Conclusion;
+- ``python-value``: the same, across releases of the runtime package, with the value the
+  program prints checked against the driver's own answer (answer.py, ``ProgramValue``): a
+  wrong value is a wrong_result without a wrapper around the reporter's program.
 
 The author then replaces the kernel, the launch and the arms with the bug's.
 """
@@ -34,9 +40,11 @@ TOKEN = "CASE_NAME"
 # Kind -> its template folder and the case's files; a file in a subfolder of the case
 # (seed/repro.py) is the template folder's file of the same name (repro.py).
 KINDS = {
-    "crash": ("crash", ("manifest.py", "verdict.py", "kernel.cu", "host.cc", "README.md")),
+    "crash": ("crash", ("manifest.py", "kernel.cu", "host.cc", "README.md")),
     "wrong-result": ("wrong_result", ("manifest.py", "check.py", "kernel.cu", "README.md")),
+    "slowdown": ("slowdown", ("manifest.py", "check.py", "kernel.cu", "README.md")),
     "python": ("python", ("manifest.py", "seed/repro.py", "README.md")),
+    "python-value": ("python_value", ("manifest.py", "answer.py", "seed/repro.py", "README.md")),
 }
 
 

@@ -284,6 +284,31 @@ def only_target(case: Case, given: str | None) -> str:
     return targets[0]
 
 
+# The GPUs a pack is for when the case builds for several targets and none is named: the
+# offline nodes this project's packs run on are Hopper (H100, H200: compute capability 9.0).
+PACK_FAMILY = ("9.", "Hopper (H100, H200)")
+
+
+def pack_target(case: Case, given: str | None) -> tuple[str, str | None]:
+    """The target a pack is built for, and why when it was not named: --arch, one of the case's
+    targets; else its only one; else its Hopper target (the newest compute capability 9.x it
+    declares), for a build made where no GPU is to ask; a case with several targets and none
+    for Hopper must be given --arch."""
+    targets = sorted(set(case.devices.targets.values()))
+    if given or len(targets) == 1:
+        return only_target(case, given), None
+    prefix, family = PACK_FAMILY
+    hopper = sorted((cc for cc in case.devices.targets if cc.startswith(prefix)),
+                    key=lambda cc: [int(x) for x in cc.split(".") if x.isdigit()])
+    if not hopper:
+        raise UsageError(f"--arch: {case.name} builds for {', '.join(targets)} and none of them "
+                         f"is for {family}, the default; name the node's target")
+    target = case.devices.targets[hopper[-1]]
+    return target, (f"packing for {target}: compute capability {hopper[-1]}, {family}, the "
+                    f"default of a case with several targets ({', '.join(targets)}); --arch "
+                    f"names another node's")
+
+
 def run_scope(case: Case, arms: tuple[str, ...] | None, deep: bool
               ) -> tuple[str, tuple[str, ...] | None]:
     """Which arms a run plans, and what to call that: the arms given ("arms"), every arm

@@ -7,13 +7,14 @@ The build (the pinned toolchain: `nox -s pack -- CASE` installs it) and then the
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ..errors import EXIT_OK, UsageError
 from .args import (
     checked_arms,
     checked_build_dir,
-    only_target,
+    pack_target,
     python_version,
     repository_root,
     run_scope,
@@ -29,7 +30,13 @@ def cmd(args: argparse.Namespace) -> int:
 
     root = repository_root()
     case = load_case(args.case, root)
-    target = only_target(case, args.arch)
+    target, why = pack_target(case, args.arch)
+    if args.target_out:  # for the nox session: the target and its pins, nothing built
+        Path(args.target_out).write_text(json.dumps(
+            {"target": target, "pins": case.pins_for(target)}) + "\n")
+        return EXIT_OK
+    if why:
+        say(why)
     arms = checked_arms(case, args.arms)
     run_scope(case, arms, args.deep)  # --arms and --deep, refused together as `run` refuses them
     for axis in args.bisect or []:
@@ -53,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("pack", help="build a case and pack it for an offline GPU node: one "
                        "archive whose run.py runs it with the standard library")
     p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
-    p.add_argument("--arch", help="build target (default: the case's only one)")
+    p.add_argument("--arch", help="build target (default: the case's only one; of several, its "
+                   "Hopper one, compute capability 9.x: H100, H200)")
     p.add_argument("--arms", help="comma-separated arms the node runs (default: the case's main "
                    "question's, as `make <case>`)")
     p.add_argument("--deep", action="store_true", help="the node runs every arm of the case")
@@ -69,5 +77,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the archive (default: build/packs/<case>-<target>-<commit>.tar.gz)")
     p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
+    p.add_argument("--target-out", help=argparse.SUPPRESS)  # for nox: the target, no build
     p.set_defaults(fn=cmd)
     return p

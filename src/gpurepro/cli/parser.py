@@ -317,12 +317,17 @@ def _case_commands(sub: Any) -> None:
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")
-    p.add_argument("--kind", choices=("crash", "wrong-result", "python"), default="crash",
+    p.add_argument("--kind", choices=("crash", "wrong-result", "slowdown", "python", "python-value"),
+                   default="crash",
                    help="crash: a native host loop (a crash, hang or CUDA error); wrong-result: "
                         "a cubin launched by the stock driver and its outputs checked against a "
-                        "reference; python: the reporter's Python script run as filed under "
-                        "pinned runtime packages, its exit, exception or crash classified "
-                        "(default: crash)")
+                        "reference; slowdown: two builds of a kernel timed with CUDA events, "
+                        "outputs checked against the reference build's; python: the reporter's "
+                        "Python script run as filed under pinned runtime packages, its exit, "
+                        "exception or crash classified; python-value: the same across releases "
+                        "of a runtime package, the value it prints checked against the driver's "
+                        "own answer (default: crash)")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=results.cmd_new)
 
     p = sub.add_parser("env", help="print the environment fingerprint")
@@ -376,6 +381,10 @@ def _reading_commands(sub: Any) -> None:
     from .pack import add_parser as add_pack_parser
 
     add_pack_parser(sub)
+
+    from .plan import add_parser as add_plan_parser
+
+    add_plan_parser(sub)
 
     p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
     p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")

@@ -248,7 +248,9 @@ def cmd_new(args: argparse.Namespace) -> int:
                          f"run it from the clone")
     for path in create(args.name, root, args.kind):
         show(f"wrote {path.relative_to(root)}")
-    say(f"next: nox -s {args.name} -- --arch sm_90   (builds; runs where an NVIDIA GPU is)")
+    say(f"next: make plan CASE={args.name}   (its trials and expected GPU time, no GPU used); "
+        f"make {args.name.replace('_', '-')} ARGS='--arch sm_90'   (builds; runs where an NVIDIA "
+        f"GPU is)")
     return EXIT_OK
 
 

@@ -1,7 +1,5 @@
-// Host driver for case CASE_NAME: load the cubin, launch `kernel` in a loop on a worker thread,
-// heartbeat from main, join the worker before the final record (a kernel that never returns
-// keeps the join waiting, so the harness kills the trial at its limit: `hung`, never `ok`),
-// and name the call that failed. Protocol: native/README.md.
+// Host driver for case CASE_NAME (protocol: native/README.md): load the cubin, launch `kernel` in
+// a loop on a worker thread, heartbeat from main, join the worker, name the call that failed.
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,16 +23,11 @@ uint64_t g_max_launches = 0;
 
 void *work(void *) {
   install_thread_altstack();
-  CUdevice dev;
-  CUcontext ctx;
-  CUmodule mod;
-  CUfunction fn;
-  CUdeviceptr out;
-  CUresult r;
+  CUdevice dev; CUcontext ctx; CUmodule mod; CUfunction fn; CUdeviceptr out;
   // cu_ok records a failed call, stops everyone and names the call in the final record.
   if (!cu_ok(cu.cuDeviceGet(&dev, 0), "cuDeviceGet")) return nullptr;
   if (!cu_ok(cu.cuCtxCreate(&ctx, 0, dev), "cuCtxCreate")) return nullptr;
-  if ((r = cu.cuModuleLoadData(&mod, g_image.data()))) {
+  if (CUresult r = cu.cuModuleLoadData(&mod, g_image.data())) {  // a cubin this device cannot run
     errors_record(r);
     bool cannot = r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE;
     stop_with(cannot ? "unsupported" : "cuda_error", cu_error_name(r), "cuModuleLoadData",
@@ -77,8 +70,6 @@ int main(int argc, char **argv) {
   pthread_t worker;
   pthread_create(&worker, nullptr, work, nullptr);
   run_until(seconds, nullptr, 0, 200);
-  // Stop the loop and wait for the worker, heartbeating: a kernel that never returns keeps it
-  // in cuCtxSynchronize, and with no deadline the harness's limit ends the trial as `hung`.
-  join_workers(&worker, 1, 0, 200);
+  join_workers(&worker, 1, 0, 200);  // with no deadline, a kernel that never returns is `hung`
   return finish();
 }

@@ -1,80 +1,54 @@
-"""Case CASE_NAME: <one line: the bug, as its report states it>.
-
-Report: <link to the issue>. Question: <what this case asks, and who could own the answer>.
-"""
+"""Case CASE_NAME: <one line: the bug, as its report states it>. Report: <link to the issue>.
+Question: <what this case asks, and who could own the answer>."""
 
 from __future__ import annotations
 
-from gpurepro.case import (
-    Arm,
-    Artifact,
-    Case,
-    Claim,
-    Defaults,
-    Devices,
-    Exposure,
-    Factor,
-    TrialCommand,
-    TrialContext,
-    kit,
-    load_sibling,
-)
+from gpurepro import case
 
-_verdict = load_sibling(__file__, "verdict")
-
-# A plain `nvcc -cubin` needs the compiler (nvcc), its front end (nvvm), the CUDA headers (crt)
-# and the runtime headers (runtime), all of one release: pin the family together.
-_CUDA = [
-    "nvidia-cuda-nvcc==13.3.73",
-    "nvidia-nvvm==13.3.73",
-    "nvidia-cuda-crt==13.3.73",
-    "nvidia-cuda-runtime==13.3.29",
-]
-
+# A plain `nvcc -cubin` needs the compiler, its front end, the CUDA headers and the runtime
+# headers, all of one release: pin the family together.
+_CUDA = ["nvidia-cuda-nvcc==13.3.73", "nvidia-nvvm==13.3.73", "nvidia-cuda-crt==13.3.73",
+         "nvidia-cuda-runtime==13.3.29"]
 ARTIFACTS = [
-    kit.host_driver("host", "host.cc",
-                    "host driver: loads the cubin, launches its kernel in a loop (native/ protocol)"),
-    Artifact(
-        name="kernel",
-        description="the kernel under test, nvcc -cubin",
-        command=("{nvcc}", "-arch={arch}", "-cubin", "-o", "{out}/kernel.cubin",
-                 "{case}/kernel.cu"),
-        outputs=("kernel.cubin",),
-        sources=("kernel.cu",),
-    ),
+    case.kit.host_driver("host", "host.cc", "host driver: loads the cubin, launches its kernel "
+                                            "in a loop (native/ protocol)"),
+    case.Artifact(name="kernel", description="the kernel under test, nvcc -cubin",
+                  command=("{nvcc}", "-arch={arch}", "-cubin", "-o", "{out}/kernel.cubin",
+                           "{case}/kernel.cu"), outputs=("kernel.cubin",), sources=("kernel.cu",)),
 ]
 
 
-def trial_command(ctx: TrialContext) -> TrialCommand:
-    f = ctx.factors
-    return TrialCommand(argv=(str(ctx.artifacts["host"]), "--cubin", str(ctx.artifacts["kernel"]),
-                              "--mode", f["mode"], "--seconds", str(ctx.budget.duration_s),
-                              "--max-launches", str(ctx.budget.max_exposure)))
+def trial_command(ctx: case.TrialContext) -> case.TrialCommand:
+    return case.TrialCommand(argv=(str(ctx.artifacts["host"]), "--cubin", str(ctx.artifacts["kernel"]),
+                                   "--mode", ctx.factors["mode"], "--seconds", str(ctx.budget.duration_s),
+                                   "--max-launches", str(ctx.budget.max_exposure)))
 
 
-CASE = Case(
+CASE = case.Case(
     name="CASE_NAME",
     question="<the question this case answers>",
     report_url="",
     toolchains={"sm_90": _CUDA, "sm_80": _CUDA, "sm_100": _CUDA, "sm_120": _CUDA},
     artifacts=ARTIFACTS,
-    factors={"mode": Factor(("normal", "trap"), "normal",
-                            "normal: the kernel as is; trap: the kernel executes a trap (a control "
-                            "that must end as a CUDA error)")},
-    arms=[
-        Arm("baseline", {}, "the kernel as it is"),
-        Arm("trap", {"mode": "trap"}, "control: the kernel traps"),
-    ],
+    factors={"mode": case.Factor(("normal", "trap"), "normal", "normal: the kernel as is; trap: "
+                                 "it traps (a control that must end as a CUDA error)")},
+    arms=[case.Arm("baseline", {}, "the kernel as it is"),
+          case.Arm("trap", {"mode": "trap"}, "control: the kernel traps")],
     baseline="baseline",
     claims=[
-        Claim("trap-is-launch-failure", arm="trap", kind="outcome", outcome="cuda_error",
-              supported="The trap control ends as a CUDA error in {count} of {n} trials: the "
-                        "driver reports a faulting kernel here."),
+        # The report's failure: `crashed`, `cuda_error` (detail=its name) or `hung`.
+        case.Claim("baseline-fails", arm="baseline", kind="outcome", outcome="crashed",
+                   share=0.5, supported="{arm} crashes in {count} of {n} trials."),
+        case.Claim("trap-is-launch-failure", arm="trap", kind="outcome", outcome="cuda_error",
+                   supported="The trap control ends as a CUDA error in {count} of {n} trials: "
+                             "the driver reports a faulting kernel here."),
     ],
+    # Status, owner and next steps from the decided claims (no verdict.py needed).
+    conclusion=case.Conclusion(reproduces=("baseline-fails",), next=("Read the crash records.",)),
     trial_command=trial_command,
-    verdict=_verdict.verdict,
-    devices=Devices(targets={"9.0": "sm_90", "8.0": "sm_80", "10.0": "sm_100", "12.0": "sm_120"}),
-    exposure=Exposure(counter="launches", unit="launches"),
+    devices=case.Devices(targets={"9.0": "sm_90", "8.0": "sm_80", "10.0": "sm_100",
+                                  "12.0": "sm_120"}),
+    exposure=case.Exposure(counter="launches", unit="launches"),
     # A short limit: an arm that hangs costs trial_timeout_s per trial.
-    defaults=Defaults(trials_per_arm=5, duration_s=2.0, trial_timeout_s=10.0),
+    defaults=case.Defaults(trials_per_arm=5, duration_s=2.0, trial_timeout_s=10.0),
 )

@@ -1,0 +1,153 @@
+"""`python -m gpurepro plan CASE [run flags]`: what a run would do, before any GPU is used.
+
+The run's flags are checked as `case` and `run` check them; the plan is made as a run makes it
+(the arms, their trials in randomized blocks, the design and its claim families); then it is
+printed with the GPU time it is expected to take, and nothing is built, probed or run. The
+time comes from the committed results of the case where it has some (the simulated run's
+median, or each arm's median trial time); a new case has none, and the plan says what it
+assumes instead: every trial runs its whole duration budget, and at most its wall-clock limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..case.load import load_case
+from ..case.model import Case
+from ..errors import EXIT_OK, UsageError
+from ..run.plan import Plan
+from .args import check_arguments, repository_root, show
+
+
+@dataclass(frozen=True)
+class ArmTime:
+    """One arm's expected seconds per trial, and where the number comes from: ``committed``
+    (the median of that many committed trials) or ``assumed`` (the duration budget)."""
+
+    arm: str
+    trials: int
+    seconds: float
+    source: str
+    committed_trials: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ArmTime:
+        return cls(str(doc["arm"]), int(doc["trials"]), float(doc["seconds"]), str(doc["source"]),
+                   int(doc.get("committed_trials", 0)))
+
+
+def committed_times(case: Case, root: Path) -> dict[str, list[float]]:
+    """Arm -> the wall times of its committed trials (results/<case>/*.json)."""
+    out: dict[str, list[float]] = {}
+    for path in sorted((root / "results" / case.name).glob("*.json")):
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or (doc.get("case") or {}).get("name") != case.name:
+            continue
+        for t in doc.get("trials") or []:
+            d = t.get("duration_s") if isinstance(t, dict) else None
+            if isinstance(d, (int, float)) and not isinstance(d, bool) and d > 0:
+                out.setdefault(str(t.get("arm")), []).append(float(d))
+    return out
+
+
+def arm_times(case: Case, plan: Plan, duration_s: float, root: Path) -> list[ArmTime]:
+    """Each planned arm's trials and expected seconds per trial."""
+    seen = committed_times(case, root)
+    out = []
+    for arm, n in plan.trials_per_arm.items():
+        times = seen.get(arm, [])
+        if times:
+            out.append(ArmTime(arm, n, statistics.median(times), "committed", len(times)))
+        else:
+            out.append(ArmTime(arm, n, duration_s, "assumed"))
+    return out
+
+
+def design_line(stopping: Mapping[str, Any] | None, plan: Plan) -> str:
+    if not stopping:
+        return f"design: fixed, every arm's trials run ({len(plan.order)} trials)"
+    kind = stopping.get("design", "until-decided")
+    most = stopping.get("max_trials")
+    first = stopping.get("first_look")
+    return (f"design: {kind}, alpha {stopping.get('alpha')}: at most {most} trials per arm, "
+            f"stopping once the claims are decided"
+            + (f" (first look after {first} trials)" if first else ""))
+
+
+def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | None,
+          families: Mapping[str, Any] | None, times: list[ArmTime]) -> list[str]:
+    """What `plan` prints."""
+    b = request.budget
+    out = [f"plan of {case.name} for {request.target}: nothing built, no GPU used",
+           design_line(stopping, plan),
+           f"arms: {', '.join(f'{t.arm} ({t.trials})' for t in times)}; {request.jobs} trial(s) "
+           f"at a time",
+           f"per trial: a {b.duration_s:g} s budget"
+           + (f" or {b.max_exposure} {case.exposure.unit}" if b.max_exposure else "")
+           + f", killed at {b.timeout_s:g} s"
+           + (f", or after {b.stall_s:g} s without progress" if b.stall_s else "")]
+    if families is not None:
+        from ..analyze.decidability import lines as chance_lines
+
+        out += chance_lines(dict(families), [c.name for c in case.claims if c.arm in plan.arms])
+    worst = sum(t.trials for t in times) * b.timeout_s / max(1, request.jobs)
+    simulated = (families or {}).get("expected") if (families or {}).get("computed") else None
+    if simulated:  # the decidability lines above said it: the simulated run's median
+        out.append(f"expected GPU time: about {simulated['seconds_median']:.0f} s, the simulated "
+                   f"run's median ({simulated['trials']:.0f} trials, with the committed rates); "
+                   f"at most {worst:.0f} s if all {len(plan.order)} trials ran to their limit")
+        return out
+    total = sum(t.trials * t.seconds for t in times) / max(1, request.jobs)
+    assumed = [t.arm for t in times if t.source == "assumed"]
+    committed = [t for t in times if t.source == "committed"]
+    out.append(f"expected GPU time: about {total:.0f} s for {len(plan.order)} trials"
+               + (" (at most: the design stops arms once their claims are decided)"
+                  if stopping else "")
+               + f"; at most {worst:.0f} s if every trial ran to its limit")
+    if committed:
+        out.append("  from the committed trials (median wall time per trial): " + ", ".join(
+            f"{t.arm} {t.seconds:.2f} s of {t.committed_trials}" for t in committed))
+    if assumed:
+        out.append(f"  assumed, with no committed trial of {', '.join(assumed)}: each trial runs "
+                   f"its whole {b.duration_s:g} s budget (a trial that ends sooner, on a failure "
+                   f"or a smaller exposure budget, takes less; one that hangs, {b.timeout_s:g} s)")
+    return out
+
+
+def cmd(args: argparse.Namespace) -> int:
+    from ..run.session import new_plan, run_design
+
+    if args.resume or args.slurm:
+        raise UsageError("plan shows a new run on this machine: --resume and --slurm have "
+                         "their own plans (the journal's, the partitions')")
+    root = repository_root()
+    case = load_case(args.case, root)
+    request = check_arguments(case, args, root, {"available": False, "gpus": []})
+    plan = new_plan(case, request)
+    stopping, families = run_design(case, plan, request, root)
+    times = arm_times(case, plan, request.budget.duration_s, root)
+    for line in lines(case, plan, request, stopping, families, times):
+        show(line)
+    return EXIT_OK
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from .parser import _run_arguments
+
+    p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
+                       "is used (nothing is built or run)")
+    _run_arguments(p)
+    p.set_defaults(fn=cmd, decisive_by_default=True)
+    return p
