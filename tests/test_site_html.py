@@ -183,7 +183,7 @@ def test_a_page_titled_as_a_builder_titles_a_file_name_is_found():
 
 def test_every_repository_link_of_the_docs_readme_and_reports_names_a_path_in_the_repository():
     repo = _config()["repo_url"].rstrip("/")
-    pattern = re.compile(re.escape(repo) + r"/(?:blob|tree)/main/([^)\s#\"'>]+)")
+    pattern = re.compile(re.escape(repo) + r"/(?:blob|tree)/main/([^)\s#\"'>`]+)")
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
              *sorted((ROOT / "cases").glob("*/README.md")), *sorted((ROOT / "results").glob("*/*.md"))]
     broken = [(str(f.relative_to(ROOT)), m.group(1)) for f in files
