@@ -497,11 +497,11 @@ def scenarios_of(case: Case, models: Models, family: Sequence[Claim], explorator
     confirmatory = [c for c in family if c.name not in exploratory]
     baseline_timed = not models.arms[case.baseline].per_trial and models.mode == "exposure"
     procs = {n: p for n, p in processes.items() if n == POISSON or baseline_timed}
-    if not baseline_timed:
-        for n in processes:
-            if n != POISSON:
-                skipped[f"*@{n}"] = ("the baseline's failures are modelled per trial (its counter "
-                                     "cannot time them): no crash process in exposure")
+    fitted = [n for n in processes if n != POISSON]
+    if fitted and not baseline_timed:
+        skipped["@" + ",@".join(fitted)] = ("the baseline's failures are modelled per trial (its "
+                                            "counter cannot time them): no crash process in "
+                                            "exposure")
 
     def add(name: str, kind: str, process: str, arm: str | None, ref: str | None,
             ms: Mapping[str, ArmModel], left: Mapping[str, str], shortcut: bool) -> None:
@@ -898,7 +898,13 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
         sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),
                          max_exposure=budget.get("max_exposure"), times=True)
-    if processes_from:
+    base = models.arms[case.baseline]
+    if models.mode != "exposure" or base.per_trial:
+        fitted = FittedProcesses({n: None for n in process_names if n == POISSON}, None, (),
+                                 PROCESS_RULE, {n: "the baseline's failures are modelled per "
+                                                   "trial: no crash process in exposure"
+                                                for n in process_names if n != POISSON})
+    elif processes_from:
         fitted = fit_processes(case, root, [(Path(p), _read(Path(p))) for p in processes_from],
                                process_names, seed, rule="the documents given (--processes-from)")
     else:
@@ -969,7 +975,7 @@ def text(r: Mapping[str, Any]) -> str:
         lines.append(f"  (not simulated: {n}: {why})")
     fits = r.get("processes") or {}
     checks = fits.get("checks")
-    if checks:
+    if checks and any(n != "empirical" and n in fits["simulated"] for n in checks["models"]):
         models = checks["models"]
         lr = {x["model"]: x["p_value"] for x in checks["likelihood_ratio"]}
         parts = []
@@ -995,8 +1001,9 @@ def text(r: Mapping[str, Any]) -> str:
                 if checks["cv_p_value"] is not None else ""))
         lines.append(f"crash processes fitted to {checks['n']} baseline trials ({checks['failures']} "
                      f"failures) of {', '.join(fits['fitted_to'])}: " + "; ".join(parts) + cv)
-    for n, why in (fits.get("not_fitted") or {}).items():
-        lines.append(f"  (crash process {n} not fitted: {why})")
+    if fits.get("not_fitted"):
+        lines.append("  (crash processes not fitted: " + "; ".join(fits["not_fitted"].values())
+                     + ")")
     if r.get("null"):
         lines.append(f"family-wise false-claim rate under the global null: "
                      f"{r['family_wise_false_claim_rate']:.4f} +/- "
