@@ -371,6 +371,9 @@ def fit_lomax(obs: Observations) -> Lomax:
     best = max((_minimize(lambda p: -ll(p), [math.log(c0), math.log(rate)]) for c0 in (1.0, 50.0)),
                key=ll)
     c, s = unpack(best)
+    expo = fit_exponential(obs)
+    if ll(best) < expo.loglik:  # the supremum is the exponential limit (an infinite shape)
+        return Lomax(LOMAX_MAX_SHAPE, LOMAX_MAX_SHAPE / expo.rate, expo.loglik)
     return Lomax(c, s, ll(best))
 
 
