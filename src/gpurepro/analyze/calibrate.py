@@ -8,18 +8,32 @@ false decided claim, and the share of runs that decide each claim the right way.
 kept exploratory, `gpurepro.analyze.decidability`); rates come from that run's own trials unless
 `--from` names others.
 
-Two scenarios:
-- the global null of the rate and stratum claims: every arm ends as the baseline's trials do,
-  at the baseline's rates (its own speed, budget and strata), its failures falling inside a
-  stratum as often as its exposure is spent there. Lower/higher and concentrated claims then
-  have no true direction (any decision is false); an equivalence claim is true. An outcome claim
-  with a share above 0 is held exactly at its share (its arm's matching ends take the chance that
-  makes the share exact, the rest end as another failure) where that can be done: a decision
-  either way is then false. An outcome claim with share 0 ("it happens at all") is left as the
-  arms make it: true where its outcome occurs, decided early, which is what frees Holm's
+The scenarios (``--scenarios``; scenarios_of):
+- the global null of the rate and stratum claims (``null``): every arm ends as the baseline's
+  trials do, at the baseline's rates (its own speed, budget and strata), its failures falling
+  inside a stratum as often as its exposure is spent there. Lower/higher and concentrated claims
+  then have no true direction (any decision is false); an equivalence claim is true. An outcome
+  claim with a share above 0 is held exactly at its share (its arm's matching ends take the
+  chance that makes the share exact, the rest end as another failure) where that can be done: a
+  decision either way is then false. An outcome claim with share 0 ("it happens at all") is left
+  as the arms make it: true where its outcome occurs, decided early, which is what frees Holm's
   thresholds for the others, the configuration a real run has.
+- each arm null in turn (``arm_null:<arm>``): that arm at its claims' reference's rates (its
+  outcome claims above share 0 held, its strata at their null), every other arm as observed:
+  the others' claims are decided early, so Holm gives the null arm's claim a look's whole alpha,
+  where the global null rarely does;
+- both under crash processes fitted to the committed baseline trials (``--processes``;
+  gpurepro.analyze.processes): the null arms and the baseline draw their exposure to a first
+  failure from the baseline's fitted exponential, Weibull, Lomax or power-of-two crossing
+  process (``null@weibull``, ``arm_null:<arm>@lomax``, ...) rather than from the constant rate
+  the rate claims' test assumes;
+- timed claims at their margins (``margin:<claim>``): the arm's log mean time at the margin's
+  edge, so that a decision either way is false;
 - the observed effects: every arm as observed (an end never seen at rate 0); each claim's true
   direction follows from those rates; power is the share of runs that decide it that way.
+The worst configuration (the highest family-wise false-claim rate of every scenario but the
+observed effects) is reported first, with whether it holds alpha (at most alpha + 2 Monte-Carlo
+standard errors).
 The family-wise rate counts the confirmatory family, the promise a run makes; the exploratory
 family's false decisions are counted apart.
 """

@@ -13,7 +13,11 @@ check of which claims a plan can decide (`decidability`) draw runs from here:
 - **a run** (`simulate_run`): the plan's order, trials drawn as they are taken, and with
   `--until-decided` the same skipping and looks as the run stage (`run.schedule.still_needed`, which
   the runner calls too), then the final look; concentrated claims see each simulated trial's share
-  of exposure inside their stratum.
+  of exposure inside their stratum;
+- **crash processes** (``ArmModel.process``, `gpurepro.analyze.processes`): an arm's exposure
+  to its first failure drawn from a fitted process (Weibull, Lomax, the power-of-two crossing
+  hazard, ...) in place of its causes' exponentials, the causes then saying which failure it
+  is; `calibrate`'s null scenarios set them, a model from a document never has one.
 
 numpy draws the trials; the decisions are `gpurepro.analyze.claims.Decider`'s.
 """
