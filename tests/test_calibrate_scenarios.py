@@ -186,3 +186,18 @@ def test_the_tile_main_job_under_the_fitted_processes_with_one_arm_null():
     r = _cli("tile_unload_race", "--design-of", str(TILE), "--runs", "400", "--seed", "1",
              "--scenarios", "arm_null", "--processes", "weibull,lomax")
     assert 0.05 < r["worst"]["false_claim_rate"] < 0.25, r["worst"]
+
+
+def test_a_scenario_gives_the_same_numbers_whatever_else_is_simulated_beside_it():
+    """Each scenario draws from its own stream: restricting --scenarios or --processes, or
+    splitting them over several calls, changes no scenario's numbers."""
+    case, models = _two_claims()
+    weibull = {"poisson": None, "weibull": pr.Weibull(0.7, 800.0)}
+    design = Design(alpha=0.05, step=2, max_trials=6)
+    every = cal.calibrate(case, models, 30, 4, design, True, 6,
+                          scenarios=("null", "arm_null", "observed"), processes=weibull)
+    alone = cal.calibrate(case, models, 30, 4, design, True, 6, scenarios=("arm_null",),
+                          processes={"weibull": weibull["weibull"]})
+    assert set(alone["scenarios"]) == {"arm_null:ok@weibull", "arm_null:abort@weibull"}
+    for name, s in alone["scenarios"].items():
+        assert s == every["scenarios"][name]
