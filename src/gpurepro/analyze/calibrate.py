@@ -473,6 +473,7 @@ def arm_null_targets(case: Case, claims: Sequence[Claim]) -> list[tuple[str, str
     strata (held at their null), in the claims' order."""
     out: list[tuple[str, str | None]] = []
     for c in claims:
+        key: tuple[str, str | None]
         if c.kind in RATE_KINDS:
             key = (c.arm, c.reference or case.baseline)
         elif (c.kind == "outcome" and c.share > 0) or c.kind == "concentrated":

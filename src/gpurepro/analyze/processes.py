@@ -30,7 +30,7 @@ scipy.stats's log densities and survival functions.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -106,12 +106,15 @@ def loglik_of(obs: Observations, logpdf: Any, logsf: Any) -> float:
 class Process(Protocol):
     """What every crash process offers (the dataclasses below)."""
 
-    name: str
-    loglik: float
-    n_params: int
-
+    @property
+    def name(self) -> str: ...
+    @property
+    def loglik(self) -> float: ...
+    @property
+    def n_params(self) -> int: ...
     def survival(self, x: Any) -> Any: ...
     def sample(self, rng: Any) -> float: ...
+    def expected_min(self, b: float) -> float: ...
     def describe(self) -> dict[str, Any]: ...
 
 
@@ -434,8 +437,9 @@ def empirical(obs: Observations) -> Empirical:
     return Empirical(e.times, e.sf, ll, n_params=len(times))
 
 
-FITS = {"exponential": fit_exponential, "weibull": fit_weibull, "lomax": fit_lomax,
-        "crossing": fit_crossing, "empirical": empirical}
+FITS: dict[str, Callable[[Observations], Process]] = {
+    "exponential": fit_exponential, "weibull": fit_weibull, "lomax": fit_lomax,
+    "crossing": fit_crossing, "empirical": empirical}
 PROCESSES = tuple(FITS)  # every process this module fits, by name
 PARAMETRIC = ("exponential", "weibull", "lomax", "crossing")
 
