@@ -50,9 +50,9 @@ def _limit(alpha: float, runs: int) -> float:
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
 
 
-# The scenarios these tests look at: the global null and the observed effects (the arm nulls,
-# crash processes and margins are tests/test_calibrate_scenarios.py's).
-SCENARIOS = ("--scenarios", "null,observed")
+# The scenarios these tests look at: the global null at the run's own rates and the observed
+# effects (the arm nulls, crash processes and margins are tests/test_calibrate_scenarios.py's).
+SCENARIOS = ("--scenarios", "null,observed", "--processes", "poisson")
 
 
 def _cli(*argv: str) -> dict:
