@@ -50,10 +50,15 @@ def _limit(alpha: float, runs: int) -> float:
     return alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
 
 
+# The scenarios these tests look at: the global null at the run's own rates and the observed
+# effects (the arm nulls, crash processes and margins are tests/test_calibrate_scenarios.py's).
+SCENARIOS = ("--scenarios", "null,observed", "--processes", "poisson")
+
+
 def _cli(*argv: str) -> dict:
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["calibrate", *argv, "--json", "--workers", "1"]) == 0
+        assert main(["calibrate", *argv, *SCENARIOS, "--json", "--workers", "1"]) == 0
     return json.loads(out.getvalue())
 
 
@@ -339,7 +344,7 @@ def test_design_of_a_run_from_before_claims_and_of_one_without_baseline_trials()
     from contextlib import redirect_stderr
     with redirect_stderr(err):
         status = main(["calibrate", "tcgen05_alloc_order", "--design-of", str(tcgen05), "--json",
-                       "--workers", "1"])
+                       "--workers", "1", *SCENARIOS])
     assert status == 2 and "valid trials of its baseline" in err.getvalue()
 
 
@@ -351,7 +356,7 @@ def test_text_mode_prints_every_design_it_simulates(tmp_path, design):
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["calibrate", str(FAKE), "--from", str(doc), "--runs", "20", "--seed", "3",
-                     "--workers", "1", *design]) == 0
+                     "--workers", "1", *SCENARIOS, *design]) == 0
     text = out.getvalue()
     assert ("looks every 5 up to 10 trials" if design else "trials per arm") in text
     assert "family-wise false-claim rate under the global null:" in text
@@ -364,7 +369,7 @@ def test_text_mode_of_a_decisive_run_names_its_looks():
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["calibrate", "tile_unload_race", "--design-of", str(doc), "--runs", "4",
-                     "--workers", "1"]) == 0
+                     "--workers", "1", *SCENARIOS]) == 0
     first = out.getvalue().splitlines()[0]
     looks = json.loads(doc.read_text())["plan"]["options"]["stopping"]["look_at"]
     assert f"looks at {', '.join(map(str, looks))} valid trials" in first

@@ -182,7 +182,8 @@ def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any
     threshold = _threshold(decider, records, len(claims))
     main = [c for c in claims if c.name in first]
     if main:
-        serving = [t for t in candidates if any(t.arm in _arms_of(decider, c) for c in main)]
+        main_arms = set().union(*(_arms_of(decider, c) for c in main))
+        serving = [t for t in candidates if t.arm in main_arms]
         if serving:
             claims, candidates = main, serving
     now = {c.name: distance(decider.evidence(c, records).p_value, threshold) for c in claims}

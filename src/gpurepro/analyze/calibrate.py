@@ -8,18 +8,32 @@ false decided claim, and the share of runs that decide each claim the right way.
 kept exploratory, `gpurepro.analyze.decidability`); rates come from that run's own trials unless
 `--from` names others.
 
-Two scenarios:
-- the global null of the rate and stratum claims: every arm ends as the baseline's trials do,
-  at the baseline's rates (its own speed, budget and strata), its failures falling inside a
-  stratum as often as its exposure is spent there. Lower/higher and concentrated claims then
-  have no true direction (any decision is false); an equivalence claim is true. An outcome claim
-  with a share above 0 is held exactly at its share (its arm's matching ends take the chance that
-  makes the share exact, the rest end as another failure) where that can be done: a decision
-  either way is then false. An outcome claim with share 0 ("it happens at all") is left as the
-  arms make it: true where its outcome occurs, decided early, which is what frees Holm's
+The scenarios (``--scenarios``; scenarios_of):
+- the global null of the rate and stratum claims (``null``): every arm ends as the baseline's
+  trials do, at the baseline's rates (its own speed, budget and strata), its failures falling
+  inside a stratum as often as its exposure is spent there. Lower/higher and concentrated claims
+  then have no true direction (any decision is false); an equivalence claim is true. An outcome
+  claim with a share above 0 is held exactly at its share (its arm's matching ends take the
+  chance that makes the share exact, the rest end as another failure) where that can be done: a
+  decision either way is then false. An outcome claim with share 0 ("it happens at all") is left
+  as the arms make it: true where its outcome occurs, decided early, which is what frees Holm's
   thresholds for the others, the configuration a real run has.
+- each arm null in turn (``arm_null:<arm>``): that arm at its claims' reference's rates (its
+  outcome claims above share 0 held, its strata at their null), every other arm as observed:
+  the others' claims are decided early, so Holm gives the null arm's claim a look's whole alpha,
+  where the global null rarely does;
+- both under crash processes fitted to the committed baseline trials (``--processes``;
+  gpurepro.analyze.processes): the null arms and the baseline draw their exposure to a first
+  failure from the baseline's fitted exponential, Weibull, Lomax or power-of-two crossing
+  process (``null@weibull``, ``arm_null:<arm>@lomax``, ...) rather than from the constant rate
+  the rate claims' test assumes;
+- timed claims at their margins (``margin:<claim>``): the arm's log mean time at the margin's
+  edge, so that a decision either way is false;
 - the observed effects: every arm as observed (an end never seen at rate 0); each claim's true
   direction follows from those rates; power is the share of runs that decide it that way.
+The worst configuration (the highest family-wise false-claim rate of every scenario but the
+observed effects) is reported first, with whether it holds alpha (at most alpha + 2 Monte-Carlo
+standard errors).
 The family-wise rate counts the confirmatory family, the promise a run makes; the exploratory
 family's false decisions are counted apart.
 """
@@ -32,14 +46,16 @@ import os
 import statistics
 import sys
 import time
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
+from ..env.commits import committed_results
 from ..errors import UsageError
 from ..run.classify import EVIDENCE
 from ..run.plan import DEFAULT_ALPHA, PlannedTrial
@@ -62,9 +78,11 @@ from .simulate import (
     choose_documents,
     claim_arms,
     models_from,
+    null_arm,
     null_of,
     simulate_run,
     streams,
+    with_process,
 )
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
@@ -122,6 +140,8 @@ def p_end(m: ArmModel, mode: str) -> float:
     if any(math.isinf(c.rate) for c in m.causes):
         return 1.0
     total = sum(c.rate for c in m.causes)
+    if m.process is not None and total > 0:  # a crash process: its chance to fail within budget
+        return 1.0 - float(m.process.survival(m.budget)) if m.budget > 0 else 0.0
     return -math.expm1(-total * m.budget) if total > 0 and m.budget > 0 else 0.0
 
 
@@ -215,6 +235,8 @@ def _timed_truth(claim: Claim, a: ArmModel, ref: ArmModel) -> str | None:
     if a.log_time is None or ref.log_time is None:
         return None
     d, edge = a.log_time[0] - ref.log_time[0], math.log1p(claim.margin)
+    if math.isclose(abs(d), edge, rel_tol=1e-9, abs_tol=1e-12):
+        return None  # at the margin's edge (the margin scenario): a decision either way is false
     if claim.kind == "same":
         inside, outside = abs(d) < edge, abs(d) > edge
     elif claim.kind == "slower":
@@ -316,15 +338,18 @@ def _chunk(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: i
 
 
 def simulate(spec: RunSpec, models: Mapping[str, ArmModel], seed: int, scenario: int, runs: int,
-             workers: int) -> list[SimulatedRun]:
+             workers: int, pool: ProcessPoolExecutor | None = None) -> list[SimulatedRun]:
+    """``runs`` runs of one scenario (its random stream ``scenario``), in chunks over ``pool``
+    (or a pool of ``workers`` of its own): the same runs whatever the number of workers."""
     if workers <= 1 or runs < 50:
         return _chunk(spec, models, seed, scenario, 0, runs)
     size = max(10, math.ceil(runs / (workers * 4)))
     bounds = [(s, min(runs, s + size)) for s in range(0, runs, size)]
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        parts = pool.map(_chunk, *zip(*[(spec, models, seed, scenario, s, e) for s, e in bounds],
-                                      strict=True))
-        return [r for part in parts for r in part]
+    args = [*zip(*[(spec, models, seed, scenario, s, e) for s, e in bounds], strict=True)]
+    if pool is not None:
+        return [r for part in pool.map(_chunk, *args) for r in part]
+    with ProcessPoolExecutor(max_workers=workers) as own:
+        return [r for part in own.map(_chunk, *args) for r in part]
 
 
 def summarize(results: Sequence[SimulatedRun], claims: Sequence[Claim],
@@ -496,6 +521,178 @@ def family_of(case: Case, design: Any, arms: Sequence[str], exploratory: Sequenc
     return [*d.claims, *d.exploratory], [c.name for c in d.exploratory]
 
 
+# ---------------------------------------------------------------- scenarios
+
+
+# The kinds of scenario (--scenarios), in the order they are simulated and listed.
+SCENARIO_KINDS = ("null", "arm_null", "margin", "observed")
+POISSON = "poisson"  # the design's own model: each end an exponential at the run's own rates
+# The crash processes a null scenario can draw the baseline's failures from (--processes):
+# POISSON, then those fitted to the committed baseline trials (gpurepro.analyze.processes).
+PROCESS_CHOICES = (POISSON, "exponential", "weibull", "lomax", "crossing", "empirical")
+DEFAULT_PROCESSES = (POISSON, "exponential", "weibull", "lomax", "crossing")
+RATE_KINDS = ("lower", "higher", "equivalent")
+# Where a crash process other than a constant hazard draws the failures, the strata's draw
+# (a failure inside a stratum as often as the exposure spent there) is not what the process
+# says: a concentrated claim is not counted there.
+CONSTANT_HAZARD = (POISSON, "exponential")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One configuration of the arms under which a design's runs are simulated."""
+
+    name: str  # "null", "null@weibull", "arm_null:one-thread@lomax", "margin:x-same", "observed"
+    kind: str  # null, arm_null, margin, observed
+    process: str  # POISSON or a fitted process's name ("" for margin and observed)
+    arm: str | None  # the arm held at its null (arm_null) or at its margin (margin)
+    reference: str | None  # what that arm is held to
+    models: Mapping[str, ArmModel]
+    left_out: Mapping[str, str]  # claims not counted, and why
+    shortcut: bool  # simulated with the case's declared deterministic shortcut
+    stream: int  # its random stream (simulate.streams)
+
+    def describe(self) -> str:
+        via = "" if not self.process else (
+            " (each end an exponential at the run's rates)" if self.process == POISSON else
+            f" (the baseline's failures drawn from its fitted {self.process} process)")
+        if self.kind == "null":
+            return "global null: every arm ends as the baseline" + via
+        if self.kind == "arm_null":
+            return (f"{self.arm} ends as {self.reference}, the other arms as observed" + via
+                    if self.reference else f"{self.arm}'s outcome shares held at their claims' "
+                                           f"share, the other arms as observed")
+        if self.kind == "margin":
+            return f"{self.arm}'s log mean time at the edge of {self.reference}'s margin"
+        return "observed effects"
+
+
+def _stream(name: str) -> int:
+    """A scenario's random stream: the first three are the ones calibrate always had (so the
+    global null's and the observed effects' numbers stay as documented), the others by name."""
+    fixed = {"null": 0, "observed": 1}
+    return fixed[name] if name in fixed else 16 + zlib.crc32(name.encode())
+
+
+def _with_process(models: Mapping[str, ArmModel], arms: Sequence[str],
+                  process: Any) -> dict[str, ArmModel]:
+    out = dict(models)
+    for a in arms:
+        out[a] = with_process(out[a], process)
+    return out
+
+
+def _left_out_for(process: str, family: Sequence[Claim]) -> dict[str, str]:
+    if process in CONSTANT_HAZARD:
+        return {}
+    return {c.name: (f"where a failure falls along a trial is drawn by the strata's shares, not "
+                     f"by the {process} process") for c in family if c.kind == "concentrated"}
+
+
+def arm_null_targets(case: Case, claims: Sequence[Claim]) -> list[tuple[str, str | None]]:
+    """(arm, reference) of every arm null: each arm of a rate claim held to its reference's
+    rates (one per reference), and an arm whose claims are only outcome shares above 0 or
+    strata (held at their null), in the claims' order."""
+    out: list[tuple[str, str | None]] = []
+    for c in claims:
+        key: tuple[str, str | None]
+        if c.kind in RATE_KINDS:
+            key = (c.arm, c.reference or case.baseline)
+        elif (c.kind == "outcome" and c.share > 0) or c.kind == "concentrated":
+            key = (c.arm, None)
+        else:
+            continue
+        if key not in out:
+            out.append(key)
+    with_ref = {a for a, r in out if r}
+    return [(a, r) for a, r in out if r or a not in with_ref]
+
+
+def scenarios_of(case: Case, models: Models, family: Sequence[Claim], exploratory: Sequence[str],
+                 kinds: Sequence[str], processes: Mapping[str, Any],
+                 declared: Mapping[str, Any] | None) -> tuple[list[Scenario], dict[str, str]]:
+    """The scenarios of ``kinds`` (SCENARIO_KINDS) with the crash processes ``processes``
+    (name -> fitted process; POISSON: the run's own rates, no process), and what was not
+    simulated (and why).
+
+    - null: the global null (null_of; outcome claims above share 0 held at it), once per
+      process: under a fitted process every arm that ends as the baseline draws its exposure to
+      failure from it;
+    - arm_null: each arm of a confirmatory claim in turn (arm_null_targets) at its reference's
+      rates, its outcome claims above share 0 held at their share and its strata at their null,
+      every other arm as observed; against the baseline once per process, the arm and the
+      baseline drawing from it;
+    - margin: each confirmatory timed claim with its arm's log mean time at the edge of the
+      margin (slower: ratio 1 + margin; faster: 1 / (1 + margin); same: 1 + margin, the other
+      edge being its mirror image), so that a decision either way is false;
+    - observed: the observed effects (the power of each claim).
+    The global null, the arm nulls and the margins are simulated without the case's declared
+    shortcut (the design it falls back to); the observed effects with it (a false declaration
+    is calibrate's false_declaration)."""
+    out: list[Scenario] = []
+    skipped: dict[str, str] = {}
+    confirmatory = [c for c in family if c.name not in exploratory]
+    baseline_timed = not models.arms[case.baseline].per_trial and models.mode == "exposure"
+    procs = {n: p for n, p in processes.items() if n == POISSON or baseline_timed}
+    fitted = [n for n in processes if n != POISSON]
+    if fitted and not baseline_timed:
+        skipped["@" + ",@".join(fitted)] = ("the baseline's failures are modelled per trial (its "
+                                            "counter cannot time them): no crash process in "
+                                            "exposure")
+
+    def add(name: str, kind: str, process: str, arm: str | None, ref: str | None,
+            ms: Mapping[str, ArmModel], left: Mapping[str, str], shortcut: bool) -> None:
+        out.append(Scenario(name, kind, process, arm, ref, ms, left, shortcut, _stream(name)))
+
+    def held(before: Mapping[str, ArmModel], after: Mapping[str, ArmModel]) -> set[str]:
+        return {a for a in after if after[a] is not before.get(a)}
+
+    if "null" in kinds:
+        pre = null_of(case, models)
+        null, left = hold_outcome_claims(case, family, dict(pre), models.mode)
+        kept = held(pre, null)
+        for name, process in procs.items():
+            if name == POISSON:
+                add("null", "null", POISSON, None, None, null, left, False)
+                continue
+            ms = _with_process(null, [a for a in null if a not in kept], process)
+            add(f"null@{name}", "null", name, None, None, ms,
+                {**left, **_left_out_for(name, family)}, False)
+    if "arm_null" in kinds:
+        for arm, ref in arm_null_targets(case, confirmatory):
+            if arm not in models.arms or (ref and ref not in models.arms):
+                continue
+            mine = [c for c in family if c.arm == arm]
+            pre = dict(models.arms)
+            pre[arm] = (null_arm(pre[arm], pre[ref]) if ref else
+                        replace(pre[arm], strata={s: (x, x) for s, (x, _) in pre[arm].strata.items()}))
+            ms, left = hold_outcome_claims(case, mine, dict(pre), models.mode)
+            kept = held(pre, ms)
+            base = f"arm_null:{arm}" + (f"~{ref}" if ref and ref != case.baseline else "")
+            for name, process in procs.items():
+                if name == POISSON:
+                    add(base, "arm_null", POISSON, arm, ref, ms, left, False)
+                elif ref == case.baseline:
+                    add(f"{base}@{name}", "arm_null", name, arm, ref,
+                        _with_process(ms, [a for a in (arm, ref) if a not in kept], process),
+                        {**left, **_left_out_for(name, family)}, False)
+    if "margin" in kinds:
+        for c in confirmatory:
+            if c.kind not in TIMED_KINDS:
+                continue
+            ref = c.reference or case.baseline
+            a, r = models.arms.get(c.arm), models.arms.get(ref)
+            if a is None or r is None or a.log_time is None or r.log_time is None:
+                skipped[f"margin:{c.name}"] = f"{c.arm} or {ref} has no trial times to move"
+                continue
+            edge = math.log1p(c.margin) * (-1 if c.kind == "faster" else 1)
+            ms = {**models.arms, c.arm: replace(a, log_time=(r.log_time[0] + edge, a.log_time[1]))}
+            add(f"margin:{c.name}", "margin", "", c.arm, ref, ms, {}, False)
+    if "observed" in kinds:
+        add("observed", "observed", "", None, None, models.arms, {}, True)
+    return out, skipped
+
+
 def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, sequential: bool,
               trials: int, workers: int = 1, decider: Any = None,
               scenarios: Sequence[str] = ("null", "observed"), exploratory: Sequence[str] = (),
@@ -503,8 +700,11 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               priors: Mapping[str, Mapping[str, Any]] | None = None,
               first: Sequence[str] = (),
               deterministic: Mapping[str, Any] | None | str = "case",
-              timed: Any = None, bound_zero: bool = True) -> dict[str, Any]:
-    """Simulate ``runs`` runs of the design over the models' arms under each scenario.
+              timed: Any = None, bound_zero: bool = True,
+              processes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Simulate ``runs`` runs of the design over the models' arms under each scenario of
+    ``scenarios`` (SCENARIO_KINDS; scenarios_of), with the crash processes ``processes`` (name
+    -> fitted process, gpurepro.analyze.processes; None: POISSON alone, the run's own rates).
 
     ``design`` (a `gpurepro.analyze.claims.Design`) and ``decider`` (default: `gpurepro.analyze.claims.Decider`)
     may be replaced, e.g. by a deliberately broken one, to show that the simulation catches it.
@@ -512,7 +712,7 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
     ``deterministic``: a declaration of deterministic outcomes as a run journals it ("case":
     the case's own as a new run journals it, checked, its bound spent from the design's alpha;
     None: none). With one, the observed effects are simulated with its shortcut (as the run
-    decides), the global null without it (the family-wise rate of the design the run falls
+    decides), the null scenarios without it (the family-wise rate of the design the run falls
     back to, which decides every claim the declaration does not), and the declaration false
     for one arm at a time (``deterministic.false_declaration``, false_declaration); for a run
     that journaled it unchecked, also what a new run's checked shortcut would do
@@ -523,10 +723,17 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
 
     ``bound_zero``: the observed effects with an arm that never failed at the upper bound of
     its rate (bounded_observed: power); False, at its rate of zero (the pre-run decidability's
-    chance of a decision at the committed rates)."""
+    chance of a decision at the committed rates).
+
+    The result names the worst scenario (the highest family-wise false-claim rate of every
+    scenario but the observed effects) and whether it holds alpha: at most alpha plus two
+    Monte-Carlo standard errors."""
+    unknown = [k for k in scenarios if k not in SCENARIO_KINDS]
+    if unknown:
+        raise UsageError(f"unknown scenario kind(s) {', '.join(unknown)} (known: "
+                         f"{', '.join(SCENARIO_KINDS)})")
     arms = tuple(models.arms)
     family, exploratory = family_of(case, design, arms, exploratory, decider)
-    null, left_out = hold_outcome_claims(case, family, null_of(case, models), models.mode)
     declared: Mapping[str, Any] | None
     if deterministic == "case":
         # As a new run journals it: checked, at the design's alpha, of which it spends its
@@ -547,31 +754,43 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
     def ref(c: Claim) -> str | None:
         return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
 
+    planned, skipped = scenarios_of(case, models, family, exploratory, scenarios,
+                                    processes if processes is not None else {POISSON: None},
+                                    declared)
     # The observed effects: each claim's truth from the arms as observed; its power simulated
     # with an arm that never failed at the upper bound of its failure rate (bounded_observed).
     observed, bounded = (bounded_observed(case, models, declared) if bound_zero
                          else (dict(models.arms), {}))
-    out: dict[str, Any] = {}
-    for index, (name, truth_models, scenario_models, skip, shortcut) in enumerate(
-            (("null", null, null, left_out, False),
-             ("observed", models.arms, observed, {}, True))):
-        if name not in scenarios:
-            continue
-        truths = {c.name: truth(c, ref(c), truth_models, models.mode, case.failure_outcomes)
-                  for c in family}
-        out[name] = summarize(simulate(spec if shortcut else replace(spec, deterministic=None),
-                                       scenario_models, seed, index, runs, workers),
-                              family, exploratory, truths, skip)
-        if not (declared and shortcut):
-            out[name].pop("refuted")
-    if "observed" in out:
-        out["observed"]["bounded"] = bounded
-    false = (false_declaration(case, models, spec, family, exploratory, seed, runs, workers)
-             if declared and "null" in scenarios else None)
     # The run's alpha: the design's, and what a checked declaration spent of it.
     alpha = (float(declared.get("alpha", float(design.alpha) + spent(declared)))
              if declared is not None and spent(declared) else float(design.alpha))
     limit = alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
+    out: dict[str, Any] = {}
+    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 and runs >= 50 and len(
+        planned) > 1 else None
+    try:
+        for sc in planned:
+            drawn = observed if sc.kind == "observed" else sc.models
+            truths = {c.name: truth(c, ref(c), sc.models, models.mode, case.failure_outcomes)
+                      for c in family}
+            shortcut = sc.shortcut and declared is not None
+            summary = summarize(simulate(spec if shortcut else replace(spec, deterministic=None),
+                                         drawn, seed, sc.stream, runs, workers, pool),
+                                family, exploratory, truths, sc.left_out)
+            if not shortcut:
+                summary.pop("refuted")
+            out[sc.name] = {"kind": sc.kind, "process": sc.process, "arm": sc.arm,
+                            "reference": sc.reference, "what": sc.describe(),
+                            **({"holds_alpha": summary["false_claim_rate"] <= limit}
+                               if sc.kind != "observed" else {}),
+                            **summary}
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if "observed" in out:
+        out["observed"]["bounded"] = bounded
+    false = (false_declaration(case, models, spec, family, exploratory, seed, runs, workers)
+             if declared and "null" in scenarios else None)
     result: dict[str, Any] = {
         "case": case.name, "runs": runs, "seed": seed, "alpha": alpha,
         "alpha_plus_2_mc_se": limit,
@@ -599,11 +818,24 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
         result.update(family_wise_false_claim_rate=fw,
                       family_wise_false_claim_rate_se=out["null"]["false_claim_rate_se"],
                       holds_alpha=fw <= limit)
+    nulls = [n for n in out if out[n]["kind"] != "observed"]
+    if nulls:
+        worst = max(nulls, key=lambda n: out[n]["false_claim_rate"])  # the first of equals
+        w = out[worst]
+        result["worst"] = {"scenario": worst, "what": w["what"],
+                           "false_claim_rate": w["false_claim_rate"],
+                           "false_claim_rate_se": w["false_claim_rate_se"],
+                           "holds_alpha": w["holds_alpha"]}
+    result["scenarios"] = {n: {k: v for k, v in o.items() if k != "claims"} | {
+        "false_by_claim": {c: d["false"] for c, d in o["claims"].items() if d["false"]}}
+        for n, o in out.items()}
+    if skipped:
+        result["scenarios_not_simulated"] = skipped
     if declared:
         result["deterministic"] = {
             "declared": dict(declared),
             "how": ("the observed effects simulated with the declaration's shortcut, as the run "
-                    "decides; the global null without it (the design the run falls back to, "
+                    "decides; the null scenarios without it (the design the run falls back to, "
                     "which decides every claim the declaration does not); false_declaration: "
                     "the declaration false for one arm at a time (its trials ending the other "
                     "way with each flake rate's chance), the chance that the shortcut keeps a "
@@ -621,8 +853,115 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
     for c in family if "observed" in out else ():
         d = out["observed"]["claims"][c.name]
         power[c.name] = None if d["true"] is None else d[d["true"]]
-    result.update(power=power, null=out.get("null"), observed=out.get("observed"))
+    result.update(power=power, null=_plain(out.get("null")), observed=_plain(out.get("observed")))
     return result
+
+
+def _plain(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A scenario's summary as calibrate has always reported it (without its scenario fields)."""
+    if summary is None:
+        return None
+    return {k: v for k, v in summary.items()
+            if k not in ("kind", "process", "arm", "reference", "what", "holds_alpha")}
+
+
+# ---------------------------------------------------------------- crash processes
+
+
+@dataclass(frozen=True)
+class FittedProcesses:
+    """The crash processes fitted to a case's committed baseline trials, and their checks."""
+
+    processes: Mapping[str, Any]  # name -> gpurepro.analyze.processes process (POISSON: None)
+    checks: Any  # gpurepro.analyze.processes.ModelChecks (None: nothing fitted)
+    documents: tuple[str, ...]  # where the baseline trials came from
+    rule: str
+    not_fitted: Mapping[str, str]  # a process asked for that could not be fitted, and why
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fitted_to": list(self.documents), "rule": self.rule,
+                "simulated": [n for n in self.processes],
+                **({"checks": self.checks.to_json()} if self.checks is not None else {}),
+                **({"not_fitted": dict(self.not_fitted)} if self.not_fitted else {})}
+
+
+PROCESS_RULE = ("the valid baseline trials of the committed results of the case run on the same "
+                "GPU model at the same trials at a time, complete, with the design's own document")
+
+
+def _gpu_name(doc: Mapping[str, Any]) -> str | None:
+    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
+    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
+
+
+def process_documents(case: Case, root: Path, reference: tuple[Path, Mapping[str, Any]] | None
+                      ) -> list[tuple[Path, dict[str, Any]]]:
+    """The documents whose baseline trials the crash processes are fitted to (PROCESS_RULE):
+    ``reference`` (the design's document, or the one the baseline's rates came from) and every
+    committed result of the case on its GPU model at its trials at a time, complete, with valid
+    baseline trials."""
+    if reference is None:
+        return []
+    ref_path, ref_doc = reference
+    gpu, jobs = _gpu_name(ref_doc), _jobs_of(ref_doc)
+    out: list[tuple[Path, dict[str, Any]]] = [(ref_path, dict(ref_doc))]
+    if gpu is None:
+        return out
+    for f in committed_results(case.name, root):
+        if f.resolve() == ref_path.resolve():
+            continue
+        try:
+            doc = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if (not isinstance(doc, dict) or _gpu_name(doc) != gpu or _jobs_of(doc) != jobs
+                or (doc.get("completion") or {}).get("complete") is False):
+            continue
+        if any(t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE
+               for t in doc.get("trials") or []):
+            out.append((f, doc))
+    return out
+
+
+def _jobs_of(doc: Mapping[str, Any]) -> int:
+    return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
+
+
+def fit_processes(case: Case, root: Path, docs: Sequence[tuple[Path, Mapping[str, Any]]],
+                  names: Sequence[str], seed: int, rule: str = PROCESS_RULE) -> FittedProcesses:
+    """The crash processes ``names`` (PROCESS_CHOICES) fitted to the valid baseline trials of
+    ``docs``: a trial ending as one of the case's failure outcomes failed at its exposure, any
+    other valid trial is censored at its own (processes.checks, its CV p-value drawn with
+    ``seed``). POISSON needs no fit."""
+    import numpy as np
+
+    from . import processes as pr
+
+    unknown = [n for n in names if n not in PROCESS_CHOICES]
+    if unknown:
+        raise UsageError(f"unknown crash process(es) {', '.join(unknown)} (known: "
+                         f"{', '.join(PROCESS_CHOICES)})")
+    fitted: dict[str, Any] = {n: None for n in names if n == POISSON}
+    wanted = [n for n in names if n != POISSON]
+    trials = [t for _, d in docs for t in d.get("trials") or []
+              if t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE]
+    rel = tuple(_rel_path(p, root) for p, _ in docs)
+    if not wanted:
+        return FittedProcesses(fitted, None, rel, rule, {})
+    if not trials:
+        return FittedProcesses(fitted, None, rel, rule,
+                               {n: "no valid baseline trial to fit it to" for n in wanted})
+    obs = pr.Observations.of(trials, case.failure_outcomes)
+    checks = pr.checks(obs, np.random.default_rng(seed), names=[*pr.PARAMETRIC, "empirical"])
+    not_fitted = {n: checks.errors[n] for n in wanted if n in checks.errors}
+    fitted.update({n: checks.fits[n] for n in wanted if n in checks.fits})
+    return FittedProcesses({n: fitted[n] for n in names if n in fitted}, checks, rel, rule,
+                           not_fitted)
+
+
+def _rel_path(path: Path, root: Path) -> str:
+    path = path.resolve()
+    return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else str(path)
 
 
 # ---------------------------------------------------------------- command line
@@ -667,14 +1006,19 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
 def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
                     alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
                     workers: int | None, as_json: bool, design_of_result: str | None = None,
-                    spending: str | None = None, supported_share: float | None = None) -> int:
+                    spending: str | None = None, supported_share: float | None = None,
+                    scenarios: Sequence[str] = SCENARIO_KINDS,
+                    process_names: Sequence[str] = DEFAULT_PROCESSES,
+                    processes_from: Sequence[str] | None = None) -> int:
     """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
     sequential design, or ``trials`` per arm at ``alpha``), or on the design of a recorded run
     (``design_of_result``: its arms, trials, looks, budget and exploratory claims, with rates from
     its own trials unless ``rates_from`` names others), and print the result. ``spending``:
     a decisive run's design with that alpha spending over its later looks in place of the one
     it journaled (the same looks, families and priors); ``supported_share``: likewise, each
-    claim's share of its level for its stated direction."""
+    claim's share of its level for its stated direction. ``scenarios`` (SCENARIO_KINDS) and
+    ``process_names`` (PROCESS_CHOICES) choose what is simulated; the processes are fitted to
+    the baseline trials of ``processes_from`` or, by default, by PROCESS_RULE."""
     from .claims import DecisiveDesign, Design
 
     exploratory: list[str] = []
@@ -726,10 +1070,31 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
         sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),
                          max_exposure=budget.get("max_exposure"), times=True)
+    base = models.arms[case.baseline]
+    if models.mode != "exposure" or base.per_trial:
+        fitted = FittedProcesses({n: None for n in process_names if n == POISSON}, None, (),
+                                 PROCESS_RULE, {n: "the baseline's failures are modelled per "
+                                                   "trial: no crash process in exposure"
+                                                for n in process_names if n != POISSON})
+    elif processes_from:
+        fitted = fit_processes(case, root, [(Path(p), _read(Path(p))) for p in processes_from],
+                               process_names, seed, rule="the documents given (--processes-from)")
+    else:
+        reference: tuple[Path, Mapping[str, Any]] | None = None
+        if design_of_result and sources == [design_of_result]:
+            reference = (Path(design_of_result), recorded)
+        elif (models.summary.get(case.baseline) or {}).get("from"):
+            first_doc = Path(models.summary[case.baseline]["from"][0])
+            first_doc = first_doc if first_doc.is_absolute() else root / first_doc
+            reference = (first_doc, _read(first_doc))
+        fitted = fit_processes(case, root, process_documents(case, root, reference),
+                               process_names, seed)
     started = time.monotonic()
     result = calibrate(case, models, runs, seed, design, sequential, trials, _workers(workers),
                        exploratory=exploratory, priors=priors, first=first,
-                       deterministic=deterministic, timed=timed)
+                       deterministic=deterministic, timed=timed, scenarios=scenarios,
+                       processes=fitted.processes)
+    result["processes"] = fitted.to_json()
     result["wall_s"] = round(time.monotonic() - started, 2)
     if design_of_result:
         result["design"]["of"] = str(design_of_result)
@@ -774,6 +1139,60 @@ def text(r: Mapping[str, Any]) -> str:
     lines = [f"{r['case']}: {r['runs']} simulated runs per scenario ({what}, {len(d['arms'])} arms, "
              f"alpha {r['alpha']:g}, seed {r['seed']}; rates from "
              f"{', '.join(r['rates_from']['documents'])})"]
+    worst = r.get("worst")
+    if worst:
+        lines.append(f"worst configuration: {worst['scenario']} ({worst['what']}): family-wise "
+                     f"false-claim rate {worst['false_claim_rate']:.4f} +/- "
+                     f"{worst['false_claim_rate_se']:.4f}: "
+                     f"{'holds' if worst['holds_alpha'] else 'DOES NOT HOLD'} alpha "
+                     f"{r['alpha']:g} (at most alpha + 2 MC s.e. = {r['alpha_plus_2_mc_se']:.4f})")
+    scenarios = r.get("scenarios") or {}
+    nulls = sorted((n for n, o in scenarios.items() if o["kind"] != "observed"),
+                   key=lambda n: -scenarios[n]["false_claim_rate"])
+    if len(nulls) > 1:
+        lines.append("every scenario, worst first (family-wise false-claim rate +/- MC s.e.; "
+                     "mean trials; the exploratory family's rate):")
+        width = max(len(n) for n in nulls)
+        for n in nulls:
+            o = scenarios[n]
+            lines.append(f"  {n:<{width}}  {o['false_claim_rate']:.4f} +/- "
+                         f"{o['false_claim_rate_se']:.4f}  "
+                         f"{'holds' if o['holds_alpha'] else 'DOES NOT HOLD'}  "
+                         f"{o['mean_trials']:.1f} trials  exploratory "
+                         f"{o['exploratory_false_claim_rate']:.4f}")
+    for n, why in (r.get("scenarios_not_simulated") or {}).items():
+        lines.append(f"  (not simulated: {n}: {why})")
+    fits = r.get("processes") or {}
+    checks = fits.get("checks")
+    if checks and any(n != "empirical" and n in fits["simulated"] for n in checks["models"]):
+        models = checks["models"]
+        lr = {x["model"]: x["p_value"] for x in checks["likelihood_ratio"]}
+        parts = []
+        for name, m in models.items():
+            if name == "exponential":
+                parts.append(f"exponential rate {m['rate']:.3g}")
+            elif name == "weibull":
+                parts.append(f"Weibull shape {m['shape']:.3g} scale {m['scale']:.3g}")
+            elif name == "lomax":
+                parts.append(f"Lomax shape {m['shape']:.3g} scale {m['scale']:.3g}")
+            elif name == "crossing":
+                parts.append(f"crossing background {m['rate']:.3g}, chance {m['chance']:.3g} at "
+                             f"each of 2^{m['powers'][0]}..2^{m['powers'][-1]}")
+            else:
+                continue
+            if name in lr:
+                parts[-1] += f" (LR p {lr[name]:.2g})"
+            if "aic" in m:
+                parts[-1] += f", AIC {m['aic']:.1f}"
+        cv = "" if checks["cv"] is None else (
+            f"; CV of the failure exposures {checks['cv']:.3g}" + (
+                f" (P = {checks['cv_p_value']:.2g} under the exponential)"
+                if checks["cv_p_value"] is not None else ""))
+        lines.append(f"crash processes fitted to {checks['n']} baseline trials ({checks['failures']} "
+                     f"failures) of {', '.join(fits['fitted_to'])}: " + "; ".join(parts) + cv)
+    if fits.get("not_fitted"):
+        lines.append("  (crash processes not fitted: " + "; ".join(fits["not_fitted"].values())
+                     + ")")
     if r.get("null"):
         lines.append(f"family-wise false-claim rate under the global null: "
                      f"{r['family_wise_false_claim_rate']:.4f} +/- "

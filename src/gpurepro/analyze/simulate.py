@@ -13,7 +13,11 @@ check of which claims a plan can decide (`decidability`) draw runs from here:
 - **a run** (`simulate_run`): the plan's order, trials drawn as they are taken, and with
   `--until-decided` the same skipping and looks as the run stage (`run.schedule.still_needed`, which
   the runner calls too), then the final look; concentrated claims see each simulated trial's share
-  of exposure inside their stratum.
+  of exposure inside their stratum;
+- **crash processes** (``ArmModel.process``, `gpurepro.analyze.processes`): an arm's exposure
+  to its first failure drawn from a fitted process (Weibull, Lomax, the power-of-two crossing
+  hazard, ...) in place of its causes' exponentials, the causes then saying which failure it
+  is; `calibrate`'s null scenarios set them, a model from a document never has one.
 
 numpy draws the trials; the decisions are `gpurepro.analyze.claims.Decider`'s.
 """
@@ -68,6 +72,11 @@ class ArmModel:
     # The launches a timed trial's values are each the mean of (observations.timing.loops):
     # what a run's timed test floors its spread by (gpurepro.analyze.timing).
     loops: int = 1
+    # The exposure to the arm's first failure drawn from this crash process
+    # (gpurepro.analyze.processes: survival(x), sample(rng)) instead of the causes' competing
+    # exponentials; the causes then say only which failure it is, in proportion to their
+    # rates. None: the causes' own exponentials (every model from a document).
+    process: Any = None
 
     def rate_of(self, outcomes: Sequence[str], detail: str | None = None) -> float:
         return sum(c.rate for c in self.causes
@@ -329,17 +338,40 @@ def null_of(case: Case, models: Models) -> dict[str, ArmModel]:
     read as a rate in another arm's exposure). A timed arm's trials take the baseline's times
     (their log mean and spread): every time ratio is 1."""
     base = models.arms[case.baseline]
+    return {a: null_arm(m, base) for a, m in models.arms.items()}
 
-    def ends_as_baseline(m: ArmModel) -> ArmModel:
-        log_time = base.log_time if m.log_time and base.log_time else m.log_time
-        if base.per_trial:
-            return replace(m, causes=base.causes, per_trial=True, log_time=log_time)
-        return replace(m, causes=causes_per_trial(base) if m.per_trial else base.causes,
-                       log_time=log_time)
 
-    return {a: replace(ends_as_baseline(m),
-                       strata={s: (share, share) for s, (share, _) in m.strata.items()})
-            for a, m in models.arms.items()}
+def ends_as(m: ArmModel, ref: ArmModel) -> ArmModel:
+    """Arm ``m`` ending as ``ref``'s trials do (its causes, or their chances per trial where
+    either is modelled per trial), with ``ref``'s times where both are timed; its own speed,
+    budget and strata."""
+    log_time = ref.log_time if m.log_time and ref.log_time else m.log_time
+    if ref.per_trial:
+        return replace(m, causes=ref.causes, per_trial=True, log_time=log_time)
+    return replace(m, causes=causes_per_trial(ref) if m.per_trial else ref.causes,
+                   log_time=log_time)
+
+
+def null_arm(m: ArmModel, ref: ArmModel) -> ArmModel:
+    """The null of arm ``m`` against ``ref``: it ends as ``ref``'s trials do (``ends_as``), its
+    failures falling inside each stratum exactly as often as its exposure is spent there."""
+    return replace(ends_as(m, ref),
+                   strata={s: (share, share) for s, (share, _) in m.strata.items()})
+
+
+def with_process(m: ArmModel, process: Any) -> ArmModel:
+    """Arm ``m`` with its exposure to a first failure drawn from ``process``; an arm modelled
+    per trial instead gets the chance that the process fails within its budget, split over its
+    causes in their proportions. An arm whose causes end it at once, or that has none, is
+    left as it is."""
+    total = sum(c.rate for c in m.causes)
+    if total <= 0 or math.isinf(total):
+        return m
+    if m.per_trial:
+        p = 1.0 - float(process.survival(m.budget))
+        return replace(m, causes=tuple(Cause(c.outcome, c.detail, p * c.rate / total)
+                                       for c in m.causes))
+    return replace(m, process=process)
 
 
 def causes_per_trial(m: ArmModel) -> tuple[Cause, ...]:
@@ -356,7 +388,10 @@ def causes_per_trial(m: ArmModel) -> tuple[Cause, ...]:
 
 def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -> dict[str, Any]:
     """One trial of an arm: the first of its competing ends within its budget (or ``cap``, the
-    decisive design's exposure cap for this trial), or survival."""
+    decisive design's exposure cap for this trial), or survival. Where the arm has a crash
+    process (``ArmModel.process``), the exposure to its first failure is the process's draw
+    and the causes say which failure it is; otherwise each cause is an exponential in
+    exposure."""
     budget = m.budget if cap is None else min(m.budget, cap)
     outcome, detail, exposure = "survived", "budget used up", budget
     if mode == "per_trial" or m.per_trial:
@@ -367,6 +402,11 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
                 break
             u -= c.rate
         exposure = budget if m.per_trial and outcome == "survived" else 0.0
+    elif m.process is not None and m.causes and not any(math.isinf(c.rate) for c in m.causes):
+        t = float(m.process.sample(rng))  # inf: never fails
+        if t < budget:
+            outcome, detail = _which(m.causes, rng)
+            exposure = t
     else:
         first = budget
         for c in m.causes:
@@ -390,6 +430,19 @@ def draw(m: ArmModel, mode: str, rng: Any, arm: str, cap: float | None = None) -
     rec["_seconds"] = m.seconds if m.per_trial else m.overhead_s + (
         exposure / m.speed if m.speed and (outcome != "survived" or cap is not None) else m.seconds)
     return rec
+
+
+def _which(causes: Sequence[Cause], rng: Any) -> tuple[str, str]:
+    """Which of the causes ended a trial, in proportion to their rates (one cause: no draw)."""
+    live = [c for c in causes if c.rate > 0] or list(causes)
+    if len(live) == 1:
+        return live[0].outcome, live[0].detail
+    u = float(rng.random()) * sum(c.rate for c in live)
+    for c in live:
+        if u < c.rate:
+            return c.outcome, c.detail
+        u -= c.rate
+    return live[-1].outcome, live[-1].detail
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def name_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names (``a,b,c``), none empty."""
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"give names separated by commas, got {text!r}")
+    return names
+
+
 def journal_path(text: str) -> str:
     """A journal to resume: an empty value (an unset shell variable, say) is refused here
     rather than read as no --resume at all, which would start a whole new run."""

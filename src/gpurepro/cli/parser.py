@@ -17,6 +17,7 @@ from .args import (
     artifact_override,
     horizon_value,
     journal_path,
+    name_list,
     nonneg_int,
     positive_float,
     positive_int,
@@ -311,6 +312,19 @@ def _case_commands(sub: Any) -> None:
     p.add_argument("--design-of", metavar="RESULT.json",
                    help="the design of that recorded run: its arms, trials, looks, budget and "
                         "exploratory claims, with rates from its own trials (unless --from)")
+    p.add_argument("--scenarios", type=name_list, metavar="KINDS",
+                   help="comma-separated kinds of scenario: null (the global null), arm_null "
+                        "(each arm null in turn, the others as observed), margin (timed claims "
+                        "at their margins), observed (power) (default: all four)")
+    p.add_argument("--processes", type=name_list, metavar="NAMES",
+                   help="comma-separated crash processes the null scenarios draw the baseline's "
+                        "failures from: poisson (the run's own rates), exponential, weibull, "
+                        "lomax, crossing, empirical (fitted to the committed baseline trials) "
+                        "(default: poisson,exponential,weibull,lomax,crossing)")
+    p.add_argument("--processes-from", nargs="+", metavar="RESULT.json",
+                   help="result documents whose baseline trials the crash processes are fitted "
+                        "to (default: the committed results on the same GPU model at the same "
+                        "trials at a time as the design's document)")
     p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=results.cmd_calibrate)

@@ -404,7 +404,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_calibration(case, root, stopping, trials, args.alpha, args.rates_from, args.runs,
                            args.seed, args.workers, args.json, args.design_of,
                            spending=args.alpha_spending if args.design_of else None,
-                           supported_share=args.supported_share if args.design_of else None)
+                           supported_share=args.supported_share if args.design_of else None,
+                           **({"scenarios": args.scenarios} if args.scenarios else {}),
+                           **({"process_names": args.processes} if args.processes else {}),
+                           processes_from=args.processes_from)
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
