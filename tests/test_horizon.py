@@ -225,3 +225,31 @@ def test_the_allocation_caps_every_trial_of_a_horizon_arm_with_a_time_limit():
             assert seen[arm].max_seconds == time_limit(1000, prior, 20.0) == math.ceil(1.5 * 2 + 0.2 + 1)
     if "as-filed" in seen:
         assert seen["as-filed"].max_exposure is None and seen["as-filed"].max_seconds is None
+
+
+def _doc(exposures: list[float], horizon_at: float) -> dict:
+    trials = [_rec("baseline", "crashed", x) if x <= horizon_at else _rec("baseline", "survived", horizon_at)
+              for x in exposures]
+    return {"trials": trials, "claims": [{}],
+            "plan": {"options": {"stopping": {"horizon": horizon_at}}}}
+
+
+def test_the_verdict_of_a_run_with_a_horizon_says_whether_its_baseline_rejects_a_constant_rate():
+    from gpurepro.analyze.verdict import model_sentence
+    from gpurepro.case import load_case
+
+    from .conftest import ROOT
+
+    case = load_case("tile_unload_race", ROOT)
+    rng = np.random.default_rng(3)
+    heavy = model_sentence(case, _doc(list(sps.weibull_min.rvs(0.5, scale=5000, size=60,
+                                                                random_state=rng)), 40000.0), 40000.0)
+    flat = model_sentence(case, _doc(list(rng.exponential(5000, size=60)), 40000.0), 40000.0)
+    for text in (heavy, flat):
+        assert text.startswith("The rate claims do not assume a constant failure rate")
+        assert "at most 40,000 cycles" in text
+    assert "reject a constant rate" in heavy and "do not reject" not in heavy
+    assert "descriptions, not as tests" in heavy
+    assert "do not reject a constant rate" in flat
+    few = model_sentence(case, _doc([100.0], 40000.0), 40000.0)
+    assert "cannot test the constant-rate model" in few

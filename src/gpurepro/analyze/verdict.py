@@ -30,7 +30,51 @@ def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
         verdict["sentences"].append(determinism_sentence(declared, doc))
     if doc.get("known_rates_plan"):
         verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
+    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
+    if stopping.get("horizon") is not None and doc.get("claims"):
+        verdict["sentences"].append(model_sentence(case, doc, float(stopping["horizon"])))
     return verdict
+
+
+def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
+    """What a run with a horizon (analyze.horizon) says of the constant-rate model: its rate
+    claims do not rest on it, and whether its own baseline trials reject it (likelihood-ratio
+    tests of a Weibull and a gamma-frailty process against the exponential, fitted to the
+    baseline's valid trials, survivors censored; analyze.processes)."""
+    from .processes import Observations, ProcessFitError, checks
+    from .stats import EVIDENCE
+
+    at = f"{int(horizon):,}" if horizon.is_integer() else f"{horizon:g}"
+    unit = case.exposure.unit
+    head = ("The rate claims do not assume a constant failure rate: "
+            f"each was decided with trials as the unit, every trial of its arms run to at most "
+            f"{at} {unit} (Boschloo's exact test on the trials that failed before it, which "
+            f"assumes only that an arm's trials are independent and alike)")
+    trials = [t for t in doc.get("trials") or [] if t.get("arm") == case.baseline]
+    obs = Observations.of(trials, case.failure_outcomes, EVIDENCE)
+    try:
+        if obs.crashes < 2:
+            raise ProcessFitError("fewer than two failures")
+        found = checks(obs, names=("exponential", "weibull", "lomax"))
+    except (ProcessFitError, ValueError) as exc:
+        return (head + f". The baseline's {len(obs.exposure)} valid trials cannot test the "
+                f"constant-rate model ({exc}).")
+    tests = {x.model: x for x in found.lr}
+    shown = []
+    for name, label in (("weibull", "a Weibull"), ("lomax", "a gamma-frailty (Lomax)")):
+        if name in tests and name in found.fits:
+            shape = found.fits[name].describe().get("shape")
+            # A Lomax shape this large is the exponential itself (no frailty left).
+            of = ("" if not shape else " at its exponential limit" if shape > 1e4
+                  else f" of shape {shape:.2g}")
+            shown.append(f"{label} process{of}, likelihood-ratio p = {tests[name].p_value:.2g}")
+    rejected = any(x.p_value <= 0.05 for x in tests.values())
+    verdict = ("reject a constant rate per unit of exposure at the 5% level" if rejected else
+               "do not reject a constant rate per unit of exposure at the 5% level")
+    return (head + f". The baseline's own {found.n} valid trials ({found.failures} failed, the "
+            f"rest censored) {verdict} (" + "; ".join(shown) + ")"
+            + ("; the per-arm rates and their exact Poisson intervals in this document assume "
+               "one, so read them as descriptions, not as tests." if rejected else "."))
 
 
 def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
