@@ -198,10 +198,13 @@ def report(args: argparse.Namespace) -> None:
               f"{outcome[name]['plan_chance']}), ratio {ratios[name]}", flush=True)
         if bound is not None:
             per = ", ".join(f"{k} {b['seconds']:.1f} s" for k, b in bound["processes"].items())
+            run_s = outcome[name]["main_question_s"]
+            # A run that ended before its main question was decided (stopped) has no time to it.
+            against = (f"the run's {run_s:.1f} s are {outcome[name]['ratio_to_bound']:.2f}x it"
+                       if run_s else "the run ended before its main question was decided: no ratio")
             print(f"  information bound of its main question: {bound['seconds']:.1f} s under the "
-                  f"{bound['process']} process (the baseline's best fit; {per}); the run's "
-                  f"{outcome[name]['main_question_s']:.1f} s are "
-                  f"{outcome[name]['ratio_to_bound']:.2f}x it", flush=True)
+                  f"{bound['process']} process (the baseline's best fit; {per}); {against}",
+                  flush=True)
     names = list(outcome)
     main = next((n for n in ("tile-main", "decisive-13") if n in outcome), names[0])
     to_bound = {n: o["ratio_to_bound"] for n, o in outcome.items() if o.get("ratio_to_bound")}
