@@ -25,6 +25,8 @@ from gpurepro.cli.main import main
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
 TILE = ROOT / "results" / "tile_unload_race" / "20261205T110123Z-c78027_NVIDIA-H100-80GB-HBM3_redacted.json"
+# The other H100 main job of that day: the two hold the 36 baseline trials issue 45 measured.
+TILE_EARLIER = TILE.with_name("20261205T101709Z-3d06d7_NVIDIA-H100-80GB-HBM3_redacted.json")
 
 
 def _limit(alpha: float, runs: int) -> float:
@@ -156,7 +158,9 @@ def test_the_tile_main_job_names_each_arm_null_and_its_fitted_processes():
     """The committed H100 main job's design: an arm null for each of its six rate claims' arms,
     the Weibull and crossing processes fitted to the 36 baseline trials on H100s."""
     r = _cli("tile_unload_race", "--design-of", str(TILE), "--runs", "3", "--seed", "1",
-             "--scenarios", "null,arm_null", "--processes", "poisson,weibull")
+             "--scenarios", "null,arm_null", "--processes", "poisson,weibull",
+             # named, so that results committed later on H100s do not change the fit
+             "--processes-from", str(TILE), str(TILE_EARLIER))
     assert set(r["scenarios"]) == {"null", "null@weibull"} | {
         f"arm_null:{a}{p}" for a in ("control-cuda", "as-filed-cuda", "one-thread", "serialized",
                                      "never-unload", "lock-unload-launch")
