@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import build_case, sha256_file
+from gpurepro.build.artifacts import build_case
 from gpurepro.case import load_case
 from gpurepro.errors import BuildError, ManifestError, UsageError
+from gpurepro.model.files import sha256_file
 from gpurepro.sweep import bisection as document
 from gpurepro.sweep import cpu, gpu, model, search
 from gpurepro.sweep.choose import Bisection

@@ -524,7 +524,7 @@ def test_a_record_killed_while_writing_leaves_nothing_the_index_lists_and_the_ne
         [sys.executable, "-c",
          "import os, signal, sys\n"
          "from pathlib import Path\n"
-         "from gpurepro.run.atomic import atomic_path\n"
+         "from gpurepro.model.files import atomic_path\n"
          "with atomic_path(Path(sys.argv[1])) as tmp:\n"
          "    tmp.write_text('{')\n"
          "    os.kill(os.getpid(), signal.SIGKILL)\n", str(folder / "doc.json")],

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from gpurepro.model.files import create_atomic, write_bytes_atomic
 from gpurepro.report import site
 from gpurepro.report.tables import escape
-from gpurepro.run.atomic import create_atomic, write_bytes_atomic
 from gpurepro.run.progress import Progress, terminal_safe
 
 from .conftest import ROOT

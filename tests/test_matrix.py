@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from gpurepro.build.artifacts import sha256_file
 from gpurepro.errors import UsageError
+from gpurepro.model.files import sha256_file
 from gpurepro.record.validation import validation_errors
 from gpurepro.run.journal import Journal
 from gpurepro.sweep import gpu as gpustage

@@ -74,9 +74,10 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     assert trials["ok"]["env"]["PYTHONPATH"] == "src"  # the checkout's own path, made relative
 
 
-# Importing any module of these packages must need nothing outside the standard library: what
-# a case imports (case/), the run stage (run/) and the fingerprint it takes on the node (env/).
-STDLIB_PACKAGES = ("case", "env", "run")
+# Importing any module of these packages must need nothing outside the standard library: the
+# model the stages share (model/), what a case imports (case/), the run stage (run/) and the
+# fingerprint it takes on the node (env/).
+STDLIB_PACKAGES = ("case", "env", "model", "run")
 
 STRICT_BLOCKER = """
 import importlib, sys

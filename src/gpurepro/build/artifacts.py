@@ -46,7 +46,7 @@ from typing import Any
 
 from ..case.model import PLACEHOLDER, Artifact, Case
 from ..errors import BuildError
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from . import toolchain
 
 INDEX_NAME = "artifacts.json"
@@ -74,14 +74,6 @@ sys.argv = [script, *sys.argv[3:]]
 sys.path[0] = os.path.dirname(os.path.realpath(script))
 exec(code, main.__dict__)
 """
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _rel(path: Path, root: Path) -> str:

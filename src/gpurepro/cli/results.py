@@ -29,8 +29,8 @@ def record_report_index(case: Case, journals: list[Path], root: Path, out: Path 
                         manifest_changed: Mapping[str, Any] | None = None) -> Path | None:
     """The last steps of every run and of `record`: the result document, then its report,
     then the results index that lists it."""
+    from ..model.files import folder_lock, remove_stale
     from ..record.result import record_journals
-    from ..run.atomic import folder_lock, remove_stale
 
     # One record at a time into one folder: of two `record --force` to one name, the document
     # and its report are both the last one's. What a killed record left there goes first.
@@ -366,7 +366,7 @@ def cmd_issue(args: argparse.Namespace) -> int:
             f"{URL_VARIABLE}=<the URL to clone gpurepro from> (or [project.urls] Repository in "
             f"pyproject.toml) and run issue again")
     if args.out:
-        from ..run.atomic import write_atomic
+        from ..model.files import write_atomic
 
         write_atomic(Path(args.out), body)
         say(f"issue comment: {args.out} ({len(body)} characters)")

@@ -38,7 +38,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
 from ..run.classify import EVIDENCE
 from ..run.execute import RunOptions
 from ..run.journal import Journal, result_name

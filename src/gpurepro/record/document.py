@@ -17,10 +17,9 @@ from typing import Any
 
 from .. import __version__
 from ..analyze.verdict import decide_claims, verdict_for
-from ..build.artifacts import sha256_file
 from ..case.model import Case
+from ..model.files import create_atomic, sha256_file, write_atomic
 from ..run import journal as journal_format
-from ..run.atomic import create_atomic, write_atomic
 from . import provenance
 from .validation import validate_document
 

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..env import privacy
+from ..model.files import write_atomic
 from ..run import journal
-from ..run.atomic import write_atomic
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 

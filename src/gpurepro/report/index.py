@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
 from . import families
 from .numbers import fmt
 from .tables import code, escape, row, table

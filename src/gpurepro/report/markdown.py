@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..model.files import write_atomic
 from ..run import phases
-from ..run.atomic import write_atomic
 from . import cluster as cluster_report
 from . import families, gfm
 from .forest import forest_headline, forest_plot

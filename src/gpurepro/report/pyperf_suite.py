@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analyze.stats import EVIDENCE
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
 
 SUFFIX = ".pyperf.json"
 # Conditions the driver read (observations.conditions.before/after) copied into the metadata.

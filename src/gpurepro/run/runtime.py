@@ -27,9 +27,9 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
+from ..model.files import sha256_file
 
 INDEX = Path("runtime") / "index.json"
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import load_index, sha256_file
+from ..build.artifacts import load_index
 from ..case.model import TIMED_KINDS, Case, TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import (
@@ -30,6 +30,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..model.files import sha256_file
 from ..project import install_command, install_requirement
 from . import contain, runtime, schedule
 from .execute import (

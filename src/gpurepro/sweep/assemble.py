@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from ..analyze import stats
-from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError
+from ..model.files import sha256_file, write_atomic
 from ..record.validation import validate_document
-from ..run.atomic import write_atomic
 from ..run.journal import Contents, read
 from . import timed
 from .bisection import boundaries, results

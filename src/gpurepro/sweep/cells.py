@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ..build import toolchain
-from ..build.artifacts import build_case, sha256_file
+from ..build.artifacts import build_case
 from ..case.load import load_case
 from ..case.model import Artifact, Case
 from ..errors import BuildError, ManifestError, ToolNotFound
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 

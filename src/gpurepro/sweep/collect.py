@@ -16,8 +16,8 @@ from .. import __version__
 from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
+from ..model.files import write_atomic
 from ..record.validation import validate_matrix
-from ..run.atomic import write_atomic
 from . import emitted
 from .cells import read_cells
 from .matrix import MATRIX_SCHEMA, cell_results

@@ -35,11 +35,11 @@ from typing import Any
 
 from ..build import releases as releases_mod
 from ..build import sass, toolchain
-from ..build.artifacts import load_index, reproducible_env, sha256_file
+from ..build.artifacts import load_index, reproducible_env
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from . import search
 from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
 

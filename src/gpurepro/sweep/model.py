@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
 from ..run.classify import EVIDENCE
 
 BISECTION = "bisection"
