@@ -22,13 +22,13 @@ from gpurepro.cluster.slurm import time_limit_seconds
 from gpurepro.cluster.stage import stage
 from gpurepro.cluster.task import ShardJournal, shard_path, spec_path
 from gpurepro.env import fingerprint as envmod
+from gpurepro.model.plan import make_plan
 from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
 from gpurepro.report.comment import issue_body
 from gpurepro.report.markdown import markdown
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.journal import read
-from gpurepro.run.plan import make_plan
 from gpurepro.run.session import journal_header
 
 from . import pace

@@ -16,8 +16,8 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze.verdict import compose_verdict, decide_claims
-from gpurepro.analyze.views import Analysis
 from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.model.result import Analysis
 
 from .conftest import ROOT
 

@@ -15,7 +15,7 @@ from gpurepro.analyze.claims import Decider, Design
 from gpurepro.analyze.verdict import compose_verdict
 from gpurepro.case import Claim, load_case
 from gpurepro.errors import RecordError
-from gpurepro.run.plan import make_plan
+from gpurepro.model.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
@@ -140,7 +140,7 @@ def test_the_pre_run_check_on_a_committed_plan_keeps_the_owner_claims_confirmato
     call, an arm wrong in 12 of 12 trials had a chance per trial below 1, and first-bad-wrong
     and last-bad-wrong (ctx: v2-bogus-current-crashes and numba-062-survives) went exploratory
     at 0.03-0.30."""
-    from gpurepro.run.plan import Plan
+    from gpurepro.model.plan import Plan
 
     doc = json.loads((ROOT / document).read_text())
     case = load_case(doc["plan"]["case"], ROOT)

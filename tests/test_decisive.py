@@ -18,8 +18,8 @@ from gpurepro.analyze.verdict import plan_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.args import sequential_design
 from gpurepro.cli.parser import parser
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.journal import read
-from gpurepro.run.plan import PlannedTrial
 
 from . import pace
 from .conftest import ROOT

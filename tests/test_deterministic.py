@@ -20,8 +20,8 @@ from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, TrialBudget, load_case
 from gpurepro.case.model import DETERMINISTIC_TRIALS
 from gpurepro.errors import ManifestError
+from gpurepro.model.plan import make_plan
 from gpurepro.run.execute import RunOptions
-from gpurepro.run.plan import make_plan
 from gpurepro.run.session import journal_header
 
 from .conftest import ROOT
@@ -151,7 +151,7 @@ def test_the_decisive_design_establishes_each_arm_first_and_stops():
 
 def test_the_arms_that_establish_an_outcome_get_the_next_trials_whatever_the_gain(monkeypatch):
     from gpurepro.analyze import allocate
-    from gpurepro.run.plan import PlannedTrial
+    from gpurepro.model.plan import PlannedTrial
     from gpurepro.run.schedule import Allocation
 
     design = DecisiveDesign(alpha=0.05, max_trials=12, first_look=20, total=24)

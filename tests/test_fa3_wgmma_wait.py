@@ -158,7 +158,7 @@ def _verdict_module():
 
 
 def test_the_verdict_groups_arms_by_their_output_bytes():
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
 
     doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
                      .read_text())
@@ -177,7 +177,7 @@ def test_the_verdict_groups_arms_by_their_output_bytes():
 
 
 def test_the_verdict_reads_the_controls_claims():
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
 
     doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
                      .read_text())

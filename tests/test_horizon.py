@@ -21,7 +21,7 @@ from gpurepro.analyze.horizon_design import (
     time_limit,
 )
 from gpurepro.case import Claim
-from gpurepro.run.plan import PlannedTrial
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.schedule import Allocation
 
 LOWER = Claim("ok-lower", arm="ok", kind="lower")

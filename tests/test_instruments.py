@@ -23,9 +23,9 @@ from gpurepro.build import toolchain
 from gpurepro.build.artifacts import build_case
 from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
 from gpurepro.errors import BuildError, ManifestError
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run import instruments
 from gpurepro.run.execute import RunOptions, execute_trial
-from gpurepro.run.plan import PlannedTrial
 
 from . import pace
 from .conftest import ROOT, toolchain_venv

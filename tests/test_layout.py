@@ -17,7 +17,7 @@ SHIMS = {
     "gpurepro.toolchain": ("gpurepro.build.toolchain", "find_tool"),
     "gpurepro.elf": ("gpurepro.build.elf", "embedded_object"),
     "gpurepro.instruments": ("gpurepro.run.instruments", "wrap"),
-    "gpurepro.analysis": ("gpurepro.analyze.views", "Analysis"),
+    "gpurepro.analysis": ("gpurepro.model.result", "Analysis"),
 }
 
 

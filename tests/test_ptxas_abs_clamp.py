@@ -421,7 +421,7 @@ def _bisection_doc(mode: str) -> dict:
 
 
 def _analysis(decision: str, bisections: list):
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
     from gpurepro.sweep import summary
 
     case = _case()

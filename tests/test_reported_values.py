@@ -23,12 +23,12 @@ import pytest
 
 from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
+from gpurepro.model.plan import make_plan
 from gpurepro.run import execute as runmod
 from gpurepro.run import values
 from gpurepro.run.classify import Observed, classify, parse_json_lines
 from gpurepro.run.execute import RunOptions, crash_summary, execute_plan
 from gpurepro.run.journal import Journal, read
-from gpurepro.run.plan import make_plan
 
 from . import cli
 from .conftest import ROOT

@@ -18,9 +18,9 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
-from gpurepro.analyze.views import Analysis
 from gpurepro.build import toolchain
 from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.model.result import Analysis
 from gpurepro.run import instruments
 
 from .conftest import ROOT, toolchain_venv

@@ -13,7 +13,8 @@ import pytest
 from gpurepro.analyze import timing
 from gpurepro.analyze.claims import Decider, Design, Wording, decider_for, evidence, sentence
 from gpurepro.case import Claim, load_case
-from gpurepro.run.plan import EVENT_RESOLUTION_S, TIMED_TEST, make_plan
+from gpurepro.model.design import EVENT_RESOLUTION_S, TIMED_TEST
+from gpurepro.model.plan import make_plan
 
 from .conftest import ROOT
 

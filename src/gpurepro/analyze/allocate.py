@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..case.model import Claim
-from .stats import EVIDENCE
+from ..model.outcomes import EVIDENCE
 
 CAP_MARGIN = 1.2  # a capped survivor runs this much past the exposure that would decide
 MIN_P = 1e-300

@@ -57,8 +57,9 @@ from typing import Any
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
 from ..env.commits import committed_results
 from ..errors import UsageError
-from ..run.classify import EVIDENCE
-from ..run.plan import DEFAULT_ALPHA, PlannedTrial
+from ..model.design import DEFAULT_ALPHA
+from ..model.outcomes import EVIDENCE
+from ..model.plan import PlannedTrial
 from .shortcut import (
     FLAKE_RATES,
     checked,

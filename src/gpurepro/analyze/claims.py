@@ -70,9 +70,9 @@ from scipy import stats as sps
 from scipy.special import bdtr, bdtrc
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
-from ..run.plan import DEFAULT_ALPHA
+from ..model.design import DEFAULT_ALPHA
+from ..model.outcomes import EVIDENCE
 from . import horizon, shortcut, timing
-from .stats import EVIDENCE
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
 
@@ -857,7 +857,7 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
 @dataclass(frozen=True)
 class Wording:
     """How a run's claim sentences are worded, by what its journal holds (``options.analysis``,
-    gpurepro.run.plan.ANALYSIS_VERSION; a journal without it is worded as it was)."""
+    gpurepro.model.design.ANALYSIS_VERSION; a journal without it is worded as it was)."""
 
     # A decision that rests on one valid trial of an arm says so.
     one_trial: bool = False

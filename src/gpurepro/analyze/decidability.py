@@ -25,8 +25,8 @@ from typing import Any
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
 from ..errors import UsageError
+from ..model.plan import Plan
 from ..project import install_requirement
-from ..run.plan import Plan
 
 THRESHOLD = 0.5  # a claim less likely than this to be decided within the plan is exploratory
 RUNS = 200  # simulated runs per round: the chance is known to about +-0.035 near 0.5

@@ -42,7 +42,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 
 TEST = "Boschloo's exact test on trials failing before the horizon"
 EQUIVALENCE_TEST = ("equivalence: two one-sided tests on the cumulative hazards to the horizon "

@@ -32,7 +32,7 @@ from typing import Any
 from scipy import stats as sps
 
 from ..case.model import Case, Claim
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 from .allocate import ArmPrior
 
 HORIZON_PAST = 1.02  # a candidate this far past the failure exposure it is drawn from

@@ -37,8 +37,8 @@ import numpy as np
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..env.commits import committed_results
-from ..run.classify import EVIDENCE
-from ..run.plan import PlannedTrial, make_plan
+from ..model.outcomes import EVIDENCE
+from ..model.plan import PlannedTrial, make_plan
 from ..run.schedule import Allocation, still_needed
 
 

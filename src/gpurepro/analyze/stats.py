@@ -23,7 +23,7 @@ from typing import Any
 
 from scipy import stats
 
-from ..run.classify import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
+from ..model.outcomes import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
 from .tally import arm_counts, split_trials, trials_by_arm  # noqa: F401  (re-exported)
 
 CONFIDENCE = 0.95

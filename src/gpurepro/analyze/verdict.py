@@ -13,7 +13,7 @@ from typing import Any
 
 from ..case.model import TIMED_KINDS, Case
 from ..errors import RecordError
-from .views import Analysis
+from ..model.result import Analysis
 
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,8 +41,8 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
     claims do not rest on it, and whether its own baseline trials reject it (likelihood-ratio
     tests of a Weibull and a gamma-frailty process against the exponential, fitted to the
     baseline's valid trials, survivors censored; analyze.processes)."""
+    from ..model.outcomes import EVIDENCE
     from .processes import Observations, ProcessFitError, checks
-    from .stats import EVIDENCE
 
     at = f"{int(horizon):,}" if horizon.is_integer() else f"{horizon:g}"
     unit = case.exposure.unit
@@ -80,8 +80,8 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
 def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
     """What a run's claims owe to the case's declaration that its outcomes are deterministic
     (gpurepro.analyze.claims): which were decided from it, or how the run's trials refuted it."""
+    from ..model.outcomes import EVIDENCE
     from .shortcut import checked
-    from .stats import EVIDENCE
 
     head = f"The case declares its outcomes deterministic ({declared['reason']})"
     if checked(declared):
@@ -118,8 +118,8 @@ def _checked_sentence(head: str, declared: Mapping[str, Any], doc: Mapping[str, 
     """determinism_sentence for a run that journaled its declaration checked
     (gpurepro.analyze.shortcut): refuted by any two valid trials of an arm whose signatures
     differ; its decisions, their check trials, and the alpha it spent."""
+    from ..model.outcomes import EVIDENCE
     from .shortcut import disagreement, spent, usable
-    from .stats import EVIDENCE
 
     alpha = float(declared.get("alpha", 0.05))
     bound = spent(declared)

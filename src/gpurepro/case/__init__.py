@@ -8,15 +8,15 @@ views are what a case's ``verdict(analysis)`` reads. Everything else in gpurepro
 through these names.
 """
 
-from ..analyze.views import Analysis, ArmSummary, CrashSite
 from ..errors import ManifestError
+from ..model.outcomes import OUTCOMES
+from ..model.result import Analysis, ArmSummary, CrashSite
 from ..run import instruments
 from . import kit
 from .axis import Axis
 from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
-    OUTCOMES,
     PLACEHOLDER,
     SINGLE_ARM_KINDS,
     Arm,

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import ManifestError, Stopped
+from ..model.outcomes import OUTCOMES
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
     CLAIM_UNITS,
-    OUTCOMES,
     RUNTIME_PIN,
     SHARE_BOUNDS,
     SINGLE_ARM_KINDS,

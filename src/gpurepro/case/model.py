@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..analyze.views import Analysis
+    from ..model.result import Analysis
 
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 
-OUTCOMES = ("survived", "crashed", "cuda_error", "wrong_result", "hung", "invalid", "unsupported",
-            "harness_error")
 
 # How many agreeing valid trials of an arm establish its outcome where the case declares its
 # outcomes deterministic (Case.deterministic): at least two, so that a disagreement can be seen.

@@ -25,14 +25,14 @@ from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TAS
 from ..env import commits
 from ..env import fingerprint as envmod
 from ..errors import JournalError, UsageError
-from ..run.journal import read, refuse_unchained, verify_identity
-from ..run.plan import (
+from ..model.design import (
     DEFAULT_ALPHA,
     DEFAULT_LOOK_EVERY,
     DEFAULT_MAX_TRIALS,
     DEFAULT_SPENDING,
     DEFAULT_SUPPORTED_SHARE,
 )
+from ..run.journal import read, refuse_unchained, verify_identity
 from ..run.progress import terminal_safe
 from ..run.session import RunRequest, manifest_sha256
 

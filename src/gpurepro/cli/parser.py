@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..errors import EXIT_USAGE
-from ..run.plan import SPENDINGS
+from ..model.design import SPENDINGS
 from . import results, run
 from .args import (
     alpha_value,

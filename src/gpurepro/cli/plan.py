@@ -21,7 +21,7 @@ from typing import Any
 from ..case.load import load_case
 from ..case.model import Case
 from ..errors import EXIT_OK, UsageError
-from ..run.plan import Plan
+from ..model.plan import Plan
 from .args import check_arguments, repository_root, show
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 from ..run.journal import check_trials, plan_sha256, read
 
 

@@ -39,10 +39,10 @@ from ..errors import (
     exit_for_signal,
 )
 from ..model.files import write_atomic
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
+from ..model.plan import Plan
 from ..run.execute import RunOptions
 from ..run.journal import Journal, result_name
-from ..run.plan import Plan
 from ..run.session import (
     RunRequest,
     create,

@@ -27,10 +27,10 @@ from ..case.load import find_repo_root, load_case
 from ..case.model import TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
+from ..model.plan import Plan
 from ..run.contain import contained
 from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record
 from ..run.journal import Journal, check_trials, read, verify_identity
-from ..run.plan import Plan
 from ..run.session import gate_json, manifest_sha256
 from ..run.watchdog import Watchdog, end_earlier_harnesses
 

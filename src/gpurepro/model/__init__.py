@@ -2,6 +2,8 @@
 
 Every stage of the flow (case -> build -> plan -> run -> classify -> analyze -> record ->
 report) reads and writes these types and imports nothing above them: the files the stages
-write (``files``: whole or not at all, their sha256). JSON is read and written only at two
-edges, the journal and the result document.
+write (``files``: whole or not at all, their sha256), a trial's outcomes (``outcomes``), the
+plan (``plan``) and the design's defaults (``design``), and the typed views of a result
+document (``result``, with the crashing threads' phases, ``phases``). JSON is read and written
+only at two edges, the journal and the result document.
 """

@@ -181,7 +181,7 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
         plan = run_plan(case, out, root)
         if plan is not None:
             out["known_rates_plan"] = plain(plan)
-    # The verdict reads the document as recorded, through its typed views (analyze/views.py).
+    # The verdict reads the document as recorded, through its typed views (model/result.py).
     out["verdict"] = plain(verdict_for(case, out))
     return capped(out)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..model import phases
 from ..model.files import write_atomic
-from ..run import phases
 from . import cluster as cluster_report
 from . import families, gfm
 from .forest import forest_headline, forest_plot
@@ -300,7 +300,7 @@ def _threads_section(doc: Mapping[str, Any]) -> list[str]:
 
 def threads_table(trials: Iterable[Mapping[str, Any]],
                   failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
-    """Where each thread was at each crash (gpurepro.run.phases): a row per (arm, when it was
+    """Where each thread was at each crash (gpurepro.model.phases): a row per (arm, when it was
     read, label), most frequent first within an arm, rows read at the fault before those read
     after the handler's slow work; no lines when no failed trial's crash record has threads."""
     trials = list(trials)

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analyze.stats import EVIDENCE
 from ..model.files import write_atomic
+from ..model.outcomes import EVIDENCE
 
 SUFFIX = ".pyperf.json"
 # Conditions the driver read (observations.conditions.before/after) copied into the metadata.

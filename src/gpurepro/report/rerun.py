@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster import merge
+from ..model.design import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE
+from ..model.plan import PlannedTrial, make_plan
 from ..project import URL_VARIABLE
-from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
 from ..run.rerun_of import VARIABLE as RERUN_OF
 from .compare import stopping_numbers
 from .tables import code, escape, fence
@@ -110,7 +111,7 @@ def arms_as_given(plan: Mapping[str, Any]) -> list[str]:
     """The plan's arms in the order the run was given them. The order is an input of the
     seeded shuffle, and the journal keeps the arms by name, sorted: a rerun with the arms in
     that order would shuffle another plan. It is read back from the shuffle itself: the first
-    of the randomized blocks (run/plan.py) holds one trial of every arm, and the first
+    of the randomized blocks (model/plan.py) holds one trial of every arm, and the first
     harness's plan (before 2026-11-30T03:30Z) was one shuffle of every arm's trials, arm after
     arm; each reading counts only where shuffling again gives the plan's order. Else the arms
     as the plan lists them."""

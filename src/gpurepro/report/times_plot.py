@@ -23,7 +23,7 @@ ROW_H = 0.42  # inches per arm
 
 def _values(doc: Mapping[str, Any], arm: str) -> list[list[float]]:
     """Each valid timed trial's values, in seconds."""
-    from ..analyze.stats import EVIDENCE
+    from ..model.outcomes import EVIDENCE
 
     out = []
     for t in doc.get("trials") or []:

@@ -24,10 +24,6 @@ CRASH_PREFIX = "GPUREPRO_CRASH "
 STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
 CHECK_FIRST_KEPT = 16  # mismatches of a final record's check kept in the trial record
 
-# Outcomes that are evidence: the trial ran the code under test. Those not among a case's
-# failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
-# without the crash being looked for any longer).
-EVIDENCE = ("survived", "crashed", "cuda_error", "wrong_result", "hung")
 
 # Final statuses a driver may report (native/README.md) -> outcome.
 _FINAL_STATUS = {

@@ -22,9 +22,9 @@ from typing import Any
 from ..case.model import Case, TrialBudget, TrialContext
 from ..env import privacy
 from ..errors import HarnessError, JournalError, Stopped
+from ..model.plan import Plan, PlannedTrial
 from .classify import COUNTER_MAX, StdoutTail, classify, exit_description, short_module
 from .journal import Journal
-from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .rehash import ArtifactChanged, verify_artifacts
 from .runtime import site_for, verify_site

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .plan import Plan, PlannedTrial
+from ..model.plan import Plan, PlannedTrial
 
 try:  # optional: the run stage must work with the standard library alone
     from rich.console import Console

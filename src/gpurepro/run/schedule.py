@@ -22,8 +22,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from .classify import EVIDENCE
-from .plan import PlannedTrial
+from ..model.outcomes import EVIDENCE
+from ..model.plan import PlannedTrial
 
 
 class Pick(NamedTuple):

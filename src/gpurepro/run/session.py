@@ -30,7 +30,9 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..model.design import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST
 from ..model.files import sha256_file
+from ..model.plan import Plan, make_plan
 from ..project import install_command, install_requirement
 from . import contain, runtime, schedule
 from .execute import (
@@ -51,7 +53,6 @@ from .journal import (
     result_name,
     verify_identity,
 )
-from .plan import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST, Plan, make_plan
 from .progress import Progress, expectation_of
 from .watchdog import Watchdog, end_earlier_harnesses
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 from . import search, timed
 from .bisection import axis_root
 from .model import BISECTION, MATRIX, ArmCounts, GpuRecord, Run, Substitute

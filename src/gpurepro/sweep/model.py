@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..model.files import write_atomic
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 
 BISECTION = "bisection"
 MATRIX = "matrix"

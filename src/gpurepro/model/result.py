@@ -16,10 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..run import phases
-
-# A claim's decision (claims.py); ``None`` from ``Analysis.decision`` for a claim outside the run.
-DECISIONS = ("supported", "contradicted", "not_decided")
+from . import phases
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -129,7 +126,7 @@ class ClaimDecision:
     """A claim of the run and the harness's decision on it (the document's ``claims``)."""
 
     name: str
-    decision: str  # one of DECISIONS
+    decision: str  # one of gpurepro.model.outcomes.DECISIONS
     sentence: str
     kind: str | None = None
     arm: str | None = None
