@@ -115,8 +115,8 @@ def test_rerun_command_parses_as_the_case_command(root):
         decisive = stopping.get("design") == "decisive"
         assert (parsed.decisive, parsed.until_decided) == (decisive, bool(stopping) and not decisive)
         if stopping:
-            assert checked.stopping["max_trials"] == stopping_numbers(stopping)[0]
-            assert checked.stopping["alpha"] == stopping["alpha"]
+            assert checked.design.max_trials == stopping_numbers(stopping)[0]
+            assert checked.design.alpha == stopping["alpha"]
 
 
 def test_document_from_before_claims():

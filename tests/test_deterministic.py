@@ -20,6 +20,7 @@ from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, TrialBudget, load_case
 from gpurepro.case.model import DETERMINISTIC_TRIALS
 from gpurepro.errors import ManifestError
+from gpurepro.model.design import DesignSpec
 from gpurepro.model.plan import make_plan
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.session import journal_header
@@ -235,11 +236,11 @@ def test_a_run_journals_the_declaration_of_its_case():
     opts = RunOptions(budget=TrialBudget(duration_s=5.0, timeout_s=30.0, max_exposure=3),
                       run_id="0" * 32)
     index = {"toolchain": {}, "artifacts": {}}
-    plain = journal_header(dataclasses.replace(case, deterministic=""), ROOT, plan, opts, None,
+    plain = journal_header(dataclasses.replace(case, deterministic=""), ROOT, plan, opts, DesignSpec.fixed(),
                            {}, {}, index)
     assert "deterministic" not in plain["options"]
     declared = dataclasses.replace(case, deterministic="same cubin, same inputs")
-    header = journal_header(declared, ROOT, plan, opts, None, {}, {}, index)
+    header = journal_header(declared, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, index)
     # Checked (gpurepro.analyze.shortcut): its trials set so that its bound, spent from the
     # run's alpha, is within half of it; a run from before the check journaled reason and 3.
     journaled = header["options"]["deterministic"]

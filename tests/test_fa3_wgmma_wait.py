@@ -94,7 +94,8 @@ def test_a_timed_case_runs_fixed_size(case):
     args = argparse.Namespace(decisive=False, fixed=False, trials=None, until_decided=False,
                               decisive_by_default=True, look_every=None, max_trials=None,
                               alpha=None)
-    assert sequential_design(case, args) == (None, case.defaults.trials_per_arm)
+    design, trials = sequential_design(case, args)
+    assert (design.to_json(), trials) == (None, case.defaults.trials_per_arm)
 
 
 def test_the_reference_weights_each_key_block_by_its_visits():

@@ -62,7 +62,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     args = parser().parse_args(["run", case_name, "--out-dir", str(tmp_path)])
     request = check_arguments(case, args, ROOT, gpu_info)
     plan = session.new_plan(case, request)
-    stopping, families = session.run_design(case, plan, request, ROOT)
+    design, families = session.run_design(case, plan, request, ROOT)
     _, index = fake_build
     # A run id of its own: every process tagged with it is swept when the run's watchdog ends,
     # so a run id shared by two tests lets a late sweep of one kill the other's trials.
@@ -70,11 +70,11 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
                       run_id=uuid.uuid4().hex)
     device = {"name": "Fake GPU", "compute_capability": capability, "uuid": "GPU-fake",
               "index": 0, "supported": True, "target": request.target, "reason": None}
-    header = session.journal_header(case, ROOT, plan, opts, stopping,
+    header = session.journal_header(case, ROOT, plan, opts, design,
                                     envmod.fingerprint(ROOT, redact=True, gpu_info=gpu_info),
                                     device, index, families, request.scope)
     journal = session.create(tmp_path / f"{case_name}.journal.jsonl", header)
-    priors = (stopping or {}).get("priors") or {}
+    priors = design.priors or {}
     driver = index["artifacts"]["testdriver"]["path"]
 
     def fake_command(ctx: Any) -> TrialCommand:

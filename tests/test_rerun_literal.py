@@ -87,7 +87,9 @@ else:
     else:
         plan = make_plan(case.name, case.resolved_arms(), request.trials_per_arm, ns.seed,
                          list(request.arms) if request.arms else None)
-    stopping = request.stopping
+    # The design as the journal keeps it (a RunRequest's DesignSpec; before it, its dict).
+    design = getattr(request, "design", None)
+    stopping = design.to_json() if design is not None else request.stopping
 print(json.dumps({"plan": plan.to_json(), "stopping": stopping}))
 '''
 

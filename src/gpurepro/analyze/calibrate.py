@@ -57,7 +57,7 @@ from typing import Any
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
 from ..env.commits import committed_results
 from ..errors import UsageError
-from ..model.design import DEFAULT_ALPHA
+from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
 from .shortcut import (
@@ -1004,15 +1004,15 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
             options.get("budget") or {})
 
 
-def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
-                    alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
+def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
+                    rates_from: Sequence[str] | None, runs: int, seed: int,
                     workers: int | None, as_json: bool, design_of_result: str | None = None,
                     spending: str | None = None, supported_share: float | None = None,
                     scenarios: Sequence[str] = SCENARIO_KINDS,
                     process_names: Sequence[str] = DEFAULT_PROCESSES,
                     processes_from: Sequence[str] | None = None) -> int:
-    """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
-    sequential design, or ``trials`` per arm at ``alpha``), or on the design of a recorded run
+    """`calibrate`: simulate the case's claims on the design asked for (``asked``: a sequential
+    design, or a fixed one of ``trials`` per arm at its alpha), or on the design of a recorded run
     (``design_of_result``: its arms, trials, looks, budget and exploratory claims, with rates from
     its own trials unless ``rates_from`` names others), and print the result. ``spending``:
     a decisive run's design with that alpha spending over its later looks in place of the one
@@ -1064,9 +1064,8 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                 # the rule a run without --from takes them; the output names the documents.
                 sources = None
     else:
-        design = Design.from_description(stopping) if stopping else Design(
-            alpha=alpha if alpha is not None else DEFAULT_ALPHA)
-        sequential = stopping is not None
+        design = Design.of(asked) if asked.sequential else Design(alpha=asked.alpha)
+        sequential = asked.sequential
         arms = claim_arms(case)
         sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),

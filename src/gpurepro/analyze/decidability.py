@@ -25,6 +25,7 @@ from typing import Any
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
 from ..errors import UsageError
+from ..model.design import DesignSpec
 from ..model.plan import Plan
 from ..project import install_requirement
 
@@ -163,7 +164,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   supported_share: float = 0.5,
                   horizon: float | str | None = None,
                   deterministic: Mapping[str, Any] | None | str = "case"
-                  ) -> tuple[dict[str, Any], dict[str, Any]]:
+                  ) -> tuple[DesignSpec, dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
     plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
@@ -246,7 +247,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                 # asks for it too where a horizon is the default.
                 **({"rate_test": "constant_rate"} if horizon == "none" else {})}
     _ = Design  # the base design is what a fixed-size run has
-    return stopping, families
+    return DesignSpec.from_json(stopping), families
 
 
 def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],

@@ -21,6 +21,7 @@ from typing import Any
 from ..case.load import load_case
 from ..case.model import Case
 from ..errors import EXIT_OK, UsageError
+from ..model.design import DesignSpec
 from ..model.plan import Plan
 from .args import check_arguments, repository_root, show
 
@@ -75,23 +76,22 @@ def arm_times(case: Case, plan: Plan, duration_s: float, root: Path) -> list[Arm
     return out
 
 
-def design_line(stopping: Mapping[str, Any] | None, plan: Plan) -> str:
-    if not stopping:
+def design_line(design: DesignSpec, plan: Plan) -> str:
+    if not design.sequential:
         return f"design: fixed, every arm's trials run ({len(plan.order)} trials)"
-    kind = stopping.get("design", "until-decided")
-    most = stopping.get("max_trials")
-    first = stopping.get("first_look")
-    return (f"design: {kind}, alpha {stopping.get('alpha')}: at most {most} trials per arm, "
+    kind = "decisive" if design.decisive else "until-decided"
+    first = design.first_look
+    return (f"design: {kind}, alpha {design.alpha}: at most {design.max_trials} trials per arm, "
             f"stopping once the claims are decided"
             + (f" (first look after {first} trials)" if first else ""))
 
 
-def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | None,
+def lines(case: Case, plan: Plan, request: Any, design: DesignSpec,
           families: Mapping[str, Any] | None, times: list[ArmTime]) -> list[str]:
     """What `plan` prints."""
     b = request.budget
     out = [f"plan of {case.name} for {request.target}: nothing built, no GPU used",
-           design_line(stopping, plan),
+           design_line(design, plan),
            f"arms: {', '.join(f'{t.arm} ({t.trials})' for t in times)}; {request.jobs} trial(s) "
            f"at a time",
            f"per trial: a {b.duration_s:g} s budget"
@@ -114,7 +114,7 @@ def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | No
     committed = [t for t in times if t.source == "committed"]
     out.append(f"expected GPU time: about {total:.0f} s for {len(plan.order)} trials"
                + (" (at most: the design stops arms once their claims are decided)"
-                  if stopping else "")
+                  if design.sequential else "")
                + f"; at most {worst:.0f} s if every trial ran to its limit")
     if committed:
         out.append("  from the committed trials (median wall time per trial): " + ", ".join(
@@ -136,9 +136,9 @@ def cmd(args: argparse.Namespace) -> int:
     case = load_case(args.case, root)
     request = check_arguments(case, args, root, {"available": False, "gpus": []})
     plan = new_plan(case, request)
-    stopping, families = run_design(case, plan, request, root)
+    design, families = run_design(case, plan, request, root)
     times = arm_times(case, plan, request.budget.duration_s, root)
-    for line in lines(case, plan, request, stopping, families, times):
+    for line in lines(case, plan, request, design, families, times):
         show(line)
     return EXIT_OK
 

@@ -400,8 +400,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if (args.alpha_spending or args.supported_share) and not args.design_of:
         raise UsageError("--alpha-spending and --supported-share go with --design-of (a decisive "
                          "run's design)")
-    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
-    return run_calibration(case, root, stopping, trials, args.alpha, args.rates_from, args.runs,
+    design, trials = sequential_design(case, args, alpha_for_fixed=True)
+    return run_calibration(case, root, design, trials, args.rates_from, args.runs,
                            args.seed, args.workers, args.json, args.design_of,
                            spending=args.alpha_spending if args.design_of else None,
                            supported_share=args.supported_share if args.design_of else None,

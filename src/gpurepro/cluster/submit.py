@@ -38,6 +38,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
+from ..model.design import DesignSpec
 from ..model.files import write_atomic
 from ..model.outcomes import EVIDENCE
 from ..model.plan import Plan
@@ -132,10 +133,10 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    stopping, families = run_design(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, stopping, environment, device,
+    design, families = run_design(case, plan, request, root)
+    header = journal_header(case, root, plan, run_opts, design, environment, device,
                             indexes[primary], families, request.scope,
-                            deterministic=run_declaration(case, request.stopping))
+                            deterministic=run_declaration(case, request.design))
     if families is not None:
         say_families(case, plan, families)
     shared = _resolved_dir(opts.shared_dir, root)
@@ -223,13 +224,13 @@ class Watch:
         self.saved: str | None = None
         self.recordable = True  # False once it is known that no trial was journaled
         self.poll_s = poll_s or DEFAULT_POLL_S
-        stopping = header["options"].get("stopping")
+        design = DesignSpec.from_json(header["options"].get("stopping"))
         self.decider = None
-        if stopping:
+        if design.sequential:
             from ..analyze.claims import decider_for  # scipy: only the sequential design needs it
 
             self.decider = decider_for(case, header)
-        self.max_trials = int(stopping["max_trials"]) if stopping else 0
+        self.max_trials = int(design.max_trials or 0)
         self.decisions = self.decider.to_json() if self.decider else None
         self.progress = ClusterProgress(self.plan, list(self.records.values()))
         self.identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256",

@@ -30,7 +30,7 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from ..model.design import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST
+from ..model.design import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST, DesignSpec
 from ..model.files import sha256_file
 from ..model.plan import Plan, make_plan
 from ..project import install_command, install_requirement
@@ -82,7 +82,7 @@ class RunRequest:
     jobs: int
     arms: tuple[str, ...] | None
     trials_per_arm: int
-    stopping: dict[str, Any] | None  # the sequential design: alpha, step, max_trials
+    design: DesignSpec  # fixed, until decided or decisive (its looks and priors fixed at the start)
     # --artifact NAME=PATH: prebuilt files used instead of built artifacts (path relative to
     # the repository), e.g. a cubin exported by another toolchain release.
     substitutes: tuple[tuple[str, Path], ...] = ()
@@ -238,13 +238,13 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
              "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
-    stopping, families = (run_design(case, plan, request, root) if g.supported
-                          else (request.stopping, None))
-    header = journal_header(case, root, plan, opts, stopping,
+    design, families = (run_design(case, plan, request, root) if g.supported
+                        else (request.design, None))
+    header = journal_header(case, root, plan, opts, design,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
                             else gate_json(g), index, families, request.scope,
-                            deterministic=run_declaration(case, request.stopping))
+                            deterministic=run_declaration(case, request.design))
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
@@ -264,36 +264,37 @@ def say_families(case: Case, plan: Plan, families: dict[str, Any]) -> None:
 
 
 def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
-               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+               ) -> tuple[DesignSpec, dict[str, Any] | None]:
     """The run's design as its journal keeps it, and its claim families, fixed before the first
     trial. The decisive design is completed here: its first look, the number of potential
     looks and the arms' allocation priors come from the committed rates
     (gpurepro.analyze.decidability.plan_decisive)."""
-    stopping = request.stopping
+    design = request.design
     # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
     # design spends the rest over its looks (gpurepro.analyze.shortcut).
-    declared = run_declaration(case, stopping)
+    declared = run_declaration(case, design)
     spent = float((declared or {}).get("bound", 0.0))
-    if not (stopping and stopping.get("design") == "decisive"):
-        if stopping and spent:
-            stopping = {**stopping, "alpha": float(stopping["alpha"]) - spent}
-        return stopping, claim_families(case, plan, request, root, stopping)
+    if not design.decisive:
+        if design.sequential and spent:
+            design = design.with_alpha(design.alpha - spent)
+        return design, claim_families(case, plan, request, root, design)
     try:
         from ..analyze.decidability import plan_decisive
     except ImportError as exc:
         raise UsageError(f"the decisive design decides its claims as it runs and needs the "
                          f"analysis packages ({exc.name}): {install_command()}, or "
                          f"run the fixed plan with --fixed") from None
-    return plan_decisive(case, plan, float(stopping["alpha"]) - spent, int(stopping["max_trials"]),
+    return plan_decisive(case, plan, design.alpha - spent, int(design.max_trials or 0),
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
-                         spending=str(stopping.get("spending", "even")),
-                         supported_share=float(stopping.get("supported_share", 0.5)),
-                         horizon=stopping.get("horizon"),
+                         spending=design.spending or "even",
+                         supported_share=(0.5 if design.supported_share is None
+                                          else design.supported_share),
+                         horizon=design.horizon,
                          scope=request.scope, deterministic=declared,
                          priors_from=[root / p for p in request.priors_from] or None)
 
 
-def run_declaration(case: Case, stopping: dict[str, Any] | None) -> dict[str, Any] | None:
+def run_declaration(case: Case, design: DesignSpec | None) -> dict[str, Any] | None:
     """The case's declaration of deterministic outcomes as a new run journals it: checked, its
     agreeing trials and bound set for the run's alpha (the one asked for, or the default)
     (gpurepro.analyze.shortcut, standard library only); None where it declares none."""
@@ -301,13 +302,13 @@ def run_declaration(case: Case, stopping: dict[str, Any] | None) -> dict[str, An
         return None
     from ..analyze.shortcut import declaration
 
-    return declaration(case, float((stopping or {}).get("alpha", DEFAULT_ALPHA)))
+    return declaration(case, float(design.alpha if design is not None else DEFAULT_ALPHA))
 
 
 def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
-                   stopping: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                   design: DesignSpec | None = None) -> dict[str, Any] | None:
     """The run's confirmatory and exploratory claims, fixed before its first trial
-    (gpurepro.analyze.decidability); None for a case without claims. ``stopping``: the
+    (gpurepro.analyze.decidability); None for a case without claims. ``design``: the
     design as the run journals it (its alpha less what a checked declaration spends)."""
     if not case.claims:
         return None
@@ -319,11 +320,11 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
                             f"pip install '{install_requirement()}'",
                             beside_main(case, plan, request.scope))
-    stopping = stopping if stopping is not None else request.stopping
-    declared = run_declaration(case, request.stopping)
-    design = (Design.from_description(stopping) if stopping else
-              Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
-    return assess(case, plan, design, bool(stopping), request.trials_per_arm,
+    design = design if design is not None else request.design
+    declared = run_declaration(case, request.design)
+    decided_by = (Design.of(design) if design.sequential else
+                  Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
+    return assess(case, plan, decided_by, design.sequential, request.trials_per_arm,
                   asdict(request.budget), request.jobs, root, workers=_cpus(),
                   scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
                   deterministic=declared)
@@ -343,7 +344,7 @@ def gate_json(g: Gate) -> dict[str, Any]:
 
 
 def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
-                   stopping: dict[str, Any] | None, environment: dict[str, Any],
+                   design: DesignSpec, environment: dict[str, Any],
                    device: dict[str, Any], index: dict[str, Any],
                    families: dict[str, Any] | None = None, scope: str = "arms",
                    deterministic: dict[str, Any] | None | str = "case") -> dict[str, Any]:
@@ -363,7 +364,7 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "name_suffix": opts.run_id[:6],
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
-                    "redact": opts.redact, "stopping": stopping, "scope": scope,
+                    "redact": opts.redact, "stopping": design.to_json(), "scope": scope,
                     **({"families": families} if families is not None else {}),
                     # The case's declaration of deterministic outcomes, which its claims may be
                     # decided from (gpurepro.analyze.claims), checked (run_declaration; "case":
@@ -476,10 +477,10 @@ def progress_for(run: Started, decider: Any | None) -> Progress:
     """The run's progress on stderr: its expectation (the journal header's), its worker slots
     and, in a design that stops arms as their claims are decided, the trials its open arms may
     still run (what its time left counts)."""
-    stopping = run.header["options"].get("stopping")
+    design = DesignSpec.from_json(run.header["options"].get("stopping"))
     to_run = None
-    if decider is not None and stopping:
-        max_trials = int(stopping["max_trials"])
+    if decider is not None and design.sequential:
+        max_trials = int(design.max_trials or 0)
 
         def to_run(records: Any) -> int:
             return schedule.trials_open(decider, run.plan.order, records, max_trials)
@@ -509,13 +510,13 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
     still_needed = None
     choose_next = None
     decider = None
-    stopping = run.header["options"].get("stopping")
-    if stopping:
+    design = DesignSpec.from_json(run.header["options"].get("stopping"))
+    if design.sequential:
         from ..analyze.claims import decider_for
 
         decider = decider_for(case, run.header)
         journaled = [decider.to_json()]
-        max_trials = int(stopping["max_trials"])
+        max_trials = int(design.max_trials or 0)
 
         def journal_decisions() -> None:
             # Called under the run's lock. Every decision is journaled when it is made, so a
@@ -525,9 +526,9 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 journal.append_stopping(now)
                 journaled.append(now)
 
-        if stopping.get("design") == "decisive":
-            allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline,
-                                             stopping.get("first") or (),
+        if design.decisive:
+            allocation = schedule.Allocation(decider, design.priors or {}, max_trials,
+                                             case.baseline, design.first or (),
                                              run.opts.budget.duration_s)
 
             def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
