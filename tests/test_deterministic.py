@@ -15,6 +15,7 @@ from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
+from gpurepro.analyze.designing import run_declaration
 from gpurepro.analyze.shortcut import declaration
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, TrialBudget, load_case
@@ -152,8 +153,8 @@ def test_the_decisive_design_establishes_each_arm_first_and_stops():
 
 def test_the_arms_that_establish_an_outcome_get_the_next_trials_whatever_the_gain(monkeypatch):
     from gpurepro.analyze import allocate
+    from gpurepro.analyze.allocation import Allocation
     from gpurepro.model.plan import PlannedTrial
-    from gpurepro.run.schedule import Allocation
 
     design = DecisiveDesign(alpha=0.05, max_trials=12, first_look=20, total=24)
     d = _decider(design, claims=[WRONG, RIGHT, RATE])
@@ -240,7 +241,8 @@ def test_a_run_journals_the_declaration_of_its_case():
                            {}, {}, index)
     assert "deterministic" not in plain["options"]
     declared = dataclasses.replace(case, deterministic="same cubin, same inputs")
-    header = journal_header(declared, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, index)
+    header = journal_header(declared, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, index,
+                            deterministic=run_declaration(declared, None))
     # Checked (gpurepro.analyze.shortcut): its trials set so that its bound, spent from the
     # run's alpha, is within half of it; a run from before the check journaled reason and 3.
     journaled = header["options"]["deterministic"]

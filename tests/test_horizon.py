@@ -12,6 +12,7 @@ from scipy import stats as sps
 
 from gpurepro.analyze import horizon
 from gpurepro.analyze.allocate import ArmPrior
+from gpurepro.analyze.allocation import Allocation
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, evidence, sentence
 from gpurepro.analyze.horizon_design import (
     candidates,
@@ -22,7 +23,6 @@ from gpurepro.analyze.horizon_design import (
 )
 from gpurepro.case import Claim
 from gpurepro.model.plan import PlannedTrial
-from gpurepro.run.schedule import Allocation
 
 LOWER = Claim("ok-lower", arm="ok", kind="lower")
 H = 1000.0

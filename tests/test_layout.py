@@ -98,3 +98,23 @@ def test_no_case_folder_ships_a_gpu_node_script():
     scripts = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "cases").rglob("*.sh"))
                if "seed" not in p.relative_to(ROOT / "cases").parts[1:]]
     assert not scripts, f"GPU-node scripts in case folders (gpurepro pack replaces them): {scripts}"
+
+
+def _gpurepro_imports(package):
+    return {str(p.relative_to(ROOT)): sorted(m for m in _imports(p) if m.startswith("gpurepro."))
+            for p in _python_files(SRC / package)}
+
+
+def test_the_run_stage_never_imports_the_analysis():
+    """The flow hands the run its design, decider and allocation (gpurepro.cli.run,
+    gpurepro.analyze.designing, gpurepro.analyze.allocation): run/ imports nothing of analyze/."""
+    offenders = {f: [m for m in found if m.startswith("gpurepro.analyze")]
+                 for f, found in _gpurepro_imports("run").items()}
+    assert not {f: m for f, m in offenders.items() if m}, offenders
+
+
+def test_the_model_imports_only_itself_and_the_errors():
+    """gpurepro.model is the ground floor: every stage imports it, it imports no stage."""
+    offenders = {f: [m for m in found if not m.startswith(("gpurepro.model", "gpurepro.errors"))]
+                 for f, found in _gpurepro_imports("model").items()}
+    assert not {f: m for f, m in offenders.items() if m}, offenders

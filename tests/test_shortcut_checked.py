@@ -15,11 +15,11 @@ import pytest
 from gpurepro.analyze import shortcut
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior
+from gpurepro.analyze.allocation import Allocation
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, decider_for
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.model.plan import PlannedTrial
-from gpurepro.run.schedule import Allocation
 
 from .conftest import ROOT
 

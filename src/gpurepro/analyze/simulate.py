@@ -39,7 +39,8 @@ from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..env.commits import committed_results
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial, make_plan
-from ..run.schedule import Allocation, still_needed
+from ..run.schedule import still_needed
+from .allocation import Allocation
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analyze.decidability import lines as chance_lines
+from ..analyze.designing import run_design
 from ..case.load import load_case
 from ..case.model import Case
 from ..errors import EXIT_OK, UsageError
 from ..model.design import DesignSpec
 from ..model.plan import Plan
+from ..run.session import new_plan
 from .args import check_arguments, repository_root, show
 
 
@@ -99,8 +102,6 @@ def lines(case: Case, plan: Plan, request: Any, design: DesignSpec,
            + f", killed at {b.timeout_s:g} s"
            + (f", or after {b.stall_s:g} s without progress" if b.stall_s else "")]
     if families is not None:
-        from ..analyze.decidability import lines as chance_lines
-
         out += chance_lines(dict(families), [c.name for c in case.claims if c.arm in plan.arms])
     worst = sum(t.trials for t in times) * b.timeout_s / max(1, request.jobs)
     simulated = (families or {}).get("expected") if (families or {}).get("computed") else None
@@ -127,7 +128,6 @@ def lines(case: Case, plan: Plan, request: Any, design: DesignSpec,
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..run.session import new_plan, run_design
 
     if args.resume or args.slurm:
         raise UsageError("plan shows a new run on this machine: --resume and --slurm have "

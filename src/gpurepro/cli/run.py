@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..analyze.designing import designer
 from ..build import runtime as build_runtime
 from ..build.artifacts import build_case
 from ..case.load import load_case
@@ -43,9 +44,11 @@ from ..errors import (
     BuildError,
     UsageError,
 )
+from ..model.design import DesignSpec
 from ..run import rerun_of, session
 from ..run import runtime as run_runtime
 from ..run.rerun_of import Expected, HashCheck
+from ..run.schedule import Allocator, Decider
 from ..run.session import RunRequest, Started, load_build, substitute_artifacts
 from .args import (
     check_arguments,
@@ -232,19 +235,34 @@ def open_run(checked: Checked, root: Path) -> Started | submit.Watch | int:
     if request.resume is not None:
         return session.resume(case, request.resume, checked.gpu_info, request.other_device)
     assert checked.gpu_info is not None
-    return session.start(case, request, root, checked.gpu_info)
+    return session.start(case, request, root, checked.gpu_info, designer(case, request, root))
 
 
 def execute(checked: Checked, opened: Started | submit.Watch, root: Path) -> tuple[int, bool]:
-    """The trials: here, or as Slurm job arrays watched from here. Returns the exit status and
-    whether any trial was journaled."""
+    """The trials: here, with the design's decider and allocation (``steering``), or as Slurm
+    job arrays watched from here. Returns the exit status and whether any trial was
+    journaled."""
     if isinstance(opened, submit.Watch):
         status = opened.run()
         return status, opened.recordable
     try:
-        return session.execute(checked.case, opened, root, checked.request.case), True
+        decider, allocation = steering(checked.case, opened)
+        return session.execute(checked.case, opened, root, checked.request.case, decider,
+                               allocation), True
     finally:
         opened.journal.close()
+
+
+def steering(case: Case, run: Started) -> tuple[Decider | None, Allocator | None]:
+    """What a sequential design's run is handed: the decider of its claims and, for the
+    decisive design, the allocation of its trials (gpurepro.analyze.allocation; none for a
+    fixed-size run, or a device that cannot run the case)."""
+    if not run.gate.supported or not DesignSpec.from_json(
+            run.header["options"].get("stopping")).sequential:
+        return None, None
+    from ..analyze.allocation import steering_for  # scipy: only a design that decides as it runs
+
+    return steering_for(case, run.header, run.opts.budget.duration_s)
 
 
 def journal_of(opened: Started | submit.Watch) -> Path:

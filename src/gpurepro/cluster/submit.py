@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.designing import designer
 from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..env import privacy
@@ -52,9 +53,6 @@ from ..run.session import (
     load_build,
     new_plan,
     reopen,
-    run_declaration,
-    run_design,
-    say_families,
 )
 from . import slurm
 from .merge import add_node, annotate, host_label, read_shards
@@ -133,12 +131,12 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    design, families = run_design(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, design, environment, device,
-                            indexes[primary], families, request.scope,
-                            deterministic=run_declaration(case, request.design))
-    if families is not None:
-        say_families(case, plan, families)
+    design = designer(case, request, root)(plan, True)
+    header = journal_header(case, root, plan, run_opts, design.design, environment, device,
+                            indexes[primary], design.families, request.scope,
+                            deterministic=design.declared)
+    for line in design.lines:  # each claim's chance of being decided, and its family
+        _say(line)
     shared = _resolved_dir(opts.shared_dir, root)
     counts = {p: len(ix) for p, ix in by_partition(plan, list(targets)).items()}
     header["cluster"] = {

@@ -211,3 +211,17 @@ def _names(d: Mapping[str, Any], key: str, where: str) -> tuple[str, ...] | None
     if not isinstance(x, list) or not all(isinstance(n, str) for n in x):
         raise JournalError(f"{where}.{key}: a list of names, not {x!r}")
     return tuple(x)
+
+
+@dataclass(frozen=True)
+class RunDesign:
+    """A new run's design as the flow hands it to the run stage, fixed before the first trial:
+    the design journaled (``options.stopping``), its claim families (``options.families``;
+    None for a case without claims, or a device that cannot run it), the case's checked
+    declaration of deterministic outcomes (``options.deterministic``; None: it declares
+    none) and the lines that say each claim's chance of being decided before the first trial."""
+
+    design: DesignSpec
+    families: dict[str, Any] | None = None
+    declared: dict[str, Any] | None = None
+    lines: tuple[str, ...] = ()

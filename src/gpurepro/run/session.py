@@ -13,6 +13,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,9 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from ..model.design import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST, DesignSpec
+from ..model.design import ANALYSIS_VERSION, TIMED_TEST, DesignSpec, RunDesign
 from ..model.files import sha256_file
 from ..model.plan import Plan, make_plan
-from ..project import install_command, install_requirement
 from . import contain, runtime, schedule
 from .execute import (
     Gate,
@@ -222,9 +222,11 @@ def reopen(case: Case, path: Path) -> tuple[Journal, Contents]:
     return journal, contents
 
 
-def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any]) -> Started | int:
-    """A new run on this machine: plan it and create its journal. Returns an exit status if
-    nothing can run."""
+def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
+          designed: Callable[[Plan, bool], RunDesign]) -> Started | int:
+    """A new run on this machine: plan it and create its journal, with the design the flow
+    hands it for that plan (``designed(plan, supported)``: gpurepro.analyze.designing).
+    Returns an exit status if nothing can run."""
     gpus = chosen_gpus(request.gpus, gpu_info)
     g = gate(case, gpu_info, request.arch or request.target, gpus)
     if not gpu_info.get("available") and case.devices.requires_gpu:
@@ -238,103 +240,20 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
              "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
-    design, families = (run_design(case, plan, request, root) if g.supported
-                        else (request.design, None))
-    header = journal_header(case, root, plan, opts, design,
+    design = designed(plan, g.supported)
+    header = journal_header(case, root, plan, opts, design.design,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
-                            else gate_json(g), index, families, request.scope,
-                            deterministic=run_declaration(case, request.design))
+                            else gate_json(g), index, design.families, request.scope,
+                            deterministic=design.declared)
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
         header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
     started = Started(create(path, header), header, plan, opts, g, [])
-    if families is not None:
-        say_families(case, plan, families)
-    return started
-
-
-def say_families(case: Case, plan: Plan, families: dict[str, Any]) -> None:
-    """Before the first trial: each claim's chance of being decided, and its family."""
-    from ..analyze.decidability import lines
-
-    for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
+    for line in design.lines:  # each claim's chance of being decided, and its family
         _say(line)
-
-
-def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
-               ) -> tuple[DesignSpec, dict[str, Any] | None]:
-    """The run's design as its journal keeps it, and its claim families, fixed before the first
-    trial. The decisive design is completed here: its first look, the number of potential
-    looks and the arms' allocation priors come from the committed rates
-    (gpurepro.analyze.decidability.plan_decisive)."""
-    design = request.design
-    # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
-    # design spends the rest over its looks (gpurepro.analyze.shortcut).
-    declared = run_declaration(case, design)
-    spent = float((declared or {}).get("bound", 0.0))
-    if not design.decisive:
-        if design.sequential and spent:
-            design = design.with_alpha(design.alpha - spent)
-        return design, claim_families(case, plan, request, root, design)
-    try:
-        from ..analyze.decidability import plan_decisive
-    except ImportError as exc:
-        raise UsageError(f"the decisive design decides its claims as it runs and needs the "
-                         f"analysis packages ({exc.name}): {install_command()}, or "
-                         f"run the fixed plan with --fixed") from None
-    return plan_decisive(case, plan, design.alpha - spent, int(design.max_trials or 0),
-                         asdict(request.budget), request.jobs, root, workers=_cpus(),
-                         spending=design.spending or "even",
-                         supported_share=(0.5 if design.supported_share is None
-                                          else design.supported_share),
-                         horizon=design.horizon,
-                         scope=request.scope, deterministic=declared,
-                         priors_from=[root / p for p in request.priors_from] or None)
-
-
-def run_declaration(case: Case, design: DesignSpec | None) -> dict[str, Any] | None:
-    """The case's declaration of deterministic outcomes as a new run journals it: checked, its
-    agreeing trials and bound set for the run's alpha (the one asked for, or the default)
-    (gpurepro.analyze.shortcut, standard library only); None where it declares none."""
-    if not case.claims or not case.determinism():
-        return None
-    from ..analyze.shortcut import declaration
-
-    return declaration(case, float(design.alpha if design is not None else DEFAULT_ALPHA))
-
-
-def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
-                   design: DesignSpec | None = None) -> dict[str, Any] | None:
-    """The run's confirmatory and exploratory claims, fixed before its first trial
-    (gpurepro.analyze.decidability); None for a case without claims. ``design``: the
-    design as the run journals it (its alpha less what a checked declaration spends)."""
-    if not case.claims:
-        return None
-    from ..analyze.decidability import assess, beside_main, not_computed
-
-    try:
-        from ..analyze.claims import Design
-    except ImportError as exc:
-        return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install '{install_requirement()}'",
-                            beside_main(case, plan, request.scope))
-    design = design if design is not None else request.design
-    declared = run_declaration(case, request.design)
-    decided_by = (Design.of(design) if design.sequential else
-                  Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
-    return assess(case, plan, decided_by, design.sequential, request.trials_per_arm,
-                  asdict(request.budget), request.jobs, root, workers=_cpus(),
-                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
-                  deterministic=declared)
-
-
-def _cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return started
 
 
 def gate_json(g: Gate) -> dict[str, Any]:
@@ -347,11 +266,10 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                    design: DesignSpec, environment: dict[str, Any],
                    device: dict[str, Any], index: dict[str, Any],
                    families: dict[str, Any] | None = None, scope: str = "arms",
-                   deterministic: dict[str, Any] | None | str = "case") -> dict[str, Any]:
+                   deterministic: dict[str, Any] | None = None) -> dict[str, Any]:
     """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
     what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
     assert opts.run_id is not None
-    declared = run_declaration(case, None) if deterministic == "case" else deterministic
     return {
         "case": case.name,
         # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
@@ -367,11 +285,12 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
                     "redact": opts.redact, "stopping": design.to_json(), "scope": scope,
                     **({"families": families} if families is not None else {}),
                     # The case's declaration of deterministic outcomes, which its claims may be
-                    # decided from (gpurepro.analyze.claims), checked (run_declaration; "case":
-                    # at the default alpha): fixed for the run and its resume.
-                    **({"deterministic": declared} if declared else {}),
-                    # How its claims are decided and stated (plan.ANALYSIS_VERSION), and a case
-                    # with timed claims its timed test (plan.TIMED_TEST): a journal without
+                    # decided from (gpurepro.analyze.claims), checked
+                    # (gpurepro.analyze.designing.run_declaration): fixed for the run and its
+                    # resume.
+                    **({"deterministic": deterministic} if deterministic else {}),
+                    # How its claims are decided and stated (design.ANALYSIS_VERSION), and a
+                    # case with timed claims its timed test (design.TIMED_TEST): a journal without
                     # them is decided and worded as before.
                     **({"analysis": ANALYSIS_VERSION} if case.claims else {}),
                     **({"timing": dict(TIMED_TEST)}
@@ -473,7 +392,7 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
     return Started(journal, header, plan, opts, g, contents.trials)
 
 
-def progress_for(run: Started, decider: Any | None) -> Progress:
+def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
     """The run's progress on stderr: its expectation (the journal header's), its worker slots
     and, in a design that stops arms as their claims are decided, the trials its open arms may
     still run (what its time left counts)."""
@@ -490,9 +409,15 @@ def progress_for(run: Started, decider: Any | None) -> Progress:
                     to_run=to_run)
 
 
-def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
-    """Run what the plan still needs. Returns the exit status: 1 when a trial ended as a
-    harness error (our bug, or a driver that broke the event protocol)."""
+def execute(case: Case, run: Started, root: Path, case_arg: str,
+            decider: schedule.Decider | None = None,
+            allocation: schedule.Allocator | None = None) -> int:
+    """Run what the plan still needs. A sequential design's ``decider`` (and the decisive
+    design's ``allocation``) come from the flow (gpurepro.analyze.allocation.steering_for):
+    the decider takes its looks and journals its decisions as the trials come in, and the run
+    skips the trials of decided arms; the allocation picks each next trial. Returns the exit
+    status: 1 when a trial ended as a harness error (our bug, or a driver that broke the
+    event protocol)."""
     journal, plan = run.journal, run.plan
     index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"],
              "runtime": run.header.get("runtime")}
@@ -509,12 +434,8 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
 
     still_needed = None
     choose_next = None
-    decider = None
     design = DesignSpec.from_json(run.header["options"].get("stopping"))
-    if design.sequential:
-        from ..analyze.claims import decider_for
-
-        decider = decider_for(case, run.header)
+    if decider is not None:
         journaled = [decider.to_json()]
         max_trials = int(design.max_trials or 0)
 
@@ -526,11 +447,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 journal.append_stopping(now)
                 journaled.append(now)
 
-        if design.decisive:
-            allocation = schedule.Allocation(decider, design.priors or {}, max_trials,
-                                             case.baseline, design.first or (),
-                                             run.opts.budget.duration_s)
-
+        if allocation is not None:
             def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
                 picked = allocation.next(records, remaining)
                 journal_decisions()
