@@ -19,12 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import toolchain
 from gpurepro.build.artifacts import build_case
-from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
+from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, instruments, load_case, toolchain
 from gpurepro.errors import BuildError, ManifestError
 from gpurepro.model.plan import PlannedTrial
-from gpurepro.run import instruments
 from gpurepro.run.execute import RunOptions, execute_trial
 
 from . import pace

@@ -14,9 +14,9 @@ from .conftest import ROOT
 # Old module -> (its new home, a name imported through it).
 SHIMS = {
     "gpurepro.manifest": ("gpurepro.case", "Case"),
-    "gpurepro.toolchain": ("gpurepro.build.toolchain", "find_tool"),
+    "gpurepro.toolchain": ("gpurepro.case.toolchain", "find_tool"),
     "gpurepro.elf": ("gpurepro.build.elf", "embedded_object"),
-    "gpurepro.instruments": ("gpurepro.run.instruments", "wrap"),
+    "gpurepro.instruments": ("gpurepro.case.instruments", "wrap"),
     "gpurepro.analysis": ("gpurepro.model.result", "Analysis"),
 }
 

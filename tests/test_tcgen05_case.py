@@ -18,10 +18,8 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
-from gpurepro.build import toolchain
-from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, toolchain
 from gpurepro.model.result import Analysis
-from gpurepro.run import instruments
 
 from .conftest import ROOT, toolchain_venv
 

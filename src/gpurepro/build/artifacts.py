@@ -44,10 +44,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..case import toolchain
 from ..case.model import PLACEHOLDER, Artifact, Case
 from ..errors import BuildError
 from ..model.files import sha256_file, write_atomic
-from . import toolchain
 
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.

@@ -373,7 +373,7 @@ def build_step(cubin: Path, tools: Mapping[str, Path], command: Sequence[str]) -
     (``Disassembly.record``) and each tool's release (``versions``: ``{"nvdisasm":
     "13.2.51"}``). The exit status: the command's where it failed or wrote no cubin, else 0 (a
     cubin no disassembler reads is recorded so, ``read_by`` null)."""
-    from .toolchain import release, version_of
+    from ..case.toolchain import release, version_of
 
     done = subprocess.run(list(command), check=False)
     if done.returncode != 0 or not cubin.is_file():

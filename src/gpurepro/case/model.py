@@ -88,7 +88,7 @@ class Tool:
     With no package the tool is the host's: PATH, then ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``
     and ``/usr/local/cuda/bin`` (g++, or cuda-gdb, which has no wheel). ``host``: a wheel tool
     that may also come from the host when its wheel is not installed (an instrument on a GPU
-    node, never a build input a case pins). gpurepro.build.toolchain has the defaults (nvcc,
+    node, never a build input a case pins). gpurepro.case.toolchain has the defaults (nvcc,
     tileiras, ptxas, cuobjdump, nvdisasm, compute-sanitizer, cuda-gdb, g++); ``Case.tools``
     adds to them or replaces them by name, and a name usable as a placeholder (``[a-z_]+``)
     may appear in artifact commands as ``{name}``.
@@ -563,7 +563,7 @@ class Case:
     reported: Mapping[str, str] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
-    # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact
+    # Tools by name, beyond (or replacing) gpurepro.case.toolchain.DEFAULT_TOOLS: what artifact
     # commands name as {placeholders} or in Artifact.tools, and what instruments run.
     tools: Mapping[str, Tool] = field(default_factory=dict)
     # The case's drivers check their output against a reference: an ok trial without that

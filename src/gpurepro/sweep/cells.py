@@ -23,8 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..build import toolchain
 from ..build.artifacts import build_case
+from ..case import toolchain
 from ..case.load import load_case
 from ..case.model import Artifact, Case
 from ..errors import BuildError, ManifestError, ToolNotFound

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from ..build import releases as releases_mod
-from ..build import sass, toolchain
+from ..build import sass
 from ..build.artifacts import load_index, reproducible_env
+from ..case import toolchain
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError

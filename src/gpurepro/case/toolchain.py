@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from ..case.model import Tool
 from ..errors import ToolNotFound
+from .model import Tool
 
 DEFAULT_TOOLS: Mapping[str, Tool] = {
     "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"),
