@@ -161,7 +161,7 @@ def test_the_cpu_stage_builds_every_listed_release_and_counts_identical_artifact
     assert doc["artifacts"][by["1.1.0"]["sha256"]]["signature"] == {"k:IABS": False}
     for a in doc["artifacts"].values():
         assert (ROOT / a["path"]).is_file() and a["sass"]["read_by"] == "cuobjdump"
-    from gpurepro.record.validation import validation_errors
+    from gpurepro.sweep.validation import sweep_errors as validation_errors
 
     pytest.importorskip("jsonschema")
     assert validation_errors(doc) == []
@@ -197,9 +197,9 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
     assert "bisect: point 0 passes, point 4 fails" in record["runs"][6]["why"]
 
     pytest.importorskip("scipy")
-    from gpurepro.record.validation import validation_errors
     from gpurepro.sweep.assemble import write_document
     from gpurepro.sweep.table import markdown
+    from gpurepro.sweep.validation import sweep_errors as validation_errors
 
     path = write_document(cpu_document, out, ROOT, tmp_path / "results")
     doc = json.loads(path.read_text())

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.record.validation import load_schema, validation_errors
+from gpurepro.record.validation import load_schema
 from gpurepro.sweep import model
 from gpurepro.sweep.table import markdown
+from gpurepro.sweep.validation import sweep_errors as validation_errors
 
 from .conftest import ROOT
 

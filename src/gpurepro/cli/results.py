@@ -169,10 +169,10 @@ def document_errors(path: Path, doc: Mapping[str, Any], root: Path, schema_only:
     result, the claims, verdict and summaries recomputed from its trials as `record` would
     (a note where its case is not in this checkout) and, with ``files``, the files it names
     beside it (each there and not empty)."""
-    from ..record.validation import validation_errors
+    from ..sweep.validation import sweep_errors
 
     notes: list[str] = []
-    errors = validation_errors(doc)
+    errors = sweep_errors(doc)
     if errors or not _is_result(doc):
         return errors, notes
     # The trials say what the document says: recomputed as `record` would.
@@ -282,9 +282,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     """A <details> block with a toolchain matrix document's table, and its one-line verdict
     for the head, for `issue --matrix`."""
-    from ..record.validation import validate_matrix
     from ..report.tables import code
     from ..sweep.table import matrix_markdown, verdict_line
+    from ..sweep.validation import validate_sweep
 
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
@@ -295,7 +295,7 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
-    validate_matrix(matrix, f"--matrix {path}")
+    validate_sweep(matrix, f"--matrix {path}")
     # The matrix's Markdown and verdict line escape its documents' strings (a tool's refusal, a
     # GPU's name) as a report's are (matrix/table.py); the comment is checked whole after.
     return (f"Toolchain matrix ({path.name}; attach it beside the result)",

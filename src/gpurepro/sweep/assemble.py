@@ -24,7 +24,6 @@ from ..analyze import stats
 from ..env import privacy
 from ..errors import UsageError
 from ..model.files import sha256_file, write_atomic
-from ..record.validation import validate_document
 from ..run.journal import Contents, read
 from . import timed
 from .bisection import boundaries, results
@@ -40,6 +39,7 @@ from .model import (
     stamp,
 )
 from .table import markdown
+from .validation import validate_sweep
 
 NO_OUTPUT = "not run: no GPU stage output was given"
 
@@ -227,7 +227,7 @@ def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Pa
     if journals_dir.exists():
         shutil.rmtree(journals_dir)
     doc = assemble(cpu, gpu, gpu_out, journals_dir, root)
-    validate_document(doc, str(path))
+    validate_sweep(doc, str(path))
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     write_atomic(path.with_suffix(".md"), markdown(doc))
     return path

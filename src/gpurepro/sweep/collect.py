@@ -17,11 +17,11 @@ from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
 from ..model.files import write_atomic
-from ..record.validation import validate_matrix
 from . import emitted
 from .cells import read_cells
 from .matrix import MATRIX_SCHEMA, cell_results
 from .spec import Spec, build_root, load
+from .validation import validate_sweep
 
 NOT_RUN_YET = "not run: the GPU stage has not run on this document"
 # The CPU stage needs no GPU and does not look for one.
@@ -180,7 +180,7 @@ def write_cpu_document(case: str, root: Path, out: Path | None = None,
                        into: Path | None = None) -> Path:
     spec = load(case, root)
     doc = cpu_document(spec, root, into)
-    validate_matrix(doc, "the CPU matrix document")
+    validate_sweep(doc, "the CPU matrix document")
     path = out or ((into or root / build_root(spec)) / "matrix.cpu.json")
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path
