@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import build_case
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import load_case
 from gpurepro.errors import BuildError, ManifestError, UsageError
 from gpurepro.model.files import sha256_file
@@ -381,7 +381,7 @@ def test_the_cpu_stage_on_two_real_ptxas_releases(tmp_path, monkeypatch):
     # for the build (which needs nvcc).
     ptx_dir = tmp_path / "ptx_lowered"
     ptx_dir.mkdir()
-    low = subprocess.run([sys.executable, "-m", "gpurepro.build.ptx",
+    low = subprocess.run([sys.executable, "-m", "gpurepro.building.ptx",
                           str(ROOT / "tests" / "data" / "ptxas_abs_clamp" / "kernel.emitted.ptx"),
                           str(ptx_dir / "kernel.ptx"), "8.0"], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
@@ -419,7 +419,7 @@ def test_the_gpu_stage_needs_no_third_party_module():
     modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.choose", "gpurepro.sweep.model",
                "gpurepro.sweep.search", "gpurepro.sweep.bisection", "gpurepro.sweep.matrix",
                "gpurepro.sweep.cpu", "gpurepro.sweep.table", "gpurepro.cli.matrix",
-               "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
+               "gpurepro.building.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

@@ -131,7 +131,7 @@ def test_the_driver_without_libcuda_is_no_driver(tmp_path):
 
 
 def _sass(text):
-    from gpurepro.build.sass import parse_instr
+    from gpurepro.building.sass import parse_instr
 
     return [parse_instr(16 * i, line) for i, line in enumerate(text.strip().splitlines())]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import build_case
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, instruments, load_case, toolchain
 from gpurepro.errors import BuildError, ManifestError
 from gpurepro.model.plan import PlannedTrial

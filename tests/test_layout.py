@@ -15,7 +15,7 @@ from .conftest import ROOT
 SHIMS = {
     "gpurepro.manifest": ("gpurepro.case", "Case"),
     "gpurepro.toolchain": ("gpurepro.case.toolchain", "find_tool"),
-    "gpurepro.elf": ("gpurepro.build.elf", "embedded_object"),
+    "gpurepro.elf": ("gpurepro.building.elf", "embedded_object"),
     "gpurepro.instruments": ("gpurepro.case.instruments", "wrap"),
     "gpurepro.analysis": ("gpurepro.model.result", "Analysis"),
 }

@@ -220,7 +220,7 @@ def test_a_run_of_every_bad_value_goes_on_exits_1_records_validates_and_resumes(
     harness error), the document recorded and valid. The same arms and a trial that waits
     (crash-at) in a run stopped by SIGINT while it waits: --resume runs what is left, the bad
     values again harness errors, and exits 1 with the journal's end record."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"

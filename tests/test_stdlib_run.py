@@ -49,7 +49,7 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     """The same for a case whose trials are Python drivers: the harness runs them under the
     blocker, and each driver imports the kit (gpurepro.case.driver) under one of its own
     (tests/fixtures/pydriver.py with GPUREPRO_BLOCK_THIRD_PARTY=1)."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case import load_case
 
     manifest = ROOT / "tests" / "fixtures" / "py_fake_case" / "manifest.py"

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpurepro.build import sass as harness_sass
+from gpurepro.building import sass as harness_sass
 from gpurepro.case import load_sibling, toolchain
 
 HERE = Path(__file__).resolve().parent
@@ -103,7 +103,7 @@ def _run(cmd: list[str]) -> str:
 
 
 def disassemble(cuobjdump: Path, path: Path) -> dict[str, list[Instr]]:
-    """``cuobjdump -sass`` through the harness's disassembler finder (gpurepro.build.sass)."""
+    """``cuobjdump -sass`` through the harness's disassembler finder (gpurepro.building.sass)."""
     got = harness_sass.disassemble(path, {"cuobjdump": cuobjdump}, order=("cuobjdump",))
     if got.read_by is None:
         raise RuntimeError(f"cuobjdump -sass {path.name}: {got.attempts['cuobjdump']}")

@@ -16,7 +16,7 @@ MODULES = {
 
 def analyze(artifacts: Mapping[str, Path]) -> dict[str, Any]:
     # Imported here: the manifest must load with the standard library alone (GPU nodes).
-    from gpurepro.build import elf
+    from gpurepro.building import elf
     from gpurepro.report.elf_table import sections_table
 
     present = {label: artifacts[name] for label, name in MODULES.items() if name in artifacts}

@@ -43,7 +43,7 @@ class Axis:
       ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
       ``timeout_s`` per trial.
     - ``watch``: ``(kernel, pattern)`` pairs each distinct artifact's SASS is read for (the
-      harness's disassembler finder and parser, gpurepro.build.sass.watched): an opcode's
+      harness's disassembler finder and parser, gpurepro.building.sass.watched): an opcode's
       presence (``IABS``), an instruction with its operands and immediates, ``*`` and ``?``
       as wildcards (``VIMNMX.RELU *, *, 0x5, PT``), or with ``#`` in front the number of
       instructions that match (``#VIMNMX``); the GPU stage runs both sides of every change in

@@ -115,7 +115,7 @@ class Releases:
     ``nvidia-cuda-nvcc``), each level a version that the first family whose range holds it
     provides; ``tool`` the program each release's wheel holds under ``bin/``. The build resolves
     each level an arm uses with pip, locks it (``locks/releases/<case>.json``) and builds the
-    artifacts declared ``per`` the factor with that program (gpurepro.build.releases)."""
+    artifacts declared ``per`` the factor with that program (gpurepro.building.releases)."""
 
     tool: str
     families: tuple[Family, ...]
@@ -320,7 +320,7 @@ class Runtime:
 
     ``packages``: ``"*"`` (every arm) or an arm's name -> pins; an arm gets ``"*"``'s and its
     own, its own winning by name, so arms that compare releases each pin theirs. The build
-    (gpurepro.build.runtime) downloads each pin's wheel for the Python that runs the trials
+    (gpurepro.building.runtime) downloads each pin's wheel for the Python that runs the trials
     (and ``platforms``) into build/, with its sha256, and checks that every requirement the
     wheels declare is met by another pin of the same arm, or is named in ``from_node``: left to
     the node's own installation, whose version each run records beside the requirement. A

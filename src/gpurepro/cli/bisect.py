@@ -27,7 +27,7 @@ STAGES = ("all", "cpu", "gpu", "assemble")
 
 
 def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
-    from ..build.artifacts import build_case, index_path
+    from ..building.artifacts import build_case, index_path
     from ..sweep.cpu import axis_of, run_cpu_stage
 
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built

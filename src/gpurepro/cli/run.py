@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..analyze.designing import designer
-from ..build import runtime as build_runtime
-from ..build.artifacts import build_case
+from ..building import runtime as build_runtime
+from ..building.artifacts import build_case
 from ..case.load import load_case
 from ..case.model import Case
 from ..cluster import submit

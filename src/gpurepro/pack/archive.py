@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..build import runtime as build_runtime
-from ..build.artifacts import index_path
+from ..building import runtime as build_runtime
+from ..building.artifacts import index_path
 from ..case.model import Case
 from ..env.commits import commit_time, committed_results
 from ..env.fingerprint import repository

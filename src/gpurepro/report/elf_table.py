@@ -1,4 +1,4 @@
-"""The ELF sections of several cubins side by side, as a GitHub table (gpurepro.build.elf
+"""The ELF sections of several cubins side by side, as a GitHub table (gpurepro.building.elf
 compares them)."""
 
 from __future__ import annotations

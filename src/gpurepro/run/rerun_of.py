@@ -122,7 +122,7 @@ def artifact_hashes(artifacts: Mapping[str, Any]) -> dict[str, str]:
 
 
 def wheel_hashes(index: Mapping[str, Any] | None) -> dict[str, str]:
-    """Wheel file -> sha256 of a runtime index (gpurepro.build.runtime)."""
+    """Wheel file -> sha256 of a runtime index (gpurepro.building.runtime)."""
     return {str(w["file"]): str(w["sha256"]) for w in ((index or {}).get("wheels") or {}).values()}
 
 

@@ -1,6 +1,6 @@
 """Run: a case's runtime packages on the GPU node, from the carried build/ and nothing else.
 
-The build (gpurepro.build.runtime) left each pinned wheel and an index under
+The build (gpurepro.building.runtime) left each pinned wheel and an index under
 ``build/<case>/runtime/``. Before the first trial, each arm's wheels are checked against their
 recorded sha256 and unpacked (a wheel is a zip: its files, and its ``.data/purelib`` and
 ``platlib`` parts, go to one folder, as ``pip install --target`` lays them out) into

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import load_index
+from ..building.artifacts import load_index
 from ..case.model import TIMED_KINDS, Case, TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import (

@@ -99,7 +99,7 @@ def results(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
-    from ..build.sass import parse_instr
+    from ..building.sass import parse_instr
 
     kernels = ((doc["artifacts"].get(sha) or {}).get("sass") or {}).get("kernels") or {}
     return {k: [parse_instr(0, t) for t in texts] for k, texts in kernels.items()}
@@ -108,7 +108,7 @@ def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
 def sass_difference(doc: Mapping[str, Any], before: str, after: str) -> dict[str, Any]:
     """The watched facts that changed and every kernel's instruction diff, from the CPU
     stage's listings of the two artifacts."""
-    from ..build.sass import diff_listings
+    from ..building.sass import diff_listings
 
     a, b = doc["artifacts"][before], doc["artifacts"][after]
     sa, sb = a.get("signature") or {}, b.get("signature") or {}

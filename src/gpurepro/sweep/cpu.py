@@ -1,7 +1,7 @@
 """The CPU stage: every release of an axis built, identical artifacts counted once, their SASS.
 
 For each final release pip offers for the axis's packages in their ranges (oldest first,
-family after family: gpurepro.build.releases, with pip's own index settings): the wheel pip
+family after family: gpurepro.building.releases, with pip's own index settings): the wheel pip
 resolves for this machine (cached, pip checking its sha256 against the index's), the program
 ``bin/<tool>`` out of it, the version pip resolved and its ``--version``, then the axis's build command
 with ``{tool}`` naming that program: its status (ok, failed with an exit status, crashed with a
@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..build import releases as releases_mod
-from ..build import sass
-from ..build.artifacts import load_index, reproducible_env
+from ..building import releases as releases_mod
+from ..building import sass
+from ..building.artifacts import load_index, reproducible_env
 from ..case import toolchain
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root

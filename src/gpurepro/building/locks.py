@@ -10,7 +10,7 @@
 - ``locks/nox.txt``: nox itself, for the Makefile, compiled from ``locks/nox.in``;
 - ``locks/releases/<case>.json``: the toolchain releases a case's arms compare
   (``Factor.releases``), each the wheel pip resolves for the build machine with its sha256
-  (gpurepro.build.releases), from the manifest's levels.
+  (gpurepro.building.releases), from the manifest's levels.
 
 ``nox -s lock`` (``make lock``) writes them with ``uv pip compile --generate-hashes``, each
 only where its input changed: ``locks/inputs.json`` keeps the sha256 of what each lock was
@@ -286,7 +286,7 @@ def release_locks(root: Path, check: bool) -> list[str]:
     return stale
 
 
-USAGE = ("usage: python -m gpurepro.build.locks lock ROOT [--check] | stale ROOT | "
+USAGE = ("usage: python -m gpurepro.building.locks lock ROOT [--check] | stale ROOT | "
          "releases ROOT [--check] (for nox -s lock; the command line proper is gpurepro.cli's)")
 
 
