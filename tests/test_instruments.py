@@ -1,4 +1,4 @@
-"""Instruments as a harness factor, and the open tool set (gpurepro.instruments, gpurepro.toolchain).
+"""Instruments as a harness factor, and the open tool set (gpurepro.case.instruments, gpurepro.case.toolchain).
 
 The fake case's real trial processes run under instruments whose tools are stand-ins (``env``,
 a fake compute-sanitizer script, plain gdb for cuda-gdb): the trial keeps its outcome, and the

@@ -142,7 +142,7 @@ def test_seed_parser_folds_in_the_instrument(parse):
 
 # ----------------------------------------------------------------------------- the wrapper
 #
-# gpurepro.instruments applies the "instrument" factor (tests/test_instruments.py covers it
+# gpurepro.case.instruments applies the "instrument" factor (tests/test_instruments.py covers it
 # in general); here, with the case's own arms and output.
 
 
