@@ -102,3 +102,11 @@ def test_the_model_imports_only_itself_and_the_errors():
     offenders = {f: [m for m in found if not m.startswith(("gpurepro.model", "gpurepro.errors"))]
                  for f, found in _gpurepro_imports("model").items()}
     assert not {f: m for f, m in offenders.items() if m}, offenders
+
+
+def test_the_report_reads_no_manifest():
+    """A report is a function of its document: report/ never loads a case from a checkout
+    (what the comment needs of the manifest, its targets, the record keeps)."""
+    offenders = {f: [m for m in found if m.startswith("gpurepro.case.load")]
+                 for f, found in _gpurepro_imports("report").items()}
+    assert not {f: m for f, m in offenders.items() if m}, offenders

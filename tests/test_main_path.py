@@ -114,6 +114,8 @@ def check_document(doc: dict[str, Any], case_name: str) -> None:
     assert doc["completion"] == {"complete": True, "trials": len(doc["trials"]),
                                  "planned": len(doc["plan"]["order"])}
     case = load_case(case_name, ROOT)
+    # The targets its run's manifest builds, kept for the comment's commands.
+    assert doc["case"]["targets"] == sorted(set(case.devices.targets.values()))
     options = doc["plan"]["options"]
     assert options["scope"] == "main"
     assert options["stopping"]["design"] == "decisive"

@@ -8,6 +8,7 @@ Standard library only: the run stage loads manifests on GPU nodes with no networ
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import math
 import os
@@ -514,3 +515,16 @@ def load_sibling(manifest_file: str | Path, module: str) -> Any:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@functools.cache
+def checkout_targets(name: str, root: Path) -> list[str] | None:
+    """The build targets (the device table) of case ``name`` in the checkout at ``root``;
+    None where it has no such case, or its manifest does not load."""
+    if not (root / "cases" / name / "manifest.py").is_file():
+        return None
+    try:
+        case = load_case(name, root)
+    except (ManifestError, OSError):
+        return None
+    return sorted(set(case.devices.targets.values()))

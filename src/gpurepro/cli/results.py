@@ -23,6 +23,9 @@ from ..errors import EXIT_ERROR, EXIT_OK, InvalidDocument, UsageError
 from ..run.journal import read, refuse_unchained
 from .args import repository_root, say, sequential_design, show
 
+# The checkout this package runs from (src/gpurepro/cli/ in it).
+CHECKOUT = Path(__file__).resolve().parents[3]
+
 
 def record_report_index(case: Case, journals: list[Path], root: Path, out: Path | None = None,
                         force: bool = False,
@@ -339,6 +342,7 @@ def _more(errors: list[str]) -> str:
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
     from ..errors import IssueError
+    from ..record.result import with_checkout_facts
     from ..report.comment import issue_body
 
     path = Path(args.result)
@@ -355,8 +359,10 @@ def cmd_issue(args: argparse.Namespace) -> int:
         extra.append((summary, table))
         extra_head.append(line)
     try:
-        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head,
-                          invalid=invalid)
+        # A document recorded before it kept its case's targets reads them from the checkout
+        # the package runs from, as its comment always did.
+        body = issue_body(with_checkout_facts(doc, CHECKOUT), path, extra_blocks=extra,
+                          extra_head=extra_head, invalid=invalid)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
     from ..project import URL_VARIABLE, repository_url

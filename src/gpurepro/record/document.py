@@ -102,7 +102,10 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                               "per": case.exposure.per,
                               **({"label": case.exposure.label} if case.exposure.label else {})},
                  **({"check": case.check.describe()} if case.check is not None else {}),
-                 **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
+                 **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {}),
+                 # The targets the run's manifest builds, where its journal keeps them: the
+                 # report's commands come from the document, never from a checkout's manifest.
+                 **({"targets": list(header["targets"])} if "targets" in header else {})},
         "environment": {**header["environment"],
                         "repository": provenance.repository(
                             header, found or provenance.find(header, root, journal_path),

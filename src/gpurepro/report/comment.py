@@ -28,7 +28,6 @@ are all the harness's, each document word shell-quoted on one line.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -254,24 +253,11 @@ def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
 
 
 def case_targets(doc: Mapping[str, Any]) -> set[str] | None:
-    """The build targets the document's case has in this checkout (its manifest's device
-    table); None where the checkout has no such case (a document copied elsewhere)."""
-    return _targets_of(str(doc["case"]["name"]))
-
-
-@functools.cache
-def _targets_of(name: str) -> set[str] | None:
-    from ..case.load import load_case
-    from ..errors import ManifestError
-
-    root = Path(__file__).resolve().parents[3]  # the checkout, where the package is run from it
-    if not (root / "cases" / name / "manifest.py").is_file():
-        return None
-    try:
-        case = load_case(name, root)
-    except (ManifestError, OSError):
-        return None
-    return set(case.devices.targets.values())
+    """The build targets of the document's case (``case.targets``, kept from its run's
+    manifest); None for a document recorded before they were kept, unless the one who reads
+    it added them (gpurepro.record.result.with_checkout_facts)."""
+    recorded = doc["case"].get("targets")
+    return None if recorded is None else {str(t) for t in recorded}
 
 
 def as_filed_build(doc: Mapping[str, Any], target: str) -> str:

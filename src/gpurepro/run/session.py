@@ -275,6 +275,9 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
         "manifest": _relative_to(case.path, root),
         "manifest_sha256": manifest_sha256(case),
+        # The targets the case builds (its device table), which the record keeps for the
+        # commands its issue comment prints (gpurepro.report.comment).
+        "targets": sorted(set(case.devices.targets.values())),
         "plan_sha256": plan_sha256(plan.to_json()),
         "run_id": opts.run_id,
         "started_at": _stamp(),
