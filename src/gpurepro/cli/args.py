@@ -34,9 +34,10 @@ from ..model.design import (
     DEFAULT_SUPPORTED_SHARE,
     DesignSpec,
 )
+from ..model.journal import RunHeader
 from ..run.journal import read, refuse_unchained, verify_identity
 from ..run.progress import terminal_safe
-from ..run.session import RunRequest, manifest_sha256
+from ..run.session import RunRequest, manifest_sha256, trial_budget
 
 
 def _number(text: str, kind: type) -> float | int:
@@ -223,15 +224,13 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                              f"{', '.join(loose)} cannot be given with it")
         contents = read(Path(args.resume))
         refuse_unchained(contents, str(args.resume), bool(getattr(args, "old_journal", False)))
-        header = contents.header
-        verify_identity(header, case.name, manifest_sha256(case), args.resume)
-        o = header["options"]
-        return RunRequest(**given, target=header["device"]["target"],
-                          budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
-                          trials_per_arm=0, design=DesignSpec.from_json(o.get("stopping")),
+        verify_identity(contents.header, case.name, manifest_sha256(case), args.resume)
+        run = RunHeader.from_json(contents.header, str(args.resume))
+        return RunRequest(**given, target=run.device["target"], budget=trial_budget(run),
+                          jobs=run.jobs, arms=None, trials_per_arm=0, design=run.design,
                           resume=Path(args.resume),
                           other_device=bool(getattr(args, "other_device", False)),
-                          scope=str(o.get("scope") or "arms"))
+                          scope=run.scope or "arms")
     if getattr(args, "old_journal", False):
         raise UsageError("--old-journal goes with --resume (a new run writes today's journal)")
     if getattr(args, "other_device", False):

@@ -44,7 +44,6 @@ from ..errors import (
     BuildError,
     UsageError,
 )
-from ..model.design import DesignSpec
 from ..run import rerun_of, session
 from ..run import runtime as run_runtime
 from ..run.rerun_of import Expected, HashCheck
@@ -257,8 +256,7 @@ def steering(case: Case, run: Started) -> tuple[Decider | None, Allocator | None
     """What a sequential design's run is handed: the decider of its claims and, for the
     decisive design, the allocation of its trials (gpurepro.analyze.allocation; none for a
     fixed-size run, or a device that cannot run the case)."""
-    if not run.gate.supported or not DesignSpec.from_json(
-            run.header["options"].get("stopping")).sequential:
+    if not run.gate.supported or not run.run_header.design.sequential:
         return None, None
     from ..analyze.allocation import steering_for  # scipy: only a design that decides as it runs
 

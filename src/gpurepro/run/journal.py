@@ -2,7 +2,8 @@
 
 The first line is a header with the run's identity (case, sha256 of the manifest, sha256 of the
 plan, a run id) and what the run needs to continue (plan, options, fingerprint, artifacts);
-every later line is one trial record (or, at the end, the sequential-stopping decisions).
+every later line is one trial record (or, at the end, the sequential-stopping decisions). The
+lines are handed on typed (``Contents.run``, ``Contents.records``: gpurepro.model.journal).
 
 Guarantees, each tested in tests/test_faults.py:
 - a record is one ``write`` of a whole line followed by fsync; a short write (a full disk) is
@@ -62,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError, JournalMismatch
+from ..model.journal import RunHeader, TrialRecord
 
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
@@ -217,6 +219,16 @@ class Contents:
     def chained(self) -> bool:
         """Whether every line was checked against the hash chain (format 3 and later)."""
         return self.chain is not None
+
+    @property
+    def run(self) -> RunHeader:
+        """The header, typed (gpurepro.model.journal)."""
+        return RunHeader.from_json(self.header)
+
+    @property
+    def records(self) -> tuple[TrialRecord, ...]:
+        """The trials, typed, in the order journaled."""
+        return tuple(TrialRecord.from_json(t, f"trial {i}") for i, t in enumerate(self.trials))
 
 
 def parse(data: bytes, where: str) -> Contents:

@@ -33,6 +33,7 @@ from ..errors import (
 )
 from ..model.design import ANALYSIS_VERSION, TIMED_TEST, DesignSpec, RunDesign
 from ..model.files import sha256_file
+from ..model.journal import RunHeader
 from ..model.plan import Plan, make_plan
 from . import contain, runtime, schedule
 from .execute import (
@@ -174,6 +175,11 @@ class Started:
     opts: RunOptions
     gate: Gate
     done: list[dict[str, Any]]
+
+    @property
+    def run_header(self) -> RunHeader:
+        """The journal's header, typed (its plan, design and options)."""
+        return RunHeader.from_json(self.header, str(self.journal.path))
 
 
 def load_build(case: Case, root: Path, build_dir: Path, target: str) -> dict[str, Any]:
@@ -379,27 +385,33 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
             journal.close()
             raise
     header = contents.header
+    run = RunHeader.from_json(header, str(journal.path))
+    assert run.run_id is not None  # verify_identity: a journal with an identity
     # A trial of the interrupted run that is still running (its harness was killed and its
     # watchdog has not swept yet) must not run beside the resumed trials, nor that watchdog.
-    leftovers = end_earlier_harnesses(header["run_id"], _say)
+    leftovers = end_earlier_harnesses(run.run_id, _say)
     if leftovers:
         _say(f"killed {leftovers} process(es) left running by the interrupted run")
-    plan = Plan.from_json(header["plan"])
-    o = header["options"]
-    opts = RunOptions(budget=TrialBudget(**o["budget"]), jobs=o["jobs"],
-                      gpus=tuple(o.get("gpus") or ()), redact=o.get("redact", False),
-                      run_id=header["run_id"])
-    d = header["device"]
-    g = Gate(d["supported"], d["target"], d, d.get("reason"))
-    _say(f"resuming {journal.path}: {len(contents.trials)} of {len(plan.order)} trials done")
-    return Started(journal, header, plan, opts, g, contents.trials)
+    opts = RunOptions(budget=trial_budget(run), jobs=run.jobs, gpus=run.gpus,
+                      redact=run.redact, run_id=run.run_id)
+    d = run.device
+    g = Gate(d["supported"], d["target"], dict(d), d.get("reason"))
+    _say(f"resuming {journal.path}: {len(contents.trials)} of {len(run.plan.order)} trials done")
+    return Started(journal, header, run.plan, opts, g, contents.trials)
+
+
+def trial_budget(run: RunHeader) -> TrialBudget:
+    """The trials' limits a journal's run was started with."""
+    b = run.budget
+    return TrialBudget(duration_s=b.duration_s, max_exposure=b.max_exposure,
+                       timeout_s=b.timeout_s, stall_s=b.stall_s)
 
 
 def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
     """The run's progress on stderr: its expectation (the journal header's), its worker slots
     and, in a design that stops arms as their claims are decided, the trials its open arms may
     still run (what its time left counts)."""
-    design = DesignSpec.from_json(run.header["options"].get("stopping"))
+    design = run.run_header.design
     to_run = None
     if decider is not None and design.sequential:
         max_trials = int(design.max_trials or 0)
@@ -437,7 +449,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str,
 
     still_needed = None
     choose_next = None
-    design = DesignSpec.from_json(run.header["options"].get("stopping"))
+    design = run.run_header.design
     if decider is not None:
         journaled = [decider.to_json()]
         max_trials = int(design.max_trials or 0)
