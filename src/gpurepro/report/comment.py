@@ -36,6 +36,7 @@ from typing import Any
 
 from ..env.commits import committed_as_is
 from ..errors import IssueError
+from ..model.result import CaseFacts
 from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
@@ -256,8 +257,8 @@ def case_targets(doc: Mapping[str, Any]) -> set[str] | None:
     """The build targets of the document's case (``case.targets``, kept from its run's
     manifest); None for a document recorded before they were kept, unless the one who reads
     it added them (gpurepro.record.result.with_checkout_facts)."""
-    recorded = doc["case"].get("targets")
-    return None if recorded is None else {str(t) for t in recorded}
+    targets = CaseFacts.of(doc["case"]).targets
+    return None if targets is None else set(targets)
 
 
 def as_filed_build(doc: Mapping[str, Any], target: str) -> str:
