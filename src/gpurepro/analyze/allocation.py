@@ -3,7 +3,7 @@
 ``Allocation`` takes the design's look when one is due, then picks the next trial where it brings
 a decision nearest per second (``allocate.choose``), with its survivor's exposure capped where
 that already decides its arm's claims, and, in a design with a horizon, the trials of its rate
-claims' arms run to at most the horizon within a time limit (``horizon_design.time_limit``).
+claims' arms run to at most the horizon within a time limit (``allocate.time_limit``).
 The run (gpurepro.run.session.execute) and the simulations of a design (``simulate``) both use
 it, so a simulated run allocates exactly where a real one does. ``steering_for`` makes a run's
 decider and allocation from its journal header: the flow (gpurepro.cli.run) hands them to the
@@ -20,9 +20,8 @@ from ..case.model import Case
 from ..model.design import DesignSpec
 from ..model.plan import PlannedTrial
 from ..run.schedule import Pick
-from .allocate import ArmPrior, choose, valid
+from .allocate import ArmPrior, choose, horizon_arms, time_limit, valid
 from .claims import Decider, decider_for
-from .horizon_design import horizon_arms, time_limit
 
 
 def steering_for(case: Case, header: Mapping[str, Any], duration_s: float

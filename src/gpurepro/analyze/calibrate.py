@@ -60,6 +60,9 @@ from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
+from . import processes as pr
+from .allocate import ArmPrior
+from .claims import Decider, DecisiveDesign, Design
 from .shortcut import (
     FLAKE_RATES,
     checked,
@@ -85,6 +88,7 @@ from .simulate import (
     streams,
     with_process,
 )
+from .timing import TimedTest
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
@@ -515,8 +519,6 @@ def false_declaration(case: Case, models: Models, spec: RunSpec, family: Sequenc
 def family_of(case: Case, design: Any, arms: Sequence[str], exploratory: Sequence[str],
               decider: Any = None) -> tuple[list[Claim], list[str]]:
     """The claims a run of ``arms`` decides (both families), and the exploratory names."""
-    from .claims import Decider
-
     d = (decider or Decider)(case.claims, case.baseline, design, case.failure_outcomes,
                              case.exposure.per, arms, exploratory=exploratory)
     return [*d.claims, *d.exploratory], [c.name for c in d.exploratory]
@@ -936,7 +938,6 @@ def fit_processes(case: Case, root: Path, docs: Sequence[tuple[Path, Mapping[str
     ``seed``). POISSON needs no fit."""
     import numpy as np
 
-    from . import processes as pr
 
     unknown = [n for n in names if n not in PROCESS_CHOICES]
     if unknown:
@@ -979,15 +980,11 @@ def _workers(given: int | None) -> int:
 
 def priors_of(models: Models) -> dict[str, dict[str, Any]]:
     """The decisive design's allocation priors (journaled form) from arm models."""
-    from .allocate import ArmPrior
-
     return {a: ArmPrior.of_model(m).to_json() for a, m in models.arms.items()}
 
 
 def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], list[str], Mapping[str, Any]]:
     """(Design, sequential, trials per arm, arms, exploratory claims, budget) of a recorded run."""
-    from .claims import Design
-
     plan = document["plan"]
     options = plan.get("options") or {}
     stopping = options.get("stopping")
@@ -1020,8 +1017,6 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
     claim's share of its level for its stated direction. ``scenarios`` (SCENARIO_KINDS) and
     ``process_names`` (PROCESS_CHOICES) choose what is simulated; the processes are fitted to
     the baseline trials of ``processes_from`` or, by default, by PROCESS_RULE."""
-    from .claims import DecisiveDesign, Design
-
     exploratory: list[str] = []
     without: list[str] = []
     budget: Mapping[str, Any] = {}
@@ -1029,7 +1024,6 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
     first: list[str] = []
     sources: list[str] | None
     deterministic: Mapping[str, Any] | None | str = "case"
-    from .timing import TimedTest
 
     # A new run's timed test, for a case with timed claims (gpurepro.run.session journals it).
     timed = TimedTest() if any(c.kind in TIMED_KINDS for c in case.claims) else None

@@ -22,7 +22,7 @@ from ..model.design import DEFAULT_ALPHA, DesignSpec, RunDesign
 from ..model.plan import Plan
 from ..project import install_requirement
 from ..run.session import RunRequest
-from .decidability import assess, beside_main, lines, not_computed, plan_decisive
+from .decidability import beside_main, lines, not_computed
 from .shortcut import declaration
 
 
@@ -51,7 +51,7 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
     """The run's design as its journal keeps it, and its claim families, fixed before the first
     trial. The decisive design is completed here: its first look, the number of potential
     looks and the arms' allocation priors come from the committed rates
-    (gpurepro.analyze.decidability.plan_decisive)."""
+    (gpurepro.analyze.planning.plan_decisive)."""
     design = request.design
     # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
     # design spends the rest over its looks (gpurepro.analyze.shortcut).
@@ -61,6 +61,8 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
         if design.sequential and spent:
             design = design.with_alpha(design.alpha - spent)
         return design, claim_families(case, plan, request, root, design)
+    from .planning import plan_decisive  # numpy, scipy: the decisive design needs them
+
     return plan_decisive(case, plan, design.alpha - spent, int(design.max_trials or 0),
                          asdict(request.budget), request.jobs, root, workers=_cpus(),
                          spending=design.spending or "even",
@@ -88,16 +90,15 @@ def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
     if not case.claims:
         return None
     try:
-        from .claims import Design  # scipy
+        from .planning import assess, design_for  # numpy, scipy
     except ImportError as exc:
         return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
                             f"pip install '{install_requirement()}'",
                             beside_main(case, plan, request.scope))
     design = design if design is not None else request.design
     declared = run_declaration(case, request.design)
-    decided_by = (Design.of(design) if design.sequential else
-                  Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
-    return assess(case, plan, decided_by, design.sequential, request.trials_per_arm,
+    return assess(case, plan, design_for(design, declared), design.sequential,
+                  request.trials_per_arm,
                   asdict(request.budget), request.jobs, root, workers=_cpus(),
                   scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
                   deterministic=declared)

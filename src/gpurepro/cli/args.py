@@ -402,7 +402,7 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
     `calibrate` takes --alpha for it too, ``alpha_for_fixed``), until decided, or decisive.
 
     The decisive design (its looks, priors and families are fixed at the run's start,
-    gpurepro.analyze.decidability.plan_decisive) with --decisive, and by default for `case` (the
+    gpurepro.analyze.planning.plan_decisive) with --decisive, and by default for `case` (the
     main job) when the case declares claims and neither --fixed, --trials nor --until-decided
     is given; its horizon is chosen from the committed trials unless --horizon gives one (or
     "none")."""

@@ -99,7 +99,7 @@ class DesignSpec:
     def decisive_request(cls, alpha: float, max_trials: int, spending: str,
                          supported_share: float, horizon: float | str) -> DesignSpec:
         """The decisive design as the command line asks for it; the run's start fixes its
-        looks and priors (gpurepro.analyze.decidability.plan_decisive)."""
+        looks and priors (gpurepro.analyze.planning.plan_decisive)."""
         return cls(DECISIVE, alpha, max_trials=max_trials, spending=spending,
                    supported_share=supported_share, horizon=horizon)
 

@@ -22,6 +22,7 @@ from referencing import Registry, Resource
 from ..analyze import tally
 from ..env import privacy
 from ..errors import RecordError
+from .outputs import check_errors
 
 
 def schema_path(name: str = "result.schema.json") -> Path:
@@ -79,7 +80,6 @@ def meaning_errors(doc: Any) -> list[str]:
     document no hostname, home directory or absolute checkout path."""
     if not isinstance(doc, Mapping):
         return []
-    from .outputs import check_errors
 
     return _trial_errors(doc) + _summary_errors(doc) + check_errors(doc) + privacy_errors(doc)
 

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.stats import coarse_counter
 from ..env.commits import committed_as_is
 from ..errors import IssueError
 from ..model.result import CaseFacts
@@ -49,6 +50,7 @@ from .markdown import (
 )
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
 from .rerun import rerun_arguments, rerun_section, session_for, shortest_rerun
+from .survival import draws_survival
 from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
@@ -358,8 +360,6 @@ def _ci(ci: list[float | None] | None) -> str:
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
-    from ..analyze.stats import coarse_counter
-
     failures = doc["case"]["failure_outcomes"]
     out: dict[str, int] = {}
     for arm in doc["summary"]:
@@ -433,8 +433,6 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
 
 def has_plot(doc: Mapping[str, Any]) -> bool:
     """Whether `report` draws the survival plot for this document (survival.plot's own test)."""
-    from .survival import draws_survival
-
     return draws_survival(doc)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from ..analyze import stats
 from ..errors import CompareError
 from . import families, gfm, gpu_conditions
+from .figure import save
 from .forest import (
     NAME_X,
     ROW_SMALL,
@@ -625,7 +626,6 @@ def plot(result: Mapping[str, Any], path: Path) -> bool:
     made = forest_figure(result)
     if made is None:
         return False
-    from .figure import save
 
     fig, _ = made
     save(fig, path, path.with_suffix(".svg"))

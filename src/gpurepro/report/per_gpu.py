@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analyze.stats import poisson_rate
+from ..analyze.tally import arm_counts
 from .figure import save, text_width
 from .forest import (
     DECISION_STYLE,
@@ -73,9 +75,6 @@ def per_gpu_rows(doc: Mapping[str, Any]) -> tuple[str, list[str], list[dict[str,
     are the forest plot's (same arms, groups and order); each carries a cell per panel with
     that panel's trials' failures, valid trials and exposure, and the rate recomputed from
     them with its exact Poisson interval."""
-    from ..analyze.stats import poisson_rate
-    from ..analyze.tally import arm_counts
-
     kind, groups = facets(doc)
     if len(groups) <= 1:
         return kind, [], [], []

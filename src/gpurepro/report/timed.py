@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
 from ..case.model import TIMED_KINDS
 from .tables import code, escape
 
@@ -37,8 +38,6 @@ def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | N
     """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI; for
     a run that journaled its timed test, the blocks' paired ratio with its floored interval),
     None where either has fewer than two timed trials (blocks)."""
-    from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
-
     trials = doc.get("trials") or []
     test = TimedTest.from_json(((doc.get("plan") or {}).get("options") or {}).get("timing"))
     if test is not None:
@@ -54,8 +53,6 @@ def arms_rows(doc: Mapping[str, Any], arms: Sequence[str]) -> tuple[list[str], l
     ratio to the baseline, and the timed claim on the arm: the one against the baseline, else
     the first against another arm, with its ratio to that arm (a control against its own
     reference says what the baseline's ratio does not)."""
-    from ..analyze.timing import arm_times
-
     base = doc["case"]["baseline"]
     on_arm: dict[str, Mapping[str, Any]] = {}
     for c in doc.get("claims") or []:
