@@ -1,6 +1,7 @@
 """Command line: `python -m gpurepro <command>`; the nox sessions call these. ``main`` parses
-(gpurepro.cli.parser), runs the command's function (gpurepro.cli.run for `run` and `case`,
-gpurepro.cli.results for the commands on documents) and turns what it raises into a status.
+(gpurepro.cli.parser), runs the command's function (the module of its command, imported then:
+gpurepro.cli.run for `run` and `case`, gpurepro.cli.results for the commands on documents, ...)
+and turns what it raises into a status.
 
 Errors a user can cause (a bad flag, a bad manifest, a missing build, no GPU, a file that is no
 result) end with one line and a documented exit status, never a traceback. Every value is

@@ -143,11 +143,3 @@ def cmd(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from .parser import _run_arguments
-
-    p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
-                       "is used (nothing is built or run)")
-    _run_arguments(p)
-    p.set_defaults(fn=cmd, decisive_by_default=True)
-    return p

@@ -35,6 +35,7 @@ from ..cluster.options import (
     partition_arguments,
     resolve_targets,
 )
+from ..cluster.task import run_task
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,
@@ -51,6 +52,7 @@ from ..run.schedule import Allocator, Decider
 from ..run.session import RunRequest, Started, load_build, substitute_artifacts
 from .args import (
     check_arguments,
+    checked_build_dir,
     cluster_options,
     cluster_wanted,
     given_cluster_flags,
@@ -59,7 +61,7 @@ from .args import (
     say,
     show,
 )
-from .results import record_report_index
+from .record import record_report_index
 
 # The statuses after which the trials that ran are recorded: done, the GPU cannot run the case
 # (every trial 'unsupported'), or a harness error (the trials that ran are still evidence).
@@ -280,8 +282,6 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .args import checked_build_dir
-
     root = repository_root()
     case = load_case(args.case, root)
     build_dir = checked_build_dir(args.build_dir, root)
@@ -331,6 +331,4 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_slurm_task(args: argparse.Namespace) -> int:
     """One array task of a cluster run (Slurm runs this on a node; see cluster/task.py)."""
-    from ..cluster.task import run_task
-
     return run_task(Path(args.spec), args.task)
