@@ -21,6 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .case.load import find_repo_root
+
 URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"  # in a checkout
 
@@ -87,8 +89,6 @@ def install_requirement(extra: str | None = "analysis",
 def install_command(cwd: Path | None = None, extra: str = "analysis") -> str:
     """How to install gpurepro with ``extra``: from the checkout when the command runs inside
     one (the package is installed from there), from the repository's address otherwise."""
-    from .case.load import find_repo_root
-
     root = find_repo_root((cwd or Path.cwd()).resolve())
     if root is not None and (root / "pyproject.toml").is_file():
         return f"pip install '.[{extra}]'"

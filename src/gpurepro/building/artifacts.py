@@ -48,6 +48,7 @@ from ..case import toolchain
 from ..case.model import PLACEHOLDER, Artifact, Case
 from ..errors import BuildError
 from ..model.files import sha256_file, write_atomic
+from . import releases as releases_mod
 
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.
@@ -209,14 +210,10 @@ def _builds(case: Case, target: str) -> list[tuple[Artifact, Any]]:
 
 
 def _released_tools(case: Case, root: Path, build_dir: Path) -> dict[tuple[str, Any], Any]:
-    from . import releases as releases_mod  # pip and packaging: only cases with releases
-
     return releases_mod.tools_for(case, root, build_dir / "releases")
 
 
 def _release_record(rel: Mapping[str, Any], version_line: str) -> dict[str, Any]:
-    from . import releases as releases_mod
-
     return releases_mod.record(rel["entry"], rel["tool"], version_line)
 
 

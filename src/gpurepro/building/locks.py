@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..case.load import load_case
+from . import releases
 
 LOCKS = "locks"
 TOOLCHAIN = "toolchain"
@@ -250,8 +251,6 @@ def stale_inputs(root: Path) -> list[str]:
 def release_locks(root: Path, check: bool) -> list[str]:
     """Write (or, with ``check``, compare) ``locks/releases/<case>.json`` for every case whose
     arms compare toolchain releases; the locks that differ (check) or that no case has."""
-    from . import releases
-
     stale = []
     expected = set()
     for manifest in sorted((root / "cases").glob("*/manifest.py")):

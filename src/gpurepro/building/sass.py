@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..case.toolchain import release, version_of
+
 # An instruction line of either disassembler: "/*0040*/  IMAD R9, R9, UR4, R0 ;" with
 # cuobjdump's encoding comment "/* 0x... */" after it.
 _LINE = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*(?:/\*\s*0x[0-9a-fA-F]+\s*\*/)?\s*$")
@@ -373,8 +375,6 @@ def build_step(cubin: Path, tools: Mapping[str, Path], command: Sequence[str]) -
     (``Disassembly.record``) and each tool's release (``versions``: ``{"nvdisasm":
     "13.2.51"}``). The exit status: the command's where it failed or wrote no cubin, else 0 (a
     cubin no disassembler reads is recorded so, ``read_by`` null)."""
-    from ..case.toolchain import release, version_of
-
     done = subprocess.run(list(command), check=False)
     if done.returncode != 0 or not cubin.is_file():
         print(f"gpurepro.building.sass: {command[0]} exited with status {done.returncode} "

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 from ..errors import ManifestError, Stopped
 from ..model.outcomes import OUTCOMES
+from .axis import check_axes, check_family
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
@@ -143,8 +144,6 @@ def validate(case: Case, path: Path | str) -> None:
     _check_defaults(case.defaults, path)
     _check_output_check(case, path)
     if case.axes:
-        from .axis import check_axes
-
         # An axis's artifact may be one release's build of an artifact built per release.
         built = {a.built_name(lv) for a in case.artifacts if a.per
                  for lv in case.factors[a.per].levels}
@@ -176,8 +175,6 @@ _RELEASE = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
 
 def _check_releases(name: str, fac: Any, path: Path | str) -> None:
     """A factor of toolchain releases: a program name, families, final-release levels."""
-    from .axis import check_family
-
     rel = fac.releases
     where = f"factors.{name}.releases"
     if not isinstance(rel, Releases):

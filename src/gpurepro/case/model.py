@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ManifestError
+
 if TYPE_CHECKING:
     from ..model.result import Analysis
 
@@ -626,8 +628,6 @@ class Case:
         new run journals gpurepro.analyze.shortcut.declaration of it); None where it declares
         none."""
         if not isinstance(self.deterministic, str):
-            from ..errors import ManifestError
-
             raise ManifestError(self.path or self.name, "deterministic",
                                 "must be a string: why every trial of an arm ends the same way")
         if not self.deterministic.strip():

@@ -46,6 +46,8 @@ from ..env.fingerprint import repository
 from ..errors import BuildError, UsageError
 from ..model.files import atomic_path, sha256_file
 from ..run.session import load_build
+from ..sweep.bisection import CPU_FILE, axis_root
+from ..sweep.cpu import changed
 
 FORMAT = 1
 PACK_FILE = "pack.json"
@@ -277,9 +279,6 @@ def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Membe
     it names and the checkout files its builds read; refused where the manifest's axis, or
     anything else the CPU stage was built from, has changed since (gpurepro.sweep.cpu.changed:
     on the node every run of an arm the manifest dropped would fail)."""
-    from ..sweep.bisection import CPU_FILE, axis_root
-    from ..sweep.cpu import changed
-
     folder = root / axis_root(case.name, axis, target)
     document = folder / CPU_FILE
     if not document.is_file():

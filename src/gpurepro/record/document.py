@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..analyze import stats
+from ..analyze.known_rates import run_plan
 from ..analyze.verdict import decide_claims, verdict_for
 from ..case.model import Case
+from ..cluster.merge import cluster_header, document_fields
 from ..model.files import create_atomic, sha256_file, write_atomic
 from ..run import journal as journal_format
 from . import provenance
@@ -76,12 +79,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     ``case.manifest_changed``. ``found``: the commit whose manifest is the run's
     (record.provenance.find; looked up here when not given)."""
     if header.get("cluster"):
-        from ..cluster.merge import cluster_header
-
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
     trials = capped(list(trials))  # everything below is computed from what the document keeps
-    from ..analyze import stats  # scipy: only recording needs it, not validating or reporting
 
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
@@ -137,8 +137,6 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     if header.get("resumed"):  # each resume: when, on which device, and whether it was another
         doc["resumed"] = list(header["resumed"])
     if header.get("cluster"):
-        from ..cluster.merge import document_fields
-
         doc.update(document_fields(header, trials, case.failure_outcomes))
     return with_plan_and_verdict(case, doc, header.get("options", {}), root)
 
@@ -179,7 +177,6 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
     if case.claims and "families" in options:
         # Runs that fixed their claim families before their first trial (the older ones did not
         # and their documents stay as recorded): the known-rates plan for their own rates.
-        from ..analyze.known_rates import run_plan
 
         plan = run_plan(case, out, root)
         if plan is not None:

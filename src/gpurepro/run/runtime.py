@@ -30,6 +30,7 @@ from typing import Any
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
 from ..model.files import sha256_file
+from .rehash import ArtifactChanged
 
 INDEX = Path("runtime") / "index.json"
 
@@ -142,8 +143,6 @@ def site_problem(site: Path) -> str | None:
 
 def verify_site(site: Path) -> None:
     """Before a trial imports from ``site``: every file as unpacked, or the trial is refused."""
-    from .rehash import ArtifactChanged
-
     why = site_problem(site)
     if why is not None:
         raise ArtifactChanged(f"runtime site {site.name}: {why}; no trial runs with it. Resume "

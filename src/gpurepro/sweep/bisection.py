@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..building.sass import diff_listings, parse_instr
 from ..case.model import Case
 from . import search
 
@@ -99,8 +100,6 @@ def results(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
-    from ..building.sass import parse_instr
-
     kernels = ((doc["artifacts"].get(sha) or {}).get("sass") or {}).get("kernels") or {}
     return {k: [parse_instr(0, t) for t in texts] for k, texts in kernels.items()}
 
@@ -108,8 +107,6 @@ def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
 def sass_difference(doc: Mapping[str, Any], before: str, after: str) -> dict[str, Any]:
     """The watched facts that changed and every kernel's instruction diff, from the CPU
     stage's listings of the two artifacts."""
-    from ..building.sass import diff_listings
-
     a, b = doc["artifacts"][before], doc["artifacts"][after]
     sa, sb = a.get("signature") or {}, b.get("signature") or {}
     watched = [{"fact": k, "before": sa.get(k), "after": sb.get(k)}
