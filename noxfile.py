@@ -441,12 +441,13 @@ def slurm_test(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the harness, cases and tests; mypy over src/.
+    """ruff over the harness, cases and tests; mypy --strict over src/.
 
-    The reporters' seed files are left as filed."""
+    mypy reads its configuration from pyproject.toml ([tool.mypy]). The reporters' seed files
+    are left as filed."""
     _install_project(session, "lint")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
-    session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
+    session.run("mypy")
 
 
 SITE = ROOT / "build" / "site"

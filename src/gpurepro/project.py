@@ -48,7 +48,7 @@ def _installed_url() -> str | None:
     for entry in entries:
         label, _, url = entry.partition(",")
         if label.strip().lower() == "repository":
-            return url.strip()
+            return str(url).strip()
     return None
 
 

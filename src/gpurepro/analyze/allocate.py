@@ -111,7 +111,7 @@ def open_claims(decider: Any) -> list[Claim]:
 
 def _threshold(decider: Any, records: Sequence[Mapping[str, Any]], n_open: int) -> float:
     """The strictest threshold an open claim may need at the next look (Holm's first)."""
-    return decider.next_level(records) / max(1, n_open)
+    return float(decider.next_level(records)) / max(1, n_open)
 
 
 def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,

@@ -1047,7 +1047,7 @@ def trials_needed(claim: Claim, record: Mapping[str, Any], level: float,
     return None
 
 
-class _Missing(dict):
+class _Missing(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "–"
 

@@ -156,7 +156,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
             chosen = [c for c in chosen if c.name not in known["unreached"]]
             known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share,
                              horizon=at)
-        return max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values()))))
+        return int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values())))))
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
     beside = beside_main(case, plan, scope)

@@ -242,7 +242,7 @@ class Crossing:
     def hazard(self, x: np.ndarray) -> np.ndarray:
         lo, hi = self._edges
         within = (x[:, None] >= lo) & (x[:, None] < hi)
-        return self.rate + (within * (self._q / (hi - lo))).sum(axis=1)
+        return np.asarray(self.rate + (within * (self._q / (hi - lo))).sum(axis=1), dtype=float)
 
     def survival(self, x: Any) -> Any:
         return _out(np.exp(-np.asarray(self.cumulative_hazard(x))), x)
@@ -259,7 +259,7 @@ class Crossing:
             u = float(rng.random())
             if u < self.chance:  # fails in this window, at its truncated-exponential place
                 at = lo + (hi - lo) * (-math.log1p(-u) / q if math.isfinite(q) else 0.0)
-                return min(first, at)
+                return float(min(first, at))
         return first
 
     def expected_min(self, b: float) -> float:

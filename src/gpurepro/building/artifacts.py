@@ -413,4 +413,5 @@ def load_index(build_dir: Path, case: Case, target: str) -> dict[str, Any]:
             f"no build for {case.name} / {target} at {path}: run the build first "
             f"(nox -s {case.name} builds it, or python -m gpurepro build {case.name} --arch {target})"
         )
-    return json.loads(path.read_text())
+    index: dict[str, Any] = json.loads(path.read_text())
+    return index

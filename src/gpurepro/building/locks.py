@@ -35,9 +35,10 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..case.load import load_case
 from . import releases
@@ -104,7 +105,7 @@ class Job:
         return {"output": self.output, "argv": list(self.argv), "digest": self.digest}
 
     @classmethod
-    def from_json(cls, doc: dict) -> Job:
+    def from_json(cls, doc: Mapping[str, Any]) -> Job:
         return cls(str(doc["output"]), tuple(doc["argv"]), str(doc["digest"]))
 
 
@@ -261,7 +262,7 @@ def release_locks(root: Path, check: bool) -> list[str]:
         except (OSError, ValueError):
             held = {}
 
-        def resolve(package: str, version: str, held: dict = held) -> dict:
+        def resolve(package: str, version: str, held: dict[str, Any] = held) -> dict[str, Any]:
             entry = held.get(f"{package}=={version}")
             return entry if entry is not None else releases.resolve(package, version)
 

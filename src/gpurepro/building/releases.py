@@ -68,7 +68,7 @@ def _packaging() -> Any:
             import pip._vendor.packaging.specifiers  # noqa: F401
             import pip._vendor.packaging.utils  # noqa: F401
             import pip._vendor.packaging.version  # noqa: F401
-            from pip._vendor import packaging as vendored  # type: ignore[no-redef]
+            from pip._vendor import packaging as vendored  # type: ignore[no-redef, unused-ignore]
             return vendored
         except ImportError as exc:
             raise BuildError("toolchain releases need 'packaging' (or pip's copy of it) in the "
@@ -185,7 +185,7 @@ def read_lock(root: Path, case: Case) -> dict[str, Any]:
     if missing:
         raise BuildError(f"{path.relative_to(root)} does not lock {', '.join(missing)}, which "
                          "the arms use: run make lock (nox -s lock)")
-    return doc
+    return dict(doc)
 
 
 # ----------------------------------------------------------------------------- wheels
@@ -194,7 +194,7 @@ def read_lock(root: Path, case: Case) -> dict[str, Any]:
 def fetch(entry: Mapping[str, Any], cache: Path) -> Path:
     """The locked wheel in ``cache/wheels/``: kept when its sha256 is the lock's, else
     downloaded by pip, which checks the hash itself (``--require-hashes``)."""
-    dest = cache / "wheels" / entry["file"]
+    dest: Path = cache / "wheels" / entry["file"]
     if dest.is_file() and sha256_file(dest) == entry["sha256"]:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -228,7 +228,7 @@ class _Kept(io.TextIOBase):
         self.stream.flush()
 
     def fileno(self) -> int:
-        return self.stream.fileno()
+        return int(self.stream.fileno())
 
     @property
     def buffer(self) -> Any:  # bytes written here are not kept

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from ..errors import ToolNotFound
+from ..errors import ToolNotFound as ToolNotFound  # raised here, and named through here
 from .model import Tool
 
 DEFAULT_TOOLS: Mapping[str, Tool] = {

@@ -48,7 +48,7 @@ def _number(text: str, kind: type) -> float | int:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
+    return float(value) if kind is float else int(value)
 
 
 def positive_int(text: str) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..building.artifacts import build_case, index_path
 from ..case.load import load_case
+from ..case.model import Case
 from ..errors import EXIT_NO_DRIVER, EXIT_OK, UsageError
 from ..sweep.bisection import CPU_FILE, axis_root
 from ..sweep.choose import Bisection
@@ -32,7 +33,7 @@ from ..sweep.table import markdown
 from .args import checked_build_dir, only_target, repository_root, say, show
 
 
-def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
+def _cpu(args: argparse.Namespace, case: Case, target: str, root: Path) -> Path:
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
     build_dir = root / checked_build_dir(args.build_dir, root)
     if not index_path(build_dir, case, target).is_file():

@@ -143,7 +143,7 @@ def _restore(found: Mapping[signal.Signals, Any]) -> None:
     if threading.current_thread() is threading.main_thread():
         for sig, handler in found.items():
             if handler is not None:
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                signal.signal(sig, handler)
 
 
 def _status_file(argv: list[str]) -> str | None:

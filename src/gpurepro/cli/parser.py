@@ -11,7 +11,7 @@ import argparse
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 from ..errors import EXIT_USAGE
@@ -82,7 +82,12 @@ class Parser(argparse.ArgumentParser):
         if extras:
             command = (self.commands or {}).get(getattr(parsed, "command", None) or "")
             (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed
+        namespace_out: argparse.Namespace = parsed
+        return namespace_out
+
+
+if TYPE_CHECKING:
+    _Subcommands = argparse._SubParsersAction[Parser]
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -223,7 +228,7 @@ def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     return ap
 
 
-def _run_commands(sub: Any) -> None:
+def _run_commands(sub: _Subcommands) -> None:
     """`case`, `run`, `prepare` (for nox) and `slurm-task` (for Slurm): gpurepro.cli.run."""
     p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -255,7 +260,7 @@ def _run_commands(sub: Any) -> None:
     p.see = _sibling(p, "run")  # it runs one array task of `run --slurm`
 
 
-def _build_commands(sub: Any) -> None:
+def _build_commands(sub: _Subcommands) -> None:
     """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
     case_help = "case name (folder under cases/) or path to its manifest.py"
     arch_help = "build target, e.g. sm_90 (default: from this machine's GPU, else the case's first)"
@@ -280,7 +285,7 @@ def _build_commands(sub: Any) -> None:
     p.set_defaults(fn=Command("run", "cmd_pins"))
 
 
-def _record_commands(sub: Any) -> None:
+def _record_commands(sub: _Subcommands) -> None:
     """`record`, `report`, `validate` and `scrub`: journals and documents."""
     p = sub.add_parser("record", help="journal(s) -> validated result document + report")
     p.add_argument("journal", nargs="+", help="one journal, or several shards of one plan")
@@ -315,7 +320,7 @@ def _record_commands(sub: Any) -> None:
     p.set_defaults(fn=Command("scrub", "cmd_scrub"))
 
 
-def _case_commands(sub: Any) -> None:
+def _case_commands(sub: _Subcommands) -> None:
     """`calibrate`, `new` and `env`: a case's design, a new case, this machine."""
     p = sub.add_parser("calibrate", help="simulate a case's claims on its design: family-wise "
                        "false-claim rate under the null, power under the observed effects")
@@ -378,7 +383,7 @@ def _case_commands(sub: Any) -> None:
     p.set_defaults(fn=Command("env", "cmd_env"))
 
 
-def _reading_commands(sub: Any) -> None:
+def _reading_commands(sub: _Subcommands) -> None:
     """`compare`, `issue`, `matrix` and `index`: what documents say, side by side or posted."""
     p = sub.add_parser("compare", help="result documents of one case side by side: rates, "
                        "rate ratios, changed claims and verdict, what differs")
@@ -423,7 +428,7 @@ def _reading_commands(sub: Any) -> None:
     p.set_defaults(fn=Command("index", "cmd_index"))
 
 
-def _history_command(sub: Any) -> argparse.ArgumentParser:
+def _history_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("history", help="a case's runs across drivers, GPUs and toolchains: rates, "
                        "time ratios, claim decisions, a table and a plot, and a regression check")
     p.add_argument("what", nargs="+", metavar="CASE",
@@ -455,7 +460,7 @@ def _history_command(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _matrix_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _matrix_command(sub: _Subcommands) -> argparse.ArgumentParser:
     """The `matrix` command and its stages; each stage sets ``stage_fn(args, root)``."""
     p = sub.add_parser("matrix", help="a case's toolchain matrix: which releases emit what, and "
                        "(on a GPU) how each distinct build fares")
@@ -506,7 +511,7 @@ def _matrix_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _bisect_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
                        "each on the CPU, run the fewest that pin every boundary on a GPU")
     p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
@@ -531,7 +536,7 @@ def _bisect_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _pack_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _pack_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("pack", help="build a case and pack it for an offline GPU node: one "
                        "archive whose run.py runs it with the standard library")
     p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
@@ -557,7 +562,7 @@ def _pack_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _plan_command(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def _plan_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
                        "is used (nothing is built or run)")
     _run_arguments(p)

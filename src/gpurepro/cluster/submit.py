@@ -34,6 +34,7 @@ from ..errors import (
     EXIT_OK,
     EXIT_UNSUPPORTED,
     ClusterError,
+    SlurmError,
     StageError,
     Stopped,
     UsageError,
@@ -250,7 +251,7 @@ class Watch:
                  f"{self.journal.path}; {cancelled} array task(s) cancelled. Continue with: "
                  f"python -m gpurepro run {self.case_arg} --resume {self.journal.path}")
             return exit_for_signal(signum)
-        except (ClusterError, slurm.SlurmError) as exc:
+        except (ClusterError, SlurmError) as exc:
             self._cancel_live("the run cannot go on")
             self._save()
             raise ClusterError(f"{exc}; the journal keeps every merged trial: continue with "
@@ -329,7 +330,7 @@ class Watch:
             return
         try:
             queue = slurm.queued({job_id for job_id, _, _ in live})
-        except slurm.SlurmError as exc:
+        except SlurmError as exc:
             self._say_once(f"squeue: {exc}; asking again at the next look")
             return
         endings: dict[str, dict[int, slurm.TaskState]] = {}
@@ -387,7 +388,7 @@ class Watch:
             self.progress.say(f"scancel {' '.join(idle)}: only trials of arms no longer needed left")
             try:
                 slurm.cancel(idle)
-            except slurm.SlurmError as exc:  # ended meanwhile: nothing left to cancel
+            except SlurmError as exc:  # ended meanwhile: nothing left to cancel
                 self._say_once(f"scancel: {exc}")
 
     def _submit_uncovered(self) -> None:
@@ -444,7 +445,7 @@ class Watch:
             return 0
         try:
             slurm.cancel(labels)
-        except slurm.SlurmError as exc:
+        except SlurmError as exc:
             _say(f"scancel failed ({exc}); cancel them yourself: scancel {' '.join(labels)}")
             return 0
         _say(f"scancel {' '.join(labels)}: {why}")

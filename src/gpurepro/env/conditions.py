@@ -228,7 +228,7 @@ def _pynvml() -> Any:
     """pynvml (nvidia-ml-py, of gpurepro[analysis]) where it is installed; the run stage on a
     GPU node may have the standard library only."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found, unused-ignore]  # NVML where installed
     except ImportError:
         return None
     return pynvml

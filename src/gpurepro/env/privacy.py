@@ -342,4 +342,5 @@ def portable_trial(record: Mapping[str, Any], root: Path | str, redact: bool = F
     every string (``command``, ``env`` values, ``stderr_tail``, ``detail``) paths inside ``root``
     relative, the home directory as ``~``, secret-looking tokens masked; with ``redact`` also
     the hostname and any home directory."""
-    return portable_value(dict(record), root, redact)
+    out: dict[str, Any] = portable_value(dict(record), root, redact)
+    return out

@@ -183,7 +183,8 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
             out["known_rates_plan"] = plain(plan)
     # The verdict reads the document as recorded, through its typed views (model/result.py).
     out["verdict"] = plain(verdict_for(case, out))
-    return capped(out)
+    capped_out: dict[str, Any] = capped(out)
+    return capped_out
 
 
 def _options(header: Mapping[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,8 @@ def schema_path(name: str = "result.schema.json") -> Path:
 
 
 def load_schema(name: str = "result.schema.json") -> dict[str, Any]:
-    return json.loads(schema_path(name).read_text())
+    schema: dict[str, Any] = json.loads(schema_path(name).read_text())
+    return schema
 
 
 # Schemas the others refer to (by their $id): the release sweep's core, which the bisection and

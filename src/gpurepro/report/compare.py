@@ -475,7 +475,7 @@ def _drawable(r: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def forest_figure(result: Mapping[str, Any]):
+def forest_figure(result: Mapping[str, Any]) -> Any:
     """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
     log axis, A's baseline interval as a band, each later run's rate ratio against A in a
     column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""

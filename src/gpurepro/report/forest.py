@@ -214,7 +214,7 @@ def draw_rate(ax: Any, y: float, cell: Mapping[str, Any], colour: Any, marker: s
     return artist
 
 
-def forest_figure(doc: Mapping[str, Any]):
+def forest_figure(doc: Mapping[str, Any]) -> Any:
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
     rows, left_out = forest_rows(doc)

@@ -46,12 +46,12 @@ def blank_before_lists(text: str) -> str:
                      for i, line in enumerate(text.split("\n")))
 
 
-class _BlankBeforeLists(Preprocessor):
+class _BlankBeforeLists(Preprocessor):  # type: ignore[misc]  # Python-Markdown is untyped
     def run(self, lines: list[str]) -> list[str]:
         return blank_before_lists("\n".join(lines)).split("\n")
 
 
-class GitHubLists(Extension):
+class GitHubLists(Extension):  # type: ignore[misc]  # Python-Markdown is untyped
     """Lists start where GitHub starts them (``blank_before_lists``)."""
 
     def extendMarkdown(self, md: Any) -> None:  # noqa: N802 (Python-Markdown's name)

@@ -145,7 +145,7 @@ def per_gpu_headline(doc: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def per_gpu_figure(doc: Mapping[str, Any]):
+def per_gpu_figure(doc: Mapping[str, Any]) -> Any:
     """The forest plot faceted by GPU (or host): small multiples, one panel per GPU with the
     same arms as rows and the same x axis, each panel's rates recomputed from its own trials
     and its own baseline's interval as the band. Returns (figure, panels), each panel a dict

@@ -180,7 +180,8 @@ def _probe(args: Sequence[str]) -> dict[str, bool]:
     try:
         done = subprocess.run([sys.executable, "-I", *no_bytecode(), "-S", str(ENTER), "--probe",
                                *args], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
-        return json.loads(done.stdout or b"{}")
+        found: dict[str, bool] = json.loads(done.stdout or b"{}")
+        return found
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}
 

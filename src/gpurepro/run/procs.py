@@ -21,7 +21,7 @@ def become_subreaper(on: bool = True) -> bool:
     """Make this process a child subreaper (or stop being one); False where it cannot be."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

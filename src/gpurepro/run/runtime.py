@@ -45,7 +45,8 @@ def load_index(case: Case, root: Path, build_dir: Path) -> dict[str, Any]:
         raise BuildError(f"{case.name} pins runtime packages, and there is no {path}: build the "
                          f"case first (python -m gpurepro build {case.name}), and carry "
                          f"{build_dir / case.name / 'runtime'} with build/ to the GPU node")
-    return json.loads(path.read_text())
+    index: dict[str, Any] = json.loads(path.read_text())
+    return index
 
 
 def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str]) -> dict[str, Any] | None:

@@ -195,7 +195,8 @@ def _matrix(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
     doc["gpu"] = _gpu_section(gpu, header, NO_OUTPUT, "options")
     doc["created_at"] = stamp()
     doc["results"] = cell_results(doc)
-    return privacy.portable_value(doc, root, redact=True)
+    portable: dict[str, Any] = privacy.portable_value(doc, root, redact=True)
+    return portable
 
 
 def assemble(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
@@ -220,7 +221,7 @@ def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Pa
     name = document_name(prefix, gpu.started_at if gpu is not None else stamp(),
                          ((gpu.device if gpu is not None else None) or {}).get("name"))
     folder = out_dir / cpu["case"]["name"]
-    path = folder / f"{name}.json"
+    path: Path = folder / f"{name}.json"
     if path.exists() and not force:
         raise UsageError(f"{path} exists; give --force to replace it")
     journals_dir = folder / name

@@ -173,7 +173,8 @@ def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, 
         "runs": _runs(spec, cubins),
     }
     doc["results"] = cell_results(doc)
-    return privacy.portable_value(doc, root, redact=True)
+    portable: dict[str, Any] = privacy.portable_value(doc, root, redact=True)
+    return portable
 
 
 def write_cpu_document(case: str, root: Path, out: Path | None = None,

@@ -52,7 +52,8 @@ def axis_of(case: Case, name: str) -> Axis:
     if name not in case.axes:
         known = ", ".join(sorted(case.axes)) or "none"
         raise UsageError(f"{case.name} has no toolchain axis {name!r} (its axes: {known})")
-    return case.axes[name]
+    axis: Axis = case.axes[name]
+    return axis
 
 
 def _rel(path: Path, root: Path) -> str:

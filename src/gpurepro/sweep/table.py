@@ -311,7 +311,10 @@ def lineinfo_sentence(doc: Mapping[str, Any]) -> str:
     li = doc["lineinfo_check"]
     if li["status"] != "ok":
         return f"Line-info check ({escape(li['cell'])}): not run: {escape(li['reason'])}."
-    same = lambda b: "byte-identical" if b else "different"  # noqa: E731
+
+    def same(b: object) -> str:
+        return "byte-identical" if b else "different"
+
     only = ", ".join(code(n) for n in li["only_with_lineinfo"]) or "none"
     return (f"Line-info check ({escape(li['cell'])}, {escape(li['variant'])} export): tileiras on the exported Tile IR "
             f"bytecode with `--lineinfo` gives the exported cubin itself "
