@@ -23,6 +23,12 @@ from urllib.parse import urlparse
 
 from .case.load import find_repo_root
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "configured_url", "install_command", "install_requirement", "repository_url", "schema_id",
+    "URL_VARIABLE"
+]
+
 URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"  # in a checkout
 

@@ -30,6 +30,12 @@ from typing import Any
 from ..case.model import Claim
 from ..model.outcomes import EVIDENCE
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ArmPrior", "choose", "distance", "horizon_arms", "open_claims", "rate_claims",
+    "survivor_cap", "time_limit", "valid"
+]
+
 CAP_MARGIN = 1.2  # a capped survivor runs this much past the exposure that would decide
 MIN_P = 1e-300
 CAP_TIME_MARGIN = 1.5  # a capped trial's time limit: this many times its time to the cap, + 1 s

@@ -90,6 +90,14 @@ from .simulate import (
 )
 from .timing import TimedTest
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "bounded_observed", "calibrate", "DECISIONS", "design_of", "false_declaration", "family_of",
+    "hold_outcome_claims", "load_models", "p_end", "p_matching", "priors_of",
+    "process_documents", "RATE_KINDS", "run_calibration", "scenarios_of", "simulate",
+    "summarize", "SURVIVED", "text", "truth"
+]
+
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
 

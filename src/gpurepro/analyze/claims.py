@@ -74,6 +74,12 @@ from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.outcomes import EVIDENCE
 from . import horizon, shortcut, timing
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arm_counts", "ArmCounts", "Decider", "decider_for", "DecisiveDesign", "Design", "Evidence",
+    "evidence", "RATE_KINDS", "sentence", "UNADJUSTED", "Wording"
+]
+
 Strata = Mapping[str, Stratum]  # a case's strata by name
 
 

@@ -25,6 +25,9 @@ from ..run.session import RunRequest
 from .decidability import beside_main, lines, not_computed
 from .shortcut import declaration
 
+# What other modules use; the rest is this module's own.
+__all__ = ["designer", "run_declaration", "run_design"]
+
 
 def designer(case: Case, request: RunRequest, root: Path) -> Callable[[Plan, bool], RunDesign]:
     """What the run stage calls once its plan is made (gpurepro.run.session.start): the run's

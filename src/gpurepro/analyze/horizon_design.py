@@ -34,6 +34,9 @@ from .allocate import ArmPrior, horizon_arms, rate_claims
 from .horizon import prior_at
 from .known_rates import plan_for
 
+# What other modules use; the rest is this module's own.
+__all__ = ["candidates", "choose_horizon", "prior_at"]
+
 HORIZON_PAST = 1.02  # a candidate this far past the failure exposure it is drawn from
 MAX_CANDIDATES = 24  # at most this many candidates (spread over the failures' quantiles)
 REACH = 0.8  # a candidate at most this share of the exposure every arm reaches in a trial

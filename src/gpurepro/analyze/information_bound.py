@@ -43,6 +43,12 @@ from ..model.outcomes import EVIDENCE
 from . import processes as pr
 from .simulate import untimed
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "best_survivor_trial", "first_failure_s", "holm_levels", "MIN_SPEED_S",
+    "per_trial_first_failure_s", "question_bound", "rate_claim_bounds", "TrialCost"
+]
+
 GRID = 400  # exposures tried per arm (log-spaced), before the optimizer refines the best
 
 

@@ -33,6 +33,11 @@ from .claims import Decider, Design
 from .horizon import prior_at
 from .simulate import draw, models_from
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "allocations", "chance_of_plan", "DECIDES", "design_that_decides", "plan_for", "run_plan"
+]
+
 MAX_STEPS = 2000
 
 

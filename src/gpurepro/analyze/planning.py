@@ -31,6 +31,9 @@ from .horizon_design import choose_horizon
 from .known_rates import plan_for
 from .simulate import PRIOR_RULE, design_kind
 
+# What other modules use; the rest is this module's own.
+__all__ = ["assess", "design_for", "plan_decisive"]
+
 
 def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
            budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,

@@ -37,6 +37,13 @@ from typing import Any, Protocol
 import numpy as np
 from scipy import integrate, optimize, stats
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "aic", "checks", "Crossing", "cv_p_value", "Empirical", "empirical", "Exponential", "fit",
+    "fit_crossing", "fit_exponential", "fit_lomax", "fit_weibull", "likelihood_ratio", "Lomax",
+    "ModelChecks", "Observations", "PARAMETRIC", "PROCESSES", "ProcessFitError", "Weibull"
+]
+
 # The crossing window: +-0.01 in log2 is the window the power-of-two hypothesis came from
 # (cases/tile_unload_race/strata.py); here only its lower half, the counts just below 2^k.
 CROSSING_WINDOW = 0.01

@@ -44,6 +44,14 @@ from .allocation import Allocation
 from .claims import Decider
 from .timing import trial_time
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms", "design_kind",
+    "draw", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
+    "PRIOR_RULE", "RunSpec", "simulate_run", "SimulatedRun", "streams", "untimed",
+    "with_process"
+]
+
 
 @dataclass(frozen=True)
 class Cause:

@@ -52,6 +52,12 @@ from scipy import stats as sps
 from ..model.design import EVENT_RESOLUTION_S
 from ..model.outcomes import EVIDENCE
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arm_times", "evidence_numbers", "log_floor", "Paired", "paired", "paired_evidence",
+    "TimedTest", "trial_time"
+]
+
 
 @dataclass(frozen=True)
 class TimedTest:

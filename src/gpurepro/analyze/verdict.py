@@ -19,6 +19,12 @@ from .claims import Wording, decider_for, sentence
 from .processes import Observations, ProcessFitError, checks
 from .shortcut import checked, disagreement, spent, usable
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compose_verdict", "concluded", "decide_claims", "determinism_sentence", "model_sentence",
+    "plan_sentence", "verdict_for"
+]
+
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""

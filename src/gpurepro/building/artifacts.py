@@ -50,6 +50,11 @@ from ..errors import BuildError
 from ..model.files import sha256_file, write_atomic
 from . import releases as releases_mod
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "build_case", "INDEX_NAME", "index_path", "json", "load_index", "RECIPE", "reproducible_env"
+]
+
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.
 RECIPE = "reproducible-1"

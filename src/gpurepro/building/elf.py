@@ -18,6 +18,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+# What other modules use; the rest is this module's own.
+__all__ = ["compare", "HOST_SECTION", "section_digests", "sections", "sizes_by_kind"]
+
 HOST_SECTION = ".nv.host"
 
 

@@ -43,6 +43,12 @@ from typing import Any
 from ..case.load import load_case
 from . import releases
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compile_locks", "EXTRAS", "jobs", "LOCKS", "main", "PYTHON", "recorded_digests",
+    "stale_inputs", "toolchain_inputs", "toolchain_lock", "TOOLS", "USAGE"
+]
+
 LOCKS = "locks"
 TOOLCHAIN = "toolchain"
 # The environments that install the package's extras, each its own lock: name -> the extras

@@ -23,6 +23,9 @@ import re
 import sys
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = ["isa", "lower", "main", "Refused", "requirements"]
+
 # Opcode -> the PTX ISA version that introduced it (PTX ISA manual, each instruction's notes).
 INTRODUCED = {
     "abs": "1.0", "add": "1.0", "and": "1.0", "bra": "1.0", "cvt": "1.0", "ld": "1.0",

@@ -38,6 +38,13 @@ from ..case.model import Case, Releases
 from ..errors import BuildError
 from ..model.files import atomic_path, sha256_file
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "family_of", "fetch", "FOLDER", "in_range", "listed", "lock_document", "lock_path",
+    "lock_text", "LOCKS", "program", "read_lock", "record", "resolve", "tools_for",
+    "versions_of", "wanted"
+]
+
 LOCKS = "locks"
 FOLDER = "releases"  # locks/releases/<case>.json
 LOCK_SCHEMA = "gpurepro/release-lock/1"

@@ -39,6 +39,12 @@ from ..case.model import Case, Runtime, normalized_name
 from ..errors import BuildError, UsageError
 from ..model.files import sha256_file, write_atomic
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "carried", "fetch", "INDEX_NAME", "index_path", "pip_download_argv", "RECIPE",
+    "runtime_dir", "wheel_key", "wheel_python"
+]
+
 INDEX_NAME = "index.json"
 # Bump when the way wheels are fetched changes what a key names: part of every key.
 RECIPE = "runtime-1"

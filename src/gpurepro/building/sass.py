@@ -37,6 +37,14 @@ from typing import Any
 
 from ..case.toolchain import release, version_of
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "analysis", "common_reader", "diff", "diff_listings", "disassemble", "DISASSEMBLERS",
+    "facts", "has_opcode", "Instr", "json", "main", "matches", "message_codes", "opcodes",
+    "parse_instr", "parse_listing", "parse_ptxas_verbose", "parse_resource_usage", "presence",
+    "read_builds", "resource_usage", "watched"
+]
+
 # An instruction line of either disassembler: "/*0040*/  IMAD R9, R9, UR4, R0 ;" with
 # cuobjdump's encoding comment "/* 0x... */" after it.
 _LINE = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*(?:/\*\s*0x[0-9a-fA-F]+\s*\*/)?\s*$")

@@ -18,6 +18,9 @@ from typing import Any
 from ..errors import ManifestError
 from .model import Family, Releases
 
+# What other modules use; the rest is this module's own.
+__all__ = ["Axis", "check_axes", "check_family"]
+
 # Placeholders of an axis's build command beyond an artifact's (case/model.py Artifact).
 AXIS_PLACEHOLDERS = ("tool",)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")

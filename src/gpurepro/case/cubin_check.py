@@ -82,6 +82,13 @@ from typing import Any
 
 from gpurepro.case import driver as kit
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "checked_launch", "conditions", "Cuda", "CudaFailed", "dtype", "DTYPES", "FIRST_MISMATCHES",
+    "import_bindings", "In", "InOut", "Launch", "libcuda_missing", "load_spec", "main", "Out",
+    "parse_args", "run", "Scalar"
+]
+
 # Written over every output before each launch: as 32-bit words, 16-bit ones (0xBEEF) for a
 # 2-byte type, bytes (0xEF) for a 1-byte one.
 SENTINEL = 0xDEADBEEF

@@ -53,6 +53,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "add_budget_arguments", "add_check_arguments", "Budget", "compare", "compare_as_declared",
+    "Counter", "Driver", "elapsed", "EXIT_OK", "EXIT_UNSUPPORTED", "EXIT_USAGE",
+    "MAX_PHASE_THREADS", "merge_checks", "PhaseSlot", "result_code", "UNSUPPORTED_LOAD_ERRORS",
+    "UNSUPPORTED_SETUP_ERRORS", "usage_error"
+]
+
 # Exit statuses (native/README.md).
 EXIT_OK = 0
 EXIT_CUDA_ERROR = 1

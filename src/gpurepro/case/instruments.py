@@ -64,6 +64,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     from .model import Factor, Tool, TrialCommand, TrialContext
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "BUILTIN", "driver_version", "emit", "factor", "Instrument", "instrumented", "KINDS",
+    "lookup", "main", "NONE", "options", "run", "UnknownInstrument", "wrap"
+]
+
 NONE = "none"
 KINDS = ("coredump", "sanitizer", "debugger", "prefix")
 EXIT_TOOL_MISSING = 3

@@ -40,6 +40,12 @@ from .model import (
     Tool,
 )
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "checkout_targets", "find_case", "find_repo_root", "IMPORT_LIMIT_VARIABLE", "load_case",
+    "load_sibling", "ManifestError", "repo_root", "validate"
+]
+
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 

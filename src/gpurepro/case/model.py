@@ -25,6 +25,15 @@ from ..errors import ManifestError
 if TYPE_CHECKING:
     from ..model.result import Analysis
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Arm", "Artifact", "Case", "CHECK_KINDS", "Claim", "CLAIM_KINDS", "CLAIM_UNITS",
+    "Conclusion", "Defaults", "DETERMINISTIC_TRIALS", "Devices", "Exposure", "Factor", "Family",
+    "harness_import_root", "normalized_name", "OutputCheck", "PLACEHOLDER", "ProgramValue",
+    "Releases", "Runtime", "RUNTIME_PIN", "SHARE_BOUNDS", "SINGLE_ARM_KINDS", "Stratum",
+    "TIMED_KINDS", "Timing", "Tool", "TrialBudget", "TrialCommand", "TrialContext"
+]
+
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 

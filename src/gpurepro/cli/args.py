@@ -39,6 +39,16 @@ from ..run.journal import read, refuse_unchained, verify_identity
 from ..run.progress import terminal_safe
 from ..run.session import RunRequest, manifest_sha256, trial_budget
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "alpha_value", "artifact_override", "check_arguments", "check_named_commit", "checked_arms",
+    "checked_build_dir", "checked_substitutes", "cluster_options", "cluster_wanted",
+    "given_cluster_flags", "horizon_value", "journal_path", "json", "name_list", "nonneg_int",
+    "only_target", "pack_target", "positive_float", "positive_int", "python_version",
+    "repository_root", "resolve_target", "run_scope", "say", "sequential_design", "show",
+    "slurm"
+]
+
 
 def _number(text: str, kind: type) -> float | int:
     try:

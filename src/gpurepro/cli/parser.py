@@ -29,6 +29,9 @@ from .args import (
     say,
 )
 
+# What other modules use; the rest is this module's own.
+__all__ = ["Command", "parser", "prog_name"]
+
 # The bisection's stages (gpurepro.cli.bisect).
 STAGES = ("all", "cpu", "gpu", "assemble")
 

@@ -28,6 +28,9 @@ from ..model.plan import Plan
 from ..run.session import new_plan
 from .args import check_arguments, repository_root, show
 
+# What other modules use; the rest is this module's own.
+__all__ = ["arm_times", "cmd", "lines", "Plan"]
+
 
 @dataclass(frozen=True)
 class ArmTime:

@@ -38,6 +38,9 @@ from ..sweep.table import matrix_markdown, verdict_line
 from ..sweep.validation import sweep_errors, validate_sweep
 from .args import repository_root, say, sequential_design, show
 
+# What other modules use; the rest is this module's own.
+__all__ = ["cmd_calibrate", "cmd_compare", "cmd_issue", "cmd_report", "cmd_validate"]
+
 # The checkout this package runs from (src/gpurepro/cli/ in it).
 CHECKOUT = Path(__file__).resolve().parents[3]
 

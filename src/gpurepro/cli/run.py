@@ -63,6 +63,13 @@ from .args import (
 )
 from .record import record_report_index
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "check", "Checked", "cmd_build", "cmd_case", "cmd_pins", "cmd_prepare", "cmd_run",
+    "cmd_slurm_task", "cmd_target", "do_build", "execute", "flow", "open_run", "rerun_of",
+    "run_runtime", "session", "steering"
+]
+
 # The statuses after which the trials that ran are recorded: done, the GPU cannot run the case
 # (every trial 'unsupported'), or a harness error (the trials that ran are still evidence).
 RECORDED = (EXIT_OK, EXIT_UNSUPPORTED, EXIT_ERROR)

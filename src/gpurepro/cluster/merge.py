@@ -22,6 +22,12 @@ from ..errors import JournalError
 from ..model.outcomes import EVIDENCE
 from ..run.journal import check_trials, plan_sha256, read
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "add_node", "annotate", "cluster_header", "document_fields", "host_label", "per_host",
+    "read_shards", "rerun_arguments", "Shard"
+]
+
 
 @dataclass
 class Shard:

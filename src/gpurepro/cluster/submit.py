@@ -63,6 +63,9 @@ from .progress import ClusterProgress, job_summary
 from .stage import stage
 from .task import SKIP_FILE, spec_path
 
+# What other modules use; the rest is this module's own.
+__all__ = ["resume", "start", "Watch"]
+
 # A task is taken as ended once squeue has not listed it at this many looks in a row: its
 # last journal lines may reach a network file system's readers a little after it exits, and
 # the controller may be between answers.

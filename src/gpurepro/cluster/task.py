@@ -34,6 +34,9 @@ from ..run.journal import Journal, check_trials, read, verify_identity
 from ..run.session import gate_json, manifest_sha256
 from ..run.watchdog import Watchdog, end_earlier_harnesses
 
+# What other modules use; the rest is this module's own.
+__all__ = ["run_task", "SETTLE_S", "shard_path", "ShardJournal", "SKIP_FILE", "spec_path"]
+
 # Signals with which Slurm ends a job (scancel, preemption, the time limit). A trial that
 # died by one of them while the task was being stopped was ended by the stop, not by the bug.
 SCHEDULER_SIGNALS = ("SIGTERM", "SIGKILL", "SIGINT", "SIGHUP", "SIGCONT")

@@ -22,6 +22,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "cgroup_cpu_quota", "collect", "container", "cpu_list", "cpu_ranges", "gpu_conditions",
+    "NVML_CLOCK_MEM", "NVML_CLOCK_SM", "redact", "smi_conditions", "usable_cores",
+    "virtualization"
+]
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 
 

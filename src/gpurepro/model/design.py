@@ -14,6 +14,13 @@ from typing import Any
 from ..errors import JournalError
 from .jsontypes import JSONObject, JSONValue
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ANALYSIS_VERSION", "AUTO_HORIZON", "DECISIVE", "DEFAULT_ALPHA", "DEFAULT_LOOK_EVERY",
+    "DEFAULT_MAX_TRIALS", "DEFAULT_SPENDING", "DEFAULT_SUPPORTED_SHARE", "DesignSpec",
+    "EVENT_RESOLUTION_S", "FIXED", "KINDS", "RunDesign", "SPENDINGS", "TIMED_TEST"
+]
+
 # The sequential design's defaults (--max-trials, --look-every, --alpha), defined once for the
 # flags that ask for one (the command line) and for the analysis that re-reads a design
 # (claims, calibrate).

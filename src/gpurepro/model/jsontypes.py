@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+# What other modules use; the rest is this module's own.
+__all__ = ["JSONObject", "JSONValue"]
+
 JSONScalar: TypeAlias = None | bool | int | float | str
 JSONValue: TypeAlias = JSONScalar | list["JSONValue"] | dict[str, "JSONValue"]
 JSONObject: TypeAlias = dict[str, JSONValue]

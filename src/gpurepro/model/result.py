@@ -22,6 +22,12 @@ from . import phases
 from .design import DesignSpec
 from .plan import Plan
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Analysis", "ArmSummary", "CaseFacts", "CrashSite", "Device", "Exposure", "Result",
+    "Survival", "Trial", "Verdict"
+]
+
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

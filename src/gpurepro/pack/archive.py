@@ -49,6 +49,11 @@ from ..run.session import load_build
 from ..sweep.bisection import CPU_FILE, axis_root
 from ..sweep.cpu import changed
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "bisect_members", "built_members", "case_argument", "FORMAT", "make_pack", "uncommitted"
+]
+
 FORMAT = 1
 PACK_FILE = "pack.json"
 RUN_FILE = "run.py"

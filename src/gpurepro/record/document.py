@@ -26,6 +26,12 @@ from ..run import journal as journal_format
 from . import provenance
 from .validation import validate_document
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "build_document", "capped", "plain", "run_analyses", "SCHEMA_ID", "STRING_MAX",
+    "with_plan_and_verdict", "write_document"
+]
+
 SCHEMA_ID = "gpurepro/result/1"
 # The most characters of one string a document keeps (a driver's 64 KiB word, a verdict of
 # megabytes): the rest is cut and counted. The journal keeps a trial's strings whole.

@@ -31,6 +31,11 @@ from ..errors import JournalError, ManifestError
 from ..run import journal as journal_format
 from .document import capped, plain, with_plan_and_verdict
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CaseNotHere", "differences", "named_files_errors", "NotRecomputed", "recomputed_errors"
+]
+
 REL_TOL = 1e-6  # floats from another scipy build may differ in their last digits
 
 

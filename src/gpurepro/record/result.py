@@ -19,6 +19,9 @@ from ..errors import JournalError, ManifestError, UsageError
 from ..run.journal import Contents, merge, read, result_name
 from . import provenance
 
+# What other modules use; the rest is this module's own.
+__all__ = ["case_for_journal", "record_journals", "with_checkout_facts"]
+
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)

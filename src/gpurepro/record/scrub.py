@@ -20,6 +20,9 @@ from ..env import privacy
 from ..model.files import write_atomic
 from ..run import journal
 
+# What other modules use; the rest is this module's own.
+__all__ = ["scrub_file"]
+
 JOURNAL_SUFFIX = ".journal.jsonl"
 
 

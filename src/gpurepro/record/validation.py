@@ -24,6 +24,12 @@ from ..env import privacy
 from ..errors import RecordError
 from .outputs import check_errors
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "load_schema", "meaning_errors", "privacy_errors", "schema_errors", "SHARED",
+    "validate_document", "validation_errors"
+]
+
 
 def schema_path(name: str = "result.schema.json") -> Path:
     # The schemas are package data (the repository's top-level schema/ links to them), so an

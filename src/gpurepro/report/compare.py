@@ -38,6 +38,12 @@ from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_num
 from .tables import code, escape, table
 from .wrong import per_trial
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compare", "DECIDED", "design", "factors", "forest_figure", "labels", "markdown", "plot",
+    "RIGHT", "RUN_STYLE", "stopping_numbers"
+]
+
 DECIDED = ("supported", "contradicted")
 
 

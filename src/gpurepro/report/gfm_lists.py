@@ -22,6 +22,9 @@ from typing import Any
 from markdown.extensions import Extension  # type: ignore[import-untyped]
 from markdown.preprocessors import Preprocessor  # type: ignore[import-untyped]
 
+# What other modules use; the rest is this module's own.
+__all__ = ["blank_before_lists"]
+
 
 def list_starts(text: str) -> list[int]:
     """The 0-based lines where GitHub starts a top-level list right after a non-blank line."""

@@ -40,6 +40,12 @@ from .figure import save
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript
 from .tables import code, escape, table
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Check", "figure", "history", "markdown", "MARKERS", "plot", "Rate", "Run", "terminal",
+    "TIMED_KINDS"
+]
+
 AGAINST = ("previous", "first", "same-gpu")
 TIMED_KINDS = ("slower", "faster", "same")
 

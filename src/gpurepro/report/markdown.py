@@ -31,6 +31,12 @@ from .times_plot import times_headline, times_plot
 from .wrong import per_trial
 from .wrong import section as wrong_section
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "claims_table", "condition_rows", "environment_rows", "markdown", "python_frames_table",
+    "resumes", "runtime_rows", "threads_table", "write_report"
+]
+
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
     diff = [escape(f"{k}={v}") for k, v in factors.items() if base.get(k) != v]

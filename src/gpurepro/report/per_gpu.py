@@ -29,6 +29,9 @@ from .forest import (
 )
 from .numbers import fmt, per_label, per_superscript
 
+# What other modules use; the rest is this module's own.
+__all__ = ["facets", "GAP", "per_gpu_figure", "per_gpu_headline", "per_gpu_plot", "WIDTH_IN"]
+
 MAX_PANELS = 8  # small multiples beyond this are unreadable at GitHub's width
 
 

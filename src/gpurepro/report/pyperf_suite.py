@@ -21,6 +21,9 @@ from typing import Any
 from ..model.files import write_atomic
 from ..model.outcomes import EVIDENCE
 
+# What other modules use; the rest is this module's own.
+__all__ = ["timed_suite", "write_suite"]
+
 SUFFIX = ".pyperf.json"
 # Conditions the driver read (observations.conditions.before/after) copied into the metadata.
 CONDITIONS = ("sm_clock_mhz", "memory_clock_mhz", "temperature_c", "power_w", "pstate",

@@ -28,6 +28,12 @@ from ..run.rerun_of import VARIABLE as RERUN_OF
 from .compare import stopping_numbers
 from .tables import code, escape, fence
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arms_as_given", "budget_arguments", "left_to_node", "NOX_IF_MISSING", "pins",
+    "rerun_arguments", "rerun_section", "session_for", "shortest_rerun", "unpinned_bindings"
+]
+
 # Sessions by the name their users know, in every noxfile since the first; a case folder's own
 # session (noxfile.py gives every case one) came later, and a commit before it has none.
 SESSIONS = {"tcgen05_alloc_order": "tcgen05_ablation"}

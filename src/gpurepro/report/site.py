@@ -34,6 +34,9 @@ from .comment import issue_body
 from .index import _href
 from .tables import code, escape, fence, table
 
+# What other modules use; the rest is this module's own.
+__all__ = ["case_page", "json", "LEFT_OUT", "pages", "run_page"]
+
 # Files that stay out of the site: the folder's own index (the site's is generated) and the
 # files git ignores there.
 LEFT_OUT = {"README.md"}

@@ -20,6 +20,12 @@ from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evid
 from ..case.model import TIMED_KINDS
 from .tables import code, escape
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arms_rows", "bisection_bullet", "clocks_section", "head_bullet", "is_timed", "json",
+    "ratio_to_baseline"
+]
+
 # Arms named in the head's timing bullet before the rest are counted ("and N more").
 ARMS_IN_BULLET = 6
 

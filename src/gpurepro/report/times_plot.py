@@ -20,6 +20,9 @@ from ..model.outcomes import EVIDENCE
 from .figure import save
 from .timed import ratio_to_baseline
 
+# What other modules use; the rest is this module's own.
+__all__ = ["times_headline", "times_plot"]
+
 ROW_H = 0.42  # inches per arm
 
 

@@ -20,6 +20,12 @@ from typing import Any
 
 from . import values
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "classify", "count", "COUNTER_MAX", "exit_description", "find_crash_record", "Observed",
+    "parse_json_lines", "short_module", "signal_name", "StdoutTail"
+]
+
 CRASH_PREFIX = "GPUREPRO_CRASH "
 STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
 CHECK_FIRST_KEPT = 16  # mismatches of a final record's check kept in the trial record

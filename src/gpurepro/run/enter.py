@@ -32,6 +32,9 @@ import os
 import signal
 import sys
 
+# What other modules use; the rest is this module's own.
+__all__ = ["main", "PR_SET_PDEATHSIG"]
+
 TYPE_CHECKING = False  # typing is not imported: a trial starts as fast as the interpreter
 if TYPE_CHECKING:
     from typing import Any

@@ -33,6 +33,12 @@ from .trial import TrialCancelled, run_trial
 from .values import fitted, is_count, number_problem, unfit
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "crash_summary", "execute_plan", "execute_trial", "Gate", "gate", "ignore_stop_signals",
+    "RunOptions", "stop_signals", "unsupported_record"
+]
+
 
 @dataclass(frozen=True)
 class RunOptions:

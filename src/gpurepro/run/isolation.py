@@ -29,6 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "detect", "end_leftovers", "kill_cgroup", "leftovers_of", "Mechanism", "SUBREAPER",
+    "VARIABLE", "wanted"
+]
+
 ENTER = Path(__file__).resolve().parent / "enter.py"
 VARIABLE = "GPUREPRO_CONTAINMENT"
 ORDER = ("cgroup", "pid_namespace", "subreaper")

@@ -65,6 +65,15 @@ from typing import Any
 from ..errors import JournalError, JournalMismatch
 from ..model.journal import RunHeader, TrialRecord
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CHAIN_FORMAT", "CHAIN_KEY", "chain_next", "chain_start", "check_trials", "Contents",
+    "END_FORMAT", "END_KIND", "FORMAT", "HEADER_KIND", "Journal", "LOCK_KEY", "lock_of",
+    "merge", "OPEN_PREFIX", "open_slot", "parse", "plan_sha256", "read", "refuse_unchained",
+    "result_name", "RunHeader", "SEAL_KEY", "seal_offset", "seal_text", "SEAL_WIDTH",
+    "TrialRecord", "UNSEALED", "verify_identity"
+]
+
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
 STOPPING_KIND = "stopping"  # the sequential-stopping decisions, appended when a run ends

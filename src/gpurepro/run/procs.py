@@ -13,6 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "alive", "become_subreaper", "children", "kill_tree", "PR_SET_CHILD_SUBREAPER", "proc",
+    "signal_quietly", "wait_gone"
+]
+
 PR_SET_CHILD_SUBREAPER = 36
 FREEZE_ROUNDS = 200  # walks of a stopped tree before it is killed as it stands
 

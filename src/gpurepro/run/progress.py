@@ -29,6 +29,11 @@ from typing import Any, TextIO
 
 from ..model.plan import Plan, PlannedTrial
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "clock", "Expectation", "expectation_of", "Left", "Progress", "terminal_safe", "time_left"
+]
+
 try:  # optional: the run stage must work with the standard library alone
     from rich.console import Console
     from rich.live import Live

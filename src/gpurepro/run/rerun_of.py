@@ -24,6 +24,12 @@ from typing import Any
 
 from ..errors import UsageError
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "artifact_hashes", "compare_hashes", "compare_verdicts", "DECIDED", "decisions", "Expected",
+    "HashCheck", "read_expected", "VARIABLE", "wheel_hashes"
+]
+
 VARIABLE = "GPUREPRO_RERUN_OF"
 DECIDED = ("supported", "contradicted")
 

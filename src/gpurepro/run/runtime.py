@@ -32,6 +32,12 @@ from ..errors import BuildError
 from ..model.files import sha256_file
 from .rehash import ArtifactChanged
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ensure", "load_index", "prepare", "python_mismatch", "resolved", "satisfies", "site_for",
+    "unpack", "verify_site"
+]
+
 INDEX = Path("runtime") / "index.json"
 
 

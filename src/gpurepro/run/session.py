@@ -57,6 +57,13 @@ from .journal import (
 from .progress import Progress, expectation_of
 from .watchdog import Watchdog, end_earlier_harnesses
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "chosen_gpus", "create", "execute", "Gate", "gate_json", "journal_header", "journal_path",
+    "load_build", "manifest_sha256", "new_plan", "reopen", "resume", "resume_device",
+    "RunRequest", "start", "Started", "substitute_artifacts", "trial_budget"
+]
+
 
 def _say(msg: str) -> None:
     """A note or a diagnostic, on stderr."""

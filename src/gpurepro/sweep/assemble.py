@@ -41,6 +41,9 @@ from .model import (
 from .table import markdown
 from .validation import validate_sweep
 
+# What other modules use; the rest is this module's own.
+__all__ = ["assemble", "pool", "write_document"]
+
 NO_OUTPUT = "not run: no GPU stage output was given"
 
 

@@ -18,6 +18,12 @@ from ..building.sass import diff_listings, parse_instr
 from ..case.model import Case
 from . import search
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "axis_root", "boundaries", "classes", "consistency_errors", "CPU_FILE", "describe_case",
+    "results", "SCHEMA_ID"
+]
+
 # Version 2 records the checkout files the axis's build read (``sources``); version 1
 # documents, without them, are read and validated as before.
 SCHEMA_ID = "gpurepro/bisect/2"

@@ -32,6 +32,9 @@ from ..model.files import sha256_file, write_atomic
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
 
+# What other modules use; the rest is this module's own.
+__all__ = ["lineinfo_check", "read_cells", "run_cell"]
+
 CELL_SCHEMA = "gpurepro/matrix-cell/1"
 CELL_FILE = "cell.json"
 # cuda.tile writes the Tile IR bytecode it compiles into this folder (a documented debug

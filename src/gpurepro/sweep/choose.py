@@ -25,6 +25,9 @@ from . import search, timed
 from .bisection import axis_root
 from .model import BISECTION, MATRIX, ArmCounts, GpuRecord, Run, Substitute
 
+# What other modules use; the rest is this module's own.
+__all__ = ["Bisection", "Choice", "Grid", "Harness", "Options"]
+
 # Per trial beyond its duration (process start, module loads, teardown), and per run (the
 # harness's start-up and fingerprint): what a budget counts on. In the committed H200 matrix run
 # of 5 s trials (20261130T031305Z), survivors took at most 5.27 s; baseline trials mostly end

@@ -23,6 +23,9 @@ from .matrix import MATRIX_SCHEMA, cell_results
 from .spec import Spec, build_root, load
 from .validation import validate_sweep
 
+# What other modules use; the rest is this module's own.
+__all__ = ["cpu_document", "write_cpu_document"]
+
 NOT_RUN_YET = "not run: the GPU stage has not run on this document"
 # The CPU stage needs no GPU and does not look for one.
 CPU_STAGE_GPU = {"available": False, "reason": "not queried: the CPU stage needs no GPU", "gpus": []}

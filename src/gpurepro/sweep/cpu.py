@@ -44,6 +44,12 @@ from ..model.files import sha256_file, write_atomic
 from . import search
 from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "axis_of", "changed", "check_current", "DISASSEMBLERS", "importlib", "json", "release_tool",
+    "releases_mod", "run_cpu_stage", "signature", "tool_version"
+]
+
 BUILD_TIMEOUT_S = 300
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")
 

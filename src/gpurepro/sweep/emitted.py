@@ -13,6 +13,9 @@ from typing import Any
 
 from ..building import elf
 
+# What other modules use; the rest is this module's own.
+__all__ = ["code_sha256", "facts", "lineinfo_comparison"]
+
 DEBUG_PREFIXES = (".debug_", ".nv_debug", ".nv.tileir.debug")
 
 

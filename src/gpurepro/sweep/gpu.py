@@ -30,6 +30,9 @@ from ..run.journal import read
 from .choose import Choice
 from .model import GPU_FILE, GpuRecord, Run
 
+# What other modules use; the rest is this module's own.
+__all__ = ["envmod", "run_gpu_stage"]
+
 NO_GPU = "not run: no GPU"
 
 

@@ -26,6 +26,9 @@ from .matrix import cubin_result
 from .model import BISECTION, kind_of
 from .reasons import explained, machine_limit
 
+# What other modules use; the rest is this module's own.
+__all__ = ["combinations", "markdown", "matrix_markdown", "verdict_line"]
+
 
 def markdown(doc: Mapping[str, Any]) -> str:
     """A bisection's or a matrix's Markdown, as its kind is."""
