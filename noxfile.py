@@ -94,7 +94,7 @@ def _install_project(session: nox.Session, lock: str = "analysis") -> None:
 def _install_pip(session: nox.Session) -> None:
     """pip, for the sessions that build: a case's build downloads its runtime wheels
     (Case.runtime) with `pip download`, and a bisection's CPU stage lists an axis's releases and
-    fetches their wheels with pip (gpurepro.build.releases). uv's environments come without it."""
+    fetches their wheels with pip (gpurepro.building.releases). uv's environments come without it."""
     session.install("pip")
 
 
@@ -441,12 +441,13 @@ def slurm_test(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the harness, cases and tests; mypy over src/.
+    """ruff over the harness, cases and tests; mypy --strict over src/.
 
-    The reporters' seed files are left as filed."""
+    mypy reads its configuration from pyproject.toml ([tool.mypy]). The reporters' seed files
+    are left as filed."""
     _install_project(session, "lint")
     session.run("ruff", "check", "src", "tests", "cases", "noxfile.py", "bench")
-    session.run("mypy", "src/gpurepro", "--ignore-missing-imports")
+    session.run("mypy")
 
 
 SITE = ROOT / "build" / "site"
@@ -613,10 +614,10 @@ def lock(session: nox.Session) -> None:
     session.install("-e", ".", "--no-deps")
     check = "--check" in session.posargs
     if check:
-        session.run("python", "-m", "gpurepro.build.locks", "stale", str(ROOT))
-    session.run("python", "-m", "gpurepro.build.locks", "releases", str(ROOT),
+        session.run("python", "-m", "gpurepro.building.locks", "stale", str(ROOT))
+    session.run("python", "-m", "gpurepro.building.locks", "releases", str(ROOT),
                 *(["--check"] if check else []))
     # Each lock compiled where its input changed (all of them under --check), into a copy; the
-    # committed lock replaced only where the text differs (gpurepro.build.locks.compile_locks).
-    session.run("python", "-m", "gpurepro.build.locks", "lock", str(ROOT),
+    # committed lock replaced only where the text differs (gpurepro.building.locks.compile_locks).
+    session.run("python", "-m", "gpurepro.building.locks", "lock", str(ROOT),
                 *(["--check"] if check else []))

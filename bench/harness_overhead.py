@@ -19,11 +19,11 @@ from pathlib import Path
 
 from common import ROOT, document, median, write
 
-from gpurepro.build.artifacts import build_case
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import TrialBudget, load_case
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.execute import RunOptions, execute_trial
 from gpurepro.run.journal import Journal
-from gpurepro.run.plan import PlannedTrial
 
 
 def main() -> None:

@@ -107,7 +107,7 @@ def seconds_to_look(doc: dict[str, Any], trials: list[dict[str, Any]], claims: l
     """The trial seconds until the look that decided the last of ``claims`` (None: one is not
     decided): the trials in the journal's order (one at a time: the order they ran) up to the
     look's count of valid trials, or the run's end where it took that look there."""
-    from gpurepro.run.classify import EVIDENCE
+    from gpurepro.model.outcomes import EVIDENCE
 
     looks = [c.get("look") for c in doc["claims"] if c["name"] in claims]
     if not looks or any(c["decision"] == "not_decided" for c in doc["claims"] if c["name"] in claims):

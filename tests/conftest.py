@@ -67,7 +67,7 @@ def fake_case():
 def fake_build(fake_case):
     """The fake case built once per session (g++ compiles native/testdriver.cc) into build/,
     where a real build goes, so recorded paths stay relative to the repository."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
 
     build_dir = ROOT / "build" / "tests"
     return build_dir, build_case(fake_case, "host", ROOT, build_dir)
@@ -80,7 +80,7 @@ def native_programs() -> dict[str, Path]:
     libcuda, ...), name -> file. Built as a case's artifacts are, into build/tests beside the fake
     case's: content-addressed, each under a lock, so one build serves every test process of the
     session, and the next session while the sources are unchanged."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case import load_case
 
     index = build_case(load_case(NATIVE_PROGRAMS, ROOT), "host", ROOT, ROOT / "build" / "tests")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import sha256_file
+from gpurepro.model.files import sha256_file
 from gpurepro.run.journal import read
 
 from . import cli

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.build.artifacts import build_case
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import load_case
 from gpurepro.errors import ManifestError
 

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import build_case, sha256_file
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import load_case
 from gpurepro.errors import BuildError, ManifestError, UsageError
+from gpurepro.model.files import sha256_file
 from gpurepro.sweep import bisection as document
 from gpurepro.sweep import cpu, gpu, model, search
 from gpurepro.sweep.choose import Bisection
@@ -160,7 +161,7 @@ def test_the_cpu_stage_builds_every_listed_release_and_counts_identical_artifact
     assert doc["artifacts"][by["1.1.0"]["sha256"]]["signature"] == {"k:IABS": False}
     for a in doc["artifacts"].values():
         assert (ROOT / a["path"]).is_file() and a["sass"]["read_by"] == "cuobjdump"
-    from gpurepro.record.validation import validation_errors
+    from gpurepro.sweep.validation import sweep_errors as validation_errors
 
     pytest.importorskip("jsonschema")
     assert validation_errors(doc) == []
@@ -196,9 +197,9 @@ def test_the_gpu_stage_runs_the_fewest_artifacts_that_pin_every_boundary(cpu_doc
     assert "bisect: point 0 passes, point 4 fails" in record["runs"][6]["why"]
 
     pytest.importorskip("scipy")
-    from gpurepro.record.validation import validation_errors
     from gpurepro.sweep.assemble import write_document
     from gpurepro.sweep.table import markdown
+    from gpurepro.sweep.validation import sweep_errors as validation_errors
 
     path = write_document(cpu_document, out, ROOT, tmp_path / "results")
     doc = json.loads(path.read_text())
@@ -380,7 +381,7 @@ def test_the_cpu_stage_on_two_real_ptxas_releases(tmp_path, monkeypatch):
     # for the build (which needs nvcc).
     ptx_dir = tmp_path / "ptx_lowered"
     ptx_dir.mkdir()
-    low = subprocess.run([sys.executable, "-m", "gpurepro.build.ptx",
+    low = subprocess.run([sys.executable, "-m", "gpurepro.building.ptx",
                           str(ROOT / "tests" / "data" / "ptxas_abs_clamp" / "kernel.emitted.ptx"),
                           str(ptx_dir / "kernel.ptx"), "8.0"], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
@@ -418,7 +419,7 @@ def test_the_gpu_stage_needs_no_third_party_module():
     modules = ["gpurepro.sweep.gpu", "gpurepro.sweep.choose", "gpurepro.sweep.model",
                "gpurepro.sweep.search", "gpurepro.sweep.bisection", "gpurepro.sweep.matrix",
                "gpurepro.sweep.cpu", "gpurepro.sweep.table", "gpurepro.cli.matrix",
-               "gpurepro.build.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
+               "gpurepro.building.sass", "gpurepro.cli.bisect", "gpurepro.case.axis"]
     done = pace.run([sys.executable, "-c", STRICT_BLOCKER, *modules], cwd=ROOT,
                     capture_output=True, text=True,
                     env={**os.environ, "PYTHONPATH": str(ROOT / "src")})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.build.sass import facts, message_codes, parse_ptxas_verbose, parse_resource_usage
+from gpurepro.building.sass import facts, message_codes, parse_ptxas_verbose, parse_resource_usage
 from gpurepro.sweep.timed import point_class
 
 TIMED = {"reference": "ref", "slower": 0.05, "same": 0.02, "alpha": 0.05}

@@ -1,4 +1,4 @@
-"""A PTX's .version lowered for older ptxas releases (gpurepro.build.ptx, a build step): only
+"""A PTX's .version lowered for older ptxas releases (gpurepro.building.ptx, a build step): only
 the version line changes, and a PTX that uses an instruction, a modifier or a target newer than
 the version asked for, or one the tables do not know, is refused. On the PTX nvcc 13.3.73 wrote
 for ptxas_abs_clamp (tests/data/ptxas_abs_clamp/kernel.emitted.ptx)."""
@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from gpurepro.build import ptx as lowering
+from gpurepro.building import ptx as lowering
 
 from . import pace
 from .conftest import ROOT
@@ -18,7 +18,7 @@ EMITTED_PTX = ROOT / "tests" / "data" / "ptxas_abs_clamp" / "kernel.emitted.ptx"
 
 
 def _lower(*args: str) -> subprocess.CompletedProcess:
-    return pace.run([sys.executable, "-m", "gpurepro.build.ptx", *args], capture_output=True,
+    return pace.run([sys.executable, "-m", "gpurepro.building.ptx", *args], capture_output=True,
                     text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                     startups=pace.BUILD)
 
@@ -62,4 +62,4 @@ def test_lowering_leaves_an_older_version_alone():
 
 def test_lowering_without_a_version_to_lower_to_is_a_usage_error(tmp_path):
     done = _lower(str(EMITTED_PTX), str(tmp_path / "out.ptx"))
-    assert done.returncode == 2 and done.stderr.startswith("usage: python -m gpurepro.build.ptx")
+    assert done.returncode == 2 and done.stderr.startswith("usage: python -m gpurepro.building.ptx")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build.artifacts import build_case
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import load_case
 
 from . import pace

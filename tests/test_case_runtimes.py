@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import runtime as build_runtime
+from gpurepro.building import runtime as build_runtime
 from gpurepro.case.load import load_case
 from gpurepro.run import runtime as run_runtime
 

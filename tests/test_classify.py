@@ -84,8 +84,8 @@ def test_trial_record_stores_call_and_stdout_tail(fake_case, fake_build, root):
     import jsonschema
 
     from gpurepro.case import TrialBudget
+    from gpurepro.model.plan import PlannedTrial
     from gpurepro.run.execute import RunOptions, execute_trial
-    from gpurepro.run.plan import PlannedTrial
 
     _, index = fake_build
     opts = RunOptions(budget=TrialBudget(duration_s=0.3, max_exposure=0, timeout_s=3.0))

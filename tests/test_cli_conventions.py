@@ -148,12 +148,12 @@ def test_a_missing_extra_is_one_line_naming_it(argv, monkeypatch, capsys):
 
 def test_a_module_of_the_extra_missing_later_is_the_same_line(monkeypatch, capsys):
     """Where no table says a command needs the extra, its ImportError still names it."""
-    import gpurepro.cli.results as results
+    import gpurepro.cli.index as index
 
     def fails(args):
         raise ModuleNotFoundError("No module named 'pyperf'", name="pyperf")
 
-    monkeypatch.setattr(results, "cmd_index", fails)
+    monkeypatch.setattr(index, "cmd_index", fails)
     monkeypatch.chdir(ROOT)
     assert main.main(["index"]) == 1
     err = capsys.readouterr().err

@@ -22,13 +22,14 @@ from gpurepro.cluster.slurm import time_limit_seconds
 from gpurepro.cluster.stage import stage
 from gpurepro.cluster.task import ShardJournal, shard_path, spec_path
 from gpurepro.env import fingerprint as envmod
+from gpurepro.model.design import DesignSpec
+from gpurepro.model.plan import make_plan
 from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
 from gpurepro.report.comment import issue_body
 from gpurepro.report.markdown import markdown
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.journal import read
-from gpurepro.run.plan import make_plan
 from gpurepro.run.session import journal_header
 
 from . import pace
@@ -142,7 +143,7 @@ def _identity(fake_case, index, redact: bool):
     opts = RunOptions(budget=TrialBudget(0.2, 0, 3.0), jobs=1, redact=redact, run_id=uuid.uuid4().hex)
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": "host", "reason": None}
-    header = journal_header(fake_case, ROOT, plan, opts, None,
+    header = journal_header(fake_case, ROOT, plan, opts, DesignSpec.fixed(),
                             envmod.fingerprint(ROOT, redact=redact), device, index)
     header["cluster"] = {"scheduler": "slurm", "scheduler_version": "test",
                          "shared_dir": "build/slurm", "run": "r",

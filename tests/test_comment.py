@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro.record.result import with_checkout_facts
 from gpurepro.report.comment import LIMIT, issue_body, rerun_arguments, session_for
 from gpurepro.report.compare import stopping_numbers
 
@@ -115,8 +116,8 @@ def test_rerun_command_parses_as_the_case_command(root):
         decisive = stopping.get("design") == "decisive"
         assert (parsed.decisive, parsed.until_decided) == (decisive, bool(stopping) and not decisive)
         if stopping:
-            assert checked.stopping["max_trials"] == stopping_numbers(stopping)[0]
-            assert checked.stopping["alpha"] == stopping["alpha"]
+            assert checked.design.max_trials == stopping_numbers(stopping)[0]
+            assert checked.design.alpha == stopping["alpha"]
 
 
 def test_document_from_before_claims():
@@ -197,8 +198,9 @@ def _visible(body: str) -> str:
 def test_the_visible_part_holds_what_a_maintainer_acts_on():
     """Before any fold: verdict, as filed, owner, the workaround a decided claim supports,
     the crash, what was not run (the reporter's GPU, target and driver, what is undecided);
-    in the first folds the same in full, the hypotheses and the arms."""
-    doc = json.loads(NEWEST.read_text())
+    in the first folds the same in full, the hypotheses and the arms. The document is read as
+    `issue` reads it (one recorded before it kept its case's targets gets this checkout's)."""
+    doc = with_checkout_facts(json.loads(NEWEST.read_text()), ROOT)
     full = issue_body(doc, NEWEST, url="")
     head = _visible(full)
     assert head.startswith("## gpurepro: `tile_unload_race` — reproduced")

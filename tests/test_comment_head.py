@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpurepro.record.result import with_checkout_facts
 from gpurepro.report.comment import HEAD_LIMIT, issue_body, session_for
 from gpurepro.report.survival import draws_survival
 
@@ -115,9 +116,16 @@ def test_advice_names_only_what_was_not_done():
 def test_a_reported_target_the_case_does_not_build_prints_no_command():
     doc = copy.deepcopy(json.loads(TILE.read_text()))
     doc["case"]["reported"]["target"] = "sm_90a"
-    body = issue_body(doc, TILE, url="")
-    assert "--arch sm_90a" not in body
-    assert "The case builds no `sm_90a` target" in body
+    # The targets a new document keeps from its run's manifest; an older one read as `issue`
+    # reads it gets those of the case in this checkout (record.result.with_checkout_facts).
+    assert "targets" not in doc["case"]
+    for read in (with_checkout_facts(doc, ROOT),
+                 {**doc, "case": {**doc["case"], "targets": ["sm_90", "sm_120"]}}):
+        body = issue_body(read, TILE, url="")
+        assert "--arch sm_90a" not in body
+        assert "The case builds no `sm_90a` target" in body
+    # The comment is the document's alone: without its targets it names no command.
+    assert "this checkout has not the case" in issue_body(doc, TILE, url="")
 
 
 NOX = re.compile(r"nox -s (?P<session>[A-Za-z0-9_]+)(?: --force-python \S+)? -- (?P<args>[^`\n]+)")

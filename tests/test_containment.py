@@ -28,7 +28,7 @@ ESCAPEE = b"gpurepro-escapee"
 
 @pytest.fixture(scope="module")
 def hostile_build():
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"

@@ -16,8 +16,8 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze.verdict import compose_verdict, decide_claims
-from gpurepro.analyze.views import Analysis
 from gpurepro.case import TrialBudget, TrialContext, load_case
+from gpurepro.model.result import Analysis
 
 from .conftest import ROOT
 
@@ -214,7 +214,7 @@ REQUIRES = {
 def test_each_arms_pins_resolve_inside_the_arm_with_nothing_left_to_the_node(case, python):
     """llvmlite beside numba, inside the range each release declares: the build resolves every
     arm's set against itself on every Python pyproject.toml supports."""
-    from gpurepro.build import runtime as build_runtime
+    from gpurepro.building import runtime as build_runtime
 
     wheels = {pin: {"pin": pin, "name": pin.split("==")[0], "version": pin.split("==")[1],
                     "requires": req, "sha256": pin, "file": pin, "size": 1}
@@ -226,7 +226,7 @@ def test_each_arms_pins_resolve_inside_the_arm_with_nothing_left_to_the_node(cas
 
 
 def test_a_numba_pinned_beside_an_llvmlite_outside_its_range_fails_the_build(case):
-    from gpurepro.build import runtime as build_runtime
+    from gpurepro.building import runtime as build_runtime
     from gpurepro.errors import BuildError
 
     wheels = {pin: {"pin": pin, "name": pin.split("==")[0], "version": pin.split("==")[1],

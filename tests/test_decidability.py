@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.analyze import decidability
+from gpurepro.analyze import decidability, planning
 from gpurepro.analyze.claims import Decider, Design
 from gpurepro.analyze.verdict import compose_verdict
 from gpurepro.case import Claim, load_case
 from gpurepro.errors import RecordError
-from gpurepro.run.plan import make_plan
+from gpurepro.model.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
@@ -50,7 +50,7 @@ def test_a_claim_the_plan_cannot_decide_goes_exploratory(case, tmp_path):
     # crash does: "within 2x of crash" needs far more failures than 6 trials can give.
     _committed(tmp_path, case.name)
     plan = make_plan(case.name, case.resolved_arms(), 6, 11, ["crash", "ok", "abort"])
-    families = decidability.assess(case, plan, Design(alpha=0.05), False, 6,
+    families = planning.assess(case, plan, Design(alpha=0.05), False, 6,
                                    {"duration_s": 1.0, "max_exposure": 0}, 1, tmp_path, runs=200)
     assert families["computed"]
     chance = families["chance"]
@@ -66,7 +66,7 @@ def test_a_claim_the_plan_cannot_decide_goes_exploratory(case, tmp_path):
 
 def test_without_committed_rates_every_claim_stays_confirmatory(case, tmp_path):
     plan = make_plan(case.name, case.resolved_arms(), 3, 1, ["crash", "ok"])
-    families = decidability.assess(case, plan, Design(alpha=0.05), False, 3,
+    families = planning.assess(case, plan, Design(alpha=0.05), False, 3,
                                    {"duration_s": 1.0, "max_exposure": 0}, 1, tmp_path, runs=20)
     assert not families["computed"] and families["exploratory"] == []
     assert "every claim is confirmatory" in decidability.lines(families, [])[0]
@@ -140,13 +140,13 @@ def test_the_pre_run_check_on_a_committed_plan_keeps_the_owner_claims_confirmato
     call, an arm wrong in 12 of 12 trials had a chance per trial below 1, and first-bad-wrong
     and last-bad-wrong (ctx: v2-bogus-current-crashes and numba-062-survives) went exploratory
     at 0.03-0.30."""
-    from gpurepro.run.plan import Plan
+    from gpurepro.model.plan import Plan
 
     doc = json.loads((ROOT / document).read_text())
     case = load_case(doc["plan"]["case"], ROOT)
     options = doc["plan"]["options"]
     plan = Plan.from_json(doc["plan"])
-    families = decidability.assess(case, plan, Design(alpha=0.05), False,
+    families = planning.assess(case, plan, Design(alpha=0.05), False,
                                    max(plan.trials_per_arm.values()), options["budget"],
                                    options["jobs"], ROOT, priors_from=[ROOT / document])
     assert families["computed"] and families["exploratory"] == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,8 @@ from gpurepro.analyze.verdict import plan_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.args import sequential_design
 from gpurepro.cli.parser import parser
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.journal import read
-from gpurepro.run.plan import PlannedTrial
 
 from . import pace
 from .conftest import ROOT
@@ -230,21 +231,24 @@ def _args(*argv: str):
 
 def test_the_main_job_defaults_to_the_decisive_design_and_the_fixed_plan_is_one_flag_away():
     case = load_case(FAKE, ROOT)
-    stopping, trials = sequential_design(case, _args("case", str(FAKE)))
+    def asked(*argv: str) -> tuple[Any, int]:
+        design, trials = sequential_design(case, _args(*argv))
+        return design.to_json(), trials
+
+    stopping, trials = asked("case", str(FAKE))
     assert stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 25,
                         "spending": "halving", "supported_share": 0.9, "horizon": "auto"}
     assert trials == 25
-    none = sequential_design(case, _args("case", str(FAKE), "--horizon", "none"))[0]
-    given = sequential_design(case, _args("case", str(FAKE), "--horizon", "4096"))[0]
+    none = asked("case", str(FAKE), "--horizon", "none")[0]
+    given = asked("case", str(FAKE), "--horizon", "4096")[0]
     assert none == {**stopping, "horizon": "none"} and given == {**stopping, "horizon": 4096.0}
-    old = sequential_design(case, _args("case", str(FAKE), "--alpha-spending", "even",
-                                        "--supported-share", "0.5"))[0]
+    old = asked("case", str(FAKE), "--alpha-spending", "even", "--supported-share", "0.5")[0]
     assert old == {**stopping, "spending": "even", "supported_share": 0.5}
-    assert sequential_design(case, _args("case", str(FAKE), "--fixed")) == (None, case.defaults.trials_per_arm)
-    assert sequential_design(case, _args("case", str(FAKE), "--trials", "3")) == (None, 3)
+    assert asked("case", str(FAKE), "--fixed") == (None, case.defaults.trials_per_arm)
+    assert asked("case", str(FAKE), "--trials", "3") == (None, 3)
     # `run` (a GPU node's prebuilt tree) has the main job's defaults too.
-    assert sequential_design(case, _args("run", str(FAKE))) == (stopping, 25)
-    assert sequential_design(case, _args("run", str(FAKE), "--fixed"))[0] is None
+    assert asked("run", str(FAKE)) == (stopping, 25)
+    assert asked("run", str(FAKE), "--fixed")[0] is None
 
 
 def test_decisive_with_a_fixed_size_is_refused():

@@ -15,13 +15,15 @@ from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design
+from gpurepro.analyze.designing import run_declaration
 from gpurepro.analyze.shortcut import declaration
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, TrialBudget, load_case
 from gpurepro.case.model import DETERMINISTIC_TRIALS
 from gpurepro.errors import ManifestError
+from gpurepro.model.design import DesignSpec
+from gpurepro.model.plan import make_plan
 from gpurepro.run.execute import RunOptions
-from gpurepro.run.plan import make_plan
 from gpurepro.run.session import journal_header
 
 from .conftest import ROOT
@@ -151,8 +153,8 @@ def test_the_decisive_design_establishes_each_arm_first_and_stops():
 
 def test_the_arms_that_establish_an_outcome_get_the_next_trials_whatever_the_gain(monkeypatch):
     from gpurepro.analyze import allocate
-    from gpurepro.run.plan import PlannedTrial
-    from gpurepro.run.schedule import Allocation
+    from gpurepro.analyze.allocation import Allocation
+    from gpurepro.model.plan import PlannedTrial
 
     design = DecisiveDesign(alpha=0.05, max_trials=12, first_look=20, total=24)
     d = _decider(design, claims=[WRONG, RIGHT, RATE])
@@ -235,11 +237,12 @@ def test_a_run_journals_the_declaration_of_its_case():
     opts = RunOptions(budget=TrialBudget(duration_s=5.0, timeout_s=30.0, max_exposure=3),
                       run_id="0" * 32)
     index = {"toolchain": {}, "artifacts": {}}
-    plain = journal_header(dataclasses.replace(case, deterministic=""), ROOT, plan, opts, None,
+    plain = journal_header(dataclasses.replace(case, deterministic=""), ROOT, plan, opts, DesignSpec.fixed(),
                            {}, {}, index)
     assert "deterministic" not in plain["options"]
     declared = dataclasses.replace(case, deterministic="same cubin, same inputs")
-    header = journal_header(declared, ROOT, plan, opts, None, {}, {}, index)
+    header = journal_header(declared, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, index,
+                            deterministic=run_declaration(declared, None))
     # Checked (gpurepro.analyze.shortcut): its trials set so that its bound, spent from the
     # run's alpha, is within half of it; a run from before the check journaled reason and 3.
     journaled = header["options"]["deterministic"]

@@ -89,7 +89,7 @@ def test_a_50_mb_one_word_sentence_is_escaped(context):
 def test_a_driver_error_of_one_64_kib_word_records_reports_and_validates(tmp_path):
     """The hostile driver's long-word trial: its cuda_error's 64 KiB word is whole in the
     journal, cut at STRING_MAX in the document; record, report and validate finish."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     hostile = "tests/fixtures/hostile_case/manifest.py"

@@ -94,7 +94,8 @@ def test_a_timed_case_runs_fixed_size(case):
     args = argparse.Namespace(decisive=False, fixed=False, trials=None, until_decided=False,
                               decisive_by_default=True, look_every=None, max_trials=None,
                               alpha=None)
-    assert sequential_design(case, args) == (None, case.defaults.trials_per_arm)
+    design, trials = sequential_design(case, args)
+    assert (design.to_json(), trials) == (None, case.defaults.trials_per_arm)
 
 
 def test_the_reference_weights_each_key_block_by_its_visits():
@@ -130,7 +131,7 @@ def test_the_driver_without_libcuda_is_no_driver(tmp_path):
 
 
 def _sass(text):
-    from gpurepro.build.sass import parse_instr
+    from gpurepro.building.sass import parse_instr
 
     return [parse_instr(16 * i, line) for i, line in enumerate(text.strip().splitlines())]
 
@@ -158,7 +159,7 @@ def _verdict_module():
 
 
 def test_the_verdict_groups_arms_by_their_output_bytes():
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
 
     doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
                      .read_text())
@@ -177,7 +178,7 @@ def test_the_verdict_groups_arms_by_their_output_bytes():
 
 
 def test_the_verdict_reads_the_controls_claims():
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
 
     doc = json.loads(next((ROOT / "results" / "fa3_wgmma_wait").glob("20261204T122215Z*_redacted.json"))
                      .read_text())

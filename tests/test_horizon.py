@@ -11,18 +11,13 @@ import pytest
 from scipy import stats as sps
 
 from gpurepro.analyze import horizon
-from gpurepro.analyze.allocate import ArmPrior
+from gpurepro.analyze.allocate import ArmPrior, horizon_arms, rate_claims, time_limit
+from gpurepro.analyze.allocation import Allocation
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, evidence, sentence
-from gpurepro.analyze.horizon_design import (
-    candidates,
-    horizon_arms,
-    prior_at,
-    rate_claims,
-    time_limit,
-)
+from gpurepro.analyze.horizon import prior_at
+from gpurepro.analyze.horizon_design import candidates
 from gpurepro.case import Claim
-from gpurepro.run.plan import PlannedTrial
-from gpurepro.run.schedule import Allocation
+from gpurepro.model.plan import PlannedTrial
 
 LOWER = Claim("ok-lower", arm="ok", kind="lower")
 H = 1000.0

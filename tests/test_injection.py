@@ -167,7 +167,7 @@ def test_one_escape_for_every_context_leaves_nothing_live(value, context):
 
 
 def test_a_driver_that_writes_markup_in_its_crash_and_final_records(fake_build, tmp_path):
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"

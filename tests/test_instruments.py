@@ -1,4 +1,4 @@
-"""Instruments as a harness factor, and the open tool set (gpurepro.instruments, gpurepro.toolchain).
+"""Instruments as a harness factor, and the open tool set (gpurepro.case.instruments, gpurepro.case.toolchain).
 
 The fake case's real trial processes run under instruments whose tools are stand-ins (``env``,
 a fake compute-sanitizer script, plain gdb for cuda-gdb): the trial keeps its outcome, and the
@@ -19,13 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import toolchain
-from gpurepro.build.artifacts import build_case
-from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, load_case
+from gpurepro.building.artifacts import build_case
+from gpurepro.case import Arm, Tool, TrialBudget, TrialCommand, instruments, load_case, toolchain
 from gpurepro.errors import BuildError, ManifestError
-from gpurepro.run import instruments
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.execute import RunOptions, execute_trial
-from gpurepro.run.plan import PlannedTrial
 
 from . import pace
 from .conftest import ROOT, toolchain_venv

@@ -221,7 +221,7 @@ def _stopped_after(path: Path, trials: int) -> None:
 def own_build(fake_case):
     """A build of the fake case of its own inside the repository, for one test to damage (the
     shared one, build/tests, serves every other test)."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
 
     folder = ROOT / "build" / f"tests-integrity-build-{uuid.uuid4().hex[:8]}"
     build_case(fake_case, "host", ROOT, folder)
@@ -278,7 +278,7 @@ def test_an_unpacked_runtime_site_edited_after_unpacking_is_checked_not_trusted(
 def test_a_tool_replaced_in_the_bisection_cache_is_extracted_again(tmp_path):
     import zipfile
 
-    from gpurepro.build import releases
+    from gpurepro.building import releases
 
     wheel = tmp_path / "nvidia_tool-1.0-py3-none-manylinux.whl"
     with zipfile.ZipFile(wheel, "w") as z:
@@ -413,7 +413,7 @@ CRASH_CLOCK = "clock-crash"
 @pytest.fixture(scope="module")
 def hostile_counts(tmp_path_factory):
     """One run of the hostile case's bad-counter and bad-clock arms, recorded: (exit, document)."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"
@@ -524,7 +524,7 @@ def test_a_record_killed_while_writing_leaves_nothing_the_index_lists_and_the_ne
         [sys.executable, "-c",
          "import os, signal, sys\n"
          "from pathlib import Path\n"
-         "from gpurepro.run.atomic import atomic_path\n"
+         "from gpurepro.model.files import atomic_path\n"
          "with atomic_path(Path(sys.argv[1])) as tmp:\n"
          "    tmp.write_text('{')\n"
          "    os.kill(os.getpid(), signal.SIGKILL)\n", str(folder / "doc.json")],

@@ -28,7 +28,7 @@ from .test_containment import HOSTILE, _chain_stopped, _env, _left_after_the_swe
 
 @pytest.fixture(scope="module")
 def built():
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"

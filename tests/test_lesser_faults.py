@@ -11,9 +11,9 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from gpurepro.model.files import create_atomic, write_bytes_atomic
 from gpurepro.report import site
 from gpurepro.report.tables import escape
-from gpurepro.run.atomic import create_atomic, write_bytes_atomic
 from gpurepro.run.progress import Progress, terminal_safe
 
 from .conftest import ROOT
@@ -60,7 +60,7 @@ def test_a_pipe_inside_a_code_span_in_an_analysis_table_stays_in_its_cell():
 def test_a_drivers_terminal_control_sequences_never_reach_the_progress_line():
     detail = "boom\x1b[2J\x1b[H\x1b]0;owned\x07\r\x1b[31mred\x1b[0m\x9b1m\x08end"
     assert terminal_safe(detail) == "boom     red  1m end"
-    from gpurepro.run.plan import make_plan
+    from gpurepro.model.plan import make_plan
 
     plan = make_plan("fake_case", {"ok": {}}, 1, seed=1, selected=["ok"])
     stream = io.StringIO()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpurepro.build import locks
+from gpurepro.building import locks
 
 
 def test_every_toolchain_input_is_current_and_exact(root):
@@ -34,8 +34,8 @@ def test_a_changed_pin_makes_its_input_stale(root, tmp_path):
     for part in ("cases", "native", "locks"):
         shutil.copytree(root / part, copy / part)
     # A case may name a harness module as an artifact's source (ptxas_abs_clamp: the PTX
-    # lowering and the SASS build step of gpurepro.build).
-    shutil.copytree(root / "src" / "gpurepro" / "build", copy / "src" / "gpurepro" / "build")
+    # lowering and the SASS build step of gpurepro.building).
+    shutil.copytree(root / "src" / "gpurepro" / "building", copy / "src" / "gpurepro" / "building")
     manifest = copy / "cases" / "tile_unload_race" / "manifest.py"
     manifest.write_text(manifest.read_text().replace('"cuda-tile==1.5.0"', '"cuda-tile==1.6.0"'))
     stale = locks.stale_inputs(copy)
@@ -61,7 +61,7 @@ def _copy(root, tmp_path):
     copy = tmp_path / "repo"
     for part in ("cases", "native", "locks"):
         shutil.copytree(root / part, copy / part)
-    shutil.copytree(root / "src" / "gpurepro" / "build", copy / "src" / "gpurepro" / "build")
+    shutil.copytree(root / "src" / "gpurepro" / "building", copy / "src" / "gpurepro" / "building")
     shutil.copy(root / "pyproject.toml", copy / "pyproject.toml")
     return copy
 

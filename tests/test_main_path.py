@@ -45,10 +45,12 @@ def _fails_mostly(prior: dict[str, Any]) -> bool:
 def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[str, Any], Path]:
     """The case's default plan (as `case` and `run` plan it with no flag), its trials through
     the fake driver, recorded. Returns the document and the journal."""
+    from gpurepro.analyze.designing import run_declaration, run_design
     from gpurepro.case import TrialCommand
     from gpurepro.case.load import load_case
     from gpurepro.cli.args import check_arguments
     from gpurepro.cli.parser import parser
+    from gpurepro.cli.run import steering
     from gpurepro.env import fingerprint as envmod
     from gpurepro.record.result import record_journals
     from gpurepro.run import session
@@ -62,7 +64,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     args = parser().parse_args(["run", case_name, "--out-dir", str(tmp_path)])
     request = check_arguments(case, args, ROOT, gpu_info)
     plan = session.new_plan(case, request)
-    stopping, families = session.run_design(case, plan, request, ROOT)
+    design, families = run_design(case, plan, request, ROOT)
     _, index = fake_build
     # A run id of its own: every process tagged with it is swept when the run's watchdog ends,
     # so a run id shared by two tests lets a late sweep of one kill the other's trials.
@@ -70,11 +72,12 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
                       run_id=uuid.uuid4().hex)
     device = {"name": "Fake GPU", "compute_capability": capability, "uuid": "GPU-fake",
               "index": 0, "supported": True, "target": request.target, "reason": None}
-    header = session.journal_header(case, ROOT, plan, opts, stopping,
+    header = session.journal_header(case, ROOT, plan, opts, design,
                                     envmod.fingerprint(ROOT, redact=True, gpu_info=gpu_info),
-                                    device, index, families, request.scope)
+                                    device, index, families, request.scope,
+                                    deterministic=run_declaration(case, None))
     journal = session.create(tmp_path / f"{case_name}.journal.jsonl", header)
-    priors = (stopping or {}).get("priors") or {}
+    priors = design.priors or {}
     driver = index["artifacts"]["testdriver"]["path"]
 
     def fake_command(ctx: Any) -> TrialCommand:
@@ -94,7 +97,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     started = session.Started(journal, header, plan, opts, session.Gate(True, request.target,
                                                                           device, None), [])
     with journal:
-        status = session.execute(faked, started, ROOT, case_name)
+        status = session.execute(faked, started, ROOT, case_name, *steering(faked, started))
     assert status == 0, status
     contents = read(journal.path)
     assert contents.header.get("ended"), "a finished run's journal ends with its end record"
@@ -111,6 +114,8 @@ def check_document(doc: dict[str, Any], case_name: str) -> None:
     assert doc["completion"] == {"complete": True, "trials": len(doc["trials"]),
                                  "planned": len(doc["plan"]["order"])}
     case = load_case(case_name, ROOT)
+    # The targets its run's manifest builds, kept for the comment's commands.
+    assert doc["case"]["targets"] == sorted(set(case.devices.targets.values()))
     options = doc["plan"]["options"]
     assert options["scope"] == "main"
     assert options["stopping"]["design"] == "decisive"

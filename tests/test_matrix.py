@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-from gpurepro.build.artifacts import sha256_file
 from gpurepro.errors import UsageError
-from gpurepro.record.validation import validation_errors
+from gpurepro.model.files import sha256_file
 from gpurepro.run.journal import Journal
 from gpurepro.sweep import gpu as gpustage
 from gpurepro.sweep.assemble import assemble, write_document
@@ -26,6 +25,7 @@ from gpurepro.sweep.matrix import cell_results
 from gpurepro.sweep.model import GPU_FILE, GPU_SCHEMA, MATRIX, GpuRecord, read_document
 from gpurepro.sweep.spec import load
 from gpurepro.sweep.table import markdown
+from gpurepro.sweep.validation import sweep_errors as validation_errors
 
 from . import pace
 from .conftest import ROOT, toolchain_venv

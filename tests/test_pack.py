@@ -131,7 +131,7 @@ def test_every_output_of_an_artifact_is_packed_and_checked(tmp_path, monkeypatch
     import hashlib
     from types import SimpleNamespace
 
-    from gpurepro.build.artifacts import index_path
+    from gpurepro.building.artifacts import index_path
     from gpurepro.errors import BuildError
     from gpurepro.pack import archive
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
+from gpurepro.model import phases
 from gpurepro.report.markdown import threads_table
-from gpurepro.run import phases
 from gpurepro.run.execute import crash_summary
 
 from .conftest import ROOT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpurepro.run.plan import make_plan
+from gpurepro.model.plan import make_plan
 
 ARMS = {a: {} for a in ("base", "a", "b", "c")}
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from gpurepro.run.plan import make_plan
+from gpurepro.model.plan import make_plan
 from gpurepro.run.progress import Expectation, Progress, expectation_of, time_left
 from gpurepro.run.schedule import trials_open
 

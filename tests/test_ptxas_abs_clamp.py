@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import sass
+from gpurepro.building import sass
 from gpurepro.case import cubin_check
 
 from . import pace
@@ -50,7 +50,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 
 
 def _lower(*args: str) -> subprocess.CompletedProcess:
-    return _run("-m", "gpurepro.build.ptx", *args)
+    return _run("-m", "gpurepro.building.ptx", *args)
 
 
 def _has_libcuda() -> bool:
@@ -344,7 +344,7 @@ def test_the_ptx_fixture_is_what_the_pinned_nvcc_emits(tmp_path):
 
 @pytest.mark.toolchain
 def test_the_cubin_of_the_13_3_ptxas_is_the_committed_one(tmp_path):
-    """The cubin artifact's command (gpurepro.build.sass's build step around the arms' ptxas
+    """The cubin artifact's command (gpurepro.building.sass's build step around the arms' ptxas
     argv) with the ptxas of nvidia-cuda-nvcc 13.3.73 (the cuda-13 arm's release, here the
     toolchain environment's copy of the same wheel) on the lowered PTX."""
     tile = _tools(toolchain_venv("tile_unload_race", "sm_90"), "ptxas")
@@ -353,7 +353,7 @@ def test_the_cubin_of_the_13_3_ptxas_is_the_committed_one(tmp_path):
     assert _lower(str(EMITTED_PTX), str(lowered), "8.0").returncode == 0
     out = tmp_path / "out" / "kernel.cubin"
     out.parent.mkdir()
-    done = _run("-m", "gpurepro.build.sass", str(out), f"nvdisasm={tc['nvdisasm']}", "--",
+    done = _run("-m", "gpurepro.building.sass", str(out), f"nvdisasm={tc['nvdisasm']}", "--",
                 str(tile["ptxas"]), "-arch=sm_90", "-O3", str(lowered), "-o", str(out))
     assert done.returncode == 0, done.stderr
     committed = {r["requested"]: r["compile"]["cubin_sha256"] for r in _committed()["releases"]}
@@ -421,7 +421,7 @@ def _bisection_doc(mode: str) -> dict:
 
 
 def _analysis(decision: str, bisections: list):
-    from gpurepro.analyze.views import Analysis
+    from gpurepro.model.result import Analysis
     from gpurepro.sweep import summary
 
     case = _case()

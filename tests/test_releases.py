@@ -1,4 +1,4 @@
-"""Toolchain releases as a factor (Factor.releases, Artifact.per; gpurepro.build.releases).
+"""Toolchain releases as a factor (Factor.releases, Artifact.per; gpurepro.building.releases).
 
 The releases are wheels made here (tests/fixtures/release_case: ``gpurepro-fakecc-old`` 1.0.0,
 1.5.0 and 1.9.0rc1, ``gpurepro-fakecc`` 2.0.0 and 3.0.0, each holding ``bin/fakecc``) served to
@@ -18,8 +18,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpurepro.build import releases
-from gpurepro.build.artifacts import build_case
+from gpurepro.building import releases
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import Family, ManifestError, Releases, load_case, validate
 from gpurepro.case.model import Artifact, Case, TrialBudget
 from gpurepro.errors import BuildError

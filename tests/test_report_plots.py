@@ -115,7 +115,7 @@ def two_gpu_result(root, fake_build, tmp_path_factory) -> Path:
 
 def test_two_gpu_forest_has_one_panel_per_gpu_with_rates_from_its_own_trials(two_gpu_result):
     from gpurepro.analyze.stats import poisson_rate
-    from gpurepro.run.classify import EVIDENCE
+    from gpurepro.model.outcomes import EVIDENCE
 
     doc = json.loads(two_gpu_result.read_text())
     assert {t["gpu"] for t in doc["trials"]} == {"0", "1"}

@@ -23,12 +23,12 @@ import pytest
 
 from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
+from gpurepro.model.plan import make_plan
 from gpurepro.run import execute as runmod
 from gpurepro.run import values
 from gpurepro.run.classify import Observed, classify, parse_json_lines
 from gpurepro.run.execute import RunOptions, crash_summary, execute_plan
 from gpurepro.run.journal import Journal, read
-from gpurepro.run.plan import make_plan
 
 from . import cli
 from .conftest import ROOT
@@ -220,7 +220,7 @@ def test_a_run_of_every_bad_value_goes_on_exits_1_records_validates_and_resumes(
     harness error), the document recorded and valid. The same arms and a trial that waits
     (crash-at) in a run stopped by SIGINT while it waits: --resume runs what is left, the bad
     values again harness errors, and exits 1 with the journal's end record."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case.load import load_case
 
     build_dir = ROOT / "build" / "tests"

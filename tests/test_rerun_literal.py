@@ -66,7 +66,8 @@ parser = first(("gpurepro.cli.parser", "parser"), ("gpurepro.cli.main", "parser"
                ("gpurepro.cli", "parser"))
 load_case = first(("gpurepro.case.load", "load_case"), ("gpurepro.case.model", "load_case"),
                   ("gpurepro.manifest", "load_case"))
-make_plan = first(("gpurepro.run.plan", "make_plan"), ("gpurepro.plan", "make_plan"))
+make_plan = first(("gpurepro.model.plan", "make_plan"), ("gpurepro.run.plan", "make_plan"),
+                  ("gpurepro.plan", "make_plan"))
 check = first(("gpurepro.cli.args", "check_arguments"), ("gpurepro.run.session", "check_arguments"),
               ("gpurepro.runner", "check_arguments"))
 new_plan = first(("gpurepro.run.session", "new_plan"))
@@ -86,7 +87,9 @@ else:
     else:
         plan = make_plan(case.name, case.resolved_arms(), request.trials_per_arm, ns.seed,
                          list(request.arms) if request.arms else None)
-    stopping = request.stopping
+    # The design as the journal keeps it (a RunRequest's DesignSpec; before it, its dict).
+    design = getattr(request, "design", None)
+    stopping = design.to_json() if design is not None else request.stopping
 print(json.dumps({"plan": plan.to_json(), "stopping": stopping}))
 '''
 

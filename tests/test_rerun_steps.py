@@ -68,7 +68,7 @@ def test_a_decisive_run_reruns_the_decisive_design_with_its_numbers():
     assert "--until-decided" not in args and "--look-every" not in args
     assert "--alpha-spending" not in args and "--supported-share" not in args
     parsed, checked = _checked(doc, args)
-    assert checked.stopping == {"design": "decisive", "alpha": 0.05, "max_trials": 10,
+    assert checked.design.to_json() == {"design": "decisive", "alpha": 0.05, "max_trials": 10,
                                 "spending": "halving", "supported_share": 0.9, "horizon": "auto"}
     assert checked.trials_per_arm == 10 and parsed.seed == doc["plan"]["seed"]
 
@@ -96,14 +96,14 @@ def test_a_decisive_run_that_halved_its_alpha_reruns_with_the_default():
                                           "spending": "halving", "supported_share": 0.9}
     args = rerun_arguments(doc)
     assert "--alpha-spending" not in args and "--supported-share" not in args
-    stopping = _checked(doc, args)[1].stopping
+    stopping = _checked(doc, args)[1].design.to_json()
     assert stopping["spending"] == "halving" and stopping["supported_share"] == 0.9
     # One run with other than the defaults names them.
     doc["plan"]["options"]["stopping"].update(spending="even", supported_share=0.5)
     args = rerun_arguments(doc)
     assert args[args.index("--decisive"):args.index("--decisive") + 5] == \
         ["--decisive", "--alpha-spending", "even", "--supported-share", "0.5"]
-    stopping = _checked(doc, args)[1].stopping
+    stopping = _checked(doc, args)[1].design.to_json()
     assert stopping["spending"] == "even" and stopping["supported_share"] == 0.5
 
 

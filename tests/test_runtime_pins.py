@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.build import runtime as build_runtime
-from gpurepro.build.artifacts import build_case
+from gpurepro.building import runtime as build_runtime
+from gpurepro.building.artifacts import build_case
 from gpurepro.case import Case, ManifestError, Runtime, load_case, validate
 from gpurepro.errors import BuildError, UsageError
 from gpurepro.run import runtime as run_runtime

@@ -1,4 +1,4 @@
-"""The harness's SASS tooling (gpurepro.build.sass): both listings parsed alike, the
+"""The harness's SASS tooling (gpurepro.building.sass): both listings parsed alike, the
 instruction facts and diff, the finder falling back to nvdisasm where cuobjdump cannot read a
 cubin, and the build step that writes a cubin's SASS beside it. On the listings the pinned
 13.2.51 disassemblers printed (tests/data)."""
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpurepro.build import sass
+from gpurepro.building import sass
 
 from .conftest import ROOT
 
@@ -95,12 +95,12 @@ def test_one_reader_for_listings_compared_with_each_other(tmp_path):
 
 
 def _run_step(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gpurepro.build.sass", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gpurepro.building.sass", *argv], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
 
 
 def test_the_build_step_compiles_then_writes_the_sass_a_case_analysis_reads(tmp_path):
-    """An artifact's command `python -m gpurepro.build.sass OUT TOOL=PATH -- COMPILER...`: the
+    """An artifact's command `python -m gpurepro.building.sass OUT TOOL=PATH -- COMPILER...`: the
     compiler's command, then sass.json beside its output, read back per release."""
     nvdisasm = _tool(tmp_path / "nvdisasm", 'if [ "$1" = --version ]; then\n'
                      'echo "Cuda compilation tools, release 13.2, V13.2.51"; exit 0; fi\n'
@@ -130,4 +130,4 @@ def test_the_build_step_names_its_usage(tmp_path):
                  [str(tmp_path / "k.cubin"), "objdump=/bin/true", "--", "true"],
                  [str(tmp_path / "k.cubin"), "nvdisasm=/bin/true"]):
         done = _run_step(*argv)
-        assert done.returncode == 2 and done.stderr.startswith("usage: python -m gpurepro.build.sass")
+        assert done.returncode == 2 and done.stderr.startswith("usage: python -m gpurepro.building.sass")

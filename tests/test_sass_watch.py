@@ -1,11 +1,11 @@
-"""Axis.watch beyond opcode presence (gpurepro.build.sass.watched): an instruction with its
+"""Axis.watch beyond opcode presence (gpurepro.building.sass.watched): an instruction with its
 operands and immediates, wildcards, and instruction counts; plain opcodes as before."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpurepro.build import sass
+from gpurepro.building import sass
 from gpurepro.sweep import search, table
 
 # The abs_clamp kernel's clamp on either side of the 12.6.85 fix (ptxas_abs_clamp's README),

@@ -8,12 +8,12 @@ import pytest
 
 from gpurepro.case import TrialBudget
 from gpurepro.errors import HarnessError
+from gpurepro.model.plan import make_plan
 from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
 from gpurepro.run import execute as runmod
 from gpurepro.run.execute import RunOptions, execute_plan
 from gpurepro.run.journal import Journal, merge, read
-from gpurepro.run.plan import make_plan
 
 from .conftest import ROOT
 

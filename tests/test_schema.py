@@ -15,10 +15,10 @@ from gpurepro.record.validation import validate_document, validation_errors
 @pytest.fixture(scope="module")
 def good_doc(fake_case, fake_build, root):
     from gpurepro.case import TrialBudget
+    from gpurepro.model.plan import make_plan
     from gpurepro.record.document import build_document
     from gpurepro.run.execute import RunOptions, execute_plan
     from gpurepro.run.journal import Journal, read
-    from gpurepro.run.plan import make_plan
 
     _, index = fake_build
     plan = make_plan("fake_case", fake_case.resolved_arms(), 2, seed=1, selected=["crash", "ok"])

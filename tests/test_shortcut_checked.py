@@ -15,11 +15,11 @@ import pytest
 from gpurepro.analyze import shortcut
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.allocate import ArmPrior
+from gpurepro.analyze.allocation import Allocation
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, decider_for
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, load_case
-from gpurepro.run.plan import PlannedTrial
-from gpurepro.run.schedule import Allocation
+from gpurepro.model.plan import PlannedTrial
 
 from .conftest import ROOT
 
@@ -94,7 +94,7 @@ def test_no_committed_journal_of_a_case_that_does_not_race_disagrees_with_itself
     (ptxas_abs_clamp, ctx_get_device_v2, fa3_wgmma_wait, tcgen05_alloc_order) has one signature,
     capped trials included: the check refutes no declaration that held there. The race's
     journals (tile_unload_race) disagree, as a race's trials should."""
-    from gpurepro.run.classify import EVIDENCE
+    from gpurepro.model.outcomes import EVIDENCE
 
     def splits(path):
         by: dict[str, list] = {}

@@ -49,7 +49,7 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     """The same for a case whose trials are Python drivers: the harness runs them under the
     blocker, and each driver imports the kit (gpurepro.case.driver) under one of its own
     (tests/fixtures/pydriver.py with GPUREPRO_BLOCK_THIRD_PARTY=1)."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case import load_case
 
     manifest = ROOT / "tests" / "fixtures" / "py_fake_case" / "manifest.py"
@@ -74,9 +74,10 @@ def test_python_driver_trials_need_no_third_party_module(tmp_path):
     assert trials["ok"]["env"]["PYTHONPATH"] == "src"  # the checkout's own path, made relative
 
 
-# Importing any module of these packages must need nothing outside the standard library: what
-# a case imports (case/), the run stage (run/) and the fingerprint it takes on the node (env/).
-STDLIB_PACKAGES = ("case", "env", "run")
+# Importing any module of these packages must need nothing outside the standard library: the
+# model the stages share (model/), what a case imports (case/), the run stage (run/) and the
+# fingerprint it takes on the node (env/).
+STDLIB_PACKAGES = ("case", "env", "model", "run")
 
 STRICT_BLOCKER = """
 import importlib, sys

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from gpurepro.record.validation import load_schema, validation_errors
+from gpurepro.record.validation import load_schema
 from gpurepro.sweep import model
 from gpurepro.sweep.table import markdown
+from gpurepro.sweep.validation import sweep_errors as validation_errors
 
 from .conftest import ROOT
 
@@ -102,7 +103,7 @@ def test_an_earlier_bisect_gpu_record_assembles_into_the_same_document(tmp_path,
 
 
 def _cpu_document(tmp_path: Path, monkeypatch) -> Path:
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
     from gpurepro.case import load_case
     from gpurepro.sweep import cpu
 

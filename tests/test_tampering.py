@@ -568,7 +568,7 @@ def stamp_build(fake_case):
 
 
 def test_a_cached_artifact_whose_output_changed_is_built_again(fake_case, stamp_build):
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
 
     events: list[tuple[str, str]] = []
     first = build_case(fake_case, "host", ROOT, stamp_build, lambda *e: events.append(e))
@@ -589,7 +589,7 @@ def test_a_cached_artifact_whose_output_changed_is_built_again(fake_case, stamp_
 
 
 def test_a_failed_stamp_write_names_the_stamp_and_leaves_none(fake_case, stamp_build, monkeypatch):
-    from gpurepro.build import artifacts
+    from gpurepro.building import artifacts
 
     def full(path, text):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

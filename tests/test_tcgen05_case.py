@@ -18,10 +18,8 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
-from gpurepro.analyze.views import Analysis
-from gpurepro.build import toolchain
-from gpurepro.case import TrialBudget, TrialContext, load_case
-from gpurepro.run import instruments
+from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, toolchain
+from gpurepro.model.result import Analysis
 
 from .conftest import ROOT, toolchain_venv
 
@@ -144,7 +142,7 @@ def test_seed_parser_folds_in_the_instrument(parse):
 
 # ----------------------------------------------------------------------------- the wrapper
 #
-# gpurepro.instruments applies the "instrument" factor (tests/test_instruments.py covers it
+# gpurepro.case.instruments applies the "instrument" factor (tests/test_instruments.py covers it
 # in general); here, with the case's own arms and output.
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpurepro.build import elf
+from gpurepro.building import elf
 
 from . import pace
 from .conftest import ROOT, toolchain_venv

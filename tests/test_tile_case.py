@@ -15,9 +15,9 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
-from gpurepro.analyze.views import Analysis
 from gpurepro.case import TrialBudget, TrialContext, load_case
 from gpurepro.errors import RecordError
+from gpurepro.model.result import Analysis
 from gpurepro.record.document import build_document
 from gpurepro.run import journal
 

@@ -103,7 +103,8 @@ def test_a_case_with_timed_claims_runs_fixed_size_and_refuses_decisive():
     args = argparse.Namespace(decisive=False, fixed=False, trials=None, until_decided=False,
                               decisive_by_default=True, look_every=None, max_trials=None,
                               alpha=None)
-    assert sequential_design(Timed, args) == (None, 8)
+    design, trials = sequential_design(Timed, args)
+    assert (design.to_json(), trials) == (None, 8)
     args.decisive = True
     with pytest.raises(UsageError, match="on times"):
         sequential_design(Timed, args)

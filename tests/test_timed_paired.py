@@ -13,7 +13,8 @@ import pytest
 from gpurepro.analyze import timing
 from gpurepro.analyze.claims import Decider, Design, Wording, decider_for, evidence, sentence
 from gpurepro.case import Claim, load_case
-from gpurepro.run.plan import EVENT_RESOLUTION_S, TIMED_TEST, make_plan
+from gpurepro.model.design import EVENT_RESOLUTION_S, TIMED_TEST, DesignSpec
+from gpurepro.model.plan import make_plan
 
 from .conftest import ROOT
 
@@ -125,7 +126,7 @@ def test_a_new_run_journals_its_timed_test_and_an_old_journal_keeps_welch():
     plan = make_plan(case.name, case.resolved_arms(), 2, 1)
     opts = RunOptions(budget=TrialBudget(duration_s=30.0, timeout_s=120.0, max_exposure=0),
                       run_id="0" * 32)
-    header = journal_header(case, ROOT, plan, opts, None, {}, {}, {"toolchain": {}, "artifacts": {}})
+    header = journal_header(case, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, {"toolchain": {}, "artifacts": {}})
     assert header["options"]["timing"] == TIMED_TEST and header["options"]["analysis"] == 2
     assert decider_for(case, header).timed == PAIRED
     old = {**header, "options": {k: v for k, v in header["options"].items()
@@ -133,7 +134,7 @@ def test_a_new_run_journals_its_timed_test_and_an_old_journal_keeps_welch():
     assert decider_for(case, old).timed is None
     untimed = journal_header(dataclasses.replace(case, claims=[c for c in case.claims
                                                               if c.kind == "outcome"]),
-                             ROOT, plan, opts, None, {}, {}, {"toolchain": {}, "artifacts": {}})
+                             ROOT, plan, opts, DesignSpec.fixed(), {}, {}, {"toolchain": {}, "artifacts": {}})
     assert "timing" not in untimed["options"]
 
 

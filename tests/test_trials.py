@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpurepro.case import TrialBudget
+from gpurepro.model.plan import PlannedTrial
 from gpurepro.run.execute import RunOptions, execute_trial
-from gpurepro.run.plan import PlannedTrial
 from gpurepro.run.trial import run_trial
 
 from . import pace

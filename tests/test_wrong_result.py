@@ -105,7 +105,7 @@ def test_the_manifest_field_is_checked():
 @pytest.fixture(scope="module")
 def checked_run(tmp_path_factory):
     """Every mode of the checked case, two trials each, through the harness's run stage."""
-    from gpurepro.build.artifacts import build_case
+    from gpurepro.building.artifacts import build_case
 
     build_case(load_case(CHECKED, ROOT), "host", ROOT, ROOT / "build" / "tests")
     journal = tmp_path_factory.mktemp("checked") / "run.journal.jsonl"

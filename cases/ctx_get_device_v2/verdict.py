@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpurepro.analyze.views import Analysis
-from gpurepro.case import measures
+from gpurepro.case import Analysis, measures
 
 NULL_RIGHT, ONE_ARG = "v2-null-invalid-context", "v2-one-arg-as-null"
 BOGUS = ("v2-bogus-crashes", "v2-bogus-current-crashes")  # a non-NULL handle crashes

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from gpurepro.analyze.views import Analysis
+from gpurepro.case import Analysis
 
 NOISE = "overlap-again-same"
 INJECTED = ("ptxas-12-5-82", "ptxas-12-6-20")  # print C7517, inject the wait (the CPU facts)

@@ -4,7 +4,7 @@
         --release nvidia-cuda-nvcc-cu12==12.4.131 [--release ...] [--ptxas PTXAS] \
         [--cache build/wheels] --out build/fa3_wgmma_wait/wait_placement.json
 
-Each release's ptxas comes out of its wheel (gpurepro.build.releases: resolved by pip, fetched
+Each release's ptxas comes out of its wheel (gpurepro.building.releases: resolved by pip, fetched
 once into --cache against the index's sha256), ``--ptxas`` adds a local one (the pinned 13.3.73). Each compiles
 the PTX with ``-arch=sm_90a -O3 -v`` after its ``.version`` is set to 8.0 (CUDA 12.0's ISA: every
 instruction the kernel uses, wgmma and fence.proxy.async included, is in 8.0; a ptxas that
@@ -26,8 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpurepro.build.releases import fetch, program, resolve
-from gpurepro.build.sass import disassemble
+from gpurepro.building.releases import fetch, program, resolve
+from gpurepro.building.sass import disassemble
 
 VERSION = re.compile(r"^(\s*\.version\s+)\d+\.\d+", re.M)
 KERNEL = "attention"

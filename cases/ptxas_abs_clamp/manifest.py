@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpurepro.build import sass
+from gpurepro.building import sass
 from gpurepro.case import (
     Arm,
     Artifact,
@@ -66,15 +66,15 @@ ARTIFACTS = [
              outputs=("kernel.ptx",), sources=("kernel.cu",), tools=("nvcc",)),
     Artifact(name="ptx_lowered",
              description="the PTX with .version 8.0, which every ptxas from CUDA 12.0 on accepts",
-             command=("{python}", "-m", "gpurepro.build.ptx", "{artifact:ptx}/kernel.ptx",
+             command=("{python}", "-m", "gpurepro.building.ptx", "{artifact:ptx}/kernel.ptx",
                       "{out}/kernel.ptx", "8.0"),
-             outputs=("kernel.ptx",), sources=("src/gpurepro/build/ptx.py",)),
+             outputs=("kernel.ptx",), sources=("src/gpurepro/building/ptx.py",)),
     Artifact(name="cubin", per="ptxas",
              description=f"the arm's ptxas release, -arch={TARGET} -O3, on the lowered PTX; "
                          "nvdisasm's SASS beside it (sass.json)",
-             command=("{python}", "-m", "gpurepro.build.sass", "{out}/kernel.cubin",
+             command=("{python}", "-m", "gpurepro.building.sass", "{out}/kernel.cubin",
                       "nvdisasm={nvdisasm}", "--", *ptxas("{ptxas}", "ptx_lowered")),
-             outputs=("kernel.cubin", "sass.json"), sources=("src/gpurepro/build/sass.py",),
+             outputs=("kernel.cubin", "sass.json"), sources=("src/gpurepro/building/sass.py",),
              tools=("nvdisasm",)),
 ]
 

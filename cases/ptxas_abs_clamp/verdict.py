@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpurepro.analyze.views import Analysis
-from gpurepro.build import sass
+from gpurepro.building import sass
+from gpurepro.case import Analysis
 from gpurepro.sweep import summary
 
 WRONG = ("first-bad-wrong", "last-bad-wrong")

@@ -16,7 +16,7 @@ semantics. What is derived here is which opcodes and memory targets appear on wh
 opcode does ("arrive on the peer's barrier", "allocates") is a reading by differential compilation
 against PTX with documented semantics (1), never documented semantics, and the Markdown says so.
 Writes DIR/sass_analysis.json and DIR/sass_analysis.md. Needs the pinned wheels (manifest.py's
-PINS; the tools from them, manifest.py's TOOLS, found by gpurepro.build.toolchain) in this
+PINS; the tools from them, manifest.py's TOOLS, found by gpurepro.case.toolchain) in this
 interpreter's environment or in ``--venv``; exits 2 naming what is missing otherwise.
 Standard library and gpurepro only.
 """
@@ -32,9 +32,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpurepro.build import sass as harness_sass
-from gpurepro.build import toolchain
-from gpurepro.case import load_sibling
+from gpurepro.building import sass as harness_sass
+from gpurepro.case import load_sibling, toolchain
 
 HERE = Path(__file__).resolve().parent
 sass_parse = load_sibling(__file__, "sass_parse")
@@ -104,7 +103,7 @@ def _run(cmd: list[str]) -> str:
 
 
 def disassemble(cuobjdump: Path, path: Path) -> dict[str, list[Instr]]:
-    """``cuobjdump -sass`` through the harness's disassembler finder (gpurepro.build.sass)."""
+    """``cuobjdump -sass`` through the harness's disassembler finder (gpurepro.building.sass)."""
     got = harness_sass.disassemble(path, {"cuobjdump": cuobjdump}, order=("cuobjdump",))
     if got.read_by is None:
         raise RuntimeError(f"cuobjdump -sass {path.name}: {got.attempts['cuobjdump']}")

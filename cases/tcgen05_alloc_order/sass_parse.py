@@ -1,9 +1,9 @@
 """Find the leader/follower split of a 2-CTA lowering in a parsed SASS listing.
 
 Pure text processing, standard library and gpurepro only, so it is unit-testable without the
-tools. The listing parser and ``Instr`` are the harness's (gpurepro.build.sass), named here too.
+tools. The listing parser and ``Instr`` are the harness's (gpurepro.building.sass), named here too.
 
-* ``parse_listing(text)`` -> {function: [Instr]} (gpurepro.build.sass).
+* ``parse_listing(text)`` -> {function: [Instr]} (gpurepro.building.sass).
 * ``is_key(ins)``: an instruction that moves data or synchronises (``KEY_PREFIXES``).
 * ``parity_split(instrs)`` finds the branch on ``SR_CgaCtaId & 1`` (the CTA's parity in its
   pair: even = leader, odd = follower, PTX ISA "CTA Pair") and walks both sides
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpurepro.build.sass import Instr, parse_instr, parse_listing  # noqa: F401 (this case's names)
+from gpurepro.building.sass import Instr, parse_instr, parse_listing  # noqa: F401 (this case's names)
 
 _REG = re.compile(r"\b(U?R\d+|U?P\d+)\b")
 

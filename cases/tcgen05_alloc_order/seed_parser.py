@@ -4,7 +4,7 @@ The seed prints one of two lines:
     delay_cta=1 spin=5000 mode=0 => unspecified launch failure     (cudaGetErrorString of the sync)
     launch failed                                                  (cudaLaunchKernelEx failed; exit 2)
 The harness classifies by cudaError_t *names*, so the message is mapped back to its name with
-ERROR_NAMES. The harness's instrument wrapper (gpurepro.run.instruments) may interleave its own JSON
+ERROR_NAMES. The harness's instrument wrapper (gpurepro.case.instruments) may interleave its own JSON
 lines ({"event": "instrument", ...} and, when the tool is missing or the debugger saw a CUDA
 exception, a "final"); those are kept, an instrument record is folded into the final record's
 observations, and the seed's own line wins over a wrapper's final. Standard library only.

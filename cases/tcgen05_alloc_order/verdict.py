@@ -1,7 +1,7 @@
 """The verdict: status, owner and next steps from the harness's claim decisions; measurements
 as sentences.
 
-``verdict(analysis)`` gets the harness's typed views of the result (gpurepro.analyze.views): per-arm
+``verdict(analysis)`` gets the harness's typed views of the result (gpurepro.model.result): per-arm
 counts (``analysis.arms``), the device, the build analyses, and the claims that manifest.py
 declares from design.COMPARISONS with their decisions (``analysis.decision(name)``: supported /
 contradicted / not_decided). It computes no statistics: every comparison is a claim the harness
@@ -14,7 +14,7 @@ claims (``_classify``): which condition the failure needs, shown by the instrume
 (``instr-linger`` against ``instr-follower-baseline``) and the control without tcgen05, and
 whether the documentation read (DOC_AUDIT: what the text says, with its version) states a rule
 against that condition.
-Standard library, gpurepro.analyze.views and gpurepro.case only.
+Standard library, gpurepro.model.result and gpurepro.case only.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ MODULES = {
 
 def analyze(artifacts: Mapping[str, Path]) -> dict[str, Any]:
     # Imported here: the manifest must load with the standard library alone (GPU nodes).
-    from gpurepro.build import elf
+    from gpurepro.building import elf
+    from gpurepro.report.elf_table import sections_table
 
     present = {label: artifacts[name] for label, name in MODULES.items() if name in artifacts}
     if not present:
@@ -27,7 +28,7 @@ def analyze(artifacts: Mapping[str, Path]) -> dict[str, Any]:
         for label, m in comparison["modules"].items()
         if m["host_object"]
     }
-    md = [elf.markdown_table(comparison), ""]
+    md = [sections_table(comparison, elf.sizes_by_kind(comparison)), ""]
     for label, m in comparison["modules"].items():
         obj = m["host_object"]
         if not obj:

@@ -11,6 +11,7 @@ from pathlib import Path
 from properdocs.exceptions import Abort
 from properdocs.structure.files import File, Files
 
+from gpurepro.record.result import with_checkout_facts
 from gpurepro.report.site import pages
 from gpurepro.report.sitecheck import check_site, summary
 
@@ -18,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def on_files(files: Files, config) -> Files:
-    for src_uri, content in pages(ROOT / "results").items():
+    # A document recorded before it kept its case's targets reads them from this checkout.
+    pages_of = pages(ROOT / "results", lambda doc: with_checkout_facts(doc, ROOT))
+    for src_uri, content in pages_of.items():
         files.append(File.generated(config, src_uri, content=content))
     return files
 

@@ -21,6 +21,14 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import urlparse
 
+from .case.load import find_repo_root
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "configured_url", "install_command", "install_requirement", "repository_url", "schema_id",
+    "URL_VARIABLE"
+]
+
 URL_VARIABLE = "GPUREPRO_REPOSITORY_URL"
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"  # in a checkout
 
@@ -46,7 +54,7 @@ def _installed_url() -> str | None:
     for entry in entries:
         label, _, url = entry.partition(",")
         if label.strip().lower() == "repository":
-            return url.strip()
+            return str(url).strip()
     return None
 
 
@@ -87,8 +95,6 @@ def install_requirement(extra: str | None = "analysis",
 def install_command(cwd: Path | None = None, extra: str = "analysis") -> str:
     """How to install gpurepro with ``extra``: from the checkout when the command runs inside
     one (the package is installed from there), from the repository's address otherwise."""
-    from .case.load import find_repo_root
-
     root = find_repo_root((cwd or Path.cwd()).resolve())
     if root is not None and (root / "pyproject.toml").is_file():
         return f"pip install '.[{extra}]'"

@@ -28,10 +28,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..case.model import Claim
-from .stats import EVIDENCE
+from ..model.outcomes import EVIDENCE
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ArmPrior", "choose", "distance", "horizon_arms", "open_claims", "rate_claims",
+    "survivor_cap", "time_limit", "valid"
+]
 
 CAP_MARGIN = 1.2  # a capped survivor runs this much past the exposure that would decide
 MIN_P = 1e-300
+CAP_TIME_MARGIN = 1.5  # a capped trial's time limit: this many times its time to the cap, + 1 s
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def open_claims(decider: Any) -> list[Claim]:
 
 def _threshold(decider: Any, records: Sequence[Mapping[str, Any]], n_open: int) -> float:
     """The strictest threshold an open claim may need at the next look (Holm's first)."""
-    return decider.next_level(records) / max(1, n_open)
+    return float(decider.next_level(records)) / max(1, n_open)
 
 
 def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
@@ -206,3 +213,34 @@ def choose(decider: Any, records: list[dict[str, Any]], candidates: Sequence[Any
 
 def valid(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [dict(r) for r in records if r.get("outcome") in EVIDENCE]
+
+
+
+# ---------------------------------------------------------------- trials capped at a horizon
+# A design with a horizon (analyze.horizon, analyze.horizon_design) runs the trials of its rate
+# claims' arms to at most it: their arms, priors and time limits.
+
+
+def rate_claims(claims: Sequence[Claim]) -> list[Claim]:
+    """The claims a horizon decides: rates compared on exposure (not per trial)."""
+    return [c for c in claims if c.kind in ("lower", "higher", "equivalent") and c.unit != "trial"]
+
+
+def horizon_arms(claims: Sequence[Claim], baseline: str) -> list[str]:
+    """The arms whose trials run to the horizon: those of its claims, references included."""
+    out: list[str] = []
+    for c in rate_claims(claims):
+        for a in (c.arm, c.reference or baseline):
+            if a not in out:
+                out.append(a)
+    return out
+
+
+def time_limit(cap: float, prior: ArmPrior, duration_s: float) -> float | None:
+    """The time limit of a trial capped at ``cap``: CAP_TIME_MARGIN times its time to the cap
+    at its arm's committed speed, plus its start and a second (so a driver that cannot stop at
+    an exposure, a reporter's program that takes seconds, stops near it), at most the run's
+    duration; None where the speed is not known."""
+    if prior.speed <= 0:
+        return None
+    return min(duration_s, math.ceil(CAP_TIME_MARGIN * cap / prior.speed + prior.overhead_s + 1))

@@ -57,8 +57,12 @@ from typing import Any
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
 from ..env.commits import committed_results
 from ..errors import UsageError
-from ..run.classify import EVIDENCE
-from ..run.plan import DEFAULT_ALPHA, PlannedTrial
+from ..model.design import DEFAULT_ALPHA, DesignSpec
+from ..model.outcomes import EVIDENCE
+from ..model.plan import PlannedTrial
+from . import processes as pr
+from .allocate import ArmPrior
+from .claims import Decider, DecisiveDesign, Design
 from .shortcut import (
     FLAKE_RATES,
     checked,
@@ -84,6 +88,15 @@ from .simulate import (
     streams,
     with_process,
 )
+from .timing import TimedTest
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "bounded_observed", "calibrate", "DECISIONS", "design_of", "false_declaration", "family_of",
+    "hold_outcome_claims", "load_models", "p_end", "p_matching", "priors_of",
+    "process_documents", "RATE_KINDS", "run_calibration", "scenarios_of", "simulate",
+    "summarize", "SURVIVED", "text", "truth"
+]
 
 OTHER_DETAIL = "simulated: not the claimed outcome"
 DECISIONS = ("supported", "contradicted", "not_decided")
@@ -514,8 +527,6 @@ def false_declaration(case: Case, models: Models, spec: RunSpec, family: Sequenc
 def family_of(case: Case, design: Any, arms: Sequence[str], exploratory: Sequence[str],
               decider: Any = None) -> tuple[list[Claim], list[str]]:
     """The claims a run of ``arms`` decides (both families), and the exploratory names."""
-    from .claims import Decider
-
     d = (decider or Decider)(case.claims, case.baseline, design, case.failure_outcomes,
                              case.exposure.per, arms, exploratory=exploratory)
     return [*d.claims, *d.exploratory], [c.name for c in d.exploratory]
@@ -935,7 +946,6 @@ def fit_processes(case: Case, root: Path, docs: Sequence[tuple[Path, Mapping[str
     ``seed``). POISSON needs no fit."""
     import numpy as np
 
-    from . import processes as pr
 
     unknown = [n for n in names if n not in PROCESS_CHOICES]
     if unknown:
@@ -978,15 +988,11 @@ def _workers(given: int | None) -> int:
 
 def priors_of(models: Models) -> dict[str, dict[str, Any]]:
     """The decisive design's allocation priors (journaled form) from arm models."""
-    from .allocate import ArmPrior
-
     return {a: ArmPrior.of_model(m).to_json() for a, m in models.arms.items()}
 
 
 def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], list[str], Mapping[str, Any]]:
     """(Design, sequential, trials per arm, arms, exploratory claims, budget) of a recorded run."""
-    from .claims import Design
-
     plan = document["plan"]
     options = plan.get("options") or {}
     stopping = options.get("stopping")
@@ -1003,15 +1009,15 @@ def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], l
             options.get("budget") or {})
 
 
-def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, trials: int,
-                    alpha: float | None, rates_from: Sequence[str] | None, runs: int, seed: int,
+def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
+                    rates_from: Sequence[str] | None, runs: int, seed: int,
                     workers: int | None, as_json: bool, design_of_result: str | None = None,
                     spending: str | None = None, supported_share: float | None = None,
                     scenarios: Sequence[str] = SCENARIO_KINDS,
                     process_names: Sequence[str] = DEFAULT_PROCESSES,
                     processes_from: Sequence[str] | None = None) -> int:
-    """`calibrate`: simulate the case's claims on the design asked for (``stopping``, the
-    sequential design, or ``trials`` per arm at ``alpha``), or on the design of a recorded run
+    """`calibrate`: simulate the case's claims on the design asked for (``asked``: a sequential
+    design, or a fixed one of ``trials`` per arm at its alpha), or on the design of a recorded run
     (``design_of_result``: its arms, trials, looks, budget and exploratory claims, with rates from
     its own trials unless ``rates_from`` names others), and print the result. ``spending``:
     a decisive run's design with that alpha spending over its later looks in place of the one
@@ -1019,8 +1025,6 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     claim's share of its level for its stated direction. ``scenarios`` (SCENARIO_KINDS) and
     ``process_names`` (PROCESS_CHOICES) choose what is simulated; the processes are fitted to
     the baseline trials of ``processes_from`` or, by default, by PROCESS_RULE."""
-    from .claims import DecisiveDesign, Design
-
     exploratory: list[str] = []
     without: list[str] = []
     budget: Mapping[str, Any] = {}
@@ -1028,7 +1032,6 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
     first: list[str] = []
     sources: list[str] | None
     deterministic: Mapping[str, Any] | None | str = "case"
-    from .timing import TimedTest
 
     # A new run's timed test, for a case with timed claims (gpurepro.run.session journals it).
     timed = TimedTest() if any(c.kind in TIMED_KINDS for c in case.claims) else None
@@ -1063,9 +1066,8 @@ def run_calibration(case: Case, root: Path, stopping: Mapping[str, Any] | None, 
                 # the rule a run without --from takes them; the output names the documents.
                 sources = None
     else:
-        design = Design.from_description(stopping) if stopping else Design(
-            alpha=alpha if alpha is not None else DEFAULT_ALPHA)
-        sequential = stopping is not None
+        design = Design.of(asked) if asked.sequential else Design(alpha=asked.alpha)
+        sequential = asked.sequential
         arms = claim_arms(case)
         sources = list(rates_from) if rates_from else None
     models = load_models(case, root, sources, arms, duration_s=budget.get("duration_s"),

@@ -70,9 +70,15 @@ from scipy import stats as sps
 from scipy.special import bdtr, bdtrc
 
 from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
-from ..run.plan import DEFAULT_ALPHA
+from ..model.design import DEFAULT_ALPHA, DesignSpec
+from ..model.outcomes import EVIDENCE
 from . import horizon, shortcut, timing
-from .stats import EVIDENCE
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arm_counts", "ArmCounts", "Decider", "decider_for", "DecisiveDesign", "Design", "Evidence",
+    "evidence", "RATE_KINDS", "sentence", "UNADJUSTED", "Wording"
+]
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
 
@@ -342,24 +348,33 @@ class Design:
         return slowest >= thresholds[decider.looks_taken]
 
     @classmethod
-    def from_description(cls, d: Mapping[str, Any]) -> Design:
-        if d.get("design") == "decisive":
-            return DecisiveDesign.from_description(d)
-        if "look_thresholds" not in d and isinstance(d.get("looks"), list) and d["looks"]:
+    def of(cls, spec: DesignSpec) -> Design:
+        """The design a run journaled (a sequential one: until decided, or decisive)."""
+        if spec.decisive:
+            return DecisiveDesign.of(spec)
+        looks = spec.described.get("looks")
+        if "look_thresholds" not in spec.described and isinstance(looks, list) and looks:
             # Journals from before claims recorded their looks as a list of trial counts:
             # the same number of looks, so the same alpha per look.
-            looks = [int(x) for x in d["looks"]]
-            return cls(alpha=float(d["alpha"]), step=looks[0] if len(looks) > 1 else None,
-                       max_trials=looks[-1])
-        return cls(alpha=float(d["alpha"]), step=d.get("step"), max_trials=d.get("max_trials"),
-                   supported_share=float(d.get("supported_share", EVEN_SHARE)),
-                   horizon=_horizon_of(d))
+            counts = [int(x) for x in looks if isinstance(x, int | float | str)]
+            return cls(alpha=float(spec.alpha), step=counts[0] if len(counts) > 1 else None,
+                       max_trials=counts[-1])
+        return cls(alpha=float(spec.alpha), step=spec.step, max_trials=spec.max_trials,
+                   supported_share=_share_of(spec), horizon=_horizon_of(spec))
+
+    @classmethod
+    def from_description(cls, d: Mapping[str, Any]) -> Design:
+        """The design a journal or a document describes (``options.stopping``)."""
+        return cls.of(DesignSpec.from_json(d))
 
 
-def _horizon_of(d: Mapping[str, Any]) -> float | None:
+def _share_of(spec: DesignSpec) -> float:
+    return EVEN_SHARE if spec.supported_share is None else float(spec.supported_share)
+
+
+def _horizon_of(spec: DesignSpec) -> float | None:
     """A journaled design's horizon (None: it named none)."""
-    h = d.get("horizon")
-    return None if h is None else float(h)
+    return None if spec.horizon is None else float(spec.horizon)
 
 
 @dataclass
@@ -452,14 +467,20 @@ class DecisiveDesign(Design):
                 **self._share()}
 
     @classmethod
+    def of(cls, spec: DesignSpec) -> DecisiveDesign:
+        if spec.first_look is None or spec.total is None:
+            raise ValueError("a decisive design names its first look and its total "
+                             "(first_look, total)")
+        return cls(alpha=float(spec.alpha), step=None, max_trials=spec.max_trials,
+                   first_look=spec.first_look, total=spec.total,
+                   first_share=0.5 if spec.first_share is None else float(spec.first_share),
+                   growth=1.5 if spec.growth is None else float(spec.growth),
+                   spending=spec.spending or "even",
+                   supported_share=_share_of(spec), horizon=_horizon_of(spec))
+
+    @classmethod
     def from_description(cls, d: Mapping[str, Any]) -> DecisiveDesign:
-        return cls(alpha=float(d["alpha"]), step=None, max_trials=d.get("max_trials"),
-                   first_look=int(d["first_look"]), total=int(d["total"]),
-                   first_share=float(d.get("first_share", 0.5)),
-                   growth=float(d.get("growth", 1.5)),
-                   spending=str(d.get("spending", "even")),
-                   supported_share=float(d.get("supported_share", EVEN_SHARE)),
-                   horizon=_horizon_of(d))
+        return cls.of(DesignSpec.from_json(d))
 
 
 class Decider:
@@ -857,7 +878,7 @@ def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
 @dataclass(frozen=True)
 class Wording:
     """How a run's claim sentences are worded, by what its journal holds (``options.analysis``,
-    gpurepro.run.plan.ANALYSIS_VERSION; a journal without it is worded as it was)."""
+    gpurepro.model.design.ANALYSIS_VERSION; a journal without it is worded as it was)."""
 
     # A decision that rests on one valid trial of an arm says so.
     one_trial: bool = False
@@ -1032,7 +1053,7 @@ def trials_needed(claim: Claim, record: Mapping[str, Any], level: float,
     return None
 
 
-class _Missing(dict):
+class _Missing(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "–"
 
@@ -1083,11 +1104,11 @@ def _default(claim: Claim, decision: str) -> str:
 def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     """The decider of a run's claims: the design its journal recorded (one look at the default
     alpha for a fixed-size run), continued from the decisions it journaled."""
-    stopping = header["options"].get("stopping")
+    spec = DesignSpec.from_json(header["options"].get("stopping"))
     declared = header["options"].get("deterministic")
     # A fixed-size run's one look: the default alpha, less what a checked declaration of
     # deterministic outcomes spends (a sequential design journaled its own alpha so).
-    design = (Design.from_description(stopping) if stopping else
+    design = (Design.of(spec) if spec.sequential else
               Design(alpha=shortcut.design_alpha(DEFAULT_ALPHA, declared)))
     families = header["options"].get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,

@@ -29,90 +29,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-
 from ..case.model import Case, Claim
-from ..run.classify import EVIDENCE
-from .allocate import ArmPrior
+from .allocate import ArmPrior, horizon_arms, rate_claims
+from .horizon import prior_at
+from .known_rates import plan_for
+
+# What other modules use; the rest is this module's own.
+__all__ = ["candidates", "choose_horizon", "prior_at"]
 
 HORIZON_PAST = 1.02  # a candidate this far past the failure exposure it is drawn from
 MAX_CANDIDATES = 24  # at most this many candidates (spread over the failures' quantiles)
 REACH = 0.8  # a candidate at most this share of the exposure every arm reaches in a trial
-CAP_TIME_MARGIN = 1.5  # a capped trial's time limit: this many times its time to the cap, + 1 s
-
-
-def rate_claims(claims: Sequence[Claim]) -> list[Claim]:
-    """The claims a horizon decides: rates compared on exposure (not per trial)."""
-    return [c for c in claims if c.kind in ("lower", "higher", "equivalent") and c.unit != "trial"]
-
-
-def horizon_arms(claims: Sequence[Claim], baseline: str) -> list[str]:
-    """The arms whose trials run to the horizon: those of its claims, references included."""
-    out: list[str] = []
-    for c in rate_claims(claims):
-        for a in (c.arm, c.reference or baseline):
-            if a not in out:
-                out.append(a)
-    return out
-
-
-def _ends(trials: Sequence[Mapping[str, Any]]) -> list[tuple[float, bool, str, str]]:
-    """(exposure, ended by a failure, outcome, detail) of each valid trial."""
-    return [(float(t.get("exposure") or 0), t["outcome"] != "survived", str(t["outcome"]),
-             str(t.get("detail") or "")) for t in trials if t.get("outcome") in EVIDENCE]
-
-
-def _survival(ends: Sequence[tuple[float, bool, str, str]]) -> list[tuple[float, float]]:
-    """The Kaplan-Meier estimate of surviving every end, as (exposure, survival from there on)
-    steps (empty: no end observed, survival 1 throughout)."""
-    failed = [x for x, e, _, _ in ends if e]
-    if not failed:
-        return []
-    censored = [x for x, e, _, _ in ends if not e]
-    res = sps.ecdf(sps.CensoredData(uncensored=failed, right=censored))
-    return [(float(q), float(p)) for q, p in zip(res.sf.quantiles, res.sf.probabilities, strict=True)]
-
-
-def _at(steps: Sequence[tuple[float, float]], x: float) -> float:
-    s = 1.0
-    for q, p in steps:
-        if q > x:
-            break
-        s = p
-    return s
-
-
-def _mean_reached(steps: Sequence[tuple[float, float]], horizon: float) -> float:
-    """The mean exposure a trial capped at ``horizon`` reaches: the integral of the survival
-    estimate from 0 to the horizon."""
-    total, s, last = 0.0, 1.0, 0.0
-    for q, p in steps:
-        if q >= horizon:
-            break
-        total += s * (q - last)
-        s, last = p, q
-    return total + s * (horizon - last)
-
-
-def prior_at(trials: Sequence[Mapping[str, Any]], horizon: float, speed: float,
-             overhead_s: float, fallback: ArmPrior | None = None) -> ArmPrior:
-    """An arm's allocation prior for trials capped at ``horizon`` (per trial: the chance of each
-    way of ending before it; a survivor reaches it), from its committed trials."""
-    ends = _ends(trials)
-    if not ends:
-        if fallback is None:
-            raise ValueError("an arm without committed trials needs a fallback prior")
-        return fallback
-    steps = _survival(ends)
-    p_end = 1.0 - _at(steps, horizon)
-    before = [(o, d) for x, e, o, d in ends if e and x <= horizon]
-    causes: dict[tuple[str, str], float] = {}
-    for o, d in before:
-        causes[(o, d)] = causes.get((o, d), 0.0) + p_end / len(before)
-    mean = _mean_reached(steps, horizon)
-    seconds = overhead_s + (mean / speed if speed > 0 else 0.0)
-    return ArmPrior(tuple((o, d, p) for (o, d), p in sorted(causes.items())), float(horizon),
-                    seconds, speed, overhead_s, per_trial=True)
 
 
 def candidates(reference_trials: Sequence[Mapping[str, Any]], reach: float,
@@ -151,8 +78,6 @@ def choose_horizon(case: Case, claims: Sequence[Claim], trials: Mapping[str, Seq
                    supported_share: float, duration_s: float) -> tuple[HorizonChoice, dict[str, ArmPrior]] | None:
     """The horizon for ``claims`` (the run's confirmatory family) and every arm's prior at it;
     None where no claim is a rate claim on exposure, or the committed trials give no candidate."""
-    from .known_rates import plan_for
-
     rated = rate_claims(claims)
     if not rated:
         return None
@@ -177,11 +102,3 @@ def choose_horizon(case: Case, claims: Sequence[Claim], trials: Mapping[str, Seq
     return HorizonChoice(best[0], best[1], tuple(tried)), best[2]
 
 
-def time_limit(cap: float, prior: ArmPrior, duration_s: float) -> float | None:
-    """The time limit of a trial capped at ``cap``: CAP_TIME_MARGIN times its time to the cap
-    at its arm's committed speed, plus its start and a second (so a driver that cannot stop at
-    an exposure, a reporter's program that takes seconds, stops near it), at most the run's
-    duration; None where the speed is not known."""
-    if prior.speed <= 0:
-        return None
-    return min(duration_s, math.ceil(CAP_TIME_MARGIN * cap / prior.speed + prior.overhead_s + 1))

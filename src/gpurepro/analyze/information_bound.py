@@ -39,6 +39,16 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from ..model.outcomes import EVIDENCE
+from . import processes as pr
+from .simulate import untimed
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "best_survivor_trial", "first_failure_s", "holm_levels", "MIN_SPEED_S",
+    "per_trial_first_failure_s", "question_bound", "rate_claim_bounds", "TrialCost"
+]
+
 GRID = 400  # exposures tried per arm (log-spaced), before the optimizer refines the best
 
 
@@ -232,8 +242,6 @@ def trial_costs(trials: Sequence[Mapping[str, Any]], arms: Sequence[str],
     any valid trial (of any arm: the same harness starts them all); the speed, the median of
     exposure / (seconds - start) over its trials of at least MIN_SPEED_S; at most what a trial
     of ``duration_s`` reaches."""
-    from .stats import EVIDENCE
-
     valid = [t for t in trials if t.get("outcome") in EVIDENCE and float(t.get("duration_s") or 0) > 0]
     if not valid:
         return {}
@@ -262,10 +270,6 @@ def question_bound(case: Any, trials: Sequence[Mapping[str, Any]], claims: Seque
       baseline under the process (first_failure_s), for another arm (the reporter's program)
       its own trials' seconds per failure (per_trial_first_failure_s);
     - any other claim is left out (and named)."""
-    from . import processes as pr
-    from .simulate import untimed
-    from .stats import EVIDENCE
-
     valid = [t for t in trials if t.get("outcome") in EVIDENCE]
     failures = tuple(case.failure_outcomes)
     by_name = {c.name: c for c in case.claims}

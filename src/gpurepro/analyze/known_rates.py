@@ -28,8 +28,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..case.model import Case, Claim
-from .allocate import ArmPrior, distance
+from .allocate import ArmPrior, distance, horizon_arms
 from .claims import Decider, Design
+from .horizon import prior_at
+from .simulate import draw, models_from
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "allocations", "chance_of_plan", "DECIDES", "design_that_decides", "plan_for", "run_plan"
+]
 
 MAX_STEPS = 2000
 
@@ -133,7 +140,6 @@ def chance_of_plan(case: Case, claims: Sequence[Claim], models: Any, trials: Map
     that decide every one of ``claims``."""
     import numpy as np
 
-    from .simulate import draw
 
     arms = list(models.arms)
     sim_strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in case.strata}
@@ -237,7 +243,6 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     analysis cannot be made."""
     from pathlib import Path
 
-    from .simulate import models_from
 
     budget = ((doc.get("plan") or {}).get("options") or {}).get("budget") or {}
     arms = list(doc["plan"]["arms"])
@@ -250,8 +255,6 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
     horizon = stopping.get("horizon")
     if horizon is not None:  # trials to the run's horizon, each arm at its own trials' estimate
-        from .horizon_design import horizon_arms, prior_at
-
         for a in horizon_arms(case.claims, case.baseline):
             if a in priors:
                 priors[a] = prior_at([t for t in doc.get("trials") or [] if t.get("arm") == a],

@@ -37,6 +37,13 @@ from typing import Any, Protocol
 import numpy as np
 from scipy import integrate, optimize, stats
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "aic", "checks", "Crossing", "cv_p_value", "Empirical", "empirical", "Exponential", "fit",
+    "fit_crossing", "fit_exponential", "fit_lomax", "fit_weibull", "likelihood_ratio", "Lomax",
+    "ModelChecks", "Observations", "PARAMETRIC", "PROCESSES", "ProcessFitError", "Weibull"
+]
+
 # The crossing window: +-0.01 in log2 is the window the power-of-two hypothesis came from
 # (cases/tile_unload_race/strata.py); here only its lower half, the counts just below 2^k.
 CROSSING_WINDOW = 0.01
@@ -242,7 +249,7 @@ class Crossing:
     def hazard(self, x: np.ndarray) -> np.ndarray:
         lo, hi = self._edges
         within = (x[:, None] >= lo) & (x[:, None] < hi)
-        return self.rate + (within * (self._q / (hi - lo))).sum(axis=1)
+        return np.asarray(self.rate + (within * (self._q / (hi - lo))).sum(axis=1), dtype=float)
 
     def survival(self, x: Any) -> Any:
         return _out(np.exp(-np.asarray(self.cumulative_hazard(x))), x)
@@ -259,7 +266,7 @@ class Crossing:
             u = float(rng.random())
             if u < self.chance:  # fails in this window, at its truncated-exponential place
                 at = lo + (hi - lo) * (-math.log1p(-u) / q if math.isfinite(q) else 0.0)
-                return min(first, at)
+                return float(min(first, at))
         return first
 
     def expected_min(self, b: float) -> float:

@@ -35,6 +35,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "checked", "declaration", "design", "design_alpha", "disagreement", "false_decision_chance",
+    "fingerprint", "FLAKE_RATES", "MACHINE_OBSERVATIONS", "MOST_AGREEING", "share_claims",
+    "Signature", "signature", "SIGNATURE_FIELDS", "spent", "usable", "VERSION"
+]
+
 VERSION = 2  # a declaration journaled with it is checked (module docstring)
 FLAKE_RATES = (0.5, 0.1)  # a false declaration: one arm's trials end the other way this often
 SHARE_OF_ALPHA = 0.5  # the most of the run's alpha the shortcut may spend

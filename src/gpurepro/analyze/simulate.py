@@ -37,9 +37,20 @@ import numpy as np
 
 from ..case.model import SINGLE_ARM_KINDS, Case, Claim
 from ..env.commits import committed_results
-from ..run.classify import EVIDENCE
-from ..run.plan import PlannedTrial, make_plan
-from ..run.schedule import Allocation, still_needed
+from ..model.outcomes import EVIDENCE
+from ..model.plan import PlannedTrial, make_plan
+from ..run.schedule import still_needed
+from .allocation import Allocation
+from .claims import Decider
+from .timing import trial_time
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms", "design_kind",
+    "draw", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
+    "PRIOR_RULE", "RunSpec", "simulate_run", "SimulatedRun", "streams", "untimed",
+    "with_process"
+]
 
 
 @dataclass(frozen=True)
@@ -311,8 +322,6 @@ def _ended_on_their_own(ts: Sequence[Mapping[str, Any]], duration: float) -> tup
 def _log_time(ts: Sequence[Mapping[str, Any]]) -> tuple[float, float] | None:
     """The mean and standard deviation of the log times of an arm's valid timed trials; None
     for an arm with fewer than two (untimed, or too few to have a spread)."""
-    from .timing import trial_time
-
     times = [trial_time(t) for t in ts if t.get("outcome") in EVIDENCE]
     logs = [math.log(x) for x in times if x]
     if len(logs) < 2:
@@ -491,8 +500,6 @@ class SimulatedRun(NamedTuple):
 
 def simulate_run(spec: RunSpec, models: Mapping[str, ArmModel], rng: Any) -> SimulatedRun:
     """One run of the design, as the run stage would take it."""
-    from .claims import Decider
-
     order = spec.order or make_plan(spec.case, {a: {} for a in spec.arms}, spec.trials,
                                     int(rng.integers(2**31)), list(spec.arms)).order
     strata = {name: (lambda r, _f, _n=name: tuple(r["_strata"][_n])) for name in spec.strata}

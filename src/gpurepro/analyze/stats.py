@@ -23,8 +23,14 @@ from typing import Any
 
 from scipy import stats
 
-from ..run.classify import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
+from ..model.outcomes import EVIDENCE  # noqa: F401  (re-exported: the outcomes that are evidence)
 from .tally import arm_counts, split_trials, trials_by_arm  # noqa: F401  (re-exported)
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "analyze", "arm_summary", "coarse_counter", "crash_signature", "crash_sites", "fisher",
+    "kaplan_meier", "per_gpu", "poisson_rate", "proportion", "rate_ratio"
+]
 
 CONFIDENCE = 0.95
 

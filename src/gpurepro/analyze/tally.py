@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 
 
 def split_trials(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str]

@@ -22,7 +22,7 @@ That is how a journal without ``options.timing`` is decided. A new run journals 
 (``TimedTest``, ``options.timing``), and its claims are decided by it:
 
 - **paired by block.** The plan runs in randomized blocks, each holding one trial of every arm
-  in a shuffled order (gpurepro.run.plan; a trial's ``rep`` is its block). The test takes, in
+  in a shuffled order (gpurepro.model.plan; a trial's ``rep`` is its block). The test takes, in
   each block that holds a valid timed trial of both arms, the difference of their log times,
   and a one-sample t-test of those differences against the margin (n - 1 degrees of freedom,
   n the blocks). A drift of the GPU's speed from block to block (clocks, temperature) moves
@@ -49,8 +49,14 @@ from typing import Any
 
 from scipy import stats as sps
 
-from ..run.plan import EVENT_RESOLUTION_S
-from .stats import EVIDENCE
+from ..model.design import EVENT_RESOLUTION_S
+from ..model.outcomes import EVIDENCE
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arm_times", "evidence_numbers", "log_floor", "Paired", "paired", "paired_evidence",
+    "TimedTest", "trial_time"
+]
 
 
 @dataclass(frozen=True)

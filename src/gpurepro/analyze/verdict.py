@@ -13,7 +13,17 @@ from typing import Any
 
 from ..case.model import TIMED_KINDS, Case
 from ..errors import RecordError
-from .views import Analysis
+from ..model.outcomes import EVIDENCE
+from ..model.result import Analysis
+from .claims import Wording, decider_for, sentence
+from .processes import Observations, ProcessFitError, checks
+from .shortcut import checked, disagreement, spent, usable
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compose_verdict", "concluded", "decide_claims", "determinism_sentence", "model_sentence",
+    "plan_sentence", "verdict_for"
+]
 
 
 def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,9 +51,6 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
     claims do not rest on it, and whether its own baseline trials reject it (likelihood-ratio
     tests of a Weibull and a gamma-frailty process against the exponential, fitted to the
     baseline's valid trials, survivors censored; analyze.processes)."""
-    from .processes import Observations, ProcessFitError, checks
-    from .stats import EVIDENCE
-
     at = f"{int(horizon):,}" if horizon.is_integer() else f"{horizon:g}"
     unit = case.exposure.unit
     head = ("The rate claims do not assume a constant failure rate: "
@@ -80,9 +87,6 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
 def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
     """What a run's claims owe to the case's declaration that its outcomes are deterministic
     (gpurepro.analyze.claims): which were decided from it, or how the run's trials refuted it."""
-    from .shortcut import checked
-    from .stats import EVIDENCE
-
     head = f"The case declares its outcomes deterministic ({declared['reason']})"
     if checked(declared):
         return _checked_sentence(head, declared, doc)
@@ -118,9 +122,6 @@ def _checked_sentence(head: str, declared: Mapping[str, Any], doc: Mapping[str, 
     """determinism_sentence for a run that journaled its declaration checked
     (gpurepro.analyze.shortcut): refuted by any two valid trials of an arm whose signatures
     differ; its decisions, their check trials, and the alpha it spent."""
-    from .shortcut import disagreement, spent, usable
-    from .stats import EVIDENCE
-
     alpha = float(declared.get("alpha", 0.05))
     bound = spent(declared)
     rates = " and ".join(f"1/{round(1 / f)}" if f > 0 else "0"
@@ -276,8 +277,6 @@ def decide_claims(case: Case, header: Mapping[str, Any],
     decisions it journaled before the stop, and its other claims stay open (not decided,
     ``open``): no look is taken for it that the run did not take, and resuming it continues
     the same design."""
-    from .claims import Wording, decider_for, sentence
-
     decider = decider_for(case, header)
     wording = Wording.of(header["options"])
     if stopped:

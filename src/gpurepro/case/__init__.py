@@ -3,20 +3,20 @@
 A case is a folder ``cases/<name>/`` whose ``manifest.py`` defines ``CASE = Case(...)`` from
 the names here (``model``); ``load_case`` imports and checks one, naming the file and the field
 when a manifest is wrong (``load``). ``kit`` holds what manifests share (a host driver's
-recipe); ``instruments`` the instrument factor any case can switch on; ``Analysis`` and its
-views are what a case's ``verdict(analysis)`` reads. Everything else in gpurepro reads cases
-through these names.
+recipe); ``instruments`` the instrument factor any case can switch on; ``toolchain`` finds a
+case's tools (its pinned wheels, or the host) and their versions; ``Analysis`` and its views
+(gpurepro.model.result) are what a case's ``verdict(analysis)`` reads. Everything else in
+gpurepro reads cases through these names.
 """
 
-from ..analyze.views import Analysis, ArmSummary, CrashSite
 from ..errors import ManifestError
-from ..run import instruments
-from . import kit
+from ..model.outcomes import OUTCOMES
+from ..model.result import Analysis, ArmSummary, CrashSite
+from . import instruments, kit
 from .axis import Axis
 from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
-    OUTCOMES,
     PLACEHOLDER,
     SINGLE_ARM_KINDS,
     Arm,

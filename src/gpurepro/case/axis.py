@@ -18,6 +18,9 @@ from typing import Any
 from ..errors import ManifestError
 from .model import Family, Releases
 
+# What other modules use; the rest is this module's own.
+__all__ = ["Axis", "check_axes", "check_family"]
+
 # Placeholders of an axis's build command beyond an artifact's (case/model.py Artifact).
 AXIS_PLACEHOLDERS = ("tool",)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -43,7 +46,7 @@ class Axis:
       ``arms``; ``trials`` per arm and artifact (``jobs`` at a time), ``duration_s`` and
       ``timeout_s`` per trial.
     - ``watch``: ``(kernel, pattern)`` pairs each distinct artifact's SASS is read for (the
-      harness's disassembler finder and parser, gpurepro.build.sass.watched): an opcode's
+      harness's disassembler finder and parser, gpurepro.building.sass.watched): an opcode's
       presence (``IABS``), an instruction with its operands and immediates, ``*`` and ``?``
       as wildcards (``VIMNMX.RELU *, *, 0x5, PT``), or with ``#`` in front the number of
       instructions that match (``#VIMNMX``); the GPU stage runs both sides of every change in

@@ -82,6 +82,13 @@ from typing import Any
 
 from gpurepro.case import driver as kit
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "checked_launch", "conditions", "Cuda", "CudaFailed", "dtype", "DTYPES", "FIRST_MISMATCHES",
+    "import_bindings", "In", "InOut", "Launch", "libcuda_missing", "load_spec", "main", "Out",
+    "parse_args", "run", "Scalar"
+]
+
 # Written over every output before each launch: as 32-bit words, 16-bit ones (0xBEEF) for a
 # 2-byte type, bytes (0xEF) for a 1-byte one.
 SENTINEL = 0xDEADBEEF
@@ -127,7 +134,7 @@ def _bf16_bits(x: float) -> int:
     if math.isnan(x):
         return 0x7FC0
     bits = struct.unpack("<I", struct.pack("<f", x))[0]
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+    return int(((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF)
 
 
 # Every CUDA scalar type a kernel's argument or buffer element may be, by the names a spec
@@ -460,7 +467,7 @@ def conditions(cu_module: Any, dev: Any) -> dict[str, Any]:
                 "clock_rate_khz": attribute("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
                 "memory_clock_rate_khz": attribute("CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE")}
     out: dict[str, Any] = {"source": "nvml"}
-    reads = {"sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+    reads: dict[str, Callable[[], Any]] = {"sm_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
              "memory_clock_mhz": lambda: pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM),
              "temperature_c": lambda: pynvml.nvmlDeviceGetTemperature(h, pynvml.NVML_TEMPERATURE_GPU),
              "power_w": lambda: pynvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
@@ -492,7 +499,7 @@ def _timed(cu: Cuda, func: Any, launch: Launch, bufs: _Buffers, d: kit.Driver,
         cu("cuEventRecord", end, 0)
         cu("cuEventSynchronize", end)
         d.heartbeat()
-        return float(cu("cuEventElapsedTime", start, end)) / 1000.0 / args.loops
+        return float(cu("cuEventElapsedTime", start, end) / 1000.0 / args.loops)
 
     warm = [repetition() for _ in range(args.warmups)]
     values = [repetition() for _ in range(args.repeats)]

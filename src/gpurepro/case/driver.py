@@ -48,9 +48,18 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "add_budget_arguments", "add_check_arguments", "Budget", "compare", "compare_as_declared",
+    "Counter", "Driver", "elapsed", "EXIT_OK", "EXIT_UNSUPPORTED", "EXIT_USAGE",
+    "MAX_PHASE_THREADS", "merge_checks", "PhaseSlot", "result_code", "UNSUPPORTED_LOAD_ERRORS",
+    "UNSUPPORTED_SETUP_ERRORS", "usage_error"
+]
 
 # Exit statuses (native/README.md).
 EXIT_OK = 0
@@ -436,7 +445,8 @@ class Driver:
         self._sys_excepthook = sys.excepthook
         sys.excepthook = self._main_raised
 
-    def _main_raised(self, exc_type, exc_value, tb) -> None:
+    def _main_raised(self, exc_type: type[BaseException], exc_value: BaseException,
+                     tb: types.TracebackType | None) -> None:
         """The main thread raised: the traceback, then exit status 1 at once, without a final
         record and without the interpreter's teardown (whose CUDA clean-up beside a worker
         still in a driver call could crash, and turn the driver's bug into a crash)."""

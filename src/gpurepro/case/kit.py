@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from .model import Artifact
 
+# What other modules use; the rest is this module's own.
+__all__ = ["crash_preload", "GXX", "host_driver", "NATIVE", "NATIVE_SOURCES"]
+
 # g++ for a host driver: optimised, threads, C++17, frame pointers kept (the crash handler's
 # frames), and the C++ runtime linked in (the binary runs on GPU nodes with another libstdc++).
 GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",

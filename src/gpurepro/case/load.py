@@ -8,6 +8,7 @@ Standard library only: the run stage loads manifests on GPU nodes with no networ
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import math
 import os
@@ -19,11 +20,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ..errors import ManifestError, Stopped
+from ..model.outcomes import OUTCOMES
+from .axis import check_axes, check_family
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
     CLAIM_UNITS,
-    OUTCOMES,
     RUNTIME_PIN,
     SHARE_BOUNDS,
     SINGLE_ARM_KINDS,
@@ -37,6 +39,12 @@ from .model import (
     Runtime,
     Tool,
 )
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "checkout_targets", "find_case", "find_repo_root", "IMPORT_LIMIT_VARIABLE", "load_case",
+    "load_sibling", "ManifestError", "repo_root", "validate"
+]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -142,8 +150,6 @@ def validate(case: Case, path: Path | str) -> None:
     _check_defaults(case.defaults, path)
     _check_output_check(case, path)
     if case.axes:
-        from .axis import check_axes
-
         # An axis's artifact may be one release's build of an artifact built per release.
         built = {a.built_name(lv) for a in case.artifacts if a.per
                  for lv in case.factors[a.per].levels}
@@ -175,8 +181,6 @@ _RELEASE = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
 
 def _check_releases(name: str, fac: Any, path: Path | str) -> None:
     """A factor of toolchain releases: a program name, families, final-release levels."""
-    from .axis import check_family
-
     rel = fac.releases
     where = f"factors.{name}.releases"
     if not isinstance(rel, Releases):
@@ -514,3 +518,16 @@ def load_sibling(manifest_file: str | Path, module: str) -> Any:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+@functools.cache
+def checkout_targets(name: str, root: Path) -> list[str] | None:
+    """The build targets (the device table) of case ``name`` in the checkout at ``root``;
+    None where it has no such case, or its manifest does not load."""
+    if not (root / "cases" / name / "manifest.py").is_file():
+        return None
+    try:
+        case = load_case(name, root)
+    except (ManifestError, OSError):
+        return None
+    return sorted(set(case.devices.targets.values()))

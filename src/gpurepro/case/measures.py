@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..analyze.views import Analysis
+    from ..model.result import Analysis
 
 # Outcomes whose detail names what ended the trial (a signal, a CUDA error): counted apart.
 NAMED = ("crashed", "cuda_error")

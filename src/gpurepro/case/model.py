@@ -20,14 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ManifestError
+
 if TYPE_CHECKING:
-    from ..analyze.views import Analysis
+    from ..model.result import Analysis
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Arm", "Artifact", "Case", "CHECK_KINDS", "Claim", "CLAIM_KINDS", "CLAIM_UNITS",
+    "Conclusion", "Defaults", "DETERMINISTIC_TRIALS", "Devices", "Exposure", "Factor", "Family",
+    "harness_import_root", "normalized_name", "OutputCheck", "PLACEHOLDER", "ProgramValue",
+    "Releases", "Runtime", "RUNTIME_PIN", "SHARE_BOUNDS", "SINGLE_ARM_KINDS", "Stratum",
+    "TIMED_KINDS", "Timing", "Tool", "TrialBudget", "TrialCommand", "TrialContext"
+]
 
 # {name} or {artifact:NAME} in an artifact command template.
 PLACEHOLDER = re.compile(r"\{([a-z_]+(?::[A-Za-z0-9_.-]+)?)\}")
 
-OUTCOMES = ("survived", "crashed", "cuda_error", "wrong_result", "hung", "invalid", "unsupported",
-            "harness_error")
 
 # How many agreeing valid trials of an arm establish its outcome where the case declares its
 # outcomes deterministic (Case.deterministic): at least two, so that a disagreement can be seen.
@@ -90,7 +99,7 @@ class Tool:
     With no package the tool is the host's: PATH, then ``$CUDA_HOME/bin``, ``$CUDA_PATH/bin``
     and ``/usr/local/cuda/bin`` (g++, or cuda-gdb, which has no wheel). ``host``: a wheel tool
     that may also come from the host when its wheel is not installed (an instrument on a GPU
-    node, never a build input a case pins). gpurepro.build.toolchain has the defaults (nvcc,
+    node, never a build input a case pins). gpurepro.case.toolchain has the defaults (nvcc,
     tileiras, ptxas, cuobjdump, nvdisasm, compute-sanitizer, cuda-gdb, g++); ``Case.tools``
     adds to them or replaces them by name, and a name usable as a placeholder (``[a-z_]+``)
     may appear in artifact commands as ``{name}``.
@@ -117,7 +126,7 @@ class Releases:
     ``nvidia-cuda-nvcc``), each level a version that the first family whose range holds it
     provides; ``tool`` the program each release's wheel holds under ``bin/``. The build resolves
     each level an arm uses with pip, locks it (``locks/releases/<case>.json``) and builds the
-    artifacts declared ``per`` the factor with that program (gpurepro.build.releases)."""
+    artifacts declared ``per`` the factor with that program (gpurepro.building.releases)."""
 
     tool: str
     families: tuple[Family, ...]
@@ -322,7 +331,7 @@ class Runtime:
 
     ``packages``: ``"*"`` (every arm) or an arm's name -> pins; an arm gets ``"*"``'s and its
     own, its own winning by name, so arms that compare releases each pin theirs. The build
-    (gpurepro.build.runtime) downloads each pin's wheel for the Python that runs the trials
+    (gpurepro.building.runtime) downloads each pin's wheel for the Python that runs the trials
     (and ``platforms``) into build/, with its sha256, and checks that every requirement the
     wheels declare is met by another pin of the same arm, or is named in ``from_node``: left to
     the node's own installation, whose version each run records beside the requirement. A
@@ -565,7 +574,7 @@ class Case:
     reported: Mapping[str, str] = field(default_factory=dict)
     # Set by load_case.
     path: Path | None = None
-    # Tools by name, beyond (or replacing) gpurepro.build.toolchain.DEFAULT_TOOLS: what artifact
+    # Tools by name, beyond (or replacing) gpurepro.case.toolchain.DEFAULT_TOOLS: what artifact
     # commands name as {placeholders} or in Artifact.tools, and what instruments run.
     tools: Mapping[str, Tool] = field(default_factory=dict)
     # The case's drivers check their output against a reference: an ok trial without that
@@ -628,8 +637,6 @@ class Case:
         new run journals gpurepro.analyze.shortcut.declaration of it); None where it declares
         none."""
         if not isinstance(self.deterministic, str):
-            from ..errors import ManifestError
-
             raise ManifestError(self.path or self.name, "deterministic",
                                 "must be a string: why every trial of an arm ends the same way")
         if not self.deterministic.strip():

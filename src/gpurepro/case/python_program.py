@@ -93,6 +93,13 @@ from typing import Any
 
 from gpurepro.case import driver as kit
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "as_expected", "compare_value", "cuda_error", "descriptions", "enter", "error_name",
+    "expose", "installed_version", "leave", "main", "observe", "plain", "printed_value",
+    "start", "Unsupported"
+]
+
 _CUDA_NAME = re.compile(r"\bCUDA_ERROR_[A-Z0-9_]+\b")
 _CALL = re.compile(r"\b(cu[A-Z][A-Za-z0-9_]*)\b")
 _TRIAL: dict[str, Any] = {}  # the running trial: its driver, its config, whether it started
@@ -228,7 +235,7 @@ class _Kept(io.TextIOBase):
         self.stream.flush()
 
     def fileno(self) -> int:
-        return self.stream.fileno()
+        return int(self.stream.fileno())
 
     @property
     def buffer(self) -> Any:  # bytes written here are not kept

@@ -32,6 +32,9 @@ from pathlib import Path
 
 from ..errors import UsageError
 
+# What other modules use; the rest is this module's own.
+__all__ = ["create", "KINDS", "NAME", "TOKEN"]
+
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # The case's files, as real files: CASE_NAME in them is replaced by the case's name.

@@ -25,16 +25,29 @@ from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TAS
 from ..env import commits
 from ..env import fingerprint as envmod
 from ..errors import JournalError, UsageError
-from ..run.journal import read, refuse_unchained, verify_identity
-from ..run.plan import (
+from ..model.design import (
+    AUTO_HORIZON,
     DEFAULT_ALPHA,
     DEFAULT_LOOK_EVERY,
     DEFAULT_MAX_TRIALS,
     DEFAULT_SPENDING,
     DEFAULT_SUPPORTED_SHARE,
+    DesignSpec,
 )
+from ..model.journal import RunHeader
+from ..run.journal import read, refuse_unchained, verify_identity
 from ..run.progress import terminal_safe
-from ..run.session import RunRequest, manifest_sha256
+from ..run.session import RunRequest, manifest_sha256, trial_budget
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "alpha_value", "artifact_override", "check_arguments", "check_named_commit", "checked_arms",
+    "checked_build_dir", "checked_substitutes", "cluster_options", "cluster_wanted",
+    "given_cluster_flags", "horizon_value", "journal_path", "json", "name_list", "nonneg_int",
+    "only_target", "pack_target", "positive_float", "positive_int", "python_version",
+    "repository_root", "resolve_target", "run_scope", "say", "sequential_design", "show",
+    "slurm"
+]
 
 
 def _number(text: str, kind: type) -> float | int:
@@ -45,7 +58,7 @@ def _number(text: str, kind: type) -> float | int:
         raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
     if isinstance(value, float) and not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
+    return float(value) if kind is float else int(value)
 
 
 def positive_int(text: str) -> int:
@@ -221,14 +234,13 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                              f"{', '.join(loose)} cannot be given with it")
         contents = read(Path(args.resume))
         refuse_unchained(contents, str(args.resume), bool(getattr(args, "old_journal", False)))
-        header = contents.header
-        verify_identity(header, case.name, manifest_sha256(case), args.resume)
-        o = header["options"]
-        return RunRequest(**given, target=header["device"]["target"],
-                          budget=TrialBudget(**o["budget"]), jobs=o["jobs"], arms=None,
-                          trials_per_arm=0, stopping=o.get("stopping"), resume=Path(args.resume),
+        verify_identity(contents.header, case.name, manifest_sha256(case), args.resume)
+        run = RunHeader.from_json(contents.header, str(args.resume))
+        return RunRequest(**given, target=run.device["target"], budget=trial_budget(run),
+                          jobs=run.jobs, arms=None, trials_per_arm=0, design=run.design,
+                          resume=Path(args.resume),
                           other_device=bool(getattr(args, "other_device", False)),
-                          scope=str(o.get("scope") or "arms"))
+                          scope=run.scope or "arms")
     if getattr(args, "old_journal", False):
         raise UsageError("--old-journal goes with --resume (a new run writes today's journal)")
     if getattr(args, "other_device", False):
@@ -252,13 +264,13 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
     if (args.until_decided or getattr(args, "decisive", False)) and not case.claims:
         raise UsageError(f"--until-decided and --decisive stop arms once the case's claims are "
                          f"decided; {case.name} declares no claims")
-    stopping, trials = sequential_design(case, args)
+    design, trials = sequential_design(case, args)
     return RunRequest(**given, target=target,
                       budget=TrialBudget(duration_s=float(duration), max_exposure=int(exposure),
                                          timeout_s=float(timeout),
                                          stall_s=None if hang_after is None else float(hang_after)),
                       jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials,
-                      stopping=stopping,
+                      design=design,
                       substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root),
                       arch=args.arch, seed=args.seed, gpus=args.gpus,
                       journal=Path(args.journal) if args.journal else None, scope=scope,
@@ -393,20 +405,17 @@ def checked_substitutes(case: Case, target: str, given: list[tuple[str, str]] | 
     return tuple(out.items())
 
 
-def _horizon_request(given: float | str | None) -> dict[str, Any]:
-    """The horizon a new decisive run asks for: "auto" by default, "none" or a number as given."""
-    return {"horizon": "auto" if given is None else given}
-
-
 def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: bool = False
-                      ) -> tuple[dict[str, Any] | None, int]:
-    """The sequential design asked for (alpha, step, max_trials; None for a fixed-size run) and
-    the trials per arm, from --until-decided, --max-trials, --look-every, --alpha and --trials.
-    `calibrate` takes --alpha for a fixed-size design too (``alpha_for_fixed``).
+                      ) -> tuple[DesignSpec, int]:
+    """The design asked for and the trials per arm, from --until-decided, --max-trials,
+    --look-every, --alpha and --trials: fixed-size (one look at the end, the default alpha;
+    `calibrate` takes --alpha for it too, ``alpha_for_fixed``), until decided, or decisive.
 
-    The decisive design (``{"design": "decisive", ...}``; its looks, priors and families are fixed
-    at the run's start, run.session) with --decisive, and by default for `case` (the main job) when
-    the case declares claims and neither --fixed, --trials nor --until-decided is given."""
+    The decisive design (its looks, priors and families are fixed at the run's start,
+    gpurepro.analyze.planning.plan_decisive) with --decisive, and by default for `case` (the
+    main job) when the case declares claims and neither --fixed, --trials nor --until-decided
+    is given; its horizon is chosen from the committed trials unless --horizon gives one (or
+    "none")."""
     decisive = getattr(args, "decisive", False)
     fixed = getattr(args, "fixed", False) or args.trials is not None
     if decisive and (fixed or args.until_decided):
@@ -431,29 +440,34 @@ def sequential_design(case: Case, args: argparse.Namespace, alpha_for_fixed: boo
         if args.look_every is not None:
             raise UsageError("--look-every belongs to --until-decided; the decisive design looks "
                              "after any trial once a look is due")
-        return ({"design": "decisive", "alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
-                 "max_trials": args.max_trials or DEFAULT_MAX_TRIALS,
-                 "spending": getattr(args, "alpha_spending", None) or DEFAULT_SPENDING,
-                 "supported_share": getattr(args, "supported_share", None) or DEFAULT_SUPPORTED_SHARE,
-                 # New runs decide rate claims with trials as the unit, at a horizon chosen from
-                 # the committed trials (analyze.horizon_design); "none": constant rates.
-                 **_horizon_request(getattr(args, "horizon", None))},
+        horizon = getattr(args, "horizon", None)
+        return (DesignSpec.decisive_request(
+                    alpha=args.alpha if args.alpha is not None else DEFAULT_ALPHA,
+                    max_trials=args.max_trials or DEFAULT_MAX_TRIALS,
+                    spending=getattr(args, "alpha_spending", None) or DEFAULT_SPENDING,
+                    supported_share=(getattr(args, "supported_share", None)
+                                     or DEFAULT_SUPPORTED_SHARE),
+                    # New runs decide rate claims with trials as the unit, at a horizon chosen
+                    # from the committed trials (analyze.horizon_design); "none": constant rates.
+                    horizon=AUTO_HORIZON if horizon is None else horizon),
                 int(args.max_trials or DEFAULT_MAX_TRIALS))
     if args.until_decided:
         if args.trials is not None:
             raise UsageError("--trials is fixed-size; with --until-decided give --max-trials")
-        design = {"alpha": args.alpha if args.alpha is not None else DEFAULT_ALPHA,
-                  "step": args.look_every or DEFAULT_LOOK_EVERY,
-                  "max_trials": args.max_trials or DEFAULT_MAX_TRIALS}
-        if design["step"] > design["max_trials"]:
-            raise UsageError(f"--look-every {design['step']} exceeds --max-trials "
-                             f"{design['max_trials']}: no look would be taken before the end")
-        return design, int(design["max_trials"])
+        step = int(args.look_every or DEFAULT_LOOK_EVERY)
+        most = int(args.max_trials or DEFAULT_MAX_TRIALS)
+        if step > most:
+            raise UsageError(f"--look-every {step} exceeds --max-trials {most}: no look would be "
+                             f"taken before the end")
+        return (DesignSpec.until_decided(args.alpha if args.alpha is not None else DEFAULT_ALPHA,
+                                         step, most), most)
     flags = ("max_trials", "look_every") + (() if alpha_for_fixed else ("alpha",))
     loose = [f for f in flags if getattr(args, f) is not None]
     if loose:
         raise UsageError(f"--{loose[0].replace('_', '-')} applies only with --until-decided or --decisive")
-    return None, int(args.trials or case.defaults.trials_per_arm)
+    return (DesignSpec.fixed(args.alpha if alpha_for_fixed and args.alpha is not None
+                             else DEFAULT_ALPHA),
+            int(args.trials or case.defaults.trials_per_arm))
 
 
 # ---------------------------------------------------------------- a cluster run's flags

@@ -20,16 +20,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..building.artifacts import build_case, index_path
+from ..case.load import load_case
+from ..case.model import Case
 from ..errors import EXIT_NO_DRIVER, EXIT_OK, UsageError
-from .args import checked_build_dir, nonneg_int, only_target, repository_root, say, show
+from ..sweep.bisection import CPU_FILE, axis_root
+from ..sweep.choose import Bisection
+from ..sweep.cpu import axis_of, check_current, run_cpu_stage
+from ..sweep.gpu import run_gpu_stage
+from ..sweep.model import BISECTION, read_document
+from ..sweep.table import markdown
+from .args import checked_build_dir, only_target, repository_root, say, show
 
-STAGES = ("all", "cpu", "gpu", "assemble")
 
-
-def _cpu(args: argparse.Namespace, case, target: str, root: Path) -> Path:
-    from ..build.artifacts import build_case, index_path
-    from ..sweep.cpu import axis_of, run_cpu_stage
-
+def _cpu(args: argparse.Namespace, case: Case, target: str, root: Path) -> Path:
     axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
     build_dir = root / checked_build_dir(args.build_dir, root)
     if not index_path(build_dir, case, target).is_file():
@@ -47,14 +51,8 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..case.load import load_case
-    from ..sweep.bisection import CPU_FILE, axis_root
-
     root = repository_root()
     if args.table:
-        from ..sweep.model import BISECTION, read_document
-        from ..sweep.table import markdown
-
         sys.stdout.write(markdown(read_document(Path(args.table), BISECTION)))
         return EXIT_OK
     if not args.axis:
@@ -66,11 +64,6 @@ def cmd(args: argparse.Namespace) -> int:
     if args.stage in ("all", "cpu"):
         document = _cpu(args, case, target, root)
     if args.stage in ("all", "gpu"):
-        from ..sweep.choose import Bisection
-        from ..sweep.cpu import check_current
-        from ..sweep.gpu import run_gpu_stage
-        from ..sweep.model import BISECTION, read_document
-
         cpu = read_document(document, BISECTION)
         if args.stage == "gpu":  # a CPU stage of an earlier manifest would run what it dropped
             check_current(cpu, case, root, _shown(document, root))
@@ -91,26 +84,3 @@ def cmd(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
-                       "each on the CPU, run the fewest that pin every boundary on a GPU")
-    p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
-    p.add_argument("--axis", help="the manifest's toolchain axis (Case.axes)")
-    p.add_argument("--arch", help="build target (default: the case's only one)")
-    p.add_argument("--stage", choices=STAGES, default="all",
-                   help="cpu, gpu, assemble, or all of them one after the other (default)")
-    p.add_argument("--exhaustive", action="store_true",
-                   help="GPU stage: run every distinct artifact, not only those the search needs")
-    p.add_argument("--document", help="the CPU document (default: build/bisect/<case>/<axis>/<target>/bisect.cpu.json)")
-    p.add_argument("--gpu-out", help="the GPU stage's folder (default: build/bisect/<case>/<axis>/<target>/gpu)")
-    p.add_argument("--out-dir", default="results", help="assemble: results folder (default: results/)")
-    p.add_argument("--force", action="store_true", help="assemble: replace an existing document")
-    p.add_argument("--only", help="CPU stage: a comma-separated subset of the releases PyPI lists "
-                   "in the range (recorded in the document)")
-    p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
-    p.add_argument("--cache", help="wheel cache (default: build/releases, the build's)")
-    p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
-    p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
-    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
-    p.set_defaults(fn=cmd)
-    return p

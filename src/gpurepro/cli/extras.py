@@ -16,6 +16,11 @@ from pathlib import Path
 
 from .. import project
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "absent", "analysis_module", "importlib", "install_command", "missing_line", "what_needs_it"
+]
+
 # The import names of gpurepro[analysis] (pyproject.toml), in the order a command meets them.
 ANALYSIS_MODULES = ("jsonschema", "numpy", "scipy", "matplotlib", "rich", "pyperf", "elftools",
                     "pynvml")

@@ -11,42 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
 
 from ..errors import EXIT_ERROR, EXIT_OK, CompareError, UsageError
+from ..report.history import history, markdown, plot, terminal
 from .args import repository_root, say
-
-
-def add_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser("history", help="a case's runs across drivers, GPUs and toolchains: rates, "
-                       "time ratios, claim decisions, a table and a plot, and a regression check")
-    p.add_argument("what", nargs="+", metavar="CASE",
-                   help="a case's name (results/CASE/), a folder of result documents, or two or "
-                        "more result documents")
-    p.add_argument("--results", metavar="DIR",
-                   help="where a case's folder is (default: results/ of this checkout)")
-    p.add_argument("--arms", metavar="A,B",
-                   help="the arms shown and checked (default: the newest run's)")
-    p.add_argument("--against", choices=("previous", "first", "same-gpu"), default="previous",
-                   help="the earlier run the newest is checked against: the run before it that "
-                        "has the arm (default), the first, or the run before it on the same GPU")
-    p.add_argument("--rate-factor", type=float, default=1.0, metavar="F",
-                   help="a failure rate regressed when it is above F times the earlier run's and "
-                        "the difference is significant (default 1.0)")
-    p.add_argument("--time-factor", type=float, default=1.05, metavar="F",
-                   help="a time ratio regressed when the arm became slower against its reference "
-                        "by more than F, significantly (default 1.05: 5%%)")
-    p.add_argument("--alpha", type=float, default=0.05,
-                   help="the check's level, split over the comparisons it makes (default 0.05)")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when a rate or a time ratio of the newest run regressed")
-    p.add_argument("--format", choices=("markdown", "json", "terminal"), default="markdown",
-                   help="Markdown tables to paste (default), one JSON object, or terminal tables")
-    p.add_argument("--plot", metavar="FILE.png",
-                   help="also draw the history (each arm's rate run by run, time ratios below), "
-                        "SVG beside it")
-    p.set_defaults(fn=cmd)
-    return p
+from .results import _read_document
 
 
 def _documents(what: list[str], results: Path) -> list[Path]:
@@ -80,9 +49,6 @@ def _documents(what: list[str], results: Path) -> list[Path]:
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..report.history import history, markdown, plot, terminal
-    from .results import _read_document
-
     results = Path(args.results) if args.results else repository_root() / "results"
     paths = _documents(args.what, results)
     docs = [_read_document(p) for p in paths]

@@ -1,6 +1,7 @@
 """Command line: `python -m gpurepro <command>`; the nox sessions call these. ``main`` parses
-(gpurepro.cli.parser), runs the command's function (gpurepro.cli.run for `run` and `case`,
-gpurepro.cli.results for the commands on documents) and turns what it raises into a status.
+(gpurepro.cli.parser), runs the command's function (the module of its command, imported then:
+gpurepro.cli.run for `run` and `case`, gpurepro.cli.results for the commands on documents, ...)
+and turns what it raises into a status.
 
 Errors a user can cause (a bad flag, a bad manifest, a missing build, no GPU, a file that is no
 result) end with one line and a documented exit status, never a traceback. Every value is
@@ -142,7 +143,7 @@ def _restore(found: Mapping[signal.Signals, Any]) -> None:
     if threading.current_thread() is threading.main_thread():
         for sig, handler in found.items():
             if handler is not None:
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+                signal.signal(sig, handler)
 
 
 def _status_file(argv: list[str]) -> str | None:

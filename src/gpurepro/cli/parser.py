@@ -1,17 +1,21 @@
 """The command line's parser: every command and its flags, each command's function set as
-``fn``. A usage error is one line (and exit 2), not the whole usage block.
+``fn``, named (``Command``): a command's module is imported when the command runs, so what it
+imports (the analysis packages, for most commands on documents) is its own and imported at
+its top, and `run` on a GPU node imports nothing they need. A usage error is one line (and
+exit 2), not the whole usage block.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__
 from ..errors import EXIT_USAGE
-from ..run.plan import SPENDINGS
-from . import results, run
+from ..model.design import SPENDINGS
 from .args import (
     alpha_value,
     artifact_override,
@@ -24,6 +28,33 @@ from .args import (
     python_version,
     say,
 )
+
+# What other modules use; the rest is this module's own.
+__all__ = ["Command", "parser", "prog_name"]
+
+# The bisection's stages (gpurepro.cli.bisect).
+STAGES = ("all", "cpu", "gpu", "assemble")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command's function by name: ``gpurepro.cli.<module>.<name>``, imported when it runs."""
+
+    module: str
+    name: str
+
+    def __call__(self, *args: Any) -> int:
+        fn = getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
+        return int(fn(*args))
+
+
+def arm_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of arms (``--arms`` of `matrix run`)."""
+    arms = tuple(a.strip() for a in text.split(",") if a.strip())
+    if not arms:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of arms")
+    return arms
+
 
 EPILOG = """\
 exit status: 0 done; 1 error (bad manifest, failed build, harness error); 2 usage (a bad flag,
@@ -54,7 +85,12 @@ class Parser(argparse.ArgumentParser):
         if extras:
             command = (self.commands or {}).get(getattr(parsed, "command", None) or "")
             (command or self).error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed
+        namespace_out: argparse.Namespace = parsed
+        return namespace_out
+
+
+if TYPE_CHECKING:
+    _Subcommands = argparse._SubParsersAction[Parser]
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -195,19 +231,19 @@ def parser(prog: str = "python -m gpurepro") -> argparse.ArgumentParser:
     return ap
 
 
-def _run_commands(sub: Any) -> None:
+def _run_commands(sub: _Subcommands) -> None:
     """`case`, `run`, `prepare` (for nox) and `slurm-task` (for Slurm): gpurepro.cli.run."""
     p = sub.add_parser("case", help="build, run, record and report a case (what `nox -s <case>` runs)",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
-    p.set_defaults(fn=run.cmd_case, decisive_by_default=True)
+    p.set_defaults(fn=Command("run", "cmd_case"), decisive_by_default=True)
 
     # The same defaults as `case` (the main job's: the main question, the decisive design): a
     # GPU node runs from a prebuilt build/ exactly what `make <case>` runs where it builds.
     p = sub.add_parser("run", help="run (and record) a case from a prebuilt build/",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _run_arguments(p)
-    p.set_defaults(fn=run.cmd_run, decisive_by_default=True)
+    p.set_defaults(fn=Command("run", "cmd_run"), decisive_by_default=True)
 
     # Internal commands, for nox and for Slurm: given no help=, argparse leaves them out of
     # `gpurepro --help`; their own --help still describes them.
@@ -215,7 +251,7 @@ def _run_commands(sub: Any) -> None:
                        "pins (for the nox sessions; not for people)")
     _run_arguments(p)
     p.add_argument("--prepare-out", required=True, help="JSON file to write {target, pins} to")
-    p.set_defaults(fn=run.cmd_prepare, decisive_by_default=True)
+    p.set_defaults(fn=Command("run", "cmd_prepare"), decisive_by_default=True)
     # nox passes a case's flags through prepare first: a bad one is a `case` flag to the user.
     p.see = _sibling(p, "case")
 
@@ -223,11 +259,11 @@ def _run_commands(sub: Any) -> None:
                        "it; not for people)")
     p.add_argument("spec", help="the round's task list, written by the submitting side")
     p.add_argument("--task", type=nonneg_int, help="array task (default: $SLURM_ARRAY_TASK_ID)")
-    p.set_defaults(fn=run.cmd_slurm_task)
+    p.set_defaults(fn=Command("run", "cmd_slurm_task"))
     p.see = _sibling(p, "run")  # it runs one array task of `run --slurm`
 
 
-def _build_commands(sub: Any) -> None:
+def _build_commands(sub: _Subcommands) -> None:
     """`build`, `target` and `pins`: a case's artifacts, its target here, its toolchain."""
     case_help = "case name (folder under cases/) or path to its manifest.py"
     arch_help = "build target, e.g. sm_90 (default: from this machine's GPU, else the case's first)"
@@ -239,20 +275,20 @@ def _build_commands(sub: Any) -> None:
     p.add_argument("--python", metavar="X.Y", type=python_version,
                    help="the Python the trials run with, where not this one (a GPU node's): "
                         "the case's runtime wheels are downloaded for it")
-    p.set_defaults(fn=run.cmd_build)
+    p.set_defaults(fn=Command("run", "cmd_build"))
 
     p = sub.add_parser("target", help="print the build target for this machine's GPU (or --arch)")
     p.add_argument("case", help=case_help)
     p.add_argument("--arch", help="a target to check against the case's instead")
-    p.set_defaults(fn=run.cmd_target)
+    p.set_defaults(fn=Command("run", "cmd_target"))
 
     p = sub.add_parser("pins", help="print the PyPI requirements of a case for a target")
     p.add_argument("case", help=case_help)
     p.add_argument("--arch", help=arch_help)
-    p.set_defaults(fn=run.cmd_pins)
+    p.set_defaults(fn=Command("run", "cmd_pins"))
 
 
-def _record_commands(sub: Any) -> None:
+def _record_commands(sub: _Subcommands) -> None:
     """`record`, `report`, `validate` and `scrub`: journals and documents."""
     p = sub.add_parser("record", help="journal(s) -> validated result document + report")
     p.add_argument("journal", nargs="+", help="one journal, or several shards of one plan")
@@ -265,29 +301,29 @@ def _record_commands(sub: Any) -> None:
     p.add_argument("--old-journal", action="store_true",
                    help="record a journal from before the hash chain (format 2 or older), whose "
                         "lines nothing checks (the document says so)")
-    p.set_defaults(fn=results.cmd_record)
+    p.set_defaults(fn=Command("record", "cmd_record"))
 
     p = sub.add_parser("report", help="result document -> Markdown and plots")
     p.add_argument("result", metavar="RESULT.json", help="a result document (written by record)")
     p.add_argument("--out-dir", metavar="DIR",
                    help="write the Markdown and plots into DIR (default: beside the document)")
-    p.set_defaults(fn=results.cmd_report)
+    p.set_defaults(fn=Command("results", "cmd_report"))
 
     p = sub.add_parser("validate", help="check result documents: schema and meaning")
     p.add_argument("paths", nargs="*", help="files or folders (default: results/)")
     p.add_argument("--schema-only", action="store_true",
                    help="check the schema and the files named, not the meaning (claims and "
                    "verdict are not recomputed)")
-    p.set_defaults(fn=results.cmd_validate)
+    p.set_defaults(fn=Command("results", "cmd_validate"))
 
     p = sub.add_parser("scrub", help="rewrite journals/documents: checkout paths relative, secrets dropped")
     p.add_argument("paths", nargs="+", metavar="FILE",
                    help="journals (.journal.jsonl) and result documents (.json), rewritten in place")
     p.add_argument("--redact", action="store_true", help="also apply --redact's rules")
-    p.set_defaults(fn=results.cmd_scrub)
+    p.set_defaults(fn=Command("scrub", "cmd_scrub"))
 
 
-def _case_commands(sub: Any) -> None:
+def _case_commands(sub: _Subcommands) -> None:
     """`calibrate`, `new` and `env`: a case's design, a new case, this machine."""
     p = sub.add_parser("calibrate", help="simulate a case's claims on its design: family-wise "
                        "false-claim rate under the null, power under the observed effects")
@@ -327,7 +363,7 @@ def _case_commands(sub: Any) -> None:
                         "trials at a time as the design's document)")
     p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
-    p.set_defaults(fn=results.cmd_calibrate)
+    p.set_defaults(fn=Command("results", "cmd_calibrate"))
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")
@@ -342,15 +378,15 @@ def _case_commands(sub: Any) -> None:
                         "of a runtime package, the value it prints checked against the driver's "
                         "own answer (default: crash)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
-    p.set_defaults(fn=results.cmd_new)
+    p.set_defaults(fn=Command("new", "cmd_new"))
 
     p = sub.add_parser("env", help="print the environment fingerprint")
     p.add_argument("--redact", action="store_true",
                    help="replace the hostname and drop home paths, as a run's --redact does")
-    p.set_defaults(fn=results.cmd_env)
+    p.set_defaults(fn=Command("env", "cmd_env"))
 
 
-def _reading_commands(sub: Any) -> None:
+def _reading_commands(sub: _Subcommands) -> None:
     """`compare`, `issue`, `matrix` and `index`: what documents say, side by side or posted."""
     p = sub.add_parser("compare", help="result documents of one case side by side: rates, "
                        "rate ratios, changed claims and verdict, what differs")
@@ -366,7 +402,7 @@ def _reading_commands(sub: Any) -> None:
                    help="compare timed runs whose GPU clocks or temperature differ beyond the "
                         "stated tolerances (refused otherwise); the comparison says so")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
-    p.set_defaults(fn=results.cmd_compare)
+    p.set_defaults(fn=Command("results", "cmd_compare"))
 
     p = sub.add_parser("issue", help="result document -> the body of a GitHub issue comment")
     p.add_argument("result", metavar="RESULT.json", help="the result document the comment is about")
@@ -378,28 +414,160 @@ def _reading_commands(sub: Any) -> None:
                         "not what its trials give (refused otherwise, as validate fails it), "
                         "its head saying so")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
-    p.set_defaults(fn=results.cmd_issue)
+    p.set_defaults(fn=Command("results", "cmd_issue"))
 
-    from .history import add_parser as add_history_parser
+    _history_command(sub)
 
-    add_history_parser(sub)
+    _matrix_command(sub).set_defaults(fn=Command("matrix", "cmd"))
 
-    from .matrix import add_parser as add_matrix_parser
+    _bisect_command(sub)
 
-    add_matrix_parser(sub).set_defaults(fn=results.cmd_matrix)
+    _pack_command(sub)
 
-    from .bisect import add_parser as add_bisect_parser
-
-    add_bisect_parser(sub)
-
-    from .pack import add_parser as add_pack_parser
-
-    add_pack_parser(sub)
-
-    from .plan import add_parser as add_plan_parser
-
-    add_plan_parser(sub)
+    _plan_command(sub)
 
     p = sub.add_parser("index", help="regenerate results/README.md, the index of result documents")
     p.add_argument("folder", nargs="?", default="results", help="the results folder (default: results/)")
-    p.set_defaults(fn=results.cmd_index)
+    p.set_defaults(fn=Command("index", "cmd_index"))
+
+
+def _history_command(sub: _Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("history", help="a case's runs across drivers, GPUs and toolchains: rates, "
+                       "time ratios, claim decisions, a table and a plot, and a regression check")
+    p.add_argument("what", nargs="+", metavar="CASE",
+                   help="a case's name (results/CASE/), a folder of result documents, or two or "
+                        "more result documents")
+    p.add_argument("--results", metavar="DIR",
+                   help="where a case's folder is (default: results/ of this checkout)")
+    p.add_argument("--arms", metavar="A,B",
+                   help="the arms shown and checked (default: the newest run's)")
+    p.add_argument("--against", choices=("previous", "first", "same-gpu"), default="previous",
+                   help="the earlier run the newest is checked against: the run before it that "
+                        "has the arm (default), the first, or the run before it on the same GPU")
+    p.add_argument("--rate-factor", type=float, default=1.0, metavar="F",
+                   help="a failure rate regressed when it is above F times the earlier run's and "
+                        "the difference is significant (default 1.0)")
+    p.add_argument("--time-factor", type=float, default=1.05, metavar="F",
+                   help="a time ratio regressed when the arm became slower against its reference "
+                        "by more than F, significantly (default 1.05: 5%%)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="the check's level, split over the comparisons it makes (default 0.05)")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1 when a rate or a time ratio of the newest run regressed")
+    p.add_argument("--format", choices=("markdown", "json", "terminal"), default="markdown",
+                   help="Markdown tables to paste (default), one JSON object, or terminal tables")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the history (each arm's rate run by run, time ratios below), "
+                        "SVG beside it")
+    p.set_defaults(fn=Command("history", "cmd"))
+    return p
+
+
+def _matrix_command(sub: _Subcommands) -> argparse.ArgumentParser:
+    """The `matrix` command and its stages; each stage sets ``stage_fn(args, root)``."""
+    p = sub.add_parser("matrix", help="a case's toolchain matrix: which releases emit what, and "
+                       "(on a GPU) how each distinct build fares")
+    stages = p.add_subparsers(dest="stage", required=True, metavar="stage",
+                              parser_class=type(p))
+
+    case_help = "the case with a matrix.py (e.g. tile_unload_race)"
+    s = stages.add_parser("cell", help="one cell, inside its toolchain environment (nox -s tile_matrix runs it)")
+    s.add_argument("case", help=case_help)
+    s.add_argument("--release", required=True, help="front-end release, e.g. cuda-tile 1.7.0")
+    s.add_argument("--family", required=True, help="toolchain family, e.g. 13.5")
+    s.add_argument("--install-failed", action="store_true", help="the installer failed (its log says why)")
+    s.add_argument("--install-log", help="the installer's output")
+    s.add_argument("--build-dir", help="inside the repository (default: build/matrix/<case>/<target>)")
+    s.set_defaults(stage_fn=Command("matrix", "cmd_cell"))
+
+    s = stages.add_parser("collect", help="cell records + ELF facts -> the CPU matrix document")
+    s.add_argument("case", help=case_help)
+    s.add_argument("--out", help="document path (default: <build root>/matrix.cpu.json)")
+    s.add_argument("--build-dir", help="where the cells built (default: build/matrix/<case>/<target>)")
+    s.set_defaults(stage_fn=Command("matrix", "cmd_collect"))
+
+    s = stages.add_parser("run", help="GPU stage: the harness on each distinct cubin (standard library only)")
+    s.add_argument("document", help="a matrix document (the CPU stage's, or an assembled one)")
+    s.add_argument("--out", required=True, help="folder for the journals and sweep-gpu.json")
+    s.add_argument("--arms", type=arm_list, help="arms for every Tile IR cubin (default: the matrix's, baseline)")
+    s.add_argument("--newest-arms", type=arm_list, help="arms for the newest cell's cubin (default: --arms), "
+                   "e.g. baseline,lock-unload-launch")
+    s.add_argument("--budget-s", type=positive_float, default=420.0,
+                   help="wall-clock budget: a run whose trials would not fit is not started, and "
+                        "the document says so (default 420: the stage ends within 8 minutes)")
+    s.add_argument("--seed", type=nonneg_int, default=0, help="plan seed of the first run (then +1 each)")
+    s.set_defaults(stage_fn=Command("matrix", "cmd_run"))
+
+    s = stages.add_parser("assemble", help="CPU document + GPU stage output -> results/<case>/matrix_<stamp>_<gpu>.json")
+    s.add_argument("document", help="the CPU matrix document")
+    s.add_argument("gpu_out", nargs="?", help="the GPU stage's --out folder (none: not run)")
+    s.add_argument("--out-dir", default="results", help="results folder (default: results/)")
+    s.add_argument("--force", action="store_true", help="replace an existing document")
+    s.set_defaults(stage_fn=Command("matrix", "cmd_assemble"))
+
+    s = stages.add_parser("table", help="the README table of a matrix document (Markdown)")
+    s.add_argument("document", help="an assembled matrix document (results/<case>/matrix_*.json)")
+    s.add_argument("--out", help="write it to this file (default: print)")
+    s.set_defaults(stage_fn=Command("matrix", "cmd_table"))
+    for stage in stages.choices.values():
+        stage.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
+    return p
+
+
+def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
+                       "each on the CPU, run the fewest that pin every boundary on a GPU")
+    p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
+    p.add_argument("--axis", help="the manifest's toolchain axis (Case.axes)")
+    p.add_argument("--arch", help="build target (default: the case's only one)")
+    p.add_argument("--stage", choices=STAGES, default="all",
+                   help="cpu, gpu, assemble, or all of them one after the other (default)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="GPU stage: run every distinct artifact, not only those the search needs")
+    p.add_argument("--document", help="the CPU document (default: build/bisect/<case>/<axis>/<target>/bisect.cpu.json)")
+    p.add_argument("--gpu-out", help="the GPU stage's folder (default: build/bisect/<case>/<axis>/<target>/gpu)")
+    p.add_argument("--out-dir", default="results", help="assemble: results folder (default: results/)")
+    p.add_argument("--force", action="store_true", help="assemble: replace an existing document")
+    p.add_argument("--only", help="CPU stage: a comma-separated subset of the releases PyPI lists "
+                   "in the range (recorded in the document)")
+    p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
+    p.add_argument("--cache", help="wheel cache (default: build/releases, the build's)")
+    p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
+    p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
+    p.set_defaults(fn=Command("bisect", "cmd"))
+    return p
+
+
+def _pack_command(sub: _Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("pack", help="build a case and pack it for an offline GPU node: one "
+                       "archive whose run.py runs it with the standard library")
+    p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
+    p.add_argument("--arch", help="build target (default: the case's only one; of several, its "
+                   "Hopper one, compute capability 9.x: H100, H200)")
+    p.add_argument("--arms", help="comma-separated arms the node runs (default: the case's main "
+                   "question's, as `make <case>`)")
+    p.add_argument("--deep", action="store_true", help="the node runs every arm of the case")
+    p.add_argument("--redact", action="store_true",
+                   help="the node's run drops the hostname and home paths from the record")
+    p.add_argument("--bisect", action="append", metavar="AXIS",
+                   help="also carry this axis's CPU stage (bisect --stage cpu first); the node "
+                        "runs its GPU stage after the case (repeatable)")
+    p.add_argument("--python", metavar="X.Y", type=python_version,
+                   help="the node's Python, where not this one: the case's runtime wheels are "
+                        "downloaded for it (run.py refuses another)")
+    p.add_argument("--out", metavar="FILE.tar.gz",
+                   help="the archive (default: build/packs/<case>-<target>-<commit>.tar.gz)")
+    p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
+    p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
+    p.add_argument("--target-out", help=argparse.SUPPRESS)  # for nox: the target, no build
+    p.set_defaults(fn=Command("pack", "cmd"))
+    return p
+
+
+def _plan_command(sub: _Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
+                       "is used (nothing is built or run)")
+    _run_arguments(p)
+    p.set_defaults(fn=Command("plan", "cmd"), decisive_by_default=True)
+    return p

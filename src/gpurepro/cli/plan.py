@@ -18,11 +18,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analyze.decidability import lines as chance_lines
+from ..analyze.designing import run_design
 from ..case.load import load_case
 from ..case.model import Case
 from ..errors import EXIT_OK, UsageError
-from ..run.plan import Plan
+from ..model.design import DesignSpec
+from ..model.plan import Plan
+from ..run.session import new_plan
 from .args import check_arguments, repository_root, show
+
+# What other modules use; the rest is this module's own.
+__all__ = ["arm_times", "cmd", "lines", "Plan"]
 
 
 @dataclass(frozen=True)
@@ -75,23 +82,22 @@ def arm_times(case: Case, plan: Plan, duration_s: float, root: Path) -> list[Arm
     return out
 
 
-def design_line(stopping: Mapping[str, Any] | None, plan: Plan) -> str:
-    if not stopping:
+def design_line(design: DesignSpec, plan: Plan) -> str:
+    if not design.sequential:
         return f"design: fixed, every arm's trials run ({len(plan.order)} trials)"
-    kind = stopping.get("design", "until-decided")
-    most = stopping.get("max_trials")
-    first = stopping.get("first_look")
-    return (f"design: {kind}, alpha {stopping.get('alpha')}: at most {most} trials per arm, "
+    kind = "decisive" if design.decisive else "until-decided"
+    first = design.first_look
+    return (f"design: {kind}, alpha {design.alpha}: at most {design.max_trials} trials per arm, "
             f"stopping once the claims are decided"
             + (f" (first look after {first} trials)" if first else ""))
 
 
-def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | None,
+def lines(case: Case, plan: Plan, request: Any, design: DesignSpec,
           families: Mapping[str, Any] | None, times: list[ArmTime]) -> list[str]:
     """What `plan` prints."""
     b = request.budget
     out = [f"plan of {case.name} for {request.target}: nothing built, no GPU used",
-           design_line(stopping, plan),
+           design_line(design, plan),
            f"arms: {', '.join(f'{t.arm} ({t.trials})' for t in times)}; {request.jobs} trial(s) "
            f"at a time",
            f"per trial: a {b.duration_s:g} s budget"
@@ -99,8 +105,6 @@ def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | No
            + f", killed at {b.timeout_s:g} s"
            + (f", or after {b.stall_s:g} s without progress" if b.stall_s else "")]
     if families is not None:
-        from ..analyze.decidability import lines as chance_lines
-
         out += chance_lines(dict(families), [c.name for c in case.claims if c.arm in plan.arms])
     worst = sum(t.trials for t in times) * b.timeout_s / max(1, request.jobs)
     simulated = (families or {}).get("expected") if (families or {}).get("computed") else None
@@ -114,7 +118,7 @@ def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | No
     committed = [t for t in times if t.source == "committed"]
     out.append(f"expected GPU time: about {total:.0f} s for {len(plan.order)} trials"
                + (" (at most: the design stops arms once their claims are decided)"
-                  if stopping else "")
+                  if design.sequential else "")
                + f"; at most {worst:.0f} s if every trial ran to its limit")
     if committed:
         out.append("  from the committed trials (median wall time per trial): " + ", ".join(
@@ -127,7 +131,6 @@ def lines(case: Case, plan: Plan, request: Any, stopping: Mapping[str, Any] | No
 
 
 def cmd(args: argparse.Namespace) -> int:
-    from ..run.session import new_plan, run_design
 
     if args.resume or args.slurm:
         raise UsageError("plan shows a new run on this machine: --resume and --slurm have "
@@ -136,18 +139,10 @@ def cmd(args: argparse.Namespace) -> int:
     case = load_case(args.case, root)
     request = check_arguments(case, args, root, {"available": False, "gpus": []})
     plan = new_plan(case, request)
-    stopping, families = run_design(case, plan, request, root)
+    design, families = run_design(case, plan, request, root)
     times = arm_times(case, plan, request.budget.duration_s, root)
-    for line in lines(case, plan, request, stopping, families, times):
+    for line in lines(case, plan, request, design, families, times):
         show(line)
     return EXIT_OK
 
 
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from .parser import _run_arguments
-
-    p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
-                       "is used (nothing is built or run)")
-    _run_arguments(p)
-    p.set_defaults(fn=cmd, decisive_by_default=True)
-    return p

@@ -16,76 +16,33 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.load import find_repo_root, load_case
-from ..case.model import Case
-from ..env import fingerprint as envmod
-from ..errors import EXIT_ERROR, EXIT_OK, InvalidDocument, UsageError
-from ..run.journal import read, refuse_unchained
+from ..analyze.calibrate import run_calibration
+from ..case.load import load_case
+from ..errors import EXIT_ERROR, EXIT_OK, CompareError, InvalidDocument, IssueError, UsageError
+from ..model.files import write_atomic
+from ..project import URL_VARIABLE, repository_url
+from ..record.recompute import (
+    CaseNotHere,
+    NotRecomputed,
+    named_files_errors,
+    recomputed_errors,
+)
+from ..record.result import with_checkout_facts
+from ..record.validation import validate_document, validation_errors
+from ..report.comment import issue_body
+from ..report.compare import compare, markdown, plot
+from ..report.index import index_path, is_current, is_generated
+from ..report.markdown import write_report
+from ..report.tables import code
+from ..sweep.table import matrix_markdown, verdict_line
+from ..sweep.validation import sweep_errors, validate_sweep
 from .args import repository_root, say, sequential_design, show
 
+# What other modules use; the rest is this module's own.
+__all__ = ["cmd_calibrate", "cmd_compare", "cmd_issue", "cmd_report", "cmd_validate"]
 
-def record_report_index(case: Case, journals: list[Path], root: Path, out: Path | None = None,
-                        force: bool = False,
-                        manifest_changed: Mapping[str, Any] | None = None) -> Path | None:
-    """The last steps of every run and of `record`: the result document, then its report,
-    then the results index that lists it."""
-    from ..record.result import record_journals
-    from ..run.atomic import folder_lock, remove_stale
-
-    # One record at a time into one folder: of two `record --force` to one name, the document
-    # and its report are both the last one's. What a killed record left there goes first.
-    folder = (out or journals[0]).parent
-    with folder_lock(folder):
-        for stale in remove_stale(folder):
-            say(f"note: removed {stale.name}, left by a record that was stopped while writing")
-        recorded = record_journals(case, journals, root, out, force=force,
-                                   manifest_changed=manifest_changed)
-        if recorded is None:
-            return None
-        out, doc = recorded
-        from ..report.markdown import write_report
-
-        written = write_report(doc, out)
-    show(f"result: {out}")
-    for kind, path in written.items():
-        show(f"{kind}: {path}")
-    show("verdict: " + doc["verdict"]["status"])
-    for s in doc["verdict"]["sentences"]:
-        show(f"  - {s}")
-    _refresh_index(out, root)
-    return out
-
-
-def _refresh_index(out: Path, root: Path) -> None:
-    """Rewrite the results index (results/README.md) that lists the new document, if any."""
-    from ..report.index import indexed_folder, write_index
-
-    folder = indexed_folder(out, root)
-    if folder is None:
-        return
-    try:
-        path, changed = write_index(folder)
-    except OSError as exc:
-        say(f"the results index could not be rewritten ({exc}); run python -m gpurepro index")
-        return
-    if changed:
-        show(f"index: {path}")
-
-
-def cmd_record(args: argparse.Namespace) -> int:
-    root = repository_root()
-    journals = [Path(j) for j in args.journal]
-    for j in journals:
-        refuse_unchained(read(j), str(j), args.old_journal)
-    header = read(journals[0]).header
-    from ..record.result import case_for_journal
-
-    # Checked before anything is imported: a manifest inside the repository, the run's own.
-    case, changed = case_for_journal(header, root, str(journals[0]), args.case,
-                                     args.manifest_changed)
-    out = record_report_index(case, journals, root, Path(args.out) if args.out else None,
-                              force=args.force, manifest_changed=changed)
-    return EXIT_OK if out else EXIT_ERROR
+# The checkout this package runs from (src/gpurepro/cli/ in it).
+CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def _read_document(path: Path, what: str = "result document",
@@ -106,9 +63,6 @@ def _read_document(path: Path, what: str = "result document",
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ..record.validation import validate_document
-    from ..report.markdown import write_report
-
     path = Path(args.result)
     doc = _read_document(path)
     if str(doc.get("schema", "")).startswith("gpurepro/bench"):
@@ -169,19 +123,11 @@ def document_errors(path: Path, doc: Mapping[str, Any], root: Path, schema_only:
     result, the claims, verdict and summaries recomputed from its trials as `record` would
     (a note where its case is not in this checkout) and, with ``files``, the files it names
     beside it (each there and not empty)."""
-    from ..record.validation import validation_errors
-
     notes: list[str] = []
-    errors = validation_errors(doc)
+    errors = sweep_errors(doc)
     if errors or not _is_result(doc):
         return errors, notes
     # The trials say what the document says: recomputed as `record` would.
-    from ..record.recompute import (
-        CaseNotHere,
-        NotRecomputed,
-        named_files_errors,
-        recomputed_errors,
-    )
 
     if schema_only:
         notes.append("schema only: claims and verdict not recomputed")
@@ -203,8 +149,6 @@ def _is_result(doc: Mapping[str, Any]) -> bool:
 
 def _stale_indexes(folders: list[str]) -> int:
     """How many results indexes (results/README.md) differ from what their documents give."""
-    from ..report.index import index_path, is_current, is_generated
-
     root_results = (repository_root() / "results").resolve()
     stale = 0
     for folder in map(Path, folders):
@@ -220,51 +164,9 @@ def _stale_indexes(folders: list[str]) -> int:
     return stale
 
 
-def cmd_scrub(args: argparse.Namespace) -> int:
-    """Rewrite committed journals and documents with the recording rules of today."""
-    from ..record.scrub import scrub_file
-
-    root = repository_root()
-    changed = 0
-    for p in map(Path, args.paths):
-        if not p.is_file():
-            raise UsageError(f"{p}: not a file")
-        if scrub_file(p, root, redact=args.redact):
-            changed += 1
-            show(f"rewritten {p}")
-        else:
-            show(f"unchanged {p}")
-    show(f"{changed} of {len(args.paths)} files rewritten")
-    return EXIT_OK
-
-
-def cmd_new(args: argparse.Namespace) -> int:
-    from ..case.scaffold import create
-
-    root = find_repo_root(Path.cwd())
-    if root is None:
-        raise UsageError(f"`gpurepro new` writes cases/{args.name}/ into a gpurepro checkout, and "
-                         f"{Path.cwd()} is not inside one (no cases/ and native/ here or above): "
-                         f"run it from the clone")
-    for path in create(args.name, root, args.kind):
-        show(f"wrote {path.relative_to(root)}")
-    say(f"next: make plan CASE={args.name}   (its trials and expected GPU time, no GPU used); "
-        f"make {args.name.replace('_', '-')} ARGS='--arch sm_90'   (builds; runs where an NVIDIA "
-        f"GPU is)")
-    return EXIT_OK
-
-
-def cmd_env(args: argparse.Namespace) -> int:
-    print(json.dumps(envmod.fingerprint(repository_root(), redact=args.redact), indent=2))
-    return EXIT_OK
-
-
 def cmd_compare(args: argparse.Namespace) -> int:
     """Result documents of one case side by side; 1 with --fail-on-change when a decided claim
     flipped."""
-    from ..errors import CompareError
-    from ..report.compare import compare, markdown
-
     docs = [_read_document(Path(p)) for p in args.results]
     try:
         result = compare(docs, args.results, any_conditions=args.any_conditions)
@@ -272,8 +174,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(json.dumps(result, indent=2) if args.json else markdown(result))
     if args.plot:
-        from ..report.compare import plot
-
         drawn = plot(result, Path(args.plot))
         say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
     return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
@@ -282,10 +182,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     """A <details> block with a toolchain matrix document's table, and its one-line verdict
     for the head, for `issue --matrix`."""
-    from ..record.validation import validate_matrix
-    from ..report.tables import code
-    from ..sweep.table import matrix_markdown, verdict_line
-
     try:
         matrix = _read_document(path, "matrix document", "`gpurepro matrix assemble`")
     except (OSError, UsageError) as exc:
@@ -295,7 +191,7 @@ def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:
     case = (matrix.get("case") or {}).get("name") if isinstance(matrix.get("case"), dict) else None
     if case != doc["case"].get("name"):
         raise UsageError(f"--matrix {path}: a matrix of {case!r}, not of {doc['case'].get('name')!r}")
-    validate_matrix(matrix, f"--matrix {path}")
+    validate_sweep(matrix, f"--matrix {path}")
     # The matrix's Markdown and verdict line escape its documents' strings (a tool's refusal, a
     # GPU's name) as a report's are (matrix/table.py); the comment is checked whole after.
     return (f"Toolchain matrix ({path.name}; attach it beside the result)",
@@ -311,9 +207,6 @@ def _postable(path: Path, doc: Mapping[str, Any], allow_invalid: bool) -> list[s
     error is refused too unless ``allow_invalid``, and then returned for the comment's head
     to say. The files beside it are the attachments': one missing or empty is left out of
     them and said here."""
-    from ..record.recompute import named_files_errors
-    from ..record.validation import validation_errors
-
     again = f"python -m gpurepro validate {path} lists every problem"
     errors = validation_errors(doc)
     if errors:
@@ -338,9 +231,6 @@ def _more(errors: list[str]) -> str:
 
 def cmd_issue(args: argparse.Namespace) -> int:
     """The body of a GitHub comment for a result document (printed, or written to --out)."""
-    from ..errors import IssueError
-    from ..report.comment import issue_body
-
     path = Path(args.result)
     doc = _read_document(path)
     schema = str(doc.get("schema", ""))
@@ -355,19 +245,18 @@ def cmd_issue(args: argparse.Namespace) -> int:
         extra.append((summary, table))
         extra_head.append(line)
     try:
-        body = issue_body(doc, path, extra_blocks=extra, extra_head=extra_head,
-                          invalid=invalid)
+        # A document recorded before it kept its case's targets reads them from the checkout
+        # the package runs from, as its comment always did.
+        body = issue_body(with_checkout_facts(doc, CHECKOUT), path, extra_blocks=extra,
+                          extra_head=extra_head, invalid=invalid)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
-    from ..project import URL_VARIABLE, repository_url
 
     if repository_url() is None:
         say(f"note: no repository URL is configured, so the rerun has no clone step: set "
             f"{URL_VARIABLE}=<the URL to clone gpurepro from> (or [project.urls] Repository in "
             f"pyproject.toml) and run issue again")
     if args.out:
-        from ..run.atomic import write_atomic
-
         write_atomic(Path(args.out), body)
         say(f"issue comment: {args.out} ({len(body)} characters)")
     else:
@@ -375,24 +264,10 @@ def cmd_issue(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    """Regenerate results/README.md, the index of every result document."""
-    from ..report.index import write_index
-
-    folder = Path(args.folder)
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: no such folder")
-    path, changed = write_index(folder)
-    show(f"{'wrote' if changed else 'unchanged'} {path}")
-    return EXIT_OK
-
-
 # ---------------------------------------------------------------- parser
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from ..analyze.calibrate import run_calibration
-
     root = repository_root()
     case = load_case(args.case, root)
     if not case.claims:
@@ -400,8 +275,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if (args.alpha_spending or args.supported_share) and not args.design_of:
         raise UsageError("--alpha-spending and --supported-share go with --design-of (a decisive "
                          "run's design)")
-    stopping, trials = sequential_design(case, args, alpha_for_fixed=True)
-    return run_calibration(case, root, stopping, trials, args.alpha, args.rates_from, args.runs,
+    design, trials = sequential_design(case, args, alpha_for_fixed=True)
+    return run_calibration(case, root, design, trials, args.rates_from, args.runs,
                            args.seed, args.workers, args.json, args.design_of,
                            spending=args.alpha_spending if args.design_of else None,
                            supported_share=args.supported_share if args.design_of else None,
@@ -410,5 +285,3 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                            processes_from=args.processes_from)
 
 
-def cmd_matrix(args: argparse.Namespace) -> int:
-    return int(args.stage_fn(args, repository_root()))

@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..build import runtime as build_runtime
-from ..build.artifacts import build_case
+from ..analyze.designing import designer
+from ..building import runtime as build_runtime
+from ..building.artifacts import build_case
 from ..case.load import load_case
 from ..case.model import Case
 from ..cluster import submit
@@ -34,6 +35,7 @@ from ..cluster.options import (
     partition_arguments,
     resolve_targets,
 )
+from ..cluster.task import run_task
 from ..env import fingerprint as envmod
 from ..errors import (
     EXIT_ERROR,
@@ -46,9 +48,11 @@ from ..errors import (
 from ..run import rerun_of, session
 from ..run import runtime as run_runtime
 from ..run.rerun_of import Expected, HashCheck
+from ..run.schedule import Allocator, Decider
 from ..run.session import RunRequest, Started, load_build, substitute_artifacts
 from .args import (
     check_arguments,
+    checked_build_dir,
     cluster_options,
     cluster_wanted,
     given_cluster_flags,
@@ -57,7 +61,14 @@ from .args import (
     say,
     show,
 )
-from .results import record_report_index
+from .record import record_report_index
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "check", "Checked", "cmd_build", "cmd_case", "cmd_pins", "cmd_prepare", "cmd_run",
+    "cmd_slurm_task", "cmd_target", "do_build", "execute", "flow", "open_run", "rerun_of",
+    "run_runtime", "session", "steering"
+]
 
 # The statuses after which the trials that ran are recorded: done, the GPU cannot run the case
 # (every trial 'unsupported'), or a harness error (the trials that ran are still evidence).
@@ -232,19 +243,33 @@ def open_run(checked: Checked, root: Path) -> Started | submit.Watch | int:
     if request.resume is not None:
         return session.resume(case, request.resume, checked.gpu_info, request.other_device)
     assert checked.gpu_info is not None
-    return session.start(case, request, root, checked.gpu_info)
+    return session.start(case, request, root, checked.gpu_info, designer(case, request, root))
 
 
 def execute(checked: Checked, opened: Started | submit.Watch, root: Path) -> tuple[int, bool]:
-    """The trials: here, or as Slurm job arrays watched from here. Returns the exit status and
-    whether any trial was journaled."""
+    """The trials: here, with the design's decider and allocation (``steering``), or as Slurm
+    job arrays watched from here. Returns the exit status and whether any trial was
+    journaled."""
     if isinstance(opened, submit.Watch):
         status = opened.run()
         return status, opened.recordable
     try:
-        return session.execute(checked.case, opened, root, checked.request.case), True
+        decider, allocation = steering(checked.case, opened)
+        return session.execute(checked.case, opened, root, checked.request.case, decider,
+                               allocation), True
     finally:
         opened.journal.close()
+
+
+def steering(case: Case, run: Started) -> tuple[Decider | None, Allocator | None]:
+    """What a sequential design's run is handed: the decider of its claims and, for the
+    decisive design, the allocation of its trials (gpurepro.analyze.allocation; none for a
+    fixed-size run, or a device that cannot run the case)."""
+    if not run.gate.supported or not run.run_header.design.sequential:
+        return None, None
+    from ..analyze.allocation import steering_for  # scipy: only a design that decides as it runs
+
+    return steering_for(case, run.header, run.opts.budget.duration_s)
 
 
 def journal_of(opened: Started | submit.Watch) -> Path:
@@ -264,8 +289,6 @@ def cmd_case(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from .args import checked_build_dir
-
     root = repository_root()
     case = load_case(args.case, root)
     build_dir = checked_build_dir(args.build_dir, root)
@@ -315,6 +338,4 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
 def cmd_slurm_task(args: argparse.Namespace) -> int:
     """One array task of a cluster run (Slurm runs this on a node; see cluster/task.py)."""
-    from ..cluster.task import run_task
-
     return run_task(Path(args.spec), args.task)

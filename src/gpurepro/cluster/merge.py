@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 from ..run.journal import check_trials, plan_sha256, read
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "add_node", "annotate", "cluster_header", "document_fields", "host_label", "per_host",
+    "read_shards", "rerun_arguments", "Shard"
+]
 
 
 @dataclass

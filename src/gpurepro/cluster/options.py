@@ -15,7 +15,7 @@ from typing import Any
 
 from ..case.model import Case
 from ..env import privacy
-from ..errors import ClusterError, UsageError
+from ..errors import ClusterError, SlurmError, UsageError
 from . import slurm
 
 DEFAULT_SHARED_DIR = "build/slurm"
@@ -73,7 +73,7 @@ def check_time(opts: ClusterOptions, timeout_s: float) -> None:
 def check_partitions(opts: ClusterOptions) -> None:
     try:
         known = slurm.partitions()
-    except slurm.SlurmError as exc:
+    except SlurmError as exc:
         raise ClusterError(f"cannot ask Slurm for its partitions: {exc}") from None
     unknown = [p for p in opts.partitions if p not in known]
     if unknown:
@@ -93,7 +93,7 @@ def resolve_targets(case: Case, opts: ClusterOptions, arch: str | None) -> dict[
         _say(f"probing partition {name} for its GPUs (srun nvidia-smi)")
         try:
             ccs = slurm.probe_compute_capabilities(name, opts.gres, opts.account)
-        except slurm.SlurmError as exc:
+        except SlurmError as exc:
             raise UsageError(f"--partition {name}: its GPUs could not be probed ({exc}); give "
                              f"its target: --partition {name}=TARGET ({', '.join(targets)})") from None
         found = [t for t in (case.devices.target_for(cc) for cc in ccs) if t]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Sequence
 
-from ..run.plan import Plan
+from ..model.plan import Plan
 
 
 def by_partition(plan: Plan, partitions: Sequence[str],

@@ -37,7 +37,7 @@ class ClusterProgress(Progress):
         self._said: dict[str, str] = {}
         super().__init__(*args, **kwargs)
 
-    def _table(self):
+    def _table(self) -> Any:
         arms = super()._table()
         if Table is None or not self.jobs:
             return arms

@@ -19,6 +19,13 @@ from pathlib import Path
 
 from ..errors import SlurmError
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "cancel", "ENDED", "ended_states", "format_minutes", "missing_commands", "partitions",
+    "probe_compute_capabilities", "queued", "REQUIRED", "submit_array", "TaskState",
+    "time_limit_seconds", "version"
+]
+
 # What the submitting side needs; sacct and srun are used when present (sacct needs Slurm's
 # accounting storage, which small clusters often run without).
 REQUIRED = ("sbatch", "squeue", "scontrol", "scancel", "sinfo")

@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..case.model import Case
 from ..errors import StageError
+from ..model.files import sha256_file
 
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.designing import designer
 from ..case.model import Case
 from ..env import fingerprint as envmod
 from ..env import privacy
@@ -33,16 +34,18 @@ from ..errors import (
     EXIT_OK,
     EXIT_UNSUPPORTED,
     ClusterError,
+    SlurmError,
     StageError,
     Stopped,
     UsageError,
     exit_for_signal,
 )
-from ..run.atomic import write_atomic
-from ..run.classify import EVIDENCE
+from ..model.design import DesignSpec
+from ..model.files import write_atomic
+from ..model.outcomes import EVIDENCE
+from ..model.plan import Plan
 from ..run.execute import RunOptions
 from ..run.journal import Journal, result_name
-from ..run.plan import Plan
 from ..run.session import (
     RunRequest,
     create,
@@ -51,9 +54,6 @@ from ..run.session import (
     load_build,
     new_plan,
     reopen,
-    run_declaration,
-    run_design,
-    say_families,
 )
 from . import slurm
 from .merge import add_node, annotate, host_label, read_shards
@@ -62,6 +62,9 @@ from .partition import by_partition, to_tasks
 from .progress import ClusterProgress, job_summary
 from .stage import stage
 from .task import SKIP_FILE, spec_path
+
+# What other modules use; the rest is this module's own.
+__all__ = ["resume", "start", "Watch"]
 
 # A task is taken as ended once squeue has not listed it at this many looks in a row: its
 # last journal lines may reach a network file system's readers a little after it exits, and
@@ -132,12 +135,12 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    stopping, families = run_design(case, plan, request, root)
-    header = journal_header(case, root, plan, run_opts, stopping, environment, device,
-                            indexes[primary], families, request.scope,
-                            deterministic=run_declaration(case, request.stopping))
-    if families is not None:
-        say_families(case, plan, families)
+    design = designer(case, request, root)(plan, True)
+    header = journal_header(case, root, plan, run_opts, design.design, environment, device,
+                            indexes[primary], design.families, request.scope,
+                            deterministic=design.declared)
+    for line in design.lines:  # each claim's chance of being decided, and its family
+        _say(line)
     shared = _resolved_dir(opts.shared_dir, root)
     counts = {p: len(ix) for p, ix in by_partition(plan, list(targets)).items()}
     header["cluster"] = {
@@ -223,13 +226,13 @@ class Watch:
         self.saved: str | None = None
         self.recordable = True  # False once it is known that no trial was journaled
         self.poll_s = poll_s or DEFAULT_POLL_S
-        stopping = header["options"].get("stopping")
+        design = DesignSpec.from_json(header["options"].get("stopping"))
         self.decider = None
-        if stopping:
+        if design.sequential:
             from ..analyze.claims import decider_for  # scipy: only the sequential design needs it
 
             self.decider = decider_for(case, header)
-        self.max_trials = int(stopping["max_trials"]) if stopping else 0
+        self.max_trials = int(design.max_trials or 0)
         self.decisions = self.decider.to_json() if self.decider else None
         self.progress = ClusterProgress(self.plan, list(self.records.values()))
         self.identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256",
@@ -251,7 +254,7 @@ class Watch:
                  f"{self.journal.path}; {cancelled} array task(s) cancelled. Continue with: "
                  f"python -m gpurepro run {self.case_arg} --resume {self.journal.path}")
             return exit_for_signal(signum)
-        except (ClusterError, slurm.SlurmError) as exc:
+        except (ClusterError, SlurmError) as exc:
             self._cancel_live("the run cannot go on")
             self._save()
             raise ClusterError(f"{exc}; the journal keeps every merged trial: continue with "
@@ -330,7 +333,7 @@ class Watch:
             return
         try:
             queue = slurm.queued({job_id for job_id, _, _ in live})
-        except slurm.SlurmError as exc:
+        except SlurmError as exc:
             self._say_once(f"squeue: {exc}; asking again at the next look")
             return
         endings: dict[str, dict[int, slurm.TaskState]] = {}
@@ -388,7 +391,7 @@ class Watch:
             self.progress.say(f"scancel {' '.join(idle)}: only trials of arms no longer needed left")
             try:
                 slurm.cancel(idle)
-            except slurm.SlurmError as exc:  # ended meanwhile: nothing left to cancel
+            except SlurmError as exc:  # ended meanwhile: nothing left to cancel
                 self._say_once(f"scancel: {exc}")
 
     def _submit_uncovered(self) -> None:
@@ -445,7 +448,7 @@ class Watch:
             return 0
         try:
             slurm.cancel(labels)
-        except slurm.SlurmError as exc:
+        except SlurmError as exc:
             _say(f"scancel failed ({exc}); cancel them yourself: scancel {' '.join(labels)}")
             return 0
         _say(f"scancel {' '.join(labels)}: {why}")

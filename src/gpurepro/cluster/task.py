@@ -27,12 +27,15 @@ from ..case.load import find_repo_root, load_case
 from ..case.model import TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_OK, JournalError, JournalMismatch, Stopped, exit_for_signal
+from ..model.plan import Plan
 from ..run.contain import contained
 from ..run.execute import RunOptions, execute_plan, gate, stop_signals, unsupported_record
 from ..run.journal import Journal, check_trials, read, verify_identity
-from ..run.plan import Plan
 from ..run.session import gate_json, manifest_sha256
 from ..run.watchdog import Watchdog, end_earlier_harnesses
+
+# What other modules use; the rest is this module's own.
+__all__ = ["run_task", "SETTLE_S", "shard_path", "ShardJournal", "SKIP_FILE", "spec_path"]
 
 # Signals with which Slurm ends a job (scancel, preemption, the time limit). A trial that
 # died by one of them while the task was being stopped was ended by the stop, not by the bug.

@@ -18,6 +18,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Commit", "commit_time", "committed_as_is", "committed_results", "history", "holders",
+    "manifest_at", "named_commit_differs", "nearest_to", "own_repository", "resolve", "shallow"
+]
+
 TIMEOUT_S = 60.0
 
 

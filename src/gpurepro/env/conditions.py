@@ -22,6 +22,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "cgroup_cpu_quota", "collect", "container", "cpu_list", "cpu_ranges", "gpu_conditions",
+    "NVML_CLOCK_MEM", "NVML_CLOCK_SM", "redact", "smi_conditions", "usable_cores",
+    "virtualization"
+]
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 
 
@@ -228,7 +235,7 @@ def _pynvml() -> Any:
     """pynvml (nvidia-ml-py, of gpurepro[analysis]) where it is installed; the run stage on a
     GPU node may have the standard library only."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found, unused-ignore]  # NVML where installed
     except ImportError:
         return None
     return pynvml

@@ -147,7 +147,7 @@ def cuda_python_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any
                            "module_loading_requested": requested.lower() if requested else None,
                            "driver_api_version": None}
     try:
-        from cuda.bindings import driver as cu  # type: ignore[import-not-found]
+        from cuda.bindings import driver as cu  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
         return {**out, "reason": f"cuda.bindings is not importable ({exc})"}
     try:
@@ -177,7 +177,7 @@ def cuda_python_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any
 
 def _nvml_gpus() -> list[dict[str, Any]] | None:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         return None
     try:
@@ -351,7 +351,7 @@ def redact_fingerprint(fp: dict[str, Any]) -> dict[str, Any]:
     """The fingerprint without the hostname anywhere (the GPUs' names and UUIDs, the driver,
     every variable, the conditions), nor a home path; the conditions' DMI product name dropped."""
     host = fp["host"].get("hostname")
-    out = redact_value(fp, host)
+    out: dict[str, Any] = redact_value(fp, host)
     out["host"] = {**out["host"], "hostname": "redacted"}
     out["environment"] = {k: v for k, v in out.get("environment", {}).items()
                           if not is_secret_name(k)}

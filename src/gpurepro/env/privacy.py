@@ -23,6 +23,13 @@ from typing import Any
 
 from . import secret_rules
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CHECKOUT_PREFIX", "clean_text", "ENV_KEYS", "foreign_checkout_text", "HEX40", "HOME_PATH",
+    "is_secret_name", "mask_env_value", "mask_secrets", "portable_text", "portable_trial",
+    "portable_value", "redact_identifier", "redact_text", "SECRET_MASK", "secret_values"
+]
+
 # A name that looks like it holds a secret is never recorded, redacted or not, allowed or not.
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
 # Values that are secrets whatever their name. First a maintained rule set: detect-secrets'
@@ -342,4 +349,5 @@ def portable_trial(record: Mapping[str, Any], root: Path | str, redact: bool = F
     every string (``command``, ``env`` values, ``stderr_tail``, ``detail``) paths inside ``root``
     relative, the home directory as ``~``, secret-looking tokens masked; with ``redact`` also
     the hostname and any home directory."""
-    return portable_value(dict(record), root, redact)
+    out: dict[str, Any] = portable_value(dict(record), root, redact)
+    return out

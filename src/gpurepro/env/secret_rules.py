@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = ["exported", "json", "LEFT_OUT", "main", "rules", "RULES_FILE"]
+
 RULES_FILE = Path(__file__).with_name("secret_rules.json")
 SOURCE = "detect-secrets"
 LEFT_OUT = {

@@ -38,13 +38,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..build import runtime as build_runtime
-from ..build.artifacts import index_path, sha256_file
+from ..building import runtime as build_runtime
+from ..building.artifacts import index_path
 from ..case.model import Case
 from ..env.commits import commit_time, committed_results
 from ..env.fingerprint import repository
 from ..errors import BuildError, UsageError
+from ..model.files import atomic_path, sha256_file
 from ..run.session import load_build
+from ..sweep.bisection import CPU_FILE, axis_root
+from ..sweep.cpu import changed
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "bisect_members", "built_members", "case_argument", "FORMAT", "make_pack", "uncommitted"
+]
 
 FORMAT = 1
 PACK_FILE = "pack.json"
@@ -276,9 +284,6 @@ def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Membe
     it names and the checkout files its builds read; refused where the manifest's axis, or
     anything else the CPU stage was built from, has changed since (gpurepro.sweep.cpu.changed:
     on the node every run of an arm the manifest dropped would fail)."""
-    from ..sweep.bisection import CPU_FILE, axis_root
-    from ..sweep.cpu import changed
-
     folder = root / axis_root(case.name, axis, target)
     document = folder / CPU_FILE
     if not document.is_file():
@@ -333,11 +338,9 @@ def _tarinfo(name: str, size: int, mtime: int, mode: int) -> tarfile.TarInfo:
 
 def write_archive(path: Path, top: str, members: Sequence[Member],
                   extra: Sequence[tuple[str, bytes]], mtime: int) -> None:
-    """The tar.gz at ``path`` (written beside it, then moved into place)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="",
-                                                mtime=0) as gz, \
+    """The tar.gz at ``path`` (written beside it, synced, then moved into place)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         # cases/ beside native/ is how the harness finds the repository root (case.load), also
         # where the packed case is kept elsewhere (a test fixture).
@@ -354,7 +357,6 @@ def write_archive(path: Path, top: str, members: Sequence[Member],
                 assert data is not None
                 mode = 0o755 if name == RUN_FILE else 0o644
                 tar.addfile(_tarinfo(f"{top}/{name}", len(data), mtime, mode), io.BytesIO(data))
-    tmp.replace(path)
 
 
 def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | None,

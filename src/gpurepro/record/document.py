@@ -16,13 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..analyze import stats
+from ..analyze.known_rates import run_plan
 from ..analyze.verdict import decide_claims, verdict_for
-from ..build.artifacts import sha256_file
 from ..case.model import Case
+from ..cluster.merge import cluster_header, document_fields
+from ..model.files import create_atomic, sha256_file, write_atomic
 from ..run import journal as journal_format
-from ..run.atomic import create_atomic, write_atomic
 from . import provenance
 from .validation import validate_document
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "build_document", "capped", "plain", "run_analyses", "SCHEMA_ID", "STRING_MAX",
+    "with_plan_and_verdict", "write_document"
+]
 
 SCHEMA_ID = "gpurepro/result/1"
 # The most characters of one string a document keeps (a driver's 64 KiB word, a verdict of
@@ -77,12 +85,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     ``case.manifest_changed``. ``found``: the commit whose manifest is the run's
     (record.provenance.find; looked up here when not given)."""
     if header.get("cluster"):
-        from ..cluster.merge import cluster_header
-
         header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
     trials = capped(list(trials))  # everything below is computed from what the document keeps
-    from ..analyze import stats  # scipy: only recording needs it, not validating or reporting
 
     measured = stats.analyze(trials, plan["arms"], case.baseline, case.failure_outcomes,
                              case.exposure.unit, case.exposure.per)
@@ -103,7 +108,10 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                               "per": case.exposure.per,
                               **({"label": case.exposure.label} if case.exposure.label else {})},
                  **({"check": case.check.describe()} if case.check is not None else {}),
-                 **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {})},
+                 **({"manifest_changed": dict(manifest_changed)} if manifest_changed else {}),
+                 # The targets the run's manifest builds, where its journal keeps them: the
+                 # report's commands come from the document, never from a checkout's manifest.
+                 **({"targets": list(header["targets"])} if "targets" in header else {})},
         "environment": {**header["environment"],
                         "repository": provenance.repository(
                             header, found or provenance.find(header, root, journal_path),
@@ -135,8 +143,6 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     if header.get("resumed"):  # each resume: when, on which device, and whether it was another
         doc["resumed"] = list(header["resumed"])
     if header.get("cluster"):
-        from ..cluster.merge import document_fields
-
         doc.update(document_fields(header, trials, case.failure_outcomes))
     return with_plan_and_verdict(case, doc, header.get("options", {}), root)
 
@@ -177,14 +183,14 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
     if case.claims and "families" in options:
         # Runs that fixed their claim families before their first trial (the older ones did not
         # and their documents stay as recorded): the known-rates plan for their own rates.
-        from ..analyze.known_rates import run_plan
 
         plan = run_plan(case, out, root)
         if plan is not None:
             out["known_rates_plan"] = plain(plan)
-    # The verdict reads the document as recorded, through its typed views (analyze/views.py).
+    # The verdict reads the document as recorded, through its typed views (model/result.py).
     out["verdict"] = plain(verdict_for(case, out))
-    return capped(out)
+    capped_out: dict[str, Any] = capped(out)
+    return capped_out
 
 
 def _options(header: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,12 @@ from typing import Any
 from ..env import commits
 from ..errors import RecordError
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "AFTER", "BEFORE", "find", "Found", "manifest_path", "NAMED", "NONE", "note", "pin_path",
+    "repository", "write_pin"
+]
+
 PIN_SUFFIX = ".commit"
 # How the commit was found; the notes below say each in words.
 NAMED, BEFORE, AFTER, NONE = "named", "newest-before-run", "first-after-run", "none"

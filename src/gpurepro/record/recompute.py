@@ -23,9 +23,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analyze import stats
+from ..analyze.verdict import decide_claims
 from ..case.load import find_repo_root, load_case
 from ..case.model import Case
-from ..errors import ManifestError
+from ..errors import JournalError, ManifestError
+from ..run import journal as journal_format
+from .document import capped, plain, with_plan_and_verdict
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CaseNotHere", "differences", "named_files_errors", "NotRecomputed", "recomputed_errors"
+]
 
 REL_TOL = 1e-6  # floats from another scipy build may differ in their last digits
 
@@ -110,10 +119,6 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
     """(errors, notes): what differs from a recomputation from the trials. NotRecomputed where
     the claims and verdict cannot be recomputed here (the case not in this checkout, or its
     manifest not loading)."""
-    from ..analyze import stats
-    from ..analyze.verdict import decide_claims
-    from .document import capped, plain, with_plan_and_verdict
-
     case_fields, plan, trials = doc["case"], doc["plan"], doc["trials"]
     measured = stats.analyze(trials, plan["arms"], case_fields["baseline"],
                              case_fields["failure_outcomes"], case_fields["exposure"]["unit"],
@@ -184,9 +189,6 @@ def journal_errors(where: Path, name: str, doc: Mapping[str, Any]) -> list[str]:
     """The document's journal read as `record` reads it: a broken chain, end record or seal
     named; a document of a completed run whose journal has lost its end record (its last lines
     removed after the document was recorded) named too."""
-    from ..errors import JournalError
-    from ..run import journal as journal_format
-
     try:
         contents = journal_format.read(where)
     except JournalError as exc:

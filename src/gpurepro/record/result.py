@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..case.load import find_case, load_case
+from ..case.load import checkout_targets, find_case, load_case
 from ..case.model import Case
 from ..errors import JournalError, ManifestError, UsageError
 from ..run.journal import Contents, merge, read, result_name
 from . import provenance
+
+# What other modules use; the rest is this module's own.
+__all__ = ["case_for_journal", "record_journals", "with_checkout_facts"]
 
 
 def _say(msg: str) -> None:
@@ -181,3 +184,15 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
 def _exists(out: Path) -> UsageError:
     return UsageError(f"{out} exists; record never replaces a result: write elsewhere with "
                       f"--out PATH, or replace it with --force")
+
+
+def with_checkout_facts(doc: Mapping[str, Any], root: Path) -> Mapping[str, Any]:
+    """A result document as its report reads it: one recorded before its record kept the
+    case's build targets (``case.targets``) gets those of the case in the checkout at
+    ``root``, where it has the case, so that it renders as it always did; a newer one is
+    read as recorded."""
+    case = doc.get("case")
+    if not isinstance(case, Mapping) or "targets" in case or not isinstance(case.get("name"), str):
+        return doc
+    targets = checkout_targets(case["name"], root)
+    return doc if targets is None else {**doc, "case": {**case, "targets": targets}}

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..env import privacy
+from ..model.files import write_atomic
 from ..run import journal
-from ..run.atomic import write_atomic
+
+# What other modules use; the rest is this module's own.
+__all__ = ["scrub_file"]
 
 JOURNAL_SUFFIX = ".journal.jsonl"
 

@@ -22,6 +22,13 @@ from referencing import Registry, Resource
 from ..analyze import tally
 from ..env import privacy
 from ..errors import RecordError
+from .outputs import check_errors
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "load_schema", "meaning_errors", "privacy_errors", "schema_errors", "SHARED",
+    "validate_document", "validation_errors"
+]
 
 
 def schema_path(name: str = "result.schema.json") -> Path:
@@ -31,12 +38,16 @@ def schema_path(name: str = "result.schema.json") -> Path:
 
 
 def load_schema(name: str = "result.schema.json") -> dict[str, Any]:
-    return json.loads(schema_path(name).read_text())
+    schema: dict[str, Any] = json.loads(schema_path(name).read_text())
+    return schema
 
 
 # Schemas the others refer to (by their $id): the release sweep's core, which the bisection and
 # matrix schemas are built on.
 SHARED = ("sweep.schema.json",)
+# The release sweeps' documents: their schema and privacy here, their consistency (what the
+# rest of the document gives) gpurepro.sweep.validation's.
+SWEEP_SCHEMAS = ("matrix.schema.json", "bisect.schema.json")
 
 
 @cache
@@ -48,22 +59,24 @@ def _registry() -> Registry[Any]:
 def validation_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
     """Every schema violation as 'path/to/field: message' (empty when valid); for a result
     document (not a bench document) every meaning error after them (see ``meaning_errors``)."""
+    out = schema_errors(doc, schema)
+    if _schema_for(doc) == "result.schema.json":
+        out += meaning_errors(doc)
+    elif _schema_for(doc) in SWEEP_SCHEMAS:
+        # What else a sweep's document must be is the sweep's to say (gpurepro.sweep.validation).
+        out += privacy_errors(doc)
+    return out
+
+
+def schema_errors(doc: Any, schema: Mapping[str, Any] | None = None) -> list[str]:
+    """Every violation of the document's schema (``schema``, or the one its kind names) as
+    'path/to/field: message', in the order of the fields."""
     schema = schema or load_schema(_schema_for(doc))
     validator = jsonschema.Draft202012Validator(schema, registry=_registry())
     out = []
     for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
         where = "/".join(str(p) for p in err.absolute_path) or "(document)"
         out.append(f"{where}: {err.message[:300]}")
-    if _schema_for(doc) == "result.schema.json":
-        out += meaning_errors(doc)
-    elif _schema_for(doc) == "matrix.schema.json":
-        from ..sweep.matrix import consistency_errors
-
-        out += consistency_errors(doc) + _privacy_errors(doc)
-    elif _schema_for(doc) == "bisect.schema.json":
-        from ..sweep.bisection import consistency_errors as bisect_errors
-
-        out += bisect_errors(doc) + _privacy_errors(doc)
     return out
 
 
@@ -74,9 +87,8 @@ def meaning_errors(doc: Any) -> list[str]:
     document no hostname, home directory or absolute checkout path."""
     if not isinstance(doc, Mapping):
         return []
-    from .outputs import check_errors
 
-    return _trial_errors(doc) + _summary_errors(doc) + check_errors(doc) + _privacy_errors(doc)
+    return _trial_errors(doc) + _summary_errors(doc) + check_errors(doc) + privacy_errors(doc)
 
 
 # How far past its limit a trial may end: the harness kills at the limit, then waits for the
@@ -183,7 +195,7 @@ def _env_dicts(value: Any, path: str = "", key: str | None = None,
             yield from _env_dicts(v, f"{path}/{i}" if path else str(i), None, key)
 
 
-def _privacy_errors(doc: Mapping[str, Any]) -> list[str]:
+def privacy_errors(doc: Mapping[str, Any]) -> list[str]:
     out = []
     for where, env in _env_dicts(doc):
         for name in env:
@@ -232,9 +244,3 @@ def validate_document(doc: Any, where: str = "document") -> None:
         raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))
 
 
-def validate_matrix(doc: Any, where: str = "matrix document") -> None:
-    """Raise RecordError naming every violation of a toolchain matrix document (schema, then
-    consistency: validation_errors checks both)."""
-    errors = validation_errors(doc)
-    if errors:
-        raise RecordError(f"{where} does not match the schema:\n  " + "\n  ".join(errors[:20]))

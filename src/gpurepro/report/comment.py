@@ -28,15 +28,16 @@ are all the harness's, each document word shell-quoted on one line.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.stats import coarse_counter
 from ..env.commits import committed_as_is
 from ..errors import IssueError
+from ..model.result import CaseFacts
 from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
@@ -49,6 +50,7 @@ from .markdown import (
 )
 from .numbers import fmt_ci, fmt_p, per_label, plain, plain_text
 from .rerun import rerun_arguments, rerun_section, session_for, shortest_rerun
+from .survival import draws_survival
 from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
@@ -254,24 +256,11 @@ def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
 
 
 def case_targets(doc: Mapping[str, Any]) -> set[str] | None:
-    """The build targets the document's case has in this checkout (its manifest's device
-    table); None where the checkout has no such case (a document copied elsewhere)."""
-    return _targets_of(str(doc["case"]["name"]))
-
-
-@functools.cache
-def _targets_of(name: str) -> set[str] | None:
-    from ..case.load import load_case
-    from ..errors import ManifestError
-
-    root = Path(__file__).resolve().parents[3]  # the checkout, where the package is run from it
-    if not (root / "cases" / name / "manifest.py").is_file():
-        return None
-    try:
-        case = load_case(name, root)
-    except (ManifestError, OSError):
-        return None
-    return set(case.devices.targets.values())
+    """The build targets of the document's case (``case.targets``, kept from its run's
+    manifest); None for a document recorded before they were kept, unless the one who reads
+    it added them (gpurepro.record.result.with_checkout_facts)."""
+    targets = CaseFacts.of(doc["case"]).targets
+    return None if targets is None else set(targets)
 
 
 def as_filed_build(doc: Mapping[str, Any], target: str) -> str:
@@ -371,8 +360,6 @@ def _ci(ci: list[float | None] | None) -> str:
 
 
 def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
-    from ..analyze.stats import coarse_counter
-
     failures = doc["case"]["failure_outcomes"]
     out: dict[str, int] = {}
     for arm in doc["summary"]:
@@ -446,8 +433,6 @@ def crash_signature(doc: Mapping[str, Any]) -> list[str]:
 
 def has_plot(doc: Mapping[str, Any]) -> bool:
     """Whether `report` draws the survival plot for this document (survival.plot's own test)."""
-    from .survival import draws_survival
-
     return draws_survival(doc)
 
 

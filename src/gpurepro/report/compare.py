@@ -23,6 +23,7 @@ from typing import Any
 from ..analyze import stats
 from ..errors import CompareError
 from . import families, gfm, gpu_conditions
+from .figure import save
 from .forest import (
     NAME_X,
     ROW_SMALL,
@@ -36,6 +37,12 @@ from .forest import (
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript, picture_number
 from .tables import code, escape, table
 from .wrong import per_trial
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compare", "DECIDED", "design", "factors", "forest_figure", "labels", "markdown", "plot",
+    "RIGHT", "RUN_STYLE", "stopping_numbers"
+]
 
 DECIDED = ("supported", "contradicted")
 
@@ -474,7 +481,7 @@ def _drawable(r: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def forest_figure(result: Mapping[str, Any]):
+def forest_figure(result: Mapping[str, Any]) -> Any:
     """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
     log axis, A's baseline interval as a band, each later run's rate ratio against A in a
     column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
@@ -625,7 +632,6 @@ def plot(result: Mapping[str, Any], path: Path) -> bool:
     made = forest_figure(result)
     if made is None:
         return False
-    from .figure import save
 
     fig, _ = made
     save(fig, path, path.with_suffix(".svg"))

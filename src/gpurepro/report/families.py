@@ -18,6 +18,12 @@ from typing import Any
 
 from .numbers import fmt
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "confirmatory", "decided_count", "decision_text", "design_statement", "exploratory",
+    "exploratory_statement", "is_exploratory"
+]
+
 EXPLORATORY = "exploratory"
 
 

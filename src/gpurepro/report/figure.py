@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ..run.atomic import write_bytes_atomic
+from ..model.files import write_bytes_atomic
 
 
 def save(fig: Any, png: Path, svg: Path | None, dpi: float = 200) -> None:

@@ -16,6 +16,14 @@ from .figure import save, text_width
 from .numbers import fmt, per_label, per_superscript, picture_number
 from .wrong import per_trial
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "band_handle", "coarse_arms", "DECISION_STYLE", "draw_band", "draw_rate", "forest_figure",
+    "forest_headline", "forest_plot", "forest_rows", "GAP", "layout_rows", "legend_handles",
+    "NAME_X", "note_height", "note_left_out", "note_lines", "place_legend", "rate_axis",
+    "ROW_SMALL", "WIDTH_IN", "x_range"
+]
+
 # Each claim decision has a marker shape and a colour (Okabe-Ito, safe for colour blindness);
 # the shape alone tells them apart in greyscale. Rows with no claim of their own (a reference
 # arm) get a plain square.
@@ -214,7 +222,7 @@ def draw_rate(ax: Any, y: float, cell: Mapping[str, Any], colour: Any, marker: s
     return artist
 
 
-def forest_figure(doc: Mapping[str, Any]):
+def forest_figure(doc: Mapping[str, Any]) -> Any:
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
     rows, left_out = forest_rows(doc)

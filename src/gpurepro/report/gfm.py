@@ -17,6 +17,7 @@ import html
 import re
 from collections import deque
 from collections.abc import Collection, Iterator
+from typing import Any
 
 from ..errors import NotInert
 from .tables import live_spans
@@ -28,7 +29,7 @@ _OWN_CODE = re.compile(r"<code>[^<]*</code>")
 MENTION = re.compile(r"(?<![A-Za-z0-9_`])@[A-Za-z0-9]")
 
 
-def _tokens(text: str) -> Iterator:
+def _tokens(text: str) -> Iterator[Any]:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])

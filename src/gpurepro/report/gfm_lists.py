@@ -22,6 +22,9 @@ from typing import Any
 from markdown.extensions import Extension  # type: ignore[import-untyped]
 from markdown.preprocessors import Preprocessor  # type: ignore[import-untyped]
 
+# What other modules use; the rest is this module's own.
+__all__ = ["blank_before_lists"]
+
 
 def list_starts(text: str) -> list[int]:
     """The 0-based lines where GitHub starts a top-level list right after a non-blank line."""
@@ -46,12 +49,12 @@ def blank_before_lists(text: str) -> str:
                      for i, line in enumerate(text.split("\n")))
 
 
-class _BlankBeforeLists(Preprocessor):
+class _BlankBeforeLists(Preprocessor):  # type: ignore[misc]  # Python-Markdown is untyped
     def run(self, lines: list[str]) -> list[str]:
         return blank_before_lists("\n".join(lines)).split("\n")
 
 
-class GitHubLists(Extension):
+class GitHubLists(Extension):  # type: ignore[misc]  # Python-Markdown is untyped
     """Lists start where GitHub starts them (``blank_before_lists``)."""
 
     def extendMarkdown(self, md: Any) -> None:  # noqa: N802 (Python-Markdown's name)

@@ -36,8 +36,15 @@ from ..analyze.timing import arm_times
 from ..errors import CompareError
 from . import gfm
 from .compare import _arm_run, _between, design, labels
+from .figure import save
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript
 from .tables import code, escape, table
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Check", "figure", "history", "markdown", "MARKERS", "plot", "Rate", "Run", "terminal",
+    "TIMED_KINDS"
+]
 
 AGAINST = ("previous", "first", "same-gpu")
 TIMED_KINDS = ("slower", "faster", "same")
@@ -566,7 +573,6 @@ def plot(h: History, path: Path) -> bool:
     fig = figure(h)
     if fig is None:
         return False
-    from .figure import save
 
     save(fig, path, path.with_suffix(".svg"))
     return True

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from ..run import phases
-from ..run.atomic import write_atomic
+from ..model import phases
+from ..model.files import write_atomic
 from . import cluster as cluster_report
 from . import families, gfm
 from .forest import forest_headline, forest_plot
@@ -30,6 +30,12 @@ from .timed import clocks_section
 from .times_plot import times_headline, times_plot
 from .wrong import per_trial
 from .wrong import section as wrong_section
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "claims_table", "condition_rows", "environment_rows", "markdown", "python_frames_table",
+    "resumes", "runtime_rows", "threads_table", "write_report"
+]
 
 
 def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
@@ -300,7 +306,7 @@ def _threads_section(doc: Mapping[str, Any]) -> list[str]:
 
 def threads_table(trials: Iterable[Mapping[str, Any]],
                   failure_outcomes: Sequence[str] = ("crashed",)) -> list[str]:
-    """Where each thread was at each crash (gpurepro.run.phases): a row per (arm, when it was
+    """Where each thread was at each crash (gpurepro.model.phases): a row per (arm, when it was
     read, label), most frequent first within an arm, rows read at the fault before those read
     after the handler's slow work; no lines when no failed trial's crash record has threads."""
     trials = list(trials)

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..analyze.stats import poisson_rate
+from ..analyze.tally import arm_counts
 from .figure import save, text_width
 from .forest import (
     DECISION_STYLE,
@@ -26,6 +28,9 @@ from .forest import (
     rate_axis,
 )
 from .numbers import fmt, per_label, per_superscript
+
+# What other modules use; the rest is this module's own.
+__all__ = ["facets", "GAP", "per_gpu_figure", "per_gpu_headline", "per_gpu_plot", "WIDTH_IN"]
 
 MAX_PANELS = 8  # small multiples beyond this are unreadable at GitHub's width
 
@@ -73,9 +78,6 @@ def per_gpu_rows(doc: Mapping[str, Any]) -> tuple[str, list[str], list[dict[str,
     are the forest plot's (same arms, groups and order); each carries a cell per panel with
     that panel's trials' failures, valid trials and exposure, and the rate recomputed from
     them with its exact Poisson interval."""
-    from ..analyze.stats import poisson_rate
-    from ..analyze.tally import arm_counts
-
     kind, groups = facets(doc)
     if len(groups) <= 1:
         return kind, [], [], []
@@ -146,7 +148,7 @@ def per_gpu_headline(doc: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def per_gpu_figure(doc: Mapping[str, Any]):
+def per_gpu_figure(doc: Mapping[str, Any]) -> Any:
     """The forest plot faceted by GPU (or host): small multiples, one panel per GPU with the
     same arms as rows and the same x axis, each panel's rates recomputed from its own trials
     and its own baseline's interval as the band. Returns (figure, panels), each panel a dict

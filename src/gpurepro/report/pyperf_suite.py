@@ -18,8 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analyze.stats import EVIDENCE
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
+from ..model.outcomes import EVIDENCE
+
+# What other modules use; the rest is this module's own.
+__all__ = ["timed_suite", "write_suite"]
 
 SUFFIX = ".pyperf.json"
 # Conditions the driver read (observations.conditions.before/after) copied into the metadata.

@@ -21,11 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster import merge
+from ..model.design import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE
+from ..model.plan import PlannedTrial, make_plan
 from ..project import URL_VARIABLE
-from ..run.plan import DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, PlannedTrial, make_plan
 from ..run.rerun_of import VARIABLE as RERUN_OF
 from .compare import stopping_numbers
 from .tables import code, escape, fence
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arms_as_given", "budget_arguments", "left_to_node", "NOX_IF_MISSING", "pins",
+    "rerun_arguments", "rerun_section", "session_for", "shortest_rerun", "unpinned_bindings"
+]
 
 # Sessions by the name their users know, in every noxfile since the first; a case folder's own
 # session (noxfile.py gives every case one) came later, and a commit before it has none.
@@ -110,7 +117,7 @@ def arms_as_given(plan: Mapping[str, Any]) -> list[str]:
     """The plan's arms in the order the run was given them. The order is an input of the
     seeded shuffle, and the journal keeps the arms by name, sorted: a rerun with the arms in
     that order would shuffle another plan. It is read back from the shuffle itself: the first
-    of the randomized blocks (run/plan.py) holds one trial of every arm, and the first
+    of the randomized blocks (model/plan.py) holds one trial of every arm, and the first
     harness's plan (before 2026-11-30T03:30Z) was one shuffle of every arm's trials, arm after
     arm; each reading counts only where shuffling again gives the plan's order. Else the arms
     as the plan lists them."""

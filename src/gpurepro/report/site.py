@@ -26,13 +26,16 @@ results/. Page text depends on the documents alone, in a fixed order.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .comment import issue_body
 from .index import _href
 from .tables import code, escape, fence, table
+
+# What other modules use; the rest is this module's own.
+__all__ = ["case_page", "json", "LEFT_OUT", "pages", "run_page"]
 
 # Files that stay out of the site: the folder's own index (the site's is generated) and the
 # files git ignores there.
@@ -183,9 +186,12 @@ def _titles(docs: list[tuple[Path, Mapping[str, Any]]]) -> dict[Path, str]:
 ORDINALS = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
 
 
-def pages(results: Path) -> dict[str, str | bytes]:
-    """Site path (under the docs folder) -> the page's text, or a file's bytes."""
-    docs = _documents(results)
+def pages(results: Path, read_as: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda d: d
+          ) -> dict[str, str | bytes]:
+    """Site path (under the docs folder) -> the page's text, or a file's bytes. ``read_as``:
+    each document as its pages read it (the docs' hook completes one recorded before it kept
+    its case's targets from the checkout: gpurepro.record.result.with_checkout_facts)."""
+    docs = [(path, read_as(doc)) for path, doc in _documents(results)]
     by_case: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
     for path, doc in docs:
         by_case.setdefault(path.parent.name, []).append((path, doc))

@@ -31,6 +31,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "check_site", "LIMIT", "list_problems", "Page", "read_page", "summary", "title_problems"
+]
+
 # A line of a paragraph that a list would have started on GitHub.
 LIST_LINE = re.compile(r"\n[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\S[^\n]*")
 # What a title made from a file name carries: a run's stamp, the redaction mark, a suffix.

@@ -16,8 +16,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
 from ..case.model import TIMED_KINDS
 from .tables import code, escape
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "arms_rows", "bisection_bullet", "clocks_section", "head_bullet", "is_timed", "json",
+    "ratio_to_baseline"
+]
 
 # Arms named in the head's timing bullet before the rest are counted ("and N more").
 ARMS_IN_BULLET = 6
@@ -37,8 +44,6 @@ def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | N
     """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI; for
     a run that journaled its timed test, the blocks' paired ratio with its floored interval),
     None where either has fewer than two timed trials (blocks)."""
-    from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
-
     trials = doc.get("trials") or []
     test = TimedTest.from_json(((doc.get("plan") or {}).get("options") or {}).get("timing"))
     if test is not None:
@@ -54,8 +59,6 @@ def arms_rows(doc: Mapping[str, Any], arms: Sequence[str]) -> tuple[list[str], l
     ratio to the baseline, and the timed claim on the arm: the one against the baseline, else
     the first against another arm, with its ratio to that arm (a control against its own
     reference says what the baseline's ratio does not)."""
-    from ..analyze.timing import arm_times
-
     base = doc["case"]["baseline"]
     on_arm: dict[str, Mapping[str, Any]] = {}
     for c in doc.get("claims") or []:

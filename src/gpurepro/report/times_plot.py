@@ -16,15 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from ..case.model import TIMED_KINDS
+from ..model.outcomes import EVIDENCE
 from .figure import save
+from .timed import ratio_to_baseline
+
+# What other modules use; the rest is this module's own.
+__all__ = ["times_headline", "times_plot"]
 
 ROW_H = 0.42  # inches per arm
 
 
 def _values(doc: Mapping[str, Any], arm: str) -> list[list[float]]:
     """Each valid timed trial's values, in seconds."""
-    from ..analyze.stats import EVIDENCE
-
     out = []
     for t in doc.get("trials") or []:
         timing = (t.get("observations") or {}).get("timing") or {}
@@ -44,7 +47,6 @@ def times_figure(doc: Mapping[str, Any]) -> Any | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .timed import ratio_to_baseline
 
     base = doc["case"]["baseline"]
     arms = [a for a in doc["summary"] if _values(doc, a)]
@@ -96,8 +98,6 @@ def times_figure(doc: Mapping[str, Any]) -> Any | None:
 
 def times_headline(doc: Mapping[str, Any]) -> str:
     """The picture in words (its alt text): each arm's ratio to the baseline."""
-    from .timed import ratio_to_baseline
-
     base = doc["case"]["baseline"]
     parts = [f"{a} {n['ratio']:.3f}x" for a in doc["summary"] if a != base
              for n in [ratio_to_baseline(doc, a)] if n]

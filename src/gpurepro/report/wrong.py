@@ -16,6 +16,9 @@ from typing import Any
 from .numbers import fmt, fmt_ci
 from .tables import code, escape, table
 
+# What other modules use; the rest is this module's own.
+__all__ = ["head_lines", "per_trial", "rows", "section"]
+
 FIRST_SHOWN = 4  # mismatches of an arm's first wrong trial in a table cell
 
 

@@ -20,14 +20,16 @@ from typing import Any
 
 from . import values
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "classify", "count", "COUNTER_MAX", "exit_description", "find_crash_record", "Observed",
+    "parse_json_lines", "short_module", "signal_name", "StdoutTail"
+]
+
 CRASH_PREFIX = "GPUREPRO_CRASH "
 STDOUT_TAIL = 2000  # characters of a trial's standard output kept in its record
 CHECK_FIRST_KEPT = 16  # mismatches of a final record's check kept in the trial record
 
-# Outcomes that are evidence: the trial ran the code under test. Those not among a case's
-# failure outcomes are right-censored at their exposure (a CUDA error ends a race trial
-# without the crash being looked for any longer).
-EVIDENCE = ("survived", "crashed", "cuda_error", "wrong_result", "hung")
 
 # Final statuses a driver may report (native/README.md) -> outcome.
 _FINAL_STATUS = {

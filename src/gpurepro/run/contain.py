@@ -42,8 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from . import isolation
 from .procs import become_subreaper, children, kill_tree, proc
+from .watchdog import RUN_ID_VARIABLE
 
 POLL_S = 0.05
 
@@ -88,7 +90,6 @@ class Containment:
             try:
                 self.mechanism, why = isolation.detect(tag)
             except ValueError as exc:  # GPUREPRO_CONTAINMENT misspelled
-                from ..errors import UsageError
 
                 if self.subreaper:
                     become_subreaper(False)
@@ -300,8 +301,6 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _tagged(pid: int) -> bool:
-    from .watchdog import RUN_ID_VARIABLE
-
     try:
         return f"{RUN_ID_VARIABLE}=".encode() in Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:

@@ -32,6 +32,13 @@ import os
 import signal
 import sys
 
+# What other modules use; the rest is this module's own.
+__all__ = ["main", "PR_SET_PDEATHSIG"]
+
+TYPE_CHECKING = False  # typing is not imported: a trial starts as fast as the interpreter
+if TYPE_CHECKING:
+    from typing import Any
+
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
@@ -43,10 +50,10 @@ EXIT_NOT_ENTERED = 125  # containment could not be set up: the trial never start
 
 # ctypes (and nothing else slow to import) only where a namespace is made: a trial that only
 # joins a cgroup starts as fast as the interpreter does.
-_loaded: list = []
+_loaded: list[Any] = []
 
 
-def _libc():  # type: ignore[no-untyped-def]
+def _libc() -> Any:
     if not _loaded:
         import ctypes
 
@@ -80,8 +87,8 @@ def join_cgroup(directory: str) -> bool:
 
 
 def _mount(source: str, target: str, fstype: str | None, flags: int) -> bool:
-    return _libc().mount(source.encode(), target.encode(),
-                       fstype.encode() if fstype else None, flags, None) == 0
+    return bool(_libc().mount(source.encode(), target.encode(),
+                              fstype.encode() if fstype else None, flags, None) == 0)
 
 
 def unshare_pid() -> bool | None:

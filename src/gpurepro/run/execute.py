@@ -22,9 +22,9 @@ from typing import Any
 from ..case.model import Case, TrialBudget, TrialContext
 from ..env import privacy
 from ..errors import HarnessError, JournalError, Stopped
+from ..model.plan import Plan, PlannedTrial
 from .classify import COUNTER_MAX, StdoutTail, classify, exit_description, short_module
 from .journal import Journal
-from .plan import Plan, PlannedTrial
 from .progress import Progress
 from .rehash import ArtifactChanged, verify_artifacts
 from .runtime import site_for, verify_site
@@ -32,6 +32,12 @@ from .schedule import Pick
 from .trial import TrialCancelled, run_trial
 from .values import fitted, is_count, number_problem, unfit
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "crash_summary", "execute_plan", "execute_trial", "Gate", "gate", "ignore_stop_signals",
+    "RunOptions", "stop_signals", "unsupported_record"
+]
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "detect", "end_leftovers", "kill_cgroup", "leftovers_of", "Mechanism", "SUBREAPER",
+    "VARIABLE", "wanted"
+]
+
 ENTER = Path(__file__).resolve().parent / "enter.py"
 VARIABLE = "GPUREPRO_CONTAINMENT"
 ORDER = ("cgroup", "pid_namespace", "subreaper")
@@ -180,7 +186,8 @@ def _probe(args: Sequence[str]) -> dict[str, bool]:
     try:
         done = subprocess.run([sys.executable, "-I", *no_bytecode(), "-S", str(ENTER), "--probe",
                                *args], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
-        return json.loads(done.stdout or b"{}")
+        found: dict[str, bool] = json.loads(done.stdout or b"{}")
+        return found
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return {}
 

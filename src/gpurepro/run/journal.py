@@ -2,7 +2,8 @@
 
 The first line is a header with the run's identity (case, sha256 of the manifest, sha256 of the
 plan, a run id) and what the run needs to continue (plan, options, fingerprint, artifacts);
-every later line is one trial record (or, at the end, the sequential-stopping decisions).
+every later line is one trial record (or, at the end, the sequential-stopping decisions). The
+lines are handed on typed (``Contents.run``, ``Contents.records``: gpurepro.model.journal).
 
 Guarantees, each tested in tests/test_faults.py:
 - a record is one ``write`` of a whole line followed by fsync; a short write (a full disk) is
@@ -62,6 +63,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError, JournalMismatch
+from ..model.journal import RunHeader, TrialRecord
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CHAIN_FORMAT", "CHAIN_KEY", "chain_next", "chain_start", "check_trials", "Contents",
+    "END_FORMAT", "END_KIND", "FORMAT", "HEADER_KIND", "Journal", "LOCK_KEY", "lock_of",
+    "merge", "OPEN_PREFIX", "open_slot", "parse", "plan_sha256", "read", "refuse_unchained",
+    "result_name", "RunHeader", "SEAL_KEY", "seal_offset", "seal_text", "SEAL_WIDTH",
+    "TrialRecord", "UNSEALED", "verify_identity"
+]
 
 HEADER_KIND = "gpurepro.journal"
 TRIAL_KIND = "trial"
@@ -217,6 +228,16 @@ class Contents:
     def chained(self) -> bool:
         """Whether every line was checked against the hash chain (format 3 and later)."""
         return self.chain is not None
+
+    @property
+    def run(self) -> RunHeader:
+        """The header, typed (gpurepro.model.journal)."""
+        return RunHeader.from_json(self.header)
+
+    @property
+    def records(self) -> tuple[TrialRecord, ...]:
+        """The trials, typed, in the order journaled."""
+        return tuple(TrialRecord.from_json(t, f"trial {i}") for i, t in enumerate(self.trials))
 
 
 def parse(data: bytes, where: str) -> Contents:

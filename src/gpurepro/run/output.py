@@ -15,6 +15,9 @@ import os
 from collections import deque
 from collections.abc import Callable
 
+# What other modules use; the rest is this module's own.
+__all__ = ["CappedLines", "CappedTail", "pump_lines", "pump_tail"]
+
 STDOUT_HEAD_BYTES = 1 << 20
 STDOUT_TAIL_BYTES = 1 << 20
 STDERR_TAIL_BYTES = 1 << 20

@@ -13,6 +13,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "alive", "become_subreaper", "children", "kill_tree", "PR_SET_CHILD_SUBREAPER", "proc",
+    "signal_quietly", "wait_gone"
+]
+
 PR_SET_CHILD_SUBREAPER = 36
 FREEZE_ROUNDS = 200  # walks of a stopped tree before it is killed as it stands
 
@@ -21,7 +27,7 @@ def become_subreaper(on: bool = True) -> bool:
     """Make this process a child subreaper (or stop being one); False where it cannot be."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

@@ -25,9 +25,14 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
-from .plan import Plan, PlannedTrial
+from ..model.plan import Plan, PlannedTrial
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "clock", "Expectation", "expectation_of", "Left", "Progress", "terminal_safe", "time_left"
+]
 
 try:  # optional: the run stage must work with the standard library alone
     from rich.console import Console
@@ -126,7 +131,8 @@ def terminal_safe(text: str, lines: bool = False) -> str:
 
 
 class Progress:
-    def __init__(self, plan: Plan, done: list[dict[str, Any]], stream=None, live: bool | None = None,
+    def __init__(self, plan: Plan, done: list[dict[str, Any]], stream: TextIO | None = None,
+                 live: bool | None = None,
                  expected: Expectation | None = None, slots: int = 1,
                  to_run: TrialsToRun | None = None, now: Callable[[], float] = time.monotonic):
         self.plan = plan
@@ -186,7 +192,7 @@ class Progress:
     def elapsed(self) -> str:
         return f"{clock(self.now() - self.began)} elapsed"
 
-    def _current_table(self):
+    def _current_table(self) -> Any:
         """For the live view's refresh, in its thread and under its lock: the table built now
         (the elapsed time moves between trials) unless a worker is changing the counts, then
         the last one. Never waiting for that worker: it may be waiting for the view's lock."""
@@ -197,7 +203,7 @@ class Progress:
                 self.lock.release()
         return self._shown
 
-    def _table(self):
+    def _table(self) -> Any:
         table = Table(title=f"{self.plan.case}: {self.finished_n}/{self.total} trials, "
                             f"{self.elapsed()}, {self.left().text()}")
         table.add_column("arm")

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..errors import HarnessError
+from ..model.files import sha256_file
 
 
 class ArtifactChanged(HarnessError):

@@ -24,6 +24,12 @@ from typing import Any
 
 from ..errors import UsageError
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "artifact_hashes", "compare_hashes", "compare_verdicts", "DECIDED", "decisions", "Expected",
+    "HashCheck", "read_expected", "VARIABLE", "wheel_hashes"
+]
+
 VARIABLE = "GPUREPRO_RERUN_OF"
 DECIDED = ("supported", "contradicted")
 
@@ -122,7 +128,7 @@ def artifact_hashes(artifacts: Mapping[str, Any]) -> dict[str, str]:
 
 
 def wheel_hashes(index: Mapping[str, Any] | None) -> dict[str, str]:
-    """Wheel file -> sha256 of a runtime index (gpurepro.build.runtime)."""
+    """Wheel file -> sha256 of a runtime index (gpurepro.building.runtime)."""
     return {str(w["file"]): str(w["sha256"]) for w in ((index or {}).get("wheels") or {}).values()}
 
 

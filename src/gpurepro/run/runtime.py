@@ -1,6 +1,6 @@
 """Run: a case's runtime packages on the GPU node, from the carried build/ and nothing else.
 
-The build (gpurepro.build.runtime) left each pinned wheel and an index under
+The build (gpurepro.building.runtime) left each pinned wheel and an index under
 ``build/<case>/runtime/``. Before the first trial, each arm's wheels are checked against their
 recorded sha256 and unpacked (a wheel is a zip: its files, and its ``.data/purelib`` and
 ``platlib`` parts, go to one folder, as ``pip install --target`` lays them out) into
@@ -27,9 +27,16 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
+from ..model.files import sha256_file
+from .rehash import ArtifactChanged
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ensure", "load_index", "prepare", "python_mismatch", "resolved", "satisfies", "site_for",
+    "unpack", "verify_site"
+]
 
 INDEX = Path("runtime") / "index.json"
 
@@ -44,7 +51,8 @@ def load_index(case: Case, root: Path, build_dir: Path) -> dict[str, Any]:
         raise BuildError(f"{case.name} pins runtime packages, and there is no {path}: build the "
                          f"case first (python -m gpurepro build {case.name}), and carry "
                          f"{build_dir / case.name / 'runtime'} with build/ to the GPU node")
-    return json.loads(path.read_text())
+    index: dict[str, Any] = json.loads(path.read_text())
+    return index
 
 
 def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str]) -> dict[str, Any] | None:
@@ -142,8 +150,6 @@ def site_problem(site: Path) -> str | None:
 
 def verify_site(site: Path) -> None:
     """Before a trial imports from ``site``: every file as unpacked, or the trial is refused."""
-    from .rehash import ArtifactChanged
-
     why = site_problem(site)
     if why is not None:
         raise ArtifactChanged(f"runtime site {site.name}: {why}; no trial runs with it. Resume "

@@ -13,11 +13,12 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import load_index, sha256_file
+from ..building.artifacts import load_index
 from ..case.model import TIMED_KINDS, Case, TrialBudget
 from ..env import fingerprint as envmod
 from ..errors import (
@@ -30,7 +31,10 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from ..project import install_command, install_requirement
+from ..model.design import ANALYSIS_VERSION, TIMED_TEST, DesignSpec, RunDesign
+from ..model.files import sha256_file
+from ..model.journal import RunHeader
+from ..model.plan import Plan, make_plan
 from . import contain, runtime, schedule
 from .execute import (
     Gate,
@@ -50,9 +54,15 @@ from .journal import (
     result_name,
     verify_identity,
 )
-from .plan import ANALYSIS_VERSION, DEFAULT_ALPHA, TIMED_TEST, Plan, make_plan
 from .progress import Progress, expectation_of
 from .watchdog import Watchdog, end_earlier_harnesses
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "chosen_gpus", "create", "execute", "Gate", "gate_json", "journal_header", "journal_path",
+    "load_build", "manifest_sha256", "new_plan", "reopen", "resume", "resume_device",
+    "RunRequest", "start", "Started", "substitute_artifacts", "trial_budget"
+]
 
 
 def _say(msg: str) -> None:
@@ -80,7 +90,7 @@ class RunRequest:
     jobs: int
     arms: tuple[str, ...] | None
     trials_per_arm: int
-    stopping: dict[str, Any] | None  # the sequential design: alpha, step, max_trials
+    design: DesignSpec  # fixed, until decided or decisive (its looks and priors fixed at the start)
     # --artifact NAME=PATH: prebuilt files used instead of built artifacts (path relative to
     # the repository), e.g. a cubin exported by another toolchain release.
     substitutes: tuple[tuple[str, Path], ...] = ()
@@ -173,6 +183,11 @@ class Started:
     gate: Gate
     done: list[dict[str, Any]]
 
+    @property
+    def run_header(self) -> RunHeader:
+        """The journal's header, typed (its plan, design and options)."""
+        return RunHeader.from_json(self.header, str(self.journal.path))
+
 
 def load_build(case: Case, root: Path, build_dir: Path, target: str) -> dict[str, Any]:
     """The build index of ``target``, whose artifact paths must be relative to the repository
@@ -220,9 +235,11 @@ def reopen(case: Case, path: Path) -> tuple[Journal, Contents]:
     return journal, contents
 
 
-def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any]) -> Started | int:
-    """A new run on this machine: plan it and create its journal. Returns an exit status if
-    nothing can run."""
+def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
+          designed: Callable[[Plan, bool], RunDesign]) -> Started | int:
+    """A new run on this machine: plan it and create its journal, with the design the flow
+    hands it for that plan (``designed(plan, supported)``: gpurepro.analyze.designing).
+    Returns an exit status if nothing can run."""
     gpus = chosen_gpus(request.gpus, gpu_info)
     g = gate(case, gpu_info, request.arch or request.target, gpus)
     if not gpu_info.get("available") and case.devices.requires_gpu:
@@ -236,102 +253,20 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any])
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
              "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
-    stopping, families = (run_design(case, plan, request, root) if g.supported
-                          else (request.stopping, None))
-    header = journal_header(case, root, plan, opts, stopping,
+    design = designed(plan, g.supported)
+    header = journal_header(case, root, plan, opts, design.design,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
-                            else gate_json(g), index, families, request.scope,
-                            deterministic=run_declaration(case, request.stopping))
+                            else gate_json(g), index, design.families, request.scope,
+                            deterministic=design.declared)
     path = journal_path(case, header, request)
     _ensure_writable(path.parent)
     if not g.supported:
         header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
     started = Started(create(path, header), header, plan, opts, g, [])
-    if families is not None:
-        say_families(case, plan, families)
-    return started
-
-
-def say_families(case: Case, plan: Plan, families: dict[str, Any]) -> None:
-    """Before the first trial: each claim's chance of being decided, and its family."""
-    from ..analyze.decidability import lines
-
-    for line in lines(families, [c.name for c in case.claims if c.arm in plan.arms]):
+    for line in design.lines:  # each claim's chance of being decided, and its family
         _say(line)
-
-
-def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
-               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """The run's design as its journal keeps it, and its claim families, fixed before the first
-    trial. The decisive design is completed here: its first look, the number of potential
-    looks and the arms' allocation priors come from the committed rates
-    (gpurepro.analyze.decidability.plan_decisive)."""
-    stopping = request.stopping
-    # A checked declaration of deterministic outcomes spends its bound of the run's alpha; the
-    # design spends the rest over its looks (gpurepro.analyze.shortcut).
-    declared = run_declaration(case, stopping)
-    spent = float((declared or {}).get("bound", 0.0))
-    if not (stopping and stopping.get("design") == "decisive"):
-        if stopping and spent:
-            stopping = {**stopping, "alpha": float(stopping["alpha"]) - spent}
-        return stopping, claim_families(case, plan, request, root, stopping)
-    try:
-        from ..analyze.decidability import plan_decisive
-    except ImportError as exc:
-        raise UsageError(f"the decisive design decides its claims as it runs and needs the "
-                         f"analysis packages ({exc.name}): {install_command()}, or "
-                         f"run the fixed plan with --fixed") from None
-    return plan_decisive(case, plan, float(stopping["alpha"]) - spent, int(stopping["max_trials"]),
-                         asdict(request.budget), request.jobs, root, workers=_cpus(),
-                         spending=str(stopping.get("spending", "even")),
-                         supported_share=float(stopping.get("supported_share", 0.5)),
-                         horizon=stopping.get("horizon"),
-                         scope=request.scope, deterministic=declared,
-                         priors_from=[root / p for p in request.priors_from] or None)
-
-
-def run_declaration(case: Case, stopping: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The case's declaration of deterministic outcomes as a new run journals it: checked, its
-    agreeing trials and bound set for the run's alpha (the one asked for, or the default)
-    (gpurepro.analyze.shortcut, standard library only); None where it declares none."""
-    if not case.claims or not case.determinism():
-        return None
-    from ..analyze.shortcut import declaration
-
-    return declaration(case, float((stopping or {}).get("alpha", DEFAULT_ALPHA)))
-
-
-def claim_families(case: Case, plan: Plan, request: RunRequest, root: Path,
-                   stopping: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """The run's confirmatory and exploratory claims, fixed before its first trial
-    (gpurepro.analyze.decidability); None for a case without claims. ``stopping``: the
-    design as the run journals it (its alpha less what a checked declaration spends)."""
-    if not case.claims:
-        return None
-    from ..analyze.decidability import assess, beside_main, not_computed
-
-    try:
-        from ..analyze.claims import Design
-    except ImportError as exc:
-        return not_computed(f"not computed: needs the analysis packages ({exc.name}); "
-                            f"pip install '{install_requirement()}'",
-                            beside_main(case, plan, request.scope))
-    stopping = stopping if stopping is not None else request.stopping
-    declared = run_declaration(case, request.stopping)
-    design = (Design.from_description(stopping) if stopping else
-              Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0))))
-    return assess(case, plan, design, bool(stopping), request.trials_per_arm,
-                  asdict(request.budget), request.jobs, root, workers=_cpus(),
-                  scope=request.scope, priors_from=[root / p for p in request.priors_from] or None,
-                  deterministic=declared)
-
-
-def _cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
+    return started
 
 
 def gate_json(g: Gate) -> dict[str, Any]:
@@ -341,19 +276,21 @@ def gate_json(g: Gate) -> dict[str, Any]:
 
 
 def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
-                   stopping: dict[str, Any] | None, environment: dict[str, Any],
+                   design: DesignSpec, environment: dict[str, Any],
                    device: dict[str, Any], index: dict[str, Any],
                    families: dict[str, Any] | None = None, scope: str = "arms",
-                   deterministic: dict[str, Any] | None | str = "case") -> dict[str, Any]:
+                   deterministic: dict[str, Any] | None = None) -> dict[str, Any]:
     """A new run's journal header: its identity (case, manifest and plan hashes, run id) and
     what continuing or recording it needs (plan, options, fingerprint, device, artifacts)."""
     assert opts.run_id is not None
-    declared = run_declaration(case, None) if deterministic == "case" else deterministic
     return {
         "case": case.name,
         # Where the manifest is, for `record` of a case outside cases/ (relative: portable).
         "manifest": _relative_to(case.path, root),
         "manifest_sha256": manifest_sha256(case),
+        # The targets the case builds (its device table), which the record keeps for the
+        # commands its issue comment prints (gpurepro.report.comment).
+        "targets": sorted(set(case.devices.targets.values())),
         "plan_sha256": plan_sha256(plan.to_json()),
         "run_id": opts.run_id,
         "started_at": _stamp(),
@@ -361,14 +298,15 @@ def journal_header(case: Case, root: Path, plan: Plan, opts: RunOptions,
         "name_suffix": opts.run_id[:6],
         "plan": plan.to_json(),
         "options": {"budget": asdict(opts.budget), "jobs": opts.jobs, "gpus": list(opts.gpus),
-                    "redact": opts.redact, "stopping": stopping, "scope": scope,
+                    "redact": opts.redact, "stopping": design.to_json(), "scope": scope,
                     **({"families": families} if families is not None else {}),
                     # The case's declaration of deterministic outcomes, which its claims may be
-                    # decided from (gpurepro.analyze.claims), checked (run_declaration; "case":
-                    # at the default alpha): fixed for the run and its resume.
-                    **({"deterministic": declared} if declared else {}),
-                    # How its claims are decided and stated (plan.ANALYSIS_VERSION), and a case
-                    # with timed claims its timed test (plan.TIMED_TEST): a journal without
+                    # decided from (gpurepro.analyze.claims), checked
+                    # (gpurepro.analyze.designing.run_declaration): fixed for the run and its
+                    # resume.
+                    **({"deterministic": deterministic} if deterministic else {}),
+                    # How its claims are decided and stated (design.ANALYSIS_VERSION), and a
+                    # case with timed claims its timed test (design.TIMED_TEST): a journal without
                     # them is decided and worded as before.
                     **({"analysis": ANALYSIS_VERSION} if case.claims else {}),
                     **({"timing": dict(TIMED_TEST)}
@@ -454,30 +392,36 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
             journal.close()
             raise
     header = contents.header
+    run = RunHeader.from_json(header, str(journal.path))
+    assert run.run_id is not None  # verify_identity: a journal with an identity
     # A trial of the interrupted run that is still running (its harness was killed and its
     # watchdog has not swept yet) must not run beside the resumed trials, nor that watchdog.
-    leftovers = end_earlier_harnesses(header["run_id"], _say)
+    leftovers = end_earlier_harnesses(run.run_id, _say)
     if leftovers:
         _say(f"killed {leftovers} process(es) left running by the interrupted run")
-    plan = Plan.from_json(header["plan"])
-    o = header["options"]
-    opts = RunOptions(budget=TrialBudget(**o["budget"]), jobs=o["jobs"],
-                      gpus=tuple(o.get("gpus") or ()), redact=o.get("redact", False),
-                      run_id=header["run_id"])
-    d = header["device"]
-    g = Gate(d["supported"], d["target"], d, d.get("reason"))
-    _say(f"resuming {journal.path}: {len(contents.trials)} of {len(plan.order)} trials done")
-    return Started(journal, header, plan, opts, g, contents.trials)
+    opts = RunOptions(budget=trial_budget(run), jobs=run.jobs, gpus=run.gpus,
+                      redact=run.redact, run_id=run.run_id)
+    d = run.device
+    g = Gate(d["supported"], d["target"], dict(d), d.get("reason"))
+    _say(f"resuming {journal.path}: {len(contents.trials)} of {len(run.plan.order)} trials done")
+    return Started(journal, header, run.plan, opts, g, contents.trials)
 
 
-def progress_for(run: Started, decider: Any | None) -> Progress:
+def trial_budget(run: RunHeader) -> TrialBudget:
+    """The trials' limits a journal's run was started with."""
+    b = run.budget
+    return TrialBudget(duration_s=b.duration_s, max_exposure=b.max_exposure,
+                       timeout_s=b.timeout_s, stall_s=b.stall_s)
+
+
+def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
     """The run's progress on stderr: its expectation (the journal header's), its worker slots
     and, in a design that stops arms as their claims are decided, the trials its open arms may
     still run (what its time left counts)."""
-    stopping = run.header["options"].get("stopping")
+    design = run.run_header.design
     to_run = None
-    if decider is not None and stopping:
-        max_trials = int(stopping["max_trials"])
+    if decider is not None and design.sequential:
+        max_trials = int(design.max_trials or 0)
 
         def to_run(records: Any) -> int:
             return schedule.trials_open(decider, run.plan.order, records, max_trials)
@@ -487,9 +431,15 @@ def progress_for(run: Started, decider: Any | None) -> Progress:
                     to_run=to_run)
 
 
-def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
-    """Run what the plan still needs. Returns the exit status: 1 when a trial ended as a
-    harness error (our bug, or a driver that broke the event protocol)."""
+def execute(case: Case, run: Started, root: Path, case_arg: str,
+            decider: schedule.Decider | None = None,
+            allocation: schedule.Allocator | None = None) -> int:
+    """Run what the plan still needs. A sequential design's ``decider`` (and the decisive
+    design's ``allocation``) come from the flow (gpurepro.analyze.allocation.steering_for):
+    the decider takes its looks and journals its decisions as the trials come in, and the run
+    skips the trials of decided arms; the allocation picks each next trial. Returns the exit
+    status: 1 when a trial ended as a harness error (our bug, or a driver that broke the
+    event protocol)."""
     journal, plan = run.journal, run.plan
     index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"],
              "runtime": run.header.get("runtime")}
@@ -506,14 +456,10 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
 
     still_needed = None
     choose_next = None
-    decider = None
-    stopping = run.header["options"].get("stopping")
-    if stopping:
-        from ..analyze.claims import decider_for
-
-        decider = decider_for(case, run.header)
+    design = run.run_header.design
+    if decider is not None:
         journaled = [decider.to_json()]
-        max_trials = int(stopping["max_trials"])
+        max_trials = int(design.max_trials or 0)
 
         def journal_decisions() -> None:
             # Called under the run's lock. Every decision is journaled when it is made, so a
@@ -523,11 +469,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str) -> int:
                 journal.append_stopping(now)
                 journaled.append(now)
 
-        if stopping.get("design") == "decisive":
-            allocation = schedule.Allocation(decider, stopping["priors"], max_trials, case.baseline,
-                                             stopping.get("first") or (),
-                                             run.opts.budget.duration_s)
-
+        if allocation is not None:
             def choose_next(records: list[dict[str, Any]], remaining: list[Any]) -> Any:
                 picked = allocation.next(records, remaining)
                 journal_decisions()

@@ -28,6 +28,9 @@ from .classify import Observed, find_crash_record, parse_json_lines
 from .output import CappedLines, CappedTail, pump_lines, pump_tail
 from .values import TIME_MAX_S, number_problem
 
+# What other modules use; the rest is this module's own.
+__all__ = ["Progress", "run_trial", "TrialCancelled", "wall_clock"]
+
 STDERR_TAIL = 4000
 # After the no-progress limit: SIGQUIT asks the driver's crash handler (native/crash.cc) for its
 # record of where every thread is; this long it has to write it before its group is killed.

@@ -32,6 +32,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "CHECK_KINDS", "check_problem", "element", "fitted", "INT_MAX", "INT_MIN", "is_count",
+    "kept_check", "number_problem", "TIME_MAX_S", "timing_problem", "unfit"
+]
+
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 DEPTH_MAX = 32
 # A timed trial's per-launch time in seconds: from a picosecond to a day.

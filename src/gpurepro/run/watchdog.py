@@ -51,6 +51,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "DEADLINE_GRACE_S", "end_earlier_harnesses", "Escaped", "escapee_cmdline", "harness_tag",
+    "main", "new_token", "RUN_ID_VARIABLE", "SWEEP_GRACE_S", "SWEEP_LIMIT_S", "Tag", "Watchdog",
+    "watchdogs_of"
+]
+
 RUN_ID_VARIABLE = "GPUREPRO_RUN_ID"
 _TAGGED = f"{RUN_ID_VARIABLE}=".encode()
 HARNESS_SEPARATOR = "/"  # between the run id and a harness's token in a tag

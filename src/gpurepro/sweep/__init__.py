@@ -26,6 +26,7 @@ The modules, by stage:
   ``timed`` for an axis decided on times; a matrix's grid), ``gpu`` (the one GPU stage), and
   ``model`` (the typed record it writes, ``sweep-gpu.json``, and the documents' kinds and names).
 - Assembly and after (analysis packages): ``assemble`` (one for both kinds); ``bisection`` and
-  ``matrix`` (what each document derives from the rest and its consistency checks); ``table``
+  ``matrix`` (what each document derives from the rest and its consistency checks, which
+  ``validation`` adds to the schema's); ``table``
   (either kind's Markdown); ``summary`` (a case's committed bisections for its verdict).
 """

@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..analyze import stats
-from ..build.artifacts import sha256_file
 from ..env import privacy
 from ..errors import UsageError
-from ..record.validation import validate_document
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from ..run.journal import Contents, read
 from . import timed
 from .bisection import boundaries, results
@@ -41,6 +39,10 @@ from .model import (
     stamp,
 )
 from .table import markdown
+from .validation import validate_sweep
+
+# What other modules use; the rest is this module's own.
+__all__ = ["assemble", "pool", "write_document"]
 
 NO_OUTPUT = "not run: no GPU stage output was given"
 
@@ -196,7 +198,8 @@ def _matrix(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
     doc["gpu"] = _gpu_section(gpu, header, NO_OUTPUT, "options")
     doc["created_at"] = stamp()
     doc["results"] = cell_results(doc)
-    return privacy.portable_value(doc, root, redact=True)
+    portable: dict[str, Any] = privacy.portable_value(doc, root, redact=True)
+    return portable
 
 
 def assemble(cpu: Mapping[str, Any], gpu: GpuRecord | None, gpu_out: Path | None,
@@ -221,14 +224,14 @@ def write_document(document: Path, gpu_out: Path | None, root: Path, out_dir: Pa
     name = document_name(prefix, gpu.started_at if gpu is not None else stamp(),
                          ((gpu.device if gpu is not None else None) or {}).get("name"))
     folder = out_dir / cpu["case"]["name"]
-    path = folder / f"{name}.json"
+    path: Path = folder / f"{name}.json"
     if path.exists() and not force:
         raise UsageError(f"{path} exists; give --force to replace it")
     journals_dir = folder / name
     if journals_dir.exists():
         shutil.rmtree(journals_dir)
     doc = assemble(cpu, gpu, gpu_out, journals_dir, root)
-    validate_document(doc, str(path))
+    validate_sweep(doc, str(path))
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     write_atomic(path.with_suffix(".md"), markdown(doc))
     return path

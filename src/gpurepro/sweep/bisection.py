@@ -14,8 +14,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..building.sass import diff_listings, parse_instr
 from ..case.model import Case
 from . import search
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "axis_root", "boundaries", "classes", "consistency_errors", "CPU_FILE", "describe_case",
+    "results", "SCHEMA_ID"
+]
 
 # Version 2 records the checkout files the axis's build read (``sources``); version 1
 # documents, without them, are read and validated as before.
@@ -99,8 +106,6 @@ def results(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
-    from ..build.sass import parse_instr
-
     kernels = ((doc["artifacts"].get(sha) or {}).get("sass") or {}).get("kernels") or {}
     return {k: [parse_instr(0, t) for t in texts] for k, texts in kernels.items()}
 
@@ -108,8 +113,6 @@ def _kernels(doc: Mapping[str, Any], sha: str) -> dict[str, list[Any]]:
 def sass_difference(doc: Mapping[str, Any], before: str, after: str) -> dict[str, Any]:
     """The watched facts that changed and every kernel's instruction diff, from the CPU
     stage's listings of the two artifacts."""
-    from ..build.sass import diff_listings
-
     a, b = doc["artifacts"][before], doc["artifacts"][after]
     sa, sb = a.get("signature") or {}, b.get("signature") or {}
     watched = [{"fact": k, "before": sa.get(k), "after": sb.get(k)}

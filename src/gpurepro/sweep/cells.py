@@ -5,7 +5,7 @@ What it records (``<build root>/cells/<cell>/cell.json``): the requested pins an
 resolved from this environment's installed metadata, the installer's outcome, the tool version
 lines, and for each export variant and for the plain control cubin either the file (path,
 sha256, the Tile IR bytecode the front-end handed to tileiras) or the reason it could not be
-built. Builds go through the case's own artifact recipes (``gpurepro.build``: reproducible
+built. Builds go through the case's own artifact recipes (``gpurepro.building``: reproducible
 flags, the script runner, a log per step), each artifact alone so that one failure does not
 hide the next. Standard library only: the cell's environment holds the toolchain and nothing
 else.
@@ -23,14 +23,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..build import toolchain
-from ..build.artifacts import build_case, sha256_file
+from ..building.artifacts import build_case
+from ..case import toolchain
 from ..case.load import load_case
 from ..case.model import Artifact, Case
 from ..errors import BuildError, ManifestError, ToolNotFound
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from . import reasons
 from .spec import Cell, Spec, Variant, build_root
+
+# What other modules use; the rest is this module's own.
+__all__ = ["lineinfo_check", "read_cells", "run_cell"]
 
 CELL_SCHEMA = "gpurepro/matrix-cell/1"
 CELL_FILE = "cell.json"

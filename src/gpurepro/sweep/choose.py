@@ -20,10 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 from . import search, timed
 from .bisection import axis_root
 from .model import BISECTION, MATRIX, ArmCounts, GpuRecord, Run, Substitute
+
+# What other modules use; the rest is this module's own.
+__all__ = ["Bisection", "Choice", "Grid", "Harness", "Options"]
 
 # Per trial beyond its duration (process start, module loads, teardown), and per run (the
 # harness's start-up and fingerprint): what a budget counts on. In the committed H200 matrix run

@@ -16,12 +16,15 @@ from .. import __version__
 from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..env import privacy
-from ..record.validation import validate_matrix
-from ..run.atomic import write_atomic
+from ..model.files import write_atomic
 from . import emitted
 from .cells import read_cells
 from .matrix import MATRIX_SCHEMA, cell_results
 from .spec import Spec, build_root, load
+from .validation import validate_sweep
+
+# What other modules use; the rest is this module's own.
+__all__ = ["cpu_document", "write_cpu_document"]
 
 NOT_RUN_YET = "not run: the GPU stage has not run on this document"
 # The CPU stage needs no GPU and does not look for one.
@@ -173,14 +176,15 @@ def cpu_document(spec: Spec, root: Path, into: Path | None = None) -> dict[str, 
         "runs": _runs(spec, cubins),
     }
     doc["results"] = cell_results(doc)
-    return privacy.portable_value(doc, root, redact=True)
+    portable: dict[str, Any] = privacy.portable_value(doc, root, redact=True)
+    return portable
 
 
 def write_cpu_document(case: str, root: Path, out: Path | None = None,
                        into: Path | None = None) -> Path:
     spec = load(case, root)
     doc = cpu_document(spec, root, into)
-    validate_matrix(doc, "the CPU matrix document")
+    validate_sweep(doc, "the CPU matrix document")
     path = out or ((into or root / build_root(spec)) / "matrix.cpu.json")
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path

@@ -1,7 +1,7 @@
 """The CPU stage: every release of an axis built, identical artifacts counted once, their SASS.
 
 For each final release pip offers for the axis's packages in their ranges (oldest first,
-family after family: gpurepro.build.releases, with pip's own index settings): the wheel pip
+family after family: gpurepro.building.releases, with pip's own index settings): the wheel pip
 resolves for this machine (cached, pip checking its sha256 against the index's), the program
 ``bin/<tool>`` out of it, the version pip resolved and its ``--version``, then the axis's build command
 with ``{tool}`` naming that program: its status (ok, failed with an exit status, crashed with a
@@ -33,15 +33,22 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..build import releases as releases_mod
-from ..build import sass, toolchain
-from ..build.artifacts import load_index, reproducible_env, sha256_file
+from ..building import releases as releases_mod
+from ..building import sass
+from ..building.artifacts import load_index, reproducible_env
+from ..case import toolchain
 from ..case.axis import Axis
 from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
-from ..run.atomic import write_atomic
+from ..model.files import sha256_file, write_atomic
 from . import search
 from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "axis_of", "changed", "check_current", "DISASSEMBLERS", "importlib", "json", "release_tool",
+    "releases_mod", "run_cpu_stage", "signature", "tool_version"
+]
 
 BUILD_TIMEOUT_S = 300
 DISASSEMBLERS = ("cuobjdump", "nvdisasm")
@@ -51,7 +58,8 @@ def axis_of(case: Case, name: str) -> Axis:
     if name not in case.axes:
         known = ", ".join(sorted(case.axes)) or "none"
         raise UsageError(f"{case.name} has no toolchain axis {name!r} (its axes: {known})")
-    return case.axes[name]
+    axis: Axis = case.axes[name]
+    return axis
 
 
 def _rel(path: Path, root: Path) -> str:

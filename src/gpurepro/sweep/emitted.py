@@ -1,4 +1,4 @@
-"""What a cubin carries, from its ELF sections (pyelftools, through gpurepro.build.elf): size, sections,
+"""What a cubin carries, from its ELF sections (pyelftools, through gpurepro.building.elf): size, sections,
 a digest of its code, the embedded host object of a Tile IR module (`.nv.host`) with its
 symbols, and its debug sections. And the line-info check: two tileiras builds of one bytecode
 compared section by section.
@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..build import elf
+from ..building import elf
+
+# What other modules use; the rest is this module's own.
+__all__ = ["code_sha256", "facts", "lineinfo_comparison"]
 
 DEBUG_PREFIXES = (".debug_", ".nv_debug", ".nv.tileir.debug")
 

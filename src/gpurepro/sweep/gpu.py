@@ -22,13 +22,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..build.artifacts import sha256_file
 from ..case.load import load_case
 from ..env import fingerprint as envmod
 from ..errors import EXIT_ERROR, EXIT_NO_DRIVER, EXIT_OK, Stopped, UsageError
+from ..model.files import sha256_file
 from ..run.journal import read
 from .choose import Choice
 from .model import GPU_FILE, GpuRecord, Run
+
+# What other modules use; the rest is this module's own.
+__all__ = ["envmod", "run_gpu_stage"]
 
 NO_GPU = "not run: no GPU"
 

@@ -21,7 +21,7 @@ def _could_not(reason: str) -> dict[str, Any]:
 
 def _artifact(doc: Mapping[str, Any], sha: str) -> str:
     kind = doc["cubins"][sha]["kind"] if sha in doc["cubins"] else "tile"
-    return doc["matrix"]["tile_artifact"] if kind == "tile" else doc["matrix"]["control_artifact"]
+    return str(doc["matrix"]["tile_artifact"] if kind == "tile" else doc["matrix"]["control_artifact"])
 
 
 def cubin_result(doc: Mapping[str, Any], sha: str) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..run.atomic import write_atomic
-from ..run.classify import EVIDENCE
+from ..model.files import write_atomic
+from ..model.outcomes import EVIDENCE
 
 BISECTION = "bisection"
 MATRIX = "matrix"
@@ -56,7 +56,7 @@ def read_document(path: Path, kind: str | None = None) -> dict[str, Any]:
     """A sweep document (a CPU stage's or an assembled one) of ``kind`` (None: either)."""
     what = {BISECTION: "bisection", MATRIX: "matrix", None: "bisection or matrix"}[kind]
     try:
-        doc = json.loads(path.read_text())
+        doc: dict[str, Any] = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise UsageError(f"{path}: not a readable {what} document ({type(exc).__name__}); its "
                          f"CPU stage writes one") from None

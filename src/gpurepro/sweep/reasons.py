@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+# What other modules use; the rest is this module's own.
+__all__ = ["build_reason", "explained", "install_reason", "machine_limit"]
+
 MAX_CHARS = 400
 
 # uv: "  × No solution found ...", "error: ..."; pip: "ERROR: ...".

@@ -16,6 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "ASSUMPTION", "boundaries", "class_of", "first_round", "next_round", "points_of",
+    "segments_of"
+]
+
 ASSUMPTION = ("inside a segment (consecutive distinct artifacts with the same watched SASS "
               "facts) whose two ends ran and ended alike, every artifact ends alike; the ends "
               "of every segment run, and between two runs that ended differently the middle "

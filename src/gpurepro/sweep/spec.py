@@ -13,6 +13,9 @@ from typing import Any
 from ..case.load import find_case
 from ..errors import ManifestError
 
+# What other modules use; the rest is this module's own.
+__all__ = ["build_root", "Cell", "load", "Spec", "Variant"]
+
 SPEC_FILE = "matrix.py"
 
 

@@ -26,6 +26,9 @@ from .matrix import cubin_result
 from .model import BISECTION, kind_of
 from .reasons import explained, machine_limit
 
+# What other modules use; the rest is this module's own.
+__all__ = ["combinations", "markdown", "matrix_markdown", "verdict_line"]
+
 
 def markdown(doc: Mapping[str, Any]) -> str:
     """A bisection's or a matrix's Markdown, as its kind is."""
@@ -311,7 +314,10 @@ def lineinfo_sentence(doc: Mapping[str, Any]) -> str:
     li = doc["lineinfo_check"]
     if li["status"] != "ok":
         return f"Line-info check ({escape(li['cell'])}): not run: {escape(li['reason'])}."
-    same = lambda b: "byte-identical" if b else "different"  # noqa: E731
+
+    def same(b: object) -> str:
+        return "byte-identical" if b else "different"
+
     only = ", ".join(code(n) for n in li["only_with_lineinfo"]) or "none"
     return (f"Line-info check ({escape(li['cell'])}, {escape(li['variant'])} export): tileiras on the exported Tile IR "
             f"bytecode with `--lineinfo` gives the exported cubin itself "

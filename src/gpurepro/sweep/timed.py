@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..run.classify import EVIDENCE
+from ..model.outcomes import EVIDENCE
 
 
 def point_class(trials: Sequence[Mapping[str, Any]], timed: Mapping[str, Any], arm: str,

@@ -26,8 +26,14 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-from ..case.model import Tool
-from ..errors import ToolNotFound
+from ..errors import ToolNotFound as ToolNotFound  # raised here, and named through here
+from .model import Tool
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "DEFAULT_TOOLS", "find_tool", "HOST_DEFAULT_ROOT", "installed_versions", "is_tool",
+    "locate", "nvcc_lib_dir", "release", "spec", "tool_version", "ToolNotFound", "version_of"
+]
 
 DEFAULT_TOOLS: Mapping[str, Tool] = {
     "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"),

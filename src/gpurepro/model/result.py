@@ -1,11 +1,13 @@
-"""What a case's verdict reads: typed, read-only views of the result document being recorded.
+"""A result document, typed: ``Result`` for the whole of it (what the report reads), and the
+read-only views a case's verdict reads (``Analysis``).
 
-``Analysis.of(doc)`` is the one place they are built, from the document's own fields (the
-per-arm ``summary``, the decided ``claims``, ``crash_sites``, ``device``, the build's
-``analyses`` and the ``trials``), so a verdict sees exactly what the document records, by name:
-``analysis.arms["baseline"].failures``, ``analysis.decision("one-thread")``. The views are
-frozen; the statistics in them are the harness's (stats.py, claims.py), never a case's.
-Standard library only.
+``Analysis.of(doc)`` builds the views from the document's own fields (the per-arm ``summary``,
+the decided ``claims``, ``crash_sites``, ``device``, the build's ``analyses`` and the
+``trials``), so a verdict sees exactly what the document records, by name:
+``analysis.arms["baseline"].failures``, ``analysis.decision("one-thread")``. ``Result.of(doc)``
+adds the case, the plan and design, and the verdict, and keeps the document as recorded
+(``Result.of(doc).to_json() == doc``). The views are frozen; the statistics in them are the
+harness's (stats.py, claims.py), never a case's. Standard library only.
 """
 
 from __future__ import annotations
@@ -16,10 +18,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..run import phases
+from . import phases
+from .design import DesignSpec
+from .plan import Plan
 
-# A claim's decision (claims.py); ``None`` from ``Analysis.decision`` for a claim outside the run.
-DECISIONS = ("supported", "contradicted", "not_decided")
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "Analysis", "ArmSummary", "CaseFacts", "CrashSite", "Device", "Exposure", "Result",
+    "Survival", "Trial", "Verdict"
+]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -129,7 +136,7 @@ class ClaimDecision:
     """A claim of the run and the harness's decision on it (the document's ``claims``)."""
 
     name: str
-    decision: str  # one of DECISIONS
+    decision: str  # one of gpurepro.model.outcomes.DECISIONS
     sentence: str
     kind: str | None = None
     arm: str | None = None
@@ -266,3 +273,101 @@ class Analysis:
         threads."""
         return phases.by_arm((t.record for t in self.trials), read_at_fault=at_fault).get(
             arm, (Counter(), 0))
+
+
+@dataclass(frozen=True)
+class CaseFacts:
+    """What the document keeps of its case (``case``): its question, baseline, the outcomes
+    that count as failures, the unit of its exposure, what the reporter ran and the build
+    targets of its manifest (None: a document recorded before they were kept)."""
+
+    name: str
+    question: str
+    report_url: str
+    baseline: str
+    failure_outcomes: tuple[str, ...]
+    exposure_unit: str | None
+    exposure_per: float | None
+    exposure_label: str | None
+    reported: Mapping[str, Any]
+    targets: tuple[str, ...] | None
+    manifest_sha256: str | None
+    deeper: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> CaseFacts:
+        exposure = d.get("exposure") or {}
+        targets = d.get("targets")
+        return cls(name=str(d["name"]), question=str(d.get("question") or ""),
+                   report_url=str(d.get("report_url") or ""), baseline=str(d["baseline"]),
+                   failure_outcomes=tuple(str(o) for o in d.get("failure_outcomes") or ()),
+                   exposure_unit=exposure.get("unit"), exposure_per=exposure.get("per"),
+                   exposure_label=exposure.get("label"), reported=_frozen(d.get("reported")),
+                   targets=None if targets is None else tuple(str(t) for t in targets),
+                   manifest_sha256=d.get("manifest_sha256"), deeper=_frozen(d.get("deeper")))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict written from the decided claims (``verdict``): its status, who owns the
+    failure and why, the sentences, what to do next, the hypotheses and what is undecided."""
+
+    status: str
+    owner: str | None
+    owner_because: tuple[str, ...]
+    sentences: tuple[str, ...]
+    next: tuple[str, ...]
+    hypotheses: tuple[str, ...]
+    not_decided: tuple[str, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Verdict | None:
+        if d is None:
+            return None
+
+        def texts(key: str) -> tuple[str, ...]:
+            return tuple(str(x) for x in d.get(key) or ())
+
+        return cls(status=str(d.get("status")), owner=d.get("owner"),
+                   owner_because=texts("owner_because"), sentences=texts("sentences"),
+                   next=texts("next"), hypotheses=texts("hypotheses"),
+                   not_decided=texts("not_decided"))
+
+
+@dataclass(frozen=True)
+class Result:
+    """A whole result document, typed: what its report reads (gpurepro.report). ``of`` is the
+    one place it is built, at the document's edge (json.loads of a recorded file, or the
+    document `record` has just assembled); ``fields`` is the document as recorded, so
+    ``Result.of(doc).to_json() == doc``. The typed parts: the case (``case``), the run's plan
+    and design, its trials (``analysis.trials``, ``analysis.arms``, ``analysis.claims``, ...:
+    the views a case's verdict reads) and the verdict (None: not written yet)."""
+
+    schema: str
+    gpurepro_version: str | None
+    created_at: str | None
+    case: CaseFacts
+    plan: Plan
+    design: DesignSpec
+    analysis: Analysis
+    verdict: Verdict | None
+    fields: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def device(self) -> Device:
+        return self.analysis.device
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> Result:
+        plan = doc["plan"]
+        return cls(schema=str(doc.get("schema") or ""),
+                   gpurepro_version=doc.get("gpurepro_version"),
+                   created_at=doc.get("created_at"), case=CaseFacts.of(doc["case"]),
+                   plan=Plan.from_json(plan),
+                   design=DesignSpec.from_json((plan.get("options") or {}).get("stopping"),
+                                               "plan.options.stopping"),
+                   analysis=Analysis.of(doc), verdict=Verdict.of(doc.get("verdict")),
+                   fields=doc)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)

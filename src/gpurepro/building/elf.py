@@ -18,6 +18,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+# What other modules use; the rest is this module's own.
+__all__ = ["compare", "HOST_SECTION", "section_digests", "sections", "sizes_by_kind"]
+
 HOST_SECTION = ".nv.host"
 
 
@@ -98,20 +101,14 @@ def compare(modules: Mapping[str, Path]) -> dict[str, Any]:
     return {"modules": per, "table": table, "differences": only_some}
 
 
-def markdown_table(comparison: Mapping[str, Any]) -> str:
-    """The comparison as a GitHub table; a section's or module's name (from a cubin, so from
-    anywhere) one code span no backtick or pipe in it can break (report/tables.py)."""
-    from ..report.tables import code
-    from ..report.tables import row as table_row
-
-    labels = list(comparison["modules"])
-    lines = [table_row(["section", *(code(lb) for lb in labels)]), "|---|" + "---|" * len(labels)]
+def sizes_by_kind(comparison: Mapping[str, Any]) -> dict[str, dict[str, int | None]]:
+    """Each section kind of a comparison (``compare``): the bytes each module holds of it (None:
+    the module has no section of that kind), for its table (gpurepro.report.elf_table)."""
+    out: dict[str, dict[str, int | None]] = {}
     for kind, row in comparison["table"].items():
-        cells = []
-        for lb in labels:
-            secs = comparison["modules"][lb]["sections"]
-            size = sum(v["size"] for n, v in secs.items() if _kind(n) == kind)
-            cells.append(f"{size} B" if row[lb] else "–")
-        mark = " **(differs)**" if kind in comparison["differences"] else ""
-        lines.append(table_row([code(kind) + mark, *cells]))
-    return "\n".join(lines)
+        out[kind] = {}
+        for label in comparison["modules"]:
+            secs = comparison["modules"][label]["sections"]
+            out[kind][label] = (sum(v["size"] for n, v in secs.items() if _kind(n) == kind)
+                                if row[label] else None)
+    return out

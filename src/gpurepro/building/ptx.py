@@ -1,6 +1,6 @@
 """A PTX file's ``.version`` lowered so that every ptxas release under test reads it.
 
-    python -m gpurepro.build.ptx IN.ptx OUT.ptx VERSION      (e.g. 8.0)
+    python -m gpurepro.building.ptx IN.ptx OUT.ptx VERSION      (e.g. 8.0)
 
 Why: a case that compares ptxas releases (``Factor.releases``) compiles one PTX, from one nvcc,
 with each release; nvcc writes the newest ISA it knows (``.version 9.3`` from 13.3), and a ptxas
@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+# What other modules use; the rest is this module's own.
+__all__ = ["isa", "lower", "main", "Refused", "requirements"]
 
 # Opcode -> the PTX ISA version that introduced it (PTX ISA manual, each instruction's notes).
 INTRODUCED = {
@@ -104,14 +107,14 @@ def lower(ptx: str, to: str) -> tuple[str, str, str]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or not re.fullmatch(r"\d+\.\d+", args[2]):
-        print("usage: python -m gpurepro.build.ptx IN.ptx OUT.ptx VERSION (e.g. 8.0)",
+        print("usage: python -m gpurepro.building.ptx IN.ptx OUT.ptx VERSION (e.g. 8.0)",
               file=sys.stderr)
         return 2
     src, dst, to = Path(args[0]), Path(args[1]), args[2]
     try:
         text, old, new = lower(src.read_text(), to)
     except (OSError, Refused) as exc:
-        print(f"gpurepro.build.ptx: {src}: {exc}", file=sys.stderr)
+        print(f"gpurepro.building.ptx: {src}: {exc}", file=sys.stderr)
         return 2
     dst.write_text(text)
     print(f".version {old} -> {new}")

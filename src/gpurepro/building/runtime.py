@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -38,7 +37,13 @@ from typing import Any
 
 from ..case.model import Case, Runtime, normalized_name
 from ..errors import BuildError, UsageError
-from .artifacts import sha256_file
+from ..model.files import sha256_file, write_atomic
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "carried", "fetch", "INDEX_NAME", "index_path", "pip_download_argv", "RECIPE",
+    "runtime_dir", "wheel_key", "wheel_python"
+]
 
 INDEX_NAME = "index.json"
 # Bump when the way wheels are fetched changes what a key names: part of every key.
@@ -116,11 +121,7 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
              "platforms": list(rt.platforms), "from_node": list(rt.from_node),
              "wheels": wheels, "arms": arms,
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    path = index_path(build_dir, case)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(index, indent=2, sort_keys=True))
-    os.replace(tmp, path)
+    write_atomic(index_path(build_dir, case), json.dumps(index, indent=2, sort_keys=True))
     return index
 
 

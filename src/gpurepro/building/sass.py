@@ -13,7 +13,7 @@
   in release B" a verdict can state.
 - ``diff(a, b)``: what changed between two kernels' instructions: the opcodes only one side
   has, and the changed runs of instructions (offsets and trailing NOPs left out).
-- ``python -m gpurepro.build.sass OUT.cubin TOOL=PATH... -- COMMAND...``: a build step
+- ``python -m gpurepro.building.sass OUT.cubin TOOL=PATH... -- COMMAND...``: a build step
   (``build_step``) for an artifact whose SASS a case reads: the compiler's command, then the
   SASS of the cubin it wrote, ``sass.json`` beside it, which ``read_builds`` reads back (and
   ``analysis``, a case's analysis of every per-release build of the artifact).
@@ -34,6 +34,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..case.toolchain import release, version_of
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "analysis", "common_reader", "diff", "diff_listings", "disassemble", "DISASSEMBLERS",
+    "facts", "has_opcode", "Instr", "json", "main", "matches", "message_codes", "opcodes",
+    "parse_instr", "parse_listing", "parse_ptxas_verbose", "parse_resource_usage", "presence",
+    "read_builds", "resource_usage", "watched"
+]
 
 # An instruction line of either disassembler: "/*0040*/  IMAD R9, R9, UR4, R0 ;" with
 # cuobjdump's encoding comment "/* 0x... */" after it.
@@ -373,11 +383,9 @@ def build_step(cubin: Path, tools: Mapping[str, Path], command: Sequence[str]) -
     (``Disassembly.record``) and each tool's release (``versions``: ``{"nvdisasm":
     "13.2.51"}``). The exit status: the command's where it failed or wrote no cubin, else 0 (a
     cubin no disassembler reads is recorded so, ``read_by`` null)."""
-    from .toolchain import release, version_of
-
     done = subprocess.run(list(command), check=False)
     if done.returncode != 0 or not cubin.is_file():
-        print(f"gpurepro.build.sass: {command[0]} exited with status {done.returncode} "
+        print(f"gpurepro.building.sass: {command[0]} exited with status {done.returncode} "
               f"{'without writing' if not cubin.is_file() else 'after writing'} {cubin}",
               file=sys.stderr)
         return done.returncode or 1
@@ -417,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tools = dict(t.split("=", 1) for t in head[1:] if "=" in t)
     if (len(head) < 2 or len(tools) != len(head) - 1 or not command
             or not set(tools) <= {n for n, _ in DISASSEMBLERS}):
-        print("usage: python -m gpurepro.build.sass OUT.cubin TOOL=PATH... -- COMMAND..."
+        print("usage: python -m gpurepro.building.sass OUT.cubin TOOL=PATH... -- COMMAND..."
               f" (TOOL: {', '.join(n for n, _ in DISASSEMBLERS)})", file=sys.stderr)
         return 2
     return build_step(Path(head[0]), {n: Path(p) for n, p in tools.items()}, command)

@@ -36,7 +36,14 @@ from typing import Any
 
 from ..case.model import Case, Releases
 from ..errors import BuildError
-from .artifacts import sha256_file
+from ..model.files import atomic_path, sha256_file
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "family_of", "fetch", "FOLDER", "in_range", "listed", "lock_document", "lock_path",
+    "lock_text", "LOCKS", "program", "read_lock", "record", "resolve", "tools_for",
+    "versions_of", "wanted"
+]
 
 LOCKS = "locks"
 FOLDER = "releases"  # locks/releases/<case>.json
@@ -68,7 +75,7 @@ def _packaging() -> Any:
             import pip._vendor.packaging.specifiers  # noqa: F401
             import pip._vendor.packaging.utils  # noqa: F401
             import pip._vendor.packaging.version  # noqa: F401
-            from pip._vendor import packaging as vendored  # type: ignore[no-redef]
+            from pip._vendor import packaging as vendored  # type: ignore[no-redef, unused-ignore]
             return vendored
         except ImportError as exc:
             raise BuildError("toolchain releases need 'packaging' (or pip's copy of it) in the "
@@ -185,7 +192,7 @@ def read_lock(root: Path, case: Case) -> dict[str, Any]:
     if missing:
         raise BuildError(f"{path.relative_to(root)} does not lock {', '.join(missing)}, which "
                          "the arms use: run make lock (nox -s lock)")
-    return doc
+    return dict(doc)
 
 
 # ----------------------------------------------------------------------------- wheels
@@ -194,7 +201,7 @@ def read_lock(root: Path, case: Case) -> dict[str, Any]:
 def fetch(entry: Mapping[str, Any], cache: Path) -> Path:
     """The locked wheel in ``cache/wheels/``: kept when its sha256 is the lock's, else
     downloaded by pip, which checks the hash itself (``--require-hashes``)."""
-    dest = cache / "wheels" / entry["file"]
+    dest: Path = cache / "wheels" / entry["file"]
     if dest.is_file() and sha256_file(dest) == entry["sha256"]:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +216,8 @@ def fetch(entry: Mapping[str, Any], cache: Path) -> Path:
             raise BuildError(f"pip downloaded no {entry['file']} for {entry['package']}=="
                              f"{entry['version']} (this machine may need another wheel than "
                              "the lock's: its tags are " + ", ".join(entry.get("tags", [])) + ")")
-        os.replace(got, dest)
+        with atomic_path(dest) as moved:  # synced, then put in place
+            os.replace(got, moved)
     return dest
 
 
@@ -232,11 +240,9 @@ def program(wheel: Path, tool: str, cache: Path) -> Path:
                 h.update(block)
         if dest.is_file() and sha256_file(dest) == h.hexdigest():
             return dest
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        with z.open(name) as src, tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-            shutil.copyfileobj(src, tmp)
-        os.chmod(tmp.name, 0o755)
-        os.replace(tmp.name, dest)
+        with atomic_path(dest) as tmp, z.open(name) as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out)
+            os.fchmod(out.fileno(), 0o755)
     return dest
 
 

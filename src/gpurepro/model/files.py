@@ -1,10 +1,15 @@
-"""Files written whole or not at all: a temporary file beside the target, synced, then renamed
-over it (``write_atomic``, ``atomic_path``) or linked to it only if no file has that name yet
-(``create_atomic``: one atomic create, so two writers of one name cannot both win)."""
+"""Files written whole or not at all, and read back by their content. Standard library only.
+
+Writing: a temporary file beside the target, synced, then renamed over it (``write_atomic``,
+``write_bytes_atomic``, ``atomic_path``) or linked to it only if no file has that name yet
+(``create_atomic``: one atomic create, so two writers of one name cannot both win);
+``folder_lock`` makes the writers of several files in one folder take turns. Reading:
+``sha256_file``, the digest every artifact, wheel and journal is known by."""
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import re
 import secrets
@@ -50,6 +55,15 @@ def remove_stale(folder: Path) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of the file's content, read in blocks of a MiB."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 @contextmanager

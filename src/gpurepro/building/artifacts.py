@@ -44,10 +44,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..case import toolchain
 from ..case.model import PLACEHOLDER, Artifact, Case
 from ..errors import BuildError
-from ..run.atomic import write_atomic
-from . import toolchain
+from ..model.files import sha256_file, write_atomic
+from . import releases as releases_mod
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "build_case", "INDEX_NAME", "index_path", "json", "load_index", "RECIPE", "reproducible_env"
+]
 
 INDEX_NAME = "artifacts.json"
 # Bump when the way commands run changes their outputs: it is part of every key.
@@ -74,14 +80,6 @@ sys.argv = [script, *sys.argv[3:]]
 sys.path[0] = os.path.dirname(os.path.realpath(script))
 exec(code, main.__dict__)
 """
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -217,14 +215,10 @@ def _builds(case: Case, target: str) -> list[tuple[Artifact, Any]]:
 
 
 def _released_tools(case: Case, root: Path, build_dir: Path) -> dict[tuple[str, Any], Any]:
-    from . import releases as releases_mod  # pip and packaging: only cases with releases
-
     return releases_mod.tools_for(case, root, build_dir / "releases")
 
 
 def _release_record(rel: Mapping[str, Any], version_line: str) -> dict[str, Any]:
-    from . import releases as releases_mod
-
     return releases_mod.record(rel["entry"], rel["tool"], version_line)
 
 
@@ -424,4 +418,5 @@ def load_index(build_dir: Path, case: Case, target: str) -> dict[str, Any]:
             f"no build for {case.name} / {target} at {path}: run the build first "
             f"(nox -s {case.name} builds it, or python -m gpurepro build {case.name} --arch {target})"
         )
-    return json.loads(path.read_text())
+    index: dict[str, Any] = json.loads(path.read_text())
+    return index

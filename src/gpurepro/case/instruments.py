@@ -4,7 +4,7 @@
 is a factor level the harness knows how to apply. A case declares the factor and wraps its
 trial command::
 
-    from gpurepro.run import instruments
+    from gpurepro.case import instruments
 
     factors = {..., "instrument": instruments.factor("coredump", "compute-sanitizer", "cuda-gdb")}
     trial_command = instruments.instrumented(my_trial_command)   # reads factors["instrument"]
@@ -28,7 +28,7 @@ Kinds (``BUILTIN`` names them; a case may declare its own ``Instrument`` of thes
   instructions at the faulting PC are recorded, then the program continues and reports itself.
 * ``prefix``: ``TOOL ARGS... PROGRAM...``, for any other wrapper (``env -u VAR``, ``taskset``).
 
-The tool is found by gpurepro.build.toolchain (the case's pinned wheels, else the host for tools
+The tool is found by gpurepro.case.toolchain (the case's pinned wheels, else the host for tools
 that allow it) when the trial command is made, and its version line read there (once per run);
 both travel in the argv, so the trial record's command names them too. When the tool is missing
 the wrapper prints an ``instrument`` record with ``found: false`` and a ``final`` record with
@@ -57,12 +57,18 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
-    from ..case.model import Factor, Tool, TrialCommand, TrialContext
+    from .model import Factor, Tool, TrialCommand, TrialContext
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "BUILTIN", "driver_version", "emit", "factor", "Instrument", "instrumented", "KINDS",
+    "lookup", "main", "NONE", "options", "run", "UnknownInstrument", "wrap"
+]
 
 NONE = "none"
 KINDS = ("coredump", "sanitizer", "debugger", "prefix")
@@ -73,7 +79,7 @@ EXIT_TOOL_MISSING = 3
 class Instrument:
     """How a factor level instruments a trial.
 
-    ``tool``: the name of the program in gpurepro.build.toolchain's table (or the case's
+    ``tool``: the name of the program in gpurepro.case.toolchain's table (or the case's
     ``Case.tools``, passed as ``tools=``); None for ``coredump``. ``args``: the tool's arguments
     before the program (``sanitizer``: the ``--tool`` choice; ``prefix``: anything).
     """
@@ -120,7 +126,7 @@ def lookup(name: str, extra: Mapping[str, Instrument] | None = None) -> Instrume
 def factor(*names: str, default: str = NONE, description: str = "the instrument the trial runs under",
            extra: Mapping[str, Instrument] | None = None) -> Factor:
     """A factor whose levels are ``none`` and the instruments ``names``."""
-    from ..case.model import Factor
+    from .model import Factor  # inside: this file also runs alone, as the wrapper script
 
     for n in names:
         if n != NONE:
@@ -132,9 +138,7 @@ def factor(*names: str, default: str = NONE, description: str = "the instrument 
 def wrap(cmd: TrialCommand, name: str | None, tools: Mapping[str, Tool] | None = None,
          extra: Mapping[str, Instrument] | None = None) -> TrialCommand:
     """``cmd`` run under the instrument ``name`` (``none``/None: ``cmd`` itself)."""
-    from dataclasses import replace
-
-    from ..build import toolchain
+    from . import toolchain  # inside: this file also runs alone, as the wrapper script
 
     if name is None or name == NONE:
         return cmd

@@ -10,7 +10,7 @@
 - ``locks/nox.txt``: nox itself, for the Makefile, compiled from ``locks/nox.in``;
 - ``locks/releases/<case>.json``: the toolchain releases a case's arms compare
   (``Factor.releases``), each the wheel pip resolves for the build machine with its sha256
-  (gpurepro.build.releases), from the manifest's levels.
+  (gpurepro.building.releases), from the manifest's levels.
 
 ``nox -s lock`` (``make lock``) writes them with ``uv pip compile --generate-hashes``, each
 only where its input changed: ``locks/inputs.json`` keeps the sha256 of what each lock was
@@ -35,11 +35,19 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..case.load import load_case
+from . import releases
+
+# What other modules use; the rest is this module's own.
+__all__ = [
+    "compile_locks", "EXTRAS", "jobs", "LOCKS", "main", "PYTHON", "recorded_digests",
+    "stale_inputs", "toolchain_inputs", "toolchain_lock", "TOOLS", "USAGE"
+]
 
 LOCKS = "locks"
 TOOLCHAIN = "toolchain"
@@ -103,7 +111,7 @@ class Job:
         return {"output": self.output, "argv": list(self.argv), "digest": self.digest}
 
     @classmethod
-    def from_json(cls, doc: dict) -> Job:
+    def from_json(cls, doc: Mapping[str, Any]) -> Job:
         return cls(str(doc["output"]), tuple(doc["argv"]), str(doc["digest"]))
 
 
@@ -250,8 +258,6 @@ def stale_inputs(root: Path) -> list[str]:
 def release_locks(root: Path, check: bool) -> list[str]:
     """Write (or, with ``check``, compare) ``locks/releases/<case>.json`` for every case whose
     arms compare toolchain releases; the locks that differ (check) or that no case has."""
-    from . import releases
-
     stale = []
     expected = set()
     for manifest in sorted((root / "cases").glob("*/manifest.py")):
@@ -262,7 +268,7 @@ def release_locks(root: Path, check: bool) -> list[str]:
         except (OSError, ValueError):
             held = {}
 
-        def resolve(package: str, version: str, held: dict = held) -> dict:
+        def resolve(package: str, version: str, held: dict[str, Any] = held) -> dict[str, Any]:
             entry = held.get(f"{package}=={version}")
             return entry if entry is not None else releases.resolve(package, version)
 
@@ -286,7 +292,7 @@ def release_locks(root: Path, check: bool) -> list[str]:
     return stale
 
 
-USAGE = ("usage: python -m gpurepro.build.locks lock ROOT [--check] | stale ROOT | "
+USAGE = ("usage: python -m gpurepro.building.locks lock ROOT [--check] | stale ROOT | "
          "releases ROOT [--check] (for nox -s lock; the command line proper is gpurepro.cli's)")
 
 

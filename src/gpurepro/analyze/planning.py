@@ -1,0 +1,228 @@
+"""A new run's claim families and decisive design, planned by simulating its own plan against
+the committed rates (numpy, scipy: gpurepro[analysis]).
+
+``assess``: the run's plan is simulated (`gpurepro.analyze.simulate`: the plan's order and
+design, the run's budget, arm models from the newest committed results at the same trials at
+a time) and each claim's chance of ending supported or contradicted is counted; claims below
+``decidability.THRESHOLD`` move to the exploratory family, and the rest are simulated again
+without them until no claim moves (gpurepro.analyze.decidability says why, and words it).
+``plan_decisive``: the decisive design of the run, its first look where the committed rates
+predict the decisions and its arms' allocation priors from them, with the families of that
+very design. gpurepro.analyze.designing calls these where a run has the analysis packages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
+from ..errors import UsageError
+from ..model.design import DEFAULT_ALPHA, DesignSpec
+from ..model.plan import Plan
+from .allocate import ArmPrior, horizon_arms, rate_claims
+from .calibrate import calibrate, family_of, load_models, priors_of
+from .claims import DecisiveDesign, Design
+from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claims, not_computed
+from .horizon import prior_at
+from .horizon_design import choose_horizon
+from .known_rates import plan_for
+from .simulate import PRIOR_RULE, design_kind
+
+# What other modules use; the rest is this module's own.
+__all__ = ["assess", "design_for", "plan_decisive"]
+
+
+def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
+           budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
+           threshold: float = THRESHOLD, workers: int = 1,
+           fixed_exploratory: Sequence[str] | None = None, scope: str = "arms",
+           priors_from: Sequence[Path] | None = None, models: Any = None,
+           deterministic: Mapping[str, Any] | None | str = "case") -> dict[str, Any]:
+    """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
+    the simulation expects the run to take. The main question's claims stay confirmatory
+    whatever their chance (what the report asks is never dropped); in a main-question run the
+    others are exploratory (``beside_main``). ``deterministic``: the declaration the run
+    journals, with ``design`` already at the alpha it leaves ("case": the case's own at the
+    design's alpha, calibrate's). Each arm at its committed rates, a rate of zero included:
+    the chance of a decision at those rates (calibrate's power bounds it instead)."""
+    if any(c.kind in TIMED_KINDS for c in case.claims):
+        return not_computed("not computed: the simulation models failures, and the case's "
+                            "timed claims are decided on the times its trials measure",
+                            beside_main(case, plan, scope))
+    arms = list(plan.arms)
+    family, _ = family_of(case, design, arms, ())
+    if not family:
+        return not_computed("the run's arms take part in no claim")
+    if models is None:
+        try:
+            models = load_models(case, root, priors_from, arms, jobs, budget.get("duration_s"),
+                                 budget.get("max_exposure"), kind=design_kind(design.describe()
+                                                                              if sequential else None),
+                                 flag="--priors-from")
+        except UsageError as exc:
+            if priors_from:
+                raise  # the documents the run was given must be usable
+            return not_computed(f"not computed: {exc}", beside_main(case, plan, scope))
+    main = main_claims(case, plan)
+    modeled = set(models.arms)
+    order = [t for t in plan.order if t.arm in modeled]
+
+    def reference(c: Any) -> str | None:
+        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+
+    unknown = {c.name for c in family
+               if c.arm not in modeled or (reference(c) is not None and reference(c) not in modeled)}
+    exploratory: list[str] = list(fixed_exploratory if fixed_exploratory is not None
+                                  else beside_main(case, plan, scope))
+    priors = (design_priors(models) if getattr(design, "first_look", None) is not None else None)
+    while True:
+        r = calibrate(case, models, runs,
+                      plan.seed, design, sequential, trials, workers, scenarios=("observed",),
+                      exploratory=exploratory, order=order, priors=priors, first=main,
+                      deterministic=deterministic, bound_zero=False)
+        observed = r["observed"]
+        chance = {name: None if name in unknown else 1.0 - c["not_decided"]
+                  for name, c in observed["claims"].items()}
+        low = [n for n, p in chance.items() if n not in exploratory and n not in main
+               and p is not None and p < threshold]
+        if not low or fixed_exploratory is not None:
+            break
+        exploratory += low
+    return {"computed": True, "threshold": threshold, "runs": runs, "seed": plan.seed,
+            "rates_from": models.documents,
+            "chance": chance, "exploratory": [c.name for c in family if c.name in exploratory],
+            "main": main, "no_estimate": sorted(unknown),
+            "expected": {"trials": observed["mean_trials"],
+                         "seconds_median": observed["median_seconds"],
+                         "arms_without_rates": sorted(set(arms) - modeled)}}
+
+
+def design_for(spec: DesignSpec, declared: Mapping[str, Any] | None) -> Design:
+    """The design a run's claims are decided under: its sequential design as journaled, or a
+    fixed-size run's one look at the default alpha less what a checked declaration of
+    deterministic outcomes spends."""
+    if spec.sequential:
+        return Design.of(spec)
+    return Design(alpha=DEFAULT_ALPHA - float((declared or {}).get("bound", 0.0)))
+
+
+def design_priors(models: Any) -> dict[str, dict[str, Any]]:
+    return priors_of(models)
+
+
+FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's trials
+
+
+def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
+                  budget: Mapping[str, Any], jobs: int, root: Path, runs: int = RUNS,
+                  threshold: float = THRESHOLD, workers: int = 1, scope: str = "arms",
+                  priors_from: Sequence[Path] | None = None, spending: str = "even",
+                  supported_share: float = 0.5,
+                  horizon: float | str | None = None,
+                  deterministic: Mapping[str, Any] | None | str = "case"
+                  ) -> tuple[DesignSpec, dict[str, Any]]:
+    """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
+    total, the arms' priors) and its families. The priors are the committed rates' models of the
+    plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
+    plan (the trials a design that knew those rates would plan, analyze.known_rates) for the
+    claims of the confirmatory family; the families are assessed on this very design.
+
+    ``horizon``: "auto" to decide the rate claims with trials as the unit, at the horizon whose
+    known-rates plan is shortest (analyze.horizon_design; every trial of their arms then runs
+    to at most it, and the arms' priors are their chances before it), a number for that
+    horizon, None for the exact conditional test of constant rates."""
+    total = len(plan.order)
+    try:
+        models = load_models(case, root, priors_from, list(plan.arms), jobs,
+                             budget.get("duration_s"), budget.get("max_exposure"),
+                             kind="decisive", flag="--priors-from")
+    except UsageError:
+        if priors_from:
+            raise  # the documents the run was given must be usable
+        models = None
+    priors = {a: ArmPrior.of_model(m) for a, m in (models.arms.items() if models else [])}
+    check_priors(priors)
+
+    at: float | None = None  # the horizon, once chosen
+    choice: dict[str, Any] | None = None
+
+    def first_look_for(claim_names: Sequence[str]) -> int:
+        chosen = [c for c in case.claims if c.name in claim_names]
+        if not priors or not chosen:
+            return max(1, min(total, len(plan.arms)))
+        strata = {a: m.strata for a, m in models.arms.items()} if models else {}
+        known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share, horizon=at)
+        if known.get("unreached"):  # what the plan cannot decide must not set the first look
+            chosen = [c for c in chosen if c.name not in known["unreached"]]
+            known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share,
+                             horizon=at)
+        return int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values())))))
+
+    in_plan = [c.name for c in case.claims if c.arm in plan.arms]
+    beside = beside_main(case, plan, scope)
+    if horizon is not None and horizon != "none" and models is not None:
+        confirm = [c for c in case.claims if c.name in in_plan and c.name not in beside]
+        picked = _horizon_for(case, confirm, models, priors, horizon, alpha, max_trials,
+                              supported_share, float(budget.get("duration_s") or 0))
+        if picked is not None:
+            at, priors, choice = picked
+    # The families of a first guess of the design (every claim confirmatory but those beside
+    # the main question), then the first look for the confirmatory ones, and the families of
+    # that final design.
+    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                            first_look=first_look_for([n for n in in_plan if n not in beside]),
+                            total=total, spending=spending, supported_share=supported_share,
+                            horizon=at)
+    families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
+                      workers, scope=scope, models=models, deterministic=deterministic)
+    confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
+    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                            first_look=first_look_for(confirmatory), total=total,
+                            spending=spending, supported_share=supported_share, horizon=at)
+    if families.get("computed"):
+        families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
+                          workers, fixed_exploratory=families["exploratory"], scope=scope,
+                          models=models, deterministic=deterministic)
+    without = [a for a in plan.arms if a not in priors]
+    stopping = {**design.describe(), "priors": {a: p.to_json() for a, p in priors.items()},
+                "priors_from": models.documents if models else [],
+                **({"priors_named": True} if priors_from else {"priors_rule": PRIOR_RULE}),
+                "prior_default": (f"an arm without a prior is allocated as the baseline "
+                                  f"({case.baseline}) would be" if case.baseline in priors else
+                                  "no arm has a prior: trials follow the plan's order"),
+                **({"arms_without_priors": without} if without else {}),
+                "first": main_claims(case, plan),
+                **({"horizon_choice": choice} if choice is not None else {}),
+                # Asked for the constant-rate test (--horizon none): said, so that its rerun
+                # asks for it too where a horizon is the default.
+                **({"rate_test": "constant_rate"} if horizon == "none" else {})}
+    _ = Design  # the base design is what a fixed-size run has
+    return DesignSpec.from_json(stopping), families
+
+
+def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],
+                 horizon: float | str, alpha: float, max_trials: int, supported_share: float,
+                 duration_s: float) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
+    """(horizon, the arms' priors at it, how it was chosen) for a run asking for one ("auto",
+    or a number); None where its claims have no rate on exposure or no committed trials to set
+    the priors from."""
+    if not rate_claims(claims):
+        return None
+    if horizon == "auto":
+        chosen = choose_horizon(case, claims, models.trials, priors, alpha, max_trials,
+                                supported_share, duration_s)
+        if chosen is None:
+            return None
+        choice, at_priors = chosen
+        return choice.horizon, at_priors, choice.to_json()
+    h = float(horizon)
+    at_priors = dict(priors)
+    fallback = priors.get(case.baseline)
+    for a in horizon_arms(claims, case.baseline):
+        if a in priors and a in models.trials:
+            at_priors[a] = prior_at(models.trials[a], h, priors[a].speed, priors[a].overhead_s,
+                                    fallback)
+    return h, at_priors, {"horizon": h, "how": "given with --horizon"}
