@@ -5,6 +5,7 @@ the horizon, caps its arms' trials at it and chooses it from the committed trial
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -248,3 +249,84 @@ def test_the_verdict_of_a_run_with_a_horizon_says_whether_its_baseline_rejects_a
     assert "do not reject a constant rate" in flat
     few = model_sentence(case, _doc([100.0], 40000.0), 40000.0)
     assert "cannot test the constant-rate model" in few
+
+
+def _gpu_doc(gpu: str, jobs: int, complete: bool, trials: list[dict]) -> dict:
+    return {"environment": {"gpu": {"gpus": [{"name": gpu}]}},
+            "plan": {"options": {"jobs": jobs}}, "completion": {"complete": complete},
+            "trials": trials}
+
+
+def test_a_horizon_is_chosen_from_the_trials_of_every_complete_run_on_the_same_gpu_model(
+        tmp_path, monkeypatch):
+    """Issue 45: the baseline's chance of failing before a horizon moves between machines, so
+    the horizon's estimate pools the complete runs on the run's GPU model at its concurrency,
+    not the newest document alone."""
+    import json
+    import types
+
+    from gpurepro.analyze.horizon_design import HorizonChoice, pooled_trials
+
+    monkeypatch.setenv("GPUREPRO_COMMIT", "0" * 40)  # the files are the committed ones
+    folder = tmp_path / "results" / "race"
+    folder.mkdir(parents=True)
+    base = [_rec("baseline", "crashed", 100.0), _rec("baseline", "survived", 900.0),
+            _rec("baseline", "harness_error", 5.0), _rec("fix", "survived", 900.0)]
+    docs = {"20261205T000000Z-a_h100.json": _gpu_doc("H100", 1, True, base),
+            "20261206T000000Z-b_h100.json": _gpu_doc("H100", 1, True, base[:1]),
+            "20261206T000000Z-c_h100_two.json": _gpu_doc("H100", 2, True, base),
+            "20261206T000000Z-d_h100_stopped.json": _gpu_doc("H100", 1, False, base),
+            "20261207T000000Z-e_h200.json": _gpu_doc("H200", 1, True, base)}
+    for name, doc in docs.items():
+        (folder / name).write_text(json.dumps(doc))
+    case = types.SimpleNamespace(name="race")
+    pooled = pooled_trials(case, tmp_path, ["baseline", "fix"], 1, "H100")
+    assert pooled.documents == ("results/race/20261206T000000Z-b_h100.json",
+                                "results/race/20261205T000000Z-a_h100.json")
+    assert [t["outcome"] for t in pooled.trials["baseline"]] == ["crashed", "crashed", "survived"]
+    assert len(pooled.trials["fix"]) == 1
+    anywhere = pooled_trials(case, tmp_path, ["baseline"], 1, None)
+    assert len(anywhere.documents) == 3 and len(anywhere.trials["baseline"]) == 5
+    said = HorizonChoice(101.0, 3.0, ((101.0, 3.0, True),), pooled).to_json()
+    assert said["trials_from"] == list(pooled.documents) and said["gpu"] == "H100"
+
+
+def test_a_horizon_leaves_half_of_an_arms_trials_to_chance():
+    """Issue 45: a horizon whose plan at expected outcomes needs nearly all of an arm's trials
+    decides in about half of its runs (the first H100 horizon planned 60 s and took 519 s); the
+    one chosen gives no arm more than HEADROOM of them, and the fastest that does not is kept
+    only where none does."""
+    import json
+
+    from gpurepro.analyze.horizon_design import HEADROOM, PooledTrials, choose_horizon
+    from gpurepro.analyze.known_rates import plan_for
+    from gpurepro.case.load import load_case
+
+    root = Path(__file__).resolve().parents[1]
+    case = load_case("tile_unload_race", root)
+    claims = [c for c in case.claims if c.name == "one-thread"]
+    folder = root / "results" / "tile_unload_race"
+    docs = ["20261205T101709Z-3d06d7_NVIDIA-H100-80GB-HBM3_redacted.json",
+            "20261207T095746Z-f669e3_NVIDIA-H100-80GB-HBM3_redacted.json"]
+    trials: dict[str, list[dict]] = {"baseline": [], "one-thread": []}
+    for name in docs:
+        for t in json.loads((folder / name).read_text())["trials"]:
+            if t["arm"] in trials and t["outcome"] in ("crashed", "survived"):
+                trials[t["arm"]].append(t)
+    prior = ArmPrior((("crashed", "SIGSEGV", 0.5),), 20000.0, 2.0, 10000.0, 0.5, per_trial=True)
+    priors = {"baseline": prior, "one-thread": prior}
+    pooled = PooledTrials(trials, tuple(docs), "NVIDIA H100 80GB HBM3")
+    chosen = {}
+    for cap in (8, 25):
+        picked = choose_horizon(case, claims, trials, priors, 0.05, cap, 0.5, 20.0, pooled)
+        assert picked is not None
+        choice, at = picked
+        plan = plan_for(case, claims, at, {}, 0.05, cap, 0.5, horizon=choice.horizon)
+        roomy = [h for h, _, r in choice.tried if r]
+        most = max(plan["trials"].values())
+        assert (most <= HEADROOM * cap) == bool(roomy)
+        assert plan["reached"] and choice.horizon in (roomy or [choice.horizon])
+        chosen[cap] = choice
+    assert chosen[25].to_json()["trials_from"] == docs
+    # a faster horizon (one just past the 4,096-module cluster) needs nearly every trial
+    assert any(s < chosen[25].seconds for _, s, r in chosen[25].tried if not r)

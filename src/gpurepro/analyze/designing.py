@@ -29,13 +29,14 @@ from .shortcut import declaration
 __all__ = ["designer", "run_declaration", "run_design"]
 
 
-def designer(case: Case, request: RunRequest, root: Path) -> Callable[[Plan, bool], RunDesign]:
+def designer(case: Case, request: RunRequest, root: Path
+             ) -> Callable[[Plan, bool, str | None], RunDesign]:
     """What the run stage calls once its plan is made (gpurepro.run.session.start): the run's
-    design for that plan; on a device that cannot run the case (``supported`` False), the
-    design asked for, with no families."""
+    design for that plan on the GPU model ``gpu``; on a device that cannot run the case
+    (``supported`` False), the design asked for, with no families."""
 
-    def design_for(plan: Plan, supported: bool) -> RunDesign:
-        design, families = (run_design(case, plan, request, root) if supported
+    def design_for(plan: Plan, supported: bool, gpu: str | None = None) -> RunDesign:
+        design, families = (run_design(case, plan, request, root, gpu) if supported
                             else (request.design, None))
         return RunDesign(design, families, run_declaration(case, request.design),
                          tuple(family_lines(case, plan, families)) if families is not None else ())
@@ -49,7 +50,7 @@ def family_lines(case: Case, plan: Plan, families: dict[str, Any]) -> list[str]:
     return lines(families, [c.name for c in case.claims if c.arm in plan.arms])
 
 
-def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
+def run_design(case: Case, plan: Plan, request: RunRequest, root: Path, gpu: str | None = None
                ) -> tuple[DesignSpec, dict[str, Any] | None]:
     """The run's design as its journal keeps it, and its claim families, fixed before the first
     trial. The decisive design is completed here: its first look, the number of potential
@@ -71,7 +72,7 @@ def run_design(case: Case, plan: Plan, request: RunRequest, root: Path
                          spending=design.spending or "even",
                          supported_share=(0.5 if design.supported_share is None
                                           else design.supported_share),
-                         horizon=design.horizon,
+                         horizon=design.horizon, gpu=gpu,
                          scope=request.scope, deterministic=declared,
                          priors_from=[root / p for p in request.priors_from] or None)
 

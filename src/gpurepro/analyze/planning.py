@@ -27,7 +27,7 @@ from .calibrate import calibrate, family_of, load_models, priors_of
 from .claims import DecisiveDesign, Design
 from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claims, not_computed
 from .horizon import prior_at
-from .horizon_design import choose_horizon
+from .horizon_design import PooledTrials, choose_horizon, pooled_trials
 from .known_rates import plan_for
 from .simulate import PRIOR_RULE, design_kind
 
@@ -122,7 +122,8 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   priors_from: Sequence[Path] | None = None, spending: str = "even",
                   supported_share: float = 0.5,
                   horizon: float | str | None = None,
-                  deterministic: Mapping[str, Any] | None | str = "case"
+                  deterministic: Mapping[str, Any] | None | str = "case",
+                  gpu: str | None = None,
                   ) -> tuple[DesignSpec, dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
@@ -133,7 +134,9 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     ``horizon``: "auto" to decide the rate claims with trials as the unit, at the horizon whose
     known-rates plan is shortest (analyze.horizon_design; every trial of their arms then runs
     to at most it, and the arms' priors are their chances before it), a number for that
-    horizon, None for the exact conditional test of constant rates."""
+    horizon, None for the exact conditional test of constant rates. ``gpu``: the GPU model the
+    run is on, whose committed trials an "auto" horizon is chosen from (pooled_trials; any
+    model where None)."""
     total = len(plan.order)
     try:
         models = load_models(case, root, priors_from, list(plan.arms), jobs,
@@ -165,8 +168,10 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     beside = beside_main(case, plan, scope)
     if horizon is not None and horizon != "none" and models is not None:
         confirm = [c for c in case.claims if c.name in in_plan and c.name not in beside]
+        pooled = (None if priors_from or horizon != "auto" else
+                  pooled_trials(case, root, horizon_arms(confirm, case.baseline), jobs, gpu))
         picked = _horizon_for(case, confirm, models, priors, horizon, alpha, max_trials,
-                              supported_share, float(budget.get("duration_s") or 0))
+                              supported_share, float(budget.get("duration_s") or 0), pooled)
         if picked is not None:
             at, priors, choice = picked
     # The families of a first guess of the design (every claim confirmatory but those beside
@@ -205,7 +210,8 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
 
 def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],
                  horizon: float | str, alpha: float, max_trials: int, supported_share: float,
-                 duration_s: float) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
+                 duration_s: float, pooled: PooledTrials | None = None
+                 ) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
     """(horizon, the arms' priors at it, how it was chosen) for a run asking for one ("auto",
     or a number); None where its claims have no rate on exposure or no committed trials to set
     the priors from."""
@@ -213,7 +219,7 @@ def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping
         return None
     if horizon == "auto":
         chosen = choose_horizon(case, claims, models.trials, priors, alpha, max_trials,
-                                supported_share, duration_s)
+                                supported_share, duration_s, pooled)
         if chosen is None:
             return None
         choice, at_priors = chosen

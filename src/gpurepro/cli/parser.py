@@ -569,5 +569,9 @@ def _plan_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="print a run's trials and expected GPU time before any GPU "
                        "is used (nothing is built or run)")
     _run_arguments(p)
+    p.add_argument("--gpu-model", metavar="NAME", default=None,
+                   help="the GPU model the run will be on, as result documents name it (e.g. "
+                        "'NVIDIA H100 80GB HBM3'): an automatic horizon is chosen from that "
+                        "model's committed trials, as a run on it does (default: every model's)")
     p.set_defaults(fn=Command("plan", "cmd"), decisive_by_default=True)
     return p

@@ -139,7 +139,7 @@ def cmd(args: argparse.Namespace) -> int:
     case = load_case(args.case, root)
     request = check_arguments(case, args, root, {"available": False, "gpus": []})
     plan = new_plan(case, request)
-    design, families = run_design(case, plan, request, root)
+    design, families = run_design(case, plan, request, root, args.gpu_model)
     times = arm_times(case, plan, request.budget.duration_s, root)
     for line in lines(case, plan, request, design, families, times):
         show(line)

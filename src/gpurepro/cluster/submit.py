@@ -135,7 +135,7 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     device = {"name": None, "compute_capability": None, "uuid": None, "index": None,
               "supported": True, "target": primary, "reason": None}
     environment = envmod.fingerprint(root, redact=request.redact, gpu_info=NO_TRIALS_HERE)
-    design = designer(case, request, root)(plan, True)
+    design = designer(case, request, root)(plan, True, None)  # partitions' GPUs: any model
     header = journal_header(case, root, plan, run_opts, design.design, environment, device,
                             indexes[primary], design.families, request.scope,
                             deterministic=design.declared)

@@ -236,9 +236,10 @@ def reopen(case: Case, path: Path) -> tuple[Journal, Contents]:
 
 
 def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
-          designed: Callable[[Plan, bool], RunDesign]) -> Started | int:
+          designed: Callable[[Plan, bool, str | None], RunDesign]) -> Started | int:
     """A new run on this machine: plan it and create its journal, with the design the flow
-    hands it for that plan (``designed(plan, supported)``: gpurepro.analyze.designing).
+    hands it for that plan on the GPU model the run is on (``designed(plan, supported, gpu)``:
+    gpurepro.analyze.designing).
     Returns an exit status if nothing can run."""
     gpus = chosen_gpus(request.gpus, gpu_info)
     g = gate(case, gpu_info, request.arch or request.target, gpus)
@@ -253,7 +254,8 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
              "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
-    design = designed(plan, g.supported)
+    name = g.device.get("name")
+    design = designed(plan, g.supported, str(name) if name else None)
     header = journal_header(case, root, plan, opts, design.design,
                             envmod.fingerprint(root, redact=request.redact, gpu_info=gpu_info),
                             envmod.redact_value(gate_json(g), None) if request.redact
