@@ -242,7 +242,9 @@ def tcgen05_sass(session: nox.Session) -> None:
     _install_project(session)
     _install_pins(session, "tcgen05_alloc_order", "sm_103a")
     out = session.posargs[0] if session.posargs else "build/tcgen05_sass"
-    session.run("python", "cases/tcgen05_alloc_order/sass.py", "--out", out)
+    session.run("python", "-m", "gpurepro.building.lowering", "--spec",
+                "cases/tcgen05_alloc_order/lowering.py", "--name", "sass_analysis", "--arch",
+                "sm_103a", "--arch", "sm_100a", "--out", out)
 
 
 TOOLCHAIN_RECORDS = ROOT / ".nox" / "toolchains"

@@ -49,7 +49,7 @@ def violations(path: Path, text: str) -> list[str]:
 def test_the_scan_sees_the_cases():
     files = case_files()
     names = {p.relative_to(ROOT / "cases").as_posix() for p in files}
-    assert "tile_unload_race/verdict.py" in names and "tcgen05_alloc_order/verdict.py" in names
+    assert "tile_unload_race/verdict.py" in names and "tcgen05_alloc_order/conclusion.py" in names
     assert not any("/seed/" in f"/{n}" for n in names)
 
 

@@ -7,6 +7,7 @@ cannot run. The builds from the pinned wheels are toolchain-marked.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import pytest
 
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
-from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, toolchain
+from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, load_sibling, toolchain
 from gpurepro.model.result import Analysis
 
 from .conftest import ROOT, toolchain_venv
@@ -263,7 +264,7 @@ def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, 
 
 def _verdict(case, trials=None, **kw):
     analysis, claims = _analysis(case, trials if trials is not None else _b300_like(case), **kw)
-    given = case.verdict(analysis)
+    given = verdicts.concluded(case, analysis)
     return given, verdicts.compose_verdict(given, claims)
 
 
@@ -295,7 +296,8 @@ def test_every_comparison_is_a_declared_claim_between_arms_of_the_case(case):
 
 
 def test_case_code_computes_no_statistics():
-    for name in ("verdict.py", "manifest.py", "design.py"):
+    assert not (CASE_DIR / "verdict.py").exists()  # the verdict is declared (conclusion.py)
+    for name in ("conclusion.py", "manifest.py"):
         text = (CASE_DIR / name).read_text()
         for word in ("scipy", "fisher", "p_value", "ALPHA", "math.comb", "binom"):
             assert word not in text, f"{name} mentions {word!r}"
@@ -365,22 +367,42 @@ def test_usage_error_when_the_text_states_a_rule_against_the_condition_the_claim
                                                                                         monkeypatch):
     """Under a text that forbids the exit, the claims that show the exit is needed give a usage
     error; the same text with the claims showing a failure without the exit gives a defect."""
-    monkeypatch.setitem(case.verdict.__globals__["DOC_AUDIT"]["stated_rule"], "exit", STILL_ACTIVE)
-    _, v = _verdict(case, decisions=EXIT_NEEDED)
+    conclusion = load_sibling(CASE_DIR / "manifest.py", "conclusion")
+    monkeypatch.setitem(conclusion.STATED_RULE, "exit", STILL_ACTIVE)
+    declared = dataclasses.replace(conclusion.DECLARED, branches=conclusion.branches())
+    ruled = dataclasses.replace(case, conclusion=dataclasses.replace(case.conclusion,
+                                                                     declared=declared))
+    _, v = _verdict(ruled, decisions=EXIT_NEEDED)
     assert v["status"] == "usage_error"
     assert v["owner"].startswith("the program's author") and STILL_ACTIVE in v["owner"]
     assert v["owner_because"] == [*ORDERING, "linger-fails", "linger-lower"]
-    _, v = _verdict(case, decisions=LINGER_FAILS)
+    _, v = _verdict(ruled, decisions=LINGER_FAILS)
     assert v["status"] == "defect"
-    _, v = _verdict(case, decisions={**EXIT_NEEDED, "linger-lower": "not_decided"})
+    _, v = _verdict(ruled, decisions={**EXIT_NEEDED, "linger-lower": "not_decided"})
     assert v["status"] == "class_not_decided" and v["owner"] is None
+    _, v = _verdict(case, decisions=EXIT_NEEDED)  # the text read states no such rule
+    assert v["status"] == "documentation_gap"
 
 
 def test_the_documentation_read_states_no_rule_against_either_condition(case):
-    audit = case.verdict.__globals__["DOC_AUDIT"]
-    assert audit["stated_rule"] == {"exit": None, "dealloc": None}
-    assert audit["isa"] == "PTX ISA 9.1" and "147f5673" in audit["cutlass"]
-    assert "conclusion" not in audit  # a reading, not a switch
+    conclusion = load_sibling(CASE_DIR / "manifest.py", "conclusion")
+    assert conclusion.STATED_RULE == {"exit": None, "dealloc": None}
+    assert conclusion.ISA == "PTX ISA 9.1" and "147f5673" in conclusion.CUTLASS
+    assert not any(b.status == "usage_error" for b in case.conclusion.declared.branches)
+
+
+def test_practice_is_labelled_evidence_with_its_sources_and_says_what_a_run_decides(case):
+    trials = [_trial(a, False, unsupported=True) for a in case.resolved_arms()]
+    given, v = _verdict(case, trials, cc="9.0", name="NVIDIA H200")
+    practice = next(s for s in given["sentences"] if s.startswith("Practice (evidence"))
+    assert "not from an arm" in practice
+    for source in ("triton-lang/triton/pull/9498", "NVIDIA/cutlass/pull/3316",
+                   "NVIDIA/cutlass/issues/3435"):
+        assert f"https://github.com/{source}" in practice
+    assert "peer CTA is launched and its warps eventually participate" in practice
+    assert "supports the reading that the ordering is a requirement" in practice
+    assert "What a B300 (or B200) run still decides" in practice and "linger-fails" in practice
+    assert v["status"] == "not_run" and v["owner"] is None  # evidence decides nothing
 
 
 def test_baseline_contradicted_is_not_reproduced_and_names_no_owner(case):

@@ -1,4 +1,5 @@
-"""tcgen05_alloc_order SASS analysis: the derivation, on real compiler output.
+"""tcgen05_alloc_order SASS analysis (gpurepro.building.lowering on the case's lowering.py): the
+derivation, on real compiler output.
 
 The parser tests read a listing that cuobjdump 13.2.51 printed for ptxas 13.0.88's sm_103a
 lowering of tcgen05.alloc.cta_group::2 (tests/data/tcgen05/). The toolchain-marked tests compile
@@ -11,7 +12,9 @@ import json
 
 import pytest
 
-from gpurepro.case import load_sibling
+from gpurepro.building import lowering, sass_pairs
+from gpurepro.building.sass import parse_listing
+from gpurepro.case import load_sibling, toolchain
 
 from .conftest import ROOT
 from .test_tcgen05_case import pinned_venv
@@ -20,19 +23,15 @@ CASE_DIR = ROOT / "cases" / "tcgen05_alloc_order"
 LISTING = ROOT / "tests" / "data" / "tcgen05" / "alloc_cg2_sm_103a.sass"
 
 
-def _load(name):
-    return load_sibling(CASE_DIR / "manifest.py", name)
-
-
-sass_parse = _load("sass_parse")
+SPEC = lowering.load_spec(CASE_DIR / "lowering.py")
 
 
 def _rows(instrs, indices):
-    return [(instrs[i].opcode, sass_parse.target(instrs, i)) for i in indices]
+    return [(instrs[i].opcode, sass_pairs.target(instrs, i)) for i in indices]
 
 
 def test_listing_parses():
-    funcs = sass_parse.parse_listing(LISTING.read_text())
+    funcs = parse_listing(LISTING.read_text())
     instrs = funcs["k_alloc_cg2"]
     assert instrs[0].offset == 0 and instrs[0].opcode == "LDC"
     bra = next(i for i in instrs if i.pred == "@!P0" and i.opcode == "BRA")
@@ -40,8 +39,8 @@ def test_listing_parses():
 
 
 def test_parity_split_on_recorded_lowering():
-    instrs = sass_parse.parse_listing(LISTING.read_text())["k_alloc_cg2"]
-    split = sass_parse.parity_split(instrs)
+    instrs = parse_listing(LISTING.read_text())["k_alloc_cg2"]
+    split = sass_pairs.parity_split(instrs)
     assert split is not None and split.predicate == "P0" and split.predicate_means_leader
     leader, follower = _rows(instrs, split.leader), _rows(instrs, split.follower)
     assert ("UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN", None) in leader
@@ -55,12 +54,12 @@ def test_parity_split_on_recorded_lowering():
 
 
 def test_leader_does_not_wait_after_signalling():
-    instrs = sass_parse.parse_listing(LISTING.read_text())["k_alloc_cg2"]
-    split = sass_parse.parity_split(instrs)
+    instrs = parse_listing(LISTING.read_text())["k_alloc_cg2"]
+    split = sass_pairs.parity_split(instrs)
     signal = next(i for i in split.leader if instrs[i].opcode == "SYNCS.ARRIVE.TRANS64.RED")
-    after = sass_parse.reachable(instrs, signal, split.predicate, split.predicate_means_leader)
+    after = sass_pairs.reachable(instrs, signal, split.predicate, split.predicate_means_leader)
     assert not any(instrs[i].opcode.startswith("SYNCS.PHASECHK") for i in after & set(split.leader))
-    assert sass_parse.constant_operand(instrs, signal) == "R10=0x4"
+    assert sass_pairs.constant_operand(instrs, signal) == "R10=0x4"
 
 
 def test_no_split_without_parity_branch():
@@ -73,7 +72,7 @@ def test_no_split_without_parity_branch():
         /*0040*/                   NOP ;
         /*0050*/                   EXIT ;
     """
-    assert sass_parse.parity_split(sass_parse.parse_listing(text)["k"]) is None
+    assert sass_pairs.parity_split(parse_listing(text)["k"]) is None
 
 
 # ----------------------------------------------------------------------------- real tools
@@ -81,32 +80,31 @@ def test_no_split_without_parity_branch():
 
 @pytest.fixture(scope="module")
 def analysis(tmp_path_factory):
-    sass = _load("sass")
+    manifest = load_sibling(CASE_DIR / "manifest.py", "manifest")
     for venv in (pinned_venv(), None):
         try:
-            sass.tools(venv)
+            tools = {n: toolchain.find_tool(n, manifest.TOOLS, venv) for n in ("ptxas", "cuobjdump")}
             break
-        except sass.ToolMissing as exc:
+        except toolchain.ToolNotFound as exc:
             why = str(exc)
     else:
         pytest.skip(f"pinned CUDA tools not installed: {why}")
     out = tmp_path_factory.mktemp("sass")
-    sass.run(out, ["sm_103a", "sm_100a"], None, venv)
+    lowering.run(SPEC, out, ["sm_103a", "sm_100a"], tools, name="sass_analysis")
     return out, json.loads((out / "sass_analysis.json").read_text())
 
 
 @pytest.mark.toolchain
 def test_pinned_tool_versions(analysis):
     _, doc = analysis
-    assert doc["tools"]["ptxas"] == "13.0.88" and doc["tools"]["nvcc"] == "13.0.88"
-    assert doc["tools"]["cuobjdump"] == "13.2.51"
+    assert doc["tools"]["ptxas"] == "13.0.88" and doc["tools"]["cuobjdump"] == "13.2.51"
 
 
 @pytest.mark.toolchain
 def test_mbarrier_table_is_derived(analysis):
     _, doc = analysis
     for target in doc["targets"]:
-        rows = {r["kernel"]: r for r in target["mbarrier_table"]}
+        rows = {r["kernel"]: r for r in target["reference_table"]}
         assert all(r["claim_verified"] for r in rows.values() if r["report_claim"])
         assert [s["opcode"] for s in rows["k_arrive"]["sass"]] == ["SYNCS.ARRIVE.TRANS64.A1T0"]
         remote = [s for s in rows["k_arrive_remote"]["sass"] if s["opcode"].startswith("SYNCS")]
@@ -114,14 +112,13 @@ def test_mbarrier_table_is_derived(analysis):
 
 
 @pytest.mark.toolchain
-def test_alloc_lowering_and_repro_cubin(analysis):
+def test_alloc_lowering(analysis):
     out, doc = analysis
     for target in doc["targets"]:
-        low = target["tcgen05"]["alloc_cg2"]
+        low = target["studied"]["k_alloc_cg2"]
         assert low["splits_on_parity"] and low["predicate_true_means"].startswith("leader")
         assert low["leader_waits_before_signal"] and not low["leader_waits_after_signal"]
         assert all(c["verified"] for c in target["claims"]), target["claims"]
-        assert target["repro"]["matches_snippet"]
         findings = {f["id"]: f["value"] for f in target["findings"]}
         assert findings["dealloc_synchronises_with_peer"] is False
         assert findings["relinquish_synchronises_with_peer"] is False

@@ -1,25 +1,22 @@
 """Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
 
-The experiment's design (factors, arms, the comparisons the claims make) lives in design.py; the
-reporter's text output is parsed by seed_parser.py; instruments are the harness's
-(gpurepro.case.instruments: the "instrument" factor's levels); the verdict (status, owner, measurement
-sentences; no statistics) is in verdict.py; the SASS analysis in sass.py. This file wires them into
-a gpurepro Case, words the claims, and writes the pins and the tools taken from them (sass.py
-reads both from here). Standard library + gpurepro only: it is imported on GPU nodes with no
-network.
+The factors, arms and claims are declared here; the verdict in conclusion.py (a decision table
+over the claims, the documentation audit, hypotheses labelled); the SASS analysis is the
+harness's (gpurepro.building.lowering) on what lowering.py declares; seed_parser.py reads the
+reporter's text output. Standard library + gpurepro only: imported on GPU nodes with no network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from gpurepro.building import lowering
 from gpurepro.case import (
     Arm,
     Artifact,
     Case,
     Claim,
+    Conclusion,
     Defaults,
     Devices,
     Exposure,
@@ -31,142 +28,184 @@ from gpurepro.case import (
     load_sibling,
 )
 
-HERE = Path(__file__).resolve().parent
-
-
-design = load_sibling(__file__, "design")
-seed_parser = load_sibling(__file__, "seed_parser")
-verdict_mod = load_sibling(__file__, "verdict")
-
 TARGETS = ("sm_103a", "sm_100a")
-
-# Exact pins, found by installing into an empty venv on a CPU-only machine. nvcc 13.0.88 is the
-# report's "V13.0.88"; crt/nvvm carry nvcc's headers and cicc; nvidia-cuda-runtime 13.0.96 is
-# what cuda-toolkit[nvcc,cudart]==13.0.* (13.0.3.0) resolves to and carries cudart headers plus
-# libcudart_static.a/libcudadevrt.a in nvidia/cu13/lib. cuobjdump/nvdisasm exist on PyPI only
-# from 13.2.51; newer disassemblers read 13.0 cubins, and one exact version is pinned so the SASS
-# text is stable.
-PINS = (
-    "nvidia-cuda-nvcc==13.0.88",
-    "nvidia-cuda-crt==13.0.88",
-    "nvidia-nvvm==13.0.88",
-    "nvidia-cuda-runtime==13.0.96",
-    "nvidia-cuda-cuobjdump==13.2.51",
-    "nvidia-cuda-nvdisasm==13.2.51",
-)
-# The tools the case uses, and the pinned wheel each comes from: nvcc builds the programs,
-# ptxas/cuobjdump (and nvdisasm) make the SASS analysis. The instruments' tools are on the GPU
-# node: compute-sanitizer from its wheel if installed there, else the host's; cuda-gdb has no
-# wheel.
+# Exact pins, found by installing into an empty venv on a CPU-only machine (README.md).
+# cuobjdump/nvdisasm exist on PyPI only from 13.2.51; one version is pinned so SASS text is stable.
+PINS = ("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-crt==13.0.88", "nvidia-nvvm==13.0.88",
+        "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-cuobjdump==13.2.51",
+        "nvidia-cuda-nvdisasm==13.2.51")
+# The instruments' tools are the GPU node's: compute-sanitizer from its wheel if installed there,
+# else the host's; cuda-gdb has no wheel.
 TOOLS = {
-    "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"),
-    "ptxas": Tool("ptxas", "nvidia-cuda-nvcc"),
+    "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"), "ptxas": Tool("ptxas", "nvidia-cuda-nvcc"),
     "cuobjdump": Tool("cuobjdump", "nvidia-cuda-cuobjdump"),
     "nvdisasm": Tool("nvdisasm", "nvidia-cuda-nvdisasm"),
     "compute-sanitizer": Tool("compute-sanitizer", "nvidia-cuda-sanitizer-api", host=True),
     "cuda-gdb": Tool("cuda-gdb"),
 }
 
+# Factor levels and what the programs take on their command line (DELAY SPIN MODE).
+DELAY = {"leader": 0, "follower": 1, "neither": 2}  # which CTA of the pair sleeps first
+MODE = {"baseline": 0, "barrier_before_alloc": 1, "barrier_after_alloc": 2,
+        "barrier_before_dealloc": 6, "barrier_before_exit": 1}  # the last: the controls' mode 1
+MODE_LABEL = {"baseline": "no barrier", "barrier_before_alloc": "barrier.cluster before alloc",
+              "barrier_after_alloc": "barrier.cluster after alloc",
+              "barrier_before_dealloc": "barrier.cluster immediately before dealloc"}
+SPINS, BASE_SPIN = (0, 10, 100, 1000, 5000, 50000), 5000  # x __nanosleep(1000), about 1 us
+OPS = {"arrive": 0, "store": 1}  # the control's late remote operation
+VARIANTS = {"as_filed": "as filed", "no_relinquish": "without relinquish_alloc_permit",
+            "no_dealloc": "without dealloc",
+            "linger": "dealloc early, CTA exit late (linger after dealloc)"}
+DEFINE = {"no_relinquish": "NO_RELINQUISH", "no_dealloc": "NO_DEALLOC",
+          "linger": "LINGER_AFTER_DEALLOC"}
+INSTRUMENT_LABEL = {"none": "no instrument", "coredump": "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",
+                    "compute-sanitizer": "compute-sanitizer (memcheck)",
+                    "cuda-gdb": "cuda-gdb batch run"}
+ARTIFACT = {("seed", "as_filed"): "repro", ("control", "as_filed"): "control_remote_after_exit",
+            ("instrumented", "as_filed"): "repro_instrumented",
+            **{("instrumented", v): f"repro_{v}" for v in DEFINE}}
+BASELINE, INSTR_BASELINE = "follower-baseline", "instr-follower-baseline"
 
-def _build(name: str, src: str, defines: list[str], description: str) -> Artifact:
+
+def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> Artifact:
     cmd = ["{python}", "{case}/build.py", "--nvcc", "{nvcc}", "--nvcc-lib", "{nvcc_lib}",
            "--arch", "{arch}", "--src", "{case}/" + src, "--out", "{out}/" + name]
-    for d in defines:
-        cmd += ["-D", d]
-    return Artifact(name=name, command=tuple(cmd), outputs=(name,), sources=(src, "build.py"),
-                    tools=("nvcc",), archs=TARGETS, description=description)
+    return Artifact(name=name, command=(*cmd, *(x for d in defines for x in ("-D", d))),
+                    outputs=(name,), sources=(src, "build.py"), tools=("nvcc",), archs=TARGETS,
+                    description=description)
 
 
 ARTIFACTS = [
-    _build("repro", "seed/repro.cu", [],
+    _build("repro", "seed/repro.cu", (),
            "the reporter's repro.cu as filed: nvcc -gencode arch=compute_XXXa,code=sm_XXXa"),
-    *[
-        _build(design.ARTIFACT[("instrumented", v)], "repro_instrumented.cu", design.DEFINE[v],
-               f"instrumented variant, {design.VARIANT_LABEL[v]}")
-        for v in design.VARIANTS
-    ],
-    _build("control_remote_after_exit", "controls/remote_arrive_after_exit.cu", [],
+    *[_build(ARTIFACT[("instrumented", v)], "repro_instrumented.cu",
+             (DEFINE[v],) if v in DEFINE else (), f"instrumented variant, {label}")
+      for v, label in VARIANTS.items()],
+    _build("control_remote_after_exit", "controls/remote_arrive_after_exit.cu", (),
            "control without tcgen05: late remote arrive/store into an exited peer CTA"),
     Artifact(
         name="sass",
-        command=("{python}", "{case}/sass.py", "--out", "{out}", "--arch", "{arch}",
+        command=("{python}", "-m", "gpurepro.building.lowering", "--spec", "{case}/lowering.py",
+                 "--name", "sass_analysis", "--out", "{out}", "--arch", "{arch}",
+                 "--tool", "ptxas={ptxas}", "--tool", "cuobjdump={cuobjdump}",
                  "--repro", "{artifact:repro}/repro"),
-        outputs=("sass_analysis.json", "sass_analysis.md"),
-        sources=("sass.py", "sass_parse.py", "snippets.py"),
-        tools=("ptxas", "cuobjdump"),
-        archs=TARGETS,
+        outputs=("sass_analysis.json", "sass_analysis.md"), sources=("lowering.py",),
+        tools=("ptxas", "cuobjdump"), archs=TARGETS,
         description="PTX->SASS table and the leader/follower lowering of tcgen05.alloc.cta_group::2",
     ),
 ]
 
 
-ARM_LABEL = {name: desc for name, _factors, desc in design.arms()}
+def arms() -> list[tuple[str, dict[str, Any], str]]:
+    out: list[tuple[str, dict[str, Any], str]] = []
+    for delay in DELAY:  # the report's grid on its own binary, spin 5000
+        for mode, label in MODE_LABEL.items():
+            out.append((f"{delay}-{mode.replace('_', '-')}", {"delay": delay, "mode": mode},
+                        f"seed; {delay} delayed; {label}"))
+    out += [(f"follower-spin-{s}", {"spin": s}, f"seed; follower delayed {s} x 1 us")
+            for s in (0, 10, 100, 1000)]
+    out.append(("leader-spin-50000", {"delay": "leader", "spin": 50000},
+                "seed; leader delayed 50000 x 1 us"))
+    ins = {"build": "instrumented"}
+    out += [(INSTR_BASELINE, ins, "instrumented; follower delayed; no barrier (markers)"),
+            ("instr-leader-baseline", {**ins, "delay": "leader"},
+             "instrumented; leader delayed (markers)"),
+            ("instr-follower-barrier-before-dealloc", {**ins, "mode": "barrier_before_dealloc"},
+             "instrumented; follower delayed; barrier before dealloc (markers)")]
+    out += [(f"instr-{v.replace('_', '-')}", {**ins, "variant": v},
+             f"instrumented; follower delayed; {VARIANTS[v]}") for v in DEFINE]
+    out += [(f"instr-{i}", {**ins, "instrument": i},
+             f"instrumented; follower delayed; {INSTRUMENT_LABEL[i]}")
+            for i in ("coredump", "compute-sanitizer", "cuda-gdb")]
+    out.append(("follower-coredump", {"instrument": "coredump"},
+                "seed; follower delayed; CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1"))
+    # Controls without tcgen05: a late remote arrive (what the follower's alloc ends with) or store
+    # into an exited CTA; a barrier before exit is the negative control.
+    ctl = {"build": "control", "op": "store"}
+    out += [("control-arrive-after-exit", {**ctl, "op": "arrive"},
+             "control; late remote mbarrier arrive into an exited CTA"),
+            ("control-store-after-exit", ctl,
+             "control; late remote st.shared::cluster into an exited CTA"),
+            ("control-store-barrier-before-exit", {**ctl, "mode": "barrier_before_exit"},
+             "control; late remote store, barrier.cluster before exit")]
+    out += [(f"control-store-{i}", {**ctl, "instrument": i},
+             f"control; late remote store; {INSTRUMENT_LABEL[i]}") for i in ("coredump", "cuda-gdb")]
+    return out
+
+
+ARM_LABEL = {name: desc for name, _f, desc in arms()}
+LAUNCH_FAILURE = "cudaErrorLaunchFailure"  # the report's "unspecified launch failure"
+BARRIERS = tuple(f"{m.replace('_', '-')}-lower" for m in list(MODE_LABEL)[1:])
+INSTRUMENT_LOWER = {"instr-coredump": "instr-coredump-lower",
+                    "instr-compute-sanitizer": "instr-compute-sanitizer-lower",
+                    "instr-cuda-gdb": "instr-cuda-gdb-lower", "follower-coredump": "seed-coredump-lower"}
+CONTROL_INSTRUMENT_LOWER = {"control-store-coredump": "control-coredump-lower",
+                            "control-store-cuda-gdb": "control-cuda-gdb-lower"}
+# (name, kind, arm, reference, expected cuda_error detail): "lower"/"higher", the arm's failure
+# rate against the reference (one factor changed); "equivalent": within 2x; "outcome": most
+# valid trials end as cuda_error (with that name, when given).
+COMPARISONS: list[tuple[str, str, str, str | None, str | None]] = [
+    ("baseline-launch-failure", "outcome", BASELINE, None, LAUNCH_FAILURE),
+    *[(c, "lower", "follower-" + c.removesuffix("-lower"), BASELINE, None) for c in BARRIERS],
+    ("leader-delay-lower", "lower", "leader-baseline", BASELINE, None),
+    ("no-delay-lower", "lower", "neither-baseline", BASELINE, None),
+    ("leader-spin-50000-lower", "lower", "leader-spin-50000", BASELINE, None),
+    ("spin-0-lower", "lower", "follower-spin-0", BASELINE, None),
+    ("spin-10-launch-failure", "outcome", "follower-spin-10", None, LAUNCH_FAILURE),
+    ("markers-within-2x", "equivalent", INSTR_BASELINE, BASELINE, None),
+    ("instr-leader-delay-lower", "lower", "instr-leader-baseline", INSTR_BASELINE, None),
+    ("instr-barrier-before-dealloc-lower", "lower", "instr-follower-barrier-before-dealloc",
+     INSTR_BASELINE, None),
+    ("no-relinquish-launch-failure", "outcome", "instr-no-relinquish", None, LAUNCH_FAILURE),
+    ("no-dealloc-lower", "lower", "instr-no-dealloc", INSTR_BASELINE, None),
+    ("linger-lower", "lower", "instr-linger", INSTR_BASELINE, None),
+    # instr-linger meets every precondition the cited documentation states: does it still fail?
+    ("linger-fails", "outcome", "instr-linger", None, LAUNCH_FAILURE),
+    *[(c, "lower", a, BASELINE if a == "follower-coredump" else INSTR_BASELINE, None)
+      for a, c in INSTRUMENT_LOWER.items()],
+    ("control-store-higher", "higher", "control-store-after-exit",
+     "control-store-barrier-before-exit", None),
+    ("control-arrive-fails", "outcome", "control-arrive-after-exit", None, None),
+    *[(c, "lower", a, "control-store-after-exit", None) for a, c in CONTROL_INSTRUMENT_LOWER.items()],
+]
 
 
 def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | None) -> Claim:
-    """One row of design.COMPARISONS as a Claim, with its three sentences.
-
-    The harness fills {arm}, {reference}, {count}, {n}, {ratio_name}, {ratio}, {ratio_ci} and {needed} and
-    appends the test and its p-value; one launch per trial, so counts read better than rates.
-    """
-    who = "{arm} (" + ARM_LABEL[arm] + ")"
-    counts = "{count} of {n} trials failed"
+    """One comparison as a Claim with its three sentences (the harness fills the braces)."""
+    who, counts = "{arm} (" + ARM_LABEL[arm] + ")", "{count} of {n} trials failed"
+    ratio = "{ratio_name} {ratio} (95% CI {ratio_ci})."
     if kind == "outcome":
         ends = "cuda_error " + detail if detail else "a CUDA error"
-        return Claim(
-            name, arm, kind, outcome="cuda_error", detail=detail, share=0.5,
-            supported=f"{who} ends as {ends} in most trials: {{count}} of {{n}}.",
-            contradicted=f"{who} does not end as {ends} in most trials: {{count}} of {{n}}.",
-            not_decided=f"Whether {who} ends as {ends} in most trials is not decided: "
-                        "{count} of {n}.")
+        return Claim(name, arm, kind, outcome="cuda_error", detail=detail, share=0.5,
+                     supported=f"{who} ends as {ends} in most trials: {{count}} of {{n}}.",
+                     contradicted=f"{who} does not end as {ends} in most trials: {{count}} of {{n}}.",
+                     not_decided=f"Whether {who} ends as {ends} in most trials is not decided: "
+                                 "{count} of {n}.")
     if kind == "equivalent":
-        return Claim(
-            name, arm, kind, reference=reference, margin=2.0,
-            supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, {{ratio_name}} "
-                      "{ratio} (95% CI {ratio_ci}).",
-            contradicted=f"{who} fails at a rate more than 2x away from {{reference}}'s: {counts}, "
-                         "{ratio_name} {ratio} (95% CI {ratio_ci}).",
-            not_decided=f"Whether {who} fails at a rate within 2x of {{reference}}'s is not "
-                        f"decided: {counts}; deciding it needs {{needed}}.")
+        return Claim(name, arm, kind, reference=reference, margin=2.0,
+                     supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, {ratio}",
+                     contradicted=f"{who} fails at a rate more than 2x away from {{reference}}'s: "
+                                  f"{counts}, {ratio}",
+                     not_decided=f"Whether {who} fails at a rate within 2x of {{reference}}'s is "
+                                 f"not decided: {counts}; deciding it needs {{needed}}.")
     less, more = ("less", "more") if kind == "lower" else ("more", "less")
-    return Claim(
-        name, arm, kind, reference=reference,
-        supported=f"{who} fails {less} often than {{reference}}: {counts}, {{ratio_name}} {{ratio}} "
-                  "(95% CI {ratio_ci}).",
-        contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, "
-                     "{ratio_name} {ratio} (95% CI {ratio_ci}).",
-        not_decided=f"Whether {who} fails {less} often than {{reference}} is not decided: "
-                    f"{counts}; deciding it needs {{needed}}.")
-
-
-CLAIMS = [_claim(*row) for row in design.COMPARISONS]
+    return Claim(name, arm, kind, reference=reference,
+                 supported=f"{who} fails {less} often than {{reference}}: {counts}, {ratio}",
+                 contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, "
+                              f"{ratio}",
+                 not_decided=f"Whether {who} fails {less} often than {{reference}} is not decided: "
+                             f"{counts}; deciding it needs {{needed}}.")
 
 
 def program_command(ctx: TrialContext) -> TrialCommand:
     """The trial's program; the "instrument" factor's level is applied by the harness."""
     f = ctx.factors
-    artifact = design.ARTIFACT[(f["build"], f["variant"])]
+    binary = str(ctx.artifacts[ARTIFACT[(f["build"], f["variant"])]])
     if f["build"] == "control":  # SPIN MODE OP
-        program = [str(ctx.artifacts[artifact]), str(f["spin"]), str(design.MODE[f["mode"]]),
-                   str(design.OPS[f["op"]])]
+        argv = (binary, str(f["spin"]), str(MODE[f["mode"]]), str(OPS[f["op"]]))
     else:  # DELAY SPIN MODE, as the seed takes them
-        program = [str(ctx.artifacts[artifact]), str(design.DELAY[f["delay"]]), str(f["spin"]),
-                   str(design.MODE[f["mode"]])]
-    return TrialCommand(argv=tuple(program), parser="seed" if f["build"] == "seed" else "jsonl")
-
-
-trial_command = instruments.instrumented(program_command, "instrument", tools=TOOLS)
-
-
-def _sass_analysis(paths: Mapping[str, Path]) -> Mapping[str, Any]:
-    """The build's SASS findings, carried into the result (verdict sentences cite them)."""
-    import json
-
-    p = paths.get("sass")
-    if p is None or not Path(p).is_file():
-        return {"available": False, "reason": "sass artifact not built"}
-    data = json.loads(Path(p).read_text())
-    return {"available": True, **{k: data[k] for k in ("tools", "claims", "findings") if k in data}}
+        argv = (binary, str(DELAY[f["delay"]]), str(f["spin"]), str(MODE[f["mode"]]))
+    return TrialCommand(argv=argv, parser="seed" if f["build"] == "seed" else "jsonl")
 
 
 CASE = Case(
@@ -183,18 +222,20 @@ CASE = Case(
     tools=TOOLS,
     artifacts=ARTIFACTS,
     factors={
-        "build": Factor(design.BUILDS, "seed", "the reporter's binary or the instrumented one"),
-        "delay": Factor(tuple(design.DELAY), "follower", "which CTA sleeps before alloc"),
-        "mode": Factor(tuple(design.MODE), "baseline", "where barrier.cluster is inserted"),
-        "spin": Factor(design.SPINS, design.BASE_SPIN, "delay length, x __nanosleep(1000)"),
-        "variant": Factor(design.VARIANTS, "as_filed", "compile-time variant (instrumented only)"),
-        "instrument": instruments.factor(*design.INSTRUMENTS, description="tool the trial runs under"),
-        "op": Factor(tuple(design.OPS), "arrive", "controls only: the late remote operation"),
+        "build": Factor(("seed", "instrumented", "control"), "seed",
+                        "the reporter's binary or the instrumented one"),
+        "delay": Factor(tuple(DELAY), "follower", "which CTA sleeps before alloc"),
+        "mode": Factor(tuple(MODE), "baseline", "where barrier.cluster is inserted"),
+        "spin": Factor(SPINS, BASE_SPIN, "delay length, x __nanosleep(1000)"),
+        "variant": Factor(tuple(VARIANTS), "as_filed", "compile-time variant (instrumented only)"),
+        "instrument": instruments.factor(*INSTRUMENT_LABEL, description="tool the trial runs under"),
+        "op": Factor(tuple(OPS), "arrive", "controls only: the late remote operation"),
     },
-    arms=[Arm(name, factors, desc) for name, factors, desc in design.arms()],
-    baseline=design.BASELINE,
-    trial_command=trial_command,
-    verdict=verdict_mod.verdict,
+    arms=[Arm(name, factors, desc) for name, factors, desc in arms()],
+    baseline=BASELINE,
+    trial_command=instruments.instrumented(program_command, "instrument", tools=TOOLS),
+    conclusion=Conclusion(reproduces=("baseline-launch-failure",),
+                          declared=load_sibling(__file__, "conclusion").DECLARED),
     devices=Devices(
         targets={"10.3": "sm_103a", "10.0": "sm_100a"},
         why="tcgen05 instructions exist only on the arch-specific sm_100a/sm_103a targets "
@@ -203,7 +244,7 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="launches"),
     defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),
     failure_outcomes=("cuda_error", "hung", "crashed"),
-    parsers={"seed": seed_parser.parse},
-    analyses={"sass": _sass_analysis},
-    claims=CLAIMS,
+    parsers={"seed": load_sibling(__file__, "seed_parser").parse},
+    analyses={"sass": lowering.analysis("sass")},
+    claims=[_claim(*row) for row in COMPARISONS],
 )

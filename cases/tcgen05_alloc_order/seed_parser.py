@@ -3,8 +3,8 @@
 The seed prints one of two lines:
     delay_cta=1 spin=5000 mode=0 => unspecified launch failure     (cudaGetErrorString of the sync)
     launch failed                                                  (cudaLaunchKernelEx failed; exit 2)
-The harness classifies by cudaError_t *names*, so the message is mapped back to its name with
-ERROR_NAMES. The harness's instrument wrapper (gpurepro.case.instruments) may interleave its own JSON
+The harness classifies by cudaError_t *names*: the message is mapped back to its name
+(gpurepro.case.cuda_errors). The instrument wrapper (gpurepro.case.instruments) may interleave JSON
 lines ({"event": "instrument", ...} and, when the tool is missing or the debugger saw a CUDA
 exception, a "final"); those are kept, an instrument record is folded into the final record's
 observations, and the seed's own line wins over a wrapper's final. Standard library only.
@@ -16,62 +16,12 @@ import json
 import re
 from typing import Any
 
-# cudaGetErrorString text -> cudaError_t name, CUDA 13.0 runtime (texts read from
-# libcudart_static.a of nvidia-cuda-runtime 13.0.96 and the comments in its driver_types.h).
-ERROR_NAMES: dict[str, str] = {
-    "no error": "cudaSuccess",
-    "invalid argument": "cudaErrorInvalidValue",
-    "out of memory": "cudaErrorMemoryAllocation",
-    "initialization error": "cudaErrorInitializationError",
-    "driver shutting down": "cudaErrorCudartUnloading",
-    "CUDA driver is a stub library": "cudaErrorStubLibrary",
-    "CUDA driver version is insufficient for CUDA runtime version": "cudaErrorInsufficientDriver",
-    "no CUDA-capable device is detected": "cudaErrorNoDevice",
-    "invalid device ordinal": "cudaErrorInvalidDevice",
-    "invalid device function": "cudaErrorInvalidDeviceFunction",
-    "invalid configuration argument": "cudaErrorInvalidConfiguration",
-    "invalid resource handle": "cudaErrorInvalidResourceHandle",
-    "device not ready": "cudaErrorNotReady",
-    "no kernel image is available for execution on the device": "cudaErrorNoKernelImageForDevice",
-    "the provided PTX was compiled with an unsupported toolchain.": "cudaErrorUnsupportedPtxVersion",
-    "an illegal memory access was encountered": "cudaErrorIllegalAddress",
-    "too many resources requested for launch": "cudaErrorLaunchOutOfResources",
-    "the launch timed out and was terminated": "cudaErrorLaunchTimeout",
-    "unspecified launch failure": "cudaErrorLaunchFailure",
-    "an illegal instruction was encountered": "cudaErrorIllegalInstruction",
-    "misaligned address": "cudaErrorMisalignedAddress",
-    "operation not supported on global/shared address space": "cudaErrorInvalidAddressSpace",
-    "invalid program counter": "cudaErrorInvalidPc",
-    "hardware stack error": "cudaErrorHardwareStackError",
-    "device-side assert triggered": "cudaErrorAssert",
-    "uncorrectable ECC error encountered": "cudaErrorECCUncorrectable",
-    "uncorrectable NVLink error detected during the execution": "cudaErrorNvlinkUncorrectable",
-    "operation not supported": "cudaErrorNotSupported",
-    "operation not permitted": "cudaErrorNotPermitted",
-    "unknown error": "cudaErrorUnknown",
-    "too many blocks in cooperative launch": "cudaErrorCooperativeLaunchTooLarge",
-    "a kernel launch error has occurred due to cluster misconfiguration": "cudaErrorInvalidClusterSize",
-    "cluster misconfiguration": "cudaErrorInvalidClusterSize",
-    "unspecified launch failure in prior launch": "cudaErrorPriorLaunchFailure",
-    "wait operation timed out": "cudaErrorTimeout",
-    "system not yet initialized": "cudaErrorSystemNotReady",
-    "CUDA-capable device(s) is/are busy or unavailable": "cudaErrorDevicesUnavailable",
-    "device kernel image is invalid": "cudaErrorInvalidKernelImage",
-}
-
-# The device cannot run this build at all: not a finding about the bug.
-UNSUPPORTED = {"cudaErrorNoKernelImageForDevice", "cudaErrorUnsupportedPtxVersion"}
-NO_DRIVER = {"cudaErrorInsufficientDriver", "cudaErrorNoDevice", "cudaErrorStubLibrary"}
+from gpurepro.case.cuda_errors import UNSUPPORTED, error_name
 
 # What "launch failed" becomes: the seed discards the cudaLaunchKernelEx status.
 LAUNCH_FAILED = "launch_failed_unreported"
 
 _RESULT = re.compile(r"^delay_cta=(\d+) spin=(\d+) mode=(\d+) => (.*)$")
-
-
-def error_name(message: str) -> str:
-    """cudaError_t name for a cudaGetErrorString message; the message itself if unknown."""
-    return ERROR_NAMES.get(message.strip(), message.strip())
 
 
 def _json_event(line: str) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from ..case.model import TIMED_KINDS, Case
 from ..errors import RecordError
 from ..model.outcomes import EVIDENCE
 from ..model.result import Analysis
+from . import declared
 from .claims import Wording, decider_for, sentence
 from .processes import Observations, ProcessFitError, checks
 from .shortcut import checked, disagreement, spent, usable
@@ -165,6 +166,8 @@ def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
     """The verdict a case's Conclusion declares, from the run's decisions (model.Conclusion)."""
     c = case.conclusion
     assert c is not None, "load_case refuses a case with neither a verdict nor a conclusion"
+    if c.declared is not None:
+        return declared.conclude(case, analysis, c.declared)
     def decision(name: str) -> str | None:  # an exploratory decision establishes nothing here
         claim = analysis.claims.get(name)
         return claim.confirmatory_decision if claim else None

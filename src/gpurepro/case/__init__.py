@@ -12,7 +12,7 @@ gpurepro reads cases through these names.
 from ..errors import ManifestError
 from ..model.outcomes import OUTCOMES
 from ..model.result import Analysis, ArmSummary, CrashSite
-from . import instruments, kit
+from . import declared, instruments, kit
 from .axis import Axis
 from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
@@ -42,7 +42,7 @@ from .model import (
 )
 
 __all__ = [
-    "Analysis", "ArmSummary", "CrashSite", "instruments", "kit",
+    "Analysis", "ArmSummary", "CrashSite", "declared", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
     "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "ProgramValue", "Releases",
     "Runtime",

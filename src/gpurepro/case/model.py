@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ManifestError
+from .declared import Declared
 
 if TYPE_CHECKING:
     from ..model.result import Analysis
@@ -386,6 +387,10 @@ class Conclusion:
     workaround: tuple[str, ...] = ()
     next: tuple[str, ...] = ()
     next_not_reproduced: tuple[str, ...] = ()
+    # A verdict with more statuses than reproduced/not: a decision table, measurements,
+    # readings, evidence and hypotheses, declared (gpurepro.case.declared); it replaces the
+    # fields above but ``reproduces`` (gpurepro.analyze.declared).
+    declared: Declared | None = None
 
     def claims(self) -> tuple[str, ...]:
         """Every claim it names, in the order declared."""

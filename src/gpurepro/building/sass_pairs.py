@@ -1,17 +1,24 @@
-"""Find the leader/follower split of a 2-CTA lowering in a parsed SASS listing.
+"""SASS data flow for a CTA pair: which instructions only the even (leader) or only the odd
+(follower) CTA of a cluster pair executes, and whose shared memory each access touches.
 
-Pure text processing, standard library and gpurepro only, so it is unit-testable without the
-tools. The listing parser and ``Instr`` are the harness's (gpurepro.building.sass), named here too.
+For lowerings whose SASS is undocumented (the ``.cta_group::2`` tcgen05 instructions, say) these
+are the facts a listing shows without reading any opcode's meaning: a branch on the CTA's rank
+parity, the paths on either side, and the memory each access addresses. Pure text processing
+on ``gpurepro.building.sass`` listings, standard library only.
 
-* ``parse_listing(text)`` -> {function: [Instr]} (gpurepro.building.sass).
-* ``is_key(ins)``: an instruction that moves data or synchronises (``KEY_PREFIXES``).
+* ``is_key(ins)``: an instruction that moves data or synchronises (``KEY_PREFIXES``), what a
+  table about a lowering shows.
 * ``parity_split(instrs)`` finds the branch on ``SR_CgaCtaId & 1`` (the CTA's parity in its
   pair: even = leader, odd = follower, PTX ISA "CTA Pair") and walks both sides
   path-sensitively (the parity predicate's value is known on each side until something
   redefines it) to list the instructions only the leader, or only the follower, executes.
 * ``target(instrs, i)`` says whether a memory operand is this CTA's shared memory or the peer's:
   a shared::cluster address is built with ``PRMT Rd, Rrank, 0x654, Raddr`` (rank into bits
-  24..31); when ``Rrank`` is ``SR_CgaCtaId ^ 1`` the address is the peer CTA's.
+  24..31); when ``Rrank`` is ``SR_CgaCtaId ^ 1`` the address is the peer CTA's ("peer"), another
+  rank "cluster", no such address "own".
+* ``reachable(instrs, i, pred, value)``: what runs after ``i`` in program order (a retry loop
+  outlined after the body is reached through its branch), the predicate's value known.
+* ``constant_operand(instrs, i)``: the immediate a SYNCS.ARRIVE's count register was set from.
 """
 
 from __future__ import annotations
@@ -19,7 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpurepro.building.sass import Instr, parse_instr, parse_listing  # noqa: F401 (this case's names)
+from .sass import Instr
+
+# What other modules use; the rest is this module's own.
+__all__ = ["constant_operand", "is_key", "KEY_PREFIXES", "parity_split", "reachable", "Split",
+           "target"]
 
 _REG = re.compile(r"\b(U?R\d+|U?P\d+)\b")
 

@@ -1,4 +1,5 @@
-"""PTX snippets for differential compilation: one kernel per instruction under study.
+"""What this case's SASS analysis (gpurepro.building.lowering, the artifact "sass") compiles and
+checks: one kernel per instruction, the report's claims about the lowering, and the findings.
 
 Two families:
 * mbarrier operations whose semantics the PTX ISA defines publicly. Compiling each alone tells
@@ -32,7 +33,7 @@ _PRELUDE = """\
 
 # (kernel, PTX shown in the table, body). %r1 = tx count, %r2 = parity, %r3 = target CTA rank,
 # %r4 = this CTA's mbarrier, %r6 = this CTA's shared word for the TMEM address.
-MBARRIER = [
+REFERENCE = [
     ("k_empty", "(nothing: reference kernel)", ""),
     ("k_arrive", "mbarrier.arrive.shared::cta.b64",
      "  mbarrier.arrive.shared::cta.b64 %rd1, [%r4];"),
@@ -57,7 +58,7 @@ _ALLOC2 = "  tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r6], 512;
 _RELQ2 = "  tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;"
 _DEALLOC2 = "  tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r7, 512;"
 
-TCGEN05 = [
+STUDIED = [
     ("k_alloc_cg2", "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32", _ALLOC2),
     ("k_relinquish_cg2", "tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned", _RELQ2),
     ("k_dealloc_cg2", "tcgen05.dealloc.cta_group::2.sync.aligned.b32",
@@ -74,3 +75,52 @@ def module(target: str, kernels: list[tuple[str, str, str]]) -> str:
     head = (f".version {PTX_VERSION}\n.target {target}\n.address_size 64\n\n"
             ".shared .align 8 .b64 bar;\n.shared .align 4 .b32 dst;\n\n")
     return head + "\n".join(_PRELUDE.format(name=k, body=body) for k, _, body in kernels)
+
+PAIR = "k_alloc_cg2"  # the lowering whose leader/follower paths the report describes
+REPRO = "repro"  # the kernel of the reporter's binary (seed/repro.cu)
+TITLE = "tcgen05 alloc-order"
+
+# The report's appendix, as claims to test (never as results): opcodes and memory targets are
+# checked; in parentheses, the report's reading of what they do (the opcodes have no public
+# semantics).
+OPCODE_CLAIMS = {
+    "k_arrive": "SYNCS.ARRIVE.TRANS64.A1T0",
+    "k_arrive_expect_tx": "SYNCS.ARRIVE.TRANS64",
+    "k_expect_tx": "SYNCS.ARRIVE.TRANS64.RED.A0TR",
+    "k_complete_tx": "SYNCS.ARRIVE.TRANS64.RED.A0TX",
+    "k_try_wait_parity": "SYNCS.PHASECHK.TRANS64.TRYWAIT",
+}
+PATH_CLAIMS = [
+    ("leader", r"UTCATOMSWS\..*FIND_AND_SET.*", None,
+     "leader: UTCATOMSWS.2CTA.FIND_AND_SET.ALIGN, retried with NANOSLEEP (allocates)"),
+    ("leader", r"SYNCS\.ARRIVE\.TRANS64\.RED", "peer",
+     "leader: SYNCS.ARRIVE.TRANS64.RED [peer], 4 (expect_tx(4) + arrive on the peer's barrier)"),
+    ("leader", r"STAS", "peer", "leader: STAS [peer_smem], addr (async store of the TMEM address)"),
+    ("follower", r"SYNCS\.PHASECHK\.TRANS64\.TRYWAIT", "own",
+     "follower: SYNCS.PHASECHK.TRANS64.TRYWAIT [own+8] (waits on its own barrier)"),
+    ("follower", r"LDS", "own", "follower: LDS [tmem_addr] (reads the address)"),
+    ("follower", r"SYNCS\.ARRIVE\.TRANS64\.RED\.A1T0", "peer",
+     "follower: SYNCS.ARRIVE.TRANS64.RED.A1T0 [peer] (plain ack)"),
+]
+# (id, kind of gpurepro.building.lowering.FINDING_KINDS, kernel, meaning; "read as": a reading)
+FINDINGS = [
+    ("leader_waits_before_signalling", "leader_waits_before_signal", PAIR,
+     "Whether the leader's path has a SYNCS.PHASECHK...TRYWAIT before its first remote "
+     "SYNCS/STAS; read as: it waits on its own mbarrier for the acknowledgement of the previous "
+     "allocation."),
+    ("leader_waits_after_signalling", "leader_waits_after_signal", PAIR,
+     "Whether the leader's path has any SYNCS.PHASECHK after its first remote SYNCS/STAS (false, "
+     "read as: its alloc returns without the follower's acknowledgement of this allocation)."),
+    ("follower_last_peer_access", "follower_last_peer_access", PAIR,
+     "The follower's last access to the peer CTA's shared memory; read as: its alloc ends with a "
+     "remote operation on the leader's shared memory, which must still find the leader resident."),
+    ("dealloc_synchronises_with_peer", "touches_peer", "k_dealloc_cg2",
+     "Whether tcgen05.dealloc.cta_group::2 contains any cross-CTA access or SYNCS instruction "
+     "(false, read as: it never waits for the peer)."),
+    ("dealloc_splits_on_parity", "splits_on_parity", "k_dealloc_cg2",
+     "Whether the dealloc lowering branches on CTA parity."),
+    ("relinquish_synchronises_with_peer", "touches_peer", "k_relinquish_cg2",
+     "Whether tcgen05.relinquish_alloc_permit.cta_group::2 touches the peer."),
+    ("cta_group1_alloc_splits_on_parity", "splits_on_parity", "k_alloc_cg1",
+     "Contrast: whether tcgen05.alloc.cta_group::1 has a leader/follower split."),
+]

@@ -1,0 +1,135 @@
+"""A verdict declared as data, for a case whose status has more than three values: the rows of
+a decision table over the claims, the measurements, the readings of a build analysis, the
+evidence from documentation and practice, and the hypotheses, each labelled. The harness
+evaluates it (gpurepro.analyze.declared) from the run's decisions; nothing here is a result.
+
+Texts are ``str.format`` templates. Every one may use ``{device}``, ``{target}`` (the device's
+build target, else ``Declared.target``), ``{rerun}`` (the command that runs the case until its
+claims are decided) and ``{decision[NAME]}`` (a claim's decision in words: "supported",
+"contradicted", "not decided", "absent"). A condition maps a claim to the decision it must have
+(``"supported"``, ``"contradicted"``, ``"not_decided"``, a tuple of them, or ``"!supported"``: any
+but that one). Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..model.result import Analysis
+
+# What other modules use; the rest is this module's own.
+__all__ = ["Branch", "Condition", "Declared", "Evidence", "Hypothesis", "InstrumentMeasure",
+           "Measure", "MeasureFunction", "NotRun", "Reading"]
+
+Condition = Mapping[str, str | tuple[str, ...]]
+# A case's own reading of its trials' observations: (sentences, hypotheses), counts only.
+MeasureFunction = Callable[["Analysis"], tuple[list[str], list[str]]]
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One row of the decision table; the first row whose conditions hold gives the status.
+
+    ``when``: the decisions the row needs. ``any_supported``: at least one of these claims must
+    be supported; of them, only the supported ones stay in ``because``. ``owner`` (a template)
+    is named only with ``because``, the claims it rests on (each must be decided). ``sentence``:
+    why this status (a template, optional); ``next``: the next step. ``open``: the status itself
+    asks for more trials, so no "claims not decided" step is added."""
+
+    status: str
+    when: Condition = field(default_factory=dict)
+    any_supported: tuple[str, ...] = ()
+    owner: str = ""
+    because: tuple[str, ...] = ()
+    sentence: str = ""
+    next: str = ""
+    open: bool = False
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Counts of some arms in one sentence: ``label: arm: k/n failed (p%, 95% CI a-b%);
+    errors; ...`` over the arms that ran a valid trial. A label with ``{prop}`` is a sentence
+    per arm instead (``{arm}`` and ``{prop}`` filled in)."""
+
+    label: str
+    arms: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InstrumentMeasure:
+    """Arms run under an instrument (gpurepro.case.instruments): their counts, or that they did
+    not run and why (the tool missing on the node adds a next step). ``labels``: instrument
+    level -> how a sentence names it."""
+
+    arms: tuple[str, ...]
+    labels: Mapping[str, str]
+    factor: str = "instrument"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A sentence from a build analysis's findings (``analyses[analysis]["findings"]``, as
+    gpurepro.building.lowering writes them) when each finding of ``when`` has that value ("*":
+    any true value). The text may name a finding's value as ``{finding[ID]}``."""
+
+    text: str
+    when: Mapping[str, object] = field(default_factory=dict)
+    analysis: str = "sass"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What documentation or practice says, read outside the run: declared text, labelled as
+    such, with the addresses it was read at. Never a result and never a condition of a row."""
+
+    label: str
+    text: str
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """What the decisions suggest but no arm isolates, stated only when ``when`` holds and
+    each group of ``any_of`` has a supported claim. ``consistent``/``against``: phrases added
+    when their condition holds ("; consistent with it, A and B", "; against it, C"). ``{named}``
+    in the text: the arms of the supported claims of ``names``."""
+
+    text: str
+    when: Condition = field(default_factory=dict)
+    any_of: tuple[tuple[str, ...], ...] = ()
+    consistent: tuple[tuple[Condition, str], ...] = ()
+    against: tuple[tuple[Condition, str], ...] = ()
+    names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NotRun:
+    """What a run with no valid trial says after the harness's count of what it recorded:
+    ``hardware`` when the device cannot run the case, ``otherwise`` else, then ``sentences``
+    (what that leaves undecided, what ran without a GPU), and its next steps."""
+
+    hardware: str
+    otherwise: str
+    sentences: tuple[str, ...] = ()
+    next: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Declared:
+    """The declared verdict (Conclusion.declared): ``measures`` then ``readings`` then
+    ``evidence`` as sentences, the first matching ``branches`` row, ``hypotheses``;
+    ``next_on``: a next step per compute capability of the device; ``not_run``: what a run
+    without a valid trial says."""
+
+    branches: tuple[Branch, ...]
+    measures: tuple[Measure | InstrumentMeasure | MeasureFunction, ...] = ()
+    readings: tuple[Reading, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    hypotheses: tuple[Hypothesis, ...] = ()
+    next_on: Mapping[str, str] = field(default_factory=dict)
+    not_run: NotRun | None = None
+    target: str = ""
