@@ -273,3 +273,25 @@ def test_tile_verdict_says_nothing_to_cuda_core_without_those_arms():
     tile = load_case("tile_unload_race", ROOT)
     v, _ = _verdict(tile, [_tile_crash("baseline", 4000) for _ in range(10)], per=1e6)
     assert not any(n.startswith("For cuda.core") for n in v["next"])
+
+
+def test_a_run_of_the_numba_arms_alone_decides_their_claims_and_concludes(case):
+    """Every claim is an outcome claim: a run of one numba release's arms, without the baseline
+    (a pack of them alone, `--arms numba-063`), decides them and the verdict reads it."""
+    from gpurepro.cli.args import checked_arms
+
+    arms = checked_arms(case, "numba-062,numba-062-fixed")
+    resolved = case.resolved_arms()
+    plan_arms = {a: resolved[a] for a in arms}
+    trials = [_numba_ok(a, "0.62.1", fixed=a.endswith("fixed")) for a in arms for _ in range(20)]
+    claims = decide_claims(case, {"options": {}, "plan": {"arms": plan_arms}}, trials)
+    assert sorted(c["name"] for c in claims) == ["numba-062-fixed-survives", "numba-062-survives"]
+    s = stats.analyze(trials, plan_arms, case.baseline, case.failure_outcomes, case.exposure.unit, 1)
+    doc = {"case": {"name": case.name, "baseline": case.baseline},
+           "device": {"name": "Test GPU", "compute_capability": "9.0"},
+           "summary": s["arms"], "crash_sites": s["crash_sites"], "analyses": {},
+           "claims": claims, "trials": trials}
+    analysis = Analysis.of(doc)
+    assert {n: c.decision for n, c in analysis.claims.items()} == {
+        "numba-062-fixed-survives": "supported", "numba-062-survives": "supported"}
+    assert compose_verdict(case.verdict(analysis), claims)["status"]

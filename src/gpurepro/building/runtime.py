@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ from ..model.files import sha256_file, write_atomic
 # What other modules use; the rest is this module's own.
 __all__ = [
     "carried", "fetch", "INDEX_NAME", "index_path", "pip_download_argv", "RECIPE",
-    "runtime_dir", "wheel_key", "wheel_python"
+    "runtime_dir", "wheel_key", "wheel_python", "wheels_of"
 ]
 
 INDEX_NAME = "index.json"
@@ -230,7 +230,19 @@ def _resolve(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
             "key": key.hexdigest(), "size": sum(wheels[p]["size"] for p in pins)}
 
 
-def carried(index: dict[str, Any]) -> tuple[int, list[str]]:
-    """Bytes of wheels a GPU node needs for this index, and their paths."""
-    paths = sorted({w["path"] for w in index["wheels"].values()})
-    return sum(w["size"] for w in index["wheels"].values()), paths
+def wheels_of(index: Mapping[str, Any], arms: Iterable[str] | None = None
+              ) -> dict[str, dict[str, Any]]:
+    """Pin -> wheel entry of the index, for the wheels ``arms`` unpack (every wheel where None;
+    an arm that pins nothing needs none): what a GPU node running those arms must carry."""
+    wheels: dict[str, dict[str, Any]] = index["wheels"]
+    if arms is None:
+        return dict(wheels)
+    files = {f for arm in arms for f in (index["arms"].get(arm) or {}).get("wheels", ())}
+    return {pin: w for pin, w in wheels.items() if w["file"] in files}
+
+
+def carried(index: dict[str, Any], arms: Iterable[str] | None = None) -> tuple[int, list[str]]:
+    """Bytes of wheels a GPU node needs for this index (for ``arms``: every arm where None),
+    and their paths."""
+    wheels = wheels_of(index, arms).values()
+    return sum(w["size"] for w in wheels), sorted({w["path"] for w in wheels})
