@@ -38,6 +38,7 @@ from typing import Any
 from ..case.model import Case, Runtime, normalized_name
 from ..errors import BuildError, UsageError
 from ..model.files import sha256_file, write_atomic
+from . import runtime_releases
 
 # What other modules use; the rest is this module's own.
 __all__ = [
@@ -109,12 +110,22 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
     say = on_event or (lambda name, status: None)
     root = root.resolve()
     build_dir = build_dir if build_dir.is_absolute() else root / build_dir
-    pins = sorted({p for pins in rt.packages.values() for p in pins})
-    wheels = {pin: _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args, say)
-              for pin in pins}
+    fetched: dict[str, dict[str, Any]] = {}
+
+    def one(pin: str) -> dict[str, Any]:
+        if pin not in fetched:
+            fetched[pin] = _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args,
+                                  say)
+        return fetched[pin]
+
+    # A release factor's levels, each with its dependencies (Runtime.releases), from the lock
+    # or found from the wheels' metadata.
+    levels = runtime_releases.resolve_levels(case, root, python, one)
+    pins = sorted({p for pins in [*rt.packages.values(), *levels.values()] for p in pins})
+    wheels = {pin: one(pin) for pin in pins}
     arms = {}
     for arm in (a.name for a in case.arms):
-        chosen = rt.pins_for(arm)
+        chosen = runtime_releases.arm_pins(case, arm, levels) if rt.releases else rt.pins_for(arm)
         if chosen:
             arms[arm] = _resolve(arm, chosen, wheels, rt, python)
     index = {"case": case.name, "python": python, "implementation": rt.implementation,
