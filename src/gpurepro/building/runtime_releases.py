@@ -20,7 +20,9 @@ from typing import Any
 
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
-from . import releases
+
+# runtime.py imports this module too: each reads the other's names only when called.
+from . import releases, runtime
 
 # What other modules use; the rest is this module's own.
 __all__ = ["arm_pins", "level_pin", "lock_path", "resolve_levels"]
@@ -73,8 +75,6 @@ def _newest(name: str, spec: Any, lister: Callable[[str], list[str]]) -> str:
 def dependencies(pin: str, shared: Sequence[str], from_node: Sequence[str], python: str,
                  fetch: Fetch, lister: Callable[[str], list[str]]) -> list[str]:
     """``pin`` and the pins of its dependencies, in the order their wheels declare them."""
-    from . import runtime
-
     requirements, version = runtime._packaging()
     markers = runtime.node_markers(python)
     have = {normalized_name(p.split("==")[0]) for p in shared}
