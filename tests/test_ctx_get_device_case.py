@@ -185,13 +185,30 @@ def test_trial_commands(case):
                                         ROOT / "native", case.directory))
 
 
+def _levels(case):
+    """The numba releases' pins as the committed lock holds them (Runtime.releases)."""
+    from gpurepro.building import runtime_releases
+
+    return json.loads(runtime_releases.lock_path(ROOT, case.name).read_text())["levels"]
+
+
+def _pins(case, arm):
+    from gpurepro.building import runtime_releases
+
+    return runtime_releases.arm_pins(case, arm, _levels(case))
+
+
 def test_runtime_pins_per_arm(case):
+    """Each numba arm's pins come from its level of the numba factor: the release, and the
+    llvmlite and numpy the build found inside the ranges it declares (locked)."""
     rt = case.runtime
-    assert rt.pins_for("v2-null") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]
-    assert rt.pins_for("numba-062") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1",
-                                         "numba==0.62.1", "llvmlite==0.45.1", "numpy==2.3.5"]
-    assert rt.pins_for("numba-063")[2:4] == ["numba==0.63.0", "llvmlite==0.46.0"]
-    assert rt.pins_for("numba-builtin") == rt.pins_for("v2-null")  # the node's numba
+    assert rt.releases == {"numba": "numba"}
+    assert _pins(case, "v2-null") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]
+    assert _pins(case, "numba-062") == ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1",
+                                        "numba==0.62.1", "llvmlite==0.45.1", "numpy==2.3.5"]
+    assert _pins(case, "numba-062-fixed") == _pins(case, "numba-062")
+    assert _pins(case, "numba-063")[2:4] == ["numba==0.63.0", "llvmlite==0.46.0"]
+    assert _pins(case, "numba-builtin") == _pins(case, "v2-null")  # the node's numba
     # The wheels are for the Python that runs the trials; nothing is left to the node.
     assert rt.python is None and rt.from_node == ()
 
@@ -220,8 +237,7 @@ def test_each_arms_pins_resolve_inside_the_arm_with_nothing_left_to_the_node(cas
                     "requires": req, "sha256": pin, "file": pin, "size": 1}
               for pin, req in REQUIRES.items()}
     for arm in (a.name for a in case.arms):
-        entry = build_runtime._resolve(arm, case.runtime.pins_for(arm), wheels, case.runtime,
-                                       python)
+        entry = build_runtime._resolve(arm, _pins(case, arm), wheels, case.runtime, python)
         assert entry["from_node"] == [], arm
 
 
@@ -273,3 +289,25 @@ def test_tile_verdict_says_nothing_to_cuda_core_without_those_arms():
     tile = load_case("tile_unload_race", ROOT)
     v, _ = _verdict(tile, [_tile_crash("baseline", 4000) for _ in range(10)], per=1e6)
     assert not any(n.startswith("For cuda.core") for n in v["next"])
+
+
+def test_a_run_of_the_numba_arms_alone_decides_their_claims_and_concludes(case):
+    """Every claim is an outcome claim: a run of one numba release's arms, without the baseline
+    (a pack of them alone, `--arms numba-063`), decides them and the verdict reads it."""
+    from gpurepro.cli.args import checked_arms
+
+    arms = checked_arms(case, "numba-062,numba-062-fixed")
+    resolved = case.resolved_arms()
+    plan_arms = {a: resolved[a] for a in arms}
+    trials = [_numba_ok(a, "0.62.1", fixed=a.endswith("fixed")) for a in arms for _ in range(20)]
+    claims = decide_claims(case, {"options": {}, "plan": {"arms": plan_arms}}, trials)
+    assert sorted(c["name"] for c in claims) == ["numba-062-fixed-survives", "numba-062-survives"]
+    s = stats.analyze(trials, plan_arms, case.baseline, case.failure_outcomes, case.exposure.unit, 1)
+    doc = {"case": {"name": case.name, "baseline": case.baseline},
+           "device": {"name": "Test GPU", "compute_capability": "9.0"},
+           "summary": s["arms"], "crash_sites": s["crash_sites"], "analyses": {},
+           "claims": claims, "trials": trials}
+    analysis = Analysis.of(doc)
+    assert {n: c.decision for n, c in analysis.claims.items()} == {
+        "numba-062-fixed-survives": "supported", "numba-062-survives": "supported"}
+    assert compose_verdict(case.verdict(analysis), claims)["status"]

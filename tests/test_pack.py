@@ -125,6 +125,23 @@ def test_bad_pack_flags_are_one_line_before_anything_is_built(root, flags, says)
     assert says in done.stderr and "Traceback" not in done.stderr
 
 
+def test_arms_with_outcome_claims_only_run_without_the_baseline(fake_case, root):
+    """The baseline is needed where a claim of the case compares an arm with it (fake_case's
+    ok, a rate claim), not where every claim is about one arm (ctx_get_device_v2's outcome
+    claims)."""
+    from gpurepro.case import load_case
+    from gpurepro.cli.args import checked_arms
+    from gpurepro.errors import UsageError
+
+    assert checked_arms(fake_case, "crash,ok") == ("crash", "ok")
+    with pytest.raises(UsageError) as refused:
+        checked_arms(fake_case, "cuda-error")
+    assert str(refused.value) == ("--arms must include the baseline arm 'crash': claim "
+                                  "'ok-survives' compares ok with it (3 claims do)")
+    ctx = load_case("ctx_get_device_v2", root)
+    assert checked_arms(ctx, "numba-063,numba-builtin") == ("numba-063", "numba-builtin")
+
+
 def test_every_output_of_an_artifact_is_packed_and_checked(tmp_path, monkeypatch):
     """A build step that writes two files (a cubin and the SASS read from it): the run stage
     checks both before the first trial, so the pack holds both, each against its sha256."""

@@ -297,3 +297,30 @@ def test_the_index_says_what_a_gpu_node_must_carry(built):
     size, paths = build_runtime.carried(index)
     assert len(paths) == 2 and size == sum(w["size"] for w in index["wheels"].values())
     assert json.dumps(index)  # plain JSON
+
+
+def test_a_pack_of_some_arms_carries_their_wheels_alone_and_runs_them(built, case, tmp_path):
+    """`pack --arms two`: the wheel of release 2.0 only (the other arm's is not carried), and
+    the unpacked pack runs that arm on its own from what it carries."""
+    import tarfile
+
+    from gpurepro.pack.archive import make_pack
+
+    build_dir, index, _ = built
+    out = tmp_path / "runtime.tar.gz"
+    make_pack(case, "host", ROOT, build_dir.relative_to(ROOT), out, ["--arms", "two"], [], None,
+              arms=["two"])
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path, filter="data")
+    folder = next(p for p in tmp_path.iterdir() if p.is_dir())
+    files = json.loads((folder / "pack.json").read_text())["files"]
+    wheels = sorted(Path(f).name for f in files if f.endswith(".whl"))
+    assert wheels == ["gpurepro_probe-2.0-py3-none-any.whl"]
+    assert build_runtime.carried(index, ["two"])[0] == index["wheels"]["gpurepro-probe==2.0"]["size"]
+    assert build_runtime.carried(index, ["node"]) == (0, [])
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPUREPRO_COMMIT")}
+    done = pace.run([sys.executable, "run.py", "--trials", "1", "--duration", "0.2"], cwd=folder,
+                    capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    journal = next((folder / "results" / "runtime_case").glob("*.journal.jsonl"))
+    assert [t["observations"].get("probe") for t in read(journal).trials] == ["2.0"]

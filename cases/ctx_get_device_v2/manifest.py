@@ -31,12 +31,11 @@ ARMS = [case.Arm(name, dict(zip(FACTORS, levels.split(), strict=True)), about)
     ("numba-builtin", "numba-builtin user none node", "the node's numba, its own target"),
     ("numba-installed", "numba-installed user none node", "numba.cuda as the node has it"),
 )]
-# Wheels for the Python that runs the trials: each numba release with the llvmlite and numpy
-# inside the ranges it declares (README: Runtime packages).
-RUNTIME = case.Runtime(packages={"*": ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"], **{
-    arm: [f"numba=={numba}", f"llvmlite=={llvmlite}", "numpy==2.3.5"] for arm, numba, llvmlite in (
-        ("numba-062", "0.62.1", "0.45.1"), ("numba-062-fixed", "0.62.1", "0.45.1"),
-        ("numba-063", "0.63.0", "0.46.0"))}})
+# Wheels for the Python that runs the trials: the numba factor's levels are numba releases,
+# each with the llvmlite and numpy inside the ranges it declares, found by the build and locked
+# in locks/runtime/ctx_get_device_v2.json (README: Runtime packages).
+RUNTIME = case.Runtime(packages={"*": ["cuda-bindings==13.3.1", "cuda-pathfinder==1.9.1"]},
+                       releases={"numba": "numba"})
 
 _INVALID = "CUDA_ERROR_INVALID_CONTEXT"
 # Outcome claims (more than half of an arm's valid trials): kind -> outcome, detail, sentences.

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any
@@ -38,11 +38,12 @@ from typing import Any
 from ..case.model import Case, Runtime, normalized_name
 from ..errors import BuildError, UsageError
 from ..model.files import sha256_file, write_atomic
+from . import runtime_releases
 
 # What other modules use; the rest is this module's own.
 __all__ = [
     "carried", "fetch", "INDEX_NAME", "index_path", "pip_download_argv", "RECIPE",
-    "runtime_dir", "wheel_key", "wheel_python"
+    "runtime_dir", "wheel_key", "wheel_python", "wheels_of"
 ]
 
 INDEX_NAME = "index.json"
@@ -109,12 +110,22 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
     say = on_event or (lambda name, status: None)
     root = root.resolve()
     build_dir = build_dir if build_dir.is_absolute() else root / build_dir
-    pins = sorted({p for pins in rt.packages.values() for p in pins})
-    wheels = {pin: _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args, say)
-              for pin in pins}
+    fetched: dict[str, dict[str, Any]] = {}
+
+    def one(pin: str) -> dict[str, Any]:
+        if pin not in fetched:
+            fetched[pin] = _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args,
+                                  say)
+        return fetched[pin]
+
+    # A release factor's levels, each with its dependencies (Runtime.releases), from the lock
+    # or found from the wheels' metadata.
+    levels = runtime_releases.resolve_levels(case, root, python, one)
+    pins = sorted({p for pins in [*rt.packages.values(), *levels.values()] for p in pins})
+    wheels = {pin: one(pin) for pin in pins}
     arms = {}
     for arm in (a.name for a in case.arms):
-        chosen = rt.pins_for(arm)
+        chosen = runtime_releases.arm_pins(case, arm, levels) if rt.releases else rt.pins_for(arm)
         if chosen:
             arms[arm] = _resolve(arm, chosen, wheels, rt, python)
     index = {"case": case.name, "python": python, "implementation": rt.implementation,
@@ -230,7 +241,19 @@ def _resolve(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
             "key": key.hexdigest(), "size": sum(wheels[p]["size"] for p in pins)}
 
 
-def carried(index: dict[str, Any]) -> tuple[int, list[str]]:
-    """Bytes of wheels a GPU node needs for this index, and their paths."""
-    paths = sorted({w["path"] for w in index["wheels"].values()})
-    return sum(w["size"] for w in index["wheels"].values()), paths
+def wheels_of(index: Mapping[str, Any], arms: Iterable[str] | None = None
+              ) -> dict[str, dict[str, Any]]:
+    """Pin -> wheel entry of the index, for the wheels ``arms`` unpack (every wheel where None;
+    an arm that pins nothing needs none): what a GPU node running those arms must carry."""
+    wheels: dict[str, dict[str, Any]] = index["wheels"]
+    if arms is None:
+        return dict(wheels)
+    files = {f for arm in arms for f in (index["arms"].get(arm) or {}).get("wheels", ())}
+    return {pin: w for pin, w in wheels.items() if w["file"] in files}
+
+
+def carried(index: dict[str, Any], arms: Iterable[str] | None = None) -> tuple[int, list[str]]:
+    """Bytes of wheels a GPU node needs for this index (for ``arms``: every arm where None),
+    and their paths."""
+    wheels = wheels_of(index, arms).values()
+    return sum(w["size"] for w in wheels), sorted({w["path"] for w in wheels})

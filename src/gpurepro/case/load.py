@@ -215,6 +215,12 @@ def _check_runtime(case: Case, arms: set[str], path: Path | str) -> None:
     for i, name in enumerate(rt.from_node):
         if not isinstance(name, str) or not _DIST_NAME.match(name):
             raise ManifestError(path, f"runtime.from_node[{i}]", f"{name!r} is not a package name")
+    for factor, package in dict(rt.releases).items():
+        if factor not in case.factors:
+            raise ManifestError(path, f"runtime.releases.{factor}", "is not a factor of the case")
+        if not isinstance(package, str) or not _DIST_NAME.match(package):
+            raise ManifestError(path, f"runtime.releases.{factor}",
+                                f"{package!r} is not a package name")
     if rt.python is not None and not re.match(r"^3\.[0-9]+$", str(rt.python)):
         raise ManifestError(path, "runtime.python", f"{rt.python!r} is not a version like 3.12")
     if not rt.platforms:

@@ -341,6 +341,16 @@ class Runtime:
     (gpurepro.run.runtime) and hands it to the trial command as ``TrialContext.runtime``, which
     ``python_driver`` puts first on PYTHONPATH: nothing is installed from the network.
 
+    ``releases``: factor name -> package, for a factor whose levels are releases of that
+    package (``{"numba": "numba"}``: the level ``0.62.1`` is ``numba==0.62.1``); a level that
+    is no version (``node``) pins nothing. An arm's runtime pins are then ``"*"``'s, the
+    release of each such factor at its level with that release's own dependencies (each
+    ``Requires-Dist`` its wheel declares that no shared pin meets and ``from_node`` does not
+    name: the newest final release inside the declared range, and so on for theirs), then its
+    own. The build finds them from the wheels' metadata and pip's release list, once, into
+    ``locks/runtime/<case>.json`` (commit it: the same pins on every later build);
+    gpurepro.building.runtime_releases.
+
     ``python``: None (the default) builds the wheels for the interpreter that runs the build,
     which is the one `case` and every case session run the trials with (any Python that
     pyproject.toml supports), or for the one `build --python X.Y` or `pack --python X.Y` names
@@ -353,6 +363,7 @@ class Runtime:
     python: str | None = None
     platforms: tuple[str, ...] = NODE_PLATFORMS
     implementation: str = "cp"
+    releases: Mapping[str, str] = field(default_factory=dict)
 
     def pins_for(self, arm: str) -> list[str]:
         """The arm's pins: ``"*"``'s, then its own in place of any of the same name."""

@@ -14,12 +14,12 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..case.load import find_repo_root
-from ..case.model import TIMED_KINDS, Case, TrialBudget
+from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, TrialBudget
 from ..cluster import slurm
 from ..cluster.options import DEFAULT_RESUBMITS, DEFAULT_SHARED_DIR, DEFAULT_TASKS, ClusterOptions
 from ..env import commits
@@ -278,17 +278,31 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
 
 
 def checked_arms(case: Case, given: str | None) -> tuple[str, ...] | None:
-    """--arms: the arms named (comma-separated), each the case's, the baseline among them."""
+    """--arms: the arms named (comma-separated), each the case's; the baseline among them
+    where a claim of the case compares an arm with the baseline (a case whose claims are each
+    about one arm, outcome claims, runs any of its arms without the baseline)."""
     arms = tuple(a.strip() for a in given.split(",") if a.strip()) if given else None
     if arms is not None:
         unknown = [a for a in arms if a not in case.resolved_arms()]
         if unknown or not arms:
             raise UsageError(f"--arms: unknown arm(s) {', '.join(unknown) or '(none given)'} "
                              f"(known: {', '.join(case.resolved_arms())})")
-        if case.baseline not in arms:
-            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: every "
-                             f"comparison is made against it")
+        needs = baseline_needed_by(case, arms)
+        if needs:
+            raise UsageError(f"--arms must include the baseline arm {case.baseline!r}: claim "
+                             f"{needs[0].name!r} compares {needs[0].arm} with it"
+                             + (f" ({len(needs)} claims do)" if len(needs) > 1 else ""))
     return arms
+
+
+def baseline_needed_by(case: Case, arms: Sequence[str]) -> list[Claim]:
+    """The case's claims that compare an arm with the baseline, where ``arms`` leave the
+    baseline out (none where they hold it). Any such claim keeps the baseline in every run of
+    the case: the verdict of a case with comparisons reads the baseline's arm."""
+    if case.baseline in arms:
+        return []
+    return [c for c in case.claims if c.kind not in SINGLE_ARM_KINDS
+            and (c.reference or case.baseline) == case.baseline]
 
 
 def only_target(case: Case, given: str | None) -> str:

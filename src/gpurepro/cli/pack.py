@@ -47,7 +47,7 @@ def cmd(args: argparse.Namespace) -> int:
                 *(["--redact"] if args.redact else [])]
     out = Path(args.out).resolve() if args.out else None
     path, top = make_pack(case, target, root, build_dir, out, run_args, args.bisect or [],
-                     args.python, say=say)
+                     args.python, say=say, arms=arms)
     shown = path.relative_to(root) if path.is_relative_to(root) else path
     show(f"pack: {shown}")
     say(f"on the GPU node: tar xzf {path.name} && cd {top} && python3 run.py")

@@ -545,8 +545,9 @@ def _pack_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p.add_argument("case", help="case name (folder under cases/) or path to its manifest.py")
     p.add_argument("--arch", help="build target (default: the case's only one; of several, its "
                    "Hopper one, compute capability 9.x: H100, H200)")
-    p.add_argument("--arms", help="comma-separated arms the node runs (default: the case's main "
-                   "question's, as `make <case>`)")
+    p.add_argument("--arms", help="comma-separated arms the node runs, whose runtime wheels "
+                   "alone the pack carries (default: the case's main question's, as `make "
+                   "<case>`, with every arm's wheels)")
     p.add_argument("--deep", action="store_true", help="the node runs every arm of the case")
     p.add_argument("--redact", action="store_true",
                    help="the node's run drops the hostname and home paths from the record")

@@ -7,8 +7,9 @@ The archive holds one folder, ``<case>-<target>-<commit12>/``, laid out as the r
 - ``cases/<case>/`` (the manifest the journal's identity hashes),
 - ``build/<case>/<target>/artifacts.json`` and every artifact it names, each checked against the
   sha256 the index records,
-- ``build/<case>/runtime/`` where the case pins runtime packages: the index and the wheels it
-  names for the node's Python, each checked likewise,
+- ``build/<case>/runtime/`` where the case pins runtime packages: the index and, for the node's
+  Python, the wheels of the arms the pack runs (``--arms``; every arm's without it: the node may
+  be asked for ``--deep``), each checked likewise; a wheel two arms share is carried once,
 - ``results/<case>/*.json``, the committed result documents the decisive design takes its
   priors from, so that the node plans what ``make <case>`` would plan,
 - ``build/bisect/<case>/<axis>/<target>/`` for each ``--bisect`` axis (its CPU document and the
@@ -254,8 +255,11 @@ def _index_member(root: Path, path: Path) -> Member:
     return Member(path.relative_to(root).as_posix(), path, sha256_file(path))
 
 
-def built_members(case: Case, root: Path, build_dir: Path, target: str) -> list[Member]:
-    """The build index of ``target`` and its artifacts; the runtime index and its wheels."""
+def built_members(case: Case, root: Path, build_dir: Path, target: str,
+                  arms: Sequence[str] | None = None) -> list[Member]:
+    """The build index of ``target`` and its artifacts; the runtime index and the wheels of
+    ``arms`` (every arm's where None): the run stage unpacks and checks only the wheels of the
+    arms it plans (gpurepro.run.runtime.prepare), so a pack of some arms carries theirs."""
     index = load_build(case, root, build_dir, target)
     index_file = index_path(root / build_dir, case, target)
     members = [_index_member(root, index_file)]
@@ -274,7 +278,7 @@ def built_members(case: Case, root: Path, build_dir: Path, target: str) -> list[
                              f"{runtime_index.relative_to(root)} is missing; build the case again")
         wheels = json.loads(runtime_index.read_text())
         members.append(_index_member(root, runtime_index))
-        for pin, entry in sorted(wheels["wheels"].items()):
+        for pin, entry in sorted(build_runtime.wheels_of(wheels, arms).items()):
             members.append(_checked(root, entry["path"], entry["sha256"], f"runtime wheel {pin}"))
     return members
 
@@ -361,10 +365,12 @@ def write_archive(path: Path, top: str, members: Sequence[Member],
 
 def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | None,
               run_args: Sequence[str], bisect: Sequence[str], python: str | None,
-              say: Callable[[str], None] = lambda line: None) -> tuple[Path, str]:
+              say: Callable[[str], None] = lambda line: None,
+              arms: Sequence[str] | None = None) -> tuple[Path, str]:
     """Write the pack of ``case`` for ``target`` from its build; return the archive's path and
     the folder it unpacks into.
-    ``run_args``: the flags of `gpurepro run` the node uses (--arms, --deep, --redact)."""
+    ``run_args``: the flags of `gpurepro run` the node uses (--arms, --deep, --redact);
+    ``arms``: the arms of its --arms, whose runtime wheels alone are carried (None: every arm's)."""
     root = root.resolve()
     commit, dirty, mtime = commit_of(root)
     node_python = python
@@ -385,7 +391,7 @@ def make_pack(case: Case, target: str, root: Path, build_dir: Path, out: Path | 
     dirty = dirty or bool(differs)
     members = [*_tree(root, root / "src" / "gpurepro"), *_tree(root, root / "native"),
                *_tree(root, folder),
-               *built_members(case, root, build_dir, target),
+               *built_members(case, root, build_dir, target, arms),
                *committed_documents(case, root)]
     for axis in bisect:
         members += bisect_members(case, root, axis, target)
