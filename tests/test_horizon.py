@@ -330,3 +330,15 @@ def test_a_horizon_leaves_half_of_an_arms_trials_to_chance():
     assert chosen[25].to_json()["trials_from"] == docs
     # a faster horizon (one just past the 4,096-module cluster) needs nearly every trial
     assert any(s < chosen[25].seconds for _, s, r in chosen[25].tried if not r)
+
+
+def test_the_plan_names_the_horizon_its_rate_claims_are_decided_at():
+    from gpurepro.cli.plan import design_line
+    from gpurepro.model.design import DesignSpec
+    plan = None  # a sequential design's line names no trial of the plan
+    spec = DesignSpec.from_json({"design": "decisive", "alpha": 0.05, "max_trials": 25,
+                                 "horizon": 33402.0, "first_look": 26})
+    line = design_line(spec, plan)
+    assert "before 33,402" in line and "first look after 26" in line
+    assert "before" not in design_line(DesignSpec.from_json(
+        {"design": "decisive", "alpha": 0.05, "max_trials": 25, "first_look": 26}), plan)

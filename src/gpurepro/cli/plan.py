@@ -87,9 +87,13 @@ def design_line(design: DesignSpec, plan: Plan) -> str:
         return f"design: fixed, every arm's trials run ({len(plan.order)} trials)"
     kind = "decisive" if design.decisive else "until-decided"
     first = design.first_look
+    horizon = design.horizon if isinstance(design.horizon, (int, float)) else None
     return (f"design: {kind}, alpha {design.alpha}: at most {design.max_trials} trials per arm, "
             f"stopping once the claims are decided"
-            + (f" (first look after {first} trials)" if first else ""))
+            + (f" (first look after {first} trials)" if first else "")
+            + (f"; rate claims decided on whether each trial failed before {horizon:,.0f} "
+               f"(the horizon every trial of their arms runs to at most)"
+               if horizon is not None else ""))
 
 
 def lines(case: Case, plan: Plan, request: Any, design: DesignSpec,
