@@ -168,6 +168,10 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifact", action="append", type=artifact_override, metavar="NAME=PATH",
                    help="use this prebuilt file (inside the repository) instead of the built "
                         "artifact NAME; recorded with its sha256 (repeatable)")
+    p.add_argument("--runtime-index", metavar="INDEX.json",
+                   help="the arms' runtime wheels from this index (inside the repository) instead "
+                        "of the build's: one release of a runtime axis (gpurepro bisect); "
+                        "recorded with its sha256")
     p.add_argument("--redact", action="store_true", help="drop the hostname and home paths from the record")
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
@@ -518,7 +522,8 @@ def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
                        "each on the CPU, run the fewest that pin every boundary on a GPU")
     p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
-    p.add_argument("--axis", help="the manifest's toolchain axis (Case.axes)")
+    p.add_argument("--axis", help="the manifest's axis (Case.axes): a toolchain's releases "
+                   "(Axis) or a runtime package's (RuntimeAxis)")
     p.add_argument("--arch", help="build target (default: the case's only one)")
     p.add_argument("--stage", choices=STAGES, default="all",
                    help="cpu, gpu, assemble, or all of them one after the other (default)")
@@ -532,6 +537,9 @@ def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
                    "in the range (recorded in the document)")
     p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
     p.add_argument("--cache", help="wheel cache (default: build/releases, the build's)")
+    p.add_argument("--python", metavar="X.Y",
+                   help="CPU stage of a runtime axis: the wheels for this Python, the GPU node's "
+                        "(default: the manifest's Runtime.python, else this interpreter's)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
     p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox
