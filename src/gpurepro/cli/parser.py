@@ -371,7 +371,8 @@ def _case_commands(sub: _Subcommands) -> None:
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")
-    p.add_argument("--kind", choices=("crash", "wrong-result", "slowdown", "python", "python-value"),
+    p.add_argument("--kind", choices=("crash", "wrong-result", "slowdown", "python", "python-value",
+                                         "runtime-releases"),
                    default="crash",
                    help="crash: a native host loop (a crash, hang or CUDA error); wrong-result: "
                         "a cubin launched by the stock driver and its outputs checked against a "
@@ -380,7 +381,9 @@ def _case_commands(sub: _Subcommands) -> None:
                         "Python script run as filed under pinned runtime packages, its exit, "
                         "exception or crash classified; python-value: the same across releases "
                         "of a runtime package, the value it prints checked against the driver's "
-                        "own answer (default: crash)")
+                        "own answer; runtime-releases: the script under releases of a runtime "
+                        "package as a factor's levels, with an axis gpurepro bisect runs release "
+                        "by release (default: crash)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=Command("new", "cmd_new"))
 
