@@ -206,3 +206,22 @@ def test_a_bad_runtime_axis_names_its_field(tmp_path, edit, field):
 def test_a_toolchain_stage_refuses_a_runtime_axis_in_one_line(case):
     with pytest.raises(UsageError, match="runtime axis"):
         cpu.axis_of(case, "probe")
+
+
+def test_the_docs_show_a_runtime_axis_the_manifest_accepts_and_the_command_that_sweeps_it():
+    """Every ``RuntimeAxis(...)`` the sweep page and the case contract write builds as written,
+    and each page gives the bisect command over it."""
+    import re
+
+    from gpurepro import case as case_api
+
+    for page in ("docs/toolchains.md", "docs/cases.md"):
+        text = (ROOT / page).read_text()
+        calls = re.findall(r"RuntimeAxis\((?:[^()]|\([^()]*\))*\)", text.replace("\n", " "))
+        assert calls, page
+        for call in calls:
+            axis = eval(call.replace("case.RuntimeAxis", "RuntimeAxis"),  # noqa: S307
+                        {"RuntimeAxis": case_api.RuntimeAxis})
+            assert axis.describe()["runtime"]["factor"] == axis.factor
+        assert re.search(r"gpurepro bisect my_bug\s+--axis \w+ --stage cpu", text), page
+    assert "runtime-releases" in (ROOT / "docs/cases.md").read_text()
