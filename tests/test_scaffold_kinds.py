@@ -23,7 +23,7 @@ from gpurepro.run.trial import run_trial
 from . import pace
 from .conftest import ROOT
 
-KINDS = ("crash", "wrong-result", "slowdown", "python", "python-value")
+KINDS = ("crash", "wrong-result", "slowdown", "python", "python-value", "runtime-releases")
 FAKE_BINDINGS = ROOT / "tests" / "fixtures" / "fake_cuda_bindings"
 
 
@@ -67,6 +67,23 @@ def test_every_kind_scaffolds_a_short_case_that_plans_before_any_gpu(repo_copy, 
     assert re.search(rf"^expected GPU time: about \d+ s for {trials} trials", out, re.M), out
     assert "assumed, with no committed trial of" in out  # a new case has no results
     assert not (repo_copy / "build").exists()  # nothing built
+
+
+def test_the_runtime_releases_scaffold_declares_an_axis_bisect_runs(repo_copy):
+    """Its release factor's levels are releases of the package, and its runtime axis runs the
+    report's arm release by release between the good release and the report's."""
+    from gpurepro.case import RuntimeAxis
+    from gpurepro.sweep.bisection import describe_axis
+
+    assert _gpurepro(repo_copy, "new", "demo_rel", "--kind", "runtime-releases").returncode == 0
+    case = load_case("demo_rel", repo_copy)
+    assert case.runtime is not None and case.runtime.releases == {"release": "cuda-bindings"}
+    axis = case.axes["release"]
+    assert isinstance(axis, RuntimeAxis) and axis.arms == ("as-filed",)
+    assert describe_axis(case, "release")["versions"] == ">=13.0.3,<=13.3.1"
+    assert describe_axis(case, "release")["package"] == "cuda-bindings"
+    # nothing to fetch before it is asked: plan needs neither the network nor a build
+    assert not (repo_copy / "locks" / "runtime" / "demo_rel.json").exists()
 
 
 def test_a_new_cases_plan_names_the_flag_that_gives_it_rates(repo_copy):

@@ -42,7 +42,7 @@ from . import runtime_releases
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "carried", "fetch", "INDEX_NAME", "index_path", "pip_download_argv", "RECIPE",
+    "carried", "download", "fetch", "INDEX_NAME", "node_markers", "resolve_arm", "index_path", "pip_download_argv", "RECIPE",
     "runtime_dir", "wheel_key", "wheel_python", "wheels_of"
 ]
 
@@ -114,7 +114,7 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
 
     def one(pin: str) -> dict[str, Any]:
         if pin not in fetched:
-            fetched[pin] = _wheel(pin, rt, python, root, runtime_dir(build_dir, case), pip_args,
+            fetched[pin] = download(pin, rt, python, root, runtime_dir(build_dir, case), pip_args,
                                   say)
         return fetched[pin]
 
@@ -127,7 +127,7 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
     for arm in (a.name for a in case.arms):
         chosen = runtime_releases.arm_pins(case, arm, levels) if rt.releases else rt.pins_for(arm)
         if chosen:
-            arms[arm] = _resolve(arm, chosen, wheels, rt, python)
+            arms[arm] = resolve_arm(arm, chosen, wheels, rt, python)
     index = {"case": case.name, "python": python, "implementation": rt.implementation,
              "platforms": list(rt.platforms), "from_node": list(rt.from_node),
              "wheels": wheels, "arms": arms,
@@ -136,8 +136,11 @@ def fetch(case: Case, root: Path, build_dir: Path, pip_args: Sequence[str] = (),
     return index
 
 
-def _wheel(pin: str, rt: Runtime, python: str, root: Path, folder: Path,
-           pip_args: Sequence[str], say: Callable[[str, str], None]) -> dict[str, Any]:
+def download(pin: str, rt: Runtime, python: str, root: Path, folder: Path,
+             pip_args: Sequence[str], say: Callable[[str, str], None]) -> dict[str, Any]:
+    """``pin``'s wheel for ``python`` under ``folder/wheels/<key>/`` (once: a kept wheel whose
+    sha256 still matches is reused), and its entry: file, sha256, size, name, version and
+    Requires-Dist, with its path relative to ``root``."""
     key = wheel_key(pin, rt, python)
     out = folder / "wheels" / key[:20]
     stamp = out / ".wheel.json"
@@ -211,7 +214,7 @@ def node_markers(python: str) -> dict[str, str]:
             "platform_release": "", "platform_version": "", "extra": ""}
 
 
-def _resolve(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
+def resolve_arm(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
              rt: Runtime, python: str) -> dict[str, Any]:
     """An arm's set: each wheel's requirements met inside it, or left to the node by name."""
     requirements, version = _packaging()

@@ -25,11 +25,11 @@ from ..errors import BuildError
 from . import releases, runtime
 
 # What other modules use; the rest is this module's own.
-__all__ = ["arm_pins", "level_pin", "lock_path", "resolve_levels"]
+__all__ = ["arm_pins", "dependencies", "level_pin", "lock_path", "resolve_levels"]
 
 FOLDER = "runtime"  # locks/runtime/<case>.json
 LOCK_SCHEMA = "gpurepro/runtime-lock/1"
-# A wheel's Requires-Dist of one package: (pin) -> the wheel's entry (runtime._wheel's).
+# A wheel's Requires-Dist of one package: (pin) -> the wheel's entry (runtime.download's).
 Fetch = Callable[[str], Mapping[str, Any]]
 
 
@@ -123,13 +123,15 @@ def resolve_levels(case: Case, root: Path, python: str, fetch: Fetch,
     return levels
 
 
-def arm_pins(case: Case, arm: str, levels: Mapping[str, Sequence[str]]) -> list[str]:
+def arm_pins(case: Case, arm: str, levels: Mapping[str, Sequence[str]],
+             at: Mapping[str, str] | None = None) -> list[str]:
     """The arm's pins: ``"*"``'s, then each release factor's at the arm's level (its
     dependencies beside it), then the arm's own, a later pin of a name taking an earlier's
-    place (``Runtime.pins_for``, with the levels between)."""
+    place (``Runtime.pins_for``, with the levels between). ``at``: factor -> a level in place
+    of the arm's (a runtime axis's release)."""
     rt = case.runtime
     assert rt is not None
-    factors = case.resolved_arms()[arm]
+    factors = {**case.resolved_arms()[arm], **(at or {})}
     pins: dict[str, str] = {}
     groups: list[Sequence[str]] = [rt.packages.get("*", ())]
     for factor, package in rt.releases.items():

@@ -13,7 +13,7 @@ from ..errors import ManifestError
 from ..model.outcomes import OUTCOMES
 from ..model.result import Analysis, ArmSummary, CrashSite
 from . import declared, instruments, kit
-from .axis import Axis
+from .axis import Axis, RuntimeAxis
 from .load import find_case, find_repo_root, load_case, load_sibling, repo_root, validate
 from .model import (
     CLAIM_KINDS,
@@ -45,7 +45,7 @@ __all__ = [
     "Analysis", "ArmSummary", "CrashSite", "declared", "instruments", "kit",
     "CLAIM_KINDS", "OUTCOMES", "PLACEHOLDER", "SINGLE_ARM_KINDS", "Arm", "Artifact", "Axis", "Case",
     "Claim", "Conclusion", "Defaults", "Devices", "Exposure", "Factor", "Family", "ManifestError", "OutputCheck", "ProgramValue", "Releases",
-    "Runtime",
+    "Runtime", "RuntimeAxis",
     "Stratum", "Timing", "Tool",
     "TrialBudget", "TrialCommand", "TrialContext", "find_case", "find_repo_root", "load_case",
     "load_sibling", "repo_root", "validate",

@@ -1,4 +1,5 @@
-"""A toolchain axis: what a bisection over one package's releases varies (``Case.axes``).
+"""A toolchain axis: what a bisection over one package's releases varies (``Case.axes``); or
+a runtime axis (``RuntimeAxis``): the releases of a runtime package the trials import.
 
 Plain data a manifest declares; ``gpurepro.sweep`` does the work. The releases are never typed
 in: they are every final release PyPI lists for ``package`` within ``versions``, found when the
@@ -11,6 +12,7 @@ for the manifest's artifact ``artifact`` in the trials of ``arms`` on the GPU
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,8 @@ from ..errors import ManifestError
 from .model import Family, Releases
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Axis", "check_axes", "check_family"]
+__all__ = ["Axis", "check_axes", "check_family", "check_runtime_axis", "RUNTIME_SUBSTITUTE",
+           "RuntimeAxis"]
 
 # Placeholders of an axis's build command beyond an artifact's (case/model.py Artifact).
 AXIS_PLACEHOLDERS = ("tool",)
@@ -107,6 +110,80 @@ class Axis:
                               "same": self.same, "alpha": self.alpha}} if self.timed else {})}
 
 
+# What a runtime axis's point stands in for in a sweep's runs: the arms' runtime index
+# (``gpurepro run --runtime-index``), not an artifact; no artifact name has parentheses.
+RUNTIME_SUBSTITUTE = "(runtime)"
+
+
+@dataclass(frozen=True)
+class RuntimeAxis:
+    """The releases of a runtime package as a bisection's points: ``factor`` names a factor of
+    ``Runtime.releases`` (its levels are releases of that package), and each release pip lists
+    inside ``versions`` (``>=0.60,<=0.62.1``: between a good and a bad release; empty: every
+    final release), or each of ``releases`` where the manifest gives a list, is one point.
+
+    The CPU stage resolves each release as a level of the factor is resolved (its wheel's
+    dependencies pinned inside their declared ranges, gpurepro.building.runtime_releases) and
+    downloads its wheels for the Python that runs the trials; the GPU stage runs ``arms``
+    (arms whose level of ``factor`` is a release) with the point's release in place of that
+    level; ``trials``, ``jobs``, ``duration_s`` and ``timeout_s`` as a toolchain axis's.
+    """
+
+    factor: str
+    arms: tuple[str, ...]
+    versions: str = ""
+    releases: tuple[str, ...] = ()
+    trials: int = 3
+    jobs: int = 1
+    duration_s: float = 5.0
+    timeout_s: float = 30.0
+    description: str = ""
+
+    # A runtime axis is decided on outcomes, and nothing it builds has SASS to watch.
+    timed = False
+    watch: tuple[tuple[str, str], ...] = ()
+
+    def describe(self) -> dict[str, Any]:
+        return {"versions": self.versions, "artifact": RUNTIME_SUBSTITUTE,
+                "arms": list(self.arms), "watch": [], "trials": self.trials, "jobs": self.jobs,
+                "duration_s": self.duration_s, "timeout_s": self.timeout_s,
+                "description": self.description,
+                "runtime": {"factor": self.factor, **({"releases": list(self.releases)}
+                                                      if self.releases else {})}}
+
+
+def check_runtime_axis(name: str, ax: RuntimeAxis, releases: Mapping[str, str],
+                       arm_levels: Mapping[str, Mapping[str, Any]], path: Path | str) -> None:
+    """The mistakes a runtime axis can hold, as ManifestError naming the field: ``releases``
+    is the manifest's ``Runtime.releases``, ``arm_levels`` every arm's levels."""
+    where = f"axes.{name}"
+    if not _NAME.match(str(name)):
+        raise ManifestError(path, where, f"{name!r} is not a lower-case name")
+    if ax.factor not in releases:
+        known = ", ".join(releases) or "none"
+        raise ManifestError(path, f"{where}.factor", f"{ax.factor!r} is not a factor of "
+                            f"Runtime.releases (its factors: {known})")
+    if not ax.arms or any(a not in arm_levels for a in ax.arms):
+        raise ManifestError(path, f"{where}.arms", f"{list(ax.arms)!r}: arms of the case expected")
+    for arm in ax.arms:
+        level = str(arm_levels[arm].get(ax.factor))
+        if not re.match(r"^\d+(\.\d+)*", level):
+            raise ManifestError(path, f"{where}.arms", f"arm {arm}'s level of {ax.factor} is "
+                                f"{level!r}, no release: the axis replaces a release level")
+    if ax.versions:
+        check_family(Family(releases[ax.factor], ax.versions), where, path)
+    if ax.versions and ax.releases:
+        raise ManifestError(path, f"{where}.releases", "give versions (a range) or releases (a "
+                            "list), not both")
+    if not (isinstance(ax.trials, int) and ax.trials >= 1):
+        raise ManifestError(path, f"{where}.trials", f"must be at least 1, got {ax.trials!r}")
+    if not (isinstance(ax.jobs, int) and ax.jobs >= 1):
+        raise ManifestError(path, f"{where}.jobs", f"must be at least 1, got {ax.jobs!r}")
+    if not (0 < ax.duration_s < ax.timeout_s):
+        raise ManifestError(path, f"{where}.timeout_s",
+                            f"must exceed duration_s ({ax.duration_s!r}), got {ax.timeout_s!r}")
+
+
 def check_family(fam: Any, where: str, path: Path | str) -> None:
     """One ``Family``: a package name and a readable range."""
     if not isinstance(fam, Family):
@@ -122,11 +199,13 @@ def check_family(fam: Any, where: str, path: Path | str) -> None:
 def check_axes(axes: Any, artifacts: set[str], arms: set[str], path: Path | str) -> None:
     """The mistakes a manifest's ``axes`` can hold, as ManifestError naming the field."""
     if not isinstance(axes, dict):
-        raise ManifestError(path, "axes", "must be a dict of name -> gpurepro.case.Axis")
+        raise ManifestError(path, "axes", "must be a dict of name -> gpurepro.case.Axis or RuntimeAxis")
     for name, ax in axes.items():
         where = f"axes.{name}"
+        if isinstance(ax, RuntimeAxis):
+            continue  # check_runtime_axis: it needs the case's runtime and its arms' levels
         if not isinstance(ax, Axis):
-            raise ManifestError(path, where, "must be a gpurepro.case.Axis")
+            raise ManifestError(path, where, "must be a gpurepro.case.Axis or RuntimeAxis")
         if not _NAME.match(str(name)):
             raise ManifestError(path, where, f"{name!r} is not a lower-case name")
         if ax.families:

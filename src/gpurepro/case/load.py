@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from ..errors import ManifestError, Stopped
 from ..model.outcomes import OUTCOMES
-from .axis import check_axes, check_family
+from .axis import RuntimeAxis, check_axes, check_family, check_runtime_axis
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
@@ -154,6 +154,10 @@ def validate(case: Case, path: Path | str) -> None:
         built = {a.built_name(lv) for a in case.artifacts if a.per
                  for lv in case.factors[a.per].levels}
         check_axes(case.axes, names | built, seen, path)
+        for name, ax in case.axes.items():
+            if isinstance(ax, RuntimeAxis):
+                check_runtime_axis(name, ax, case.runtime.releases if case.runtime else {},
+                                   case.resolved_arms(), path)
     if not _COUNTER.match(case.exposure.counter or ""):
         raise ManifestError(path, "exposure.counter",
                             f"{case.exposure.counter!r} is not a counter name (letters, digits, _)")

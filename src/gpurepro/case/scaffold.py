@@ -19,7 +19,11 @@ in template/<kind>/, real files with CASE_NAME where the name goes), one kind pe
   exception or crash classified; claims and a Conclusion;
 - ``python-value``: the same, across releases of the runtime package, with the value the
   program prints checked against the driver's own answer (answer.py, ``ProgramValue``): a
-  wrong value is a wrong_result without a wrapper around the reporter's program.
+  wrong value is a wrong_result without a wrapper around the reporter's program;
+- ``runtime-releases``: the reporter's script under a factor whose levels are releases of a
+  runtime package (``Runtime.releases``: each release with its own dependencies, locked), the
+  report's release and a good one, and a runtime axis (``RuntimeAxis``) between them that
+  ``gpurepro bisect`` runs release by release to pin which release broke it.
 
 The author then replaces the kernel, the launch and the arms with the bug's.
 """
@@ -48,6 +52,7 @@ KINDS = {
     "slowdown": ("slowdown", ("manifest.py", "check.py", "kernel.cu", "README.md")),
     "python": ("python", ("manifest.py", "seed/repro.py", "README.md")),
     "python-value": ("python_value", ("manifest.py", "answer.py", "seed/repro.py", "README.md")),
+    "runtime-releases": ("runtime_releases", ("manifest.py", "seed/repro.py", "README.md")),
 }
 
 

@@ -131,7 +131,7 @@ def artifact_override(text: str) -> tuple[str, str]:
     return name.strip(), path.strip()
 
 
-def checked_artifact_file(name: str, given: str, root: Path) -> Path:
+def checked_artifact_file(name: str, given: str, root: Path, flag: str = "") -> Path:
     """A substitute artifact file, relative to the repository.
 
     Like the build folder, it is recorded relative to the repository (a copied tree finds it,
@@ -139,12 +139,24 @@ def checked_artifact_file(name: str, given: str, root: Path) -> Path:
     """
     path = Path(given)
     absolute = (path if path.is_absolute() else root / path).resolve()
+    said = f"{flag} {given}" if flag else f"--artifact {name}={given}"
     if not absolute.is_relative_to(root.resolve()):
-        raise UsageError(f"--artifact {name}={given}: must be inside the repository ({root.name}/); "
+        raise UsageError(f"{said}: must be inside the repository ({root.name}/); "
                          f"artifact paths are recorded relative to it")
     if not absolute.is_file():
-        raise UsageError(f"--artifact {name}={given}: no such file")
+        raise UsageError(f"{said}: no such file")
     return absolute.relative_to(root.resolve())
+
+
+def checked_runtime_index(case: Case, given: str | None, root: Path) -> Path | None:
+    """--runtime-index: a runtime index inside the repository (recorded relative to it), for a
+    case that declares runtime packages."""
+    if given is None:
+        return None
+    if case.runtime is None:
+        raise UsageError(f"--runtime-index {given}: {case.name} declares no runtime packages "
+                         f"(Case.runtime)")
+    return checked_artifact_file("runtime-index", given, root, "--runtime-index")
 
 
 def checked_build_dir(given: str | Path, root: Path) -> Path:
@@ -272,6 +284,8 @@ def check_arguments(case: Case, args: argparse.Namespace, root: Path,
                       jobs=args.jobs or d.jobs, arms=arms, trials_per_arm=trials,
                       design=design,
                       substitutes=checked_substitutes(case, target, getattr(args, "artifact", None), root),
+                      runtime_index=checked_runtime_index(case, getattr(args, "runtime_index", None),
+                                                          root),
                       arch=args.arch, seed=args.seed, gpus=args.gpus,
                       journal=Path(args.journal) if args.journal else None, scope=scope,
                       priors_from=checked_priors_from(case, getattr(args, "priors_from", None), root))

@@ -1,4 +1,6 @@
-"""`python -m gpurepro bisect CASE --axis NAME`: a bisection over one toolchain axis's releases.
+"""`python -m gpurepro bisect CASE --axis NAME`: a bisection over one axis's releases: a
+toolchain's (``Axis``: each release builds an artifact) or a runtime package's (``RuntimeAxis``:
+each release's wheels for the trials' Python, gpurepro.sweep.runtime_cpu).
 
 The stages (gpurepro.sweep), one after the other by default (``--stage all``), or one:
 
@@ -29,17 +31,25 @@ from ..sweep.choose import Bisection
 from ..sweep.cpu import axis_of, check_current, run_cpu_stage
 from ..sweep.gpu import run_gpu_stage
 from ..sweep.model import BISECTION, read_document
+from ..sweep.runtime_cpu import run_runtime_cpu_stage, runtime_axis
 from ..sweep.table import markdown
 from .args import checked_build_dir, only_target, repository_root, say, show
 
 
 def _cpu(args: argparse.Namespace, case: Case, target: str, root: Path) -> Path:
-    axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
+    runtime = runtime_axis(case, args.axis)
+    if runtime is None:
+        axis_of(case, args.axis)  # an unknown axis is a usage error before anything is built
     build_dir = root / checked_build_dir(args.build_dir, root)
     if not index_path(build_dir, case, target).is_file():
         say(f"bisect: building {case.name} for {target} first")
         build_case(case, target, root, build_dir)
     only = tuple(v.strip() for v in (args.only or "").split(",") if v.strip())
+    if runtime is not None:
+        path = run_runtime_cpu_stage(case, args.axis, target, root, build_dir, only=only, say=say,
+                                     python=args.python)
+        show(f"bisect: CPU document {_shown(path, root)}")
+        return path
     cache = Path(args.cache) if args.cache else root / "build" / "releases"
     path = run_cpu_stage(case, args.axis, target, root, build_dir, cache, only=only, say=say)
     show(f"bisect: CPU document {_shown(path, root)}")
@@ -56,7 +66,7 @@ def cmd(args: argparse.Namespace) -> int:
         sys.stdout.write(markdown(read_document(Path(args.table), BISECTION)))
         return EXIT_OK
     if not args.axis:
-        raise UsageError("--axis: name the toolchain axis to bisect (the manifest's Case.axes)")
+        raise UsageError("--axis: name the axis to bisect (the manifest's Case.axes)")
     case = load_case(args.case, root)
     target = only_target(case, args.arch)
     document = Path(args.document) if args.document else root / axis_root(case.name, args.axis, target) / CPU_FILE

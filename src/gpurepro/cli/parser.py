@@ -168,6 +168,10 @@ def _output_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifact", action="append", type=artifact_override, metavar="NAME=PATH",
                    help="use this prebuilt file (inside the repository) instead of the built "
                         "artifact NAME; recorded with its sha256 (repeatable)")
+    p.add_argument("--runtime-index", metavar="INDEX.json",
+                   help="the arms' runtime wheels from this index (inside the repository) instead "
+                        "of the build's: one release of a runtime axis (gpurepro bisect); "
+                        "recorded with its sha256")
     p.add_argument("--redact", action="store_true", help="drop the hostname and home paths from the record")
     p.add_argument("--no-record", action="store_true", help="only journal; record later with `gpurepro record`")
     p.add_argument("--force", action="store_true", help="let record replace an existing result document")
@@ -367,7 +371,8 @@ def _case_commands(sub: _Subcommands) -> None:
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")
-    p.add_argument("--kind", choices=("crash", "wrong-result", "slowdown", "python", "python-value"),
+    p.add_argument("--kind", choices=("crash", "wrong-result", "slowdown", "python", "python-value",
+                                         "runtime-releases"),
                    default="crash",
                    help="crash: a native host loop (a crash, hang or CUDA error); wrong-result: "
                         "a cubin launched by the stock driver and its outputs checked against a "
@@ -376,7 +381,9 @@ def _case_commands(sub: _Subcommands) -> None:
                         "Python script run as filed under pinned runtime packages, its exit, "
                         "exception or crash classified; python-value: the same across releases "
                         "of a runtime package, the value it prints checked against the driver's "
-                        "own answer (default: crash)")
+                        "own answer; runtime-releases: the script under releases of a runtime "
+                        "package as a factor's levels, with an axis gpurepro bisect runs release "
+                        "by release (default: crash)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
     p.set_defaults(fn=Command("new", "cmd_new"))
 
@@ -518,7 +525,8 @@ def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser("bisect", help="a case over every release of one toolchain package: build "
                        "each on the CPU, run the fewest that pin every boundary on a GPU")
     p.add_argument("case", nargs="?", help="the case (a name under cases/, or its folder)")
-    p.add_argument("--axis", help="the manifest's toolchain axis (Case.axes)")
+    p.add_argument("--axis", help="the manifest's axis (Case.axes): a toolchain's releases "
+                   "(Axis) or a runtime package's (RuntimeAxis)")
     p.add_argument("--arch", help="build target (default: the case's only one)")
     p.add_argument("--stage", choices=STAGES, default="all",
                    help="cpu, gpu, assemble, or all of them one after the other (default)")
@@ -532,6 +540,9 @@ def _bisect_command(sub: _Subcommands) -> argparse.ArgumentParser:
                    "in the range (recorded in the document)")
     p.add_argument("--build-dir", default="build", help="the case's build folder (default: build/)")
     p.add_argument("--cache", help="wheel cache (default: build/releases, the build's)")
+    p.add_argument("--python", metavar="X.Y",
+                   help="CPU stage of a runtime axis: the wheels for this Python, the GPU node's "
+                        "(default: the manifest's Runtime.python, else this interpreter's)")
     p.add_argument("--seed", type=nonneg_int, default=0, help="GPU stage: plan seed of the first run (+1 each)")
     p.add_argument("--table", metavar="DOC.json", help="print a bisection document's Markdown and exit")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for nox

@@ -285,7 +285,8 @@ def built_members(case: Case, root: Path, build_dir: Path, target: str,
 
 def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Member]:
     """An axis's CPU stage for the GPU stage on the node: its document, the distinct artifacts
-    it names and the checkout files its builds read; refused where the manifest's axis, or
+    it names (a runtime axis's: each release's runtime index and its wheels) and the checkout
+    files its builds read; refused where the manifest's axis, or
     anything else the CPU stage was built from, has changed since (gpurepro.sweep.cpu.changed:
     on the node every run of an arm the manifest dropped would fail)."""
     folder = root / axis_root(case.name, axis, target)
@@ -299,8 +300,14 @@ def bisect_members(case: Case, root: Path, axis: str, target: str) -> list[Membe
     if stale:
         raise BuildError(f"--bisect {axis}: {document.relative_to(root)} is stale: {stale}; run "
                          f"`python -m gpurepro bisect {case.name} --axis {axis} --stage cpu` again")
+    wheels: dict[str, str] = {}
     for sha, entry in sorted((cpu.get("artifacts") or {}).items()):
         members.append(_checked(root, entry["path"], sha, f"bisect artifact of {axis}"))
+        if "runtime" in cpu["axis"]:  # a release's runtime index: its wheels travel with it
+            index = json.loads((root / entry["path"]).read_text())
+            wheels.update({w["path"]: w["sha256"] for w in index["wheels"].values()})
+    for rel, sha in sorted(wheels.items()):
+        members.append(_checked(root, rel, sha, f"a runtime wheel of {axis}"))
     for rel, sha in sorted((cpu.get("sources") or {}).items()):
         members.append(_checked(root, rel, sha, f"a file the {axis} builds read"))
     return members

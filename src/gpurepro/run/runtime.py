@@ -55,12 +55,18 @@ def load_index(case: Case, root: Path, build_dir: Path) -> dict[str, Any]:
     return index
 
 
-def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str]) -> dict[str, Any] | None:
+def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str],
+            index_file: Path | None = None) -> dict[str, Any] | None:
     """Unpack every arm's runtime packages here; the record the journal header keeps, or None
-    for a case without runtime packages."""
+    for a case without runtime packages. ``index_file`` (relative to the repository): another
+    index than the build's, such as one release of a runtime axis; the record names it with
+    its sha256, which the sweep's assembly checks its journal against."""
     if case.runtime is None:
         return None
-    index = load_index(case, root, build_dir)
+    if index_file is None:
+        index = load_index(case, root, build_dir)
+    else:
+        index = json.loads((root / index_file).read_text())
     folder = build_dir / case.name / "runtime"
     wheels = {w["file"]: {"path": w["path"], "sha256": w["sha256"], "size": w["size"]}
               for w in index["wheels"].values()}
@@ -78,6 +84,8 @@ def prepare(case: Case, root: Path, build_dir: Path, arms: Iterable[str]) -> dic
     record = {"python": index["python"], "platforms": index["platforms"],
               "interpreter": ".".join(map(str, sys.version_info[:3])), "wheels": wheels,
               "arms": out}
+    if index_file is not None:
+        record["index"] = {"path": str(index_file), "sha256": sha256_file(root / index_file)}
     ensure(record, root, case.name)
     return record
 

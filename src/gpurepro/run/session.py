@@ -94,6 +94,9 @@ class RunRequest:
     # --artifact NAME=PATH: prebuilt files used instead of built artifacts (path relative to
     # the repository), e.g. a cubin exported by another toolchain release.
     substitutes: tuple[tuple[str, Path], ...] = ()
+    # --runtime-index PATH: another runtime index than the build's (relative to the
+    # repository), e.g. one release's wheels written by a runtime axis's sweep.
+    runtime_index: Path | None = None
     arch: str | None = None  # --arch as given (None: the target follows the GPU)
     seed: int | None = None  # None: a random seed, recorded
     gpus: str | None = None  # --gpus as given, matched against this machine's GPUs at the start
@@ -253,7 +256,8 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
     opts = RunOptions(budget=request.budget, jobs=request.jobs, gpus=gpus, redact=request.redact,
                       run_id=uuid.uuid4().hex)
     index = {**index, "artifacts": substitute_artifacts(index["artifacts"], request.substitutes, root),
-             "runtime": runtime.prepare(case, root, request.build_dir, plan.arms)}
+             "runtime": runtime.prepare(case, root, request.build_dir, plan.arms,
+                                        request.runtime_index)}
     name = g.device.get("name")
     design = designed(plan, g.supported, str(name) if name else None)
     header = journal_header(case, root, plan, opts, design.design,

@@ -20,7 +20,8 @@ from . import search
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "axis_root", "boundaries", "classes", "consistency_errors", "CPU_FILE", "describe_case",
+    "axis_root", "boundaries", "classes", "consistency_errors", "CPU_FILE", "describe_axis",
+    "describe_case",
     "results", "SCHEMA_ID"
 ]
 
@@ -49,6 +50,17 @@ def describe_case(case: Case, root: Path) -> dict[str, Any]:
             "exposure": {"counter": case.exposure.counter, "unit": case.exposure.unit,
                          "per": case.exposure.per},
             **({"check": case.check.describe()} if case.check is not None else {})}
+
+
+def describe_axis(case: Case, name: str) -> dict[str, Any]:
+    """The axis as the CPU document records it and ``changed`` compares it: its manifest's
+    fields, and for a runtime axis (``RuntimeAxis``) the package its factor's levels are
+    releases of."""
+    axis = case.axes[name]
+    out: dict[str, Any] = {"name": name, **axis.describe()}
+    if "runtime" in out and case.runtime is not None:
+        out["package"] = case.runtime.releases.get(out["runtime"]["factor"], "")
+    return out
 
 
 def _ran(doc: Mapping[str, Any]) -> dict[int, Mapping[str, Any]]:

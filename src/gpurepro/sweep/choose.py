@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..case.axis import RUNTIME_SUBSTITUTE
 from ..model.outcomes import EVIDENCE
 from . import search, timed
 from .bisection import axis_root
@@ -56,7 +57,9 @@ class Harness:
                 "--timeout", f"{self.timeout_s:g}", "--jobs", str(self.jobs),
                 "--seed", str(run.seed), "--no-record", "--redact", "--journal", str(journal)]
         for artifact, sub in run.substitutes.items():
-            argv += ["--artifact", f"{artifact}={sub.path}"]
+            # A runtime axis's point is a runtime index, not an artifact (RuntimeAxis).
+            argv += (["--runtime-index", sub.path] if artifact == RUNTIME_SUBSTITUTE
+                     else ["--artifact", f"{artifact}={sub.path}"])
         return argv
 
     def seconds(self, run: Run) -> float:

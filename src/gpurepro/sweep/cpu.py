@@ -42,11 +42,12 @@ from ..case.model import PLACEHOLDER, Case, harness_import_root
 from ..errors import BuildError, ToolNotFound, UsageError
 from ..model.files import sha256_file, write_atomic
 from . import search
-from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_case
+from .bisection import CPU_FILE, SCHEMA_ID, axis_root, describe_axis, describe_case
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "axis_of", "changed", "check_current", "DISASSEMBLERS", "importlib", "json", "release_tool",
+    "axis_of", "changed", "check_current", "DISASSEMBLERS", "importlib", "json", "need_pip",
+    "release_tool",
     "releases_mod", "run_cpu_stage", "signature", "tool_version"
 ]
 
@@ -55,10 +56,14 @@ DISASSEMBLERS = ("cuobjdump", "nvdisasm")
 
 
 def axis_of(case: Case, name: str) -> Axis:
+    """The toolchain axis ``name`` (a runtime axis is runtime_cpu's)."""
     if name not in case.axes:
         known = ", ".join(sorted(case.axes)) or "none"
         raise UsageError(f"{case.name} has no toolchain axis {name!r} (its axes: {known})")
     axis: Axis = case.axes[name]
+    if not isinstance(axis, Axis):
+        raise UsageError(f"{case.name}'s axis {name} is a runtime axis: its CPU stage is "
+                         f"gpurepro.sweep.runtime_cpu")
     return axis
 
 
@@ -129,7 +134,7 @@ def changed(doc: Mapping[str, Any], case: Case, root: Path) -> str | None:
         return f"the manifest has no axis {name} now (its axes: {', '.join(sorted(case.axes)) or 'none'})"
     ignore = ("manifest_sha256",)  # any edit of the manifest; what the stages read is compared
     said = (_field_changed(f"the manifest's axis {name}", doc["axis"],
-                           _json({"name": name, **case.axes[name].describe()}))
+                           _json(describe_axis(case, name)))
             or _field_changed("the case", {k: v for k, v in doc["case"].items() if k not in ignore},
                               {k: v for k, v in _json(describe_case(case, root)).items()
                                if k not in ignore}))
@@ -160,7 +165,7 @@ def check_current(doc: Mapping[str, Any], case: Case, root: Path, where: str) ->
                          f"bisect {case.name} --axis {doc['axis']['name']} --stage cpu)")
 
 
-def _need_pip() -> None:
+def need_pip() -> None:
     """pip lists and fetches the releases (build.releases): a one-line stop without it."""
     if importlib.util.find_spec("pip") is None:
         raise BuildError(f"the CPU stage lists and fetches each release with pip, which this "
@@ -296,7 +301,7 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
     """Build every release, write the CPU document; returns its path. ``into``: another folder
     than ``build/bisect/<case>/<axis>/<target>`` (inside the repository)."""
     axis = axis_of(case, axis_name)
-    _need_pip()
+    need_pip()
     index = load_index(build_dir, case, target)
     where = into or root / axis_root(case.name, axis_name, target)
     spans = axis.releases()
@@ -385,7 +390,7 @@ def run_cpu_stage(case: Case, axis_name: str, target: str, root: Path, build_dir
         "schema": SCHEMA_ID,
         "stage": "cpu",
         "case": describe_case(case, root),
-        "axis": {"name": axis_name, **axis.describe()},
+        "axis": describe_axis(case, axis_name),
         "target": target,
         "listing": {"index": "pip index versions (pip's own index settings; final releases "
                              "for this machine)", "listed": listed, "considered": considered,

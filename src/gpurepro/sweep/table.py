@@ -25,6 +25,7 @@ from ..report.tables import code, escape, row, table
 from .matrix import cubin_result
 from .model import BISECTION, kind_of
 from .reasons import explained, machine_limit
+from .runtime_table import runtime_markdown
 
 # What other modules use; the rest is this module's own.
 __all__ = ["combinations", "markdown", "matrix_markdown", "verdict_line"]
@@ -156,6 +157,8 @@ def _range(ax: Mapping[str, Any]) -> str:
 
 def bisection_markdown(doc: Mapping[str, Any]) -> str:
     ax = doc["axis"]
+    if "runtime" in ax:  # a runtime package's releases: no artifact, no SASS
+        return runtime_markdown(doc, counts_cell)
     n_built = sum(1 for r in doc["releases"] if r.get("sha256"))
     runs = [r for r in doc.get("runs") or [] if r["status"] == "ran" and "same_as_point" not in r]
     gpu = doc.get("gpu") or {}
