@@ -2,8 +2,8 @@
 
 The factors, arms and claims are declared here; the verdict in conclusion.py (a decision table
 over the claims, the documentation audit, hypotheses labelled); the SASS analysis is the
-harness's (gpurepro.building.lowering) on what lowering.py declares; seed_parser.py reads the
-reporter's text output. Standard library + gpurepro only: imported on GPU nodes with no network.
+harness's (gpurepro.building.lowering) on what lowering.py declares. Standard library +
+gpurepro only: imported on GPU nodes with no network.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from gpurepro.case import (
     Devices,
     Exposure,
     Factor,
+    OutputLine,
+    TextOutput,
     Tool,
     TrialCommand,
     TrialContext,
@@ -246,7 +248,15 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="launches"),
     defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),
     failure_outcomes=("cuda_error", "hung", "crashed"),
-    parsers={"seed": load_sibling(__file__, "seed_parser").parse},
+    # The seed prints "delay_cta=1 spin=5000 mode=0 => <cudaGetErrorString of the sync>", or
+    # "launch failed" with no error code when cudaLaunchKernelEx failed (exit 2): on a device
+    # without sm_100a/sm_103a that is a missing kernel image, but the harness gates those devices
+    # before spawning, so on a capable device it is a real launch error of unknown name.
+    parsers={"seed": TextOutput(
+        OutputLine(r"delay_cta=(?P<delay_cta>\d+) spin=(?P<spin>\d+) mode=(?P<mode>\d+) => "
+                   r"(?P<message>.*)", call="cudaDeviceSynchronize"),
+        OutputLine(r"(?P<message>launch failed)", error="launch_failed_unreported",
+                   call="cudaLaunchKernelEx", launches=0))},
     analyses={"sass": lowering.analysis("sass")},
     claims=[_claim(*row) for row in COMPARISONS],
 )
