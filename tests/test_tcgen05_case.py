@@ -554,7 +554,8 @@ def test_builds_from_pinned_wheels(case, tmp_path, target):
     nvcc, venv = _nvcc(case)
     assert toolchain.release(toolchain.tool_version("nvcc", case.tools, venv)) == "13.0.88"
     values = {"nvcc": str(nvcc), "nvcc_lib": str(toolchain.nvcc_lib_dir(nvcc)), "arch": target,
-              "virtual_arch": "compute_" + target[3:], "case": str(CASE_DIR), "out": str(tmp_path)}
+              "virtual_arch": "compute_" + target[3:], "case": str(CASE_DIR), "out": str(tmp_path),
+              "native": str(ROOT / "native")}
     for name in ("repro", "repro_instrumented", "repro_no_dealloc", "control_remote_after_exit"):
         art = next(a for a in case.artifacts if a.name == name)
         argv = [re.sub(r"\{(\w+)\}", lambda m: values[m[1]], part) for part in art.command]

@@ -71,11 +71,14 @@ BASELINE, INSTR_BASELINE = "follower-baseline", "instr-follower-baseline"
 
 def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> Artifact:
     """The report's build line for each target: -gencode builds SASS only, no PTX (nvcc rejects
-    -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt."""
+    -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt. The
+    case's own programs include native/'s cluster and marker headers; the seed is built as filed."""
+    native = () if src.startswith("seed/") else ("-I{native}",)
+    headers = () if src.startswith("seed/") else ("native/cluster.cuh", "native/stage_markers.cuh")
     return Artifact(name=name, command=("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
-                                        *(f"-D{d}" for d in defines), "-L{nvcc_lib}",
+                                        *native, *(f"-D{d}" for d in defines), "-L{nvcc_lib}",
                                         "-o", "{out}/" + name, "{case}/" + src),
-                    outputs=(name,), sources=(src,), tools=("nvcc",), archs=TARGETS,
+                    outputs=(name,), sources=(src, *headers), tools=("nvcc",), archs=TARGETS,
                     description=description)
 
 
