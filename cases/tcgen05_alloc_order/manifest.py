@@ -1,11 +1,7 @@
-"""Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
-
-The factors, arms and claims are declared here; the verdict in conclusion.py (a decision table
-over the claims, the documentation audit, hypotheses labelled); the SASS analysis is the
-harness's (gpurepro.building.lowering) on what lowering.py declares. Standard library +
-gpurepro only: imported on GPU nodes with no network.
+"""Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt):
+factors, arms and claims; the verdict is conclusion.py's, the SASS analysis the harness's on
+lowering.py. Standard library + gpurepro only: imported on GPU nodes with no network.
 """
-
 from __future__ import annotations
 
 from typing import Any
@@ -72,9 +68,10 @@ BASELINE, INSTR_BASELINE = "follower-baseline", "instr-follower-baseline"
 def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> Artifact:
     """The report's build line for each target: -gencode builds SASS only, no PTX (nvcc rejects
     -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt. The
-    case's own programs include native/'s cluster and marker headers; the seed is built as filed."""
+    case's own programs include native/'s CUDA-runtime headers; the seed is built as filed."""
     native = () if src.startswith("seed/") else ("-I{native}",)
-    headers = () if src.startswith("seed/") else ("native/cluster.cuh", "native/stage_markers.cuh")
+    headers = () if src.startswith("seed/") else tuple(
+        f"native/{h}.cuh" for h in ("cluster", "stage_markers", "cudart_events"))
     return Artifact(name=name, command=("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
                                         *native, *(f"-D{d}" for d in defines), "-L{nvcc_lib}",
                                         "-o", "{out}/" + name, "{case}/" + src),

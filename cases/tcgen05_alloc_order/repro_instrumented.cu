@@ -19,10 +19,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
-#include <ctime>
 #include <unistd.h>
 #include <cuda_runtime.h>
 #include "cluster.cuh"
+#include "cudart_events.cuh"
 #include "stage_markers.cuh"
 
 enum Stage {
@@ -129,12 +129,6 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
 
 // ---------------------------------------------------------------- host side: JSON lines
 
-static double now_s() {
-  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static double g_t0;
-
 static const char* variant_name() {
 #if defined(SELFTEST_NO_TCGEN05)
   return "selftest_no_tcgen05";
@@ -154,16 +148,6 @@ static void emit_start(uint32_t dc, uint32_t sp, uint32_t md) {
   fflush(stdout);
 }
 
-// Final record for failures before the kernel ran (no markers to report).
-static int emit_early(const char* status, const char* key, const char* value, const char* call,
-                      int launches, int rc) {
-  printf("{\"event\":\"final\",\"status\":\"%s\",\"%s\":\"%s\",\"call\":\"%s\",\"t\":%.6f,"
-         "\"counters\":{\"launches\":%d},\"errors\":{}}\n",
-         status, key, value, call, now_s() - g_t0, launches);
-  fflush(stdout);
-  return rc;
-}
-
 static void print_observations(const Markers* m) {
   printf("\"observations\":{");
   print_stages(m->stages, kStageNames);
@@ -176,7 +160,7 @@ static void print_observations(const Markers* m) {
 }
 
 int main(int argc, char** argv) {
-  g_t0 = now_s();
+  trial_seconds();
   uint32_t dc = (argc > 1) ? atoi(argv[1]) : 1;      // delay follower by default
   uint32_t sp = (argc > 2) ? atoi(argv[2]) : 5000;
   uint32_t md = (argc > 3) ? atoi(argv[3]) : 0;
@@ -203,8 +187,7 @@ int main(int argc, char** argv) {
 
   ClusterLaunch launch(dim3(2, 1, 1), dim3(128, 1, 1), 2);
   e = cudaLaunchKernelEx(&launch.cfg, repro, d, dc, sp, md, dm);
-  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
-      e == cudaErrorUnsupportedPtxVersion) {
+  if (no_kernel_image(e)) {
     char reason[256];
     snprintf(reason, sizeof reason, "%s: %s is compute capability %d.%d; this build is for "
              "sm_100a/sm_103a only", cudaGetErrorName(e), prop.name, prop.major, prop.minor);
@@ -215,15 +198,7 @@ int main(int argc, char** argv) {
     return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaLaunchKernelEx", 0, 1);
 
   e = cudaDeviceSynchronize();
-  double t = now_s() - g_t0;
-  if (e == cudaSuccess) {
-    printf("{\"event\":\"final\",\"status\":\"ok\",\"t\":%.6f,\"counters\":{\"launches\":1},"
-           "\"errors\":{},", t);
-  } else {
-    printf("{\"event\":\"final\",\"status\":\"cuda_error\",\"error\":\"%s\",\"call\":"
-           "\"cudaDeviceSynchronize\",\"t\":%.6f,\"counters\":{\"launches\":1},\"errors\":{\"%s\":1},",
-           cudaGetErrorName(e), t, cudaGetErrorName(e));
-  }
+  begin_final(e, "cudaDeviceSynchronize");
   print_observations(hm);
   printf("}\n");
   fflush(stdout);
