@@ -550,19 +550,18 @@ def _nvcc(case):
 @pytest.mark.toolchain
 @pytest.mark.parametrize("target", ["sm_103a", "sm_100a"])
 def test_builds_from_pinned_wheels(case, tmp_path, target):
+    """Each program's artifact command, as the harness expands it, builds with the pinned nvcc."""
     nvcc, venv = _nvcc(case)
     assert toolchain.release(toolchain.tool_version("nvcc", case.tools, venv)) == "13.0.88"
-    for src, defines in (("seed/repro.cu", []), ("repro_instrumented.cu", []),
-                         ("repro_instrumented.cu", ["NO_DEALLOC"]),
-                         ("controls/remote_arrive_after_exit.cu", [])):
-        out = tmp_path / f"{Path(src).stem}_{'_'.join(defines)}_{target}"
-        cmd = [sys.executable, str(CASE_DIR / "build.py"), "--nvcc", str(nvcc), "--nvcc-lib",
-               str(toolchain.nvcc_lib_dir(nvcc)), "--arch", target, "--src", str(CASE_DIR / src),
-               "--out", str(out)]
-        for d in defines:
-            cmd += ["-D", d]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                              env={**os.environ, "PATH": os.environ.get("PATH", "")})
+    values = {"nvcc": str(nvcc), "nvcc_lib": str(toolchain.nvcc_lib_dir(nvcc)), "arch": target,
+              "virtual_arch": "compute_" + target[3:], "case": str(CASE_DIR), "out": str(tmp_path),
+              "native": str(ROOT / "native")}
+    for name in ("repro", "repro_instrumented", "repro_no_dealloc", "control_remote_after_exit"):
+        art = next(a for a in case.artifacts if a.name == name)
+        argv = [re.sub(r"\{(\w+)\}", lambda m: values[m[1]], part) for part in art.command]
+        assert f"arch=compute_{target[3:]},code={target}" in argv
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PATH": f"{nvcc.parent}:{os.environ.get('PATH', '')}"})
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert f"arch=compute_{target[3:]},code={target}" in proc.stdout
+        out = tmp_path / name
         assert out.is_file() and target.encode() in out.read_bytes()

@@ -1,17 +1,8 @@
-"""The verdict, declared (gpurepro.case.declared): the classification as a decision table over
-the claims, the measurements, the SASS readings, the documentation audit and what practice does,
-and the hypotheses. The harness evaluates it; nothing here computes a statistic.
-
-Classification (README.md): instr-linger deallocates as early as the baseline but keeps its CTA
-resident until after the peer's alloc, so it meets every precondition the documentation read
-states. It failing in most trials (linger-fails supported) is a defect against the documentation
-as written; it not failing and failing less than the instrumented baseline (linger-fails
-contradicted, linger-lower supported) shows the failure needs the early exit, and with a late
-remote arrive into an exited CTA faulting by itself (control-arrive-fails, a rule PTX ISA 2.2.2
-covers), what is missing is the documentation. STATED_RULE: a rule the text read states against
-either condition, which would make it a usage error instead (none is stated).
+"""The verdict, declared (gpurepro.case.declared), evaluated by the harness: the classification
+(README.md, "Classification") as a decision table over the claims, the measurements, the SASS
+readings, the documentation audit and what practice does, and the hypotheses. STATED_RULE: a
+rule the text read states against either condition, which would make it a usage error (none).
 """
-
 from __future__ import annotations
 
 from gpurepro.case import Analysis
@@ -150,16 +141,14 @@ def markers(analysis: Analysis) -> tuple[list[str], list[str]]:
 
 
 MEASURES = (
-    Measure("Baseline {arm} (seed binary, follower CTA delayed 5000 x 1 us, no barrier): {prop}.",
-            (BASE,)),
+    Measure("Baseline {arm} (seed binary, follower CTA delayed 5000 x 1 us, no barrier): {prop}.", (BASE,)),
     Measure("Follower delayed, with a barrier.cluster (before alloc, after alloc, before dealloc)",
             tuple("follower-" + b.removesuffix("-lower") for b in BARRIERS)),
     Measure("Leader or neither CTA delayed", tuple(
         f"{d}-{m}" for d in ("leader", "neither") for m in ("baseline", *(
             b.removesuffix("-lower") for b in BARRIERS))),),
     Measure("Spin sweep (x 1 us; 5000 is the baseline)",
-            ("follower-spin-0", "follower-spin-10", "follower-spin-100", "follower-spin-1000",
-             "leader-spin-50000")),
+            (*(f"follower-spin-{s}" for s in (0, 10, 100, 1000)), "leader-spin-50000")),
     Measure("Instrumented build (progress markers)",
             (INSTR, "instr-leader-baseline", "instr-follower-barrier-before-dealloc",
              "instr-no-relinquish", "instr-no-dealloc", "instr-linger")),
@@ -255,14 +244,13 @@ HYPOTHESES = (
         names=("control-coredump-lower", "control-cuda-gdb-lower")),
 )
 
+NOTHING = ("no failure proportion, barrier comparison, spin threshold, marker or instrument effect "
+           "was measured, and none of the case's claims could be decided.")
 NOT_RUN = NotRun(
     hardware="Why: the hardware. The runtime arms need a GPU with tcgen05, compute capability 10.3 "
              "(the sm_103a build, B300) or 10.0 (the sm_100a build, B200); on any other device "
-             "there is no kernel image, so no failure proportion, barrier comparison, spin "
-             "threshold, marker or instrument effect was measured, and none of the case's claims "
-             "could be decided.",
-    otherwise="No failure proportion, barrier comparison, spin threshold, marker or instrument "
-              "effect was measured, and none of the case's claims could be decided.",
+             f"there is no kernel image, so {NOTHING}",
+    otherwise=NOTHING[0].upper() + NOTHING[1:],
     sentences=(
         "So the classification (usage error, documentation gap or defect) is not decided either: "
         "it follows from claims baseline-launch-failure, the barrier claims, linger-fails, "

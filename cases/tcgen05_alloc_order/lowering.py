@@ -1,16 +1,10 @@
 """What this case's SASS analysis (gpurepro.building.lowering, the artifact "sass") compiles and
-checks: one kernel per instruction, the report's claims about the lowering, and the findings.
-
-Two families:
-* mbarrier operations whose semantics the PTX ISA defines publicly. Compiling each alone tells
-  which SASS opcode (and suffix) ptxas emits for it, which is how the tcgen05 lowering, whose
-  SASS is undocumented, can be read.
-* the tcgen05 allocation instructions with .cta_group::2, alone and as the reproducer's
-  sequence (alloc -> relinquish -> dealloc), plus .cta_group::1 alloc as a contrast.
-Every kernel has the same parameters and prelude as ``k_empty``, so whatever is not in
-``k_empty`` belongs to the instruction. All kernels require a 2-CTA cluster, as the repro does.
+checks: one kernel per instruction (mbarrier operations whose PTX semantics are public, to read
+the undocumented tcgen05 lowering by; the 2-CTA tcgen05 allocation instructions alone and in the
+reproducer's order, and .cta_group::1 alloc as a contrast), the report's claims about the
+lowering, and the findings. Every kernel has k_empty's parameters, prelude and 2-CTA cluster, so
+whatever is not in k_empty belongs to the instruction.
 """
-
 from __future__ import annotations
 
 PTX_VERSION = "9.0"  # CUDA 13.0's ptxas; sm_100a needs >= 8.6, sm_103a >= 8.8

@@ -1,11 +1,7 @@
-"""Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt).
-
-The factors, arms and claims are declared here; the verdict in conclusion.py (a decision table
-over the claims, the documentation audit, hypotheses labelled); the SASS analysis is the
-harness's (gpurepro.building.lowering) on what lowering.py declares; seed_parser.py reads the
-reporter's text output. Standard library + gpurepro only: imported on GPU nodes with no network.
+"""Case: tcgen05.alloc/dealloc.cta_group::2 ordering on sm_103a (reports/tcgen05-alloc-order.txt):
+factors, arms and claims; the verdict is conclusion.py's, the SASS analysis the harness's on
+lowering.py. Standard library + gpurepro only: imported on GPU nodes with no network.
 """
-
 from __future__ import annotations
 
 from typing import Any
@@ -21,6 +17,8 @@ from gpurepro.case import (
     Devices,
     Exposure,
     Factor,
+    OutputLine,
+    TextOutput,
     Tool,
     TrialCommand,
     TrialContext,
@@ -68,10 +66,16 @@ BASELINE, INSTR_BASELINE = "follower-baseline", "instr-follower-baseline"
 
 
 def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> Artifact:
-    cmd = ["{python}", "{case}/build.py", "--nvcc", "{nvcc}", "--nvcc-lib", "{nvcc_lib}",
-           "--arch", "{arch}", "--src", "{case}/" + src, "--out", "{out}/" + name]
-    return Artifact(name=name, command=(*cmd, *(x for d in defines for x in ("-D", d))),
-                    outputs=(name,), sources=(src, "build.py"), tools=("nvcc",), archs=TARGETS,
+    """The report's build line for each target: -gencode builds SASS only, no PTX (nvcc rejects
+    -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt. The
+    case's own programs include native/'s CUDA-runtime headers; the seed is built as filed."""
+    native = () if src.startswith("seed/") else ("-I{native}",)
+    headers = () if src.startswith("seed/") else tuple(
+        f"native/{h}.cuh" for h in ("cluster", "stage_markers", "cudart_events"))
+    return Artifact(name=name, command=("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
+                                        *native, *(f"-D{d}" for d in defines), "-L{nvcc_lib}",
+                                        "-o", "{out}/" + name, "{case}/" + src),
+                    outputs=(name,), sources=(src, *headers), tools=("nvcc",), archs=TARGETS,
                     description=description)
 
 
@@ -244,7 +248,15 @@ CASE = Case(
     exposure=Exposure(counter="launches", unit="launches"),
     defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),
     failure_outcomes=("cuda_error", "hung", "crashed"),
-    parsers={"seed": load_sibling(__file__, "seed_parser").parse},
+    # The seed prints "delay_cta=1 spin=5000 mode=0 => <cudaGetErrorString of the sync>", or
+    # "launch failed" with no error code when cudaLaunchKernelEx failed (exit 2): on a device
+    # without sm_100a/sm_103a that is a missing kernel image, but the harness gates those devices
+    # before spawning, so on a capable device it is a real launch error of unknown name.
+    parsers={"seed": TextOutput(
+        OutputLine(r"delay_cta=(?P<delay_cta>\d+) spin=(?P<spin>\d+) mode=(?P<mode>\d+) => "
+                   r"(?P<message>.*)", call="cudaDeviceSynchronize"),
+        OutputLine(r"(?P<message>launch failed)", error="launch_failed_unreported",
+                   call="cudaLaunchKernelEx", launches=0))},
     analyses={"sass": lowering.analysis("sass")},
     claims=[_claim(*row) for row in COMPARISONS],
 )

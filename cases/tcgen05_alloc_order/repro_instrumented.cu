@@ -3,39 +3,27 @@
 // Same kernel logic: one cluster of 2 CTAs x 128 threads; warp 0 of each CTA does
 // tcgen05.alloc.cta_group::2 (512 columns) -> relinquish_alloc_permit -> dealloc; the CTA
 // `delay_cta` first sleeps `spin` x __nanosleep(1000); `mode` inserts barrier.cluster at one of
-// three places. Added, and only added:
-//   * progress markers: lane 0 of warp 0 stores %globaltimer into mapped host memory
-//     (cudaHostAllocMapped) at each stage, then __threadfence_system(). Host memory outlives a
-//     sticky context error, so after a failure the host still reads which stage each CTA reached
-//     and when (the report's "Where it fails" table, measured every trial).
-//   * the TMEM address each CTA saw, also in mapped memory.
-//   * JSON-lines output per native/README.md, with cudaGetErrorName (not the message).
-// Compile-time variants (each one a separate build):
-//   -DNO_RELINQUISH          skip tcgen05.relinquish_alloc_permit (marker still written there)
-//   -DNO_DEALLOC             skip tcgen05.dealloc (marker still written there)
-//   -DLINGER_AFTER_DEALLOC   after dealloc every thread sleeps (2*spin + 1000) x 1 us before
-//                            exiting: the dealloc still happens early, only the CTA's exit is late.
-//                            The delayed CTA sleeps spin x 1 us before its alloc, so the CTA that
-//                            deallocated first is still resident (spin + 1000) x 1 us after the
-//                            peer's alloc is issued. This variant meets every precondition the
-//                            cited documentation states (README.md, "Documentation audit"). If the
-//                            trigger is the leader CTA *exiting* while the follower's alloc is in
-//                            flight, this removes the failure (claim linger-lower); if the trigger
-//                            is the early dealloc itself, it does not (claim linger-fails).
-//   -DSELFTEST_NO_TCGEN05    no tcgen05 instruction at all (alloc writes a dummy address): builds
-//                            for any sm_90+ target so the markers and JSON output can be tested on
-//                            a GPU without tcgen05. Never an arm of the ablation.
-// Markers cost a few global stores and a __syncwarp per stage: the ablation compares this build
-// with the seed so that any perturbation is measured, not assumed.
-//
+// three places. Added, and only added: progress markers of warp 0 per stage (native/
+// stage_markers.cuh: readable after the context dies), the TMEM address each CTA saw (also in
+// mapped memory), JSON-lines output per native/README.md with cudaGetErrorName.
+// Compile-time variants (each one a separate build; README.md, "Arms"):
+//   -DNO_RELINQUISH / -DNO_DEALLOC   skip that instruction (its marker is still written)
+//   -DLINGER_AFTER_DEALLOC   after dealloc every thread sleeps (2*spin + 1000) x 1 us: the dealloc
+//                            is as early as the baseline's, only the CTA's exit is late, so the
+//                            CTA that deallocated first is still resident (spin + 1000) x 1 us
+//                            after the peer's alloc is issued (claims linger-lower, linger-fails).
+//   -DSELFTEST_NO_TCGEN05    no tcgen05 instruction (alloc writes a dummy address): builds for any
+//                            sm_90+ target to test markers and output there; never an arm.
 // usage: repro_instrumented DELAY_CTA SPIN MODE   (same argv and defaults as the seed)
 // exit: 0 ok, 1 cuda_error, 3 unsupported device / no driver.
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
-#include <ctime>
 #include <unistd.h>
 #include <cuda_runtime.h>
+#include "cluster.cuh"
+#include "cudart_events.cuh"
+#include "stage_markers.cuh"
 
 enum Stage {
   ST_ENTERED = 0, ST_DELAY_DONE, ST_BEFORE_ALLOC, ST_ALLOC_RETURNED,
@@ -45,7 +33,7 @@ static const char* const kStageNames[N_STAGES] = {
   "entered", "delay_done", "before_alloc", "alloc_returned", "relinquish", "dealloc", "end"};
 
 struct Markers {
-  unsigned long long t[2][N_STAGES];  // %globaltimer when the stage was reached; 0 = never
+  StageMarkers<2, N_STAGES> stages;   // first: mark(&m->stages, ...) addresses m itself
   uint32_t tmem[2];                   // TMEM address each CTA read after alloc
   uint32_t tmem_seen[2];
 };
@@ -80,50 +68,26 @@ struct Markers {
 #define VARIANT_LINGER 0
 #endif
 
-__device__ __forceinline__ uint32_t smem_u32(void* p) {
-  uint32_t r;
-  asm volatile("{ .reg .u64 u; cvta.to.shared.u64 u, %1; cvt.u32.u64 %0, u; }"
-               : "=r"(r) : "l"(p));
-  return r;
-}
-__device__ __forceinline__ uint32_t ctarank() {
-  uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;"   ::: "memory");
-}
-// Lane 0 of warp 0 only: the warp that issues the tcgen05 instructions is the one observed.
-__device__ __forceinline__ void mark(Markers* m, uint32_t rank, int stage) {
-  if (threadIdx.x == 0 && rank < 2) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (t == 0) t = 1;
-    *(volatile unsigned long long*)&m->t[rank][stage] = t;
-    __threadfence_system();
-  }
-}
-
 extern "C" __global__ void __cluster_dims__(2, 1, 1)
 repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* m) {
   __shared__ uint32_t tmem_addr;
   uint32_t rank = ctarank();
   uint32_t warp = threadIdx.x >> 5;
-  mark(m, rank, ST_ENTERED);
+  mark(&m->stages, rank, ST_ENTERED);
   if (threadIdx.x == 0) tmem_addr = 0;
   __syncthreads();
 
   if (rank == delay_cta) { for (uint32_t i = 0; i < spin; i++) __nanosleep(1000); }
-  mark(m, rank, ST_DELAY_DONE);
+  mark(&m->stages, rank, ST_DELAY_DONE);
 
   if (mode == 1) cluster_sync();
 
   if (warp == 0) {
-    mark(m, rank, ST_BEFORE_ALLOC);
+    mark(&m->stages, rank, ST_BEFORE_ALLOC);
     __syncwarp();  // reconverge after the lane-0 store: alloc is .sync.aligned
     uint32_t dst = smem_u32(&tmem_addr);
     TCGEN05_ALLOC(dst);
-    mark(m, rank, ST_ALLOC_RETURNED);
+    mark(&m->stages, rank, ST_ALLOC_RETURNED);
     __syncwarp();
   }
   __syncthreads();
@@ -134,7 +98,7 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
 #if VARIANT_RELINQUISH
     TCGEN05_RELINQUISH();
 #endif
-    mark(m, rank, ST_RELINQUISH);
+    mark(&m->stages, rank, ST_RELINQUISH);
     __syncwarp();
   }
   __syncthreads();
@@ -154,22 +118,16 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
 #if VARIANT_DEALLOC
     TCGEN05_DEALLOC(tmem_addr);
 #endif
-    mark(m, rank, ST_DEALLOC);
+    mark(&m->stages, rank, ST_DEALLOC);
     __syncwarp();
   }
 #if VARIANT_LINGER
   for (uint32_t i = 0; i < 2 * spin + 1000; i++) __nanosleep(1000);
 #endif
-  if (warp == 0) mark(m, rank, ST_END);
+  if (warp == 0) mark(&m->stages, rank, ST_END);
 }
 
 // ---------------------------------------------------------------- host side: JSON lines
-
-static double now_s() {
-  struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-static double g_t0;
 
 static const char* variant_name() {
 #if defined(SELFTEST_NO_TCGEN05)
@@ -190,39 +148,10 @@ static void emit_start(uint32_t dc, uint32_t sp, uint32_t md) {
   fflush(stdout);
 }
 
-// Final record for failures before the kernel ran (no markers to report).
-static int emit_early(const char* status, const char* key, const char* value, const char* call,
-                      int launches, int rc) {
-  printf("{\"event\":\"final\",\"status\":\"%s\",\"%s\":\"%s\",\"call\":\"%s\",\"t\":%.6f,"
-         "\"counters\":{\"launches\":%d},\"errors\":{}}\n",
-         status, key, value, call, now_s() - g_t0, launches);
-  fflush(stdout);
-  return rc;
-}
-
 static void print_observations(const Markers* m) {
-  unsigned long long t0 = 0;
-  for (int c = 0; c < 2; c++)
-    for (int s = 0; s < N_STAGES; s++)
-      if (m->t[c][s] && (t0 == 0 || m->t[c][s] < t0)) t0 = m->t[c][s];
-  printf("\"observations\":{\"stages\":{");
-  for (int c = 0; c < 2; c++) {
-    int last = -1;
-    for (int s = 0; s < N_STAGES; s++) if (m->t[c][s]) last = s;
-    printf("%s\"cta%d\":\"%s\"", c ? "," : "", c, last < 0 ? "none" : kStageNames[last]);
-  }
-  printf("},\"stage_times_ns\":{");
-  for (int c = 0; c < 2; c++) {
-    printf("%s\"cta%d\":{", c ? "," : "", c);
-    int first = 1;
-    for (int s = 0; s < N_STAGES; s++) {
-      if (!m->t[c][s]) continue;
-      printf("%s\"%s\":%llu", first ? "" : ",", kStageNames[s], m->t[c][s] - t0);
-      first = 0;
-    }
-    printf("}");
-  }
-  printf("},\"tmem_addr\":[");
+  printf("\"observations\":{");
+  print_stages(m->stages, kStageNames);
+  printf(",\"tmem_addr\":[");
   for (int c = 0; c < 2; c++) {
     if (m->tmem_seen[c]) printf("%s%u", c ? "," : "", m->tmem[c]);
     else printf("%snull", c ? "," : "");
@@ -231,7 +160,7 @@ static void print_observations(const Markers* m) {
 }
 
 int main(int argc, char** argv) {
-  g_t0 = now_s();
+  trial_seconds();
   uint32_t dc = (argc > 1) ? atoi(argv[1]) : 1;      // delay follower by default
   uint32_t sp = (argc > 2) ? atoi(argv[2]) : 5000;
   uint32_t md = (argc > 3) ? atoi(argv[3]) : 0;
@@ -248,28 +177,17 @@ int main(int argc, char** argv) {
   if ((e = cudaSetDeviceFlags(cudaDeviceMapHost)) != cudaSuccess)
     return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaSetDeviceFlags", 0, 1);
 
-  Markers* hm = nullptr; Markers* dm = nullptr;
-  if ((e = cudaHostAlloc((void**)&hm, sizeof(Markers), cudaHostAllocMapped)) != cudaSuccess)
-    return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaHostAlloc", 0, 1);
-  for (size_t i = 0; i < sizeof(Markers); i++) ((volatile char*)hm)[i] = 0;
-  if ((e = cudaHostGetDevicePointer((void**)&dm, hm, 0)) != cudaSuccess)
-    return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaHostGetDevicePointer", 0, 1);
+  Markers* hm = nullptr; Markers* dm = nullptr; const char* call = nullptr;
+  if ((e = alloc_mapped(&hm, &dm, &call)) != cudaSuccess)
+    return emit_early("cuda_error", "error", cudaGetErrorName(e), call, 0, 1);
 
   uint32_t* d = nullptr;
   if ((e = cudaMalloc(&d, 4096)) != cudaSuccess)
     return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaMalloc", 0, 1);
 
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(2, 1, 1);
-  cfg.blockDim = dim3(128, 1, 1);
-  cudaLaunchAttribute a[1];
-  a[0].id = cudaLaunchAttributeClusterDimension;
-  a[0].val.clusterDim.x = 2; a[0].val.clusterDim.y = 1; a[0].val.clusterDim.z = 1;
-  cfg.attrs = a; cfg.numAttrs = 1;
-
-  e = cudaLaunchKernelEx(&cfg, repro, d, dc, sp, md, dm);
-  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
-      e == cudaErrorUnsupportedPtxVersion) {
+  ClusterLaunch launch(dim3(2, 1, 1), dim3(128, 1, 1), 2);
+  e = cudaLaunchKernelEx(&launch.cfg, repro, d, dc, sp, md, dm);
+  if (no_kernel_image(e)) {
     char reason[256];
     snprintf(reason, sizeof reason, "%s: %s is compute capability %d.%d; this build is for "
              "sm_100a/sm_103a only", cudaGetErrorName(e), prop.name, prop.major, prop.minor);
@@ -280,15 +198,7 @@ int main(int argc, char** argv) {
     return emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaLaunchKernelEx", 0, 1);
 
   e = cudaDeviceSynchronize();
-  double t = now_s() - g_t0;
-  if (e == cudaSuccess) {
-    printf("{\"event\":\"final\",\"status\":\"ok\",\"t\":%.6f,\"counters\":{\"launches\":1},"
-           "\"errors\":{},", t);
-  } else {
-    printf("{\"event\":\"final\",\"status\":\"cuda_error\",\"error\":\"%s\",\"call\":"
-           "\"cudaDeviceSynchronize\",\"t\":%.6f,\"counters\":{\"launches\":1},\"errors\":{\"%s\":1},",
-           cudaGetErrorName(e), t, cudaGetErrorName(e));
-  }
+  begin_final(e, "cudaDeviceSynchronize");
   print_observations(hm);
   printf("}\n");
   fflush(stdout);

@@ -14,14 +14,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cuda_runtime.h>
-
-__device__ __forceinline__ uint32_t ctarank() {
-  uint32_t r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;"   ::: "memory");
-}
+#include "cluster.cuh"
 
 extern "C" __global__ void __cluster_dims__(2, 1, 1)
 k(uint32_t spin, uint32_t mode, uint32_t op) {
@@ -54,16 +47,10 @@ int main(int argc, char** argv) {
   uint32_t sp = (argc > 1) ? atoi(argv[1]) : 5000;
   uint32_t md = (argc > 2) ? atoi(argv[2]) : 0;
   uint32_t op = (argc > 3) ? atoi(argv[3]) : 0;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(2, 1, 1);
-  cfg.blockDim = dim3(128, 1, 1);
-  cudaLaunchAttribute at[1];
-  at[0].id = cudaLaunchAttributeClusterDimension;
-  at[0].val.clusterDim.x = 2; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;
-  cfg.attrs = at; cfg.numAttrs = 1;
+  ClusterLaunch launch(dim3(2, 1, 1), dim3(128, 1, 1), 2);
   printf("{\"event\":\"start\",\"driver\":\"remote_arrive_after_exit\",\"config\":"
          "{\"spin\":%u,\"mode\":%u,\"op\":\"%s\"}}\n", sp, md, op ? "store" : "arrive");
-  cudaError_t e = cudaLaunchKernelEx(&cfg, k, sp, md, op);
+  cudaError_t e = cudaLaunchKernelEx(&launch.cfg, k, sp, md, op);
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
       e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
     printf("{\"event\":\"final\",\"status\":\"%s\",\"reason\":\"%s\",\"counters\":"

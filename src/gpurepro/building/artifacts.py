@@ -344,6 +344,8 @@ def _run_command(
         "arch": target,
     }
     names = art.placeholders()
+    if "virtual_arch" in names:
+        values["virtual_arch"] = _virtual_arch(target)
     for tool in _tool_placeholders(case, art) - set(given or {}):
         values[tool] = str(toolchain.find_tool(tool, case.tools))
     values.update(given or {})
@@ -388,6 +390,15 @@ def _run_command(
         tail = log.read_text(errors="replace")[-3000:]
         why = f"exit status {done.returncode}" if done.returncode else f"missing {missing}"
         raise BuildError(f"building {art.name} failed ({why}); log {log}:\n{tail}", log=log)
+
+
+def _virtual_arch(target: str) -> str:
+    """The virtual architecture of a real target (``sm_103a`` -> ``compute_103a``): nvcc's
+    ``-gencode arch=compute_103a,code=sm_103a`` builds SASS only, as ``-arch=sm_103a`` does not
+    (it embeds PTX too), and ``-arch=sm_103a -code=sm_103a`` is rejected."""
+    if not target.startswith("sm_"):
+        raise BuildError(f"{{virtual_arch}}: target must look like sm_103a, not {target!r}")
+    return "compute_" + target[3:]
 
 
 def reproducible_env(root: Path, keep_dir: Path) -> dict[str, str]:

@@ -349,7 +349,7 @@ def _check_conclusion(case: Case, claims: set[str], path: Path | str) -> None:
 
 _COUNTER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOOL_NAME = re.compile(r"^[a-z][a-z0-9_+-]*$")
-_RESERVED_PLACEHOLDERS = {"python", "case", "native", "out", "arch", "nvcc_lib"}
+_RESERVED_PLACEHOLDERS = {"python", "case", "native", "out", "arch", "virtual_arch", "nvcc_lib"}
 
 
 def _check_defaults(d: Defaults, path: Path | str) -> None:

@@ -53,7 +53,9 @@ class Artifact:
     ``command`` is an argv template. Placeholders: ``{python}`` (the toolchain's interpreter),
     ``{nvcc}``, ``{tileiras}``, ``{gxx}``, ``{case}`` (case folder), ``{native}`` (the shared
     ``native/`` folder), ``{out}`` (this artifact's output folder), ``{arch}`` (target, e.g.
-    ``sm_90``), ``{nvcc_lib}`` (the nvcc wheel's library folder) and ``{artifact:NAME}`` (the
+    ``sm_90``), ``{virtual_arch}`` (its virtual architecture, ``compute_90``: nvcc's
+    ``-gencode arch={virtual_arch},code={arch}`` builds SASS alone), ``{nvcc_lib}`` (the nvcc
+    wheel's library folder) and ``{artifact:NAME}`` (the
     output folder of another artifact, which is then built first); any other tool of the
     case's table (see ``Tool``: ``{ptxas}``, ``{cuobjdump}``, ``{nvdisasm}``, or one the case
     declares in ``Case.tools``) expands to its absolute path.
