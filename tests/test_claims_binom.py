@@ -9,7 +9,7 @@ import itertools
 import pytest
 from scipy import stats as sps
 
-from gpurepro.analyze.claims import _binom_p
+from gpurepro.analyze.claim_kinds.base import binom_p as _binom_p
 
 from .conftest import ROOT
 

@@ -30,6 +30,9 @@ from typing import Any
 from ..case.model import Claim
 from ..model.outcomes import EVIDENCE
 
+# A module, not its names: the rate kind reads analyze.horizon, which reads this one.
+from . import claim_kinds
+
 # What other modules use; the rest is this module's own.
 __all__ = [
     "ArmPrior", "choose", "distance", "horizon_arms", "open_claims", "rate_claims",
@@ -111,8 +114,10 @@ def _arms_of(decider: Any, claim: Claim) -> set[str]:
 
 
 def open_claims(decider: Any) -> list[Claim]:
+    # A kind whose evidence a trial's prior does not predict (where a failure falls) is left
+    # to the trials the others draw.
     return [c for c in decider.claims if c.name not in decider.decisions
-            and c.kind != "concentrated"]  # where a failure falls is not predicted
+            and claim_kinds.kind_of(c).allocates]
 
 
 def _threshold(decider: Any, records: Sequence[Mapping[str, Any]], n_open: int) -> float:
@@ -145,7 +150,7 @@ def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: 
 def counts_trials(claim: Claim) -> bool:
     """Whether a claim is decided on how whole trials ended (a share of trials: an outcome
     claim, or a rate claim with ``unit="trial"``), not on failures per unit of exposure."""
-    return claim.kind == "outcome" or claim.unit == "trial"
+    return claim_kinds.kind_of(claim).on_trials(claim)
 
 
 def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: ArmPrior,
@@ -223,7 +228,7 @@ def valid(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def rate_claims(claims: Sequence[Claim]) -> list[Claim]:
     """The claims a horizon decides: rates compared on exposure (not per trial)."""
-    return [c for c in claims if c.kind in ("lower", "higher", "equivalent") and c.unit != "trial"]
+    return [c for c in claims if claim_kinds.kind_of(c).on_exposure(c)]
 
 
 def horizon_arms(claims: Sequence[Claim], baseline: str) -> list[str]:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim
+from ..case.model import Case, Claim
 from ..env.commits import committed_results
 from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
@@ -62,6 +62,8 @@ from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
 from . import processes as pr
 from .allocate import ArmPrior
+from .claim_kinds import kind_of, reference_of
+from .claim_kinds.chances import SURVIVED, matches, p_end, p_matching
 from .claims import Decider, DecisiveDesign, Design
 from .shortcut import (
     FLAKE_RATES,
@@ -94,7 +96,7 @@ from .timing import TimedTest
 __all__ = [
     "bounded_observed", "calibrate", "DECISIONS", "design_of", "false_declaration", "family_of",
     "hold_outcome_claims", "load_models", "p_end", "p_matching", "priors_of",
-    "process_documents", "RATE_KINDS", "run_calibration", "scenarios_of", "simulate",
+    "process_documents", "run_calibration", "scenarios_of", "simulate",
     "summarize", "SURVIVED", "text", "truth"
 ]
 
@@ -141,140 +143,19 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
 # ---------------------------------------------------------------- truth under a scenario
 
 
-SURVIVED = "survived"
-SURVIVOR_DETAIL = "budget used up"  # what run.classify gives a trial that ran its budget
-
-
-def p_end(m: ArmModel, mode: str) -> float:
-    """The chance that one of the arm's trials ends by one of its causes within its budget (the
-    rest run their budget and survive)."""
-    if mode == "per_trial" or m.per_trial:
-        return min(1.0, sum(c.rate for c in m.causes))
-    if any(math.isinf(c.rate) for c in m.causes):
-        return 1.0
-    total = sum(c.rate for c in m.causes)
-    if m.process is not None and total > 0:  # a crash process: its chance to fail within budget
-        return 1.0 - float(m.process.survival(m.budget)) if m.budget > 0 else 0.0
-    return -math.expm1(-total * m.budget) if total > 0 and m.budget > 0 else 0.0
-
-
-def p_matching(claim: Claim, m: ArmModel, mode: str) -> float:
-    """The chance that one of the arm's trials ends as the outcome claim says. A survivor is a
-    trial that no cause ended within its budget: that is what ``survived`` counts (the model's
-    causes are only ways of failing)."""
-    if claim.outcome == SURVIVED:
-        survives = 1.0 - p_end(m, mode)
-        return survives if not claim.detail or claim.detail in SURVIVOR_DETAIL else 0.0
-    match = [c for c in m.causes if _matches(claim, c.outcome, c.detail)]
-    if mode == "per_trial" or m.per_trial:
-        return sum(c.rate for c in match)
-    total = sum(c.rate for c in m.causes)
-    if total <= 0 or not match:
-        return 0.0
-    if math.isinf(total):
-        inf = [c for c in m.causes if math.isinf(c.rate)]
-        return sum(1 for c in match if math.isinf(c.rate)) / len(inf)
-    return sum(c.rate for c in match) / total * p_end(m, mode)
-
-
-def p_failing(m: ArmModel, failures: Sequence[str], mode: str) -> float:
-    """The chance that one of the arm's trials ends as one of ``failures`` (a share of trials:
-    what a claim with ``unit="trial"`` compares)."""
-    if mode == "per_trial" or m.per_trial:
-        return m.rate_of(failures)
-    total = sum(c.rate for c in m.causes)
-    if total <= 0:
-        return 0.0
-    if math.isinf(total):
-        inf = [c for c in m.causes if math.isinf(c.rate)]
-        return sum(1 for c in inf if c.outcome in failures) / len(inf)
-    return m.rate_of(failures) / total * p_end(m, mode)
-
-
-def _matches(claim: Claim, outcome: str, detail: str) -> bool:
-    return outcome == claim.outcome and (not claim.detail or claim.detail in detail)
-
-
-def _direction(x: float, y: float, claim_says_lower: bool) -> str | None:
-    """supported or contradicted for "x is lower than y" (``claim_says_lower``) or higher; None
-    where they are equal."""
-    if math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-15) or (math.isinf(x) and math.isinf(y)):
-        return None
-    return "supported" if (x < y) == claim_says_lower else "contradicted"
-
-
 def truth(claim: Claim, reference: str | None, models: Mapping[str, ArmModel], mode: str,
           failure_outcomes: Sequence[str]) -> str | None:
     """The decision that is right under ``models``: "supported", "contradicted", or None where
-    neither is (no direction: a decision either way is false). Every kind and bound a claim can
-    have: an outcome claim's share of trials above its ``share``, or below it with
-    ``bound="below"``, whatever the outcome (``survived`` included: a trial that ran its
-    budget); a rate claim's rates per unit of exposure, or with ``unit="trial"`` its shares of
-    failing trials."""
-    a = models[claim.arm]
-    failures = claim.failures or failure_outcomes
-    if claim.kind == "concentrated":
-        share, inside = a.strata.get(claim.stratum or "", (0.0, 0.0))
-        if a.rate_of(failures) == 0 or math.isclose(share, inside, rel_tol=1e-9, abs_tol=1e-12):
-            return None
-        return "supported" if inside > share else "contradicted"
-    if claim.kind == "outcome":
-        q = p_matching(claim, a, mode)
-        if math.isclose(q, claim.share, rel_tol=1e-9, abs_tol=1e-12):
-            return None
-        return _direction(q, claim.share, claim.bound == "below")
-    ref = models[reference or ""]
-    if claim.kind in TIMED_KINDS:
-        return _timed_truth(claim, a, ref)
-    if claim.unit == "trial":  # Fisher's exact test on the trials: shares of failing trials
-        x, y = p_failing(a, failures, mode), p_failing(ref, failures, mode)
-    else:
-        x, y = _rate(a, failures), _rate(ref, failures)
-    if (x == 0 and y == 0) or (math.isinf(x) and math.isinf(y)):
-        return None
-    if claim.kind == "equivalent":
-        ratio = math.inf if y == 0 else x / y
-        lo, hi = 1 / claim.margin, claim.margin
-        if lo < ratio < hi:
-            return "supported"
-        return None if ratio in (lo, hi) else "contradicted"
-    return _direction(x, y, claim.kind == "lower")
-
-
-def _timed_truth(claim: Claim, a: ArmModel, ref: ArmModel) -> str | None:
-    """A timed claim's right decision from the two arms' log mean times (the ratio of their
-    geometric means, as gpurepro.analyze.timing decides it); None at a margin's edge or where
-    either arm has no times."""
-    if a.log_time is None or ref.log_time is None:
-        return None
-    d, edge = a.log_time[0] - ref.log_time[0], math.log1p(claim.margin)
-    if math.isclose(abs(d), edge, rel_tol=1e-9, abs_tol=1e-12):
-        return None  # at the margin's edge (the margin scenario): a decision either way is false
-    if claim.kind == "same":
-        inside, outside = abs(d) < edge, abs(d) > edge
-    elif claim.kind == "slower":
-        inside, outside = d > edge, d < edge
-    else:  # faster
-        inside, outside = d < -edge, d > -edge
-    return "supported" if inside else "contradicted" if outside else None
-
-
-def _rate(m: ArmModel, failures: Sequence[str]) -> float:
-    """The arm's failure rate per unit of exposure; for an arm modelled per trial, the rate
-    that gives its chance of failing within its budget (0 where it has no budget)."""
-    if not m.per_trial:
-        return m.rate_of(failures)
-    p = m.rate_of(failures)
-    if m.budget <= 0 or p <= 0:
-        return 0.0
-    return -math.log1p(-min(p, 1 - 1e-12)) / m.budget
+    neither is (no direction: a decision either way is false); each kind's own model
+    (ClaimKind.truth)."""
+    return kind_of(claim).truth(claim, reference, models, mode, failure_outcomes)
 
 
 def _other_failure(case: Case, claim: Claim) -> str | None:
     """A failure outcome that the claim does not count as its own (to end a held arm's other
     trials without matching it)."""
     return next((o for o in [claim.outcome, *case.failure_outcomes]
-                 if o and o != SURVIVED and not _matches(claim, o, OTHER_DETAIL)), None)
+                 if o and o != SURVIVED and not matches(claim, o, OTHER_DETAIL)), None)
 
 
 def _ending(m: ArmModel, mode: str, p: float, causes: Sequence[Cause]) -> ArmModel | None:
@@ -486,14 +367,12 @@ def false_declaration(case: Case, models: Models, spec: RunSpec, family: Sequenc
     declared = spec.deterministic or {}
     agreeing = int(declared.get("trials", 0)) + (int(declared.get("check", 0))
                                                  if checked(declared) else 0)
-    applies = [c for c in family if c.name not in exploratory and (
-        c.kind == "outcome" or (c.kind in ("lower", "higher") and c.unit == "trial"))]
-    arms = [a for a in models.arms if any(a in (c.arm, c.reference or case.baseline)
-                                          if c.kind != "outcome" else a == c.arm
-                                          for c in applies)]
+    applies = [c for c in family if c.name not in exploratory and kind_of(c).on_trials(c)]
+    arms = [a for a in models.arms
+            if any(a in (c.arm, reference_of(c, case.baseline)) for c in applies)]
 
     def ref(c: Claim) -> str | None:
-        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+        return reference_of(c, case.baseline)
 
     per_arm: dict[str, dict[str, Any]] = {}
     worst: dict[str, dict[str, Any]] = {}
@@ -542,10 +421,8 @@ POISSON = "poisson"  # the design's own model: each end an exponential at the ru
 # POISSON, then those fitted to the committed baseline trials (gpurepro.analyze.processes).
 PROCESS_CHOICES = (POISSON, "exponential", "weibull", "lomax", "crossing", "empirical")
 DEFAULT_PROCESSES = (POISSON, "exponential", "weibull", "lomax", "crossing")
-RATE_KINDS = ("lower", "higher", "equivalent")
-# Where a crash process other than a constant hazard draws the failures, the strata's draw
-# (a failure inside a stratum as often as the exposure spent there) is not what the process
-# says: a concentrated claim is not counted there.
+# Where a crash process other than a constant hazard draws the failures, a kind whose null
+# needs one (ClaimKind.constant_hazard_only: a concentrated claim) is not counted there.
 CONSTANT_HAZARD = (POISSON, "exponential")
 
 
@@ -597,7 +474,8 @@ def _left_out_for(process: str, family: Sequence[Claim]) -> dict[str, str]:
     if process in CONSTANT_HAZARD:
         return {}
     return {c.name: (f"where a failure falls along a trial is drawn by the strata's shares, not "
-                     f"by the {process} process") for c in family if c.kind == "concentrated"}
+                     f"by the {process} process") for c in family
+            if kind_of(c).constant_hazard_only}
 
 
 def arm_null_targets(case: Case, claims: Sequence[Claim]) -> list[tuple[str, str | None]]:
@@ -606,14 +484,8 @@ def arm_null_targets(case: Case, claims: Sequence[Claim]) -> list[tuple[str, str
     strata (held at their null), in the claims' order."""
     out: list[tuple[str, str | None]] = []
     for c in claims:
-        key: tuple[str, str | None]
-        if c.kind in RATE_KINDS:
-            key = (c.arm, c.reference or case.baseline)
-        elif (c.kind == "outcome" and c.share > 0) or c.kind == "concentrated":
-            key = (c.arm, None)
-        else:
-            continue
-        if key not in out:
+        key = kind_of(c).null_target(c, case.baseline)
+        if key is not None and key not in out:
             out.append(key)
     with_ref = {a for a, r in out if r}
     return [(a, r) for a, r in out if r or a not in with_ref]
@@ -689,14 +561,14 @@ def scenarios_of(case: Case, models: Models, family: Sequence[Claim], explorator
                         {**left, **_left_out_for(name, family)}, False)
     if "margin" in kinds:
         for c in confirmatory:
-            if c.kind not in TIMED_KINDS:
+            edge = kind_of(c).margin_edge(c)
+            if edge is None:
                 continue
             ref = c.reference or case.baseline
             a, r = models.arms.get(c.arm), models.arms.get(ref)
             if a is None or r is None or a.log_time is None or r.log_time is None:
                 skipped[f"margin:{c.name}"] = f"{c.arm} or {ref} has no trial times to move"
                 continue
-            edge = math.log1p(c.margin) * (-1 if c.kind == "faster" else 1)
             ms = {**models.arms, c.arm: replace(a, log_time=(r.log_time[0] + edge, a.log_time[1]))}
             add(f"margin:{c.name}", "margin", "", c.arm, ref, ms, {}, False)
     if "observed" in kinds:
@@ -763,7 +635,7 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
                    first=tuple(first), deterministic=declared, timed=timed)
 
     def ref(c: Claim) -> str | None:
-        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+        return reference_of(c, case.baseline)
 
     planned, skipped = scenarios_of(case, models, family, exploratory, scenarios,
                                     processes if processes is not None else {POISSON: None},
@@ -1034,7 +906,7 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
     deterministic: Mapping[str, Any] | None | str = "case"
 
     # A new run's timed test, for a case with timed claims (gpurepro.run.session journals it).
-    timed = TimedTest() if any(c.kind in TIMED_KINDS for c in case.claims) else None
+    timed = TimedTest() if any(kind_of(c).timed for c in case.claims) else None
     if design_of_result:
         recorded = _read(Path(design_of_result))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)

@@ -63,123 +63,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats as sps
-from scipy.special import bdtr, bdtrc
-
-from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case, Claim, Stratum
+from ..case.model import Case, Claim, Stratum
 from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.outcomes import EVIDENCE
-from . import horizon, shortcut, timing
+from . import shortcut, timing
+from .claim_kinds import kind_of, reference_of
+from .claim_kinds.base import EVEN_SHARE, ArmCounts, Evidence, Trials, arm_counts
+from .claim_kinds.base import fmt as _f
 
 # What other modules use; the rest is this module's own.
 __all__ = [
     "arm_counts", "ArmCounts", "Decider", "decider_for", "DecisiveDesign", "Design", "Evidence",
-    "evidence", "RATE_KINDS", "sentence", "UNADJUSTED", "Wording"
+    "evidence", "sentence", "UNADJUSTED", "Wording"
 ]
 
 Strata = Mapping[str, Stratum]  # a case's strata by name
 
 
-@dataclass(frozen=True)
-class ArmCounts:
-    failures: int
-    n_valid: int
-    exposure: float
-    outcome_counts: Mapping[str, int]
-
-
-def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
-               claim: Claim | None = None) -> ArmCounts:
-    k = n = 0
-    exposure = 0.0
-    matching = 0
-    for r in records:
-        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
-            continue
-        n += 1
-        k += int(r["outcome"] in failure_outcomes)
-        exposure += float(r.get("exposure") or 0)
-        if claim is not None and r["outcome"] == claim.outcome and (
-                not claim.detail or claim.detail in str(r.get("detail") or "")):
-            matching += 1
-    return ArmCounts(k, n, exposure, {"matching": matching})
-
-
-def _binom_p(k: int, n: int, p: float, alternative: str) -> float:
-    """The exact one-sided binomial p-value, what ``binomtest(k, n, p, alternative).pvalue``
-    gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1)), from the binomial's
-    distribution functions in scipy.special (``bdtr``: P(X <= k), ``bdtrc``: P(X > k)): the
-    same numbers without scipy.stats' distribution machinery's milliseconds per call, which
-    matters where the decisive design asks for thousands per trial it allocates."""
-    if n == 0:
-        return 1.0
-    p = min(max(p, 0.0), 1.0)
-    if alternative == "less":  # P(X <= k)
-        if k >= n:
-            return 1.0
-        value = bdtr(k, n, p)
-    else:  # P(X >= k) = P(X > k - 1)
-        if k <= 0:
-            return 1.0
-        value = bdtrc(k - 1, n, p)
-    return float(min(1.0, value))
-
-
-def _share(ratio: float, e_arm: float, e_ref: float) -> float:
-    """The conditional probability that a failure is the arm's, at rate ratio ``ratio``."""
-    return e_arm * ratio / (e_arm * ratio + e_ref)
-
-
-EVEN_SHARE = 0.5  # a claim's level split evenly between its two sides: a two-sided p
 DIRECTIONAL_SHARE = 0.9  # new decisive runs: nine tenths to the direction a claim states
-
-
-@dataclass
-class Evidence:
-    """One-sided p-values for 'supported' and 'contradicted', and what they came from;
-    ``weight``: the share of the claim's level that 'supported' gets (the design's
-    ``supported_share``), the rest going to 'contradicted'."""
-
-    test: str
-    p_supported: float
-    p_contradicted: float
-    numbers: dict[str, Any] = field(default_factory=dict)
-    weight: float = EVEN_SHARE
-
-    @property
-    def p_value(self) -> float:
-        if self.weight == EVEN_SHARE:
-            return min(1.0, 2 * min(self.p_supported, self.p_contradicted))
-        return min(1.0, self.p_supported / self.weight, self.p_contradicted / (1 - self.weight))
-
-    @property
-    def direction(self) -> str:
-        if self.weight == EVEN_SHARE:
-            return "supported" if self.p_supported <= self.p_contradicted else "contradicted"
-        return ("supported" if self.p_supported / self.weight
-                <= self.p_contradicted / (1 - self.weight) else "contradicted")
-
-
-def stratum_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
-                   inside: Stratum,
-                   factors: Mapping[str, Any]) -> dict[str, Any]:
-    """An arm's failures and exposure, all and inside one stratum (valid trials only)."""
-    k = k_in = 0
-    e = e_in = 0.0
-    for r in records:
-        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
-            continue
-        exposed_in, failed_in = inside(r, factors)
-        failed = r["outcome"] in failure_outcomes
-        k += int(failed)
-        k_in += int(failed and failed_in)
-        e += float(r.get("exposure") or 0)
-        e_in += float(exposed_in)
-    return {"count": k_in, "n": k, "exposure_inside": e_in, "exposure": e,
-            "share": e_in / e if e else 0.0}
 
 
 def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
@@ -193,84 +97,8 @@ def evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
     by the exact conditional test of two constant rates (every design that journaled no
     horizon)."""
     # A claim about another kind of failure than the case's (its hangs, say) counts its own.
-    failure_outcomes = claim.failures or failure_outcomes
-    if horizon_at is not None and claim.kind in RATE_KINDS and claim.unit != "trial":
-        return horizon_evidence(claim, reference, records, failure_outcomes, horizon_at)
-    if claim.kind == "concentrated":
-        if not strata or claim.stratum is None or claim.stratum not in strata:
-            return Evidence(f"none (the case defines no stratum {claim.stratum!r})", 1.0, 1.0, {})
-        c = stratum_counts(records, claim.arm, failure_outcomes, strata[claim.stratum],
-                           (factors or {}).get(claim.arm, {}))
-        if not c["exposure"]:
-            return Evidence("none (the arm has no exposure)", 1.0, 1.0, c)
-        return Evidence("binomial share of failures inside the stratum (constant-hazard null)",
-                        _binom_p(c["count"], c["n"], c["share"], "greater"),
-                        _binom_p(c["count"], c["n"], c["share"], "less"), c)
-    if claim.kind in TIMED_KINDS and timed is not None:  # a run that journaled its timed test
-        test, sup, con, nums = timing.paired_evidence(claim.kind, claim.margin, records,
-                                                      claim.arm, reference, timed)
-        return Evidence(test, sup, con, nums)
-    if claim.kind in TIMED_KINDS:
-        test, sup, con, nums = timing.evidence_numbers(
-            claim.kind, claim.margin, timing.arm_times(records, claim.arm),
-            timing.arm_times(records, reference))
-        return Evidence(test, sup, con, nums)
-    a = arm_counts(records, claim.arm, failure_outcomes, claim)
-    if claim.kind == "outcome":
-        m = a.outcome_counts["matching"]
-        more = _binom_p(m, a.n_valid, claim.share, "greater")
-        fewer = _binom_p(m, a.n_valid, claim.share, "less")
-        if claim.bound == "below":
-            return Evidence("binomial share (below)", fewer, more,
-                            {"count": m, "n": a.n_valid, "share": claim.share})
-        return Evidence("binomial share", more, fewer,
-                        {"count": m, "n": a.n_valid, "share": claim.share})
-    r = arm_counts(records, reference, failure_outcomes)
-    numbers: dict[str, Any] = {"arm": {"failures": a.failures, "n": a.n_valid, "exposure": a.exposure},
-                               "reference": {"failures": r.failures, "n": r.n_valid, "exposure": r.exposure}}
-    if a.n_valid == 0 or r.n_valid == 0:
-        return Evidence("none (an arm has no valid trial)", 1.0, 1.0, numbers)
-    if a.exposure > 0 and r.exposure > 0 and claim.unit != "trial":
-        k = a.failures + r.failures
-        if claim.kind == "equivalent":
-            # Two one-sided tests: the ratio is below the margin AND above its inverse.
-            below = _binom_p(a.failures, k, _share(claim.margin, a.exposure, r.exposure), "less")
-            above = _binom_p(a.failures, k, _share(1 / claim.margin, a.exposure, r.exposure), "greater")
-            outside_high = _binom_p(a.failures, k, _share(claim.margin, a.exposure, r.exposure), "greater")
-            outside_low = _binom_p(a.failures, k, _share(1 / claim.margin, a.exposure, r.exposure), "less")
-            return Evidence("equivalence: two one-sided conditional rate tests",
-                            max(below, above), min(1.0, 2 * min(outside_high, outside_low)), numbers)
-        share = _share(1.0, a.exposure, r.exposure)
-        lower = _binom_p(a.failures, k, share, "less")
-        higher = _binom_p(a.failures, k, share, "greater")
-        sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
-        return Evidence("exact conditional rate test", sup, con, numbers)
-    if claim.kind == "equivalent":
-        return Evidence("none (equivalence needs exposure)", 1.0, 1.0, numbers)
-    table = [[a.failures, a.n_valid - a.failures], [r.failures, r.n_valid - r.failures]]
-    lower = float(sps.fisher_exact(table, alternative="less").pvalue)
-    higher = float(sps.fisher_exact(table, alternative="greater").pvalue)
-    sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
-    return Evidence("Fisher's exact test on trials", sup, con, numbers)
-
-
-RATE_KINDS = ("lower", "higher", "equivalent")
-
-
-def horizon_evidence(claim: Claim, reference: str, records: Sequence[Mapping[str, Any]],
-                     failure_outcomes: Sequence[str], horizon_at: float) -> Evidence:
-    """A rate claim decided on trials failing before the design's horizon (analyze.horizon)."""
-    a = horizon.counts(records, claim.arm, failure_outcomes, horizon_at)
-    r = horizon.counts(records, reference, failure_outcomes, horizon_at)
-    numbers: dict[str, Any] = {"horizon": horizon_at, "arm": a.to_json(), "reference": r.to_json()}
-    if a.n == 0 or r.n == 0:
-        return Evidence("none (an arm has no valid trial)", 1.0, 1.0, numbers)
-    if claim.kind == "equivalent":
-        inside, outside = horizon.equivalence_ps(a, r, claim.margin)
-        return Evidence(horizon.EQUIVALENCE_TEST, inside, outside, numbers)
-    lower, higher = horizon.p_lower(a, r), horizon.p_higher(a, r)
-    sup, con = (lower, higher) if claim.kind == "lower" else (higher, lower)
-    return Evidence(horizon.TEST, sup, con, numbers)
+    return kind_of(claim).evidence(claim, reference, Trials(
+        records, claim.failures or failure_outcomes, per, strata, factors, timed, horizon_at))
 
 
 @dataclass
@@ -501,7 +329,7 @@ class Decider:
                  deterministic: Mapping[str, Any] | None = None,
                  timed: timing.TimedTest | None = None):
         in_plan = [c for c in claims
-                   if c.arm in arms_in_plan and (c.kind in SINGLE_ARM_KINDS or (c.reference or baseline) in arms_in_plan)]
+                   if c.arm in arms_in_plan and reference_of(c, baseline) in (None, *arms_in_plan)]
         self.claims = [c for c in in_plan if c.name not in exploratory]
         self.exploratory = [c for c in in_plan if c.name in exploratory]
         self.strata = strata or {}
@@ -528,7 +356,7 @@ class Decider:
         self.unchecked: list[str] = []
 
     def reference(self, claim: Claim) -> str | None:
-        return None if claim.kind in SINGLE_ARM_KINDS else (claim.reference or self.baseline)
+        return reference_of(claim, self.baseline)
 
     def arms_needed(self) -> set[str]:
         """The arms of the claims not yet decided (claim arms and their references), and those
@@ -579,7 +407,7 @@ class Decider:
     def shortcut_applies(self, claim: Claim) -> bool:
         """Whether the declared determinism can decide ``claim``: a claim on shares of whole
         trials (an outcome claim, a lower/higher claim with unit="trial")."""
-        return claim.kind == "outcome" or (claim.kind in ("lower", "higher") and claim.unit == "trial")
+        return kind_of(claim).on_trials(claim)
 
     def _on(self) -> bool:
         """Whether the declaration may decide now: declared, not refuted, and (checked) usable."""
@@ -688,21 +516,10 @@ class Decider:
             hits = {bool(counts(r)) for r in rs}
             return None if len(hits) > 1 else float(hits.pop())
 
-        if claim.kind == "outcome":
-            q = share(claim.arm, lambda r: r["outcome"] == claim.outcome and (
-                not claim.detail or claim.detail in str(r.get("detail") or "")))
-            if q is None or q == claim.share:
-                return None
-            decision = "supported" if (q < claim.share) == (claim.bound == "below") else "contradicted"
-            arms = [claim.arm]
-        else:
-            ref = self.reference(claim) or ""
-            x = share(claim.arm, lambda r: r["outcome"] in failures)
-            y = share(ref, lambda r: r["outcome"] in failures)
-            if x is None or y is None or x == y:
-                return None
-            decision = "supported" if (x < y) == (claim.kind == "lower") else "contradicted"
-            arms = [claim.arm, ref]
+        settled = kind_of(claim).settle(claim, self.reference(claim) or "", failures, share)
+        if settled is None:
+            return None
+        decision, arms = settled
         ev = self.evidence(claim, records)
         if self.checked:
             return {**self._record(claim, ev, decision, None, records),
@@ -835,46 +652,6 @@ class Decider:
 # ---------------------------------------------------------------- sentences
 
 
-def _f(x: float | None) -> str:
-    """A number in a claim's sentence. Not the report's rule (gpurepro.report.numbers.fmt, an
-    exponent outside [1e-3, 1e5)): an exponent outside [1e-2, 1e4), because these sentences are
-    recorded in result documents, whose committed verdicts read 2.00e+04 where a report table
-    reads 2e+04; one rule for both would rewrite them."""
-    if x is None:
-        return "–"
-    if x == 0:
-        return "0"
-    if abs(x) >= 1e4 or abs(x) < 1e-2:
-        return f"{x:.2e}"
-    return f"{x:.3g}"
-
-
-def exposure_needed(claim: Claim, record: Mapping[str, Any], level: float,
-                    supported_share: float = EVEN_SHARE) -> float | None:
-    """How many times the present exposure would decide the claim at the observed rates, with
-    the run's split of the claim's level (None: not within 1000x, or no failure anywhere to
-    estimate a rate from)."""
-    nums = record.get("numbers") or {}
-    if claim.kind == "outcome" or "arm" not in nums or claim.unit == "trial":
-        return None
-    a, r = nums["arm"], nums["reference"]
-    if a["failures"] + r["failures"] == 0 or not a["exposure"] or not r["exposure"]:
-        return None
-    for i in range(1, 40):
-        f = 1.2 ** i
-        if f > 1000:
-            return None
-        recs = ([{"arm": claim.arm, "outcome": "crashed", "exposure": 0}] * round(a["failures"] * f)
-                + [{"arm": claim.arm, "outcome": "survived", "exposure": a["exposure"] * f}]
-                + [{"arm": "ref", "outcome": "crashed", "exposure": 0}] * round(r["failures"] * f)
-                + [{"arm": "ref", "outcome": "survived", "exposure": r["exposure"] * f}])
-        ev = evidence(claim, "ref", recs, ("crashed",), 1.0)
-        ev.weight = supported_share
-        if ev.p_value <= level:
-            return f
-    return None
-
-
 @dataclass(frozen=True)
 class Wording:
     """How a run's claim sentences are worded, by what its journal holds (``options.analysis``,
@@ -916,64 +693,24 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
     nums = record.get("numbers") or {}
     values: dict[str, Any] = {"arm": claim.arm, "reference": reference or "", "p": _f(record["p_value"]),
                               "ratio_name": "rate ratio"}
-    if "horizon" in nums:  # decided with trials as the unit (analyze.horizon)
-        values.update(_horizon_values(nums, unit))
-    elif "arm" in nums:
-        a, r = nums["arm"], nums["reference"]
-
-        def rate(c: Mapping[str, Any]) -> str:
-            return (f"{_f(c['failures'] / c['exposure'] * per)} per {per:.0e} {unit}".replace("1e+06", "10^6")
-                    if c["exposure"] and claim.unit != "trial" else f"{c['failures']}/{c['n']} trials")
-
-        values.update(rate=rate(a), reference_rate=rate(r), exposure=_f(a["exposure"]),
-                      count=a["failures"], n=a["n"], reference_count=r["failures"],
-                      reference_n=r["n"])
-        if a["exposure"] and r["exposure"] and (a["failures"] + r["failures"]) and claim.unit != "trial":
-            ci = sps.binomtest(a["failures"], a["failures"] + r["failures"]).proportion_ci(method="exact")
-
-            def ratio(p: float) -> str:
-                return "∞" if p >= 1 else _f(p / (1 - p) * r["exposure"] / a["exposure"])
-
-            values.update(ratio=ratio(a["failures"] / (a["failures"] + r["failures"])),
-                          ratio_ci=f"{ratio(ci.low)}–{ratio(ci.high)}")
-        if a["exposure"] and a["failures"] == 0:
-            values["upper"] = _f(-__import__("math").log(0.05) / a["exposure"] * per)
-    elif "times" in nums:  # a timed claim
-        t_a, t_r = nums["times"]["arm"], nums["times"]["reference"]
-        values.update(n=t_a["n"], reference_n=t_r["n"], margin=f"{nums['margin']:.0%}",
-                      time=_seconds(t_a["geomean_s"]), reference_time=_seconds(t_r["geomean_s"]))
-        if nums.get("ratio") is not None:
-            values.update(ratio=f"{nums['ratio']:.3f}",
-                          ratio_ci=f"{nums['ratio_ci'][0]:.3f}–{nums['ratio_ci'][1]:.3f}")
-    else:
-        values.update(count=nums.get("count"), n=nums.get("n"))
-        if claim.kind == "outcome" and nums.get("n"):
-            ci = sps.binomtest(int(nums["count"]), int(nums["n"])).proportion_ci(method="exact")
-            values["share_ci"] = f"{_f(ci.low)}–{_f(ci.high)}"
-        if "share" in nums:  # concentrated: failures inside the stratum against its exposure
-            values.update(share=f"{nums['share']:.1%}", exposure=_f(nums.get("exposure")),
-                          exposure_inside=_f(nums.get("exposure_inside")),
-                          stratum=claim.stratum or "")
-    needed = (exposure_needed(claim, record, level, supported_share)
-              if record["decision"] == "not_decided" and "horizon" not in nums else None)
-    more_trials = (trials_needed(claim, record, level, supported_share)
-                   if record["decision"] == "not_decided" and "horizon" in nums else None)
+    kind = kind_of(claim)
+    values.update(kind.values(claim, nums, per, unit))
+    needed = (kind.needed(claim, record, level, supported_share)
+              if record["decision"] == "not_decided" else None)
     no_trials = [x for x, c in (("arm", nums.get("arm")), ("reference", nums.get("reference")))
                  if c is not None and c["n"] == 0] or (["arm"] if nums.get("n") == 0 else [])
     if no_trials:
         values["needed"] = (f"valid trials of {' and '.join(values[x] for x in no_trials)}, "
                             f"which had none in this run")
     elif needed:
-        values["needed"] = f"about {needed:.1f}x the present exposure"
-    elif more_trials:
-        values["needed"] = f"about {more_trials:.1f}x the present trials of both arms"
+        values["needed"] = needed
     else:
         values["needed"] = "far more exposure than this run had"
     if wording.stopping_look:
         for key in ("ratio_ci", "share_ci"):
             if key in values:
                 values[key] = f"{values[key]}, {UNADJUSTED}"
-    template = getattr(claim, record["decision"]) or _default(claim, record["decision"])
+    template = getattr(claim, record["decision"]) or kind.wording(claim, record["decision"])
     text = template.format_map(_Missing(values))
     # An exploratory claim is decided once, at the end, outside the design's looks.
     when = ("" if record["decision"] == "not_decided" else ", exploratory, decided at the end"
@@ -1001,104 +738,9 @@ def sentence(claim: Claim, reference: str | None, record: Mapping[str, Any], per
             f"{alone}]")
 
 
-def _horizon_values(nums: Mapping[str, Any], unit: str) -> dict[str, Any]:
-    """A sentence's values for a claim decided on trials failing before the horizon: each arm's
-    share in words (what {rate} says of a constant-rate claim), the ratio of the shares with its
-    exact interval."""
-    h = float(nums["horizon"])
-    at = f"{int(h):,}" if h.is_integer() else _f(h)
-    a, r = (horizon.HorizonCounts(int(c["failed"]), int(c["reached"]), int(c["unresolved"]),
-                                  int(c["failures"]), float(c["exposure"]))
-            for c in (nums["arm"], nums["reference"]))
-
-    def share(c: horizon.HorizonCounts) -> str:
-        short = f"; {c.unresolved} ended before it without failing" if c.unresolved else ""
-        return f"{c.failed} of {c.n} trials failed before {at} {unit}{short}"
-
-    values: dict[str, Any] = {
-        "rate": share(a), "reference_rate": share(r), "exposure": _f(a.exposure),
-        "count": a.failures, "n": a.n, "reference_count": r.failures, "reference_n": r.n,
-        "horizon": at,
-        "ratio_name": f"ratio of the shares failing before {at} {unit}"}
-    ratio, ci = horizon.share_ratio(a, r)
-    if ratio is not None and ci is not None:
-        values.update(ratio=_f(ratio), ratio_ci=f"{_f(ci[0])}–{'∞' if math.isinf(ci[1]) else _f(ci[1])}")
-    return values
-
-
-def trials_needed(claim: Claim, record: Mapping[str, Any], level: float,
-                  supported_share: float = EVEN_SHARE) -> float | None:
-    """How many times the present trials of both arms, at the shares seen, would decide a claim
-    decided on trials failing before the horizon (None: not within 50x)."""
-    nums = record.get("numbers") or {}
-    h = float(nums["horizon"])
-    a, r = nums["arm"], nums["reference"]
-    if not a["n"] or not r["n"]:
-        return None
-    for i in range(1, 40):
-        f = 1.2 ** i
-        if f > 50:
-            return None
-        recs = []
-        failure = (claim.failures or ("crashed",))[0]
-        for arm, c in ((claim.arm, a), ("ref", r)):
-            n = round(c["n"] * f)
-            k = round(c["failed"] / c["n"] * n)
-            recs += [{"arm": arm, "outcome": failure, "exposure": 0}] * k
-            recs += [{"arm": arm, "outcome": "survived", "exposure": h}] * (n - k)
-        ev = evidence(claim, "ref", recs, (failure,), 1.0, horizon_at=h)
-        ev.weight = supported_share
-        if ev.p_value <= level:
-            return f
-    return None
-
-
 class _Missing(dict[str, str]):
     def __missing__(self, key: str) -> str:
         return "–"
-
-
-def _seconds(x: float | None) -> str:
-    """A time as people read one: microseconds below a millisecond, milliseconds below a
-    second."""
-    if x is None:
-        return "–"
-    return f"{x * 1e6:.4g} µs" if x < 1e-3 else f"{x * 1e3:.4g} ms" if x < 1 else f"{x:.4g} s"
-
-
-def _default(claim: Claim, decision: str) -> str:
-    if claim.kind in TIMED_KINDS:
-        what = {"slower": "is slower than {reference} by more than {margin}",
-                "faster": "is faster than {reference} by more than {margin}",
-                "same": "takes the same time as {reference} within {margin}"}[claim.kind]
-        times = ("{time} against {time_ref} per launch (ratio {ratio}, 95% CI {ratio_ci}; "
-                 "{n} and {reference_n} trials)").replace("{time_ref}", "{reference_time}")
-        return {"supported": f"{{arm}} {what}: {times}.",
-                "contradicted": f"Contrary to the claim, {{arm}} is not: {times}.",
-                "not_decided": f"Whether {{arm}} {what} is not decided: {times}."}[decision]
-    what = {"lower": "fails at a lower rate than", "higher": "fails at a higher rate than",
-            "equivalent": f"fails at a rate within {claim.margin:g}x of"}.get(claim.kind, "")
-    if claim.kind == "concentrated":
-        return {"supported": ("{arm}'s failures concentrate in {stratum}: {count} of {n} fell there, "
-                              "where it spent {share} of its exposure."),
-                "contradicted": ("{arm}'s failures avoid {stratum}: {count} of {n} fell there, "
-                                 "where it spent {share} of its exposure."),
-                "not_decided": ("Whether {arm}'s failures concentrate in {stratum} is not decided: "
-                                "{count} of {n} fell there, where it spent {share} of its exposure.")}[decision]
-    if claim.kind == "outcome":
-        what_o = f"ends as {claim.outcome}" + (f" ({claim.detail})" if claim.detail else "")
-        if claim.bound == "below":
-            return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (fewer than {claim.share:.0%}; "
-                                 f"95% CI of the share {{share_ci}}).",
-                    "contradicted": f"{{arm}} {what_o} in {{count}} of {{n}} trials: not fewer than {claim.share:.0%}.",
-                    "not_decided": f"Whether fewer than {claim.share:.0%} of {{arm}}'s trials {what_o.replace('ends', 'end')} "
-                                   f"is not decided ({{count}} of {{n}} trials)."}[decision]
-        return {"supported": f"{{arm}} {what_o} in {{count}} of {{n}} trials (more than {claim.share:.0%}).",
-                "contradicted": f"{{arm}} does not {what_o.replace('ends', 'end')}: {{count}} of {{n}} trials.",
-                "not_decided": f"Whether {{arm}} {what_o} is not decided ({{count}} of {{n}} trials)."}[decision]
-    return {"supported": f"{{arm}} {what} {{reference}}: {{rate}} against {{reference_rate}} ({{ratio_name}} {{ratio}}, 95% CI {{ratio_ci}}).",
-            "contradicted": f"Contrary to the claim, {{arm}} does not {what.replace('fails', 'fail')} {{reference}}: {{rate}} against {{reference_rate}}.",
-            "not_decided": f"Whether {{arm}} {what} {{reference}} is not decided: {{rate}} against {{reference_rate}}; deciding it needs {{needed}}."}[decision]
 
 
 def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:

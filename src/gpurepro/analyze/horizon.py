@@ -43,7 +43,9 @@ from typing import Any
 from scipy import stats as sps
 
 from ..model.outcomes import EVIDENCE
-from .allocate import ArmPrior
+
+# A module, not its names: allocate reaches the claim kinds, whose rate kind reads this one.
+from . import allocate
 
 TEST = "Boschloo's exact test on trials failing before the horizon"
 EQUIVALENCE_TEST = ("equivalence: two one-sided tests on the cumulative hazards to the horizon "
@@ -237,7 +239,7 @@ def _mean_reached(steps: Sequence[tuple[float, float]], horizon: float) -> float
 
 
 def prior_at(trials: Sequence[Mapping[str, Any]], horizon: float, speed: float,
-             overhead_s: float, fallback: ArmPrior | None = None) -> ArmPrior:
+             overhead_s: float, fallback: allocate.ArmPrior | None = None) -> allocate.ArmPrior:
     """An arm's allocation prior for trials capped at ``horizon`` (per trial: the chance of each
     way of ending before it; a survivor reaches it), from its committed trials."""
     ends = _ends(trials)
@@ -253,5 +255,5 @@ def prior_at(trials: Sequence[Mapping[str, Any]], horizon: float, speed: float,
         causes[(o, d)] = causes.get((o, d), 0.0) + p_end / len(before)
     mean = _mean_reached(steps, horizon)
     seconds = overhead_s + (mean / speed if speed > 0 else 0.0)
-    return ArmPrior(tuple((o, d, p) for (o, d), p in sorted(causes.items())), float(horizon),
+    return allocate.ArmPrior(tuple((o, d, p) for (o, d), p in sorted(causes.items())), float(horizon),
                     seconds, speed, overhead_s, per_trial=True)

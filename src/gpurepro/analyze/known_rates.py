@@ -29,6 +29,7 @@ from typing import Any
 
 from ..case.model import Case, Claim
 from .allocate import ArmPrior, distance, horizon_arms
+from .claim_kinds import reference_of
 from .claims import Decider, Design
 from .horizon import prior_at
 from .simulate import draw, models_from
@@ -263,7 +264,7 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     decided = {c["name"] for c in doc.get("claims") or []
                if c.get("decision") in ("supported", "contradicted") and c.get("family") != "exploratory"}
     claims = [c for c in case.claims if c.name in decided and c.arm in priors
-              and (c.kind in ("outcome", "concentrated") or (c.reference or case.baseline) in priors)]
+              and reference_of(c, case.baseline) in (None, *priors)]
     if not claims:
         return None
     alpha = float(stopping.get("alpha") or 0.05)

@@ -18,12 +18,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..case.model import SINGLE_ARM_KINDS, TIMED_KINDS, Case
+from ..case.model import Case
 from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.plan import Plan
 from .allocate import ArmPrior, horizon_arms, rate_claims
 from .calibrate import calibrate, family_of, load_models, priors_of
+from .claim_kinds import kind_of, reference_of
 from .claims import DecisiveDesign, Design
 from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claims, not_computed
 from .horizon import prior_at
@@ -48,7 +49,7 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
     journals, with ``design`` already at the alpha it leaves ("case": the case's own at the
     design's alpha, calibrate's). Each arm at its committed rates, a rate of zero included:
     the chance of a decision at those rates (calibrate's power bounds it instead)."""
-    if any(c.kind in TIMED_KINDS for c in case.claims):
+    if any(kind_of(c).timed for c in case.claims):
         return not_computed("not computed: the simulation models failures, and the case's "
                             "timed claims are decided on the times its trials measure",
                             beside_main(case, plan, scope))
@@ -71,7 +72,7 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
     order = [t for t in plan.order if t.arm in modeled]
 
     def reference(c: Any) -> str | None:
-        return None if c.kind in SINGLE_ARM_KINDS else (c.reference or case.baseline)
+        return reference_of(c, case.baseline)
 
     unknown = {c.name for c in family
                if c.arm not in modeled or (reference(c) is not None and reference(c) not in modeled)}

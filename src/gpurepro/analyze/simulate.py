@@ -35,12 +35,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..case.model import SINGLE_ARM_KINDS, Case, Claim
+from ..case.model import Case, Claim
 from ..env.commits import committed_results
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial, make_plan
 from ..run.schedule import still_needed
 from .allocation import Allocation
+from .claim_kinds import reference_of
 from .claims import Decider
 from .timing import trial_time
 
@@ -108,8 +109,8 @@ class Models:
 def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
     """The arms the claims are about, claim arms and references, in the case's arm order."""
     claims = case.claims if claims is None else claims
-    used = {c.arm for c in claims} | {c.reference or case.baseline for c in claims
-                                      if c.kind not in SINGLE_ARM_KINDS}
+    used = {c.arm for c in claims} | {r for c in claims
+                                      if (r := reference_of(c, case.baseline)) is not None}
     return [a for a in case.resolved_arms() if a in used]
 
 

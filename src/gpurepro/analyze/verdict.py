@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..case.model import TIMED_KINDS, Case
+from ..case.model import Case
 from ..errors import RecordError
 from ..model.outcomes import EVIDENCE
 from ..model.result import Analysis
 from . import declared
+from .claim_kinds import kind_of
 from .claims import Wording, decider_for, sentence
 from .processes import Observations, ProcessFitError, checks
 from .shortcut import checked, disagreement, spent, usable
@@ -294,10 +295,7 @@ def decide_claims(case: Case, header: Mapping[str, Any],
         ref = decider.reference(c)
         exploratory = rec.get("family") == "exploratory"
         out.append({"name": c.name, "kind": c.kind, "arm": c.arm, "reference": ref,
-                    **({"margin": c.margin} if c.kind in ("equivalent", *TIMED_KINDS) else {}),
-                    **({"outcome": c.outcome, "detail": c.detail, "share": c.share}
-                       if c.kind == "outcome" else {}),
-                    **({"stratum": c.stratum} if c.kind == "concentrated" else {}),
+                    **kind_of(c).fields(c),
                     **({"failures": list(c.failures)} if c.failures else {}),
                     **({"bound": c.bound} if c.bound != "above" else {}),
                     **({"unit": c.unit} if c.unit != "exposure" else {}),
