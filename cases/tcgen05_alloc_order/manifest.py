@@ -88,11 +88,8 @@ ARTIFACTS = [
 
 
 def arms() -> list[tuple[str, dict[str, Any], str]]:
-    out: list[tuple[str, dict[str, Any], str]] = []
-    for delay in DELAY:  # the report's grid on its own binary, spin 5000
-        for mode, label in MODE_LABEL.items():
-            out.append((f"{delay}-{mode.replace('_', '-')}", {"delay": delay, "mode": mode},
-                        f"seed; {delay} delayed; {label}"))
+    out = [(f"{d}-{m.replace('_', '-')}", {"delay": d, "mode": m}, f"seed; {d} delayed; {label}")
+           for d in DELAY for m, label in MODE_LABEL.items()]  # the report's grid, spin 5000
     out += [(f"follower-spin-{s}", {"spin": s}, f"seed; follower delayed {s} x 1 us")
             for s in (0, 10, 100, 1000)]
     out.append(("leader-spin-50000", {"delay": "leader", "spin": 50000},
