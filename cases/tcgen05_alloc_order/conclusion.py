@@ -1,7 +1,7 @@
-"""The verdict, declared (gpurepro.case.declared), evaluated by the harness: the classification
-(README.md, "Classification") as a decision table over the claims, the measurements, the SASS
-readings, the documentation audit and what practice does, and the hypotheses. STATED_RULE: a
-rule the text read states against either condition, which would make it a usage error (none).
+"""The verdict, declared (gpurepro.case.declared): the classification (README.md,
+"Classification") as a decision table over the claims, with the measurements, SASS readings,
+documentation audit, practice and hypotheses. STATED_RULE: a rule the text read states against
+either condition, which would make it a usage error (none).
 """
 from __future__ import annotations
 
@@ -56,16 +56,14 @@ GAP_OWNER = (
 def _usage(condition: str, when: dict[str, str]) -> tuple[Branch, ...]:
     """The usage-error row, only while the text read states a rule against ``condition``."""
     rule = STATED_RULE[condition]
-    if not rule:
-        return ()
-    return (Branch("usage_error", when={"baseline-launch-failure": "supported", **when},
-                   any_supported=BARRIERS, because=("baseline-launch-failure", *BARRIERS, *when),
-                   owner="the program's author (the reproducer; CUTLASS users writing 2-SM "
-                         f"kernels): {CONDITION[condition]} breaks the rule {rule}; synchronise the "
-                         "CTA pair between tcgen05.alloc.cta_group::2 and the first CTA's dealloc "
-                         "and exit",
-                   sentence=f"Classification: usage error: {CONDITION[condition]}, which the "
-                            f"documentation read forbids: {rule}.", next=FILE),)
+    return () if not rule else (Branch(
+        "usage_error", when={"baseline-launch-failure": "supported", **when},
+        any_supported=BARRIERS, because=("baseline-launch-failure", *BARRIERS, *when),
+        owner="the program's author (the reproducer; CUTLASS users writing 2-SM kernels): "
+              f"{CONDITION[condition]} breaks the rule {rule}; synchronise the CTA pair between "
+              "tcgen05.alloc.cta_group::2 and the first CTA's dealloc and exit",
+        sentence=f"Classification: usage error: {CONDITION[condition]}, which the documentation "
+                 f"read forbids: {rule}.", next=FILE),)
 
 
 def branches() -> tuple[Branch, ...]:
