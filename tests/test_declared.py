@@ -8,7 +8,7 @@ import dataclasses
 
 from gpurepro.analyze import declared
 from gpurepro.case import load_case
-from gpurepro.case.declared import Branch, Declared, Evidence, Measure, Reading
+from gpurepro.case.declared import Branch, Declared, Evidence, Measure, Reading, StageMeasure
 from gpurepro.model.result import Analysis
 
 from .conftest import ROOT
@@ -64,6 +64,25 @@ def test_measures_readings_and_evidence_are_sentences_in_order():
         f"Base {CASE.baseline}: 4/4 failed (100%, 95% CI 40%-100%); cudaErrorLaunchFailure x4.",
         "read SYNCS [peer]", "Practice: they synchronise (read at https://example.org/a)."]
     assert "read SYNCS" not in " ".join(_conclude({"a": "contradicted"})["sentences"])
+
+
+def test_stage_markers_name_each_ctas_most_common_last_stage_and_where_every_trial_stuck():
+    stages = {"cta0:end": 3, "cta0:dealloc": 1, "cta1:before_alloc": 4}
+    stuck = ("cta1", "before_alloc", "CTA1 never left alloc.", "Hypothesis: alloc faults.")
+    table = Declared(branches=(), measures=(StageMeasure(CASE.baseline, stuck),))
+    def conclude(**arm):
+        return declared.conclude(CASE, Analysis.of({
+            "case": {"name": CASE.name, "baseline": CASE.baseline}, "device": {"name": "GPU X"},
+            "summary": {CASE.baseline: {**ARM, **arm, "observations": {"stages": stages}}},
+            "claims": []}), table)
+
+    v = conclude()
+    assert v["sentences"][1:] == [
+        f"Progress markers of {CASE.baseline} over 4 trials (4 failed): CTA0 last reached 'end' "
+        "in 3/4, CTA1 last reached 'before_alloc' in 4/4.", "CTA1 never left alloc."]
+    assert v["hypotheses"] == ["Hypothesis: alloc faults."]
+    v = conclude(failures=3)  # one trial ended well: no hypothesis
+    assert v["sentences"][-1].startswith("Progress markers") and v["hypotheses"] == []
 
 
 def test_holds_reads_negations_and_alternatives():

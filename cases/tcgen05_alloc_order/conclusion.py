@@ -1,11 +1,10 @@
-"""The verdict, declared (gpurepro.case.declared), evaluated by the harness: the classification
-(README.md, "Classification") as a decision table over the claims, the measurements, the SASS
-readings, the documentation audit and what practice does, and the hypotheses. STATED_RULE: a
-rule the text read states against either condition, which would make it a usage error (none).
+"""The verdict, declared (gpurepro.case.declared): the classification (README.md,
+"Classification") as a decision table over the claims, with the measurements, SASS readings,
+documentation audit, practice and hypotheses. STATED_RULE: a rule the text read states against
+either condition, which would make it a usage error (none).
 """
 from __future__ import annotations
 
-from gpurepro.case import Analysis
 from gpurepro.case.declared import (
     Branch,
     Declared,
@@ -15,12 +14,14 @@ from gpurepro.case.declared import (
     Measure,
     NotRun,
     Reading,
+    StageMeasure,
 )
 
 ISA, PTXAS = "PTX ISA 9.1", "ptxas 13.0.88 (CUDA 13.0)"
 CUTLASS = "CUTLASS 147f5673 (include/cute/arch/tmem_allocator_sm100.hpp)"
 BASE, INSTR = "follower-baseline", "instr-follower-baseline"
-BARRIERS = ("barrier-before-alloc-lower", "barrier-after-alloc-lower", "barrier-before-dealloc-lower")
+PLACES = ("baseline", "barrier-before-alloc", "barrier-after-alloc", "barrier-before-dealloc")
+BARRIERS = tuple(f"{p}-lower" for p in PLACES[1:])  # the claims that a barrier.cluster helps
 CLASSIFY = ("linger-fails", "linger-lower", "control-arrive-fails")
 CONDITION = {
     "exit": "a CTA of the pair exiting before the peer's tcgen05.alloc.cta_group::2 has completed",
@@ -55,16 +56,14 @@ GAP_OWNER = (
 def _usage(condition: str, when: dict[str, str]) -> tuple[Branch, ...]:
     """The usage-error row, only while the text read states a rule against ``condition``."""
     rule = STATED_RULE[condition]
-    if not rule:
-        return ()
-    return (Branch("usage_error", when={"baseline-launch-failure": "supported", **when},
-                   any_supported=BARRIERS, because=("baseline-launch-failure", *BARRIERS, *when),
-                   owner="the program's author (the reproducer; CUTLASS users writing 2-SM "
-                         f"kernels): {CONDITION[condition]} breaks the rule {rule}; synchronise the "
-                         "CTA pair between tcgen05.alloc.cta_group::2 and the first CTA's dealloc "
-                         "and exit",
-                   sentence=f"Classification: usage error: {CONDITION[condition]}, which the "
-                            f"documentation read forbids: {rule}.", next=FILE),)
+    return () if not rule else (Branch(
+        "usage_error", when={"baseline-launch-failure": "supported", **when},
+        any_supported=BARRIERS, because=("baseline-launch-failure", *BARRIERS, *when),
+        owner="the program's author (the reproducer; CUTLASS users writing 2-SM kernels): "
+              f"{CONDITION[condition]} breaks the rule {rule}; synchronise the CTA pair between "
+              "tcgen05.alloc.cta_group::2 and the first CTA's dealloc and exit",
+        sentence=f"Classification: usage error: {CONDITION[condition]}, which the documentation "
+                 f"read forbids: {rule}.", next=FILE),)
 
 
 def branches() -> tuple[Branch, ...]:
@@ -118,41 +117,22 @@ def branches() -> tuple[Branch, ...]:
     )
 
 
-def markers(analysis: Analysis) -> tuple[list[str], list[str]]:
-    """The instrumented baseline's progress markers (observations.stages, "cta1:before_alloc"
-    -> trials): each CTA's most common last stage; a hypothesis where CTA1 never left alloc."""
-    arm = analysis.arms.get(INSTR)
-    best: dict[str, tuple[str, int]] = {}
-    for key, count in ((arm.observations.get("stages") or {}) if arm and arm.valid else {}).items():
-        cta, _, stage = key.partition(":")
-        if stage and (cta not in best or count > best[cta][1]):
-            best[cta] = (stage, int(count))
-    if arm is None or not best:
-        return [], []
-    f, n = arm.failures, arm.n_valid
-    out = [f"Progress markers of {INSTR} over {n} trials ({f} failed): " + ", ".join(
-        f"{cta.upper()} last reached '{st}' in {c}/{n}" for cta, (st, c) in sorted(best.items())) + "."]
-    if f == n and best.get("cta1", ("", 0)) == ("before_alloc", n):
-        return out + [f"In every trial of {INSTR}, CTA1 entered tcgen05.alloc and did not record "
-                      "its return."], [
-            "Hypothesis: the fault is raised inside CTA1's tcgen05.alloc, as the report says; the "
-            "markers show only that CTA1 never recorded the alloc's return before the context died."]
-    return out, []
-
-
 MEASURES = (
     Measure("Baseline {arm} (seed binary, follower CTA delayed 5000 x 1 us, no barrier): {prop}.", (BASE,)),
     Measure("Follower delayed, with a barrier.cluster (before alloc, after alloc, before dealloc)",
-            tuple("follower-" + b.removesuffix("-lower") for b in BARRIERS)),
-    Measure("Leader or neither CTA delayed", tuple(
-        f"{d}-{m}" for d in ("leader", "neither") for m in ("baseline", *(
-            b.removesuffix("-lower") for b in BARRIERS))),),
+            tuple("follower-" + m for m in PLACES[1:])),
+    Measure("Leader or neither CTA delayed",
+            tuple(f"{d}-{m}" for d in ("leader", "neither") for m in PLACES)),
     Measure("Spin sweep (x 1 us; 5000 is the baseline)",
             (*(f"follower-spin-{s}" for s in (0, 10, 100, 1000)), "leader-spin-50000")),
     Measure("Instrumented build (progress markers)",
             (INSTR, "instr-leader-baseline", "instr-follower-barrier-before-dealloc",
              "instr-no-relinquish", "instr-no-dealloc", "instr-linger")),
-    markers,
+    StageMeasure(INSTR, stuck=(
+        "cta1", "before_alloc", f"In every trial of {INSTR}, CTA1 entered tcgen05.alloc and did "
+        "not record its return.", "Hypothesis: the fault is raised inside CTA1's tcgen05.alloc, "
+        "as the report says; the markers show only that CTA1 never recorded the alloc's return "
+        "before the context died.")),
     InstrumentMeasure(("instr-coredump", "instr-compute-sanitizer", "instr-cuda-gdb",
                        "follower-coredump", "control-store-coredump", "control-store-cuda-gdb"),
                       {"coredump": "CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1",

@@ -19,7 +19,6 @@ from gpurepro.case import (
     Factor,
     OutputLine,
     TextOutput,
-    Tool,
     TrialCommand,
     TrialContext,
     instruments,
@@ -32,16 +31,6 @@ TARGETS = ("sm_103a", "sm_100a")
 PINS = ("nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-crt==13.0.88", "nvidia-nvvm==13.0.88",
         "nvidia-cuda-runtime==13.0.96", "nvidia-cuda-cuobjdump==13.2.51",
         "nvidia-cuda-nvdisasm==13.2.51")
-# The instruments' tools are the GPU node's: compute-sanitizer from its wheel if installed there,
-# else the host's; cuda-gdb has no wheel.
-TOOLS = {
-    "nvcc": Tool("nvcc", "nvidia-cuda-nvcc"), "ptxas": Tool("ptxas", "nvidia-cuda-nvcc"),
-    "cuobjdump": Tool("cuobjdump", "nvidia-cuda-cuobjdump"),
-    "nvdisasm": Tool("nvdisasm", "nvidia-cuda-nvdisasm"),
-    "compute-sanitizer": Tool("compute-sanitizer", "nvidia-cuda-sanitizer-api", host=True),
-    "cuda-gdb": Tool("cuda-gdb"),
-}
-
 # Factor levels and what the programs take on their command line (DELAY SPIN MODE).
 DELAY = {"leader": 0, "follower": 1, "neither": 2}  # which CTA of the pair sleeps first
 MODE = {"baseline": 0, "barrier_before_alloc": 1, "barrier_after_alloc": 2,
@@ -69,14 +58,12 @@ def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> A
     """The report's build line for each target: -gencode builds SASS only, no PTX (nvcc rejects
     -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt. The
     case's own programs include native/'s CUDA-runtime headers; the seed is built as filed."""
-    native = () if src.startswith("seed/") else ("-I{native}",)
-    headers = () if src.startswith("seed/") else tuple(
-        f"native/{h}.cuh" for h in ("cluster", "stage_markers", "cudart_events"))
+    own = () if src.startswith("seed/") else ("cluster", "stage_markers", "cudart_events")
     return Artifact(name=name, command=("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
-                                        *native, *(f"-D{d}" for d in defines), "-L{nvcc_lib}",
-                                        "-o", "{out}/" + name, "{case}/" + src),
-                    outputs=(name,), sources=(src, *headers), tools=("nvcc",), archs=TARGETS,
-                    description=description)
+                                        *(("-I{native}",) if own else ()),
+                                        *(f"-D{d}" for d in defines), "-L{nvcc_lib}", "-o", "{out}/" + name, "{case}/" + src),
+                    outputs=(name,), sources=(src, *(f"native/{h}.cuh" for h in own)),
+                    tools=("nvcc",), archs=TARGETS, description=description)
 
 
 ARTIFACTS = [
@@ -101,11 +88,8 @@ ARTIFACTS = [
 
 
 def arms() -> list[tuple[str, dict[str, Any], str]]:
-    out: list[tuple[str, dict[str, Any], str]] = []
-    for delay in DELAY:  # the report's grid on its own binary, spin 5000
-        for mode, label in MODE_LABEL.items():
-            out.append((f"{delay}-{mode.replace('_', '-')}", {"delay": delay, "mode": mode},
-                        f"seed; {delay} delayed; {label}"))
+    out = [(f"{d}-{m.replace('_', '-')}", {"delay": d, "mode": m}, f"seed; {d} delayed; {label}")
+           for d in DELAY for m, label in MODE_LABEL.items()]  # the report's grid, spin 5000
     out += [(f"follower-spin-{s}", {"spin": s}, f"seed; follower delayed {s} x 1 us")
             for s in (0, 10, 100, 1000)]
     out.append(("leader-spin-50000", {"delay": "leader", "spin": 50000},
@@ -140,65 +124,66 @@ def arms() -> list[tuple[str, dict[str, Any], str]]:
 ARM_LABEL = {name: desc for name, _f, desc in arms()}
 LAUNCH_FAILURE = "cudaErrorLaunchFailure"  # the report's "unspecified launch failure"
 BARRIERS = tuple(f"{m.replace('_', '-')}-lower" for m in list(MODE_LABEL)[1:])
-INSTRUMENT_LOWER = {"instr-coredump": "instr-coredump-lower",
-                    "instr-compute-sanitizer": "instr-compute-sanitizer-lower",
-                    "instr-cuda-gdb": "instr-cuda-gdb-lower", "follower-coredump": "seed-coredump-lower"}
-CONTROL_INSTRUMENT_LOWER = {"control-store-coredump": "control-coredump-lower",
-                            "control-store-cuda-gdb": "control-cuda-gdb-lower"}
-# (name, kind, arm, reference, expected cuda_error detail): "lower"/"higher", the arm's failure
-# rate against the reference (one factor changed); "equivalent": within 2x; "outcome": most
-# valid trials end as cuda_error (with that name, when given).
-COMPARISONS: list[tuple[str, str, str, str | None, str | None]] = [
-    ("baseline-launch-failure", "outcome", BASELINE, None, LAUNCH_FAILURE),
-    *[(c, "lower", "follower-" + c.removesuffix("-lower"), BASELINE, None) for c in BARRIERS],
-    ("leader-delay-lower", "lower", "leader-baseline", BASELINE, None),
-    ("no-delay-lower", "lower", "neither-baseline", BASELINE, None),
-    ("leader-spin-50000-lower", "lower", "leader-spin-50000", BASELINE, None),
-    ("spin-0-lower", "lower", "follower-spin-0", BASELINE, None),
-    ("spin-10-launch-failure", "outcome", "follower-spin-10", None, LAUNCH_FAILURE),
-    ("markers-within-2x", "equivalent", INSTR_BASELINE, BASELINE, None),
-    ("instr-leader-delay-lower", "lower", "instr-leader-baseline", INSTR_BASELINE, None),
-    ("instr-barrier-before-dealloc-lower", "lower", "instr-follower-barrier-before-dealloc",
-     INSTR_BASELINE, None),
-    ("no-relinquish-launch-failure", "outcome", "instr-no-relinquish", None, LAUNCH_FAILURE),
-    ("no-dealloc-lower", "lower", "instr-no-dealloc", INSTR_BASELINE, None),
-    ("linger-lower", "lower", "instr-linger", INSTR_BASELINE, None),
-    # instr-linger meets every precondition the cited documentation states: does it still fail?
-    ("linger-fails", "outcome", "instr-linger", None, LAUNCH_FAILURE),
-    *[(c, "lower", a, BASELINE if a == "follower-coredump" else INSTR_BASELINE, None)
-      for a, c in INSTRUMENT_LOWER.items()],
-    ("control-store-higher", "higher", "control-store-after-exit",
-     "control-store-barrier-before-exit", None),
-    ("control-arrive-fails", "outcome", "control-arrive-after-exit", None, None),
-    *[(c, "lower", a, "control-store-after-exit", None) for a, c in CONTROL_INSTRUMENT_LOWER.items()],
-]
+# The arms run under an instrument: the seed's and the instrumented build's, then the controls'.
+INSTRUMENTED = (*(f"instr-{i}" for i in ("coredump", "compute-sanitizer", "cuda-gdb")),
+                "follower-coredump", "control-store-coredump", "control-store-cuda-gdb")
 
 
-def _claim(name: str, kind: str, arm: str, reference: str | None, detail: str | None) -> Claim:
-    """One comparison as a Claim with its three sentences (the harness fills the braces)."""
+def _claim(name: str, kind: str, arm: str, says: str, denies: str, **fields: Any) -> Claim:
+    """A Claim whose sentences say ``says`` (or ``denies``) of the arm, named with its label,
+    then the numbers; the harness fills the braces."""
     who, counts = "{arm} (" + ARM_LABEL[arm] + ")", "{count} of {n} trials failed"
-    ratio = "{ratio_name} {ratio} (95% CI {ratio_ci})."
+    decided = f"{counts}, {{ratio_name}} {{ratio}} (95% CI {{ratio_ci}})."
+    undecided = f"{counts}; deciding it needs {{needed}}."
     if kind == "outcome":
-        ends = "cuda_error " + detail if detail else "a CUDA error"
-        return Claim(name, arm, kind, outcome="cuda_error", detail=detail, share=0.5,
-                     supported=f"{who} ends as {ends} in most trials: {{count}} of {{n}}.",
-                     contradicted=f"{who} does not end as {ends} in most trials: {{count}} of {{n}}.",
-                     not_decided=f"Whether {who} ends as {ends} in most trials is not decided: "
-                                 "{count} of {n}.")
+        decided = undecided = "{count} of {n}."
+    return Claim(name, arm, kind, **fields, supported=f"{who} {says}: {decided}",
+                 contradicted=f"{who} {denies}: {decided}",
+                 not_decided=f"Whether {who} {says} is not decided: {undecided}")
+
+
+def _outcome(name: str, arm: str, detail: str | None = LAUNCH_FAILURE) -> Claim:
+    """Most valid trials of ``arm`` end as cuda_error: ``detail``, or any error when None."""
+    ends = "cuda_error " + detail if detail else "a CUDA error"
+    return _claim(name, "outcome", arm, f"ends as {ends} in most trials",
+                  f"does not end as {ends} in most trials", outcome="cuda_error", detail=detail)
+
+
+def _rate(name: str, arm: str, kind: str = "lower", reference: str | None = None) -> Claim:
+    """``arm``'s failure rate is lower/higher than ``reference``'s, or "equivalent" (within 2x);
+    the reference defaults to the baseline of the arm's build (one factor changed)."""
+    reference = reference or {"instr": INSTR_BASELINE, "control": "control-store-after-exit"}.get(
+        arm.split("-")[0], BASELINE)
     if kind == "equivalent":
-        return Claim(name, arm, kind, reference=reference, margin=2.0,
-                     supported=f"{who} fails at a rate within 2x of {{reference}}'s: {counts}, {ratio}",
-                     contradicted=f"{who} fails at a rate more than 2x away from {{reference}}'s: "
-                                  f"{counts}, {ratio}",
-                     not_decided=f"Whether {who} fails at a rate within 2x of {{reference}}'s is "
-                                 f"not decided: {counts}; deciding it needs {{needed}}.")
+        return _claim(name, kind, arm, "fails at a rate within 2x of {reference}'s",
+                      "fails at a rate more than 2x away from {reference}'s", reference=reference)
     less, more = ("less", "more") if kind == "lower" else ("more", "less")
-    return Claim(name, arm, kind, reference=reference,
-                 supported=f"{who} fails {less} often than {{reference}}: {counts}, {ratio}",
-                 contradicted=f"{who} fails {more} often than {{reference}}, not {less}: {counts}, "
-                              f"{ratio}",
-                 not_decided=f"Whether {who} fails {less} often than {{reference}} is not decided: "
-                             f"{counts}; deciding it needs {{needed}}.")
+    return _claim(name, kind, arm, f"fails {less} often than {{reference}}",
+                  f"fails {more} often than {{reference}}, not {less}", reference=reference)
+
+
+CLAIMS = [
+    _outcome("baseline-launch-failure", BASELINE),
+    *[_rate(c, "follower-" + c.removesuffix("-lower")) for c in BARRIERS],
+    _rate("leader-delay-lower", "leader-baseline"),
+    _rate("no-delay-lower", "neither-baseline"),
+    _rate("leader-spin-50000-lower", "leader-spin-50000"),
+    _rate("spin-0-lower", "follower-spin-0"),
+    _outcome("spin-10-launch-failure", "follower-spin-10"),
+    _rate("markers-within-2x", INSTR_BASELINE, "equivalent", BASELINE),
+    _rate("instr-leader-delay-lower", "instr-leader-baseline"),
+    _rate("instr-barrier-before-dealloc-lower", "instr-follower-barrier-before-dealloc"),
+    _outcome("no-relinquish-launch-failure", "instr-no-relinquish"),
+    _rate("no-dealloc-lower", "instr-no-dealloc"),
+    _rate("linger-lower", "instr-linger"),
+    # instr-linger meets every precondition the cited documentation states: does it still fail?
+    _outcome("linger-fails", "instr-linger"),
+    *[_rate(a.replace("follower", "seed") + "-lower", a) for a in INSTRUMENTED[:4]],
+    _rate("control-store-higher", "control-store-after-exit", "higher",
+          "control-store-barrier-before-exit"),
+    _outcome("control-arrive-fails", "control-arrive-after-exit", None),
+    *[_rate(a.replace("-store", "") + "-lower", a) for a in INSTRUMENTED[4:]],
+]
 
 
 def program_command(ctx: TrialContext) -> TrialCommand:
@@ -223,7 +208,6 @@ CASE = Case(
     report_url="reports/tcgen05-alloc-order.txt",
     reported={"gpu": "NVIDIA B300 SXM6", "target": "sm_103a", "toolchain": "CUDA 13.0, nvcc V13.0.88"},
     toolchains={"*": PINS},
-    tools=TOOLS,
     artifacts=ARTIFACTS,
     factors={
         "build": Factor(("seed", "instrumented", "control"), "seed",
@@ -237,7 +221,7 @@ CASE = Case(
     },
     arms=[Arm(name, factors, desc) for name, factors, desc in arms()],
     baseline=BASELINE,
-    trial_command=instruments.instrumented(program_command, "instrument", tools=TOOLS),
+    trial_command=instruments.instrumented(program_command),
     conclusion=Conclusion(reproduces=("baseline-launch-failure",),
                           declared=load_sibling(__file__, "conclusion").DECLARED),
     devices=Devices(
@@ -258,5 +242,5 @@ CASE = Case(
         OutputLine(r"(?P<message>launch failed)", error="launch_failed_unreported",
                    call="cudaLaunchKernelEx", launches=0))},
     analyses={"sass": lowering.analysis("sass")},
-    claims=[_claim(*row) for row in COMPARISONS],
+    claims=CLAIMS,
 )

@@ -1,12 +1,8 @@
-// Instrumented variant of seed/repro.cu (the reporter's file, which stays untouched).
-//
-// Same kernel logic: one cluster of 2 CTAs x 128 threads; warp 0 of each CTA does
-// tcgen05.alloc.cta_group::2 (512 columns) -> relinquish_alloc_permit -> dealloc; the CTA
-// `delay_cta` first sleeps `spin` x __nanosleep(1000); `mode` inserts barrier.cluster at one of
-// three places. Added, and only added: progress markers of warp 0 per stage (native/
-// stage_markers.cuh: readable after the context dies), the TMEM address each CTA saw (also in
-// mapped memory), JSON-lines output per native/README.md with cudaGetErrorName.
-// Compile-time variants (each one a separate build; README.md, "Arms"):
+// Instrumented variant of seed/repro.cu (the reporter's file, which stays untouched): the same
+// kernel (2 CTAs x 128 threads; warp 0 allocs, relinquishes, deallocs; `delay_cta` sleeps `spin`
+// x 1 us first; `mode` places a barrier.cluster), with only progress markers of warp 0 per stage
+// (native/stage_markers.cuh), the TMEM address each CTA saw and JSON-lines output added.
+// Compile-time variants, one build each (README.md, "Arms"):
 //   -DNO_RELINQUISH / -DNO_DEALLOC   skip that instruction (its marker is still written)
 //   -DLINGER_AFTER_DEALLOC   after dealloc every thread sleeps (2*spin + 1000) x 1 us: the dealloc
 //                            is as early as the baseline's, only the CTA's exit is late, so the
@@ -14,8 +10,7 @@
 //                            after the peer's alloc is issued (claims linger-lower, linger-fails).
 //   -DSELFTEST_NO_TCGEN05    no tcgen05 instruction (alloc writes a dummy address): builds for any
 //                            sm_90+ target to test markers and output there; never an arm.
-// usage: repro_instrumented DELAY_CTA SPIN MODE   (same argv and defaults as the seed)
-// exit: 0 ok, 1 cuda_error, 3 unsupported device / no driver.
+// usage: repro_instrumented DELAY_CTA SPIN MODE (as the seed); exit: 0 ok, 1 cuda_error, 3 not run
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -38,15 +33,14 @@ struct Markers {
   uint32_t tmem_seen[2];
 };
 
-#if defined(NO_RELINQUISH)
-#define VARIANT_RELINQUISH 0
-#else
-#define VARIANT_RELINQUISH 1
+#ifndef NO_RELINQUISH
+#define NO_RELINQUISH 0
 #endif
-#if defined(NO_DEALLOC)
-#define VARIANT_DEALLOC 0
-#else
-#define VARIANT_DEALLOC 1
+#ifndef NO_DEALLOC
+#define NO_DEALLOC 0
+#endif
+#ifndef LINGER_AFTER_DEALLOC
+#define LINGER_AFTER_DEALLOC 0
 #endif
 #if defined(SELFTEST_NO_TCGEN05)
 #define TCGEN05_ALLOC(dst) (*(volatile uint32_t*)&tmem_addr = 0x5e1f)
@@ -61,11 +55,6 @@ struct Markers {
 #define TCGEN05_DEALLOC(a) \
   asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;" \
                :: "r"(a), "r"(512) : "memory")
-#endif
-#if defined(LINGER_AFTER_DEALLOC)
-#define VARIANT_LINGER 1
-#else
-#define VARIANT_LINGER 0
 #endif
 
 extern "C" __global__ void __cluster_dims__(2, 1, 1)
@@ -95,7 +84,7 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
   if (mode == 2) cluster_sync();
 
   if (warp == 0) {
-#if VARIANT_RELINQUISH
+#if !NO_RELINQUISH
     TCGEN05_RELINQUISH();
 #endif
     mark(&m->stages, rank, ST_RELINQUISH);
@@ -115,13 +104,13 @@ repro(uint32_t* out, uint32_t delay_cta, uint32_t spin, uint32_t mode, Markers* 
   if (mode == 6) cluster_sync();
 
   if (warp == 0) {
-#if VARIANT_DEALLOC
+#if !NO_DEALLOC
     TCGEN05_DEALLOC(tmem_addr);
 #endif
     mark(&m->stages, rank, ST_DEALLOC);
     __syncwarp();
   }
-#if VARIANT_LINGER
+#if LINGER_AFTER_DEALLOC
   for (uint32_t i = 0; i < 2 * spin + 1000; i++) __nanosleep(1000);
 #endif
   if (warp == 0) mark(&m->stages, rank, ST_END);
@@ -133,9 +122,9 @@ static const char* variant_name() {
 #if defined(SELFTEST_NO_TCGEN05)
   return "selftest_no_tcgen05";
 #endif
-  if (!VARIANT_RELINQUISH) return "no_relinquish";
-  if (!VARIANT_DEALLOC) return "no_dealloc";
-  if (VARIANT_LINGER) return "linger";
+  if (NO_RELINQUISH) return "no_relinquish";
+  if (NO_DEALLOC) return "no_dealloc";
+  if (LINGER_AFTER_DEALLOC) return "linger";
   return "as_filed";
 }
 
@@ -143,8 +132,8 @@ static void emit_start(uint32_t dc, uint32_t sp, uint32_t md) {
   printf("{\"event\":\"start\",\"driver\":\"repro_instrumented\",\"pid\":%d,\"config\":"
          "{\"delay_cta\":%u,\"spin\":%u,\"mode\":%u,\"variant\":\"%s\",\"relinquish\":%s,"
          "\"dealloc\":%s,\"linger\":%s}}\n",
-         (int)getpid(), dc, sp, md, variant_name(), VARIANT_RELINQUISH ? "true" : "false",
-         VARIANT_DEALLOC ? "true" : "false", VARIANT_LINGER ? "true" : "false");
+         (int)getpid(), dc, sp, md, variant_name(), NO_RELINQUISH ? "false" : "true",
+         NO_DEALLOC ? "false" : "true", LINGER_AFTER_DEALLOC ? "true" : "false");
   fflush(stdout);
 }
 

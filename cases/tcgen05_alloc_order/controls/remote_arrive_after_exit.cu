@@ -1,20 +1,16 @@
-// Control experiment for the mechanism that sass.py reads out of the tcgen05.alloc.cta_group::2
-// lowering, using only instructions that exist on sm_90 (Hopper): the odd CTA of a cluster pair
-// performs, after a delay, the same remote operation the follower's alloc ends with
+// Control without tcgen05, for the mechanism the SASS analysis reads out of the
+// tcgen05.alloc.cta_group::2 lowering, with instructions that exist on sm_90 (Hopper): the odd CTA
+// of a cluster pair performs, after a delay, the remote operation the follower's alloc ends with
 // (mbarrier.arrive.release.cluster.shared::cluster, SASS SYNCS.ARRIVE.TRANS64.RED.A1T0) on the
-// even CTA's shared memory, while the even CTA may already have exited.
+// even CTA's shared memory, while the even CTA may already have exited (README.md, "Arms").
 //   mode 0: the even CTA exits right away (the reproducer's leader, which never waits for the ack)
 //   mode 1: barrier.cluster before exit in both CTAs (the mitigation)
 //   op   0: remote mbarrier arrive (the ack); 1: remote st.shared::cluster.u32 (like the STAS)
-// usage: remote_arrive_after_exit SPIN MODE OP ; prints JSON lines per native/README.md
-// (final status ok / cuda_error with the cudaError_t name; exit 0 / 1; 3 if it cannot run).
-// Built for the case's targets it runs as the "control-*" arms on the B300/B200; built for
-// sm_90a it ran on the H200 (README, "Controls").
-#include <cstdio>
-#include <cstdlib>
+// usage: remote_arrive_after_exit SPIN MODE OP; output and exit status as repro_instrumented's.
 #include <cstdint>
-#include <cuda_runtime.h>
+#include <cstdlib>
 #include "cluster.cuh"
+#include "cudart_events.cuh"
 
 extern "C" __global__ void __cluster_dims__(2, 1, 1)
 k(uint32_t spin, uint32_t mode, uint32_t op) {
@@ -44,29 +40,26 @@ k(uint32_t spin, uint32_t mode, uint32_t op) {
 }
 
 int main(int argc, char** argv) {
+  trial_seconds();
   uint32_t sp = (argc > 1) ? atoi(argv[1]) : 5000;
   uint32_t md = (argc > 2) ? atoi(argv[2]) : 0;
   uint32_t op = (argc > 3) ? atoi(argv[3]) : 0;
-  ClusterLaunch launch(dim3(2, 1, 1), dim3(128, 1, 1), 2);
   printf("{\"event\":\"start\",\"driver\":\"remote_arrive_after_exit\",\"config\":"
          "{\"spin\":%u,\"mode\":%u,\"op\":\"%s\"}}\n", sp, md, op ? "store" : "arrive");
-  cudaError_t e = cudaLaunchKernelEx(&launch.cfg, k, sp, md, op);
-  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction ||
-      e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) {
-    printf("{\"event\":\"final\",\"status\":\"%s\",\"reason\":\"%s\",\"counters\":"
-           "{\"launches\":0},\"errors\":{}}\n",
-           (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) ? "no_driver" : "unsupported",
-           cudaGetErrorName(e));
-    return 3;
-  }
-  const char* call = "cudaLaunchKernelEx";
-  int launches = 0;
-  if (e == cudaSuccess) { launches = 1; call = "cudaDeviceSynchronize"; e = cudaDeviceSynchronize(); }
-  if (e == cudaSuccess)
-    printf("{\"event\":\"final\",\"status\":\"ok\",\"counters\":{\"launches\":1},\"errors\":{}}\n");
-  else
-    printf("{\"event\":\"final\",\"status\":\"cuda_error\",\"error\":\"%s\",\"call\":\"%s\","
-           "\"counters\":{\"launches\":%d},\"errors\":{\"%s\":1}}\n",
-           cudaGetErrorName(e), call, launches, cudaGetErrorName(e));
+  fflush(stdout);
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0)  // no driver, stub driver, or no device: nothing can run
+    return emit_early("no_driver", "reason", e != cudaSuccess ? cudaGetErrorName(e) : "no device",
+                      "cudaGetDeviceCount", 0, 3);
+  ClusterLaunch launch(dim3(2, 1, 1), dim3(128, 1, 1), 2);
+  e = cudaLaunchKernelEx(&launch.cfg, k, sp, md, op);
+  if (e != cudaSuccess)
+    return no_kernel_image(e)
+        ? emit_early("unsupported", "reason", cudaGetErrorName(e), "cudaLaunchKernelEx", 0, 3)
+        : emit_early("cuda_error", "error", cudaGetErrorName(e), "cudaLaunchKernelEx", 0, 1);
+  e = cudaDeviceSynchronize();
+  begin_final(e, "cudaDeviceSynchronize");
+  printf("\"observations\":{}}\n");
   return e == cudaSuccess ? 0 : 1;
 }

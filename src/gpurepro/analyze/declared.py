@@ -20,6 +20,7 @@ from ..case.declared import (
     Measure,
     NotRun,
     Reading,
+    StageMeasure,
 )
 from ..case.model import Case
 from ..model.result import Analysis, ArmSummary
@@ -104,6 +105,24 @@ def _instruments(m: InstrumentMeasure, analysis: Analysis) -> tuple[list[str], l
                else "none produced a valid outcome")
         out.append(f"Instrument {label} on {name}: not run; {a.n} trials, {why}.")
     return out, missing_tool
+
+
+def _stages(m: StageMeasure, analysis: Analysis) -> tuple[list[str], list[str]]:
+    """Sentences and hypotheses: each CTA's most common last stage, and ``m.stuck``'s."""
+    arm = analysis.arms.get(m.arm)
+    best: dict[str, tuple[str, int]] = {}
+    for key, count in ((arm.observations.get("stages") or {}) if arm and arm.valid else {}).items():
+        cta, _, stage = key.partition(":")
+        if stage and (cta not in best or count > best[cta][1]):
+            best[cta] = (stage, int(count))
+    if arm is None or not best:
+        return [], []
+    f, n = arm.failures, arm.n_valid
+    out = [f"Progress markers of {m.arm} over {n} trials ({f} failed): " + ", ".join(
+        f"{cta.upper()} last reached '{st}' in {c}/{n}" for cta, (st, c) in sorted(best.items())) + "."]
+    if m.stuck and f == n and best.get(m.stuck[0], ("", 0)) == (m.stuck[1], n):
+        return [*out, m.stuck[2]], [m.stuck[3]]
+    return out, []
 
 
 def _readings(readings: tuple[Reading, ...], analysis: Analysis) -> list[str]:
@@ -202,6 +221,9 @@ def conclude(case: Case, analysis: Analysis, d: Declared) -> dict[str, Any]:
         elif isinstance(m, InstrumentMeasure):
             said, missing = _instruments(m, analysis)
             sentences, missing_tool = sentences + said, missing_tool + missing
+        elif isinstance(m, StageMeasure):
+            said, guessed = _stages(m, analysis)
+            sentences, hypotheses = sentences + said, hypotheses + guessed
         else:
             said, guessed = m(analysis)
             sentences, hypotheses = sentences + said, hypotheses + guessed

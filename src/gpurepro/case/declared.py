@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # What other modules use; the rest is this module's own.
 __all__ = ["Branch", "Condition", "Declared", "Evidence", "Hypothesis", "InstrumentMeasure",
-           "Measure", "MeasureFunction", "NotRun", "Reading"]
+           "Measure", "MeasureFunction", "NotRun", "Reading", "StageMeasure"]
 
 Condition = Mapping[str, str | tuple[str, ...]]
 # A case's own reading of its trials' observations: (sentences, hypotheses), counts only.
@@ -68,6 +68,17 @@ class InstrumentMeasure:
     arms: tuple[str, ...]
     labels: Mapping[str, str]
     factor: str = "instrument"
+
+
+@dataclass(frozen=True)
+class StageMeasure:
+    """The progress markers of ``arm`` (native/stage_markers.cuh; its trials' ``stages``
+    observations, counted as "cta1:before_alloc" -> trials): each CTA's most common last stage.
+    ``stuck``: (cta, stage, sentence, hypothesis), said when every valid trial failed and that
+    CTA's last stage was ``stage`` in each."""
+
+    arm: str
+    stuck: tuple[str, str, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,7 @@ class Declared:
     without a valid trial says."""
 
     branches: tuple[Branch, ...]
-    measures: tuple[Measure | InstrumentMeasure | MeasureFunction, ...] = ()
+    measures: tuple[Measure | InstrumentMeasure | StageMeasure | MeasureFunction, ...] = ()
     readings: tuple[Reading, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     hypotheses: tuple[Hypothesis, ...] = ()
