@@ -6,24 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpurepro import case
 from gpurepro.building import lowering
-from gpurepro.case import (
-    Arm,
-    Artifact,
-    Case,
-    Claim,
-    Conclusion,
-    Defaults,
-    Devices,
-    Exposure,
-    Factor,
-    OutputLine,
-    TextOutput,
-    TrialCommand,
-    TrialContext,
-    instruments,
-    load_sibling,
-)
 
 TARGETS = ("sm_103a", "sm_100a")
 # Exact pins, found by installing into an empty venv on a CPU-only machine (README.md).
@@ -54,16 +38,17 @@ ARTIFACT = {("seed", "as_filed"): "repro", ("control", "as_filed"): "control_rem
 BASELINE, INSTR_BASELINE = "follower-baseline", "instr-follower-baseline"
 
 
-def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> Artifact:
+def _build(name: str, src: str, defines: tuple[str, ...], description: str) -> case.Artifact:
     """The report's build line for each target: -gencode builds SASS only, no PTX (nvcc rejects
     -arch=sm_103a -code=sm_103a); the wheel's lib folder holds cudart_static and cudadevrt. The
     case's own programs include native/'s CUDA-runtime headers; the seed is built as filed."""
     own = () if src.startswith("seed/") else ("cluster", "stage_markers", "cudart_events")
-    return Artifact(name=name, command=("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
-                                        *(("-I{native}",) if own else ()),
-                                        *(f"-D{d}" for d in defines), "-L{nvcc_lib}", "-o", "{out}/" + name, "{case}/" + src),
-                    outputs=(name,), sources=(src, *(f"native/{h}.cuh" for h in own)),
-                    tools=("nvcc",), archs=TARGETS, description=description)
+    command = ("{nvcc}", "-gencode", "arch={virtual_arch},code={arch}",
+               *(("-I{native}",) if own else ()), *(f"-D{d}" for d in defines),
+               "-L{nvcc_lib}", "-o", "{out}/" + name, "{case}/" + src)
+    return case.Artifact(name=name, command=command, outputs=(name,), archs=TARGETS,
+                         sources=(src, *(f"native/{h}.cuh" for h in own)), tools=("nvcc",),
+                         description=description)
 
 
 ARTIFACTS = [
@@ -74,7 +59,7 @@ ARTIFACTS = [
       for v, label in VARIANTS.items()],
     _build("control_remote_after_exit", "controls/remote_arrive_after_exit.cu", (),
            "control without tcgen05: late remote arrive/store into an exited peer CTA"),
-    Artifact(
+    case.Artifact(
         name="sass",
         command=("{python}", "-m", "gpurepro.building.lowering", "--spec", "{case}/lowering.py",
                  "--name", "sass_analysis", "--out", "{out}", "--arch", "{arch}",
@@ -129,7 +114,7 @@ INSTRUMENTED = (*(f"instr-{i}" for i in ("coredump", "compute-sanitizer", "cuda-
                 "follower-coredump", "control-store-coredump", "control-store-cuda-gdb")
 
 
-def _claim(name: str, kind: str, arm: str, says: str, denies: str, **fields: Any) -> Claim:
+def _claim(name: str, kind: str, arm: str, says: str, denies: str, **fields: Any) -> case.Claim:
     """A Claim whose sentences say ``says`` (or ``denies``) of the arm, named with its label,
     then the numbers; the harness fills the braces."""
     who, counts = "{arm} (" + ARM_LABEL[arm] + ")", "{count} of {n} trials failed"
@@ -137,19 +122,19 @@ def _claim(name: str, kind: str, arm: str, says: str, denies: str, **fields: Any
     undecided = f"{counts}; deciding it needs {{needed}}."
     if kind == "outcome":
         decided = undecided = "{count} of {n}."
-    return Claim(name, arm, kind, **fields, supported=f"{who} {says}: {decided}",
+    return case.Claim(name, arm, kind, **fields, supported=f"{who} {says}: {decided}",
                  contradicted=f"{who} {denies}: {decided}",
                  not_decided=f"Whether {who} {says} is not decided: {undecided}")
 
 
-def _outcome(name: str, arm: str, detail: str | None = LAUNCH_FAILURE) -> Claim:
+def _outcome(name: str, arm: str, detail: str | None = LAUNCH_FAILURE) -> case.Claim:
     """Most valid trials of ``arm`` end as cuda_error: ``detail``, or any error when None."""
     ends = "cuda_error " + detail if detail else "a CUDA error"
     return _claim(name, "outcome", arm, f"ends as {ends} in most trials",
                   f"does not end as {ends} in most trials", outcome="cuda_error", detail=detail)
 
 
-def _rate(name: str, arm: str, kind: str = "lower", reference: str | None = None) -> Claim:
+def _rate(name: str, arm: str, kind: str = "lower", reference: str | None = None) -> case.Claim:
     """``arm``'s failure rate is lower/higher than ``reference``'s, or "equivalent" (within 2x);
     the reference defaults to the baseline of the arm's build (one factor changed)."""
     reference = reference or {"instr": INSTR_BASELINE, "control": "control-store-after-exit"}.get(
@@ -186,7 +171,7 @@ CLAIMS = [
 ]
 
 
-def program_command(ctx: TrialContext) -> TrialCommand:
+def program_command(ctx: case.TrialContext) -> case.TrialCommand:
     """The trial's program; the "instrument" factor's level is applied by the harness."""
     f = ctx.factors
     binary = str(ctx.artifacts[ARTIFACT[(f["build"], f["variant"])]])
@@ -194,10 +179,10 @@ def program_command(ctx: TrialContext) -> TrialCommand:
         argv = (binary, str(f["spin"]), str(MODE[f["mode"]]), str(OPS[f["op"]]))
     else:  # DELAY SPIN MODE, as the seed takes them
         argv = (binary, str(DELAY[f["delay"]]), str(f["spin"]), str(MODE[f["mode"]]))
-    return TrialCommand(argv=argv, parser="seed" if f["build"] == "seed" else "jsonl")
+    return case.TrialCommand(argv=argv, parser="seed" if f["build"] == "seed" else "jsonl")
 
 
-CASE = Case(
+CASE = case.Case(
     name="tcgen05_alloc_order",
     question=(
         "On sm_103a (and sm_100a), does one CTA of a cluster pair deallocating tensor memory "
@@ -210,36 +195,38 @@ CASE = Case(
     toolchains={"*": PINS},
     artifacts=ARTIFACTS,
     factors={
-        "build": Factor(("seed", "instrumented", "control"), "seed",
+        "build": case.Factor(("seed", "instrumented", "control"), "seed",
                         "the reporter's binary or the instrumented one"),
-        "delay": Factor(tuple(DELAY), "follower", "which CTA sleeps before alloc"),
-        "mode": Factor(tuple(MODE), "baseline", "where barrier.cluster is inserted"),
-        "spin": Factor(SPINS, BASE_SPIN, "delay length, x __nanosleep(1000)"),
-        "variant": Factor(tuple(VARIANTS), "as_filed", "compile-time variant (instrumented only)"),
-        "instrument": instruments.factor(*INSTRUMENT_LABEL, description="tool the trial runs under"),
-        "op": Factor(tuple(OPS), "arrive", "controls only: the late remote operation"),
+        "delay": case.Factor(tuple(DELAY), "follower", "which CTA sleeps before alloc"),
+        "mode": case.Factor(tuple(MODE), "baseline", "where barrier.cluster is inserted"),
+        "spin": case.Factor(SPINS, BASE_SPIN, "delay length, x __nanosleep(1000)"),
+        "variant": case.Factor(tuple(VARIANTS), "as_filed",
+                               "compile-time variant (instrumented only)"),
+        "instrument": case.instruments.factor(*INSTRUMENT_LABEL,
+                                              description="tool the trial runs under"),
+        "op": case.Factor(tuple(OPS), "arrive", "controls only: the late remote operation"),
     },
-    arms=[Arm(name, factors, desc) for name, factors, desc in arms()],
+    arms=[case.Arm(name, factors, desc) for name, factors, desc in arms()],
     baseline=BASELINE,
-    trial_command=instruments.instrumented(program_command),
-    conclusion=Conclusion(reproduces=("baseline-launch-failure",),
-                          declared=load_sibling(__file__, "conclusion").DECLARED),
-    devices=Devices(
+    trial_command=case.instruments.instrumented(program_command),
+    conclusion=case.Conclusion(reproduces=("baseline-launch-failure",),
+                          declared=case.load_sibling(__file__, "conclusion").DECLARED),
+    devices=case.Devices(
         targets={"10.3": "sm_103a", "10.0": "sm_100a"},
         why="tcgen05 instructions exist only on the arch-specific sm_100a/sm_103a targets "
             "(B200 is compute capability 10.0, B300 10.3); anything else has no kernel image",
     ),
-    exposure=Exposure(counter="launches", unit="launches"),
-    defaults=Defaults(trials_per_arm=25, trial_timeout_s=120.0),
+    exposure=case.Exposure(counter="launches", unit="launches"),
+    defaults=case.Defaults(trials_per_arm=25, trial_timeout_s=120.0),
     failure_outcomes=("cuda_error", "hung", "crashed"),
     # The seed prints "delay_cta=1 spin=5000 mode=0 => <cudaGetErrorString of the sync>", or
     # "launch failed" with no error code when cudaLaunchKernelEx failed (exit 2): on a device
     # without sm_100a/sm_103a that is a missing kernel image, but the harness gates those devices
     # before spawning, so on a capable device it is a real launch error of unknown name.
-    parsers={"seed": TextOutput(
-        OutputLine(r"delay_cta=(?P<delay_cta>\d+) spin=(?P<spin>\d+) mode=(?P<mode>\d+) => "
+    parsers={"seed": case.TextOutput(
+        case.OutputLine(r"delay_cta=(?P<delay_cta>\d+) spin=(?P<spin>\d+) mode=(?P<mode>\d+) => "
                    r"(?P<message>.*)", call="cudaDeviceSynchronize"),
-        OutputLine(r"(?P<message>launch failed)", error="launch_failed_unreported",
+        case.OutputLine(r"(?P<message>launch failed)", error="launch_failed_unreported",
                    call="cudaLaunchKernelEx", launches=0))},
     analyses={"sass": lowering.analysis("sass")},
     claims=CLAIMS,
