@@ -8,6 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from gpurepro.cli.results import document_errors
 from gpurepro.report.index import indexed_folder, is_current, render, write_index
 from tests import invoke
 
@@ -79,10 +82,32 @@ def test_validate_fails_on_a_stale_index_and_index_fixes_it(tmp_path):
     assert "20261130T033104Z" in (folder / "README.md").read_text()
 
 
-def test_validate_of_the_repository_results_names_the_command():
-    done = _cli("validate")
-    assert STALE not in done.stderr
+def test_validate_with_no_path_reads_the_results_folder_and_its_index(tmp_path):
+    """`validate` with no path reads ./results and checks its index (here a folder holding one
+    committed document; every committed document is checked by the test below, one a test)."""
+    folder = _folder(tmp_path, ["20261130T031305Z_NVIDIA-H200_redacted.json"])
+    write_index(folder)
+    done = _cli("validate", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert STALE not in done.stderr
+    assert "1 of 1 documents valid" in done.stdout + done.stderr
+    (folder / "README.md").write_text("stale\n")
+    done = _cli("validate", cwd=tmp_path)
+    assert done.returncode == 1 and "README.md is out of date" in done.stderr, done.stderr
+
+
+# Every committed document, as `validate` of results/ checks it (the schema, nothing private,
+# its claims, verdict and summaries recomputed from its trials, the files it names beside it).
+# One test a document: together they are half a minute of CPU on an idle machine, and more
+# with every committed run.
+COMMITTED = sorted(p for p in RESULTS.rglob("*.json") if not p.name.endswith(".pyperf.json"))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.relative_to(RESULTS).as_posix()
+                                                 for p in COMMITTED])
+def test_every_committed_document_is_valid_in_meaning(path):
+    errors, _ = document_errors(path, json.loads(path.read_text()), ROOT)
+    assert errors == [], errors
 
 
 def test_a_folder_without_an_index_is_not_checked(tmp_path):
