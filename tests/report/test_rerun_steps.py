@@ -8,7 +8,6 @@ import copy
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from gpurepro.report.rerun import (
     rerun_section,
     unpinned_bindings,
 )
+from tests import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 TILE = ROOT / "results" / "tile_unload_race"
@@ -238,10 +238,9 @@ def test_a_dirty_tree_is_said_of_the_commit_it_was_on_not_of_one_found_for_it():
 def test_issue_clones_from_the_projects_address_or_the_one_set_and_says_what_to_set_without(
         tmp_path):
     def issue(**extra: str) -> subprocess.CompletedProcess:
+        # In this process (tests/invoke.py): the address is read when the command runs.
         env = {k: v for k, v in os.environ.items() if k != URL_VARIABLE}
-        return subprocess.run([sys.executable, "-m", "gpurepro", "issue", str(FIXED)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120,
-                              env={**env, "PYTHONPATH": str(ROOT / "src"), **extra})
+        return invoke.gpurepro("issue", str(FIXED), cwd=ROOT, env={**env, **extra})
 
     done = issue()  # pyproject.toml's [project.urls] Repository
     assert done.returncode == 0, done.stderr
