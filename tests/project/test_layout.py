@@ -1,6 +1,8 @@
 """The package layout's promises: only the command line (gpurepro/cli/) sees argparse;
 recording never reaches for the report; the run stage never imports the analysis; the model
-imports no stage; and no module name is kept for old imports (no release ever shipped)."""
+imports no stage; no module name is kept for old imports (no release ever shipped); one release
+sweep; at most 15 imports of gpurepro modules inside functions; and tests/ mirrors the
+packages."""
 
 from __future__ import annotations
 
@@ -21,6 +23,33 @@ def test_no_old_module_name_is_kept():
 
 
 SRC = ROOT / "src" / "gpurepro"
+
+
+def test_one_release_sweep_package():
+    """The bisection and the matrix are two ways to choose releases of one sweep (gpurepro.sweep),
+    not two packages."""
+    assert (SRC / "sweep" / "__init__.py").is_file()
+    for gone in ("bisect", "matrix"):
+        assert not (SRC / gone).exists() and not (SRC / f"{gone}.py").exists(), gone
+
+
+# tests/ mirrors the packages: a folder per package of src/gpurepro that has tests, and these
+# folders of the repository's own (cases/, the project's files, whole flows through the command
+# line, nox or make), beside the fixtures and data they read.
+TESTS = ROOT / "tests"
+TEST_FOLDERS_OF_THEIR_OWN = {"cases", "project", "e2e", "fixtures", "data"}
+
+
+def test_the_tests_mirror_the_packages():
+    at_the_top = sorted(p.name for p in TESTS.glob("test_*.py"))
+    assert not at_the_top, f"tests belong in the folder of the package they test: {at_the_top}"
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders - TEST_FOLDERS_OF_THEIR_OWN <= packages, sorted(
+        folders - TEST_FOLDERS_OF_THEIR_OWN - packages)
+    for folder in folders - {"fixtures", "data"}:
+        assert (TESTS / folder / "__init__.py").is_file(), folder
+        assert any((TESTS / folder).glob("test_*.py")), folder
 
 
 def _imports(path):
