@@ -437,7 +437,7 @@ def slurm_test(session: nox.Session) -> None:
     The tests install Debian's slurm-wlm and munge first when missing (as root), then run job
     arrays on two partitions, a task cancelled mid-run, --resume, --until-decided."""
     _install_project(session, "test")
-    session.run("pytest", "-v", "-s", "tests/test_slurm.py", *session.posargs,
+    session.run("pytest", "-v", "-s", "tests/cluster/test_slurm.py", *session.posargs,
                 env={**TEST_ENV, "GPUREPRO_SLURM_TEST": "1"})
 
 
@@ -576,8 +576,9 @@ def bench(session: nox.Session) -> None:
 # classifiers): the GPU nodes run the run stage on their own Python (3.12 on the H200 image).
 # And every case's runtime packages (test_case_runtimes): downloaded as wheels for that Python,
 # every arm prepared by the run stage and its packages imported on it.
-TESTS_PY = ["tests/test_stdlib_run.py", "tests/test_run_resume.py", "tests/test_classify.py",
-            "tests/test_plan.py", "tests/test_trials.py", "tests/test_case_runtimes.py"]
+TESTS_PY = ["tests/run/test_stdlib_run.py", "tests/e2e/test_run_resume.py",
+            "tests/run/test_classify.py", "tests/model/test_plan.py", "tests/run/test_trials.py",
+            "tests/building/test_case_runtimes.py"]
 
 
 @nox.session(python=PYTHONS)

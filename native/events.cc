@@ -236,7 +236,7 @@ int finish(const std::string &observations_json) {
   // a stuck worker stays put). Not a snapshot at a fault: there was none.
   if (std::string(status) == "hung" && phase_threads()) {
     // Appends only (no operator+ on strings): the crash preload must export no libstdc++
-    // template instance (tests/test_native.py).
+    // template instance (tests/run/test_native.py).
     std::string threads = "\"threads\":[";
     for (int i = 0, n = phase_threads(); i < n; ++i) {
       int tid;

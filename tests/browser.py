@@ -1,4 +1,4 @@
-"""A headless Chromium for the documentation site's browser test (tests/test_docs_site.py).
+"""A headless Chromium for the documentation site's browser test (tests/project/test_docs_site.py).
 
 Debian's `chromium` and `chromium-driver` are installed with apt-get when they are missing and
 this is root (CI runs as root; the browser builds that Selenium Manager or Playwright download

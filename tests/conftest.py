@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 
 
 def have_libcuda() -> bool:
@@ -40,9 +41,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         # Under --dist loadgroup (the slow tier's) a file's tests stay on one worker, its module
         # fixtures made once, as under loadfile (the fast tier's); a test that names a group of
-        # its own goes with that group (test_rerun_literal: the documents of one commit).
+        # its own goes with that group (test_rerun_literal: the documents of one commit). A
+        # file's group is its path under tests/, as two folders may hold files of one name.
         if not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS).as_posix()))
     has_gpu = shutil.which("nvidia-smi") is not None or any(
         Path(p).exists() for p in ("/dev/nvidia0", "/dev/nvidiactl"))
     skip_gpu = pytest.mark.skip(reason="needs an NVIDIA GPU and driver; none on this machine")

@@ -1,4 +1,4 @@
-/* A fake libcuda.so.1 for testing host drivers without a GPU (tests/test_native.py).
+/* A fake libcuda.so.1 for testing host drivers without a GPU (tests/run/test_native.py).
  *
  *   cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o DIR/libcuda.so.1 tests/fake_libcuda.c
  *   LD_LIBRARY_PATH=DIR host --cubin any.file ...
@@ -128,7 +128,7 @@ int cuModuleGetGlobal_v2(unsigned long long *p, size_t *b, void *m, const char *
 int cuStreamCreate(void **s, unsigned f) { (void)f; *s = HANDLE; return hook("cuStreamCreate"); }
 int cuStreamSynchronize(void *s) { (void)s; return hook("cuStreamSynchronize"); }
 int cuStreamDestroy_v2(void *s) { (void)s; return hook("cuStreamDestroy"); }
-/* Not in native/'s table: what a case adds from its own folder (tests/test_native.py). */
+/* Not in native/'s table: what a case adds from its own folder (tests/run/test_native.py). */
 int cuEventCreate(void **e, unsigned f) { (void)f; *e = (void *)0x2000; return hook("cuEventCreate"); }
 /* Events: the launches between the last two records set the elapsed time (FAKE_CUDA_EVENT_MS). */
 static long launches_seen, launches_at_record[2];

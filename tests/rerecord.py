@@ -1,7 +1,7 @@
 """Re-record every committed journal under results/ with the code of this checkout.
 
 A move or refactor proves itself behaviour-identical when every committed journal re-records to
-the committed document (`tests/test_rerecord.py`). Three fields describe the checkout that
+the committed document (`tests/record/test_rerecord.py`). Three fields describe the checkout that
 records rather than the run, and are taken from the committed document when comparing:
 `created_at` (when it was recorded), `analyses` (the case's analyses of its built artifacts,
 which a checkout without those builds cannot redo) and `case.manifest_sha256` (the manifest file

@@ -5,7 +5,7 @@
 cuda.tile always passes --lineinfo (or --device-debug) to tileiras and has no option against it,
 so this exports the Tile IR bytecode (to a temporary file: it names this checkout's paths in
 its debug locations) and runs tileiras on it with the flags cuda.tile passes, less --lineinfo. `.text` and `.nv.host` come out
-byte-identical to kernel_tile.py's cubin (tests/test_tile_build.py); the line tables do not.
+byte-identical to kernel_tile.py's cubin (tests/cases/test_tile_build.py); the line tables do not.
 A file of its own so that kernel_tile.py, whose line numbers are in its cubin's line tables,
 stays byte for byte what the toolchain matrix and the committed runs built.
 """

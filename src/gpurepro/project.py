@@ -2,7 +2,7 @@
 
 ``pyproject.toml``'s ``[project.urls] Repository`` is the address every other place uses: the
 README's links, mkdocs.yml's ``repo_url``, the schemas' ``$id``s (``schema_id``), the issue
-comment's clone line and the install hints (tests/test_address.py holds them to it). It is
+comment's clone line and the install hints (tests/project/test_address.py holds them to it). It is
 read from the checkout's ``pyproject.toml`` where gpurepro is imported from a checkout, else
 from the installed package's metadata (``Project-URL``); ``GPUREPRO_REPOSITORY_URL`` replaces
 it (a fork's address). A host under ``.invalid`` (RFC 2606) is a placeholder and never printed.

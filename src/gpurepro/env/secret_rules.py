@@ -7,7 +7,7 @@ SendGrid, Slack tokens and webhooks, SoftLayer, Square, Stripe, Telegram, Twilio
 from the release the test environment pins into ``secret_rules.json`` beside this file. The run
 stage masks records on GPU nodes with the standard library alone, and detect-secrets is not
 that (it imports requests and PyYAML), so the rules travel as data and are compiled here with
-``re``; ``tests/test_secret_rules.py`` exports them again from the pinned release and fails
+``re``; ``tests/env/test_secret_rules.py`` exports them again from the pinned release and fails
 when the committed file differs, so a release bump brings its new rules with it.
 
     python -m gpurepro.env.secret_rules    # write secret_rules.json from the installed release

@@ -12,7 +12,7 @@ left alone, and an ordered list interrupts a paragraph only from "1.", as on Git
 top-level lists are touched (a nested one already follows its item's own rules).
 
 ``mkdocs.yml`` names it under ``markdown_extensions`` (``gpurepro.report.gfm_lists``); the
-tests render pages with the same list (tests/test_site_html.py).
+tests render pages with the same list (tests/report/test_site_html.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The built documentation site checked as a reader meets it: ``check_site(SITE_DIR)``. The
 site's build hook (docs/hooks/results.py) runs it after every build, so `make docs` fails on a
-problem; tests/test_site_html.py runs it on a site built in the test.
+problem; tests/report/test_site_html.py runs it on a site built in the test.
 
 Each HTML page is read with the standard library's parser, and a problem is one line naming
 the page:

@@ -5,7 +5,7 @@ plan, a run id) and what the run needs to continue (plan, options, fingerprint, 
 every later line is one trial record (or, at the end, the sequential-stopping decisions). The
 lines are handed on typed (``Contents.run``, ``Contents.records``: gpurepro.model.journal).
 
-Guarantees, each tested in tests/test_faults.py:
+Guarantees, each tested in tests/e2e/test_faults.py:
 - a record is one ``write`` of a whole line followed by fsync; a short write (a full disk) is
   rolled back, so the file always ends on a line boundary unless the writer was killed inside
   that one write;
