@@ -21,6 +21,7 @@ from gpurepro.case import (
     kit,
     load_sibling,
 )
+from gpurepro.case import crash_claims as cc
 
 _verdict = load_sibling(__file__, "verdict")
 _sections = load_sibling(__file__, "sections")
@@ -260,45 +261,18 @@ _CUBINS = {
 # the baseline's. The as-filed arms' counters come from a once-a-second printout (a crash in the
 # first second shows 0 cycles), so no rate claim is made about `as-filed` itself: only that it
 # crashes at all. The verdict (verdict.py) reads the decisions and computes no statistics.
-_RATE = "{count} crashes in {exposure} cycles ({rate}) against the baseline's {reference_rate}"
-# {ratio_name}: "rate ratio" where a claim is decided on constant rates; where a design with a
-# horizon decides it on trials failing before it, the ratio of those shares (analyze.horizon).
-_RATIO = "{ratio_name} {ratio}, 95% CI {ratio_ci}"
+_RATE, _RATIO, _rate_vs = cc.rate_against(), cc.RATIO, cc.rate_against
+_lower, _crashes = cc.fails_less, cc.fails_at_all
+
+
+def _lower_than(name: str, reference: str, what: str, meaning: str) -> Claim:
+    return cc.fails_less(name, what, meaning, reference)
+
+
 # Equivalence band for "crashes like the baseline": GPU concurrency alone (--jobs 2) moved the
 # baseline's rate about fourfold between committed runs, so a factor of 4 is the resolution at
 # which two arms can be called the same race here.
 EQUIVALENCE_MARGIN = 4.0
-
-
-def _rate_vs(reference: str) -> str:
-    """_RATE for a claim whose reference is another arm than the baseline."""
-    return _RATE.replace("the baseline's", f"{reference}'s")
-
-
-def _lower(name: str, what: str, meaning: str) -> Claim:
-    """`name` crashes less often than the baseline: `meaning` when supported."""
-    return Claim(
-        name, arm=name, kind="lower",
-        supported=f"{meaning}: {what} ({{arm}}) crashes less often than the baseline: {_RATE} ({_RATIO}).",
-        contradicted=(f"Contrary to what the arm was meant to show, {what} ({{arm}}) crashes more often "
-                      f"than the baseline: {_RATE} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes less often than the baseline is not decided: "
-                     f"{_RATE}; deciding it needs {{needed}}."),
-    )
-
-
-def _crashes(name: str, what: str) -> Claim:
-    """`name` crashes at all (one SIGSEGV decides it): what the case asks of an arm that varies
-    something the crash might need. A ratio against the baseline ("within 4x") needs more
-    crashes than ten trials of an arm can give (a trial ends at its first) and was rarely
-    decided; whether the arm crashes is what the mechanism needs to know."""
-    what_ = what[0].upper() + what[1:]
-    return Claim(
-        f"{name}-crashes", arm=name, kind="outcome", outcome="crashed", detail="SIGSEGV", share=0.0,
-        supported=f"{what_} ({{arm}}) crashes too: SIGSEGV in {{count}} of {{n}} valid trials.",
-        not_decided=(f"Whether {what} ({{arm}}) crashes is not decided: {{count}} of {{n}} valid "
-                     "trials ended in SIGSEGV (a run whose looks were spent before the claim "
-                     "existed cannot decide it afterwards)."))
 
 
 def _hangs(name: str, what: str) -> Claim:
@@ -310,22 +284,6 @@ def _hangs(name: str, what: str) -> Claim:
                    "trials, a worker still inside a driver call after the stop."),
         not_decided=(f"Whether {what} ({{arm}}) hangs is not decided: {{count}} of {{n}} valid "
                      "trials ended hung."))
-
-
-def _same(name: str, what: str) -> Claim:
-    """`name` crashes at the baseline's rate, within EQUIVALENCE_MARGIN either way."""
-    m = f"{EQUIVALENCE_MARGIN:g}"
-    what_ = what[0].upper() + what[1:]
-    return Claim(
-        name, arm=name, kind="equivalent", margin=EQUIVALENCE_MARGIN,
-        supported=(f"{what_} ({{arm}}) crashes at a rate within {m}x of the baseline's: {_RATE} "
-                   f"({_RATIO})."),
-        contradicted=(f"{what_} ({{arm}}) crashes at a rate more than {m}x away from the baseline's: "
-                      f"{_RATE} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes at a rate within {m}x of the baseline's is not "
-                     f"decided (which does not mean 'no different'): {_RATE}; deciding it needs "
-                     f"{{needed}}."),
-    )
 
 
 CLAIMS = [
@@ -468,18 +426,6 @@ def _lifetime_survives(scenario: str, what: str) -> Claim:
                       "{count} of {n} valid trials ran their budget."),
         not_decided=(f"Whether {what} ({{arm}}) unloads safely is not decided: {{count}} of {{n}} "
                      "valid trials did."))
-
-
-def _lower_than(name: str, reference: str, what: str, meaning: str) -> Claim:
-    """`name` crashes less often than `reference` (another arm than the baseline)."""
-    return Claim(
-        name, arm=name, reference=reference, kind="lower",
-        supported=(f"{meaning}: {what} ({{arm}}) crashes less often than {reference}: "
-                   f"{_rate_vs(reference)} ({_RATIO})."),
-        contradicted=(f"{what[0].upper()}{what[1:]} ({{arm}}) crashes more often than {reference}: "
-                      f"{_rate_vs(reference)} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes less often than {reference} is not decided: "
-                     f"{_rate_vs(reference)}; deciding it needs {{needed}}."))
 
 
 # The cuda-python arms, each compared with the cuda-python arm that differs from it in one factor
