@@ -55,18 +55,7 @@ _CUDA_13_2_AS_FILED = [
 ARTIFACTS = [
     kit.host_driver("host", "host.cc", "instrumented driver: the reporter's loop with options, "
                     "events and crash records"),
-    Artifact(
-        name="crash_preload",
-        description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
-        # Hidden visibility and no re-exported static libs: the preloaded object must not
-        # interpose its own libstdc++ on the program it watches.
-        command=(*kit.GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
-                 "native/crash_preload.cc", "native/crash.cc",
-                 "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
-        outputs=("libgpurepro_crash.so",),
-        sources=("native/crash_preload.cc", *kit.NATIVE_SOURCES),
-        tools=("gxx",),
-    ),
+    kit.crash_preload(),  # the crash handler, LD_PRELOADed into the reporter's unmodified repro
     Artifact(
         name="libcuda_stub",
         description="link-time stub libcuda.so (soname libcuda.so.1) so repro.cc links without a driver",
