@@ -6,6 +6,7 @@ Question: is the crash attributable to cuda-tile, and if not, who owns it?
 
 from __future__ import annotations
 
+from gpurepro.building.elf_analysis import sections_analysis
 from gpurepro.case import (
     Arm,
     Artifact,
@@ -24,7 +25,6 @@ from gpurepro.case import (
 from gpurepro.case import crash_claims as cc
 
 _verdict = load_sibling(__file__, "verdict")
-_sections = load_sibling(__file__, "sections")
 _seed_output = load_sibling(__file__, "seed_output")
 _strata = load_sibling(__file__, "strata")
 
@@ -536,7 +536,8 @@ CASE = Case(
     defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0,
                       hang_after_s=4.0),
     parsers={"seed": _seed_output.parse},
-    analyses={"sections": _sections.analyze},
+    analyses={"sections": sections_analysis({"tile": "tile_cubin", "tile_other": "tile_cubin_other",
+                                             "cuda": "cuda_cubin", "cuda_globals": "cuda_cubin_globals"})},
     claims=CLAIMS,
     # The report's own questions, what `make tile-unload-race` decides by default: reproduced
     # (and reproduced with seed/repro.cc as filed), the owner (Tile IR modules crash more than
