@@ -10,6 +10,7 @@ from typing import Any
 
 from gpurepro.case import Analysis, load_sibling
 from gpurepro.case.crash_measures import READ_LATE
+from gpurepro.case.hypotheses import Hypothesis, Said, stated
 
 _strata = load_sibling(__file__, "strata")
 TILE = "control-cuda"
@@ -32,6 +33,34 @@ CUDA_CORE_LOCK = "cuda-python-library-lock"
 LIFETIME_CLAIMS = ("lifetime-primary-reset-survives", "lifetime-primary-reset-kernel-survives",
                    "lifetime-primary-reset-retain-survives", "lifetime-ctx-destroy-survives",
                    "lifetime-ctx-destroy-kernel-survives")
+
+
+# What no arm isolates, declared (gpurepro.case.hypotheses): stated where the decisions are so.
+NOT_RUN = Hypothesis(
+    "serialising only unloads against launches, with loads and launches still concurrent, avoids "
+    "the crash. The serialized arm put one mutex around each whole iteration, which removes all "
+    "overlap.", label="not run", when_run=OVERLAP, unless_run=LOCKS)
+_PER_CONTEXT = ("the state that races is per context. context-per-thread gives each thread its own "
+                "context, so every context also has a single thread; the arm cannot tell separate "
+                "contexts from one thread per context. Two threads in each of two contexts "
+                "(two-contexts-two-threads) separate them")
+PER_CONTEXT = tuple(
+    Hypothesis(_PER_CONTEXT + end, label="confounded",
+               when={"context-per-thread": ("supported",), "two-contexts-two-threads": (d,)})
+    for d, end in ((None, "."), ("not_decided", " but did not decide it in this run.")))
+POW2_TABLE = Hypothesis(
+    "a per-context table of module records, resized as the live module count crosses a power of "
+    "two while a launch in another thread reads it.",
+    label="for the driver team; no arm shows the structure itself", predictions=POW2_CLAIMS,
+    when_run=tuple(n for n in POW2_CLAIMS if n != "baseline-crossings-live"),  # the interventions
+    then=(Said("Crashes still fall at the crossings after the count had been to 9000 "
+               "(primed-crossings-live), which a table that only grows would not do; one that also "
+               "shrinks, or is rebuilt, as the count falls would.",
+               {"primed-crossings-live": ("supported",)}),
+          Said("The live count (loads − unloads), not the number of modules ever loaded "
+               "(grow-crossings-loads), is the count whose crossings the crashes follow.",
+               {"grow-crossings-live": ("supported",),
+                "grow-crossings-loads": (None, "contradicted", "not_decided")})))
 
 
 def cubins(labels: list[str]) -> str:
@@ -127,13 +156,9 @@ def hypotheses(analysis: Analysis, cc: Mapping[str, Any] | None,
                    "when arguments change) is what the race involves. " + ruled_out +
                    "no arm removes .nv.host: tileiras has no option to omit it (--host-arch and "
                    "--host-os only change what it holds) and binutils do not rewrite CUDA ELF files.")
-    if any(decision(n) is not None for n in OVERLAP) and not locks_run:
-        out.append("Hypothesis (not run): serialising only unloads against launches, with loads and "
-                   "launches still concurrent, avoids the crash. The serialized arm put one mutex "
-                   "around each whole iteration, which removes all overlap.")
+    out += [s for s in [stated(NOT_RUN, decision)] if s]
     # The interventions' claims (baseline-crossings-live is decided whenever the baseline runs).
-    mechanism_run = any(decision(n) is not None for n in POW2_CLAIMS
-                        if n != "baseline-crossings-live")
+    mechanism_run = any(decision(n) is not None for n in POW2_TABLE.when_run)
     if cc and cc["big"] >= POW2_MIN_CRASHES and cc["near"] and not mechanism_run:
         against = f"{cc['big'] - cc['near']} of {cc['big']} such crashes were off powers of two"
         if cc["always_unload_max_live"] is not None:
@@ -144,16 +169,7 @@ def hypotheses(analysis: Analysis, cc: Mapping[str, Any] | None,
                    "power of two, as a per-context table of module records resized at powers of two "
                    "while another thread still reads the old copy would make them. It cannot be the "
                    f"whole story: {against}.")
-    if (decision("context-per-thread") == "supported"
-            and decision("two-contexts-two-threads") in (None, "not_decided")):
-        out.append("Hypothesis (confounded): the state that races is per context. context-per-thread "
-                   "gives each thread its own context, so every context also has a single thread; "
-                   "the arm cannot tell separate contexts from one thread per context. Two threads "
-                   "in each of two contexts (two-contexts-two-threads) separate them"
-                   + (" but did not decide it in this run." if decision("two-contexts-two-threads")
-                      else "."))
-    if mechanism_run:
-        out += pow2_hypothesis(analysis)
+    out += [s for h in (*PER_CONTEXT, POW2_TABLE) if (s := stated(h, decision))]
     if locks_run:
         out += race_pair_hypothesis(analysis)
     return out
@@ -226,33 +242,6 @@ def lock_launch_threads(analysis: Analysis) -> str:
     return (f" Under lock-launch the faulting thread was {fault} and the other {other} in {n} of "
             f"{sum(late.values())} crash records, {READ_LATE}, so they do not show what was "
             f"running at the fault.")
-
-
-def pow2_hypothesis(analysis: Analysis) -> list[str]:
-    """What is left of the power-of-two table hypothesis once its arms have been run: which of
-    its predictions were supported, contradicted or not decided (their sentences are in the
-    verdict), and what no arm shows."""
-    d = {n: analysis.decision(n) for n in POW2_CLAIMS}
-
-    def names(v: str) -> str:
-        return ", ".join(n for n, x in d.items() if x == v) or "none"
-
-    text = ("Hypothesis (for the driver team; no arm shows the structure itself): a per-context "
-            "table of module records, resized as the live module count crosses a power of two "
-            "while a launch in another thread reads it. Its predictions, as claims of this run: "
-            f"supported {names('supported')}; contradicted {names('contradicted')}; not decided "
-            f"{names('not_decided')}.")
-    if d.get("primed-crossings-live") == "supported":
-        text += (" Crashes still fall at the crossings after the count had been to 9000 "
-                 "(primed-crossings-live), which a table that only grows would not do; one that "
-                 "also shrinks, or is rebuilt, as the count falls would.")
-    if d.get("grow-crossings-live") == "supported" and d.get("grow-crossings-loads") != "supported":
-        text += (" The live count (loads − unloads), not the number of modules ever loaded "
-                 "(grow-crossings-loads), is the count whose crossings the crashes follow.")
-    return [text]
-
-
-# ---------------------------------------------------------------- verdict
 
 
 # The cuda-python arms' claims (manifest.py), read for cuda.core's question: is unloading safe?
