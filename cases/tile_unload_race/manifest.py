@@ -21,11 +21,11 @@ from gpurepro.case import (
     TrialContext,
     kit,
     load_sibling,
+    printed,
 )
 from gpurepro.case import crash_claims as cc
 
 _verdict = load_sibling(__file__, "verdict")
-_seed_output = load_sibling(__file__, "seed_output")
 _strata = load_sibling(__file__, "strata")
 
 # cuda-tile 1.5.0 as filed. Every pin exact (locks/ adds the hashes; README "Locks"): the 13.2
@@ -535,7 +535,9 @@ CASE = Case(
     # thousands of cycles a second, so four seconds without one is no healthy pause.
     defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0,
                       hang_after_s=4.0),
-    parsers={"seed": _seed_output.parse},
+    # seed/repro.cc prints "  launches=N loads=N unloads=N" once a second, "SURVIVED Ns" at the end.
+    parsers={"seed": printed.counters_parser(r"launches=\d+\s+loads=\d+\s+unloads=\d+",
+                                             r"^SURVIVED (\d+)s")},
     analyses={"sections": sections_analysis({"tile": "tile_cubin", "tile_other": "tile_cubin_other",
                                              "cuda": "cuda_cubin", "cuda_globals": "cuda_cubin_globals"})},
     claims=CLAIMS,
