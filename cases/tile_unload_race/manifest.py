@@ -457,18 +457,14 @@ CLAIMS += [
 ]
 
 
-def _cuda_python_command(ctx: TrialContext, cubins: list[str]) -> TrialCommand:
-    """host_cuda_python.py with host.cc's options, through the harness's interpreter."""
+def _loop_argv(ctx: TrialContext, cubins: list[str], python: bool) -> list[str]:
+    """host.cc's options; host_cuda_python.py takes the same, and --lifetime."""
     f = ctx.factors
-    if f["preload"] or f["prime"]:
-        raise ValueError("host_cuda_python.py does not preload modules (--preload/--prime)")
-    context = (["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]])
-    argv = [a for c in cubins for a in ("--cubin", c)]
-    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
-             "--api", f["api"], "--lifetime", f["lifetime"], "--seconds", str(ctx.budget.duration_s),
-             "--max-cycles", str(ctx.budget.max_exposure)]
-    return ctx.python_driver(ctx.case_dir / "host_cuda_python.py", *argv,
-                             preload=ctx.artifacts["crash_preload"])
+    context = ["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]]
+    return [*(a for c in cubins for a in ("--cubin", c)), "--threads", str(f["threads"]),
+            "--unload", f["unload"], "--lock", f["lock"], *context, "--api", f["api"],
+            *(["--lifetime", f["lifetime"]] if python else []),
+            "--seconds", str(ctx.budget.duration_s), "--max-cycles", str(ctx.budget.max_exposure)]
 
 
 def trial_command(ctx: TrialContext) -> TrialCommand:
@@ -489,17 +485,14 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
             env={"LD_PRELOAD": str(ctx.artifacts["crash_preload"])},
             parser="seed",
         )
-    if f["driver"] == "cuda-python":
-        return _cuda_python_command(ctx, cubins)
+    if f["driver"] == "cuda-python":  # through the harness's interpreter, the crash object preloaded
+        if f["preload"] or f["prime"]:
+            raise ValueError("host_cuda_python.py does not preload modules (--preload/--prime)")
+        return ctx.python_driver(ctx.case_dir / "host_cuda_python.py", *_loop_argv(ctx, cubins, True),
+                                 preload=ctx.artifacts["crash_preload"])
     if f["context"] == "primary" or f["lifetime"] != "none":
         raise ValueError("host.cc has no primary-context or lifetime scenarios (cuda-python only)")
-    argv = [str(ctx.artifacts["host"])]
-    for c in cubins:
-        argv += ["--cubin", c]
-    context = ["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]]
-    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
-             "--api", f["api"], "--seconds", str(ctx.budget.duration_s),
-             "--max-cycles", str(ctx.budget.max_exposure)]
+    argv = [str(ctx.artifacts["host"]), *_loop_argv(ctx, cubins, False)]
     if f["preload"]:
         argv += ["--preload", str(f["preload"])]
     if f["prime"]:
