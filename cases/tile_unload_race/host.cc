@@ -2,34 +2,7 @@
 // harness: JSON-lines events and crash records (native/README.md), every CUDA error terminal, and
 // the factors the arms vary as options.
 //
-// Build (from the repository root; no CUDA headers or libcuda needed):
-//   g++ -O2 -pthread -std=c++17 -fno-omit-frame-pointer -static-libstdc++ -static-libgcc cases/tile_unload_race/host.cc native/cuda_loader.cc native/events.cc native/crash.cc -o build/tile_unload_race/host -ldl
-//
-// Run:
-//   host --cubin K.cubin [--cubin K2.cubin ...] [--threads 2] [--unload three-in-four]
-//        [--lock none] [--context shared] [--contexts N] [--api module] [--preload K]
-//        [--prime P] [--seconds 20] [--max-cycles 0] [--heartbeat-ms 1000] [--join-timeout 10]
-//   --cubin (repeatable)   thread i loads cubin i % count (distinct-modules arm)
-//   --unload               never | three-in-four (as filed: `if (n & 3)`) | always
-//   --lock                 none (as filed) | iteration (one mutex around each whole iteration:
-//                          no concurrency; --serialize is the same) | unload-launch (one mutex
-//                          around cuModuleUnload and around cuModuleGetFunction+cuLaunchKernel:
-//                          the two never overlap, loads and synchronizes still do) |
-//                          unload-load (around cuModuleUnload and around cuModuleLoadData) |
-//                          launch (around cuModuleGetFunction+cuLaunchKernel only: the threads'
-//                          launches never overlap each other, unloads and loads run free)
-//   --context              shared (as filed: one context, created by main) | per-thread (each
-//                          worker creates its own context and buffers)
-//   --contexts N           N contexts created by main, each with its own buffers; worker i
-//                          uses context i % N (N = 1 is `shared`)
-//   --api                  module (as filed) | library (cuLibraryLoadData / cuLibraryGetKernel)
-//   --preload K            before the workers start, main loads K more modules of the first
-//                          cubin into the first context, fetches, launches and synchronises each
-//                          once (the state a cycled module has) and keeps them loaded, so the
-//                          live module count is K + loads - unloads
-//   --prime P              (P > K) load P that way first, then unload the newest P - K before
-//                          the workers start: the count has been to P and comes back to K
-//   --join-timeout         seconds to wait for the workers after the stop (0: for ever)
+// Built with g++ alone by kit.host_driver (manifest.py); options: README.md, "host.cc options".
 //
 // Hot loop: only CUDA calls, relaxed counter increments (the cycles one also checks the
 // --max-cycles budget), one relaxed load of the stop flag per iteration, and two plain stores
@@ -57,6 +30,7 @@
 #include "../../native/crash.h"
 #include "../../native/cuda_loader.h"
 #include "../../native/events.h"
+#include "../../native/host_kit.h"
 
 namespace {
 
@@ -111,18 +85,10 @@ std::vector<Worker> g_workers;
 std::mutex g_lock;                   // used only under --lock
 Counter c_cycles, c_loads, c_launches, c_unloads;
 
-// Record a failed call and stop everyone. A load the device cannot run at all (checked on each
-// thread's first load) makes the trial `unsupported`, anything else `cuda_error`.
+// Record a failed call and stop everyone (host_kit.h: a first load the device cannot run is
+// `unsupported`).
 void fail(Worker &w, CUresult r, const char *call, bool first_load) {
-  errors_record(r);
-  const char *name = cu_error_name(r);
-  if (first_load && (r == CUDA_ERROR_NO_BINARY_FOR_GPU || r == CUDA_ERROR_INVALID_IMAGE ||
-                     r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION)) {
-    snprintf(w.reason, sizeof w.reason, "%s: %s on the first load", call, name);
-    stop_with("unsupported", name, call, w.reason);
-  } else {
-    stop_with("cuda_error", name, call);
-  }
+  fail_call(r, call, first_load, w.reason, sizeof w.reason);
 }
 
 void setup_buffers(Worker &w, const CUdeviceptr *bufs) {
@@ -153,9 +119,6 @@ struct MaybeLock {
   }
   ~MaybeLock() { if (on) g_lock.unlock(); }
 };
-
-// One driver call with the thread's phase published around it.
-#define PHASED(ps, id, expr) (phase_enter(ps, id), r = (expr), phase_exit(ps), r)
 
 template <Api kApi>
 void loop(Worker &w, PhaseSlot *ps) {
@@ -322,31 +285,6 @@ std::string config_json() {
   return s + tail;
 }
 
-// Device facts for the final record (the harness fingerprints the machine separately).
-std::string device_json() {
-  char name[256] = "";
-  int major = 0, minor = 0, version = 0;
-  cu.cuDeviceGetName(name, sizeof name, g_dev);
-  cu.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g_dev);
-  cu.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g_dev);
-  cu.cuDriverGetVersion(&version);
-  return "{\"device\":{\"name\":" + json_quote(name) + ",\"compute_capability\":\"" +
-         std::to_string(major) + "." + std::to_string(minor) +
-         "\",\"cuda_driver_version\":" + std::to_string(version) + "}}";
-}
-
-// Setup failed before any worker ran: report it and exit.
-[[noreturn]] void setup_failed(CUresult r, const char *call) {
-  errors_record(r);
-  const char *name = cu_error_name(r);
-  if (r == CUDA_ERROR_NO_DEVICE || r == CUDA_ERROR_INSUFFICIENT_DRIVER ||
-      r == CUDA_ERROR_STUB_LIBRARY)
-    stop_with("unsupported", name, call, name);
-  else
-    stop_with("cuda_error", name, call);
-  _exit(finish());
-}
-
 // --preload / --prime, on the main thread in the first context before any worker starts: each
 // module loaded, its function fetched, launched once and synchronised, like a cycled module.
 // Main publishes its phase in the slot after the workers' (a crash here names its call).
@@ -437,5 +375,5 @@ int main(int argc, char **argv) {
   int stuck = join_workers(threads.data(), int(threads.size()), g_opt.join_timeout_s,
                            g_opt.heartbeat_ms);
   // A stuck worker (final "hung") is left for _exit; no more driver calls beside it.
-  _exit(finish(stuck ? "" : device_json()));
+  _exit(finish(stuck ? "" : device_json(g_dev)));
 }

@@ -2,30 +2,7 @@
 synchronize -> unload with cuda.bindings.driver, the path cuda-python (and cuda.core) users are
 on; and the library/kernel-outliving-its-context scenarios of NVIDIA/cuda-python PR 1672.
 
-    host_cuda_python.py --cubin K.cubin [--cubin K2.cubin ...] [--threads 2]
-        [--unload never|three-in-four|always] [--lock none|iteration|unload-launch|unload-load|launch]
-        [--context shared|per-thread|primary] [--contexts N] [--api module|library]
-        [--lifetime none|primary-reset|primary-reset-kernel|primary-reset-retain|ctx-destroy|
-                    ctx-destroy-kernel]
-        [--seconds 20] [--max-cycles 0] [--heartbeat-ms 1000] [--join-timeout 10]
-
-The options mean what they mean for host.cc (its header); `--context primary` makes device 0's
-primary context current in every worker (what cuda.core does). Counters: cycles, loads, launches
-(the exposure), unloads, and `overlaps`: launches entered while another worker was inside a
-driver call. Two Python threads can race in the driver only if cuda.bindings releases the GIL
-around its calls (cuda-bindings 12.9.1 and 13.0.0 on do, for every call); `overlaps` shows whether
-they did.
-
---lifetime (one worker, --api library, --unload always; one cycle = one context): the context
-is made (primary: cuDevicePrimaryCtxRetain + cuCtxSetCurrent; ctx: cuCtxCreate), a library
-loaded, its kernel fetched, launched and synchronized, then the context goes before the library:
-  primary-reset          cuDevicePrimaryCtxReset, then cuLibraryUnload     (PR 1672 scenario 1)
-  primary-reset-kernel   reset, cuKernelGetAttribute on the kernel, unload  (2, and 6: a kernel
-                         outliving its library object in cuda.core is this sequence in the driver)
-  primary-reset-retain   reset, the primary context retained and made current again, unload (3,
-                         the numba-cuda pattern)
-  ctx-destroy            cuCtxDestroy, then cuLibraryUnload                 (4)
-  ctx-destroy-kernel     destroy, cuKernelGetAttribute, unload              (5 and 7)
+Options and the --lifetime scenarios: README.md, "host_cuda_python.py options".
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ Question: is the crash attributable to cuda-tile, and if not, who owns it?
 
 from __future__ import annotations
 
+from gpurepro.building.elf_analysis import sections_analysis
 from gpurepro.case import (
     Arm,
     Artifact,
@@ -20,11 +21,11 @@ from gpurepro.case import (
     TrialContext,
     kit,
     load_sibling,
+    printed,
 )
+from gpurepro.case import crash_claims as cc
 
 _verdict = load_sibling(__file__, "verdict")
-_sections = load_sibling(__file__, "sections")
-_seed_output = load_sibling(__file__, "seed_output")
 _strata = load_sibling(__file__, "strata")
 
 # cuda-tile 1.5.0 as filed. Every pin exact (locks/ adds the hashes; README "Locks"): the 13.2
@@ -54,18 +55,7 @@ _CUDA_13_2_AS_FILED = [
 ARTIFACTS = [
     kit.host_driver("host", "host.cc", "instrumented driver: the reporter's loop with options, "
                     "events and crash records"),
-    Artifact(
-        name="crash_preload",
-        description="the crash handler as an LD_PRELOAD object, for the reporter's unmodified repro",
-        # Hidden visibility and no re-exported static libs: the preloaded object must not
-        # interpose its own libstdc++ on the program it watches.
-        command=(*kit.GXX, "-shared", "-fPIC", "-fvisibility=hidden", "-Wl,--exclude-libs,ALL",
-                 "native/crash_preload.cc", "native/crash.cc",
-                 "native/events.cc", "-o", "{out}/libgpurepro_crash.so", "-ldl"),
-        outputs=("libgpurepro_crash.so",),
-        sources=("native/crash_preload.cc", *kit.NATIVE_SOURCES),
-        tools=("gxx",),
-    ),
+    kit.crash_preload(),  # the crash handler, LD_PRELOADed into the reporter's unmodified repro
     Artifact(
         name="libcuda_stub",
         description="link-time stub libcuda.so (soname libcuda.so.1) so repro.cc links without a driver",
@@ -260,45 +250,18 @@ _CUBINS = {
 # the baseline's. The as-filed arms' counters come from a once-a-second printout (a crash in the
 # first second shows 0 cycles), so no rate claim is made about `as-filed` itself: only that it
 # crashes at all. The verdict (verdict.py) reads the decisions and computes no statistics.
-_RATE = "{count} crashes in {exposure} cycles ({rate}) against the baseline's {reference_rate}"
-# {ratio_name}: "rate ratio" where a claim is decided on constant rates; where a design with a
-# horizon decides it on trials failing before it, the ratio of those shares (analyze.horizon).
-_RATIO = "{ratio_name} {ratio}, 95% CI {ratio_ci}"
+_RATE, _RATIO, _rate_vs = cc.rate_against(), cc.RATIO, cc.rate_against
+_lower, _crashes = cc.fails_less, cc.fails_at_all
+
+
+def _lower_than(name: str, reference: str, what: str, meaning: str) -> Claim:
+    return cc.fails_less(name, what, meaning, reference)
+
+
 # Equivalence band for "crashes like the baseline": GPU concurrency alone (--jobs 2) moved the
 # baseline's rate about fourfold between committed runs, so a factor of 4 is the resolution at
 # which two arms can be called the same race here.
 EQUIVALENCE_MARGIN = 4.0
-
-
-def _rate_vs(reference: str) -> str:
-    """_RATE for a claim whose reference is another arm than the baseline."""
-    return _RATE.replace("the baseline's", f"{reference}'s")
-
-
-def _lower(name: str, what: str, meaning: str) -> Claim:
-    """`name` crashes less often than the baseline: `meaning` when supported."""
-    return Claim(
-        name, arm=name, kind="lower",
-        supported=f"{meaning}: {what} ({{arm}}) crashes less often than the baseline: {_RATE} ({_RATIO}).",
-        contradicted=(f"Contrary to what the arm was meant to show, {what} ({{arm}}) crashes more often "
-                      f"than the baseline: {_RATE} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes less often than the baseline is not decided: "
-                     f"{_RATE}; deciding it needs {{needed}}."),
-    )
-
-
-def _crashes(name: str, what: str) -> Claim:
-    """`name` crashes at all (one SIGSEGV decides it): what the case asks of an arm that varies
-    something the crash might need. A ratio against the baseline ("within 4x") needs more
-    crashes than ten trials of an arm can give (a trial ends at its first) and was rarely
-    decided; whether the arm crashes is what the mechanism needs to know."""
-    what_ = what[0].upper() + what[1:]
-    return Claim(
-        f"{name}-crashes", arm=name, kind="outcome", outcome="crashed", detail="SIGSEGV", share=0.0,
-        supported=f"{what_} ({{arm}}) crashes too: SIGSEGV in {{count}} of {{n}} valid trials.",
-        not_decided=(f"Whether {what} ({{arm}}) crashes is not decided: {{count}} of {{n}} valid "
-                     "trials ended in SIGSEGV (a run whose looks were spent before the claim "
-                     "existed cannot decide it afterwards)."))
 
 
 def _hangs(name: str, what: str) -> Claim:
@@ -310,22 +273,6 @@ def _hangs(name: str, what: str) -> Claim:
                    "trials, a worker still inside a driver call after the stop."),
         not_decided=(f"Whether {what} ({{arm}}) hangs is not decided: {{count}} of {{n}} valid "
                      "trials ended hung."))
-
-
-def _same(name: str, what: str) -> Claim:
-    """`name` crashes at the baseline's rate, within EQUIVALENCE_MARGIN either way."""
-    m = f"{EQUIVALENCE_MARGIN:g}"
-    what_ = what[0].upper() + what[1:]
-    return Claim(
-        name, arm=name, kind="equivalent", margin=EQUIVALENCE_MARGIN,
-        supported=(f"{what_} ({{arm}}) crashes at a rate within {m}x of the baseline's: {_RATE} "
-                   f"({_RATIO})."),
-        contradicted=(f"{what_} ({{arm}}) crashes at a rate more than {m}x away from the baseline's: "
-                      f"{_RATE} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes at a rate within {m}x of the baseline's is not "
-                     f"decided (which does not mean 'no different'): {_RATE}; deciding it needs "
-                     f"{{needed}}."),
-    )
 
 
 CLAIMS = [
@@ -470,18 +417,6 @@ def _lifetime_survives(scenario: str, what: str) -> Claim:
                      "valid trials did."))
 
 
-def _lower_than(name: str, reference: str, what: str, meaning: str) -> Claim:
-    """`name` crashes less often than `reference` (another arm than the baseline)."""
-    return Claim(
-        name, arm=name, reference=reference, kind="lower",
-        supported=(f"{meaning}: {what} ({{arm}}) crashes less often than {reference}: "
-                   f"{_rate_vs(reference)} ({_RATIO})."),
-        contradicted=(f"{what[0].upper()}{what[1:]} ({{arm}}) crashes more often than {reference}: "
-                      f"{_rate_vs(reference)} ({_RATIO})."),
-        not_decided=(f"Whether {what} ({{arm}}) crashes less often than {reference} is not decided: "
-                     f"{_rate_vs(reference)}; deciding it needs {{needed}}."))
-
-
 # The cuda-python arms, each compared with the cuda-python arm that differs from it in one factor
 # (the C++ baseline's own claims about the same factors are decided beside them when the run
 # includes those arms).
@@ -522,18 +457,14 @@ CLAIMS += [
 ]
 
 
-def _cuda_python_command(ctx: TrialContext, cubins: list[str]) -> TrialCommand:
-    """host_cuda_python.py with host.cc's options, through the harness's interpreter."""
+def _loop_argv(ctx: TrialContext, cubins: list[str], python: bool) -> list[str]:
+    """host.cc's options; host_cuda_python.py takes the same, and --lifetime."""
     f = ctx.factors
-    if f["preload"] or f["prime"]:
-        raise ValueError("host_cuda_python.py does not preload modules (--preload/--prime)")
-    context = (["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]])
-    argv = [a for c in cubins for a in ("--cubin", c)]
-    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
-             "--api", f["api"], "--lifetime", f["lifetime"], "--seconds", str(ctx.budget.duration_s),
-             "--max-cycles", str(ctx.budget.max_exposure)]
-    return ctx.python_driver(ctx.case_dir / "host_cuda_python.py", *argv,
-                             preload=ctx.artifacts["crash_preload"])
+    context = ["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]]
+    return [*(a for c in cubins for a in ("--cubin", c)), "--threads", str(f["threads"]),
+            "--unload", f["unload"], "--lock", f["lock"], *context, "--api", f["api"],
+            *(["--lifetime", f["lifetime"]] if python else []),
+            "--seconds", str(ctx.budget.duration_s), "--max-cycles", str(ctx.budget.max_exposure)]
 
 
 def trial_command(ctx: TrialContext) -> TrialCommand:
@@ -554,17 +485,14 @@ def trial_command(ctx: TrialContext) -> TrialCommand:
             env={"LD_PRELOAD": str(ctx.artifacts["crash_preload"])},
             parser="seed",
         )
-    if f["driver"] == "cuda-python":
-        return _cuda_python_command(ctx, cubins)
+    if f["driver"] == "cuda-python":  # through the harness's interpreter, the crash object preloaded
+        if f["preload"] or f["prime"]:
+            raise ValueError("host_cuda_python.py does not preload modules (--preload/--prime)")
+        return ctx.python_driver(ctx.case_dir / "host_cuda_python.py", *_loop_argv(ctx, cubins, True),
+                                 preload=ctx.artifacts["crash_preload"])
     if f["context"] == "primary" or f["lifetime"] != "none":
         raise ValueError("host.cc has no primary-context or lifetime scenarios (cuda-python only)")
-    argv = [str(ctx.artifacts["host"])]
-    for c in cubins:
-        argv += ["--cubin", c]
-    context = ["--contexts", "2"] if f["context"] == "two" else ["--context", f["context"]]
-    argv += ["--threads", str(f["threads"]), "--unload", f["unload"], "--lock", f["lock"], *context,
-             "--api", f["api"], "--seconds", str(ctx.budget.duration_s),
-             "--max-cycles", str(ctx.budget.max_exposure)]
+    argv = [str(ctx.artifacts["host"]), *_loop_argv(ctx, cubins, False)]
     if f["preload"]:
         argv += ["--preload", str(f["preload"])]
     if f["prime"]:
@@ -600,8 +528,11 @@ CASE = Case(
     # thousands of cycles a second, so four seconds without one is no healthy pause.
     defaults=Defaults(trials_per_arm=10, trial_timeout_s=90, duration_s=20, max_exposure=0,
                       hang_after_s=4.0),
-    parsers={"seed": _seed_output.parse},
-    analyses={"sections": _sections.analyze},
+    # seed/repro.cc prints "  launches=N loads=N unloads=N" once a second, "SURVIVED Ns" at the end.
+    parsers={"seed": printed.counters_parser(r"launches=\d+\s+loads=\d+\s+unloads=\d+",
+                                             r"^SURVIVED (\d+)s")},
+    analyses={"sections": sections_analysis({"tile": "tile_cubin", "tile_other": "tile_cubin_other",
+                                             "cuda": "cuda_cubin", "cuda_globals": "cuda_cubin_globals"})},
     claims=CLAIMS,
     # The report's own questions, what `make tile-unload-race` decides by default: reproduced
     # (and reproduced with seed/repro.cc as filed), the owner (Tile IR modules crash more than

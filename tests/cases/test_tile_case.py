@@ -338,12 +338,12 @@ def test_seed_output_parser(case):
 def test_crash_counters_leave_out_the_seed_program(case):
     from gpurepro.case import load_sibling
 
-    verdict = load_sibling(case.path, "verdict")
+    mechanism = load_sibling(case.path, "mechanism")
     t = [_crash("baseline", 5000, live=lv) for lv in (512, 2049, 8190, 700, 3000)]
     # The seed's counters lag its crash by up to a second: never used.
     t += [{**_crash("as-filed", 0, live=4096), "counters": {"loads": 4196, "unloads": 100, "launches": 4190}}] * 6
     analysis, _ = _analysis(case, t)
-    cc = verdict.crash_counters(analysis)
+    cc = mechanism.crash_counters(analysis)
     assert cc["records"] == 5 and cc["big"] == 5 and cc["near"] == 3 and cc["gaps"] == {2: 5}
 
 

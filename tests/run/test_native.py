@@ -41,6 +41,7 @@ def bins(native_programs, tmp_path_factory) -> dict[str, Path]:
         "fake": native_programs["fake_libcuda"].parent,
         "null": native_programs["null"],
         "ext": native_programs["ext"],
+        "host_kit": native_programs["host_kit"],
         "cubin": cubin,
     }
 
@@ -463,3 +464,30 @@ def test_missing_required_case_entry_is_unsupported(bins):
     assert final["status"] == "unsupported" and "cuNotInThisDriver" in final["reason"]
     c = classify(Observed(r.returncode, False, events(r.stdout)), "cycles")
     assert c.outcome == "unsupported"
+
+
+# ---- native/host_kit.h: what host drivers share ----
+
+def test_host_kit_setup_failure_without_a_device_is_unsupported(bins):
+    r = run([bins["host_kit"], "setup"], env={"LD_LIBRARY_PATH": str(bins["fake"])})
+    final = events(r.stdout)[-1]
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert (final["status"], final["error"], final["call"]) == (
+        "unsupported", "CUDA_ERROR_NO_DEVICE", "cuInit")
+    assert final["errors"] == {"CUDA_ERROR_NO_DEVICE": 1}
+
+
+def test_host_kit_a_load_the_device_cannot_run_is_unsupported_only_on_the_first(bins):
+    env = {"LD_LIBRARY_PATH": str(bins["fake"])}
+    first = events(run([bins["host_kit"], "first-load"], env=env).stdout)[-1]
+    assert first["status"] == "unsupported"
+    assert first["reason"] == "cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU on the first load"
+    later = events(run([bins["host_kit"], "later-load"], env=env).stdout)[-1]
+    assert (later["status"], later["call"]) == ("cuda_error", "cuModuleLoadData")
+
+
+def test_host_kit_device_facts_go_into_the_final_observations(bins):
+    r = run([bins["host_kit"], "device"], env={"LD_LIBRARY_PATH": str(bins["fake"])})
+    assert r.returncode == 0, r.stdout + r.stderr
+    device = events(r.stdout)[-1]["observations"]["device"]
+    assert device["compute_capability"] == "9.0" and device["cuda_driver_version"] == 28

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..case.hypotheses import stated
 from ..case.model import Case
 from ..errors import RecordError
 from ..model.outcomes import EVIDENCE
@@ -192,7 +193,7 @@ def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
             "owner_because": list(c.owner_because) if owned else [],
             "next": [*workarounds, *c.next,
                      *(c.next_not_reproduced if status != "reproduced" else ())],
-            "hypotheses": []}
+            "hypotheses": [s for h in c.hypotheses if (s := stated(h, decision))]}
 
 
 def exploratory_reasons(doc: Mapping[str, Any]) -> dict[str, str]:

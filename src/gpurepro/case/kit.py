@@ -23,7 +23,7 @@ GXX = ("{gxx}", "-O2", "-pthread", "-std=c++17", "-fno-omit-frame-pointer",
 # The native/ sources a host driver is linked with, and with their headers: the build inputs.
 NATIVE = ("native/cuda_loader.cc", "native/events.cc", "native/crash.cc")
 NATIVE_SOURCES = (*NATIVE, "native/cuda_loader.h", "native/events.h", "native/crash.h",
-                  "native/cuda_types.h")
+                  "native/cuda_types.h", "native/host_kit.h")
 
 
 def host_driver(name: str, source: str, description: str, output: str | None = None) -> Artifact:

@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from ..errors import ManifestError, Stopped
 from ..model.outcomes import OUTCOMES
 from .axis import RuntimeAxis, check_axes, check_family, check_runtime_axis
+from .hypotheses import Hypothesis
 from .model import (
     CHECK_KINDS,
     CLAIM_KINDS,
@@ -340,6 +341,14 @@ def _check_conclusion(case: Case, claims: set[str], path: Path | str) -> None:
         for j, name in enumerate(getattr(c, field_name)):
             if name not in claims:
                 raise ManifestError(path, f"conclusion.{field_name}[{j}]",
+                                    f"{name!r} is not one of the case's claims")
+    for j, h in enumerate(c.hypotheses):
+        if not isinstance(h, Hypothesis):
+            raise ManifestError(path, f"conclusion.hypotheses[{j}]",
+                                "must be a gpurepro.case.hypotheses.Hypothesis")
+        for name in h.claims():
+            if name not in claims:
+                raise ManifestError(path, f"conclusion.hypotheses[{j}]",
                                     f"{name!r} is not one of the case's claims")
     if bool(c.owner) != bool(c.owner_because):
         raise ManifestError(path, "conclusion.owner_because" if c.owner else "conclusion.owner",

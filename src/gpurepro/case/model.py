@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ManifestError
 from .declared import Declared
+from .hypotheses import Hypothesis
 
 if TYPE_CHECKING:
     from ..model.result import Analysis
@@ -391,9 +392,10 @@ class Conclusion:
     ``owner_because`` is supported. Each claim of ``workaround`` that is supported offers its
     arm as a workaround (the arm's description says what it changes). ``next``: the next steps
     of every run; ``next_not_reproduced``: added while the status is not ``reproduced``
-    (another device, the reporter's target, more trials). The harness adds
-    the sentences of the decided claims; a case with something claims cannot say keeps a
-    verdict function (Case.verdict)."""
+    (another device, the reporter's target, more trials). ``hypotheses``: what no arm isolates,
+    each stated labelled where the run's decisions are as it declares (case.hypotheses). The
+    harness adds the sentences of the decided claims; a case with something claims cannot say
+    keeps a verdict function (Case.verdict)."""
     reproduces: tuple[str, ...]
     owner: str | None = None
     owner_because: tuple[str, ...] = ()
@@ -404,10 +406,12 @@ class Conclusion:
     # readings, evidence and hypotheses, declared (gpurepro.case.declared); it replaces the
     # fields above but ``reproduces`` (gpurepro.analyze.declared).
     declared: Declared | None = None
+    hypotheses: tuple[Hypothesis, ...] = ()
 
     def claims(self) -> tuple[str, ...]:
         """Every claim it names, in the order declared."""
-        return tuple(dict.fromkeys((*self.reproduces, *self.owner_because, *self.workaround)))
+        return tuple(dict.fromkeys((*self.reproduces, *self.owner_because, *self.workaround,
+                                    *(n for h in self.hypotheses for n in h.claims()))))
 
 
 @dataclass(frozen=True)
