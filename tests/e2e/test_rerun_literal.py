@@ -132,13 +132,15 @@ def block_arguments(block: list[str]) -> list[str]:
     return done.stdout.split("\0")[:-1]
 
 
-def _harness_no_driver_status(clone: Path) -> int:
-    """The no-driver exit status of the harness at the clone's commit (3 before it was 5)."""
+def _harness_no_driver_status(clone: Path, checks_itself: bool = False) -> int:
+    """The no-driver exit status of the harness at the clone's commit (3 before it was 5); a
+    rerun that checks itself (GPUREPRO_RERUN_OF, ``--rerun-of``) says it could not run (EXIT_COULD_NOT_RUN, 125)."""
+    name = "EXIT_COULD_NOT_RUN" if checks_itself else "EXIT_NO_DRIVER"
     for path in sorted((clone / "src" / "gpurepro").rglob("*.py")):
-        m = re.search(r"^EXIT_NO_DRIVER = (\d+)", path.read_text(), re.M)
+        m = re.search(rf"^{name} = (\d+)", path.read_text(), re.M)
         if m:
             return int(m.group(1))
-    raise AssertionError(f"{clone}: no EXIT_NO_DRIVER in its harness")
+    raise AssertionError(f"{clone}: no {name} in its harness")
 
 
 def _nox_status_for(clone: Path, harness_status: int) -> int:
@@ -204,7 +206,8 @@ def test_the_rerun_block_reaches_the_no_driver_exit_with_the_documents_plan(doc,
     assert "gpurepro: usage error" not in output, tail
     assert NO_DRIVER in output, tail
     clone = where / "gpurepro"
-    assert status == _nox_status_for(clone, _harness_no_driver_status(clone)), tail
+    checks_itself = any("GPUREPRO_RERUN_OF=" in line for line in block)
+    assert status == _nox_status_for(clone, _harness_no_driver_status(clone, checks_itself)), tail
     planned = clone_plan(clone, record["case"]["name"], block_arguments(block))
     ran = {k: v for k, v in record["plan"].items() if k != "options"}
     got = planned["plan"]
