@@ -1065,8 +1065,11 @@ def text(r: Mapping[str, Any]) -> str:
         lines.append(f"crash processes fitted to {checks['n']} baseline trials ({checks['failures']} "
                      f"failures) of {', '.join(fits['fitted_to'])}: " + "; ".join(parts) + cv)
     if fits.get("not_fitted"):
-        lines.append("  (crash processes not fitted: " + "; ".join(fits["not_fitted"].values())
-                     + ")")
+        # One reason shared by every process (the baseline modelled per trial) is said once.
+        reasons = fits["not_fitted"]
+        lines.append(f"  (crash processes not fitted ({', '.join(reasons)}): "
+                     f"{next(iter(reasons.values()))})" if len(set(reasons.values())) == 1 else
+                     "  (crash processes not fitted: " + "; ".join(reasons.values()) + ")")
     if r.get("null"):
         lines.append(f"family-wise false-claim rate under the global null: "
                      f"{r['family_wise_false_claim_rate']:.4f} +/- "
