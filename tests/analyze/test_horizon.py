@@ -15,8 +15,8 @@ from gpurepro.analyze import horizon
 from gpurepro.analyze.allocate import ArmPrior, horizon_arms, rate_claims, time_limit
 from gpurepro.analyze.allocation import Allocation
 from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, evidence, sentence
-from gpurepro.analyze.horizon import prior_at
 from gpurepro.analyze.horizon_design import candidates
+from gpurepro.analyze.horizon_prior import prior_at
 from gpurepro.case import Claim
 from gpurepro.model.plan import PlannedTrial
 

@@ -178,3 +178,58 @@ def test_modules_are_imported_at_the_top():
     found = {f: n for f, n in found.items() if n}
     assert found == IMPORTS_INSIDE_FUNCTIONS
     assert sum(found.values()) <= 15
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each gpurepro module -> the gpurepro modules it imports (at any depth of its code,
+    TYPE_CHECKING included: a reader follows those too), leaving out a module's own packages
+    (a package's face imports its modules, which import their siblings through it)."""
+    import ast
+
+    names = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)] \
+                    if node.level else []
+                target = ".".join([*base, *([node.module] if node.module else [])])
+                found |= {t for t in (target, *(f"{target}.{a.name}" for a in node.names))
+                          if t in names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in names}
+        graph[name] = {t for t in found if t != name and not name.startswith(t + ".")}
+    return graph
+
+
+def test_no_two_modules_import_each_other_round_a_circle():
+    """Issue 47: no circle of imports (the structure tool's circles), so each module can be
+    read after the ones it uses."""
+    graph = _module_imports()
+    done: set[str] = set()
+
+    def circle_from(start: str) -> list[str] | None:
+        stack, on = [(start, iter(sorted(graph[start])))], [start]
+        while stack:
+            node, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                stack.pop()
+                on.pop()
+                done.add(node)
+            elif nxt in on:
+                return [*on[on.index(nxt):], nxt]
+            elif nxt not in done:
+                stack.append((nxt, iter(sorted(graph[nxt]))))
+                on.append(nxt)
+        return None
+
+    for module in sorted(graph):
+        if module not in done:
+            circle = circle_from(module)
+            assert circle is None, " -> ".join(circle)

@@ -45,7 +45,7 @@ from ..case.model import Case, Claim
 from ..env.commits import committed_results
 from ..model.outcomes import EVIDENCE
 from .allocate import ArmPrior, horizon_arms, rate_claims
-from .horizon import prior_at
+from .horizon_prior import prior_at
 from .known_rates import plan_for
 
 # What other modules use; the rest is this module's own.

@@ -31,7 +31,7 @@ from ..case.model import Case, Claim
 from .allocate import ArmPrior, distance, horizon_arms
 from .claim_kinds import reference_of
 from .claims import Decider, Design
-from .horizon import prior_at
+from .horizon_prior import prior_at
 from .simulate import draw, models_from
 
 # What other modules use; the rest is this module's own.

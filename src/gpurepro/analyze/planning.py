@@ -27,8 +27,8 @@ from .calibrate import calibrate, family_of, load_models, priors_of
 from .claim_kinds import kind_of, reference_of
 from .claims import DecisiveDesign, Design
 from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claims, not_computed
-from .horizon import prior_at
 from .horizon_design import PooledTrials, choose_horizon, pooled_trials
+from .horizon_prior import prior_at
 from .known_rates import plan_for
 from .simulate import PRIOR_RULE, design_kind
 

@@ -64,22 +64,25 @@ def _pip(args: Sequence[str], what: str, cwd: Path | None = None) -> str:
 
 
 def _packaging() -> Any:
-    """``packaging`` (its specifiers, utils and version modules), or pip's vendored copy."""
+    """``packaging`` (its requirements, specifiers, utils and version modules), or pip's vendored
+    copy."""
     try:
+        import packaging.requirements
         import packaging.specifiers
         import packaging.utils
         import packaging.version
         return packaging
     except ImportError:
         try:
+            import pip._vendor.packaging.requirements  # noqa: F401
             import pip._vendor.packaging.specifiers  # noqa: F401
             import pip._vendor.packaging.utils  # noqa: F401
             import pip._vendor.packaging.version  # noqa: F401
             from pip._vendor import packaging as vendored  # type: ignore[no-redef, unused-ignore]
             return vendored
         except ImportError as exc:
-            raise BuildError("toolchain releases need 'packaging' (or pip's copy of it) in the "
-                             "build environment") from exc
+            raise BuildError("toolchain releases and runtime packages need 'packaging' (or "
+                             "pip's copy of it) in the build environment") from exc
 
 
 def in_range(version: str, spec: str) -> bool:

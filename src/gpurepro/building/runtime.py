@@ -38,11 +38,11 @@ from typing import Any
 from ..case.model import Case, Runtime, normalized_name
 from ..errors import BuildError, UsageError
 from ..model.files import sha256_file, write_atomic
-from . import runtime_releases
+from . import releases, runtime_releases
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "carried", "download", "fetch", "INDEX_NAME", "node_markers", "resolve_arm", "index_path", "pip_download_argv", "RECIPE",
+    "carried", "download", "fetch", "INDEX_NAME", "resolve_arm", "index_path", "pip_download_argv", "RECIPE",
     "runtime_dir", "wheel_key", "wheel_python", "wheels_of"
 ]
 
@@ -192,33 +192,12 @@ def wheel_metadata(wheel: Path) -> dict[str, Any]:
             "requires": list(msg.get_all("Requires-Dist") or [])}
 
 
-def _packaging() -> tuple[Any, Any]:
-    """``packaging``'s requirements and version modules, or pip's vendored copies."""
-    try:
-        from packaging import requirements, version
-    except ImportError:
-        try:
-            from pip._vendor.packaging import requirements, version  # type: ignore[no-redef]
-        except ImportError as exc:
-            raise BuildError("resolving runtime packages needs 'packaging' (or pip's copy of "
-                             "it) in the build environment") from exc
-    return requirements, version
-
-
-def node_markers(python: str) -> dict[str, str]:
-    """The marker environment of the trials' interpreter (Linux, x86-64, CPython ``python``)."""
-    return {"python_version": python, "python_full_version": f"{python}.0",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython",
-            "implementation_version": f"{python}.0", "os_name": "posix",
-            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
-            "platform_release": "", "platform_version": "", "extra": ""}
-
-
 def resolve_arm(arm: str, pins: Sequence[str], wheels: dict[str, dict[str, Any]],
              rt: Runtime, python: str) -> dict[str, Any]:
     """An arm's set: each wheel's requirements met inside it, or left to the node by name."""
-    requirements, version = _packaging()
-    markers = node_markers(python)
+    pk = releases._packaging()
+    requirements, version = pk.requirements, pk.version
+    markers = runtime_releases.node_markers(python)
     pinned = {normalized_name(wheels[p]["name"]): wheels[p] for p in pins}
     from_node = {normalized_name(n) for n in rt.from_node}
     left: list[dict[str, str]] = []

@@ -20,12 +20,10 @@ from typing import Any
 
 from ..case.model import Case, normalized_name
 from ..errors import BuildError
-
-# runtime.py imports this module too: each reads the other's names only when called.
-from . import releases, runtime
+from . import releases
 
 # What other modules use; the rest is this module's own.
-__all__ = ["arm_pins", "dependencies", "level_pin", "lock_path", "resolve_levels"]
+__all__ = ["arm_pins", "dependencies", "level_pin", "lock_path", "node_markers", "resolve_levels"]
 
 FOLDER = "runtime"  # locks/runtime/<case>.json
 LOCK_SCHEMA = "gpurepro/runtime-lock/1"
@@ -75,8 +73,9 @@ def _newest(name: str, spec: Any, lister: Callable[[str], list[str]]) -> str:
 def dependencies(pin: str, shared: Sequence[str], from_node: Sequence[str], python: str,
                  fetch: Fetch, lister: Callable[[str], list[str]]) -> list[str]:
     """``pin`` and the pins of its dependencies, in the order their wheels declare them."""
-    requirements, version = runtime._packaging()
-    markers = runtime.node_markers(python)
+    pk = releases._packaging()
+    requirements, version = pk.requirements, pk.version
+    markers = node_markers(python)
     have = {normalized_name(p.split("==")[0]) for p in shared}
     node = {normalized_name(n) for n in from_node}
     out, queue = [pin], [pin]
@@ -143,3 +142,12 @@ def arm_pins(case: Case, arm: str, levels: Mapping[str, Sequence[str]],
         for p in group:
             pins[normalized_name(p.split("==")[0])] = p
     return list(pins.values())
+
+
+def node_markers(python: str) -> dict[str, str]:
+    """The marker environment of the trials' interpreter (Linux, x86-64, CPython ``python``)."""
+    return {"python_version": python, "python_full_version": f"{python}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "implementation_version": f"{python}.0", "os_name": "posix",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+            "platform_release": "", "platform_version": "", "extra": ""}

@@ -21,7 +21,7 @@ from ...case.model import Claim, Stratum
 from ...model.outcomes import EVIDENCE
 
 if TYPE_CHECKING:  # the simulation's arm model; simulate imports the claims, not the reverse
-    from ..simulate import ArmModel
+    from ..arm_model import ArmModel
     from ..timing import TimedTest
 
 # What other modules use; the rest is this module's own.

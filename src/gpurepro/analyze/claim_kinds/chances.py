@@ -1,4 +1,4 @@
-"""The chances an arm's simulation model (gpurepro.analyze.simulate.ArmModel) gives one of its
+"""The chances an arm's simulation model (gpurepro.analyze.arm_model.ArmModel) gives one of its
 trials: to end by one of its causes, as a claim's outcome, as one of a claim's failures; and the
 failure rate per unit of exposure. What a claim kind's model (its ``truth``) reads."""
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ...case.model import Claim
 
 if TYPE_CHECKING:  # simulate imports the claims, not the reverse
-    from ..simulate import ArmModel
+    from ..arm_model import ArmModel
 
 # What other modules use; the rest is this module's own.
 __all__ = ["matches", "p_end", "p_failing", "p_matching", "rate", "SURVIVED", "SURVIVOR_DETAIL"]

@@ -14,7 +14,7 @@ from ...model.outcomes import EVIDENCE
 from .base import Evidence, Share, Trials, binom_p, count_values
 
 if TYPE_CHECKING:
-    from ..simulate import ArmModel
+    from ..arm_model import ArmModel
 
 # What other modules use; the rest is this module's own.
 __all__ = ["KIND", "stratum_counts"]

@@ -15,7 +15,7 @@ from .base import Evidence, Share, Trials, arm_counts, binom_p, count_values, di
 from .chances import p_matching
 
 if TYPE_CHECKING:
-    from ..simulate import ArmModel
+    from ..arm_model import ArmModel
 
 # What other modules use; the rest is this module's own.
 __all__ = ["KIND"]

@@ -14,7 +14,7 @@ from .. import timing
 from .base import Evidence, Share, Trials
 
 if TYPE_CHECKING:
-    from ..simulate import ArmModel
+    from ..arm_model import ArmModel
 
 # What other modules use; the rest is this module's own.
 __all__ = ["KIND"]
