@@ -7,7 +7,6 @@ sentences (verdict.compose_verdict).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..case.declared import (
@@ -15,13 +14,14 @@ from ..case.declared import (
     Condition,
     Declared,
     Evidence,
-    Hypothesis,
     InstrumentMeasure,
     Measure,
     NotRun,
     Reading,
     StageMeasure,
 )
+from ..case.hypotheses import holds as _holds
+from ..case.hypotheses import stated
 from ..case.model import Case
 from ..model.result import Analysis, ArmSummary
 
@@ -34,15 +34,8 @@ def _decision(analysis: Analysis, name: str) -> str:
 
 
 def holds(analysis: Analysis, when: Condition) -> bool:
-    """Every claim of ``when`` has a decision it allows ("!x": any but x)."""
-    for name, wanted in when.items():
-        got = _decision(analysis, name)
-        if isinstance(wanted, str) and wanted.startswith("!"):
-            if got == wanted[1:]:
-                return False
-        elif got not in ((wanted,) if isinstance(wanted, str) else wanted):
-            return False
-    return True
+    """Every claim of ``when`` has a decision it allows in the run (case.hypotheses.holds)."""
+    return _holds(when, analysis.decision)
 
 
 class _Words(dict[str, str]):
@@ -145,21 +138,9 @@ def _evidence(e: Evidence) -> str:
     return f"{e.label}: {e.text}" + (f" (read at {'; '.join(e.sources)})." if e.sources else "")
 
 
-def _hypothesis(h: Hypothesis, analysis: Analysis, arms: Mapping[str, str]) -> str | None:
-    if not holds(analysis, h.when) or not all(
-            any(_decision(analysis, c) == "supported" for c in group) for group in h.any_of):
-        return None
-    named = ", ".join(arms[c] for c in h.names if _decision(analysis, c) == "supported")
-    text = h.text.format(named=named)
-    pro = [p for cond, p in h.consistent if holds(analysis, cond)]
-    con = [p for cond, p in h.against if holds(analysis, cond)]
-    return (text + (f"; consistent with it, {' and '.join(pro)}" if pro else "")
-            + (f"; against it, {' and '.join(con)}" if con else "") + ".")
-
-
 def _hypotheses(case: Case, analysis: Analysis, d: Declared) -> list[str]:
     arms = {c.name: c.arm for c in case.claims}
-    return [h for h in (_hypothesis(x, analysis, arms) for x in d.hypotheses) if h]
+    return [h for h in (stated(x, analysis.decision, arms) for x in d.hypotheses) if h]
 
 
 def _branch(d: Declared, analysis: Analysis) -> Branch | None:

@@ -6,9 +6,9 @@ evaluates it (gpurepro.analyze.declared) from the run's decisions; nothing here 
 Texts are ``str.format`` templates. Every one may use ``{device}``, ``{target}`` (the device's
 build target, else ``Declared.target``), ``{rerun}`` (the command that runs the case until its
 claims are decided) and ``{decision[NAME]}`` (a claim's decision in words: "supported",
-"contradicted", "not decided", "absent"). A condition maps a claim to the decision it must have
-(``"supported"``, ``"contradicted"``, ``"not_decided"``, a tuple of them, or ``"!supported"``: any
-but that one). Standard library only.
+"contradicted", "not decided", "absent"). Conditions are those of the hypotheses
+(gpurepro.case.hypotheses.Condition), whose ``Hypothesis`` a declared verdict states too.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .hypotheses import Condition, Hypothesis
+
 if TYPE_CHECKING:
     from ..model.result import Analysis
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Branch", "Condition", "Declared", "Evidence", "Hypothesis", "InstrumentMeasure",
-           "Measure", "MeasureFunction", "NotRun", "Reading", "StageMeasure"]
+__all__ = ["Branch", "Condition", "Declared", "Evidence", "InstrumentMeasure", "Measure",
+           "MeasureFunction", "NotRun", "Reading", "StageMeasure"]
 
-Condition = Mapping[str, str | tuple[str, ...]]
 # A case's own reading of its trials' observations: (sentences, hypotheses), counts only.
 MeasureFunction = Callable[["Analysis"], tuple[list[str], list[str]]]
 
@@ -100,21 +101,6 @@ class Evidence:
     label: str
     text: str
     sources: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    """What the decisions suggest but no arm isolates, stated only when ``when`` holds and
-    each group of ``any_of`` has a supported claim. ``consistent``/``against``: phrases added
-    when their condition holds ("; consistent with it, A and B", "; against it, C"). ``{named}``
-    in the text: the arms of the supported claims of ``names``."""
-
-    text: str
-    when: Condition = field(default_factory=dict)
-    any_of: tuple[tuple[str, ...], ...] = ()
-    consistent: tuple[tuple[Condition, str], ...] = ()
-    against: tuple[tuple[Condition, str], ...] = ()
-    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
