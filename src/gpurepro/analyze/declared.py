@@ -19,6 +19,8 @@ from ..case.declared import (
     NotRun,
     Reading,
     StageMeasure,
+    Supported,
+    first_row,
 )
 from ..case.hypotheses import holds as _holds
 from ..case.hypotheses import stated
@@ -53,7 +55,7 @@ def _fill(text: str, case: Case, analysis: Analysis, d: Declared, **more: Any) -
     return text.format(device=analysis.device.name or "this machine",
                        target=analysis.device.target or d.target,
                        rerun=f"`python -m gpurepro run {case.name} --until-decided`",
-                       decision=_Words(analysis), **more)
+                       decision=_Words(analysis), supported=Supported(analysis.decision), **more)
 
 
 def _pct(x: float | None) -> str:
@@ -143,14 +145,6 @@ def _hypotheses(case: Case, analysis: Analysis, d: Declared) -> list[str]:
     return [h for h in (stated(x, analysis.decision, arms) for x in d.hypotheses) if h]
 
 
-def _branch(d: Declared, analysis: Analysis) -> Branch | None:
-    for b in d.branches:
-        if holds(analysis, b.when) and (not b.any_supported or any(
-                _decision(analysis, c) == "supported" for c in b.any_supported)):
-            return b
-    return None
-
-
 def _not_run(case: Case, analysis: Analysis, d: Declared, nr: NotRun) -> dict[str, Any]:
     dev = analysis.device
     outcomes: dict[str, int] = {}
@@ -210,12 +204,12 @@ def conclude(case: Case, analysis: Analysis, d: Declared) -> dict[str, Any]:
             sentences, hypotheses = sentences + said, hypotheses + guessed
     sentences += _readings(d.readings, analysis)
     sentences += [_evidence(e) for e in d.evidence]
-    b = _branch(d, analysis) or Branch("inconclusive", open=True)
-    because = [c for c in b.because
-               if c not in b.any_supported or _decision(analysis, c) == "supported"]
+    facts = {name: measured(analysis) for name, measured in d.facts.items()}
+    b = first_row(d.branches, analysis.decision, facts) or Branch("inconclusive", open=True)
+    because = b.rests_on(analysis.decision)
     if b.sentence:
         sentences.append(_fill(b.sentence, case, analysis, d))
-    nxt = [_fill(b.next, case, analysis, d)] if b.next else []
+    nxt = [_fill(step, case, analysis, d) for step in b.steps()]
     if dev.compute_capability and dev.compute_capability in d.next_on:
         nxt.append(d.next_on[dev.compute_capability])
     if missing_tool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Condition", "Hypothesis", "Said", "by_decision", "holds", "stated"]
+__all__ = ["Condition", "Decision", "Hypothesis", "Said", "by_decision", "holds", "stated"]
 
 Decision = Callable[[str], "str | None"]
 Condition = Mapping[str, str | tuple[str, ...]]
