@@ -9,13 +9,13 @@ from gpurepro.case.declared import (
     Branch,
     Declared,
     Evidence,
-    Hypothesis,
     InstrumentMeasure,
     Measure,
     NotRun,
     Reading,
     StageMeasure,
 )
+from gpurepro.case.hypotheses import Hypothesis
 
 ISA, PTXAS = "PTX ISA 9.1", "ptxas 13.0.88 (CUDA 13.0)"
 CUTLASS = "CUTLASS 147f5673 (include/cute/arch/tmem_allocator_sm100.hpp)"
@@ -205,10 +205,10 @@ EVIDENCE = (
 
 HYPOTHESES = (
     Hypothesis(
-        f"Hypothesis (from the SASS analysis of the build, sass_analysis.md, a {SASS_READING}; no "
-        "arm removes the follower's acknowledgement alone): the failure is the follower's remote "
-        "mbarrier arrive at the end of its tcgen05.alloc landing in the leader CTA's shared memory "
-        "after the leader has exited",
+        "the failure is the follower's remote mbarrier arrive at the end of its tcgen05.alloc "
+        "landing in the leader CTA's shared memory after the leader has exited",
+        label=f"from the SASS analysis of the build, sass_analysis.md, a {SASS_READING}; no arm "
+              "removes the follower's acknowledgement alone",
         consistent=(({"linger-lower": "supported", "linger-fails": "!supported"},
                      "instr-linger shows that the early exit, not the early dealloc alone, is needed"),
                     ({"control-arrive-fails": "supported"}, "control-arrive-after-exit shows that "
@@ -216,7 +216,7 @@ HYPOTHESES = (
         against=(({"linger-fails": "supported"}, "instr-linger fails in most trials with the "
                   "leader CTA resident (claim linger-fails supported)"),)),
     Hypothesis(
-        "Hypothesis: the instruments hide the failure by changing its timing, as they hide the "
+        label="", text="the instruments hide the failure by changing its timing, as they hide the "
         "known exited-CTA fault of control-store-after-exit ({named}); their suppressing it is "
         "then no evidence against the failure",
         any_of=(("instr-coredump-lower", "instr-compute-sanitizer-lower", "instr-cuda-gdb-lower",

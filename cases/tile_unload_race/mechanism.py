@@ -1,6 +1,7 @@
 """What tile_unload_race's mechanism arms say beyond their claims: the counters at each crash
-(a plain count near powers of two), the hypotheses no arm isolates, labelled as such, and what
-the cuda-python arms' decided claims say to cuda.core. Counts and decisions, no statistics."""
+(a plain count near powers of two), the hypotheses no arm isolates, labelled as such, the workaround
+the lock arms' decided claims offer, and what the cuda-python arms' decided claims say to
+cuda.core. Counts and decisions, no statistics."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ _PER_CONTEXT = ("the state that races is per context. context-per-thread gives e
                 "(two-contexts-two-threads) separate them")
 PER_CONTEXT = tuple(
     Hypothesis(_PER_CONTEXT + end, label="confounded",
-               when={"context-per-thread": ("supported",), "two-contexts-two-threads": (d,)})
-    for d, end in ((None, "."), ("not_decided", " but did not decide it in this run.")))
+               when={"context-per-thread": "supported", "two-contexts-two-threads": d})
+    for d, end in (("absent", "."), ("not_decided", " but did not decide it in this run.")))
 POW2_TABLE = Hypothesis(
     "a per-context table of module records, resized as the live module count crosses a power of "
     "two while a launch in another thread reads it.",
@@ -56,11 +57,10 @@ POW2_TABLE = Hypothesis(
     then=(Said("Crashes still fall at the crossings after the count had been to 9000 "
                "(primed-crossings-live), which a table that only grows would not do; one that also "
                "shrinks, or is rebuilt, as the count falls would.",
-               {"primed-crossings-live": ("supported",)}),
+               {"primed-crossings-live": "supported"}),
           Said("The live count (loads − unloads), not the number of modules ever loaded "
                "(grow-crossings-loads), is the count whose crossings the crashes follow.",
-               {"grow-crossings-live": ("supported",),
-                "grow-crossings-loads": (None, "contradicted", "not_decided")})))
+               {"grow-crossings-live": "supported", "grow-crossings-loads": "!supported"})))
 
 
 def cubins(labels: list[str]) -> str:
@@ -244,13 +244,27 @@ def lock_launch_threads(analysis: Analysis) -> str:
             f"running at the fault.")
 
 
-# The cuda-python arms' claims (manifest.py), read for cuda.core's question: is unloading safe?
-CUDA_CORE_RACE = "cuda-python-library-crashes"
-CUDA_CORE_PLAIN = "cuda-python-library-cuda"
-CUDA_CORE_LOCK = "cuda-python-library-lock"
-LIFETIME_CLAIMS = ("lifetime-primary-reset-survives", "lifetime-primary-reset-kernel-survives",
-                   "lifetime-primary-reset-retain-survives", "lifetime-ctx-destroy-survives",
-                   "lifetime-ctx-destroy-kernel-survives")
+def mitigations(analysis: Analysis) -> list[str]:
+    """The workaround and mitigation the lock arms' decided claims offer, for a reproduced run."""
+    arms, decision, out = analysis.arms, analysis.decision, []
+    lul, ll = arms.get("lock-unload-launch"), arms.get("lock-launch")
+    if analysis.supported("lock-unload-launch") and lul:
+        # lock-launch is named for what it showed only where it ran valid trials.
+        shown = (f": {ll.failures} crashes in {ll.n_valid} valid trials, claim "
+                 f"{str(decision('lock-launch')).replace('_', ' ')}" if ll and ll.n_valid else
+                 ", and had no valid trial in this run" if ll else ", and was not in this run")
+        out.append("A workaround users can adopt (claim lock-unload-launch): one mutex around "
+                   "cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
+                   f"synchronizes left concurrent, lowered the crash rate ({lul.failures} crashes in "
+                   f"{lul.n_valid} valid trials). Its mutex also keeps the two threads' launches "
+                   f"apart; lock-launch (launches apart, unloads free) is the arm that separates the "
+                   f"two{shown}. Whether it holds with other cuda-tile / tileiras releases is what the "
+                   "toolchain matrix (nox -s tile_matrix) runs.")
+    if analysis.supported("serialized"):
+        out.append("A mitigation this run supports (claim serialized): one mutex around each whole "
+                   "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
+                   "all concurrency in the context.")
+    return out
 
 
 def cuda_core_next(analysis: Analysis) -> list[str]:

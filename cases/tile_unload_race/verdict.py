@@ -1,4 +1,5 @@
-"""The tile_unload_race verdict: status, owner and next steps from decided claims, beside the
+"""The tile_unload_race verdict: status, owner and its claims as declared rows (ROWS, evaluated
+by gpurepro.case.declared.first_row), next steps from decided claims, beside the
 measurements (gpurepro.case.crash_measures) and what the mechanism's arms say (mechanism.py). The
 claims are decided by the harness, which appends their sentences; nothing here is a test."""
 
@@ -8,32 +9,48 @@ from typing import Any
 
 from gpurepro.case import Analysis, load_sibling
 from gpurepro.case import crash_measures as cm
+from gpurepro.case.declared import Branch, Supported, first_row
 
 _h = load_sibling(__file__, "mechanism")
 REPRODUCED = ("baseline-crashes", "as-filed-crashes")
 TILE = "control-cuda"
 OVERLAP = ("one-thread", "serialized", "lock-unload-launch")  # the same calls without overlap
 DRIVER = "NVIDIA CUDA driver (libcuda), "
+CALLS = "the same calls without overlap"
+RAN = "{supported[" + ", ".join(OVERLAP) + "]}"  # every one in the run is supported in these rows
+# The decision table: the first row that holds gives status, owner and its claims. The driver
+# is named on the reproduction, every overlap claim in the run supported, control-cuda decided
+# and every crash record's PC inside libcuda (in_libcuda, measured by cm.site_sentence).
+def _owned(tile: str, because: tuple[str, ...], owner: str) -> Branch:
+    return Branch("reproduced", when={**{n: ("supported", "absent") for n in OVERLAP}, TILE: tile},
+                  any_of=(REPRODUCED, OVERLAP), facts={"in_libcuda": True}, because=because,
+                  owner=owner, next=(
+        "Hand the crash signature (libcuda offset and callers) to the CUDA driver team with this "
+        "result document attached.", "Rerun on the reporter's driver branch (595.x) and on "
+        "sm_120 (--arch sm_120) to see whether the site is the same."))
 
 
-def _owner(analysis: Analysis, in_libcuda: bool) -> tuple[str | None, list[str], list[str]]:
-    """(owner, its claims, next steps) for a reproduced run."""
+ROWS = (
+    _owned("supported", (*REPRODUCED, *OVERLAP, TILE),
+           f"{DRIVER}in its handling of Tile IR modules when two threads call it at once: every "
+           f"crash record has its PC inside libcuda, the plain cubin crashes less ({TILE}) and so "
+           f"do {CALLS} ({RAN})"),
+    _owned("contradicted", (*REPRODUCED, *OVERLAP),
+           f"{DRIVER}when two threads call it at once: every crash record has its PC inside "
+           f"libcuda and {CALLS} crash less ({RAN}); plain CUDA modules crash too ({TILE})"),
+    Branch("reproduced", any_of=(REPRODUCED,)),
+    Branch("not_reproduced", next="Raise the cycle budget, or run on the reporter's architecture "
+                                  "(sm_120, driver 595.84)."))
+
+
+def _owner(analysis: Analysis, in_libcuda: bool) -> tuple[str, str | None, list[str], list[str]]:
+    """(status, owner, its claims, next steps): the row's, or why no owner is named."""
     decision = analysis.decision
-    overlap = [n for n in OVERLAP if decision(n) is not None]
-    tile = decision(TILE)
-    because = [n for n in REPRODUCED if analysis.supported(n)] + overlap
-    if overlap and analysis.supported(*overlap) and in_libcuda and tile in ("supported", "contradicted"):
-        calls = f"the same calls without overlap ({', '.join(overlap)})"
-        owner = (f"{DRIVER}in its handling of Tile IR modules when two threads call it at once: every "
-                 f"crash record has its PC inside libcuda, the plain cubin crashes less ({TILE}) and "
-                 f"so do {calls}" if tile == "supported" else
-                 f"{DRIVER}when two threads call it at once: every crash record has its PC inside "
-                 f"libcuda and {calls.replace(' (', ' crash less (')}; plain CUDA modules crash too "
-                 f"({TILE})")
-        return owner, because + [TILE] * (tile == "supported"), [
-            "Hand the crash signature (libcuda offset and callers) to the CUDA driver team with "
-            "this result document attached.", "Rerun on the reporter's driver branch (595.x) and "
-            "on sm_120 (--arch sm_120) to see whether the site is the same."]
+    b = first_row(ROWS, decision, {"in_libcuda": in_libcuda}) or ROWS[-1]
+    if b.owner or b.status != "reproduced":
+        owner = b.owner.format(supported=Supported(decision)) or None
+        return b.status, owner, b.rests_on(decision) if owner else [], list(b.steps())
+    overlap, tile = [n for n in OVERLAP if decision(n) is not None], decision(TILE)
     needs = [f"{TILE} decided ({tile or 'arm not in this run'})"] * (tile in (None, "not_decided"))
     needs += ["one-thread and serialized supported (arms not in this run)"] * (not overlap)
     needs += [f"{n} supported ({decision(n)})" for n in overlap if decision(n) != "supported"]
@@ -44,29 +61,7 @@ def _owner(analysis: Analysis, in_libcuda: bool) -> tuple[str | None, list[str],
         nxt.append(f"one-thread crashed ({one.failures} of {one.n_valid} valid trials): if the Tile "
                    "IR module fails without concurrency, cuda-tile/tileiras would own it; this run "
                    "does not decide that.")
-    return None, [], nxt
-
-
-def _mitigations(analysis: Analysis) -> list[str]:
-    arms, decision, out = analysis.arms, analysis.decision, []
-    lul, ll = arms.get("lock-unload-launch"), arms.get("lock-launch")
-    if analysis.supported("lock-unload-launch") and lul:
-        # lock-launch is named for what it showed only where it ran valid trials.
-        shown = (f": {ll.failures} crashes in {ll.n_valid} valid trials, claim "
-                 f"{str(decision('lock-launch')).replace('_', ' ')}" if ll and ll.n_valid else
-                 ", and had no valid trial in this run" if ll else ", and was not in this run")
-        out.append("A workaround users can adopt (claim lock-unload-launch): one mutex around "
-                   "cuModuleUnload and around cuModuleGetFunction + cuLaunchKernel, loads and "
-                   f"synchronizes left concurrent, lowered the crash rate ({lul.failures} crashes in "
-                   f"{lul.n_valid} valid trials). Its mutex also keeps the two threads' launches "
-                   f"apart; lock-launch (launches apart, unloads free) is the arm that separates the "
-                   f"two{shown}. Whether it holds with other cuda-tile / tileiras releases is what the "
-                   "toolchain matrix (nox -s tile_matrix) runs.")
-    if analysis.supported("serialized"):
-        out.append("A mitigation this run supports (claim serialized): one mutex around each whole "
-                   "load/launch/synchronise/unload iteration lowered the crash rate, at the cost of "
-                   "all concurrency in the context.")
-    return out
+    return b.status, None, [], nxt
 
 
 def verdict(analysis: Analysis) -> dict[str, Any]:
@@ -96,12 +91,9 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
         f"library-api (cuLibraryLoadData / GetKernel / Unload, the entry points cuda-tile itself "
         f"uses) crashed in {lib.failures} of {lib.n_valid} valid trials." if lib and lib.failures
         else None) if s]
-    owner, because, nxt = None, [], ["Raise the cycle budget, or run on the reporter's architecture "
-                                     "(sm_120, driver 595.84)."]
-    status = "reproduced" if any(analysis.supported(n) for n in REPRODUCED) else "not_reproduced"
+    status, owner, because, nxt = _owner(analysis, in_libcuda)
     if status == "reproduced":
-        owner, because, nxt = _owner(analysis, in_libcuda)
-        nxt += _mitigations(analysis)
+        nxt += _h.mitigations(analysis)
     nxt += _h.cuda_core_next(analysis)
     if undecided := sorted(analysis.undecided()):
         nxt.append("Add exposure for the claims not decided (" + ", ".join(undecided) + "); each "

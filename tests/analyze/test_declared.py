@@ -95,3 +95,22 @@ def test_the_conclusion_replaces_a_verdict_function():
     assert CASE.verdict is None and CASE.conclusion.declared is not None
     plain = dataclasses.replace(CASE.conclusion, declared=None)
     assert plain.reproduces == ("baseline-launch-failure",)
+
+
+def test_a_row_may_need_a_declared_measurement_and_a_supported_claim_of_each_group():
+    rows = (Branch("owned", when={"a": ("supported", "absent"), "b": ("supported", "absent")},
+                   any_of=(("r1", "r2"), ("a", "b")), facts={"in_lib": True},
+                   owner="the library: so do {supported[a, b]}", because=("r1", "r2", "a", "b"),
+                   next=("Hand it over.", "Rerun on {target}.")),
+            Branch("reproduced", any_of=(("r1", "r2"),)))
+    table = Declared(branches=rows, target="sm_1xx",
+                     facts={"in_lib": lambda analysis: analysis.device.name == "GPU X"})
+    v = declared.conclude(CASE, _analysis({"r2": "supported", "b": "supported"}), table)
+    assert (v["status"], v["owner"], v["owner_because"]) == (
+        "owned", "the library: so do b", ["r2", "b"])
+    assert v["next"][:2] == ["Hand it over.", "Rerun on sm_1xx."]
+    off = dataclasses.replace(table, facts={"in_lib": lambda analysis: False})
+    v = declared.conclude(CASE, _analysis({"r2": "supported", "b": "supported"}), off)
+    assert (v["status"], v["owner"]) == ("reproduced", None)
+    v = declared.conclude(CASE, _analysis({"r2": "supported", "b": "contradicted"}), table)
+    assert v["status"] == "reproduced"

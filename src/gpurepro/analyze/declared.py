@@ -7,7 +7,6 @@ sentences (verdict.compose_verdict).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..case.declared import (
@@ -15,13 +14,16 @@ from ..case.declared import (
     Condition,
     Declared,
     Evidence,
-    Hypothesis,
     InstrumentMeasure,
     Measure,
     NotRun,
     Reading,
     StageMeasure,
+    Supported,
+    first_row,
 )
+from ..case.hypotheses import holds as _holds
+from ..case.hypotheses import stated
 from ..case.model import Case
 from ..model.result import Analysis, ArmSummary
 
@@ -34,15 +36,8 @@ def _decision(analysis: Analysis, name: str) -> str:
 
 
 def holds(analysis: Analysis, when: Condition) -> bool:
-    """Every claim of ``when`` has a decision it allows ("!x": any but x)."""
-    for name, wanted in when.items():
-        got = _decision(analysis, name)
-        if isinstance(wanted, str) and wanted.startswith("!"):
-            if got == wanted[1:]:
-                return False
-        elif got not in ((wanted,) if isinstance(wanted, str) else wanted):
-            return False
-    return True
+    """Every claim of ``when`` has a decision it allows in the run (case.hypotheses.holds)."""
+    return _holds(when, analysis.decision)
 
 
 class _Words(dict[str, str]):
@@ -60,7 +55,7 @@ def _fill(text: str, case: Case, analysis: Analysis, d: Declared, **more: Any) -
     return text.format(device=analysis.device.name or "this machine",
                        target=analysis.device.target or d.target,
                        rerun=f"`python -m gpurepro run {case.name} --until-decided`",
-                       decision=_Words(analysis), **more)
+                       decision=_Words(analysis), supported=Supported(analysis.decision), **more)
 
 
 def _pct(x: float | None) -> str:
@@ -145,29 +140,9 @@ def _evidence(e: Evidence) -> str:
     return f"{e.label}: {e.text}" + (f" (read at {'; '.join(e.sources)})." if e.sources else "")
 
 
-def _hypothesis(h: Hypothesis, analysis: Analysis, arms: Mapping[str, str]) -> str | None:
-    if not holds(analysis, h.when) or not all(
-            any(_decision(analysis, c) == "supported" for c in group) for group in h.any_of):
-        return None
-    named = ", ".join(arms[c] for c in h.names if _decision(analysis, c) == "supported")
-    text = h.text.format(named=named)
-    pro = [p for cond, p in h.consistent if holds(analysis, cond)]
-    con = [p for cond, p in h.against if holds(analysis, cond)]
-    return (text + (f"; consistent with it, {' and '.join(pro)}" if pro else "")
-            + (f"; against it, {' and '.join(con)}" if con else "") + ".")
-
-
 def _hypotheses(case: Case, analysis: Analysis, d: Declared) -> list[str]:
     arms = {c.name: c.arm for c in case.claims}
-    return [h for h in (_hypothesis(x, analysis, arms) for x in d.hypotheses) if h]
-
-
-def _branch(d: Declared, analysis: Analysis) -> Branch | None:
-    for b in d.branches:
-        if holds(analysis, b.when) and (not b.any_supported or any(
-                _decision(analysis, c) == "supported" for c in b.any_supported)):
-            return b
-    return None
+    return [h for h in (stated(x, analysis.decision, arms) for x in d.hypotheses) if h]
 
 
 def _not_run(case: Case, analysis: Analysis, d: Declared, nr: NotRun) -> dict[str, Any]:
@@ -229,12 +204,12 @@ def conclude(case: Case, analysis: Analysis, d: Declared) -> dict[str, Any]:
             sentences, hypotheses = sentences + said, hypotheses + guessed
     sentences += _readings(d.readings, analysis)
     sentences += [_evidence(e) for e in d.evidence]
-    b = _branch(d, analysis) or Branch("inconclusive", open=True)
-    because = [c for c in b.because
-               if c not in b.any_supported or _decision(analysis, c) == "supported"]
+    facts = {name: measured(analysis) for name, measured in d.facts.items()}
+    b = first_row(d.branches, analysis.decision, facts) or Branch("inconclusive", open=True)
+    because = b.rests_on(analysis.decision)
     if b.sentence:
         sentences.append(_fill(b.sentence, case, analysis, d))
-    nxt = [_fill(b.next, case, analysis, d)] if b.next else []
+    nxt = [_fill(step, case, analysis, d) for step in b.steps()]
     if dev.compute_capability and dev.compute_capability in d.next_on:
         nxt.append(d.next_on[dev.compute_capability])
     if missing_tool:

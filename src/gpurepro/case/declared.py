@@ -6,9 +6,9 @@ evaluates it (gpurepro.analyze.declared) from the run's decisions; nothing here 
 Texts are ``str.format`` templates. Every one may use ``{device}``, ``{target}`` (the device's
 build target, else ``Declared.target``), ``{rerun}`` (the command that runs the case until its
 claims are decided) and ``{decision[NAME]}`` (a claim's decision in words: "supported",
-"contradicted", "not decided", "absent"). A condition maps a claim to the decision it must have
-(``"supported"``, ``"contradicted"``, ``"not_decided"``, a tuple of them, or ``"!supported"``: any
-but that one). Standard library only.
+"contradicted", "not decided", "absent"). Conditions are those of the hypotheses
+(gpurepro.case.hypotheses.Condition), whose ``Hypothesis`` a declared verdict states too.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .hypotheses import Condition, Decision, Hypothesis, holds
+
 if TYPE_CHECKING:
     from ..model.result import Analysis
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Branch", "Condition", "Declared", "Evidence", "Hypothesis", "InstrumentMeasure",
-           "Measure", "MeasureFunction", "NotRun", "Reading", "StageMeasure"]
+__all__ = ["Branch", "Condition", "Declared", "Evidence", "InstrumentMeasure", "Measure",
+           "MeasureFunction", "NotRun", "Reading", "StageMeasure", "Supported", "first_row"]
 
-Condition = Mapping[str, str | tuple[str, ...]]
 # A case's own reading of its trials' observations: (sentences, hypotheses), counts only.
 MeasureFunction = Callable[["Analysis"], tuple[list[str], list[str]]]
 
@@ -33,11 +34,13 @@ MeasureFunction = Callable[["Analysis"], tuple[list[str], list[str]]]
 class Branch:
     """One row of the decision table; the first row whose conditions hold gives the status.
 
-    ``when``: the decisions the row needs. ``any_supported``: at least one of these claims must
-    be supported; of them, only the supported ones stay in ``because``. ``owner`` (a template)
-    is named only with ``because``, the claims it rests on (each must be decided). ``sentence``:
-    why this status (a template, optional); ``next``: the next step. ``open``: the status itself
-    asks for more trials, so no "claims not decided" step is added."""
+    ``when``: the decisions the row needs. ``any_supported``, and each group of ``any_of``: at
+    least one of these claims must be supported; of them, only the supported ones stay in
+    ``because``. ``facts``: the value each declared measurement must have (Declared.facts; a
+    verdict function passes its own). ``owner`` (a template) is named only with ``because``, the
+    claims it rests on (each must be decided). ``sentence``: why this status (a template,
+    optional); ``next``: the next step, or steps. ``open``: the status itself asks for more
+    trials, so no "claims not decided" step is added."""
 
     status: str
     when: Condition = field(default_factory=dict)
@@ -45,8 +48,44 @@ class Branch:
     owner: str = ""
     because: tuple[str, ...] = ()
     sentence: str = ""
-    next: str = ""
+    next: str | tuple[str, ...] = ""
     open: bool = False
+    any_of: tuple[tuple[str, ...], ...] = ()
+    facts: Mapping[str, bool] = field(default_factory=dict)
+
+    def groups(self) -> tuple[tuple[str, ...], ...]:
+        return ((self.any_supported,) if self.any_supported else ()) + self.any_of
+
+    def holds(self, decision: Decision, facts: Mapping[str, bool]) -> bool:
+        """Its conditions hold for these decisions and measured facts."""
+        return (holds(self.when, decision)
+                and all(any(decision(c) == "supported" for c in g) for g in self.groups())
+                and all(facts.get(k) == v for k, v in self.facts.items()))
+
+    def rests_on(self, decision: Decision) -> list[str]:
+        """``because`` in this run: of its groups' claims, only the supported ones."""
+        grouped = {c for g in self.groups() for c in g}
+        return [c for c in self.because if c not in grouped or decision(c) == "supported"]
+
+    def steps(self) -> tuple[str, ...]:
+        return (self.next,) if isinstance(self.next, str) and self.next else tuple(self.next)
+
+
+def first_row(rows: tuple[Branch, ...], decision: Decision,
+              facts: Mapping[str, bool] | None = None) -> Branch | None:
+    """The first row whose conditions hold (a verdict function may call it too)."""
+    return next((b for b in rows if b.holds(decision, facts or {})), None)
+
+
+class Supported(dict[str, str]):
+    """``{supported[a, b, c]}`` in a template: those of the claims supported in the run."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__()
+        self.decision = decision
+
+    def __missing__(self, names: str) -> str:
+        return ", ".join(n for n in names.split(", ") if self.decision(n) == "supported")
 
 
 @dataclass(frozen=True)
@@ -103,21 +142,6 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Hypothesis:
-    """What the decisions suggest but no arm isolates, stated only when ``when`` holds and
-    each group of ``any_of`` has a supported claim. ``consistent``/``against``: phrases added
-    when their condition holds ("; consistent with it, A and B", "; against it, C"). ``{named}``
-    in the text: the arms of the supported claims of ``names``."""
-
-    text: str
-    when: Condition = field(default_factory=dict)
-    any_of: tuple[tuple[str, ...], ...] = ()
-    consistent: tuple[tuple[Condition, str], ...] = ()
-    against: tuple[tuple[Condition, str], ...] = ()
-    names: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class NotRun:
     """What a run with no valid trial says after the harness's count of what it recorded:
     ``hardware`` when the device cannot run the case, ``otherwise`` else, then ``sentences``
@@ -144,3 +168,5 @@ class Declared:
     next_on: Mapping[str, str] = field(default_factory=dict)
     not_run: NotRun | None = None
     target: str = ""
+    # Measurements the rows may need (Branch.facts): name -> its value in a run.
+    facts: Mapping[str, Callable[[Analysis], bool]] = field(default_factory=dict)

@@ -342,14 +342,17 @@ def _check_conclusion(case: Case, claims: set[str], path: Path | str) -> None:
             if name not in claims:
                 raise ManifestError(path, f"conclusion.{field_name}[{j}]",
                                     f"{name!r} is not one of the case's claims")
-    for j, h in enumerate(c.hypotheses):
-        if not isinstance(h, Hypothesis):
-            raise ManifestError(path, f"conclusion.hypotheses[{j}]",
-                                "must be a gpurepro.case.hypotheses.Hypothesis")
-        for name in h.claims():
-            if name not in claims:
-                raise ManifestError(path, f"conclusion.hypotheses[{j}]",
-                                    f"{name!r} is not one of the case's claims")
+    for where, hypotheses in (("conclusion.hypotheses", c.hypotheses),
+                              ("conclusion.declared.hypotheses",
+                               c.declared.hypotheses if c.declared else ())):
+        for j, h in enumerate(hypotheses):
+            if not isinstance(h, Hypothesis):
+                raise ManifestError(path, f"{where}[{j}]",
+                                    "must be a gpurepro.case.hypotheses.Hypothesis")
+            for name in h.claims():
+                if name not in claims:
+                    raise ManifestError(path, f"{where}[{j}]",
+                                        f"{name!r} is not one of the case's claims")
     if bool(c.owner) != bool(c.owner_because):
         raise ManifestError(path, "conclusion.owner_because" if c.owner else "conclusion.owner",
                             "an owner is named from the claims that show it: give both or "
