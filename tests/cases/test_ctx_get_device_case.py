@@ -236,7 +236,7 @@ def test_each_arms_pins_resolve_inside_the_arm_with_nothing_left_to_the_node(cas
                     "requires": req, "sha256": pin, "file": pin, "size": 1}
               for pin, req in REQUIRES.items()}
     for arm in (a.name for a in case.arms):
-        entry = build_runtime._resolve(arm, _pins(case, arm), wheels, case.runtime, python)
+        entry = build_runtime.resolve_arm(arm, _pins(case, arm), wheels, case.runtime, python)
         assert entry["from_node"] == [], arm
 
 
@@ -249,7 +249,7 @@ def test_a_numba_pinned_beside_an_llvmlite_outside_its_range_fails_the_build(cas
               for pin, req in {**REQUIRES, "llvmlite==0.50.0": []}.items()}
     with pytest.raises(BuildError, match=r"numba==0\.63\.0 requires llvmlite<0\.47,>=0\.46\.0dev0; "
                                          r"the arm pins llvmlite==0\.50\.0"):
-        build_runtime._resolve("numba-063", ["numba==0.63.0", "llvmlite==0.50.0", "numpy==2.3.5"],
+        build_runtime.resolve_arm("numba-063", ["numba==0.63.0", "llvmlite==0.50.0", "numpy==2.3.5"],
                                wheels, case.runtime, "3.11")
 
 
