@@ -316,7 +316,7 @@ def test_a_horizon_leaves_half_of_an_arms_trials_to_chance():
     priors = {"baseline": prior, "one-thread": prior}
     pooled = PooledTrials(trials, tuple(docs), "NVIDIA H100 80GB HBM3")
     chosen = {}
-    for cap in (8, 25):
+    for cap in (25,):
         picked = choose_horizon(case, claims, trials, priors, 0.05, cap, 0.5, 20.0, pooled)
         assert picked is not None
         choice, at = picked
