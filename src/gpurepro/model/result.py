@@ -20,12 +20,14 @@ from typing import Any
 
 from . import phases
 from .design import DesignSpec
+from .environment import Cluster, Environment
 from .plan import Plan
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "Analysis", "ArmSummary", "CaseFacts", "CrashSite", "Device", "Exposure", "Result",
-    "Survival", "Trial", "Verdict"
+    "Analysis", "ArmSummary", "as_result", "CaseFacts", "ClaimDecision", "Comparison",
+    "Completion", "CrashSite", "Deeper", "Device", "Estimate", "Exposure", "PlanOptions",
+    "Reported", "Result", "Survival", "Trial", "Verdict"
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -202,12 +204,13 @@ class Device:
     target: str | None = None
     supported: bool | None = None
     reason: str | None = None
+    uuid: str | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Device:
         d = d or {}
         return cls(d.get("name"), d.get("compute_capability"), d.get("target"), d.get("supported"),
-                   d.get("reason"))
+                   d.get("reason"), d.get("uuid"))
 
 
 @dataclass(frozen=True)
@@ -220,11 +223,13 @@ class Trial:
     exposure: float | None
     counters: Mapping[str, Any]
     record: Mapping[str, Any] = field(repr=False, compare=False)
+    call: str | None = None  # the driver call a cuda_error was returned by
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Trial:
         return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
-                   exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d)
+                   exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d,
+                   call=d.get("call"))
 
 
 @dataclass(frozen=True)
@@ -245,7 +250,8 @@ class Analysis:
         return cls(case=doc["case"]["name"], baseline=doc["case"]["baseline"],
                    device=Device.of(doc.get("device")),
                    arms=MappingProxyType({a: ArmSummary.of(a, s) for a, s in doc["summary"].items()}),
-                   claims=MappingProxyType({c["name"]: ClaimDecision.of(c) for c in doc["claims"]}),
+                   claims=MappingProxyType({c["name"]: ClaimDecision.of(c)
+                                            for c in doc.get("claims") or []}),
                    crash_sites=tuple(CrashSite.of(s) for s in doc.get("crash_sites") or []),
                    analyses=MappingProxyType(dict(doc.get("analyses") or {})),
                    trials=tuple(Trial.of(t) for t in doc.get("trials") or []))
@@ -276,6 +282,37 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Reported:
+    """What the reporter ran on (the case's ``reported``; each None where the report says not)."""
+
+    gpu: str | None = None
+    target: str | None = None
+    driver: str | None = None
+    toolchain: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Reported | None:
+        if not d:
+            return None
+        return cls(d.get("gpu"), d.get("target"), d.get("driver"), d.get("toolchain"))
+
+
+@dataclass(frozen=True)
+class Deeper:
+    """A main-question run's arms and claims beyond the main question (the case's ``deeper``)."""
+
+    arms: tuple[str, ...]
+    claims: tuple[str, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Deeper | None:
+        d = d or {}
+        if not d.get("arms"):
+            return None  # the run ran every arm, or was recorded before runs had a scope
+        return cls(tuple(str(a) for a in d["arms"]), tuple(str(c) for c in d.get("claims") or ()))
+
+
+@dataclass(frozen=True)
 class CaseFacts:
     """What the document keeps of its case (``case``): its question, baseline, the outcomes
     that count as failures, the unit of its exposure, what the reporter ran and the build
@@ -289,10 +326,17 @@ class CaseFacts:
     exposure_unit: str | None
     exposure_per: float | None
     exposure_label: str | None
-    reported: Mapping[str, Any]
+    exposure_counter: str | None
+    reported: Reported | None
     targets: tuple[str, ...] | None
     manifest_sha256: str | None
-    deeper: Mapping[str, Any]
+    deeper: Deeper | None
+
+    @property
+    def exposure_words(self) -> str:
+        """The exposure unit by what it counts ("load/launch/unload iterations") where the case
+        says, else its name ("cycles")."""
+        return str(self.exposure_label or self.exposure_unit)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> CaseFacts:
@@ -302,9 +346,10 @@ class CaseFacts:
                    report_url=str(d.get("report_url") or ""), baseline=str(d["baseline"]),
                    failure_outcomes=tuple(str(o) for o in d.get("failure_outcomes") or ()),
                    exposure_unit=exposure.get("unit"), exposure_per=exposure.get("per"),
-                   exposure_label=exposure.get("label"), reported=_frozen(d.get("reported")),
+                   exposure_label=exposure.get("label"), exposure_counter=exposure.get("counter"),
+                   reported=Reported.of(d.get("reported")),
                    targets=None if targets is None else tuple(str(t) for t in targets),
-                   manifest_sha256=d.get("manifest_sha256"), deeper=_frozen(d.get("deeper")))
+                   manifest_sha256=d.get("manifest_sha256"), deeper=Deeper.of(d.get("deeper")))
 
 
 @dataclass(frozen=True)
@@ -314,11 +359,13 @@ class Verdict:
 
     status: str
     owner: str | None
-    owner_because: tuple[str, ...]
+    owner_because: tuple[str, ...] | None  # None: recorded before the harness decided claims
     sentences: tuple[str, ...]
     next: tuple[str, ...]
     hypotheses: tuple[str, ...]
     not_decided: tuple[str, ...]
+    exploratory: tuple[str, ...] = ()
+    stopped: str | None = None  # why a partial run stopped before its design ended it
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Verdict | None:
@@ -328,10 +375,60 @@ class Verdict:
         def texts(key: str) -> tuple[str, ...]:
             return tuple(str(x) for x in d.get(key) or ())
 
+        because = d.get("owner_because")
         return cls(status=str(d.get("status")), owner=d.get("owner"),
-                   owner_because=texts("owner_because"), sentences=texts("sentences"),
-                   next=texts("next"), hypotheses=texts("hypotheses"),
-                   not_decided=texts("not_decided"))
+                   owner_because=None if because is None else tuple(str(x) for x in because),
+                   sentences=texts("sentences"), next=texts("next"),
+                   hypotheses=texts("hypotheses"), not_decided=texts("not_decided"),
+                   exploratory=texts("exploratory"), stopped=d.get("stopped") or None)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An arm against the baseline (the document's ``comparisons/<arm>``): the ratio of their
+    failure rates with its exact test's p (None: not compared, or no ratio)."""
+
+    rate_ratio: Estimate | None
+    rate_ratio_p: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Comparison:
+        rr = (d or {}).get("rate_ratio") or {}
+        return cls(Estimate.of(rr) if rr else None, rr.get("p_value"))
+
+
+@dataclass(frozen=True)
+class Completion:
+    """How far the run got (the document's ``completion``; None fields: a document recorded
+    before it kept them)."""
+
+    trials: int | None = None
+    planned: int | None = None
+    complete: bool | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Completion:
+        d = d or {}
+        planned = "planned" in d
+        return cls(int(d["trials"]) if planned else None, int(d["planned"]) if planned else None,
+                   d["complete"] if "complete" in d else None)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """The options the run was given (the document's ``plan.options``), beside its design."""
+
+    jobs: int = 1
+    scope: str | None = None  # "main", "deep" or "arms"; None: recorded before runs had one
+    budget: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    gpus: tuple[int, ...] | None = None
+    redact: bool = False
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> PlanOptions:
+        d = d or {}
+        return cls(d.get("jobs", 1), d.get("scope"), _frozen(d.get("budget")),
+                   tuple(d["gpus"]) if d.get("gpus") else None, bool(d.get("redact")))
 
 
 @dataclass(frozen=True)
@@ -352,6 +449,30 @@ class Result:
     analysis: Analysis
     verdict: Verdict | None
     fields: Mapping[str, Any] = field(repr=False, compare=False)
+    options: PlanOptions = PlanOptions()
+    environment: Environment = Environment.of(None)
+    cluster: Cluster | None = None
+    completion: Completion = Completion()
+    comparisons: Mapping[str, Comparison] = field(default_factory=lambda: _EMPTY)
+    artifacts: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # name -> sha256
+    claims_recorded: bool = True  # False: recorded before the harness decided claims
+
+    @property
+    def claims(self) -> tuple[ClaimDecision, ...]:
+        """The run's claims in the document's order, both families."""
+        return tuple(self.analysis.claims.values())
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        return self.analysis.trials
+
+    @property
+    def arms(self) -> Mapping[str, ArmSummary]:
+        return self.analysis.arms
+
+    @property
+    def crash_sites(self) -> tuple[CrashSite, ...]:
+        return self.analysis.crash_sites
 
     @property
     def device(self) -> Device:
@@ -367,7 +488,21 @@ class Result:
                    design=DesignSpec.from_json((plan.get("options") or {}).get("stopping"),
                                                "plan.options.stopping"),
                    analysis=Analysis.of(doc), verdict=Verdict.of(doc.get("verdict")),
-                   fields=doc)
+                   fields=doc, options=PlanOptions.of(plan.get("options")),
+                   environment=Environment.of(doc.get("environment")),
+                   cluster=Cluster.of(doc.get("cluster")),
+                   completion=Completion.of(doc.get("completion")),
+                   comparisons=MappingProxyType({a: Comparison.of(c) for a, c in
+                                                 (doc.get("comparisons") or {}).items()}),
+                   artifacts=MappingProxyType({n: a.get("sha256") for n, a in
+                                               (doc.get("artifacts") or {}).items()}),
+                   claims_recorded="claims" in doc)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)
+
+
+def as_result(doc: Result | Mapping[str, Any]) -> Result:
+    """A result, from a document as read where the caller has not typed it yet (the
+    report's public functions take either)."""
+    return doc if isinstance(doc, Result) else Result.of(doc)

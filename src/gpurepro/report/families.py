@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..model.result import ClaimDecision
 from .numbers import fmt
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "confirmatory", "decided_count", "decision_text", "design_statement", "exploratory",
-    "exploratory_statement", "is_exploratory"
+    "claim_decision_text", "claims_decided_count", "confirmatory", "decided_count",
+    "decision_text", "design_statement", "EXPLORATORY", "exploratory", "exploratory_statement",
+    "is_exploratory"
 ]
 
 EXPLORATORY = "exploratory"
@@ -39,23 +41,44 @@ def exploratory(claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [c for c in claims if is_exploratory(c)]
 
 
+def _decision_words(decision: object, family: object) -> str:
+    text = str(decision or "–").replace("_", " ")
+    return f"{text} (exploratory)" if family == EXPLORATORY else text
+
+
 def decision_text(claim: Mapping[str, Any]) -> str:
     """A claim's decision in words, its family named where it is not the confirmatory one."""
-    text = str(claim.get("decision") or "–").replace("_", " ")
-    return f"{text} (exploratory)" if is_exploratory(claim) else text
+    return _decision_words(claim.get("decision"), claim.get("family"))
 
 
-def decided_count(claims: Sequence[Mapping[str, Any]]) -> str:
-    """'5 of 8 confirmatory claims decided; 1 of 2 exploratory' (the families apart)."""
-    conf, expl = confirmatory(claims), exploratory(claims)
+def claim_decision_text(claim: ClaimDecision) -> str:
+    """``decision_text`` of a typed claim."""
+    return _decision_words(claim.decision, claim.family)
 
-    def decided(cs: Sequence[Mapping[str, Any]]) -> int:
-        return sum(1 for c in cs if c.get("decision") in ("supported", "contradicted"))
+
+def _count_words(decisions: Sequence[tuple[object, bool]]) -> str:
+    """(decision, exploratory) per claim -> '5 of 8 confirmatory claims decided; 1 of 2
+    exploratory' (the families apart)."""
+    conf = [d for d, expl in decisions if not expl]
+    expl = [d for d, e in decisions if e]
+
+    def decided(ds: Sequence[object]) -> int:
+        return sum(1 for d in ds if d in ("supported", "contradicted"))
 
     out = f"{decided(conf)} of {len(conf)} {'confirmatory ' if expl else ''}claims decided"
     if expl:
         out += f"; {decided(expl)} of {len(expl)} exploratory"
     return out
+
+
+def decided_count(claims: Sequence[Mapping[str, Any]]) -> str:
+    """'5 of 8 confirmatory claims decided; 1 of 2 exploratory' (the families apart)."""
+    return _count_words([(c.get("decision"), is_exploratory(c)) for c in claims])
+
+
+def claims_decided_count(claims: Sequence[ClaimDecision]) -> str:
+    """``decided_count`` of typed claims."""
+    return _count_words([(c.decision, c.family == EXPLORATORY) for c in claims])
 
 
 def _n(x: Any) -> str:
