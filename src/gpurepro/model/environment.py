@@ -13,7 +13,7 @@ from typing import Any
 from .jsontypes import JSONObject
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Cluster", "Environment", "Gpu", "GpuEnvironment"]
+__all__ = ["Cluster", "Environment", "Gpu", "GpuEnvironment", "Repository"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,26 @@ class GpuEnvironment:
 
 
 @dataclass(frozen=True)
+class Repository:
+    """The checkout the run ran from (``environment.repository``): its commit (None: a tree
+    copied without git), whether it was dirty, and how record/provenance found the commit
+    (``manifest_found``: "named" where the run named it, else how; ``manifest_note`` in words)."""
+
+    commit: str | None = None
+    dirty: bool = False
+    has_manifest: bool = False
+    manifest_found: str | None = None
+    manifest_note: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Repository:
+        d = d or {}
+        manifest = d.get("manifest") or {}
+        return cls(d.get("commit"), bool(d.get("dirty")), bool(manifest), manifest.get("found"),
+                   manifest.get("note"))
+
+
+@dataclass(frozen=True)
 class Environment:
     """The document's ``environment``: the GPU facts and the Python that ran the trials by
     name; ``variables`` the allow-listed environment variables; ``fingerprint`` the whole of
@@ -59,6 +79,7 @@ class Environment:
     host_python: str | None
     variables: Mapping[str, str]
     cuda_python_source: str | None
+    repository: Repository
     fingerprint: JSONObject = field(repr=False, compare=False)
 
     @classmethod
@@ -68,7 +89,7 @@ class Environment:
         return cls(gpu=GpuEnvironment.of(d.get("gpu")), host_python=host.get("python"),
                    variables=MappingProxyType(dict(d.get("environment") or {})),
                    cuda_python_source=(d.get("cuda_python") or {}).get("source"),
-                   fingerprint=dict(d))
+                   repository=Repository.of(d.get("repository")), fingerprint=dict(d))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import phases
+from .builds import Runtime, Toolchain
 from .design import DesignSpec
 from .environment import Cluster, Environment
 from .plan import Plan
@@ -224,12 +225,13 @@ class Trial:
     counters: Mapping[str, Any]
     record: Mapping[str, Any] = field(repr=False, compare=False)
     call: str | None = None  # the driver call a cuda_error was returned by
+    command: tuple[Any, ...] = ()  # what ran: the driver, or the interpreter and its script
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Trial:
         return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
                    exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d,
-                   call=d.get("call"))
+                   call=d.get("call"), command=tuple(d.get("command") or ()))
 
 
 @dataclass(frozen=True)
@@ -456,6 +458,8 @@ class Result:
     comparisons: Mapping[str, Comparison] = field(default_factory=lambda: _EMPTY)
     artifacts: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # name -> sha256
     claims_recorded: bool = True  # False: recorded before the harness decided claims
+    toolchain: Toolchain = Toolchain.of(None)
+    runtime: Runtime | None = None
 
     @property
     def claims(self) -> tuple[ClaimDecision, ...]:
@@ -496,7 +500,9 @@ class Result:
                                                  (doc.get("comparisons") or {}).items()}),
                    artifacts=MappingProxyType({n: a.get("sha256") for n, a in
                                                (doc.get("artifacts") or {}).items()}),
-                   claims_recorded="claims" in doc)
+                   claims_recorded="claims" in doc,
+                   toolchain=Toolchain.of(doc.get("toolchain")),
+                   runtime=Runtime.of(doc.get("runtime")))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)

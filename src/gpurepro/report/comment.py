@@ -548,7 +548,7 @@ def not_run_head(r: Result) -> str | None:
 
 
 def rerun_head(r: Result, url: str | None) -> list[str]:
-    return ["**Rerun:**", *fence("\n".join(shortest_rerun(r.fields, url)), "sh")]
+    return ["**Rerun:**", *fence("\n".join(shortest_rerun(r, url)), "sh")]
 
 
 def _attachable(picture: Path) -> bool:
@@ -729,8 +729,7 @@ def detail_blocks(doc: Result | Mapping[str, Any], path: Path | None = None,
         ("Owner, workaround and what is open, with the claims they rest on",
          "\n".join(act_on(r, extra))),
         ("Rerun it: the clone, the commit, the nox command and the same without nox",
-         "\n".join(rerun_section(r.fields, url,
-                                 committed_as_is(path) if path.is_file() else None))),
+         "\n".join(rerun_section(r, url, committed_as_is(path) if path.is_file() else None))),
         ("Environment and attachments", environment_line(r) + "\n\n" + attachments(r, path)),
     ]
     if r.crash_sites:
