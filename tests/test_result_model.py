@@ -40,7 +40,8 @@ def test_every_committed_result_types_what_its_report_reads():
         assert result.environment.fingerprint == env
         assert result.device.uuid == doc["device"].get("uuid")
         assert result.options.jobs == doc["plan"]["options"].get("jobs", 1)
-        assert dict(result.artifacts) == {n: a["sha256"] for n, a in doc["artifacts"].items()}
+        assert {n: a.sha256 for n, a in result.artifacts.items()} == {
+            n: a["sha256"] for n, a in doc["artifacts"].items()}
         assert set(result.comparisons) == set(doc.get("comparisons") or {})
         assert [c.name for c in result.claims] == [c["name"] for c in doc["claims"]]
         assert result.claims_recorded

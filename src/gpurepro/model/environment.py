@@ -13,7 +13,7 @@ from typing import Any
 from .jsontypes import JSONObject
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Cluster", "Environment", "Gpu", "GpuEnvironment", "Repository"]
+__all__ = ["Cluster", "CudaPython", "Environment", "Gpu", "GpuEnvironment", "Host", "Repository"]
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,14 @@ class Gpu:
 
     name: str | None
     compute_capability: str | None
+    memory_mib: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Gpu:
-        return cls(d.get("name"), d.get("compute_capability"))
+        return cls(d.get("name"), d.get("compute_capability"), d.get("memory_mib"), d.get("uuid"),
+                   d.get("pci_bus_id"))
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,38 @@ class GpuEnvironment:
         d = d or {}
         return cls(tuple(Gpu.of(g) for g in d.get("gpus") or []), d.get("driver_version"),
                    d.get("cuda_driver_api"), d.get("reason"))
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine the trials ran on (``environment.host``; None where it was not found)."""
+
+    os: str | None = None
+    kernel: str | None = None
+    glibc: str | None = None
+    cpu: str | None = None
+    cpu_count: int | None = None
+    python: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Host:
+        d = d or {}
+        return cls(d.get("os"), d.get("kernel"), d.get("glibc"), d.get("cpu"), d.get("cpu_count"),
+                   d.get("python"))
+
+
+@dataclass(frozen=True)
+class CudaPython:
+    """What the driver says through cuda.bindings (``environment.cuda_python``; env/fingerprint)."""
+
+    source: str | None = None
+    module_loading: str | None = None
+    driver_api_version: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> CudaPython:
+        d = d or {}
+        return cls(d.get("source"), d.get("module_loading"), d.get("driver_api_version"))
 
 
 @dataclass(frozen=True)
@@ -76,20 +112,27 @@ class Environment:
     it as recorded (open-ended: what the collectors found on that machine)."""
 
     gpu: GpuEnvironment
-    host_python: str | None
+    host: Host
     variables: Mapping[str, str]
-    cuda_python_source: str | None
+    cuda_python: CudaPython
     repository: Repository
+    # What env/ found of the conditions that change a race's rate (None: an older document).
+    conditions: JSONObject | None
     fingerprint: JSONObject = field(repr=False, compare=False)
+
+    @property
+    def host_python(self) -> str | None:
+        return self.host.python
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Environment:
         d = d or {}
-        host = d.get("host") or {}
-        return cls(gpu=GpuEnvironment.of(d.get("gpu")), host_python=host.get("python"),
+        conditions = d.get("conditions")
+        return cls(gpu=GpuEnvironment.of(d.get("gpu")), host=Host.of(d.get("host")),
                    variables=MappingProxyType(dict(d.get("environment") or {})),
-                   cuda_python_source=(d.get("cuda_python") or {}).get("source"),
-                   repository=Repository.of(d.get("repository")), fingerprint=dict(d))
+                   cuda_python=CudaPython.of(d.get("cuda_python")),
+                   repository=Repository.of(d.get("repository")),
+                   conditions=dict(conditions) if conditions else None, fingerprint=dict(d))
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,10 @@ from .plan import Plan
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "Analysis", "ArmSummary", "as_result", "CaseFacts", "ClaimDecision", "Comparison",
-    "Completion", "CrashSite", "Deeper", "Device", "Estimate", "Exposure", "PlanOptions",
-    "Reported", "Result", "Survival", "Trial", "Verdict"
+    "Analysis", "ArmSummary", "Artifact", "as_result", "CaseFacts", "ClaimDecision",
+    "Comparison", "Completion", "CrashSite", "Deeper", "Device", "Estimate", "Exposure",
+    "GpuCounts", "PlanOptions", "Probe", "Reported", "Result", "Resume", "ResumeDevice",
+    "Survival", "Trial", "Verdict"
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -149,6 +150,15 @@ class ClaimDecision:
     p_value: float | None = None
     threshold: float | None = None
     family: str | None = None  # "exploratory": outside the run's family-wise error rate
+    alpha: float | None = None  # the family-wise level the claim was decided under
+    looks: int | None = None  # the design's looks
+    margin: float | None = None  # a ratio claim's margin ("the same within ×margin")
+    outcome: str | None = None  # an outcome claim's outcome, its detail, share and bound
+    detail: str | None = None
+    share: float | None = None
+    bound: str | None = None
+    stratum: str | None = None  # the stratum a claim is decided in
+    deterministic: bool = False  # decided from the case's declared determinism
 
     @property
     def decided(self) -> bool:
@@ -164,7 +174,10 @@ class ClaimDecision:
         return cls(name=d["name"], decision=d["decision"], sentence=d.get("sentence", ""),
                    kind=d.get("kind"), arm=d.get("arm"), reference=d.get("reference"),
                    look=d.get("look"), test=d.get("test"), p_value=d.get("p_value"),
-                   threshold=d.get("threshold"), family=d.get("family"))
+                   threshold=d.get("threshold"), family=d.get("family"), alpha=d.get("alpha"),
+                   looks=d.get("looks"), margin=d.get("margin"), outcome=d.get("outcome"),
+                   detail=d.get("detail"), share=d.get("share"), bound=d.get("bound"),
+                   stratum=d.get("stratum"), deterministic=bool(d.get("deterministic")))
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,7 @@ class CrashSite:
     frames: tuple[Frame, ...]
     count: int
     arms: Mapping[str, int]
+    pc_perms: str | None = None  # the faulting PC's mapping's permissions
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> CrashSite:
@@ -193,7 +207,8 @@ class CrashSite:
                    pc_module=d.get("pc_module"), pc_offset=d.get("pc_offset"),
                    code_name=d.get("code_name"), fault_module=(d.get("fault_in") or {}).get("module"),
                    frames=tuple(Frame(f.get("module"), f.get("offset")) for f in d.get("frames") or []),
-                   count=int(d.get("count", 0)), arms=_frozen(d.get("arms")))
+                   count=int(d.get("count", 0)), arms=_frozen(d.get("arms")),
+                   pc_perms=d.get("pc_perms"))
 
 
 @dataclass(frozen=True)
@@ -226,12 +241,15 @@ class Trial:
     record: Mapping[str, Any] = field(repr=False, compare=False)
     call: str | None = None  # the driver call a cuda_error was returned by
     command: tuple[Any, ...] = ()  # what ran: the driver, or the interpreter and its script
+    index: int | None = None  # its place in the plan
+    started_at: str | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Trial:
         return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
                    exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d,
-                   call=d.get("call"), command=tuple(d.get("command") or ()))
+                   call=d.get("call"), command=tuple(d.get("command") or ()),
+                   index=d.get("index"), started_at=d.get("started_at"))
 
 
 @dataclass(frozen=True)
@@ -392,11 +410,79 @@ class Comparison:
 
     rate_ratio: Estimate | None
     rate_ratio_p: float | None
+    fisher_p: float | None = None  # Fisher's exact test on failed / valid trials
+    odds_ratio: float | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Comparison:
         rr = (d or {}).get("rate_ratio") or {}
-        return cls(Estimate.of(rr) if rr else None, rr.get("p_value"))
+        fisher = (d or {}).get("fisher") or {}
+        return cls(Estimate.of(rr) if rr else None, rr.get("p_value"), fisher.get("p_value"),
+                   fisher.get("odds_ratio"))
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A built artifact (the document's ``artifacts/<name>``): where it was and its sha256."""
+
+    path: str | None
+    sha256: str
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Artifact:
+        return cls(d.get("path"), str(d.get("sha256")))
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one trial command did where the case cannot run (the document's ``probe``)."""
+
+    command: tuple[Any, ...]
+    outcome: str | None
+    detail: str | None
+    stdout_tail: str | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Probe | None:
+        if not d:
+            return None
+        return cls(tuple(d.get("command", ())), d.get("outcome"), d.get("detail"),
+                   d.get("stdout_tail"))
+
+
+@dataclass(frozen=True)
+class GpuCounts:
+    """One arm's failed and valid trials on one GPU (the document's ``per_gpu``)."""
+
+    failures: int
+    valid: int
+
+
+@dataclass(frozen=True)
+class ResumeDevice:
+    """The device a resume of the journal found."""
+
+    name: str | None
+    uuid: str | None
+    driver_version: str | None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A resume of the run's journal (the document's ``resumed``): when, the device it found,
+    whether that was another device than the journal's and how it differed."""
+
+    at: str
+    device: ResumeDevice | None
+    other_device: bool
+    differs: tuple[str, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Resume:
+        dev = d.get("device")
+        return cls(str(d["at"]), None if dev is None else ResumeDevice(
+            dev.get("name"), dev.get("uuid"), dev.get("driver_version")),
+            bool(d.get("other_device")), tuple(str(x) for x in d.get("differs") or ()))
 
 
 @dataclass(frozen=True)
@@ -456,15 +542,14 @@ class Result:
     cluster: Cluster | None = None
     completion: Completion = Completion()
     comparisons: Mapping[str, Comparison] = field(default_factory=lambda: _EMPTY)
-    artifacts: Mapping[str, str] = field(default_factory=lambda: _EMPTY)  # name -> sha256
+    artifacts: Mapping[str, Artifact] = field(default_factory=lambda: _EMPTY)
     claims_recorded: bool = True  # False: recorded before the harness decided claims
+    claims: tuple[ClaimDecision, ...] = ()  # in the document's order, both families
     toolchain: Toolchain = Toolchain.of(None)
     runtime: Runtime | None = None
-
-    @property
-    def claims(self) -> tuple[ClaimDecision, ...]:
-        """The run's claims in the document's order, both families."""
-        return tuple(self.analysis.claims.values())
+    probe: Probe | None = None
+    per_gpu: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
+    resumed: tuple[Resume, ...] = ()
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -498,11 +583,17 @@ class Result:
                    completion=Completion.of(doc.get("completion")),
                    comparisons=MappingProxyType({a: Comparison.of(c) for a, c in
                                                  (doc.get("comparisons") or {}).items()}),
-                   artifacts=MappingProxyType({n: a.get("sha256") for n, a in
+                   artifacts=MappingProxyType({n: Artifact.of(a) for n, a in
                                                (doc.get("artifacts") or {}).items()}),
                    claims_recorded="claims" in doc,
+                   claims=tuple(ClaimDecision.of(c) for c in doc.get("claims") or ()),
                    toolchain=Toolchain.of(doc.get("toolchain")),
-                   runtime=Runtime.of(doc.get("runtime")))
+                   runtime=Runtime.of(doc.get("runtime")), probe=Probe.of(doc.get("probe")),
+                   per_gpu=MappingProxyType({
+                       str(gpu): MappingProxyType({str(a): GpuCounts(c.get("failures"), c.get("valid"))
+                                                   for a, c in cells.items()})
+                       for gpu, cells in (doc.get("per_gpu") or {}).items()}),
+                   resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)

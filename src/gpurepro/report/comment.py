@@ -135,15 +135,16 @@ def environment_line(doc: Result | Mapping[str, Any]) -> str:
     # The journal's device, as the document names it: what a resume compared the device it
     # found against (run/session.resume_device).
     was = {"name": r.device.name, "uuid": r.device.uuid, "driver_version": gpu.driver_version}
-    for resume in (x for x in resumes(r.fields) if x.get("other_device")):
+    for resumed in (x for x in resumes(r) if x.resume.other_device):
         # Trials that ran elsewhere than the device named above; not its UUID: the comment
         # names no machine (the report's Resumed section does).
-        d = resume.get("device") or {}
+        d = resumed.resume.device
+        found = {"name": d.name, "uuid": d.uuid, "driver_version": d.driver_version} if d else {}
         what = [key.replace("_", " ") for key, value in was.items()
-                if value is not None and d.get(key) != value]
-        line += (f" Resumed with `--other-device` at {escape(resume['at'])}: "
-                 f"{len(resume['trials'])} trial(s) "
-                 f"ran on {escape(d.get('name'))}, driver {escape(d.get('driver_version'))}, "
+                if value is not None and found.get(key) != value]
+        line += (f" Resumed with `--other-device` at {escape(resumed.resume.at)}: "
+                 f"{len(resumed.trials)} trial(s) "
+                 f"ran on {escape(found.get('name'))}, driver {escape(found.get('driver_version'))}, "
                  f"whose {escape(', '.join(what) or 'device')} differ(s) from the journal's.")
     return line
 
@@ -700,7 +701,7 @@ _ROW_LABELS = {"Python": "Python (ran the trials)", "python": "python (built the
 
 def environment_table(r: Result) -> list[str]:
     """The environment, toolchain and artifacts, less what only restates this machine."""
-    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(r.fields)
+    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(r)
             if label not in _ROWS_LEFT_OUT]
     gpus = len(r.environment.gpu.gpus)
     variables = [(k, v) for k, v in sorted(r.environment.variables.items())
@@ -709,8 +710,8 @@ def environment_table(r: Result) -> list[str]:
     if variables:
         env += ["", *table(["variable", "value"], [[_code(k), _code(v)] for k, v in variables])]
     env += ["", *table(["artifact", "sha256"],
-                       [[_code(name), _code(sha256)] for name, sha256 in sorted(r.artifacts.items())])]
-    runtime = runtime_rows(r.fields)
+                       [[_code(name), _code(a.sha256)] for name, a in sorted(r.artifacts.items())])]
+    runtime = runtime_rows(r)
     if runtime:
         env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
                            runtime)]
@@ -738,8 +739,7 @@ def detail_blocks(doc: Result | Mapping[str, Any], path: Path | None = None,
         blocks.append((f"Verdict in full ({len(verdict.sentences)} sentences)",
                        _bullets(list(verdict.sentences))))
     if r.claims:
-        blocks.append((f"Claims ({families.claims_decided_count(r.claims)})",
-                       claims_table(r.fields)))
+        blocks.append((f"Claims ({families.claims_decided_count(r.claims)})", claims_table(r)))
     elif not r.claims_recorded:
         blocks.append(("Claims", "This document was recorded before the harness decided claims."))
     if verdict.not_decided:
@@ -765,7 +765,7 @@ def detail_blocks(doc: Result | Mapping[str, Any], path: Path | None = None,
                       for b in sites])
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
     failure_outcomes = r.case.failure_outcomes or ("crashed",)
-    trials = [t.record for t in r.trials]
+    trials = [t.record for t in r.trials]  # the drivers' records
     threads = threads_table(trials, failure_outcomes)
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "

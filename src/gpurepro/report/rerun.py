@@ -247,7 +247,7 @@ def unpinned_bindings(doc: Result | Mapping[str, Any]) -> list[str]:
         return []
     pinned = {name for arm in (r.runtime.arms if r.runtime else {}).values()
               for name in arm.resolved}
-    source = str(r.environment.cuda_python_source or "")
+    source = str(r.environment.cuda_python.source or "")
     m = _BINDINGS.match(source)
     return [f"cuda-bindings=={m.group(1)}"] if m and "cuda-bindings" not in pinned else []
 
