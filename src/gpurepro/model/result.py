@@ -22,14 +22,15 @@ from . import phases
 from .builds import Runtime, Toolchain
 from .design import DesignSpec
 from .environment import Cluster, Environment
+from .jsontypes import JSONObject
 from .plan import Plan
 
 # What other modules use; the rest is this module's own.
 __all__ = [
     "Analysis", "ArmSummary", "Artifact", "as_result", "CaseFacts", "ClaimDecision",
     "Comparison", "Completion", "CrashSite", "Deeper", "Device", "Estimate", "Exposure",
-    "GpuCounts", "PlanOptions", "Probe", "Reported", "Result", "Resume", "ResumeDevice",
-    "Survival", "Trial", "Verdict"
+    "GpuCounts", "OutputCheck", "PlanOptions", "Probe", "Reported", "Result", "Resume", "ResumeDevice",
+    "Survival", "Trial", "TrialCheck", "Verdict"
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -159,6 +160,9 @@ class ClaimDecision:
     bound: str | None = None
     stratum: str | None = None  # the stratum a claim is decided in
     deterministic: bool = False  # decided from the case's declared determinism
+    # The evidence a claim was decided on (a timed claim's ratio and interval, ...), as the
+    # decider wrote it: open-ended, its keys the claim kind's.
+    numbers: JSONObject = field(default_factory=dict, compare=False)
 
     @property
     def decided(self) -> bool:
@@ -177,7 +181,8 @@ class ClaimDecision:
                    threshold=d.get("threshold"), family=d.get("family"), alpha=d.get("alpha"),
                    looks=d.get("looks"), margin=d.get("margin"), outcome=d.get("outcome"),
                    detail=d.get("detail"), share=d.get("share"), bound=d.get("bound"),
-                   stratum=d.get("stratum"), deterministic=bool(d.get("deterministic")))
+                   stratum=d.get("stratum"), deterministic=bool(d.get("deterministic")),
+                   numbers=dict(d.get("numbers") or {}))
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,40 @@ class Device:
 
 
 @dataclass(frozen=True)
+class TrialCheck:
+    """A trial's output checked against the host's reference: the elements compared, how many
+    differ and the first few ``[index, got, expected]``, and how they were compared."""
+
+    n: int | None
+    mismatches: int | None
+    first: tuple[Any, ...]
+    kind: str | None
+
+    @classmethod
+    def of(cls, d: object) -> TrialCheck | None:
+        if not isinstance(d, Mapping):
+            return None  # the trial checked nothing
+        return cls(d.get("n"), d.get("mismatches"), tuple(d.get("first") or ()), d.get("kind"))
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How a case compares its drivers' output with the reference (``case.check``): exactly, or
+    within a relative and an absolute tolerance."""
+
+    kind: str | None
+    rel: float | None
+    abs: float | None
+    declared: bool  # False: the case declares a check with nothing in it
+
+    @classmethod
+    def of(cls, d: object) -> OutputCheck | None:
+        if not isinstance(d, Mapping):
+            return None  # the case checks no output: its exposure is the unit
+        return cls(d.get("kind"), d.get("rel"), d.get("abs"), bool(d))
+
+
+@dataclass(frozen=True)
 class Trial:
     """One classified trial, with the fields a verdict reads; ``record`` is the whole record."""
 
@@ -240,6 +279,7 @@ class Trial:
     counters: Mapping[str, Any]
     record: Mapping[str, Any] = field(repr=False, compare=False)
     call: str | None = None  # the driver call a cuda_error was returned by
+    check: TrialCheck | None = None  # the trial's output against the reference, where checked
     command: tuple[Any, ...] = ()  # what ran: the driver, or the interpreter and its script
     index: int | None = None  # its place in the plan
     started_at: str | None = None
@@ -248,7 +288,7 @@ class Trial:
     def of(cls, d: Mapping[str, Any]) -> Trial:
         return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
                    exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d,
-                   call=d.get("call"), command=tuple(d.get("command") or ()),
+                   call=d.get("call"), check=TrialCheck.of(d.get("check")), command=tuple(d.get("command") or ()),
                    index=d.get("index"), started_at=d.get("started_at"))
 
 
@@ -347,6 +387,7 @@ class CaseFacts:
     exposure_per: float | None
     exposure_label: str | None
     exposure_counter: str | None
+    check: OutputCheck | None  # None: the case checks no output
     reported: Reported | None
     targets: tuple[str, ...] | None
     manifest_sha256: str | None
@@ -367,6 +408,7 @@ class CaseFacts:
                    failure_outcomes=tuple(str(o) for o in d.get("failure_outcomes") or ()),
                    exposure_unit=exposure.get("unit"), exposure_per=exposure.get("per"),
                    exposure_label=exposure.get("label"), exposure_counter=exposure.get("counter"),
+                   check=OutputCheck.of(d.get("check")),
                    reported=Reported.of(d.get("reported")),
                    targets=None if targets is None else tuple(str(t) for t in targets),
                    manifest_sha256=d.get("manifest_sha256"), deeper=Deeper.of(d.get("deeper")))
@@ -511,12 +553,14 @@ class PlanOptions:
     budget: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     gpus: tuple[int, ...] | None = None
     redact: bool = False
+    timing: JSONObject | None = None  # how timed claims are tested (analyze.timing.TimedTest)
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> PlanOptions:
         d = d or {}
         return cls(d.get("jobs", 1), d.get("scope"), _frozen(d.get("budget")),
-                   tuple(d["gpus"]) if d.get("gpus") else None, bool(d.get("redact")))
+                   tuple(d["gpus"]) if d.get("gpus") else None, bool(d.get("redact")),
+                   dict(d["timing"]) if d.get("timing") else None)
 
 
 @dataclass(frozen=True)

@@ -350,7 +350,7 @@ def valid_cell(s: ArmSummary) -> str:
 
 def rate_heading(r: Result) -> str:
     """The rate column's heading: per 10^6 of the unit, or per one of it in words."""
-    if per_trial(r.fields):
+    if per_trial(r):
         return "share of failing trials (95% CI)"
     per, unit = r.case.exposure_per, escape(exposure_unit(r))
     if per == 1:
@@ -389,8 +389,8 @@ def arms_table(r: Result, limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
     rows = []
     arms = list(summary)
     shown = arms if limit is None else arms[:limit]
-    if timed.is_timed(r.fields):  # times and their ratios, not failure rates, answer its question
-        heads, timing = timed.arms_rows(r.fields, shown)
+    if timed.is_timed(r):  # times and their ratios, not failure rates, answer its question
+        heads, timing = timed.arms_rows(r, shown)
         rows = [[_code(a), valid_cell(summary[a]), _rate_cell(summary[a], coarse[a], True), *t]
                 for a, t in zip(shown, timing, strict=True)]
         lines = table(["arm", "failed / valid", "share of failing trials (95% CI)", *heads], rows)
@@ -400,13 +400,13 @@ def arms_table(r: Result, limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
         comparison = r.comparisons.get(arm)
         rr = comparison.rate_ratio if comparison else None
         p = comparison.rate_ratio_p if comparison else None
-        meaningful = (not coarse[arm] and not coarse.get(baseline) and not per_trial(r.fields)
+        meaningful = (not coarse[arm] and not coarse.get(baseline) and not per_trial(r)
                       and p is not None)
         estimate = plain(rr.estimate) if rr is not None and rr.estimate is not None else "∞"
         ratio = ([f"{estimate} {_ci(rr.ci95 if rr else None)}", fmt_p(p)]
                  if meaningful else (["(baseline)", "–"] if arm == baseline else ["–", "–"]))
         valid = valid_cell(s)
-        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(r.fields)), *ratio])
+        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(r)), *ratio])
     lines = table(["arm", "failed / valid", rate_heading(r),
                    f"rate ratio vs {_code(baseline)} (95% CI)", "p"], rows)
     lines.append("")
@@ -499,7 +499,7 @@ def workaround_head(r: Result) -> str | None:
 def signature_head(r: Result) -> str:
     """The failure in one bullet: the top crash site (a code span), the wrong answers, or the
     most frequent CUDA error."""
-    wrong = wrong_head(r.fields)
+    wrong = wrong_head(r)
     if wrong:
         return "**Wrong results:** " + wrong[2]
     sites = r.crash_sites
@@ -627,11 +627,11 @@ def head(doc: Result | Mapping[str, Any], path: Path, extra: Sequence[str] = (),
 def failure_heads(r: Result, path: Path) -> list[str | None]:
     """The failure's bullet; for a timed case the times and the committed bisection's
     boundaries, with the failure's bullet only where trials crashed or answered wrong."""
-    if not timed.is_timed(r.fields):
+    if not timed.is_timed(r):
         return [signature_head(r)]
-    failed = r.crash_sites or wrong_head(r.fields)
-    return [signature_head(r) if failed else None, timed.head_bullet(r.fields),
-            timed.bisection_bullet(r.fields, path)]
+    failed = r.crash_sites or wrong_head(r)
+    return [signature_head(r) if failed else None, timed.head_bullet(r),
+            timed.bisection_bullet(r, path)]
 
 
 def _head(r: Result, path: Path, extra: Sequence[str], url: str | None,

@@ -221,7 +221,7 @@ def _arms_section(r: Result) -> list[str]:
                  for a in (c.arm, c.reference)}
     outcome_arms = {c.arm for c in claims if c.kind == "outcome"} - rate_arms
     errors = _errors_by_arm(r)
-    trials = per_trial(r.fields)  # a case that checks its output: proportions, no rates
+    trials = per_trial(r)  # a case that checks its output: proportions, no rates
     head = ["arm", "differs from baseline", "outcomes", "failed / valid", "CUDA errors (at call)",
             "proportion (95% CI)", f"exposure ({unit})", f"failures per {fmt(per)} {unit} (95% CI)",
             f"median {unit} to failure"]
@@ -534,9 +534,9 @@ def markdown(doc: Result | Mapping[str, Any], plot_name: str | None = None,
     out += _arms_section(r)
     if r.claims:
         out.append(claims_table(r))
-    out += clocks_section(r.fields)
+    out += clocks_section(r)
     out += (_old_stopping_section(r) + _comparisons_section(r) + _per_gpu_section(r, per_gpu_name)
-            + cluster_report.section(r.fields) + wrong_section(r.fields) + _crash_sites_section(r)
+            + cluster_report.section(r.fields) + wrong_section(r) + _crash_sites_section(r)
             + _threads_section(r) + _python_frames_section(r)
             + _analyses_section(r) + _probe_section(r) + _resumed_section(r))
     if plot_name:
