@@ -27,8 +27,8 @@ from .plan import Plan
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "Analysis", "ArmSummary", "Artifact", "as_result", "CaseFacts", "ClaimDecision",
-    "Comparison", "Completion", "CrashSite", "Deeper", "Device", "Estimate", "Exposure",
+    "Analysis", "ArmSummary", "Artifact", "as_result", "CaseFacts", "ClaimDecision", "ClaimFamilies",
+    "Comparison", "Completion", "CrashSite", "Deeper", "Deterministic", "Device", "Estimate", "Exposure",
     "GpuCounts", "OutputCheck", "PlanOptions", "Probe", "Reported", "Result", "Resume", "ResumeDevice",
     "Survival", "Trial", "TrialCheck", "Verdict"
 ]
@@ -83,12 +83,15 @@ class Survival:
     median: float | None
     median_ci95: tuple[float | None, float | None] | None
     method: str | None
+    # The Kaplan-Meier curve's steps, (exposure, share not yet failed).
+    curve: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Survival | None:
         if d is None:
             return None  # no valid trial
-        return cls(d.get("median"), _pair(d.get("median_ci95")), d.get("median_method"))
+        return cls(d.get("median"), _pair(d.get("median_ci95")), d.get("median_method"),
+                   tuple((x, y) for x, y in d.get("curve") or ()))
 
 
 @dataclass(frozen=True)
@@ -545,6 +548,39 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class Deterministic:
+    """A case's checked declaration of deterministic outcomes (``plan.options.deterministic``,
+    gpurepro.analyze.shortcut): the alpha it spends (``bound``), from version 2 on, when usable."""
+
+    version: int
+    bound: float | None
+    usable: bool
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Deterministic | None:
+        if not d:
+            return None
+        return cls(int(d.get("version", 1)), d.get("bound"), bool(d.get("usable", True)))
+
+
+@dataclass(frozen=True)
+class ClaimFamilies:
+    """How the run split its claims (``plan.options.families``, gpurepro.analyze.decidability):
+    the main question's claims, each claim's simulated chance to be decided and the chance
+    below which a claim is exploratory."""
+
+    main: tuple[str, ...]
+    chance: Mapping[str, float]
+    threshold: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> ClaimFamilies | None:
+        if not d:
+            return None
+        return cls(tuple(d.get("main") or ()), _frozen(d.get("chance")), d.get("threshold"))
+
+
+@dataclass(frozen=True)
 class PlanOptions:
     """The options the run was given (the document's ``plan.options``), beside its design."""
 
@@ -554,13 +590,16 @@ class PlanOptions:
     gpus: tuple[int, ...] | None = None
     redact: bool = False
     timing: JSONObject | None = None  # how timed claims are tested (analyze.timing.TimedTest)
+    deterministic: Deterministic | None = None
+    families: ClaimFamilies | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> PlanOptions:
         d = d or {}
         return cls(d.get("jobs", 1), d.get("scope"), _frozen(d.get("budget")),
                    tuple(d["gpus"]) if d.get("gpus") else None, bool(d.get("redact")),
-                   dict(d["timing"]) if d.get("timing") else None)
+                   dict(d["timing"]) if d.get("timing") else None,
+                   Deterministic.of(d.get("deterministic")), ClaimFamilies.of(d.get("families")))
 
 
 @dataclass(frozen=True)
@@ -593,6 +632,7 @@ class Result:
     runtime: Runtime | None = None
     probe: Probe | None = None
     per_gpu: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
+    per_host: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
     resumed: tuple[Resume, ...] = ()
 
     @property
@@ -633,14 +673,19 @@ class Result:
                    claims=tuple(ClaimDecision.of(c) for c in doc.get("claims") or ()),
                    toolchain=Toolchain.of(doc.get("toolchain")),
                    runtime=Runtime.of(doc.get("runtime")), probe=Probe.of(doc.get("probe")),
-                   per_gpu=MappingProxyType({
-                       str(gpu): MappingProxyType({str(a): GpuCounts(c.get("failures"), c.get("valid"))
-                                                   for a, c in cells.items()})
-                       for gpu, cells in (doc.get("per_gpu") or {}).items()}),
+                   per_gpu=_counts(doc.get("per_gpu")), per_host=_counts(doc.get("per_host")),
                    resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)
+
+
+def _counts(d: Mapping[str, Any] | None) -> Mapping[str, Mapping[str, GpuCounts]]:
+    """GPU (or host) -> arm -> failed and valid trials there."""
+    return MappingProxyType({
+        str(where): MappingProxyType({str(a): GpuCounts(c.get("failures"), c.get("valid"))
+                                      for a, c in cells.items()})
+        for where, cells in (d or {}).items()})
 
 
 def as_result(doc: Result | Mapping[str, Any]) -> Result:

@@ -440,7 +440,7 @@ def crash_signature(r: Result) -> list[str]:
 
 def has_plot(r: Result) -> bool:
     """Whether `report` draws the survival plot for this document (survival.plot's own test)."""
-    return draws_survival(r.fields)
+    return draws_survival(r)
 
 
 def act_on(r: Result, extra: Sequence[str] = ()) -> list[str]:

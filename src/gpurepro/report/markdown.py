@@ -141,12 +141,12 @@ def claims_table(doc: Result | Mapping[str, Any]) -> str:
     if not claims:
         return "### Claims\n\nThis run's arms take part in no claim.\n"
     head = ["claim", "arm", "kind", "reference", "test", "p", "threshold", "decision (look)"]
-    lines = ["### Claims\n", escape(families.design_statement(r.fields), "prose") + "\n"]
+    lines = ["### Claims\n", escape(families.design_statement(r), "prose") + "\n"]
     confirmatory = [c for c in claims if c.family != families.EXPLORATORY]
     if confirmatory:
         lines += table(head, _claim_rows(confirmatory))
         lines.append("")
-    exploratory_text = families.exploratory_statement(r.fields)
+    exploratory_text = families.exploratory_statement(r)
     if exploratory_text:
         lines += ["#### Exploratory claims\n", escape(exploratory_text, "prose") + "\n"]
         lines += table(head, _claim_rows([c for c in claims if c.family == families.EXPLORATORY]))
@@ -536,11 +536,11 @@ def markdown(doc: Result | Mapping[str, Any], plot_name: str | None = None,
         out.append(claims_table(r))
     out += clocks_section(r)
     out += (_old_stopping_section(r) + _comparisons_section(r) + _per_gpu_section(r, per_gpu_name)
-            + cluster_report.section(r.fields) + wrong_section(r) + _crash_sites_section(r)
+            + cluster_report.section(r) + wrong_section(r) + _crash_sites_section(r)
             + _threads_section(r) + _python_frames_section(r)
             + _analyses_section(r) + _probe_section(r) + _resumed_section(r))
     if plot_name:
-        out.append(f"![{_alt(survival_headline(r.fields))}]({_target(plot_name)})\n")
+        out.append(f"![{_alt(survival_headline(r))}]({_target(plot_name)})\n")
     out += _environment_section(r)
     # Parsed as GitHub parses it, the report holds nothing live but its own pictures and the
     # case's report link; a document string that would be is refused, not written (gfm.py).
