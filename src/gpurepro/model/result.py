@@ -634,6 +634,7 @@ class Result:
     per_gpu: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
     per_host: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
     resumed: tuple[Resume, ...] = ()
+    started_at: str | None = None  # when the run's first trial started
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -674,7 +675,8 @@ class Result:
                    toolchain=Toolchain.of(doc.get("toolchain")),
                    runtime=Runtime.of(doc.get("runtime")), probe=Probe.of(doc.get("probe")),
                    per_gpu=_counts(doc.get("per_gpu")), per_host=_counts(doc.get("per_host")),
-                   resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()))
+                   resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()),
+                   started_at=doc.get("started_at"))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)
