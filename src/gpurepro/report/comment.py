@@ -55,7 +55,7 @@ from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
 
-__all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
+__all__ = ["LIMIT", "issue_body", "read_result", "rerun_arguments", "session_for"]
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block of their own
@@ -812,6 +812,17 @@ def invalid_note(problems: Sequence[str]) -> str:
             f"{escape(problems[0])}. Rerun the case, or record its journal again.")
 
 
+def read_result(doc: Mapping[str, Any], path: Path) -> Result:
+    """A document as read, typed for its comment; what is not a case result is said in one
+    line (IssueError) before it is typed."""
+    if str(doc.get("schema", "")).startswith("gpurepro/bench"):
+        raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
+    for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
+        if not isinstance(doc.get(key), Mapping):
+            raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
+    return Result.of(doc)
+
+
 def issue_body(doc: Result | Mapping[str, Any], path: Path, limit: int = LIMIT,
                extra_blocks: Sequence[tuple[str, str]] = (), extra_head: Sequence[str] = (),
                url: str | None = None, invalid: Sequence[str] = ()) -> str:
@@ -820,14 +831,7 @@ def issue_body(doc: Result | Mapping[str, Any], path: Path, limit: int = LIMIT,
     as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
     gpurepro.project.repository_url). ``invalid``: what `validate` finds wrong with the
     document, said under the title."""
-    if not isinstance(doc, Result):
-        # A document as read: what is not a result is said in one line before it is typed.
-        if str(doc.get("schema", "")).startswith("gpurepro/bench"):
-            raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
-        for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
-            if not isinstance(doc.get(key), Mapping):
-                raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
-    r = as_result(doc)
+    r = doc if isinstance(doc, Result) else read_result(doc, path)
     text = head(r, path, extra_head, repository_url() if url is None else url)
     if invalid:
         title, _, rest = text.partition("\n")
