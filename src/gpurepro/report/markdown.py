@@ -286,7 +286,7 @@ def _per_gpu_section(r: Result, per_gpu_name: str | None = None) -> list[str]:
         return []
     out = ["### Per GPU (failures / valid trials)\n" if multi else "### Per host\n"]
     if per_gpu_name:
-        out.append(f"![{_alt(per_gpu_headline(r.fields))}]({_target(per_gpu_name)})\n")
+        out.append(f"![{_alt(per_gpu_headline(r))}]({_target(per_gpu_name)})\n")
     if multi:
         arms = list(r.arms)
         out += table(["GPU", *(code(a) for a in arms)],
@@ -530,7 +530,7 @@ def markdown(doc: Result | Mapping[str, Any], plot_name: str | None = None,
     if times_name:
         out.append(f"![{_alt(times_headline(r.fields))}]({_target(times_name)})\n")
     if forest_name:
-        out.append(f"![{_alt(forest_headline(r.fields))}]({_target(forest_name)})\n")
+        out.append(f"![{_alt(forest_headline(r))}]({_target(forest_name)})\n")
     out += _arms_section(r)
     if r.claims:
         out.append(claims_table(r))

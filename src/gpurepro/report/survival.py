@@ -21,7 +21,7 @@ def _survival_curves(r: Result) -> tuple[list[str], list[str], list[str]]:
     at 1 cycle: left out, and named."""
     curves = [arm for arm, s in r.arms.items() if s.time_to_failure.exposure]
     survivors = [a for a in curves if not r.arms[a].failures]
-    too_coarse = coarse_arms(r.fields)
+    too_coarse = coarse_arms(r)
     coarse = [a for a in curves if a not in survivors and a in too_coarse]
     drawn = [a for a in curves if a not in survivors and a not in coarse]
     return drawn, survivors, coarse
