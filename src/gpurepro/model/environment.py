@@ -40,6 +40,7 @@ class GpuEnvironment:
     driver_version: str | None
     cuda_driver_api: str | None
     reason: str | None
+    name: str | None = None  # a fingerprint that names one GPU for all
 
     @property
     def names(self) -> list[str]:
@@ -50,7 +51,7 @@ class GpuEnvironment:
     def of(cls, d: Mapping[str, Any] | None) -> GpuEnvironment:
         d = d or {}
         return cls(tuple(Gpu.of(g) for g in d.get("gpus") or []), d.get("driver_version"),
-                   d.get("cuda_driver_api"), d.get("reason"))
+                   d.get("cuda_driver_api"), d.get("reason"), d.get("name"))
 
 
 @dataclass(frozen=True)

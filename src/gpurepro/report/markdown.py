@@ -528,7 +528,7 @@ def markdown(doc: Result | Mapping[str, Any], plot_name: str | None = None,
     r = as_result(doc)
     out = _verdict_section(r)
     if times_name:
-        out.append(f"![{_alt(times_headline(r.fields))}]({_target(times_name)})\n")
+        out.append(f"![{_alt(times_headline(r))}]({_target(times_name)})\n")
     if forest_name:
         out.append(f"![{_alt(forest_headline(r))}]({_target(forest_name)})\n")
     out += _arms_section(r)
@@ -557,7 +557,7 @@ def write_report(doc: Result | Mapping[str, Any], result_path: Path) -> dict[str
                                ("forest_per_gpu", ".forest-per-gpu", per_gpu_plot),
                                ("times", ".times", times_plot)):
         png, svg = Path(f"{stem}{suffix}.png"), Path(f"{stem}{suffix}.svg")
-        if draw(r.fields, png, svg):
+        if draw(r, png, svg):
             written[kind], written[f"{kind}_svg"] = png, svg
             drawn[kind] = png.name
         else:  # pictures from an earlier rendering no longer apply
@@ -571,7 +571,7 @@ def write_report(doc: Result | Mapping[str, Any], result_path: Path) -> dict[str
     # The timed trials' pyperf suite (report/pyperf_suite.py); a document without timed trials
     # has none, and a suite an earlier rendering left (once the seconds to failure of failed
     # trials, docs/format.md) goes.
-    suite = write_suite(r.fields, stem)
+    suite = write_suite(r, stem)
     if suite is not None:
         written["pyperf"] = suite
     return written
