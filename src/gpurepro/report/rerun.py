@@ -23,11 +23,11 @@ from typing import Any
 from ..cluster import merge
 from ..model.builds import Toolchain
 from ..model.design import DECISIVE, DEFAULT_SPENDING, DEFAULT_SUPPORTED_SHARE, DesignSpec
-from ..model.jsontypes import JSONValue
 from ..model.plan import Plan, PlannedTrial, make_plan
 from ..model.result import Result, as_result
 from ..project import URL_VARIABLE
 from ..run.rerun_of import VARIABLE as RERUN_OF
+from .compare import design_numbers
 from .tables import code, escape, fence
 
 # What other modules use; the rest is this module's own.
@@ -138,22 +138,10 @@ def arms_as_given(plan: Plan | Mapping[str, Any]) -> list[str]:
     return whole if slots == order else list(plan.arms)
 
 
-def _design_numbers(design: DesignSpec) -> tuple[int | None, int | None]:
-    """(max trials, look every) of a sequential design, old (looks: [5, 10]) or new layout."""
-    looks = design.described.get("looks")
-    if isinstance(looks, list) and looks:
-        return _whole(looks[-1]), _whole(looks[0])
-    return design.max_trials, design.step
-
-
-def _whole(x: JSONValue) -> int:
-    return int(x) if isinstance(x, (int, float)) else int(str(x))
-
-
 def design_arguments(design: DesignSpec) -> list[str]:
     """A sequential run's own design: the decisive design (``design`` "decisive": its looks
     and priors are fixed at the start from the same numbers) or the group-sequential one."""
-    max_trials, step = _design_numbers(design)
+    max_trials, step = design_numbers(design)
     if design.decisive:
         args = ["--decisive"]
         # The rerun checks out the run's own commit, whose defaults are the design it ran where
