@@ -37,7 +37,7 @@ from typing import Any
 from ..analyze.stats import coarse_counter
 from ..env.commits import committed_as_is
 from ..errors import IssueError
-from ..model.result import ArmSummary, ClaimDecision, Estimate, Reported, Result, Verdict, as_result
+from ..model.result import ArmSummary, Estimate, Reported, Result, Verdict, as_result
 from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
@@ -157,7 +157,7 @@ def _verdict(r: Result) -> Verdict:
 
 def _claim_refs(r: Result, names: Sequence[str]) -> str:
     decisions = r.analysis.claims
-    return ", ".join(f"{_code(name)} ({escape(families.claim_decision_text(decisions[name]))}, "
+    return ", ".join(f"{_code(name)} ({escape(families.decision_text(decisions[name]))}, "
                      f"p {fmt_p(decisions[name].p_value)})" if name in decisions else _code(name)
                      for name in names)
 
@@ -190,7 +190,7 @@ def workaround_bullet(r: Result) -> str | None:
         if "workaround" not in text.lower() or not named:
             continue
         claim = decisions.get(named.group(1))
-        if not claim or claim.decision != "supported" or claim.family == families.EXPLORATORY:
+        if not claim or claim.decision != "supported" or families.is_exploratory(claim):
             continue  # a workaround rests on a confirmatory decision
         what = text[named.end():].lstrip(": ") or text
         first = what[: what.index(". ") + 1] if ". " in what else what  # the rest: Next steps
@@ -297,13 +297,9 @@ def partial_bullet(r: Result) -> str | None:
     return f"**Partial result:** {_text(stopped)}" if stopped else None
 
 
-def _confirmatory(r: Result) -> list[ClaimDecision]:
-    return [c for c in r.claims if c.family != families.EXPLORATORY]
-
-
 def not_decided_bullet(r: Result) -> str | None:
     # The confirmatory family's: an exploratory claim left undecided is listed with its family.
-    undecided = [c.name for c in _confirmatory(r) if c.decision == "not_decided"]
+    undecided = [c.name for c in families.confirmatory(r.claims) if c.decision == "not_decided"]
     if not undecided:
         return None
     return (f"**Not decided:** {', '.join(_code(n) for n in undecided)} (each says below how "
@@ -456,12 +452,12 @@ def as_filed_bullet(r: Result) -> str:
     """Whether the report reproduced as filed: the decision on the arm that runs the reporter's
     program unchanged (``as-filed``) where the case has one, else what the case's arms found
     (the verdict's status); and where the reporter's machine was not this one."""
-    claim = next((c for c in _confirmatory(r) if c.arm == "as-filed"), None)
+    claim = next((c for c in families.confirmatory(r.claims) if c.arm == "as-filed"), None)
     if claim is not None:
         word = {"supported": "yes", "contradicted": "no"}.get(claim.decision, "not decided")
         line = (f"**Reproduced as filed:** {word}: the reporter's program unchanged "
                 f"({_code('as-filed')}), claim {_code(claim.name)} "
-                f"{escape(families.claim_decision_text(claim))}, p {fmt_p(claim.p_value)}")
+                f"{escape(families.decision_text(claim))}, p {fmt_p(claim.p_value)}")
     else:
         status = _verdict(r).status.replace("_", " ")
         line = (f"**Reproduced as filed:** the case has no arm of the reporter's program "
@@ -540,7 +536,7 @@ def not_run_head(r: Result) -> str | None:
     if deeper is not None:
         command = f"nox -s {session_for(r.case.name)} -- --deep"
         parts.append(f"{len(deeper.arms)} arms of mechanism and detail ({_code(command)})")
-    undecided = [c for c in _confirmatory(r) if c.decision == "not_decided"]
+    undecided = [c for c in families.confirmatory(r.claims) if c.decision == "not_decided"]
     if undecided:
         parts.append(f"{len(undecided)} claim(s) left undecided (below)")
     if not parts:
@@ -606,7 +602,7 @@ def partial(r: Result) -> bool:
     per_arm = Counter(t.arm for t in r.trials)
     # An undecided claim whose arm had trials left under the design's cap: the design would
     # have gone on with it.
-    open_arms = [c.arm for c in _confirmatory(r) if c.decision == "not_decided"
+    open_arms = [c.arm for c in families.confirmatory(r.claims) if c.decision == "not_decided"
                  and (cap is None or per_arm.get(str(c.arm), 0) < cap)]
     return ran < planned and bool(open_arms)
 
@@ -739,7 +735,7 @@ def detail_blocks(doc: Result | Mapping[str, Any], path: Path | None = None,
         blocks.append((f"Verdict in full ({len(verdict.sentences)} sentences)",
                        _bullets(list(verdict.sentences))))
     if r.claims:
-        blocks.append((f"Claims ({families.claims_decided_count(r.claims)})", claims_table(r)))
+        blocks.append((f"Claims ({families.decided_count(r.claims)})", claims_table(r)))
     elif not r.claims_recorded:
         blocks.append(("Claims", "This document was recorded before the harness decided claims."))
     if verdict.not_decided:

@@ -262,7 +262,7 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
             "jobs": r.options.jobs,
             "design": design(r), "trials": len(r.trials),
             "claims": len(r.claims) if r.claims_recorded else None,
-            "exploratory_claims": sum(1 for c in r.claims if c.family == families.EXPLORATORY),
+            "exploratory_claims": sum(1 for c in r.claims if families.is_exploratory(c)),
             "verdict": {"status": r.verdict.status if r.verdict else None,
                         "owner": r.verdict.owner if r.verdict else None},
         })
@@ -296,7 +296,7 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
             # Each run's family of the claim: an exploratory decision is outside that run's
             # family-wise error rate, and is never shown as a plain one.
             kinds = [None if c is None or claim not in c else
-                     ("exploratory" if c[claim].family == families.EXPLORATORY else "confirmatory")
+                     ("exploratory" if families.is_exploratory(c[claim]) else "confirmatory")
                      for c in claim_docs]
             changes = []
             for label, by_name, dec, kind in zip(names[1:], claim_docs[1:], decisions[1:],

@@ -23,64 +23,42 @@ from .numbers import fmt
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "claim_decision_text", "claims_decided_count", "confirmatory", "decided_count",
-    "decision_text", "design_statement", "EXPLORATORY", "exploratory", "exploratory_statement",
-    "is_exploratory"
+    "confirmatory", "decided_count", "decision_text", "design_statement", "EXPLORATORY",
+    "exploratory", "exploratory_statement", "is_exploratory"
 ]
 
 EXPLORATORY = "exploratory"
 
 
-def is_exploratory(claim: Mapping[str, Any]) -> bool:
-    return claim.get("family") == EXPLORATORY
+def is_exploratory(claim: ClaimDecision) -> bool:
+    return claim.family == EXPLORATORY
 
 
-def confirmatory(claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def confirmatory(claims: Sequence[ClaimDecision]) -> list[ClaimDecision]:
     return [c for c in claims if not is_exploratory(c)]
 
 
-def exploratory(claims: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def exploratory(claims: Sequence[ClaimDecision]) -> list[ClaimDecision]:
     return [c for c in claims if is_exploratory(c)]
 
 
-def _decision_words(decision: object, family: object) -> str:
-    text = str(decision or "–").replace("_", " ")
-    return f"{text} (exploratory)" if family == EXPLORATORY else text
-
-
-def decision_text(claim: Mapping[str, Any]) -> str:
+def decision_text(claim: ClaimDecision) -> str:
     """A claim's decision in words, its family named where it is not the confirmatory one."""
-    return _decision_words(claim.get("decision"), claim.get("family"))
+    text = str(claim.decision or "–").replace("_", " ")
+    return f"{text} (exploratory)" if is_exploratory(claim) else text
 
 
-def claim_decision_text(claim: ClaimDecision) -> str:
-    """``decision_text`` of a typed claim."""
-    return _decision_words(claim.decision, claim.family)
+def decided_count(claims: Sequence[ClaimDecision]) -> str:
+    """'5 of 8 confirmatory claims decided; 1 of 2 exploratory' (the families apart)."""
+    conf, expl = confirmatory(claims), exploratory(claims)
 
-
-def _count_words(decisions: Sequence[tuple[object, bool]]) -> str:
-    """(decision, exploratory) per claim -> '5 of 8 confirmatory claims decided; 1 of 2
-    exploratory' (the families apart)."""
-    conf = [d for d, expl in decisions if not expl]
-    expl = [d for d, e in decisions if e]
-
-    def decided(ds: Sequence[object]) -> int:
-        return sum(1 for d in ds if d in ("supported", "contradicted"))
+    def decided(cs: Sequence[ClaimDecision]) -> int:
+        return sum(1 for c in cs if c.decision in ("supported", "contradicted"))
 
     out = f"{decided(conf)} of {len(conf)} {'confirmatory ' if expl else ''}claims decided"
     if expl:
         out += f"; {decided(expl)} of {len(expl)} exploratory"
     return out
-
-
-def decided_count(claims: Sequence[Mapping[str, Any]]) -> str:
-    """'5 of 8 confirmatory claims decided; 1 of 2 exploratory' (the families apart)."""
-    return _count_words([(c.get("decision"), is_exploratory(c)) for c in claims])
-
-
-def claims_decided_count(claims: Sequence[ClaimDecision]) -> str:
-    """``decided_count`` of typed claims."""
-    return _count_words([(c.decision, c.family == EXPLORATORY) for c in claims])
 
 
 def _n(x: Any) -> str:
@@ -96,7 +74,7 @@ def _looks_taken(design: DesignSpec, claims: Sequence[ClaimDecision]) -> int | N
     taken = design.described.get("looks_taken")
     if isinstance(taken, int):
         return int(taken)
-    looks = [int(c.look) for c in claims if c.family != EXPLORATORY and isinstance(c.look, int)]
+    looks = [int(c.look) for c in confirmatory(claims) if isinstance(c.look, int)]
     return max(looks) if looks else None
 
 
@@ -105,7 +83,7 @@ def design_statement(doc: Result | Mapping[str, Any]) -> str:
     which looks (the valid-trial counts), at what alpha each, and the looks the run took."""
     r = as_result(doc)
     claims = r.claims
-    conf = [c for c in claims if c.family != EXPLORATORY]
+    conf = confirmatory(claims)
     design, described = r.design, r.design.described
     alpha = float((conf or claims)[0].alpha or 0) if (conf or claims) else 0.05
     n = len(conf)
@@ -160,7 +138,7 @@ def design_statement(doc: Result | Mapping[str, Any]) -> str:
 def exploratory_statement(doc: Result | Mapping[str, Any]) -> str | None:
     """Why the run's exploratory claims are apart and how they were decided; None without any."""
     r = as_result(doc)
-    expl = [c for c in r.claims if c.family == EXPLORATORY]
+    expl = exploratory(r.claims)
     if not expl:
         return None
     families = r.options.families

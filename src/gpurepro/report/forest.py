@@ -69,7 +69,7 @@ def _claim_text(c: ClaimDecision, baseline: str) -> str:
         what = (f"within ×{c.margin:g}" if c.margin else "alike") + (f" of {than}" if vs else "")
     else:
         what = f"{kind}{vs}"
-    return f"{what}: {families.claim_decision_text(c)}"
+    return f"{what}: {families.decision_text(c)}"
 
 
 def _row_decision(claims: list[ClaimDecision]) -> str:
@@ -77,7 +77,7 @@ def _row_decision(claims: list[ClaimDecision]) -> str:
     is, else not decided; the label column spells out every claim."""
     # The confirmatory claims' decisions set the marker; an arm with exploratory claims only
     # gets theirs (its label says they are exploratory).
-    confirmatory = [c for c in claims if c.family != families.EXPLORATORY]
+    confirmatory = families.confirmatory(claims)
     decisions = {c.decision for c in (confirmatory or claims)}
     for d in ("supported", "contradicted", "not_decided"):
         if d in decisions:
@@ -111,7 +111,7 @@ def forest_rows(doc: Result | Mapping[str, Any]) -> tuple[list[dict[str, Any]], 
         elif arm in coarse:
             why = "exposure counter too coarse"
         if why or rate.ci95 is None:
-            decided = "; ".join(f"{c.name} {families.claim_decision_text(c)}" for c in arm_claims)
+            decided = "; ".join(f"{c.name} {families.decision_text(c)}" for c in arm_claims)
             left_out.append(f"{arm} ({why}" + (f"; claim {decided}" if decided else "") + ")")
             continue
         diff = sorted(k for k, v in s.factors.items() if base_factors.get(k) != v)
@@ -152,10 +152,10 @@ def forest_headline(doc: Result | Mapping[str, Any]) -> str:
                 if base else " (the baseline is not drawn)")]
     claims = result.claims
     if claims:
-        conf = [c for c in claims if c.family != families.EXPLORATORY]
+        conf = families.confirmatory(claims)
         n_sup = sum(c.decision == "supported" for c in conf)
         n_con = sum(c.decision == "contradicted" for c in conf)
-        parts.append(f"{families.claims_decided_count(claims)} ({n_sup} supported, {n_con} "
+        parts.append(f"{families.decided_count(claims)} ({n_sup} supported, {n_con} "
                      f"contradicted{' confirmatory' if len(conf) < len(claims) else ''})")
     if base:
         below = [r["arm"] for r in rows if r is not base and r["hi"] < base["lo"]]
@@ -261,7 +261,7 @@ def forest_figure(doc: Result | Mapping[str, Any]) -> Any:
     claims = result.claims
     title = (f"{case.name}: failing trials per arm against {baseline}" if trials
              else f"{case.name}: failure rate per arm against {baseline}")
-    counted = f"({families.claims_decided_count(claims)})" if claims and not trials else ""
+    counted = f"({families.decided_count(claims)})" if claims and not trials else ""
     # 9 in wide at 100 dpi: GitHub's ~900 px; wider where the claims column needs it, so that
     # no text is cut (GitHub scales a wider picture down to its column).
     row_in = 0.27

@@ -92,7 +92,7 @@ def _verdict(r: Result) -> str:
     status = escape(str((r.verdict.status if r.verdict else None) or "–").replace("_", " "))
     if not r.claims_recorded:
         return f"{status} (recorded before claims)"
-    return f"{status} ({families.claims_decided_count(r.claims)})"
+    return f"{status} ({families.decided_count(r.claims)})"
 
 
 def _arms(r: Result) -> str:

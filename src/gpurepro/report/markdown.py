@@ -123,13 +123,13 @@ def _claim_rows(claims: Sequence[ClaimDecision]) -> list[list[str]]:
             if c.kind == "outcome" and c.share is not None else "")
         # An exploratory claim is decided once, at the end: no look of the design; one decided
         # from the case's declared determinism, at no look either.
-        when = ("end" if c.family == families.EXPLORATORY else
+        when = ("end" if families.is_exploratory(c) else
                 "declared determinism" if c.deterministic and c.decision != "not_decided"
                 else c.look)
         rows.append([code(c.name), code(c.arm), escape(kind),
                      code(c.reference) if c.reference else '–', escape(c.test),
                      fmt_p(c.p_value), fmt(c.threshold),
-                     f"**{escape(families.claim_decision_text(c))}** ({escape(when)})"])
+                     f"**{escape(families.decision_text(c))}** ({escape(when)})"])
     return rows
 
 
@@ -142,14 +142,14 @@ def claims_table(doc: Result | Mapping[str, Any]) -> str:
         return "### Claims\n\nThis run's arms take part in no claim.\n"
     head = ["claim", "arm", "kind", "reference", "test", "p", "threshold", "decision (look)"]
     lines = ["### Claims\n", escape(families.design_statement(r), "prose") + "\n"]
-    confirmatory = [c for c in claims if c.family != families.EXPLORATORY]
+    confirmatory = families.confirmatory(claims)
     if confirmatory:
         lines += table(head, _claim_rows(confirmatory))
         lines.append("")
     exploratory_text = families.exploratory_statement(r)
     if exploratory_text:
         lines += ["#### Exploratory claims\n", escape(exploratory_text, "prose") + "\n"]
-        lines += table(head, _claim_rows([c for c in claims if c.family == families.EXPLORATORY]))
+        lines += table(head, _claim_rows(families.exploratory(claims)))
         lines.append("")
     return "\n".join(lines)
 
