@@ -212,12 +212,12 @@ def test_a_real_release_resolves_from_pypi_to_its_wheel_and_sha256(monkeypatch):
 
 
 def test_the_rerun_names_each_arms_release_and_the_lock(tree, case):
-    from gpurepro.report.rerun import _release_notes
+    from gpurepro.model.builds import Toolchain
+    from gpurepro.report.rerun import release_notes
 
     index = json.loads((tree / "build" / "release_case" / "host" / "artifacts.json").read_text())
-    doc = {"case": {"name": case.name}, "toolchain": index["toolchain"]}
-    [note] = _release_notes(doc)
+    [note] = release_notes(case.name, Toolchain.of(index["toolchain"]))
     assert "`locks/releases/release_case.json`" in note
     for arm, version in (("old", "gpurepro-fakecc-old==1.0.0"), ("new", "gpurepro-fakecc==2.0.0")):
         assert f"`{arm}` `{version}`" in note
-    assert _release_notes({"case": {"name": "x"}, "toolchain": {"requested": []}}) == []
+    assert release_notes("x", Toolchain.of({"requested": []})) == []

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from gpurepro.model.result import Result
 from gpurepro.report import families
 from gpurepro.report.comment import issue_body
 from gpurepro.report.compare import compare
@@ -39,7 +40,7 @@ def _exploratory_supported(doc: dict) -> str:
 
 def test_the_claims_table_counts_only_confirmatory_claims_in_the_family_wise_statement():
     doc = _load(MAIN)
-    n = len(families.confirmatory(doc["claims"]))
+    n = len(families.confirmatory(Result.of(doc).claims))
     assert n == len(doc["claims"]) - 1
     table = claims_table(doc)
     statement = table.split("\n\n")[1]
@@ -108,7 +109,7 @@ def test_the_report_lists_the_exploratory_sentences_apart_from_the_verdict():
 def test_the_issue_comment_labels_exploratory_decisions():
     doc = _load(MAIN)
     body = issue_body(doc, MAIN)
-    n = len(families.confirmatory(doc["claims"]))
+    n = len(families.confirmatory(Result.of(doc).claims))
     assert f"Claims ({n} of {n} confirmatory claims decided; 1 of 1 exploratory)" in body
     assert "<summary>Exploratory (1; outside the family-wise error rate" in body
     assert "supported (exploratory)" in body
@@ -136,5 +137,5 @@ def test_compare_shows_an_exploratory_decision_as_exploratory():
 
 def test_the_forest_headline_counts_the_families_apart():
     doc = _load(MAIN)
-    n = len(families.confirmatory(doc["claims"]))
+    n = len(families.confirmatory(Result.of(doc).claims))
     assert f"{n} of {n} confirmatory claims decided; 1 of 1 exploratory" in forest_headline(doc)

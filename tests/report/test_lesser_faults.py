@@ -12,6 +12,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from gpurepro.model.files import create_atomic, write_bytes_atomic
+from gpurepro.model.result import Result
 from gpurepro.report import site
 from gpurepro.report.tables import escape
 from gpurepro.run.progress import Progress, terminal_safe
@@ -40,11 +41,11 @@ def test_a_result_file_named_with_html_is_a_link_target_percent_encoded_in_the_s
     path = tmp_path / (HOSTILE_NAME + ".json")
     path.write_text(committed.read_text())
     doc = json.loads(committed.read_text())
-    page = site.case_page("ptxas_abs_clamp", [(path, doc)])
+    page = site.case_page("ptxas_abs_clamp", [(path, Result.of(doc))], [])
     targets = _links(page)
     assert targets and all("<" not in t and '"' not in t and " " not in t for t in targets), targets
     assert any("%3Cimg" in t for t in targets)
-    run = site.run_page(path, doc)
+    run = site.run_page(path, Result.of(doc))
     assert "[The document](" + "20260101T000000Z_x%22%3E%3Cimg" in run
 
 

@@ -71,7 +71,8 @@ def test_pyperf_compare_to_reads_two_runs_with_significance(two_runs):
 def test_a_document_without_timed_trials_has_no_suite(tmp_path):
     from gpurepro.report.pyperf_suite import timed_suite, write_suite
 
-    doc = {"trials": [{"arm": "a", "outcome": "survived", "observations": {}}]}
+    doc = json.loads((ROOT / "results" / "tile_unload_race" /
+                      "20261201T120321Z_NVIDIA-H200_redacted.json").read_text())  # untimed
     stale = tmp_path / "r.pyperf.json"
     stale.write_text("{}")
     assert timed_suite(doc) is None and write_suite(doc, tmp_path / "r") is None

@@ -30,7 +30,7 @@ def _section(text: str) -> list[str]:
 def test_a_resume_on_the_journals_own_device():
     doc = _doc(SAME)
     [r] = resumes(doc)
-    assert not r["other_device"] and r["trials"] == [2, 3, 4, 5]
+    assert not r.resume.other_device and r.trials == [2, 3, 4, 5]
     section = _section(markdown(doc))
     assert any("| the journal's | 4: indices 2–5 |" in line for line in section)
     assert not any("--other-device" in line for line in section)
@@ -40,14 +40,14 @@ def test_a_resume_on_the_journals_own_device():
 def test_a_resume_on_another_device_names_which_trials_ran_there():
     doc = _doc(OTHER)
     [r] = resumes(doc)
-    assert r["other_device"] and r["trials"] == [2, 3, 4, 5]
-    assert r["device"]["uuid"] != doc["device"]["uuid"]
+    assert r.resume.other_device and r.trials == [2, 3, 4, 5]
+    assert r.resume.device is not None and r.resume.device.uuid != doc["device"]["uuid"]
     section = _section(markdown(doc))
     assert any("**another device**: uuid" in line and "4: indices 2–5" in line for line in section)
     assert any("ran on the device that resume found" in line for line in section)
     line = environment_line(doc)
     assert "Resumed with `--other-device`" in line and "4 trial(s)" in line and "whose uuid" in line
-    assert r["device"]["uuid"] not in line  # the comment names no machine
+    assert r.resume.device.uuid not in line  # the comment names no machine
 
 
 def test_two_resumes_split_the_trials_between_them():
@@ -55,7 +55,7 @@ def test_two_resumes_split_the_trials_between_them():
     first = doc["resumed"][0]
     second = {**first, "at": doc["trials"][4]["started_at"], "other_device": False, "differs": []}
     doc["resumed"] = [first, second]
-    assert [r["trials"] for r in resumes(doc)] == [[2, 3], [4, 5]]
+    assert [r.trials for r in resumes(doc)] == [[2, 3], [4, 5]]
 
 
 def test_a_run_never_resumed_has_no_section():

@@ -11,6 +11,7 @@ from typing import Any
 from ..case.model import Case
 from ..errors import EXIT_ERROR, EXIT_OK
 from ..model.files import folder_lock, remove_stale
+from ..model.result import Result
 from ..record.result import case_for_journal, record_journals
 from ..report.index import indexed_folder, write_index
 from ..run.journal import read, refuse_unchained
@@ -35,12 +36,15 @@ def record_report_index(case: Case, journals: list[Path], root: Path, out: Path 
         out, doc = recorded
         from ..report.markdown import write_report
 
-        written = write_report(doc, out)
+        # The document just recorded, typed once: what its report and the lines below read.
+        result = Result.of(doc)
+        written = write_report(result, out)
     show(f"result: {out}")
     for kind, path in written.items():
         show(f"{kind}: {path}")
-    show("verdict: " + doc["verdict"]["status"])
-    for s in doc["verdict"]["sentences"]:
+    assert result.verdict is not None, "record writes the verdict"
+    show("verdict: " + result.verdict.status)
+    for s in result.verdict.sentences:
         show(f"  - {s}")
     _refresh_index(out, root)
     return out

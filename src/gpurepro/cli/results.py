@@ -20,6 +20,7 @@ from ..analyze.calibrate import run_calibration
 from ..case.load import load_case
 from ..errors import EXIT_ERROR, EXIT_OK, CompareError, InvalidDocument, IssueError, UsageError
 from ..model.files import write_atomic
+from ..model.result import Result
 from ..project import URL_VARIABLE, repository_url
 from ..record.recompute import (
     CaseNotHere,
@@ -29,7 +30,7 @@ from ..record.recompute import (
 )
 from ..record.result import with_checkout_facts
 from ..record.validation import validate_document, validation_errors
-from ..report.comment import issue_body
+from ..report.comment import issue_body, read_result
 from ..report.compare import compare, markdown, plot
 from ..report.index import index_path, is_current, is_generated
 from ..report.markdown import write_report
@@ -82,7 +83,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise UsageError(f"--out-dir {out_dir}: not a folder")
         out_dir.mkdir(parents=True, exist_ok=True)
         target = out_dir / path.name
-    for kind, p in write_report(doc, target).items():
+    for kind, p in write_report(Result.of(doc), target).items():
         show(f"{kind}: {p}")
     return EXIT_OK
 
@@ -246,9 +247,10 @@ def cmd_issue(args: argparse.Namespace) -> int:
         extra_head.append(line)
     try:
         # A document recorded before it kept its case's targets reads them from the checkout
-        # the package runs from, as its comment always did.
-        body = issue_body(with_checkout_facts(doc, CHECKOUT), path, extra_blocks=extra,
-                          extra_head=extra_head, invalid=invalid)
+        # the package runs from, as its comment always did; it is typed here, once.
+        result = read_result(with_checkout_facts(doc, CHECKOUT), path)
+        body = issue_body(result, path, extra_blocks=extra, extra_head=extra_head,
+                          invalid=invalid)
     except IssueError as exc:
         raise UsageError(str(exc)) from None
 

@@ -19,13 +19,18 @@ from types import MappingProxyType
 from typing import Any
 
 from . import phases
+from .builds import Runtime, Toolchain
 from .design import DesignSpec
+from .environment import Cluster, Environment
+from .jsontypes import JSONObject
 from .plan import Plan
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "Analysis", "ArmSummary", "CaseFacts", "CrashSite", "Device", "Exposure", "Result",
-    "Survival", "Trial", "Verdict"
+    "Analysis", "ArmSummary", "Artifact", "as_result", "CaseFacts", "ClaimDecision", "ClaimFamilies",
+    "Comparison", "Completion", "CrashSite", "Deeper", "Deterministic", "Device", "Estimate", "Exposure",
+    "GpuCounts", "OutputCheck", "PlanOptions", "Probe", "Reported", "Result", "Resume", "ResumeDevice",
+    "Survival", "Trial", "TrialCheck", "Verdict"
 ]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -78,12 +83,15 @@ class Survival:
     median: float | None
     median_ci95: tuple[float | None, float | None] | None
     method: str | None
+    # The Kaplan-Meier curve's steps, (exposure, share not yet failed).
+    curve: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Survival | None:
         if d is None:
             return None  # no valid trial
-        return cls(d.get("median"), _pair(d.get("median_ci95")), d.get("median_method"))
+        return cls(d.get("median"), _pair(d.get("median_ci95")), d.get("median_method"),
+                   tuple((x, y) for x, y in d.get("curve") or ()))
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,18 @@ class ClaimDecision:
     p_value: float | None = None
     threshold: float | None = None
     family: str | None = None  # "exploratory": outside the run's family-wise error rate
+    alpha: float | None = None  # the family-wise level the claim was decided under
+    looks: int | None = None  # the design's looks
+    margin: float | None = None  # a ratio claim's margin ("the same within ×margin")
+    outcome: str | None = None  # an outcome claim's outcome, its detail, share and bound
+    detail: str | None = None
+    share: float | None = None
+    bound: str | None = None
+    stratum: str | None = None  # the stratum a claim is decided in
+    deterministic: bool = False  # decided from the case's declared determinism
+    # The evidence a claim was decided on (a timed claim's ratio and interval, ...), as the
+    # decider wrote it: open-ended, its keys the claim kind's.
+    numbers: JSONObject = field(default_factory=dict, compare=False)
 
     @property
     def decided(self) -> bool:
@@ -161,7 +181,11 @@ class ClaimDecision:
         return cls(name=d["name"], decision=d["decision"], sentence=d.get("sentence", ""),
                    kind=d.get("kind"), arm=d.get("arm"), reference=d.get("reference"),
                    look=d.get("look"), test=d.get("test"), p_value=d.get("p_value"),
-                   threshold=d.get("threshold"), family=d.get("family"))
+                   threshold=d.get("threshold"), family=d.get("family"), alpha=d.get("alpha"),
+                   looks=d.get("looks"), margin=d.get("margin"), outcome=d.get("outcome"),
+                   detail=d.get("detail"), share=d.get("share"), bound=d.get("bound"),
+                   stratum=d.get("stratum"), deterministic=bool(d.get("deterministic")),
+                   numbers=dict(d.get("numbers") or {}))
 
 
 @dataclass(frozen=True)
@@ -183,6 +207,7 @@ class CrashSite:
     frames: tuple[Frame, ...]
     count: int
     arms: Mapping[str, int]
+    pc_perms: str | None = None  # the faulting PC's mapping's permissions
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> CrashSite:
@@ -190,7 +215,8 @@ class CrashSite:
                    pc_module=d.get("pc_module"), pc_offset=d.get("pc_offset"),
                    code_name=d.get("code_name"), fault_module=(d.get("fault_in") or {}).get("module"),
                    frames=tuple(Frame(f.get("module"), f.get("offset")) for f in d.get("frames") or []),
-                   count=int(d.get("count", 0)), arms=_frozen(d.get("arms")))
+                   count=int(d.get("count", 0)), arms=_frozen(d.get("arms")),
+                   pc_perms=d.get("pc_perms"))
 
 
 @dataclass(frozen=True)
@@ -202,12 +228,47 @@ class Device:
     target: str | None = None
     supported: bool | None = None
     reason: str | None = None
+    uuid: str | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Device:
         d = d or {}
         return cls(d.get("name"), d.get("compute_capability"), d.get("target"), d.get("supported"),
-                   d.get("reason"))
+                   d.get("reason"), d.get("uuid"))
+
+
+@dataclass(frozen=True)
+class TrialCheck:
+    """A trial's output checked against the host's reference: the elements compared, how many
+    differ and the first few ``[index, got, expected]``, and how they were compared."""
+
+    n: int | None
+    mismatches: int | None
+    first: tuple[Any, ...]
+    kind: str | None
+
+    @classmethod
+    def of(cls, d: object) -> TrialCheck | None:
+        if not isinstance(d, Mapping):
+            return None  # the trial checked nothing
+        return cls(d.get("n"), d.get("mismatches"), tuple(d.get("first") or ()), d.get("kind"))
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """How a case compares its drivers' output with the reference (``case.check``): exactly, or
+    within a relative and an absolute tolerance."""
+
+    kind: str | None
+    rel: float | None
+    abs: float | None
+    declared: bool  # False: the case declares a check with nothing in it
+
+    @classmethod
+    def of(cls, d: object) -> OutputCheck | None:
+        if not isinstance(d, Mapping):
+            return None  # the case checks no output: its exposure is the unit
+        return cls(d.get("kind"), d.get("rel"), d.get("abs"), bool(d))
 
 
 @dataclass(frozen=True)
@@ -220,11 +281,18 @@ class Trial:
     exposure: float | None
     counters: Mapping[str, Any]
     record: Mapping[str, Any] = field(repr=False, compare=False)
+    call: str | None = None  # the driver call a cuda_error was returned by
+    check: TrialCheck | None = None  # the trial's output against the reference, where checked
+    command: tuple[Any, ...] = ()  # what ran: the driver, or the interpreter and its script
+    index: int | None = None  # its place in the plan
+    started_at: str | None = None
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> Trial:
         return cls(arm=d.get("arm", ""), outcome=d.get("outcome", ""), detail=d.get("detail"),
-                   exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d)
+                   exposure=d.get("exposure"), counters=_frozen(d.get("counters")), record=d,
+                   call=d.get("call"), check=TrialCheck.of(d.get("check")), command=tuple(d.get("command") or ()),
+                   index=d.get("index"), started_at=d.get("started_at"))
 
 
 @dataclass(frozen=True)
@@ -245,7 +313,8 @@ class Analysis:
         return cls(case=doc["case"]["name"], baseline=doc["case"]["baseline"],
                    device=Device.of(doc.get("device")),
                    arms=MappingProxyType({a: ArmSummary.of(a, s) for a, s in doc["summary"].items()}),
-                   claims=MappingProxyType({c["name"]: ClaimDecision.of(c) for c in doc["claims"]}),
+                   claims=MappingProxyType({c["name"]: ClaimDecision.of(c)
+                                            for c in doc.get("claims") or []}),
                    crash_sites=tuple(CrashSite.of(s) for s in doc.get("crash_sites") or []),
                    analyses=MappingProxyType(dict(doc.get("analyses") or {})),
                    trials=tuple(Trial.of(t) for t in doc.get("trials") or []))
@@ -276,6 +345,37 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Reported:
+    """What the reporter ran on (the case's ``reported``; each None where the report says not)."""
+
+    gpu: str | None = None
+    target: str | None = None
+    driver: str | None = None
+    toolchain: str | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Reported | None:
+        if not d:
+            return None
+        return cls(d.get("gpu"), d.get("target"), d.get("driver"), d.get("toolchain"))
+
+
+@dataclass(frozen=True)
+class Deeper:
+    """A main-question run's arms and claims beyond the main question (the case's ``deeper``)."""
+
+    arms: tuple[str, ...]
+    claims: tuple[str, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Deeper | None:
+        d = d or {}
+        if not d.get("arms"):
+            return None  # the run ran every arm, or was recorded before runs had a scope
+        return cls(tuple(str(a) for a in d["arms"]), tuple(str(c) for c in d.get("claims") or ()))
+
+
+@dataclass(frozen=True)
 class CaseFacts:
     """What the document keeps of its case (``case``): its question, baseline, the outcomes
     that count as failures, the unit of its exposure, what the reporter ran and the build
@@ -289,10 +389,18 @@ class CaseFacts:
     exposure_unit: str | None
     exposure_per: float | None
     exposure_label: str | None
-    reported: Mapping[str, Any]
+    exposure_counter: str | None
+    check: OutputCheck | None  # None: the case checks no output
+    reported: Reported | None
     targets: tuple[str, ...] | None
     manifest_sha256: str | None
-    deeper: Mapping[str, Any]
+    deeper: Deeper | None
+
+    @property
+    def exposure_words(self) -> str:
+        """The exposure unit by what it counts ("load/launch/unload iterations") where the case
+        says, else its name ("cycles")."""
+        return str(self.exposure_label or self.exposure_unit)
 
     @classmethod
     def of(cls, d: Mapping[str, Any]) -> CaseFacts:
@@ -302,9 +410,11 @@ class CaseFacts:
                    report_url=str(d.get("report_url") or ""), baseline=str(d["baseline"]),
                    failure_outcomes=tuple(str(o) for o in d.get("failure_outcomes") or ()),
                    exposure_unit=exposure.get("unit"), exposure_per=exposure.get("per"),
-                   exposure_label=exposure.get("label"), reported=_frozen(d.get("reported")),
+                   exposure_label=exposure.get("label"), exposure_counter=exposure.get("counter"),
+                   check=OutputCheck.of(d.get("check")),
+                   reported=Reported.of(d.get("reported")),
                    targets=None if targets is None else tuple(str(t) for t in targets),
-                   manifest_sha256=d.get("manifest_sha256"), deeper=_frozen(d.get("deeper")))
+                   manifest_sha256=d.get("manifest_sha256"), deeper=Deeper.of(d.get("deeper")))
 
 
 @dataclass(frozen=True)
@@ -314,11 +424,13 @@ class Verdict:
 
     status: str
     owner: str | None
-    owner_because: tuple[str, ...]
+    owner_because: tuple[str, ...] | None  # None: recorded before the harness decided claims
     sentences: tuple[str, ...]
     next: tuple[str, ...]
     hypotheses: tuple[str, ...]
     not_decided: tuple[str, ...]
+    exploratory: tuple[str, ...] = ()
+    stopped: str | None = None  # why a partial run stopped before its design ended it
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Verdict | None:
@@ -328,10 +440,166 @@ class Verdict:
         def texts(key: str) -> tuple[str, ...]:
             return tuple(str(x) for x in d.get(key) or ())
 
+        because = d.get("owner_because")
         return cls(status=str(d.get("status")), owner=d.get("owner"),
-                   owner_because=texts("owner_because"), sentences=texts("sentences"),
-                   next=texts("next"), hypotheses=texts("hypotheses"),
-                   not_decided=texts("not_decided"))
+                   owner_because=None if because is None else tuple(str(x) for x in because),
+                   sentences=texts("sentences"), next=texts("next"),
+                   hypotheses=texts("hypotheses"), not_decided=texts("not_decided"),
+                   exploratory=texts("exploratory"), stopped=d.get("stopped") or None)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """An arm against the baseline (the document's ``comparisons/<arm>``): the ratio of their
+    failure rates with its exact test's p (None: not compared, or no ratio)."""
+
+    rate_ratio: Estimate | None
+    rate_ratio_p: float | None
+    fisher_p: float | None = None  # Fisher's exact test on failed / valid trials
+    odds_ratio: float | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Comparison:
+        rr = (d or {}).get("rate_ratio") or {}
+        fisher = (d or {}).get("fisher") or {}
+        return cls(Estimate.of(rr) if rr else None, rr.get("p_value"), fisher.get("p_value"),
+                   fisher.get("odds_ratio"))
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A built artifact (the document's ``artifacts/<name>``): where it was and its sha256."""
+
+    path: str | None
+    sha256: str
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Artifact:
+        return cls(d.get("path"), str(d.get("sha256")))
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What one trial command did where the case cannot run (the document's ``probe``)."""
+
+    command: tuple[Any, ...]
+    outcome: str | None
+    detail: str | None
+    stdout_tail: str | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Probe | None:
+        if not d:
+            return None
+        return cls(tuple(d.get("command", ())), d.get("outcome"), d.get("detail"),
+                   d.get("stdout_tail"))
+
+
+@dataclass(frozen=True)
+class GpuCounts:
+    """One arm's failed and valid trials on one GPU (the document's ``per_gpu``)."""
+
+    failures: int
+    valid: int
+
+
+@dataclass(frozen=True)
+class ResumeDevice:
+    """The device a resume of the journal found."""
+
+    name: str | None
+    uuid: str | None
+    driver_version: str | None
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A resume of the run's journal (the document's ``resumed``): when, the device it found,
+    whether that was another device than the journal's and how it differed."""
+
+    at: str
+    device: ResumeDevice | None
+    other_device: bool
+    differs: tuple[str, ...]
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any]) -> Resume:
+        dev = d.get("device")
+        return cls(str(d["at"]), None if dev is None else ResumeDevice(
+            dev.get("name"), dev.get("uuid"), dev.get("driver_version")),
+            bool(d.get("other_device")), tuple(str(x) for x in d.get("differs") or ()))
+
+
+@dataclass(frozen=True)
+class Completion:
+    """How far the run got (the document's ``completion``; None fields: a document recorded
+    before it kept them)."""
+
+    trials: int | None = None
+    planned: int | None = None
+    complete: bool | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Completion:
+        d = d or {}
+        planned = "planned" in d
+        return cls(int(d["trials"]) if planned else None, int(d["planned"]) if planned else None,
+                   d["complete"] if "complete" in d else None)
+
+
+@dataclass(frozen=True)
+class Deterministic:
+    """A case's checked declaration of deterministic outcomes (``plan.options.deterministic``,
+    gpurepro.analyze.shortcut): the alpha it spends (``bound``), from version 2 on, when usable."""
+
+    version: int
+    bound: float | None
+    usable: bool
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> Deterministic | None:
+        if not d:
+            return None
+        return cls(int(d.get("version", 1)), d.get("bound"), bool(d.get("usable", True)))
+
+
+@dataclass(frozen=True)
+class ClaimFamilies:
+    """How the run split its claims (``plan.options.families``, gpurepro.analyze.decidability):
+    the main question's claims, each claim's simulated chance to be decided and the chance
+    below which a claim is exploratory."""
+
+    main: tuple[str, ...]
+    chance: Mapping[str, float]
+    threshold: float | None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> ClaimFamilies | None:
+        if not d:
+            return None
+        return cls(tuple(d.get("main") or ()), _frozen(d.get("chance")), d.get("threshold"))
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """The options the run was given (the document's ``plan.options``), beside its design."""
+
+    jobs: int = 1
+    scope: str | None = None  # "main", "deep" or "arms"; None: recorded before runs had one
+    budget: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    gpus: tuple[int, ...] | None = None
+    redact: bool = False
+    timing: JSONObject | None = None  # how timed claims are tested (analyze.timing.TimedTest)
+    deterministic: Deterministic | None = None
+    families: ClaimFamilies | None = None
+
+    @classmethod
+    def of(cls, d: Mapping[str, Any] | None) -> PlanOptions:
+        d = d or {}
+        return cls(d.get("jobs", 1), d.get("scope"), _frozen(d.get("budget")),
+                   tuple(d["gpus"]) if d.get("gpus") else None, bool(d.get("redact")),
+                   dict(d["timing"]) if d.get("timing") else None,
+                   Deterministic.of(d.get("deterministic")), ClaimFamilies.of(d.get("families")))
 
 
 @dataclass(frozen=True)
@@ -352,6 +620,33 @@ class Result:
     analysis: Analysis
     verdict: Verdict | None
     fields: Mapping[str, Any] = field(repr=False, compare=False)
+    options: PlanOptions = PlanOptions()
+    environment: Environment = Environment.of(None)
+    cluster: Cluster | None = None
+    completion: Completion = Completion()
+    comparisons: Mapping[str, Comparison] = field(default_factory=lambda: _EMPTY)
+    artifacts: Mapping[str, Artifact] = field(default_factory=lambda: _EMPTY)
+    claims_recorded: bool = True  # False: recorded before the harness decided claims
+    claims: tuple[ClaimDecision, ...] = ()  # in the document's order, both families
+    toolchain: Toolchain = Toolchain.of(None)
+    runtime: Runtime | None = None
+    probe: Probe | None = None
+    per_gpu: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
+    per_host: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
+    resumed: tuple[Resume, ...] = ()
+    started_at: str | None = None  # when the run's first trial started
+
+    @property
+    def trials(self) -> tuple[Trial, ...]:
+        return self.analysis.trials
+
+    @property
+    def arms(self) -> Mapping[str, ArmSummary]:
+        return self.analysis.arms
+
+    @property
+    def crash_sites(self) -> tuple[CrashSite, ...]:
+        return self.analysis.crash_sites
 
     @property
     def device(self) -> Device:
@@ -367,7 +662,35 @@ class Result:
                    design=DesignSpec.from_json((plan.get("options") or {}).get("stopping"),
                                                "plan.options.stopping"),
                    analysis=Analysis.of(doc), verdict=Verdict.of(doc.get("verdict")),
-                   fields=doc)
+                   fields=doc, options=PlanOptions.of(plan.get("options")),
+                   environment=Environment.of(doc.get("environment")),
+                   cluster=Cluster.of(doc.get("cluster")),
+                   completion=Completion.of(doc.get("completion")),
+                   comparisons=MappingProxyType({a: Comparison.of(c) for a, c in
+                                                 (doc.get("comparisons") or {}).items()}),
+                   artifacts=MappingProxyType({n: Artifact.of(a) for n, a in
+                                               (doc.get("artifacts") or {}).items()}),
+                   claims_recorded="claims" in doc,
+                   claims=tuple(ClaimDecision.of(c) for c in doc.get("claims") or ()),
+                   toolchain=Toolchain.of(doc.get("toolchain")),
+                   runtime=Runtime.of(doc.get("runtime")), probe=Probe.of(doc.get("probe")),
+                   per_gpu=_counts(doc.get("per_gpu")), per_host=_counts(doc.get("per_host")),
+                   resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()),
+                   started_at=doc.get("started_at"))
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)
+
+
+def _counts(d: Mapping[str, Any] | None) -> Mapping[str, Mapping[str, GpuCounts]]:
+    """GPU (or host) -> arm -> failed and valid trials there."""
+    return MappingProxyType({
+        str(where): MappingProxyType({str(a): GpuCounts(c.get("failures"), c.get("valid"))
+                                      for a, c in cells.items()})
+        for where, cells in (d or {}).items()})
+
+
+def as_result(doc: Result | Mapping[str, Any]) -> Result:
+    """A result, from a document as read where the caller has not typed it yet (the
+    report's public functions take either)."""
+    return doc if isinstance(doc, Result) else Result.of(doc)

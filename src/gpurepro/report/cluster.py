@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.result import Result, as_result
 from .tables import code, escape, table
 
 
@@ -21,10 +22,12 @@ def _gpus(node: Mapping[str, Any]) -> str:
     return escape(f"{', '.join(names)} × {len(gpus)} ({', '.join(ccs)})")
 
 
-def section(doc: Mapping[str, Any]) -> list[str]:
-    cluster = doc.get("cluster")
-    if not cluster:
+def section(doc: Result | Mapping[str, Any]) -> list[str]:
+    r = as_result(doc)
+    if r.cluster is None:
         return []
+    # The cluster's record as gpurepro.cluster.merge wrote it (its jobs, tasks and nodes).
+    cluster: Mapping[str, Any] = r.cluster.fields
     jobs = cluster.get("jobs") or []
     tasks = sum(len(j["tasks"]) for j in jobs)
     parts = ", ".join(f"{code(name)} ({escape(p['target'])}, {p['trials']} trials)"
@@ -40,16 +43,15 @@ def section(doc: Mapping[str, Any]) -> list[str]:
     if cluster.get("missing"):
         out.append(f"**{len(cluster['missing'])} planned trial(s) were never journaled** "
                    f"(indices {', '.join(map(str, cluster['missing'][:20]))}).\n")
-    arms = list(doc.get("summary") or {})
-    per_host = doc.get("per_host") or {}
+    arms = list(r.arms)
     hosts = []
     for host, node in (cluster.get("nodes") or {}).items():
-        cells = per_host.get(host) or {}
+        cells = r.per_host.get(host) or {}
         device = node.get("device") or {}
         target = escape(str(device.get("target")) + ("" if device.get("supported") else " (unsupported)"))
         hosts.append([escape(host), escape(", ".join(node.get("partitions") or [])), _gpus(node),
                       escape((node.get("gpu") or {}).get("driver_version") or "–"), target,
-                      *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
+                      *(f"{cells[a].failures}/{cells[a].valid}" if a in cells else "–"
                         for a in arms)])
     out += table(["host", "partitions", "GPUs", "driver", "target", *(code(a) for a in arms)], hosts)
     out += ["", "Failures / valid trials per host. Jobs and array tasks:\n",

@@ -37,7 +37,7 @@ from typing import Any
 from ..analyze.stats import coarse_counter
 from ..env.commits import committed_as_is
 from ..errors import IssueError
-from ..model.result import CaseFacts
+from ..model.result import ArmSummary, Estimate, Reported, Result, Verdict, as_result
 from ..project import repository_url
 from . import families, gfm, timed
 from .markdown import (
@@ -55,7 +55,7 @@ from .tables import code, escape, fence, table
 from .wrong import head_lines as wrong_head
 from .wrong import per_trial
 
-__all__ = ["LIMIT", "issue_body", "rerun_arguments", "session_for"]
+__all__ = ["LIMIT", "issue_body", "read_result", "rerun_arguments", "session_for"]
 
 LIMIT = 65_536  # GitHub's limit on an issue comment, in characters
 ARMS_IN_HEAD = 40  # more arms than this go to a <details> block of their own
@@ -98,82 +98,82 @@ def gist(value: object, limit: int) -> str:
     return escape(first_sentence(plain_text(str(value)), limit), "prose")
 
 
-def exposure_unit(doc: Mapping[str, Any]) -> str:
+def exposure_unit(r: Result) -> str:
     """The exposure unit by what it counts ("load/launch/unload iterations") where the case
     says, else its name ("cycles")."""
-    exposure = doc["case"]["exposure"]
-    return str(exposure.get("label") or exposure["unit"])
+    return r.case.exposure_words
 
 
-def unit_note(doc: Mapping[str, Any]) -> list[str]:
+def unit_note(r: Result) -> list[str]:
     """A line saying what the verdict's unit counts, where the case names it in words."""
-    exposure = doc["case"]["exposure"]
-    label, unit = exposure.get("label"), str(exposure["unit"])
+    label, unit = r.case.exposure_label, str(r.case.exposure_unit)
     if not label or label == unit:
         return []
     clock = ", not clock cycles" if "cycle" in unit.lower() else ""
     return [f"_In the sentences quoted here, \"{escape(unit)}\" counts {escape(label)} (the case's "
-            f"{_code(exposure['counter'])} counter){clock}._", ""]
+            f"{_code(r.case.exposure_counter)} counter){clock}._", ""]
 
 
-def environment_line(doc: Mapping[str, Any]) -> str:
-    gpu = doc["environment"]["gpu"]
-    gpus = gpu.get("gpus") or []
-    if gpus:
-        names = ", ".join(sorted({escape(g.get("name")) for g in gpus}))
-        ccs = ", ".join(sorted({escape(g.get("compute_capability")) for g in gpus}))
-        where = f"{names} × {len(gpus)}, compute capability {ccs}"
+def environment_line(doc: Result | Mapping[str, Any]) -> str:
+    r = as_result(doc)
+    gpu = r.environment.gpu
+    if gpu.gpus:
+        names = ", ".join(sorted({escape(g.name) for g in gpu.gpus}))
+        ccs = ", ".join(sorted({escape(g.compute_capability) for g in gpu.gpus}))
+        where = f"{names} × {len(gpu.gpus)}, compute capability {ccs}"
     else:
-        where = f"no GPU ({escape(gpu.get('reason') or 'none found')})"
-    if doc.get("cluster"):
-        c = doc["cluster"]
-        where = (f"{len(c.get('nodes') or {})} Slurm node(s) in partition(s) "
-                 f"{', '.join(escape(p) for p in c['partitions'])}: {where}")
-    driver = escape(gpu.get("driver_version") or "–")
-    api = f" (CUDA driver API {escape(gpu['cuda_driver_api'])})" if gpu.get("cuda_driver_api") else ""
-    host = doc["environment"].get("host") or {}
-    python = f"; Python {escape(host['python'])} ran the trials" if host.get("python") else ""
+        where = f"no GPU ({escape(gpu.reason or 'none found')})"
+    if r.cluster:
+        where = (f"{r.cluster.nodes} Slurm node(s) in partition(s) "
+                 f"{', '.join(escape(p) for p in r.cluster.partitions)}: {where}")
+    driver = escape(gpu.driver_version or "–")
+    api = f" (CUDA driver API {escape(gpu.cuda_driver_api)})" if gpu.cuda_driver_api else ""
+    python = (f"; Python {escape(r.environment.host_python)} ran the trials"
+              if r.environment.host_python else "")
     line = (f"**Environment:** {where}; driver {driver}{api}; target "
-            f"{_code(doc['device'].get('target'))}{python}.")
+            f"{_code(r.device.target)}{python}.")
     # The journal's device, as the document names it: what a resume compared the device it
     # found against (run/session.resume_device).
-    was = {"name": doc["device"].get("name"), "uuid": doc["device"].get("uuid"),
-           "driver_version": gpu.get("driver_version")}
-    for r in (r for r in resumes(doc) if r.get("other_device")):
+    was = {"name": r.device.name, "uuid": r.device.uuid, "driver_version": gpu.driver_version}
+    for resumed in (x for x in resumes(r) if x.resume.other_device):
         # Trials that ran elsewhere than the device named above; not its UUID: the comment
         # names no machine (the report's Resumed section does).
-        d = r.get("device") or {}
+        d = resumed.resume.device
+        found = {"name": d.name, "uuid": d.uuid, "driver_version": d.driver_version} if d else {}
         what = [key.replace("_", " ") for key, value in was.items()
-                if value is not None and d.get(key) != value]
-        line += (f" Resumed with `--other-device` at {escape(r['at'])}: {len(r['trials'])} trial(s) "
-                 f"ran on {escape(d.get('name'))}, driver {escape(d.get('driver_version'))}, "
+                if value is not None and found.get(key) != value]
+        line += (f" Resumed with `--other-device` at {escape(resumed.resume.at)}: "
+                 f"{len(resumed.trials)} trial(s) "
+                 f"ran on {escape(found.get('name'))}, driver {escape(found.get('driver_version'))}, "
                  f"whose {escape(', '.join(what) or 'device')} differ(s) from the journal's.")
     return line
 
 
-def _decisions(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {c["name"]: c for c in doc.get("claims") or []}
+def _verdict(r: Result) -> Verdict:
+    """The run's verdict (issue_body refuses a document without one)."""
+    assert r.verdict is not None
+    return r.verdict
 
 
-def _claim_refs(doc: Mapping[str, Any], names: Sequence[str]) -> str:
-    decisions = _decisions(doc)
+def _claim_refs(r: Result, names: Sequence[str]) -> str:
+    decisions = r.analysis.claims
     return ", ".join(f"{_code(name)} ({escape(families.decision_text(decisions[name]))}, "
-                     f"p {fmt_p(decisions[name].get('p_value'))})" if name in decisions else _code(name)
+                     f"p {fmt_p(decisions[name].p_value)})" if name in decisions else _code(name)
                      for name in names)
 
 
-def owner_bullet(doc: Mapping[str, Any]) -> str:
-    verdict = doc["verdict"]
-    owner = verdict.get("owner")
+def owner_bullet(r: Result) -> str:
+    verdict = _verdict(r)
+    owner = verdict.owner
     if not owner:
-        why = next((s for s in verdict.get("next") or [] if "owner" in str(s).lower()), None)
+        why = next((s for s in verdict.next if "owner" in s.lower()), None)
         return ("**Owner:** none named: no decided claim points to one"
                 + (f". {_text(why)}" if why else "."))
-    because = verdict.get("owner_because")
-    if because is None or "claims" not in doc:
+    because = verdict.owner_because
+    if because is None or not r.claims_recorded:
         return (f"**Owner:** {_text(owner)}. (This document was recorded before the harness "
                 f"decided claims: the owner rests on the measurements, not on recorded decisions.)")
-    rest = _claim_refs(doc, because)
+    rest = _claim_refs(r, because)
     return (f"**Owner:** {_text(owner)}. "
             + (f"It rests on the decided claims {rest}." if rest else "It rests on no decided claim."))
 
@@ -181,22 +181,21 @@ def owner_bullet(doc: Mapping[str, Any]) -> str:
 _CLAIM_IN = re.compile(r"\(claim ([A-Za-z0-9_.-]+)\)")
 
 
-def workaround_bullet(doc: Mapping[str, Any]) -> str | None:
+def workaround_bullet(r: Result) -> str | None:
     """The verdict's workaround, where a decided confirmatory claim supports it: a next step that offers a
     workaround and names its claim, "(claim NAME)", with that claim supported."""
-    decisions = _decisions(doc)
-    for step in doc["verdict"].get("next") or []:
-        text = str(step)
+    decisions = r.analysis.claims
+    for text in _verdict(r).next:
         named = _CLAIM_IN.search(text)
         if "workaround" not in text.lower() or not named:
             continue
         claim = decisions.get(named.group(1))
-        if not claim or claim.get("decision") != "supported" or families.is_exploratory(claim):
+        if not claim or claim.decision != "supported" or families.is_exploratory(claim):
             continue  # a workaround rests on a confirmatory decision
         what = text[named.end():].lstrip(": ") or text
         first = what[: what.index(". ") + 1] if ". " in what else what  # the rest: Next steps
-        return (f"**Workaround:** {_code(claim['arm'])}: {_text(first)} (claim "
-                f"{_code(claim['name'])} supported, p {fmt_p(claim.get('p_value'))})")
+        return (f"**Workaround:** {_code(claim.arm)}: {_text(first)} (claim "
+                f"{_code(claim.name)} supported, p {fmt_p(claim.p_value)})")
     return None
 
 
@@ -213,114 +212,117 @@ def hypothesis_gist(text: str) -> str:
     return _text(gist) + (f" ({_text(qualifier)})" if qualifier else "")
 
 
-def hypotheses_bullet(doc: Mapping[str, Any]) -> str | None:
-    hypotheses = doc["verdict"].get("hypotheses") or []
+def hypotheses_bullet(r: Result) -> str | None:
+    hypotheses = _verdict(r).hypotheses
     if not hypotheses:
         return None
-    gists = "".join(f"\n  - {hypothesis_gist(str(h))}" for h in hypotheses)
+    gists = "".join(f"\n  - {hypothesis_gist(h)}" for h in hypotheses)
     return f"**Hypotheses** (no arm of this run isolates them; in full below):{gists}"
 
 
-def _machine(facts: Mapping[str, str]) -> str:
+def _machine(facts: Reported) -> str:
     """"GPU (target), driver D, toolchain" from what is known of them."""
-    text = escape(facts.get("gpu") or "a GPU")
-    if facts.get("target"):
-        text += f" ({escape(facts['target'])})"
-    if facts.get("driver"):
-        text += f", driver {escape(facts['driver'])}"
-    if facts.get("toolchain"):
-        text += f", {escape(facts['toolchain'])}"
+    text = escape(facts.gpu or "a GPU")
+    if facts.target:
+        text += f" ({escape(facts.target)})"
+    if facts.driver:
+        text += f", driver {escape(facts.driver)}"
+    if facts.toolchain:
+        text += f", {escape(facts.toolchain)}"
     return text
 
 
-def not_run_bullet(doc: Mapping[str, Any]) -> str | None:
+def not_run_bullet(r: Result) -> str | None:
     """What the reporter ran on that this run did not: GPU, target, driver."""
-    reported = doc["case"].get("reported") or {}
-    if not reported:
+    reported = r.case.reported
+    if reported is None:
         return None
-    gpu = doc["environment"]["gpu"]
-    names = sorted({str(g.get("name")) for g in gpu.get("gpus") or []})
-    here = {"gpu": ", ".join(names) or "no GPU", "target": str(doc["device"].get("target")),
-            "driver": str(gpu.get("driver_version") or "–")}
-    same = {"gpu": reported.get("gpu") in names,
-            "target": reported.get("target") == here["target"],
-            "driver": here["driver"].startswith(str(reported.get("driver")))}
-    differs = [k for k in ("gpu", "target", "driver") if reported.get(k) and not same[k]]
+    gpu = r.environment.gpu
+    names = gpu.names
+    here = Reported(gpu=", ".join(names) or "no GPU", target=str(r.device.target),
+                    driver=str(gpu.driver_version or "–"))
+    same = {"gpu": reported.gpu in names,
+            "target": reported.target == here.target,
+            "driver": str(here.driver).startswith(str(reported.driver))}
+    differs = [k for k in ("gpu", "target", "driver") if getattr(reported, k) and not same[k]]
     if not differs:
         return "**Not run:** nothing the reporter ran on: this run had their GPU, target and driver."
     line = (f"**Not run:** on what the report was filed from, {_machine(reported)}: this run "
             f"had {_machine(here)}.")
-    if "target" in differs and reported.get("target"):
-        line += " " + as_filed_build(doc, str(reported["target"]))
+    if "target" in differs and reported.target:
+        line += " " + as_filed_build(r, str(reported.target))
     return line
 
 
-def case_targets(doc: Mapping[str, Any]) -> set[str] | None:
+def case_targets(r: Result) -> set[str] | None:
     """The build targets of the document's case (``case.targets``, kept from its run's
     manifest); None for a document recorded before they were kept, unless the one who reads
     it added them (gpurepro.record.result.with_checkout_facts)."""
-    targets = CaseFacts.of(doc["case"]).targets
+    targets = r.case.targets
     return None if targets is None else set(targets)
 
 
-def as_filed_build(doc: Mapping[str, Any], target: str) -> str:
+def as_filed_build(r: Result, target: str) -> str:
     """The command that builds the reporter's target, where the case builds it; else why not."""
-    targets = case_targets(doc)
+    targets = case_targets(r)
     if targets is None:
         return "(this checkout has not the case, to say which command builds that target)."
     if target not in targets:
         return (f"The case builds no {_code(target)} target "
                 f"({', '.join(_code(t) for t in sorted(targets))}).")
-    command = f"nox -s {session_for(doc['case']['name'])} -- --arch {target}"
+    command = f"nox -s {session_for(r.case.name)} -- --arch {target}"
     return f"{_code(command)} builds the as-filed artifacts for a rerun there."
 
 
-def deeper_bullet(doc: Mapping[str, Any]) -> str | None:
+def deeper_bullet(r: Result) -> str | None:
     """A main-question run: the arms and claims beyond it, and the command that runs them."""
-    deeper = doc["case"].get("deeper") or {}
-    if not deeper.get("arms"):
+    deeper = r.case.deeper
+    if deeper is None:
         return None
-    claims = deeper.get("claims") or []
-    command = f"nox -s {session_for(doc['case']['name'])} -- --deep"
+    claims = deeper.claims
+    command = f"nox -s {session_for(r.case.name)} -- --deep"
     return (f"**Beyond the main question:** this run answered the report's own questions; "
-            f"{len(deeper['arms'])} more arm(s) ({', '.join(_code(a) for a in deeper['arms'])}) "
+            f"{len(deeper.arms)} more arm(s) ({', '.join(_code(a) for a in deeper.arms)}) "
             f"would decide {len(claims)} more claim(s) of mechanism and detail"
             + (f" ({', '.join(_code(c) for c in claims)})" if claims else "")
             + f": {_code(command)} runs every arm, the main question's first.")
 
 
-def partial_bullet(doc: Mapping[str, Any]) -> str | None:
-    stopped = (doc.get("verdict") or {}).get("stopped")
+def _stopped(r: Result) -> str | None:
+    return r.verdict.stopped if r.verdict else None
+
+
+def partial_bullet(r: Result) -> str | None:
+    stopped = _stopped(r)
     return f"**Partial result:** {_text(stopped)}" if stopped else None
 
 
-def not_decided_bullet(doc: Mapping[str, Any]) -> str | None:
+def not_decided_bullet(r: Result) -> str | None:
     # The confirmatory family's: an exploratory claim left undecided is listed with its family.
-    undecided = [c["name"] for c in families.confirmatory(doc.get("claims") or [])
-                 if c["decision"] == "not_decided"]
+    undecided = [c.name for c in families.confirmatory(r.claims) if c.decision == "not_decided"]
     if not undecided:
         return None
     return (f"**Not decided:** {', '.join(_code(n) for n in undecided)} (each says below how "
             f"much more exposure would decide it).")
 
 
-def _rate_cell(s: Mapping[str, Any], coarse: int, trials: bool = False) -> str:
-    if s["n_valid"] == 0:
+def _rate_cell(s: ArmSummary, coarse: int, trials: bool = False) -> str:
+    if s.n_valid == 0:
         return "–"
     if trials:  # a case that checks its output: the share of failing trials
-        prop = s["proportion"]
-        return f"{plain(prop['estimate'])} {_ci(prop['ci95'])}"
-    if s["exposure"]["total"] <= 0 or coarse:
+        prop = s.proportion
+        return f"{plain(prop.estimate)} {_ci(prop.ci95)}"
+    if s.exposure.total <= 0 or coarse:
         why = "coarse counter" if coarse else "no exposure"
-        return f"– ({why}; {share_words(s['proportion'])})"
-    rate = s["exposure"]["rate"]
-    return f"{plain(rate['estimate'])} {_ci(rate['ci95'])}"
+        return f"– ({why}; {share_words(s.proportion)})"
+    rate = s.exposure.rate
+    return f"{plain(rate.estimate)} {_ci(rate.ci95)}"
 
 
-def share_words(prop: Mapping[str, Any]) -> str:
+def share_words(prop: Estimate) -> str:
     """A share of failing trials in words: "every trial failed", "none failed", "40% of
     trials failed (95% CI 12–74%)"."""
-    estimate, ci = prop.get("estimate"), prop.get("ci95") or [None, None]
+    estimate, ci = prop.estimate, prop.ci95 or (None, None)
     if estimate is None:
         return "no trial to count"
     if estimate >= 1:
@@ -331,212 +333,210 @@ def share_words(prop: Mapping[str, Any]) -> str:
     return f"{100 * estimate:.0f}% of trials failed (95% CI {lo}–{hi}%)"
 
 
-def valid_cell(s: Mapping[str, Any]) -> str:
+def valid_cell(s: ArmSummary) -> str:
     """failed / valid, or in words why no trial counts ("none valid: 3 hung")."""
-    if s["n_valid"]:
-        return f"{s['failures']} / {s['n_valid']}"
-    outcomes = s.get("outcomes") or {}
+    if s.n_valid:
+        return f"{s.failures} / {s.n_valid}"
+    outcomes = s.outcomes
     if not outcomes:
         return "not run"
     return "none valid: " + escape(", ".join(f"{v} {k.replace('_', ' ')}"
                                              for k, v in sorted(outcomes.items())))
 
 
-def rate_heading(doc: Mapping[str, Any]) -> str:
+def rate_heading(r: Result) -> str:
     """The rate column's heading: per 10^6 of the unit, or per one of it in words."""
-    if per_trial(doc):
+    if per_trial(r):
         return "share of failing trials (95% CI)"
-    per, unit = doc["case"]["exposure"]["per"], escape(exposure_unit(doc))
+    per, unit = r.case.exposure_per, escape(exposure_unit(r))
     if per == 1:
         return f"failures / {unit} (95% CI)"
-    return f"failures per {escape(per_label(per))} {unit} (95% CI)"
+    return f"failures per {escape(per_label(per if per is not None else 0))} {unit} (95% CI)"
 
 
-def _ci(ci: list[float | None] | None) -> str:
+def _ci(ci: Sequence[float | None] | None) -> str:
     if not ci:
-        return fmt_ci(ci)
+        return fmt_ci(None)
     lo, hi = ci
     return f"[{plain(lo)}, {plain(hi) if hi is not None else '∞'}]"
 
 
-def _coarse(doc: Mapping[str, Any]) -> dict[str, int]:
-    failures = doc["case"]["failure_outcomes"]
+def _coarse(r: Result) -> dict[str, int]:
+    failures = r.case.failure_outcomes
     out: dict[str, int] = {}
-    for arm in doc["summary"]:
-        failed = [t for t in doc.get("trials") or [] if t["arm"] == arm and t["outcome"] in failures]
+    for arm in r.arms:
+        failed = [t.record for t in r.trials if t.arm == arm and t.outcome in failures]
         out[arm] = coarse_counter(failed)
     return out
 
 
-def arms_table(doc: Mapping[str, Any], limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
+def arms_table(r: Result, limit: int | None = ARMS_IN_HEAD) -> tuple[str, int]:
     """The short arms table (at most ``limit`` arms) and how many arms it left out."""
-    case = doc["case"]
-    summary = doc["summary"]
-    if not any(s["n_valid"] for s in summary.values()):
+    summary = r.arms
+    if not any(s.n_valid for s in summary.values()):
         outcomes: Counter[str] = Counter()
         for s in summary.values():
-            outcomes.update(s["outcomes"])
+            outcomes.update(s.outcomes)
         what = ", ".join(f"{n} {escape(k)}" for k, n in sorted(outcomes.items()))
         return (f"No arm ran a valid trial ({len(summary)} arms; {what}): nothing to measure "
                 f"here.\n", 0)
-    coarse = _coarse(doc)
-    comparisons = doc.get("comparisons") or {}
+    coarse = _coarse(r)
+    baseline = r.case.baseline
     rows = []
     arms = list(summary)
     shown = arms if limit is None else arms[:limit]
-    if timed.is_timed(doc):  # times and their ratios, not failure rates, answer its question
-        heads, timing = timed.arms_rows(doc, shown)
+    if timed.is_timed(r):  # times and their ratios, not failure rates, answer its question
+        heads, timing = timed.arms_rows(r, shown)
         rows = [[_code(a), valid_cell(summary[a]), _rate_cell(summary[a], coarse[a], True), *t]
                 for a, t in zip(shown, timing, strict=True)]
         lines = table(["arm", "failed / valid", "share of failing trials (95% CI)", *heads], rows)
         return "\n".join([*lines, ""]), len(arms) - len(shown)
     for arm in shown:
         s = summary[arm]
-        rr = (comparisons.get(arm) or {}).get("rate_ratio") or {}
-        meaningful = (not coarse[arm] and not coarse.get(case["baseline"]) and not per_trial(doc)
-                      and rr.get("p_value") is not None)
-        estimate = plain(rr.get("estimate")) if rr.get("estimate") is not None else "∞"
-        ratio = ([f"{estimate} {_ci(rr.get('ci95'))}", fmt_p(rr.get('p_value'))]
-                 if meaningful else (["(baseline)", "–"] if arm == case["baseline"] else ["–", "–"]))
+        comparison = r.comparisons.get(arm)
+        rr = comparison.rate_ratio if comparison else None
+        p = comparison.rate_ratio_p if comparison else None
+        meaningful = (not coarse[arm] and not coarse.get(baseline) and not per_trial(r)
+                      and p is not None)
+        estimate = plain(rr.estimate) if rr is not None and rr.estimate is not None else "∞"
+        ratio = ([f"{estimate} {_ci(rr.ci95 if rr else None)}", fmt_p(p)]
+                 if meaningful else (["(baseline)", "–"] if arm == baseline else ["–", "–"]))
         valid = valid_cell(s)
-        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(doc)), *ratio])
-    lines = table(["arm", "failed / valid", rate_heading(doc),
-                   f"rate ratio vs {_code(case['baseline'])} (95% CI)", "p"], rows)
+        rows.append([_code(arm), valid, _rate_cell(s, coarse[arm], per_trial(r)), *ratio])
+    lines = table(["arm", "failed / valid", rate_heading(r),
+                   f"rate ratio vs {_code(baseline)} (95% CI)", "p"], rows)
     lines.append("")
     return "\n".join(lines), len(arms) - len(shown)
 
 
-def crash_signature(doc: Mapping[str, Any]) -> list[str]:
-    sites = doc.get("crash_sites") or []
+def crash_signature(r: Result) -> list[str]:
+    sites = r.crash_sites
     if not sites:
         errors: Counter[str] = Counter()
-        for t in doc.get("trials") or []:
-            if t.get("outcome") == "cuda_error":
-                errors[f"{t.get('detail')}" + (f" at {t['call']}" if t.get("call") else "")] += 1
+        for t in r.trials:
+            if t.outcome == "cuda_error":
+                errors[f"{t.detail}" + (f" at {t.call}" if t.call else "")] += 1
         if errors:
-            top, n = errors.most_common(1)[0]
-            return [f"No crash recorded; the most frequent CUDA error: {_code(top)} ({n} trials)."]
+            error, n = errors.most_common(1)[0]
+            return [f"No crash recorded; the most frequent CUDA error: {_code(error)} ({n} trials)."]
         return ["No crash recorded."]
     top = sites[0]
-    crashes = sum(b["count"] for b in sites)
-    fault = (top.get("fault_in") or {}).get("module")
-    arms = ", ".join(f"{_code(a)} {n}" for a, n in sorted(top["arms"].items()))
+    crashes = sum(b.count for b in sites)
+    fault = top.fault_module
+    arms = ", ".join(f"{_code(a)} {n}" for a, n in sorted(top.arms.items()))
     # The signature is the crash record's, which a driver writes: a fence it cannot close.
-    out = [*fence(" ".join(str(top["signature"]).splitlines())),
-           f"{top['count']} of {crashes} crashes ({arms})"
-           + (f"; signal code {escape(top['code_name'])}" if top.get("code_name") else "")
+    out = [*fence(" ".join(str(top.signature).splitlines())),
+           f"{top.count} of {crashes} crashes ({arms})"
+           + (f"; signal code {escape(top.code_name)}" if top.code_name else "")
            + (f"; faulting address in {escape(fault)}" if fault else "")
            + (f"; {len(sites) - 1} other site(s) in the details below" if len(sites) > 1 else "")
            + "."]
     return out
 
 
-def has_plot(doc: Mapping[str, Any]) -> bool:
+def has_plot(r: Result) -> bool:
     """Whether `report` draws the survival plot for this document (survival.plot's own test)."""
-    return draws_survival(doc)
+    return draws_survival(r)
 
 
-def act_on(doc: Mapping[str, Any], extra: Sequence[str] = ()) -> list[str]:
+def act_on(r: Result, extra: Sequence[str] = ()) -> list[str]:
     """The bullets in full, as the "Owner, workaround and what is open" fold gives them;
     ``extra`` (the toolchain matrix's line) goes after the hypotheses."""
-    bullets = [partial_bullet(doc), owner_bullet(doc), workaround_bullet(doc),
-               hypotheses_bullet(doc), *extra, not_run_bullet(doc), deeper_bullet(doc),
-               not_decided_bullet(doc)]
+    bullets = [partial_bullet(r), owner_bullet(r), workaround_bullet(r),
+               hypotheses_bullet(r), *extra, not_run_bullet(r), deeper_bullet(r),
+               not_decided_bullet(r)]
     return [f"- {b}" for b in bullets if b]
 
 
-def as_filed_bullet(doc: Mapping[str, Any]) -> str:
+def as_filed_bullet(r: Result) -> str:
     """Whether the report reproduced as filed: the decision on the arm that runs the reporter's
     program unchanged (``as-filed``) where the case has one, else what the case's arms found
     (the verdict's status); and where the reporter's machine was not this one."""
-    claim = next((c for c in families.confirmatory(doc.get("claims") or [])
-                  if c.get("arm") == "as-filed"), None)
+    claim = next((c for c in families.confirmatory(r.claims) if c.arm == "as-filed"), None)
     if claim is not None:
-        word = {"supported": "yes", "contradicted": "no"}.get(claim["decision"], "not decided")
+        word = {"supported": "yes", "contradicted": "no"}.get(claim.decision, "not decided")
         line = (f"**Reproduced as filed:** {word}: the reporter's program unchanged "
-                f"({_code('as-filed')}), claim {_code(claim['name'])} "
-                f"{escape(families.decision_text(claim))}, p {fmt_p(claim.get('p_value'))}")
+                f"({_code('as-filed')}), claim {_code(claim.name)} "
+                f"{escape(families.decision_text(claim))}, p {fmt_p(claim.p_value)}")
     else:
-        status = str(doc["verdict"]["status"]).replace("_", " ")
+        status = _verdict(r).status.replace("_", " ")
         line = (f"**Reproduced as filed:** the case has no arm of the reporter's program "
                 f"unchanged; what it reports, rebuilt in the case's arms: {escape(status)}")
-    reported = doc["case"].get("reported") or {}
-    names = {str(g.get("name")) for g in doc["environment"]["gpu"].get("gpus") or []}
-    if reported.get("gpu") and reported["gpu"] not in names:
-        line += f", on {escape(', '.join(sorted(names)) or 'no GPU')}, not the reporter's GPU"
+    reported = r.case.reported
+    names = r.environment.gpu.names
+    if reported and reported.gpu and reported.gpu not in names:
+        line += f", on {escape(', '.join(names) or 'no GPU')}, not the reporter's GPU"
     return line + "."
 
 
-def owner_head(doc: Mapping[str, Any]) -> str:
+def owner_head(r: Result) -> str:
     """The owner in one sentence, with how many decided claims it rests on (listed in full in
     the fold)."""
-    verdict = doc["verdict"]
-    owner = verdict.get("owner")
+    verdict = _verdict(r)
+    owner = verdict.owner
     if not owner:
-        why = next((s for s in verdict.get("next") or [] if "owner" in str(s).lower()), None)
+        why = next((s for s in verdict.next if "owner" in s.lower()), None)
         return "**Owner:** none named: no decided claim points to one" + (
             f" ({gist(why, OWNER_CHARS // 2)})." if why else ".")
-    because = verdict.get("owner_because")
+    because = verdict.owner_because
     rests = (f" (rests on {len(because)} decided claim{'s' if len(because) != 1 else ''}, "
              f"below)" if because else "")
     return f"**Owner:** {gist(owner, OWNER_CHARS)}{rests}."
 
 
-def workaround_head(doc: Mapping[str, Any]) -> str | None:
-    full = workaround_bullet(doc)
+def workaround_head(r: Result) -> str | None:
+    full = workaround_bullet(r)
     if full is None:
         return None
     return full if len(full) <= STEP_CHARS + 120 else (
         full[: full.index(": ", len("**Workaround:** ")) + 2] + "see below.")
 
 
-def signature_head(doc: Mapping[str, Any]) -> str:
+def signature_head(r: Result) -> str:
     """The failure in one bullet: the top crash site (a code span), the wrong answers, or the
     most frequent CUDA error."""
-    wrong = wrong_head(doc)
+    wrong = wrong_head(r)
     if wrong:
         return "**Wrong results:** " + wrong[2]
-    sites = doc.get("crash_sites") or []
+    sites = r.crash_sites
     if not sites:
-        return "**Crash signature:** " + crash_signature(doc)[0]
+        return "**Crash signature:** " + crash_signature(r)[0]
     top = sites[0]
-    crashes = sum(b["count"] for b in sites)
-    signature = " ".join(str(top["signature"]).split())
-    code_name = f", {escape(top['code_name'])}" if top.get("code_name") else ""
+    crashes = sum(b.count for b in sites)
+    signature = " ".join(str(top.signature).split())
+    code_name = f", {escape(top.code_name)}" if top.code_name else ""
     others = f"; {len(sites) - 1} other site(s) below" if len(sites) > 1 else ""
-    return (f"**Crash signature:** {_code(signature)} ({top['count']} of {crashes} "
+    return (f"**Crash signature:** {_code(signature)} ({top.count} of {crashes} "
             f"crashes{code_name}{others}).")
 
 
-def partial_head(doc: Mapping[str, Any]) -> str | None:
-    stopped = (doc.get("verdict") or {}).get("stopped")
+def partial_head(r: Result) -> str | None:
+    stopped = _stopped(r)
     if stopped:
         return f"**Partial run:** {gist(stopped, STEP_CHARS)}"
-    if partial(doc):
-        ran, planned = ran_of_planned(doc)
+    if partial(r):
+        ran, planned = ran_of_planned(r)
         return (f"**Partial run:** {ran} of {planned} planned trials ran before the run stopped; "
                 f"the verdict rests on those.")
     return None
 
 
-def not_run_head(doc: Mapping[str, Any]) -> str | None:
+def not_run_head(r: Result) -> str | None:
     """What this run did not do, each in a clause: the reporter's machine, the deeper arms,
     the claims left undecided."""
     parts = []
-    reported = doc["case"].get("reported") or {}
-    gpu = doc["environment"]["gpu"]
-    names = sorted({str(g.get("name")) for g in gpu.get("gpus") or []})
-    if reported.get("gpu") and reported["gpu"] not in names:
+    reported = r.case.reported
+    names = r.environment.gpu.names
+    if reported and reported.gpu and reported.gpu not in names:
         part = f"the reporter's {_machine(reported)}"
-        if reported.get("target") and reported["target"] != doc["device"].get("target"):
-            part += " — " + as_filed_build(doc, str(reported["target"])).rstrip(".")
+        if reported.target and reported.target != r.device.target:
+            part += " — " + as_filed_build(r, str(reported.target)).rstrip(".")
         parts.append(part)
-    deeper = doc["case"].get("deeper") or {}
-    if deeper.get("arms"):
-        command = f"nox -s {session_for(doc['case']['name'])} -- --deep"
-        parts.append(f"{len(deeper['arms'])} arms of mechanism and detail ({_code(command)})")
-    undecided = [c for c in families.confirmatory(doc.get("claims") or [])
-                 if c["decision"] == "not_decided"]
+    deeper = r.case.deeper
+    if deeper is not None:
+        command = f"nox -s {session_for(r.case.name)} -- --deep"
+        parts.append(f"{len(deeper.arms)} arms of mechanism and detail ({_code(command)})")
+    undecided = [c for c in families.confirmatory(r.claims) if c.decision == "not_decided"]
     if undecided:
         parts.append(f"{len(undecided)} claim(s) left undecided (below)")
     if not parts:
@@ -544,8 +544,8 @@ def not_run_head(doc: Mapping[str, Any]) -> str | None:
     return "**Not run:** " + "; ".join(parts) + "."
 
 
-def rerun_head(doc: Mapping[str, Any], url: str | None) -> list[str]:
-    return ["**Rerun:**", *fence("\n".join(shortest_rerun(doc, url)), "sh")]
+def rerun_head(r: Result, url: str | None) -> list[str]:
+    return ["**Rerun:**", *fence("\n".join(shortest_rerun(r, url)), "sh")]
 
 
 def _attachable(picture: Path) -> bool:
@@ -554,7 +554,7 @@ def _attachable(picture: Path) -> bool:
     return picture.is_file() and picture.stat().st_size > 0
 
 
-def attachments(doc: Mapping[str, Any], path: Path) -> str:
+def attachments(r: Result, path: Path) -> str:
     stem = path.with_suffix("")
     attach = [f"{_code(path.name)} (the result document; {_code('gpurepro report ' + path.name)} "
               f"regenerates the full report from it)"]
@@ -566,98 +566,95 @@ def attachments(doc: Mapping[str, Any], path: Path) -> str:
                       f"baseline, with each claim's decision)")
     if _attachable(path.parent / f"{stem.name}.forest-per-gpu.png"):
         attach.append(f"{_code(stem.name + '.forest-per-gpu.png')} (the same, one panel per GPU)")
-    if has_plot(doc):
+    if has_plot(r):
         attach.append(f"{_code(stem.name + '.png')} (Kaplan–Meier survival per arm)")
     return "**Attachments:** " + " and ".join(attach) + "."
 
 
-def how_it_ended(doc: Mapping[str, Any]) -> str:
+def how_it_ended(r: Result) -> str:
     """How the run's trials came to an end: its design, or a stop before it."""
-    if partial(doc):
-        ran, planned = ran_of_planned(doc)
+    if partial(r):
+        ran, planned = ran_of_planned(r)
         return (f"stopped after {escape(ran)} of {escape(planned)} planned trials, before its "
                 f"design ended it: a partial run.")
-    if (doc["plan"].get("options") or {}).get("stopping"):
+    if r.design.sequential:
         return "stopped arm by arm once their claims were decided."
     return "a fixed number per arm."
 
 
-def ran_of_planned(doc: Mapping[str, Any]) -> tuple[int, int]:
-    completion = doc.get("completion") or {}
-    if "planned" in completion:
-        return int(completion["trials"]), int(completion["planned"])
-    return len(doc.get("trials") or []), len(doc["plan"].get("order") or [])
+def ran_of_planned(r: Result) -> tuple[int, int]:
+    completion = r.completion
+    if completion.trials is not None and completion.planned is not None:
+        return completion.trials, completion.planned
+    return len(r.trials), len(r.plan.order)
 
 
-def partial(doc: Mapping[str, Any]) -> bool:
+def partial(r: Result) -> bool:
     """Whether the run stopped before its design ended it: as its completion record says, or,
     in a document from before that record, a sequential run with planned trials left and
     confirmatory claims undecided (its design would have gone on)."""
-    completion = doc.get("completion") or {}
-    if "complete" in completion:
-        return completion["complete"] is False
-    stopping = (doc["plan"].get("options") or {}).get("stopping")
-    if not stopping:
+    if r.completion.complete is not None:
+        return r.completion.complete is False
+    if not r.design.sequential:
         return False
-    ran, planned = ran_of_planned(doc)
-    cap = stopping.get("max_trials")
-    per_arm = Counter(t["arm"] for t in doc.get("trials") or [])
+    ran, planned = ran_of_planned(r)
+    cap = r.design.max_trials
+    per_arm = Counter(t.arm for t in r.trials)
     # An undecided claim whose arm had trials left under the design's cap: the design would
     # have gone on with it.
-    open_arms = [c.get("arm") for c in families.confirmatory(doc.get("claims") or [])
-                 if c["decision"] == "not_decided"
-                 and (cap is None or per_arm.get(c.get("arm"), 0) < cap)]
+    open_arms = [c.arm for c in families.confirmatory(r.claims) if c.decision == "not_decided"
+                 and (cap is None or per_arm.get(str(c.arm), 0) < cap)]
     return ran < planned and bool(open_arms)
 
 
-def head(doc: Mapping[str, Any], path: Path, extra: Sequence[str] = (),
+def head(doc: Result | Mapping[str, Any], path: Path, extra: Sequence[str] = (),
          url: str | None = None) -> str:
     """What fits one screen: the verdict, as filed, owner, workaround, the failure, a partial
     run, what was not run, the shortest rerun (``extra``: the toolchain matrix's line)."""
-    text = _head(doc, path, extra, url, QUOTE_CHARS)
+    r = as_result(doc)
+    text = _head(r, path, extra, url, QUOTE_CHARS)
     if len(text) > HEAD_LIMIT:  # a long rerun line: the quoted verdict gives the room
-        text = _head(doc, path, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
+        text = _head(r, path, extra, url, max(QUOTE_CHARS - (len(text) - HEAD_LIMIT), 120))
     if len(text) > HEAD_LIMIT:  # and, at the last, its place ("Verdict in full" is folded below)
-        text = _head(doc, path, extra, url, 0)
+        text = _head(r, path, extra, url, 0)
     return text
 
 
-def failure_heads(doc: Mapping[str, Any], path: Path) -> list[str | None]:
+def failure_heads(r: Result, path: Path) -> list[str | None]:
     """The failure's bullet; for a timed case the times and the committed bisection's
     boundaries, with the failure's bullet only where trials crashed or answered wrong."""
-    if not timed.is_timed(doc):
-        return [signature_head(doc)]
-    failed = doc.get("crash_sites") or wrong_head(doc)
-    return [signature_head(doc) if failed else None, timed.head_bullet(doc),
-            timed.bisection_bullet(doc, path)]
+    if not timed.is_timed(r):
+        return [signature_head(r)]
+    failed = r.crash_sites or wrong_head(r)
+    return [signature_head(r) if failed else None, timed.head_bullet(r),
+            timed.bisection_bullet(r, path)]
 
 
-def _head(doc: Mapping[str, Any], path: Path, extra: Sequence[str], url: str | None,
+def _head(r: Result, path: Path, extra: Sequence[str], url: str | None,
           quote: int) -> str:
-    case, verdict = doc["case"], doc["verdict"]
-    sentences = verdict.get("sentences") or []
-    title = f"## gpurepro: {_code(case['name'])} — {escape(str(verdict['status']).replace('_', ' '))}"
-    out = [title + (" (partial run)" if partial(doc) else ""), ""]
+    verdict = _verdict(r)
+    sentences = verdict.sentences
+    title = f"## gpurepro: {_code(r.case.name)} — {escape(verdict.status.replace('_', ' '))}"
+    out = [title + (" (partial run)" if partial(r) else ""), ""]
     if sentences and quote:
         out += [f"> {gist(sentences[0], quote)}", ""]
-    bullets = [partial_head(doc), as_filed_bullet(doc), owner_head(doc), workaround_head(doc),
-               *failure_heads(doc, path), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
-               not_run_head(doc)]
+    bullets = [partial_head(r), as_filed_bullet(r), owner_head(r), workaround_head(r),
+               *failure_heads(r, path), *(first_sentence(e, 2 * STEP_CHARS) for e in extra),
+               not_run_head(r)]
     out += [f"- {b}" for b in bullets if b]
-    out += ["", *rerun_head(doc, url),
+    out += ["", *rerun_head(r, url),
             "_The arms, the claims, the full rerun steps, the environment and the attachments "
             "are in the folds below._", ""]
     return "\n".join(out)
 
 
-def arms_block(doc: Mapping[str, Any]) -> str:
+def arms_block(r: Result) -> str:
     """The arms table with how the trials ran and what the unit counts."""
-    opts = doc["plan"].get("options") or {}
-    where = " per array task and GPU" if doc.get("cluster") else ""
-    out = [f"{len(doc.get('trials') or [])} trials, shuffled (seed {escape(doc['plan']['seed'])}), "
-           f"{escape(opts.get('jobs', 1))} at a time{where}; " + how_it_ended(doc), ""]
-    out += unit_note(doc)
-    arms, left_out = arms_table(doc)
+    where = " per array task and GPU" if r.cluster else ""
+    out = [f"{len(r.trials)} trials, shuffled (seed {escape(r.plan.seed)}), "
+           f"{escape(r.options.jobs)} at a time{where}; " + how_it_ended(r), ""]
+    out += unit_note(r)
+    arms, left_out = arms_table(r)
     out.append(arms)
     if left_out:
         out.append(f"({left_out} more arm(s) in the next block.)")
@@ -670,10 +667,10 @@ def done_beside(path: Path) -> list[str]:
     return sorted(p.name for p in path.parent.glob("bisect_*.json")) if path.parent.is_dir() else []
 
 
-def next_steps(doc: Mapping[str, Any], path: Path) -> list[str]:
+def next_steps(r: Result, path: Path) -> list[str]:
     """The verdict's next steps less those that advise what is committed beside the document,
     with a line naming what was done instead."""
-    steps = [str(s) for s in doc["verdict"].get("next") or []]
+    steps = list(_verdict(r).next)
     bisections = done_beside(path)
     if not bisections:
         return steps
@@ -698,79 +695,83 @@ _ROWS_LEFT_OUT = ("GPU UUID / PCI",)
 _ROW_LABELS = {"Python": "Python (ran the trials)", "python": "python (built the artifacts)"}
 
 
-def environment_table(doc: Mapping[str, Any]) -> list[str]:
+def environment_table(r: Result) -> list[str]:
     """The environment, toolchain and artifacts, less what only restates this machine."""
-    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(doc)
+    rows = [(_ROW_LABELS.get(label, label), value) for label, value in environment_rows(r)
             if label not in _ROWS_LEFT_OUT]
-    gpus = len(doc["environment"]["gpu"].get("gpus") or [])
-    variables = [(k, v) for k, v in sorted((doc["environment"].get("environment") or {}).items())
+    gpus = len(r.environment.gpu.gpus)
+    variables = [(k, v) for k, v in sorted(r.environment.variables.items())
                  if gpus > 1 or not k.startswith("NCCL_")]  # NCCL matters across GPUs only
     env = table(["", ""], rows)
     if variables:
         env += ["", *table(["variable", "value"], [[_code(k), _code(v)] for k, v in variables])]
     env += ["", *table(["artifact", "sha256"],
-                       [[_code(name), _code(a['sha256'])]
-                        for name, a in sorted(doc["artifacts"].items())])]
-    runtime = runtime_rows(doc)
+                       [[_code(name), _code(a.sha256)] for name, a in sorted(r.artifacts.items())])]
+    runtime = runtime_rows(r)
     if runtime:
         env += ["", *table(["arm", "runtime packages requested", "resolved", "left to the node"],
                            runtime)]
     return env
 
 
-def detail_blocks(doc: Mapping[str, Any], path: Path | None = None, url: str | None = None,
-                  extra: Sequence[str] = ()) -> list[tuple[str, str]]:
+def detail_blocks(doc: Result | Mapping[str, Any], path: Path | None = None,
+                  url: str | None = None, extra: Sequence[str] = ()) -> list[tuple[str, str]]:
     """(summary, body) per <details> block, most useful first: the arms, the owner and what is
     open in full, the rerun steps, the environment and attachments, then the rest."""
-    verdict = doc["verdict"]
-    path = path or Path(f"{doc['case']['name']}.json")
+    r = as_result(doc)
+    verdict = _verdict(r)
+    path = path or Path(f"{r.case.name}.json")
     blocks: list[tuple[str, str]] = [
-        (f"Arms ({len(doc['summary'])})", arms_block(doc)),
+        (f"Arms ({len(r.arms)})", arms_block(r)),
         ("Owner, workaround and what is open, with the claims they rest on",
-         "\n".join(act_on(doc, extra))),
+         "\n".join(act_on(r, extra))),
         ("Rerun it: the clone, the commit, the nox command and the same without nox",
-         "\n".join(rerun_section(doc, url, committed_as_is(path) if path.is_file() else None))),
-        ("Environment and attachments", environment_line(doc) + "\n\n" + attachments(doc, path)),
+         "\n".join(rerun_section(r, url, committed_as_is(path) if path.is_file() else None))),
+        ("Environment and attachments", environment_line(r) + "\n\n" + attachments(r, path)),
     ]
-    if doc.get("crash_sites"):
-        blocks.append(("Crash signature in full", "\n".join(crash_signature(doc))))
-    if verdict.get("sentences"):
-        blocks.append((f"Verdict in full ({len(verdict['sentences'])} sentences)",
-                       _bullets(verdict["sentences"])))
-    if doc.get("claims"):
-        blocks.append((f"Claims ({families.decided_count(doc['claims'])})", claims_table(doc)))
-    elif "claims" not in doc:
+    if r.crash_sites:
+        blocks.append(("Crash signature in full", "\n".join(crash_signature(r))))
+    if verdict.sentences:
+        blocks.append((f"Verdict in full ({len(verdict.sentences)} sentences)",
+                       _bullets(list(verdict.sentences))))
+    if r.claims:
+        blocks.append((f"Claims ({families.decided_count(r.claims)})", claims_table(r)))
+    elif not r.claims_recorded:
         blocks.append(("Claims", "This document was recorded before the harness decided claims."))
-    if verdict.get("not_decided"):
-        blocks.append((f"Not decided ({len(verdict['not_decided'])})", _bullets(verdict["not_decided"])))
-    if verdict.get("exploratory"):
-        blocks.append((f"Exploratory ({len(verdict['exploratory'])}; outside the family-wise "
-                       f"error rate, no owner rests on them)", _bullets(verdict["exploratory"])))
-    if verdict.get("hypotheses"):
-        blocks.append((f"Hypotheses ({len(verdict['hypotheses'])}; no arm of this run isolates them)",
-                       _bullets(verdict["hypotheses"])))
-    steps = next_steps(doc, path)
+    if verdict.not_decided:
+        blocks.append((f"Not decided ({len(verdict.not_decided)})",
+                       _bullets(list(verdict.not_decided))))
+    if verdict.exploratory:
+        blocks.append((f"Exploratory ({len(verdict.exploratory)}; outside the family-wise "
+                       f"error rate, no owner rests on them)", _bullets(list(verdict.exploratory))))
+    if verdict.hypotheses:
+        blocks.append((f"Hypotheses ({len(verdict.hypotheses)}; no arm of this run isolates them)",
+                       _bullets(list(verdict.hypotheses))))
+    steps = next_steps(r, path)
     if steps:
         blocks.append(("Next steps", _bullets(steps)))
-    every_arm, left_out = arms_table(doc, limit=None)
-    if left_out == 0 and len(doc["summary"]) > ARMS_IN_HEAD:
-        blocks.append((f"All {len(doc['summary'])} arms", every_arm))
-    sites = doc.get("crash_sites") or []
+    every_arm, left_out = arms_table(r, limit=None)
+    if left_out == 0 and len(r.arms) > ARMS_IN_HEAD:
+        blocks.append((f"All {len(r.arms)} arms", every_arm))
+    sites = r.crash_sites
     if len(sites) > 1:
         rows = table(["count", "signature", "fault address in", "arms"],
-                     [[b['count'], _code(b['signature']), escape((b.get('fault_in') or {}).get('module', '–')),
-                       escape(", ".join(f"{a} {n}" for a, n in sorted(b["arms"].items())))] for b in sites])
+                     [[b.count, _code(b.signature), escape(b.fault_module or "–"),
+                       escape(", ".join(f"{a} {n}" for a, n in sorted(b.arms.items())))]
+                      for b in sites])
         blocks.append((f"All crash sites ({len(sites)})", "\n".join(rows)))
-    threads = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    failure_outcomes = r.case.failure_outcomes or ("crashed",)
+    trials = [t.record for t in r.trials]  # the drivers' records
+    threads = threads_table(trials, failure_outcomes)
     if threads:
         blocks.append(("Threads at the crash (the driver call each worker was in, and whether it "
                        "was read at the fault)", "\n".join(threads)))
-    python = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    python = python_frames_table(trials, failure_outcomes)
     if python:
         blocks.append(("Python frames at the crash (the faulting thread, most recent call first)",
                        "\n".join(python)))
-    blocks.append(("Full environment, toolchain and artifacts", "\n".join(environment_table(doc))))
-    for name, analysis in (doc.get("analyses") or {}).items():
+    blocks.append(("Full environment, toolchain and artifacts", "\n".join(environment_table(r))))
+    for name, analysis in r.analysis.analyses.items():
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
             blocks.append((f"Analysis: {name}", escape(analysis["markdown"], "markdown")))
     return blocks
@@ -807,7 +808,18 @@ def invalid_note(problems: Sequence[str]) -> str:
             f"{escape(problems[0])}. Rerun the case, or record its journal again.")
 
 
-def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
+def read_result(doc: Mapping[str, Any], path: Path) -> Result:
+    """A document as read, typed for its comment; what is not a case result is said in one
+    line (IssueError) before it is typed."""
+    if str(doc.get("schema", "")).startswith("gpurepro/bench"):
+        raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
+    for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
+        if not isinstance(doc.get(key), Mapping):
+            raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
+    return Result.of(doc)
+
+
+def issue_body(doc: Result | Mapping[str, Any], path: Path, limit: int = LIMIT,
                extra_blocks: Sequence[tuple[str, str]] = (), extra_head: Sequence[str] = (),
                url: str | None = None, invalid: Sequence[str] = ()) -> str:
     """The comment: the head (``extra_head``: lines for the maintainer's bullets, such as the
@@ -815,18 +827,14 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
     as far as ``limit`` allows. ``url``: the repository to clone (default: the project's,
     gpurepro.project.repository_url). ``invalid``: what `validate` finds wrong with the
     document, said under the title."""
-    if str(doc.get("schema", "")).startswith("gpurepro/bench"):
-        raise IssueError(f"{path} is a benchmark document; `issue` takes a case result")
-    for key in ("case", "verdict", "summary", "plan", "environment", "toolchain", "device"):
-        if not isinstance(doc.get(key), Mapping):
-            raise IssueError(f"{path} is not a gpurepro result document (no {key!r})")
-    text = head(doc, path, extra_head, repository_url() if url is None else url)
+    r = doc if isinstance(doc, Result) else read_result(doc, path)
+    text = head(r, path, extra_head, repository_url() if url is None else url)
     if invalid:
         title, _, rest = text.partition("\n")
         text = f"{title}\n\n{invalid_note(invalid)}\n{rest}"
     footer = (f"\n_Made by {_code('gpurepro issue ' + path.name)} "
-              f"(gpurepro {escape(doc.get('gpurepro_version'))})._\n")
-    blocks = detail_blocks(doc, path, repository_url() if url is None else url, extra_head)
+              f"(gpurepro {escape(r.gpurepro_version)})._\n")
+    blocks = detail_blocks(r, path, repository_url() if url is None else url, extra_head)
     # Extra blocks (a toolchain matrix) go before the full environment, after the run's own.
     at = next((i for i, (summary, _) in enumerate(blocks) if summary.startswith("Full environment")),
               len(blocks))
@@ -858,5 +866,5 @@ def issue_body(doc: Mapping[str, Any], path: Path, limit: int = LIMIT,
         text = _cut(text, limit - len(note) - 4) + note
     # Parsed as GitHub parses it, the comment holds nothing live but its own folds and the
     # case's report link; a document string that would be is refused, not pasted (gfm.py).
-    own = {doc["case"]["report_url"]} if doc["case"].get("report_url") else set()
+    own = {r.case.report_url} if r.case.report_url else set()
     return gfm.check(text, f"{path.name}: the issue comment", own)

@@ -22,6 +22,9 @@ from typing import Any
 
 from ..analyze import stats
 from ..errors import CompareError
+from ..model.design import DesignSpec
+from ..model.jsontypes import JSONObject, JSONValue
+from ..model.result import ClaimDecision, Result, as_result
 from . import families, gfm, gpu_conditions
 from .figure import save
 from .forest import (
@@ -56,111 +59,123 @@ def labels(n: int) -> list[str]:
 # ---------------------------------------------------------------- per run
 
 
-def _budget(doc: Mapping[str, Any]) -> dict[str, Any]:
-    b = (doc["plan"].get("options") or {}).get("budget") or {}
+def _budget(r: Result) -> dict[str, Any]:
+    b = r.options.budget
     exposure = b.get("max_exposure")
     return {"duration_s": b.get("duration_s"), "timeout_s": b.get("timeout_s"),
             "max_exposure": exposure}
 
 
-def design(doc: Mapping[str, Any]) -> str:
+def design(doc: Result | Mapping[str, Any]) -> str:
     """'fixed, 10 trials per arm', 'until decided (max 10, look every 5, alpha 0.05)' or
     'decisive (max 25 per arm, looks at 12, 18, 27 ... 200 valid trials, alpha 0.05)'."""
-    plan = doc["plan"]
-    stopping = (plan.get("options") or {}).get("stopping") or {}
-    per_arm = sorted(set((plan.get("trials_per_arm") or {}).values()))
-    alpha = f", alpha {stopping['alpha']:g}" if stopping.get("alpha") is not None else ""
-    if stopping.get("design") == "decisive":
-        looks = [str(n) for n in stopping.get("look_at") or []]
+    r = as_result(doc)
+    spec = r.design
+    per_arm = sorted(set(r.plan.trials_per_arm.values()))
+    # A journaled design always has its alpha (model/design.py refuses one without).
+    alpha = f", alpha {spec.alpha:g}" if spec.sequential else ""
+    if spec.decisive:
+        look_at = spec.described.get("look_at")
+        looks = [str(n) for n in look_at] if isinstance(look_at, list) else []
         at = ", ".join(looks if len(looks) <= 4 else [*looks[:3], "...", looks[-1]])
-        return (f"decisive (max {stopping.get('max_trials', '?')} per arm"
+        most = spec.max_trials if "max_trials" in spec.keys else "?"
+        return (f"decisive (max {most} per arm"
                 + (f", looks at {at} valid trials" if at else "") + alpha + ")")
-    if stopping:
-        max_trials, step = stopping_numbers(stopping)
+    if spec.sequential:
+        max_trials, step = design_numbers(spec)
         return (f"until decided (max {max_trials}"
                 + (f", look every {step}" if step is not None else "") + alpha + ")")
     return f"fixed, {'/'.join(map(str, per_arm)) or '?'} trials per arm"
 
 
-def stopping_numbers(stopping: Mapping[str, Any]) -> tuple[int | None, int | None]:
+def stopping_numbers(stopping: JSONObject | None) -> tuple[int | None, int | None]:
+    """(max trials, look every) of a sequential design as journaled (``options.stopping``)."""
+    return design_numbers(DesignSpec.from_json(stopping))
+
+
+def design_numbers(spec: DesignSpec) -> tuple[int | None, int | None]:
     """(max trials, look every) of a sequential design, old (looks: [5, 10]) or new layout."""
-    looks = stopping.get("looks")
+    looks = spec.described.get("looks")
     if isinstance(looks, list) and looks:
-        return int(looks[-1]), int(looks[0])
-    return stopping.get("max_trials"), stopping.get("step")
+        return _whole(looks[-1]), _whole(looks[0])
+    return spec.max_trials, spec.step
 
 
-def _gpu(doc: Mapping[str, Any]) -> tuple[str, str]:
-    gpus = doc["environment"]["gpu"].get("gpus") or []
+def _whole(x: JSONValue) -> int:
+    return int(x) if isinstance(x, (int, float)) else int(str(x))
+
+
+def _gpu(r: Result) -> tuple[str, str]:
+    gpus = r.environment.gpu.gpus
     if not gpus:
         return "none", "–"
-    names = sorted({str(g.get("name")) for g in gpus})
+    names = sorted({str(g.name) for g in gpus})
     return (f"{', '.join(names)} × {len(gpus)}",
-            ", ".join(sorted({str(g.get("compute_capability")) for g in gpus})))
+            ", ".join(sorted({str(g.compute_capability) for g in gpus})))
 
 
-def _scheduler(doc: Mapping[str, Any]) -> str:
+def _scheduler(r: Result) -> str:
     """Where the trials ran: one host, or a cluster's partitions and node count."""
-    cluster = doc.get("cluster")
-    if not cluster:
+    if r.cluster is None:
         return "one host"
-    return (f"{cluster['scheduler']}: partitions {', '.join(cluster['partitions'])}; "
-            f"{len(cluster.get('nodes') or {})} node(s)")
+    return (f"{r.cluster.fields['scheduler']}: partitions {', '.join(r.cluster.partitions)}; "
+            f"{r.cluster.nodes} node(s)")
 
 
-def factors(doc: Mapping[str, Any]) -> dict[str, str]:
+def factors(r: Result) -> dict[str, str]:
     """What could explain a difference between runs, one printable value per name."""
-    env = doc["environment"]
-    gpu = env.get("gpu") or {}
-    host = env.get("host") or {}
-    opts = doc["plan"].get("options") or {}
-    budget = _budget(doc)
-    repo = env.get("repository") or {}
-    gpu_name, cc = _gpu(doc)
+    env = r.environment
+    gpu, host, repo = env.gpu, env.host, env.repository
+    opts = r.options
+    budget = _budget(r)
+    gpu_name, cc = _gpu(r)
     out = {
         "GPU": gpu_name,
         "compute capability": cc,
-        "GPU UUID": ", ".join(sorted(str(g.get("uuid")) for g in gpu.get("gpus") or [])) or "–",
-        "driver": str(gpu.get("driver_version") or "–"),
-        "CUDA driver API": str(gpu.get("cuda_driver_api") or "–"),
-        "target": str(doc["device"].get("target") or "–"),
-        "jobs (trials at a time per GPU)": str(opts.get("jobs", 1)),
-        "GPUs used (--gpus)": ",".join(opts.get("gpus") or []) or "default",
+        "GPU UUID": ", ".join(sorted(str(g.uuid) for g in gpu.gpus)) or "–",
+        "driver": str(gpu.driver_version or "–"),
+        "CUDA driver API": str(gpu.cuda_driver_api or "–"),
+        "target": str(r.device.target or "–"),
+        "jobs (trials at a time per GPU)": str(opts.jobs),
+        "GPUs used (--gpus)": ",".join(map(str, opts.gpus or ())) or "default",
         "duration per trial (s)": fmt(budget["duration_s"]),
         "limit per trial (s)": fmt(budget["timeout_s"]),
-        f"budget ({doc['case']['exposure']['unit']})": str(budget["max_exposure"] or "none"),
-        "design": design(doc),
-        "seed": str(doc["plan"].get("seed")),
-        "gpurepro commit": (str(repo.get("commit") or "–")[:12] + (" (dirty)" if repo.get("dirty") else "")),
-        "scheduler": _scheduler(doc),
-        "OS / kernel": f"{host.get('os')} / {host.get('kernel')}",
-        "glibc": str(host.get("glibc")),
+        f"budget ({r.case.exposure_unit})": str(budget["max_exposure"] or "none"),
+        "design": design(r),
+        "seed": str(r.plan.seed),
+        "gpurepro commit": (str(repo.commit or "–")[:12] + (" (dirty)" if repo.dirty else "")),
+        "scheduler": _scheduler(r),
+        "OS / kernel": f"{host.os} / {host.kernel}",
+        "glibc": str(host.glibc),
     }
-    for name, version in sorted((doc["toolchain"].get("resolved") or {}).items()):
+    for name, version in sorted(r.toolchain.resolved.items()):
         out[f"pin {name}"] = str(version)
-    for name, version in sorted((doc["toolchain"].get("tools") or {}).items()):
+    for name, version in sorted(r.toolchain.tools.items()):
         out[f"tool {name}"] = str(version)
-    for name, value in sorted((env.get("environment") or {}).items()):
+    for name, value in sorted(env.variables.items()):
         out[f"env {name}"] = str(value)
     return out
 
 
-def _arm_run(doc: Mapping[str, Any], arm: str) -> dict[str, Any] | None:
-    s = doc["summary"].get(arm)
+def _ci(ci: tuple[float, float] | None) -> list[float] | None:
+    """An interval as the comparison's JSON writes it."""
+    return None if ci is None else list(ci)
+
+
+def _arm_run(r: Result, arm: str) -> dict[str, Any] | None:
+    s = r.arms.get(arm)
     if s is None:
         return None
-    exposure = s["exposure"]
-    failed = [t for t in doc.get("trials") or []
-              if t.get("arm") == arm and t.get("outcome") in doc["case"]["failure_outcomes"]]
-    return {"n": s["n"], "n_valid": s["n_valid"], "failures": s["failures"],
-            "exposure": exposure["total"], "rate": exposure["rate"]["estimate"],
-            "rate_ci95": exposure["rate"]["ci95"], "proportion": s["proportion"]["estimate"],
-            "proportion_ci95": s["proportion"]["ci95"],
+    failed = [t.record for t in r.trials if t.arm == arm and t.outcome in r.case.failure_outcomes]
+    return {"n": s.n, "n_valid": s.n_valid, "failures": s.failures,
+            "exposure": s.exposure.total, "rate": s.exposure.rate.estimate,
+            "rate_ci95": _ci(s.exposure.rate.ci95), "proportion": s.proportion.estimate,
+            "proportion_ci95": _ci(s.proportion.ci95),
             # Failures with no counter reading (a once-a-second printout): the exposure is no
             # time axis there, so the arm is compared per trial.
             "coarse_failures": stats.coarse_counter(failed),
             # A case that checks its output: a trial is the unit (wrong results), not exposure.
-            **({"per_trial": True} if per_trial(doc) else {})}
+            **({"per_trial": True} if per_trial(r) else {})}
 
 
 def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -187,11 +202,10 @@ def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> di
 # ---------------------------------------------------------------- claims and verdict
 
 
-def _claims_by_name(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]] | None:
-    claims = doc.get("claims")
-    if claims is None:
+def _claims_by_name(r: Result) -> dict[str, ClaimDecision] | None:
+    if not r.claims_recorded:
         return None
-    return {c["name"]: c for c in claims}
+    return {c.name: c for c in r.claims}
 
 
 def _claim_change(before: str | None, after: str | None) -> str | None:
@@ -210,7 +224,7 @@ def _labelled(decision: str | None, family: str | None) -> str:
     return f"{decision} (exploratory)" if family == "exploratory" else str(decision)
 
 
-def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
+def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Path],
             any_conditions: bool = False) -> dict[str, Any]:
     """The comparison as one JSON-ready object (``markdown`` renders it). Timed runs whose GPU
     conditions (clocks, temperature) differ beyond gpu_conditions.TOLERANCES are refused, unless
@@ -218,52 +232,55 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
     if len(docs) < 2:
         raise CompareError("compare needs at least two result documents")
     for doc, path in zip(docs, paths, strict=True):
+        if isinstance(doc, Result):
+            continue
         if str(doc.get("schema", "")).startswith("gpurepro/bench"):
             raise CompareError(f"{path} is a benchmark document; compare takes case results")
         if not isinstance(doc.get("case"), Mapping) or "summary" not in doc:
             raise CompareError(f"{path} is not a gpurepro result document")
-    cases = [doc["case"]["name"] for doc in docs]
+    results = [as_result(doc) for doc in docs]  # each document typed once
+    cases = [r.case.name for r in results]
     if len(set(cases)) > 1:
         raise CompareError("compare needs documents of one case; these are of "
                            + ", ".join(f"{p} ({c})" for p, c in zip(paths, cases, strict=True)))
     names = labels(len(docs))
-    condition_rows, beyond = gpu_conditions.differences(docs, names)
+    condition_rows, beyond = gpu_conditions.differences(results, names)
     if beyond and not any_conditions:
         raise CompareError("these runs measured times under different GPU conditions: "
                            + "; ".join(beyond) + ". Their times would differ for that reason "
                            "alone; --any-conditions compares them anyway, and says so")
-    first = docs[0]
-    unit, per = first["case"]["exposure"]["unit"], first["case"]["exposure"]["per"]
+    first = results[0]
+    unit, per = first.case.exposure_unit, first.case.exposure_per
 
-    runs = []
-    for label, doc, path in zip(names, docs, paths, strict=True):
-        gpu_name, cc = _gpu(doc)
-        doc_claims = doc.get("claims")
+    runs: list[dict[str, Any]] = []
+    for label, r, path in zip(names, results, paths, strict=True):
+        gpu_name, cc = _gpu(r)
         runs.append({
-            "label": label, "path": str(path), "started_at": doc.get("started_at"),
-            "created_at": doc.get("created_at"), "gpu": gpu_name, "compute_capability": cc,
-            "driver": doc["environment"]["gpu"].get("driver_version"),
-            "jobs": (doc["plan"].get("options") or {}).get("jobs", 1),
-            "design": design(doc), "trials": len(doc.get("trials") or []),
-            "claims": None if doc_claims is None else len(doc_claims),
-            "exploratory_claims": len(families.exploratory(doc_claims or [])),
-            "verdict": {"status": doc["verdict"].get("status"), "owner": doc["verdict"].get("owner")},
+            "label": label, "path": str(path), "started_at": r.started_at,
+            "created_at": r.created_at, "gpu": gpu_name, "compute_capability": cc,
+            "driver": r.environment.gpu.driver_version,
+            "jobs": r.options.jobs,
+            "design": design(r), "trials": len(r.trials),
+            "claims": len(r.claims) if r.claims_recorded else None,
+            "exploratory_claims": sum(1 for c in r.claims if families.is_exploratory(c)),
+            "verdict": {"status": r.verdict.status if r.verdict else None,
+                        "owner": r.verdict.owner if r.verdict else None},
         })
 
     arm_names: list[str] = []
-    for doc in docs:
-        arm_names += [a for a in doc["summary"] if a not in arm_names]
+    for r in results:
+        arm_names += [a for a in r.arms if a not in arm_names]
     arms: dict[str, Any] = {}
     for arm in arm_names:
-        per_run = [_arm_run(doc, arm) for doc in docs]
+        per_run = [_arm_run(r, arm) for r in results]
         against = []
-        for label, r in zip(names[1:], per_run[1:], strict=True):
-            c = _between(r, per_run[0]) or {"estimate": None, "ci95": None, "p_value": None,
+        for label, later in zip(names[1:], per_run[1:], strict=True):
+            c = _between(later, per_run[0]) or {"estimate": None, "ci95": None, "p_value": None,
                                             "note": "no valid trial in one of the runs"}
             against.append({"run": label, **c})
         arms[arm] = {"runs": per_run, "against_A": against}
 
-    claim_docs = [_claims_by_name(doc) for doc in docs]
+    claim_docs = [_claims_by_name(r) for r in results]
     claims: dict[str, Any] = {"without_claims": [n for n, c in zip(names, claim_docs, strict=True)
                                                  if c is None],
                               "changed": [], "unchanged": 0, "flips": []}
@@ -272,9 +289,9 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
         for by_name in claim_docs:
             all_names += [n for n in (by_name or {}) if n not in all_names]
         for claim in all_names:
-            decisions = [None if c is None or claim not in c else c[claim]["decision"]
+            decisions = [None if c is None or claim not in c else c[claim].decision
                          for c in claim_docs]
-            p_values = [None if c is None or claim not in c else c[claim].get("p_value")
+            p_values = [None if c is None or claim not in c else c[claim].p_value
                         for c in claim_docs]
             # Each run's family of the claim: an exploratory decision is outside that run's
             # family-wise error rate, and is never shown as a plain one.
@@ -310,7 +327,7 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
             if before != after:
                 verdict_changes.append({"run": run["label"], "field": key, "from": before, "to": after})
 
-    facts = [factors(doc) for doc in docs]
+    facts = [factors(r) for r in results]
     keys: list[str] = []
     for f in facts:
         keys += [k for k in f if k not in keys]
@@ -321,7 +338,7 @@ def compare(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
         (differs if len(set(values)) > 1 else same).append({"name": key, "values": values})
 
     return {"case": cases[0], "exposure": {"unit": unit, "per": per},
-            "baseline": first["case"]["baseline"], "runs": runs, "arms": arms, "claims": claims,
+            "baseline": first.case.baseline, "runs": runs, "arms": arms, "claims": claims,
             "verdict_changes": verdict_changes,
             "environment": {"differs": differs, "same": [d["name"] for d in same]},
             "gpu_conditions": {"compared": condition_rows, "beyond_tolerance": beyond},

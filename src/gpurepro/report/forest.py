@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..model.result import ArmSummary, ClaimDecision, Result, as_result
 from . import families
 from .figure import save, text_width
 from .numbers import fmt, per_label, per_superscript, picture_number
@@ -18,7 +19,8 @@ from .wrong import per_trial
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "band_handle", "coarse_arms", "DECISION_STYLE", "draw_band", "draw_rate", "forest_figure",
+    "band_handle", "coarse_arms", "DECISION_STYLE", "draw_band", "draw_rate", "exposure_per",
+    "forest_figure",
     "forest_headline", "forest_plot", "forest_rows", "GAP", "layout_rows", "legend_handles",
     "NAME_X", "note_height", "note_left_out", "note_lines", "place_legend", "rate_axis",
     "ROW_SMALL", "WIDTH_IN", "x_range"
@@ -35,90 +37,92 @@ DECISION_STYLE: dict[str, dict[str, str]] = {
 }
 
 
-def _coarse_counter(s: Mapping[str, Any]) -> bool:
+def _coarse_counter(s: ArmSummary) -> bool:
     """The run found the arm's exposure counter too coarse to place failures on (a counter
     printed once a second): its exposure, and so its rate, is not a measurement."""
-    km = (s.get("time_to_failure") or {}).get("exposure") or {}
-    return str(km.get("median_method", "")).startswith("none: the exposure counter is coarse")
+    km = s.time_to_failure.exposure
+    return str((km.method if km else None) or "").startswith("none: the exposure counter is coarse")
 
 
-def coarse_arms(doc: Mapping[str, Any]) -> set[str]:
+def coarse_arms(r: Result) -> set[str]:
     """The arms whose exposure counter is too coarse: as the summary says, or, for documents
     recorded before summaries said so, as the trials show (a failure with no counter reading
     at all, as stats.coarse_counter counts them)."""
-    failure = set(doc["case"]["failure_outcomes"])
-    coarse = {a for a, s in doc["summary"].items() if _coarse_counter(s)}
-    coarse |= {t["arm"] for t in doc.get("trials") or []
-               if t.get("outcome") in failure and not (t.get("exposure") or 0)
-               and "counters" in t and not t["counters"]}
+    failure = set(r.case.failure_outcomes)
+    coarse = {a for a, s in r.arms.items() if _coarse_counter(s)}
+    coarse |= {t.arm for t in r.trials
+               if t.outcome in failure and not (t.exposure or 0)
+               and "counters" in t.record and not t.counters}
     return coarse
 
 
-def _claim_text(c: Mapping[str, Any], baseline: str) -> str:
-    ref = c.get("reference")
+def _claim_text(c: ClaimDecision, baseline: str) -> str:
+    ref = c.reference
     than = "baseline" if ref in (None, baseline) else ref
-    kind = c["kind"]
+    kind = c.kind
     vs = "" if than == "baseline" else f" than {than}"  # the column head names the baseline
     if kind == "outcome":
-        what = f"{c.get('outcome')}" + (f" {c['detail']}" if c.get("detail") else "")
+        what = f"{c.outcome}" + (f" {c.detail}" if c.detail else "")
     elif kind == "concentrated":
-        what = f"failures in {c.get('stratum')}"
+        what = f"failures in {c.stratum}"
     elif kind == "equivalent":
-        what = (f"within ×{c['margin']:g}" if c.get("margin") else "alike") + (f" of {than}" if vs else "")
+        what = (f"within ×{c.margin:g}" if c.margin else "alike") + (f" of {than}" if vs else "")
     else:
         what = f"{kind}{vs}"
     return f"{what}: {families.decision_text(c)}"
 
 
-def _row_decision(claims: list[Mapping[str, Any]]) -> str:
+def _row_decision(claims: list[ClaimDecision]) -> str:
     """One marker per row: supported if any of the arm's claims is, else contradicted if any
     is, else not decided; the label column spells out every claim."""
     # The confirmatory claims' decisions set the marker; an arm with exploratory claims only
     # gets theirs (its label says they are exploratory).
-    decisions = {c["decision"] for c in (families.confirmatory(claims) or claims)}
+    confirmatory = families.confirmatory(claims)
+    decisions = {c.decision for c in (confirmatory or claims)}
     for d in ("supported", "contradicted", "not_decided"):
         if d in decisions:
             return d
     return "no_claim"
 
 
-def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def forest_rows(doc: Result | Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """The arms the forest plot draws, grouped by the factor(s) they vary from the baseline
     (the baseline first), and a note per arm it leaves out."""
-    case = doc["case"]
-    baseline = case["baseline"]
-    summary = doc["summary"]
-    base_factors = summary.get(baseline, {}).get("factors", {})
-    claims = doc.get("claims") or []
+    result = as_result(doc)
+    baseline = result.case.baseline
+    summary = result.arms
+    base = summary.get(baseline)
+    base_factors = base.factors if base else {}
+    claims = result.claims
     rows: list[dict[str, Any]] = []
     left_out: list[str] = []
-    coarse = coarse_arms(doc)
-    trials = per_trial(doc)
+    coarse = coarse_arms(result)
+    trials = per_trial(result)
     for arm, s in summary.items():
-        arm_claims = [c for c in claims if c["arm"] == arm]
-        rate = (s.get("proportion") if trials else (s.get("exposure") or {}).get("rate")) or {}
+        arm_claims = [c for c in claims if c.arm == arm]
+        rate = s.proportion if trials else s.exposure.rate
         why = None
-        if s["n_valid"] == 0:
+        if s.n_valid == 0:
             why = "no valid trial"
         elif trials:
             pass  # the share of failing trials needs no exposure
-        elif not (s.get("exposure") or {}).get("total") or not rate.get("ci95"):
+        elif not s.exposure.total or not rate.ci95:
             why = "no exposure counted"
         elif arm in coarse:
             why = "exposure counter too coarse"
-        if why:
-            decided = "; ".join(f"{c['name']} {families.decision_text(c)}" for c in arm_claims)
+        if why or rate.ci95 is None:
+            decided = "; ".join(f"{c.name} {families.decision_text(c)}" for c in arm_claims)
             left_out.append(f"{arm} ({why}" + (f"; claim {decided}" if decided else "") + ")")
             continue
-        diff = sorted(k for k, v in s.get("factors", {}).items() if base_factors.get(k) != v)
-        lo, hi = rate["ci95"]
+        diff = sorted(k for k, v in s.factors.items() if base_factors.get(k) != v)
+        lo, hi = rate.ci95
         rows.append({
             "arm": arm,
             "group": "baseline" if arm == baseline else (" + ".join(diff) if diff else "same factors"),
-            "differs": ", ".join(f"{k}={s['factors'][k]}" for k in diff),
-            "estimate": rate["estimate"], "lo": lo, "hi": hi,
-            "failures": s["failures"], "n_valid": s["n_valid"],
-            "zero": s["failures"] == 0,
+            "differs": ", ".join(f"{k}={s.factors[k]}" for k in diff),
+            "estimate": rate.estimate, "lo": lo, "hi": hi,
+            "failures": s.failures, "n_valid": s.n_valid,
+            "zero": s.failures == 0,
             "decision": _row_decision(arm_claims),
             "claims": [_claim_text(c, baseline) for c in arm_claims],
         })
@@ -129,22 +133,28 @@ def forest_rows(doc: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]
     return rows, left_out
 
 
-def forest_headline(doc: Mapping[str, Any]) -> str:
+def exposure_per(r: Result) -> float:
+    """The case's exposure unit's multiple its rates are per (10^6 cycles)."""
+    assert r.case.exposure_per is not None, "a case's exposure names its per"
+    return r.case.exposure_per
+
+
+def forest_headline(doc: Result | Mapping[str, Any]) -> str:
     """The forest plot in words (its alt text): the reference, the claims, which arms lie
     below, inside or above the reference's interval, and what is not drawn."""
-    case = doc["case"]
-    unit, per = case["exposure"]["unit"], per_label(case["exposure"]["per"])
-    rows, left_out = forest_rows(doc)
-    base = next((r for r in rows if r["arm"] == case["baseline"]), None)
-    what = "share of failing trials" if per_trial(doc) else f"failures per {per} {unit}"
+    result = as_result(doc)
+    unit, per = result.case.exposure_unit, per_label(exposure_per(result))
+    rows, left_out = forest_rows(result)
+    base = next((r for r in rows if r["arm"] == result.case.baseline), None)
+    what = "share of failing trials" if per_trial(result) else f"failures per {per} {unit}"
     parts = [f"Forest plot: {what} per arm with exact 95% intervals"
              + (f", against the baseline's {fmt(base['estimate'])} ({fmt(base['lo'])}–{fmt(base['hi'])})"
                 if base else " (the baseline is not drawn)")]
-    claims = doc.get("claims") or []
+    claims = result.claims
     if claims:
         conf = families.confirmatory(claims)
-        n_sup = sum(c["decision"] == "supported" for c in conf)
-        n_con = sum(c["decision"] == "contradicted" for c in conf)
+        n_sup = sum(c.decision == "supported" for c in conf)
+        n_con = sum(c.decision == "contradicted" for c in conf)
         parts.append(f"{families.decided_count(claims)} ({n_sup} supported, {n_con} "
                      f"contradicted{' confirmatory' if len(conf) < len(claims) else ''})")
     if base:
@@ -222,10 +232,11 @@ def draw_rate(ax: Any, y: float, cell: Mapping[str, Any], colour: Any, marker: s
     return artist
 
 
-def forest_figure(doc: Mapping[str, Any]) -> Any:
+def forest_figure(doc: Result | Mapping[str, Any]) -> Any:
     """The forest plot as a matplotlib figure, and its rows (each with the y it is drawn at
     and the marker artist that carries its decision); None if no arm can be drawn."""
-    rows, left_out = forest_rows(doc)
+    result = as_result(doc)
+    rows, left_out = forest_rows(result)
     if not rows:
         return None
     import matplotlib
@@ -233,12 +244,12 @@ def forest_figure(doc: Mapping[str, Any]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    case = doc["case"]
-    per = per_superscript(case["exposure"]["per"])
-    has_claims = bool(doc.get("claims"))
-    baseline = case["baseline"]
+    case = result.case
+    per = per_superscript(exposure_per(result))
+    has_claims = bool(result.claims)
+    baseline = case.baseline
     headers, n_lines = layout_rows(rows)
-    trials = per_trial(doc)
+    trials = per_trial(result)
     arrow = 4.0 if trials else 10 ** 0.4
     xmin, xmax = (-0.03, 1.03) if trials else x_range(rows, arrow)
     base = next((r for r in rows if r["arm"] == baseline), None)
@@ -247,9 +258,9 @@ def forest_figure(doc: Mapping[str, Any]) -> Any:
     n_handles = len(used) * has_claims + any(r["zero"] for r in rows) + (base is not None)
     legend_rows = 1 if n_handles <= 4 else 2
 
-    claims = doc.get("claims") or []
-    title = (f"{case['name']}: failing trials per arm against {baseline}" if trials
-             else f"{case['name']}: failure rate per arm against {baseline}")
+    claims = result.claims
+    title = (f"{case.name}: failing trials per arm against {baseline}" if trials
+             else f"{case.name}: failure rate per arm against {baseline}")
     counted = f"({families.decided_count(claims)})" if claims and not trials else ""
     # 9 in wide at 100 dpi: GitHub's ~900 px; wider where the claims column needs it, so that
     # no text is cut (GitHub scales a wider picture down to its column).
@@ -277,7 +288,7 @@ def forest_figure(doc: Mapping[str, Any]) -> Any:
         draw_band(ax, base, xmin)
     _draw_rows(fig, ax, rows, headers, cols, baseline, has_claims, arrow)
     ax.set_xlabel("share of valid trials that failed (exact Clopper-Pearson 95% interval)" if trials
-                  else f"failures per {per} {case['exposure']['unit']} (log scale; exact Poisson 95% "
+                  else f"failures per {per} {case.exposure_unit} (log scale; exact Poisson 95% "
                   f"interval)", fontsize=9)
     ax.tick_params(axis="x", labelsize=9)
     fig.text(NAME_X, 1 - 0.1 / fig_h, "\n".join(lines), ha="left", va="top", fontsize=11.5,
@@ -470,7 +481,7 @@ def note_left_out(fig: Any, lines: list[str], fig_h: float) -> None:
                  va="bottom", color="#555555", linespacing=1.25)
 
 
-def forest_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
+def forest_plot(doc: Result | Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
     """Write the forest plot (PNG, and SVG beside it); False if no arm can be drawn."""
     made = forest_figure(doc)
     if made is None:

@@ -16,6 +16,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..model.result import Result, as_result
+
 # condition -> (tolerance, "relative" to the first run's median, or "absolute" in its unit).
 # SM clock 3%: the H200's clock under these kernels read 1980 MHz in every timed trial of the
 # committed FA3 runs, so 3% (about 60 MHz, four boost steps) is a different clock state, not
@@ -28,12 +30,13 @@ TOLERANCES: dict[str, tuple[float, str]] = {
 }
 
 
-def run_conditions(doc: Mapping[str, Any]) -> dict[str, float]:
+def run_conditions(doc: Result | Mapping[str, Any]) -> dict[str, float]:
     """A run's GPU conditions: per condition, the median of its trials' readings after their
-    repetitions; empty for a run whose trials read none (an untimed case)."""
+    repetitions (as the drivers' records observed them); empty for a run whose trials read
+    none (an untimed case)."""
     read: dict[str, list[float]] = {}
-    for trial in doc.get("trials") or []:
-        after = ((trial.get("observations") or {}).get("conditions") or {}).get("after") or {}
+    for trial in as_result(doc).trials:
+        after = ((trial.record.get("observations") or {}).get("conditions") or {}).get("after") or {}
         for key in TOLERANCES:
             value = after.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -41,14 +44,14 @@ def run_conditions(doc: Mapping[str, Any]) -> dict[str, float]:
     return {key: statistics.median(values) for key, values in read.items()}
 
 
-def differences(docs: Sequence[Mapping[str, Any]], labels: Sequence[str]
+def differences(results: Sequence[Result], labels: Sequence[str]
                 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Each later run's conditions against the first's: rows (label, condition, first, later,
     tolerance, within), and one sentence per condition beyond its tolerance."""
-    first = run_conditions(docs[0])
+    first = run_conditions(results[0])
     rows, beyond = [], []
-    for label, doc in zip(labels[1:], docs[1:], strict=True):
-        mine = run_conditions(doc)
+    for label, r in zip(labels[1:], results[1:], strict=True):
+        mine = run_conditions(r)
         for key, (tolerance, how) in TOLERANCES.items():
             if key not in first or key not in mine:
                 continue

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..analyze.timing import arm_times
 from ..errors import CompareError
+from ..model.result import ClaimDecision, Result, as_result
 from . import gfm
 from .compare import _arm_run, _between, design, labels
 from .figure import save
@@ -141,28 +142,26 @@ class History:
 # ---------------------------------------------------------------- reading the documents
 
 
-def _gpu(doc: Mapping[str, Any]) -> str:
-    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
-    names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping)})
+def _gpu(result: Result) -> str:
+    gpus = result.environment.gpu.gpus
+    names = result.environment.gpu.names
     return ", ".join(names) + (f" × {len(gpus)}" if len(gpus) > 1 else "") if names else "no GPU"
 
 
-def _run(label: str, doc: Mapping[str, Any], path: str | Path) -> Run:
-    env = doc.get("environment") or {}
-    repo = env.get("repository") or {}
-    toolchain = {str(k): str(v) for k, v in sorted(((doc.get("toolchain") or {}).get("resolved")
-                                                    or {}).items())}
-    return Run(label=label, path=str(path), started_at=str(doc.get("started_at") or "–"),
-               gpu=_gpu(doc), driver=str((env.get("gpu") or {}).get("driver_version") or "–"),
+def _run(label: str, result: Result, path: str | Path) -> Run:
+    repo = result.environment.repository
+    toolchain = {str(k): str(v) for k, v in sorted(result.toolchain.resolved.items())}
+    return Run(label=label, path=str(path), started_at=str(result.started_at or "–"),
+               gpu=_gpu(result), driver=str(result.environment.gpu.driver_version or "–"),
                toolchain=toolchain,
-               commit=str(repo.get("commit") or "–")[:12] + (" (dirty)" if repo.get("dirty") else ""),
-               design=design(doc), trials=len(doc.get("trials") or []),
-               status=str((doc.get("verdict") or {}).get("status") or "–"),
-               complete=(doc.get("completion") or {}).get("complete", True) is not False)
+               commit=str(repo.commit or "–")[:12] + (" (dirty)" if repo.dirty else ""),
+               design=design(result), trials=len(result.trials),
+               status=str((result.verdict.status if result.verdict else None) or "–"),
+               complete=result.completion.complete is not False)
 
 
-def _rate(doc: Mapping[str, Any], arm: str) -> tuple[Rate | None, dict[str, Any] | None]:
-    r = _arm_run(doc, arm)
+def _rate(result: Result, arm: str) -> tuple[Rate | None, dict[str, Any] | None]:
+    r = _arm_run(result, arm)
     if r is None or not r["n_valid"]:
         return None, r
     unit_trial = bool(r.get("per_trial")) or bool(r["coarse_failures"]) or not r["exposure"]
@@ -173,21 +172,22 @@ def _rate(doc: Mapping[str, Any], arm: str) -> tuple[Rate | None, dict[str, Any]
                 tuple(r["rate_ci95"]) if r["rate_ci95"] else None, False), r
 
 
-def _timed_pairs(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _timed_pairs(result: Result) -> list[tuple[str, str]]:
     pairs = []
-    for c in doc.get("claims") or []:
-        if c.get("kind") in TIMED_KINDS and c.get("reference"):
-            pair = (str(c["arm"]), str(c["reference"]))
+    for c in result.claims:
+        if c.kind in TIMED_KINDS and c.reference:
+            pair = (str(c.arm), str(c.reference))
             if pair not in pairs:
                 pairs.append(pair)
     return pairs
 
 
-def _time_ratio(doc: Mapping[str, Any], arm: str, reference: str) -> TimeRatio | None:
+def _time_ratio(result: Result, arm: str, reference: str) -> TimeRatio | None:
     from scipy import stats as sps
 
-    a = [math.log(t) for t in arm_times(doc.get("trials") or [], arm)]
-    r = [math.log(t) for t in arm_times(doc.get("trials") or [], reference)]
+    records = [t.record for t in result.trials]  # the drivers' records, with their times
+    a = [math.log(t) for t in arm_times(records, arm)]
+    r = [math.log(t) for t in arm_times(records, reference)]
     if len(a) < 2 or len(r) < 2:
         return None
     va, vr = statistics.variance(a) / len(a), statistics.variance(r) / len(r)
@@ -198,16 +198,15 @@ def _time_ratio(doc: Mapping[str, Any], arm: str, reference: str) -> TimeRatio |
                      df_terms=(va * va / (len(a) - 1), vr * vr / (len(r) - 1)))
 
 
-def _decision(claim: Mapping[str, Any]) -> str:
-    d = str(claim.get("decision") or "not_decided")
-    family = claim.get("family") or ""
-    return f"{d} (exploratory)" if family == "exploratory" else d
+def _decision(claim: ClaimDecision) -> str:
+    d = str(claim.decision or "not_decided")
+    return f"{d} (exploratory)" if claim.family == "exploratory" else d
 
 
 # ---------------------------------------------------------------- the history
 
 
-def history(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
+def history(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Path],
             arms: Sequence[str] | None = None, against: str = "previous",
             rate_factor: float = 1.0, time_factor: float = 1.05,
             alpha: float = 0.05) -> History:
@@ -217,47 +216,50 @@ def history(docs: Sequence[Mapping[str, Any]], paths: Sequence[str | Path],
         raise CompareError("history needs at least two result documents of the case"
                            + (f" ({paths[0]} is the only one)" if paths else ""))
     for doc, path in zip(docs, paths, strict=True):
+        if isinstance(doc, Result):
+            continue
         if not str(doc.get("schema", "")).startswith("gpurepro/result") \
                 or not isinstance(doc.get("case"), Mapping) or "summary" not in doc:
             raise CompareError(f"{path} is not a gpurepro result document")
-    cases = sorted({str(d["case"]["name"]) for d in docs})
+    results = [as_result(doc) for doc in docs]  # each document typed once
+    cases = sorted({r.case.name for r in results})
     if len(cases) > 1:
         raise CompareError(f"history reads the documents of one case; these are of {', '.join(cases)}")
     if against not in AGAINST:
         raise CompareError(f"against {against!r}: one of {', '.join(AGAINST)}")
     if rate_factor <= 0 or time_factor <= 0 or not 0 < alpha < 1:
         raise CompareError("the factors must be above 0 and alpha between 0 and 1")
-    order = sorted(range(len(docs)), key=lambda i: (str(docs[i].get("started_at") or ""),
-                                                    Path(paths[i]).name))
-    docs = [docs[i] for i in order]
+    order = sorted(range(len(results)), key=lambda i: (str(results[i].started_at or ""),
+                                                       Path(paths[i]).name))
+    results = [results[i] for i in order]
     paths = [paths[i] for i in order]
-    names = labels(len(docs))
-    runs = [_run(n, d, p) for n, d, p in zip(names, docs, paths, strict=True)]
-    newest = docs[-1]
+    names = labels(len(results))
+    runs = [_run(n, r, p) for n, r, p in zip(names, results, paths, strict=True)]
+    newest = results[-1]
     if arms:
-        unknown = [a for a in arms if not any(a in d["summary"] for d in docs)]
+        unknown = [a for a in arms if not any(a in r.arms for r in results)]
         if unknown:
             raise CompareError(f"no run of {cases[0]} has the arm(s) {', '.join(unknown)}")
         shown = list(arms)
     else:
-        shown = list(newest["summary"])
+        shown = list(newest.arms)
     rates: dict[str, list[Rate | None]] = {}
     raw: dict[str, list[dict[str, Any] | None]] = {}
     for arm in shown:
-        got = [_rate(d, arm) for d in docs]
+        got = [_rate(r, arm) for r in results]
         rates[arm] = [g[0] for g in got]
         raw[arm] = [g[1] for g in got]
     pairs = [p for p in _timed_pairs(newest) if not arms or p[0] in shown]
-    times = {f"{a} / {r}": [_time_ratio(d, a, r) for d in docs] for a, r in pairs}
+    times = {f"{a} / {ref}": [_time_ratio(r, a, ref) for r in results] for a, ref in pairs}
     claims: list[str] = []
-    for d in reversed(docs):  # the newest run's claims first, then older ones' in turn
-        claims += [str(c["name"]) for c in d.get("claims") or [] if c["name"] not in claims]
-    decisions = {c: [next((_decision(x) for x in d.get("claims") or [] if x["name"] == c), None)
-                     for d in docs] for c in claims}
+    for r in reversed(results):  # the newest run's claims first, then older ones' in turn
+        claims += [c.name for c in r.claims if c.name not in claims]
+    decisions = {c: [next((_decision(x) for x in r.claims if x.name == c), None)
+                     for r in results] for c in claims}
     pins = [r.toolchain for r in runs]
     same = {k: v for k, v in pins[-1].items() if all(p.get(k) == v for p in pins)}
-    out = History(case=cases[0], unit=str(newest["case"]["exposure"]["unit"]),
-                  per=float(newest["case"]["exposure"]["per"]), baseline=str(newest["case"]["baseline"]),
+    out = History(case=cases[0], unit=str(newest.case.exposure_unit),
+                  per=float(newest.case.exposure_per or 0), baseline=newest.case.baseline,
                   runs=runs, arms=shown, rates=rates, pairs=list(times), times=times, claims=claims,
                   decisions=decisions, same_toolchain=same, against=against)
     out.checks = _check(out, raw, rate_factor, time_factor, alpha)

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..errors import JournalError
 from ..model.files import write_atomic
+from ..model.result import Result
 from . import families
 from .numbers import fmt
 from .tables import code, escape, row, table
@@ -37,67 +39,66 @@ def _per(per: float) -> str:
     return f"10^{int(exponent)}" if mantissa == "1" and exponent else fmt(per)
 
 
-def _when(doc: Mapping[str, Any]) -> str:
-    stamp = str(doc.get("started_at") or doc.get("created_at") or "")
+def _stamp(value: object) -> str:
+    stamp = str(value or "")
     # 2026-11-30T03:31:04Z -> 2026-11-30 03:31Z
     return f"{stamp[:10]} {stamp[11:16]}Z" if len(stamp) >= 16 else (stamp or "–")
 
 
-def _gpu(doc: Mapping[str, Any]) -> tuple[str, str]:
-    gpu = (doc.get("environment") or {}).get("gpu") or {}
-    gpus = gpu.get("gpus") or []
-    if not gpus:
-        return "none", escape(gpu.get("driver_version") or "–")
-    names = ", ".join(sorted({str(g.get("name")) for g in gpus}))
-    ccs = ", ".join(sorted({str(g.get("compute_capability")) for g in gpus}))
-    return escape(f"{names} × {len(gpus)} ({ccs})"), escape(gpu.get("driver_version") or "–")
+def _when(r: Result) -> str:
+    return _stamp(r.started_at or r.created_at)
 
 
-def _coarse(doc: Mapping[str, Any], arm: str) -> bool:
+def _gpu(r: Result) -> tuple[str, str]:
+    gpu = r.environment.gpu
+    if not gpu.gpus:
+        return "none", escape(gpu.driver_version or "–")
+    names = ", ".join(sorted({str(g.name) for g in gpu.gpus}))
+    ccs = ", ".join(sorted({str(g.compute_capability) for g in gpu.gpus}))
+    return escape(f"{names} × {len(gpu.gpus)} ({ccs})"), escape(gpu.driver_version or "–")
+
+
+def _coarse(r: Result, arm: str) -> bool:
     """A failure of the arm without a counter reading (see stats.coarse_counter)."""
-    failures = (doc.get("case") or {}).get("failure_outcomes") or []
-    return any(t.get("arm") == arm and t.get("outcome") in failures and not (t.get("exposure") or 0)
-               and "counters" in t and not t["counters"] for t in doc.get("trials") or [])
+    failures = r.case.failure_outcomes
+    return any(t.arm == arm and t.outcome in failures and not (t.exposure or 0)
+               and "counters" in t.record and not t.counters for t in r.trials)
 
 
-def baseline_rate(doc: Mapping[str, Any]) -> str:
-    case = doc["case"]
-    s = (doc.get("summary") or {}).get(case.get("baseline"))
+def baseline_rate(r: Result) -> str:
+    case = r.case
+    s = r.arms.get(case.baseline)
     if not s:
         return "–"
-    if not s.get("n_valid"):
-        outcomes = ", ".join(f"{n} {k}" for k, n in sorted((s.get("outcomes") or {}).items()))
+    if not s.n_valid:
+        outcomes = ", ".join(f"{n} {k}" for k, n in sorted(s.outcomes.items()))
         return f"none valid: {escape(outcomes.replace('_', ' '))}" if outcomes else "not run"
-    counts = f"{s['failures']}/{s['n_valid']} failed"
-    rate = (s.get("exposure") or {}).get("rate") or {}
-    exposure = case.get("exposure") or {}
-    if isinstance(case.get("check"), Mapping):  # a trial is the unit: the share, not a rate
-        prop = s.get("proportion") or {}
-        ci = prop.get("ci95")
-        return f"{counts}" + (f", share [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else "")
-    if rate.get("estimate") is None or _coarse(doc, case["baseline"]):
+    counts = f"{s.failures}/{s.n_valid} failed"
+    rate = s.exposure.rate
+    if case.check is not None:  # a trial is the unit: the share, not a rate
+        share = s.proportion.ci95
+        return f"{counts}" + (f", share [{fmt(share[0])}, {fmt(share[1])}]" if share else "")
+    if rate.estimate is None or _coarse(r, case.baseline):
         return counts
-    ci = rate.get("ci95") or [None, None]
-    per = float(exposure.get("per") or 1)
+    ci = rate.ci95 or (None, None)
+    per = float(case.exposure_per or 1)
     # per one unit: "failures / calls", never "per 10^0 calls"
-    unit = (f"failures / {escape(exposure.get('unit', ''))}" if per == 1
-            else f"per {_per(per)} {escape(exposure.get('unit', ''))}")
-    return f"{fmt(rate['estimate'])} [{fmt(ci[0])}, {fmt(ci[1])}] {unit} ({counts})"
+    unit = (f"failures / {escape(case.exposure_unit or '')}" if per == 1
+            else f"per {_per(per)} {escape(case.exposure_unit or '')}")
+    return f"{fmt(rate.estimate)} [{fmt(ci[0])}, {fmt(ci[1])}] {unit} ({counts})"
 
 
-def _verdict(doc: Mapping[str, Any]) -> str:
-    status = escape(str((doc.get("verdict") or {}).get("status") or "–").replace("_", " "))
-    claims = doc.get("claims")
-    if claims is None:
+def _verdict(r: Result) -> str:
+    status = escape(str((r.verdict.status if r.verdict else None) or "–").replace("_", " "))
+    if not r.claims_recorded:
         return f"{status} (recorded before claims)"
-    return f"{status} ({families.decided_count(claims)})"
+    return f"{status} ({families.decided_count(r.claims)})"
 
 
-def _arms(doc: Mapping[str, Any]) -> str:
-    arms = len((doc.get("plan") or {}).get("arms") or doc.get("summary") or {})
-    trials = len(doc.get("trials") or [])
-    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping")
-    return f"{arms} ({trials} trials{', until decided' if stopping else ''})"
+def _arms(r: Result) -> str:
+    arms = len(r.plan.arms or r.arms)
+    trials = len(r.trials)
+    return f"{arms} ({trials} trials{', until decided' if r.design.sequential else ''})"
 
 
 def _href(rel: str) -> str:
@@ -149,13 +150,17 @@ def render(folder: Path) -> str:
         if schema.startswith("gpurepro/bisect"):
             bisections.append((rel, _bisection_row(folder, path, doc)))
             continue
-        if not isinstance(doc.get("case"), Mapping) or not isinstance(doc.get("summary"), Mapping):
+        try:
+            if not isinstance(doc.get("case"), Mapping) or not isinstance(doc.get("summary"), Mapping):
+                raise ValueError("no case or summary")
+            r = Result.of(doc)  # the result document, typed once for its row
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, JournalError):
             others.append(f"- [{code(rel)}]({_href(rel)}): not a result document")
             continue
-        gpu, driver = _gpu(doc)
-        rows.append((str(doc["case"].get("name")), rel,
-                     row([code(doc['case'].get('name')), escape(_when(doc)), gpu, driver, _arms(doc),
-                          _verdict(doc), baseline_rate(doc), _links(folder, path)])))
+        gpu, driver = _gpu(r)
+        rows.append((r.case.name, rel,
+                     row([code(r.case.name), escape(_when(r)), gpu, driver, _arms(r),
+                          _verdict(r), baseline_rate(r), _links(folder, path)])))
     results = [line for _, _, line in sorted(rows)]
     out = ["# Results", "", MARKER, "",
            "Every result document in this folder, by case and then by time. Regenerate with "
@@ -197,7 +202,7 @@ def _matrix_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
     """One toolchain matrix document (gpurepro.sweep) as a row."""
     gpu = doc.get("gpu") or {}
     device = gpu.get("device") or {}
-    stage = escape(f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"
+    stage = escape(f"{_stamp(gpu.get('started_at'))} on {device.get('name')}"
                    if gpu.get("status") == "ran" else str(gpu.get("reason") or "not run"))
     cells = doc.get("cells") or []
     exported = sum(1 for c in cells if any(e.get("status") == "ok" for e in c.get("exports") or []))
@@ -215,7 +220,7 @@ def _bisection_row(folder: Path, path: Path, doc: Mapping[str, Any]) -> str:
     """One bisection document (gpurepro.sweep) as a row."""
     gpu = doc.get("gpu") or {}
     device = gpu.get("device") or {}
-    stage = escape(f"{_when({'started_at': gpu.get('started_at')})} on {device.get('name')}"
+    stage = escape(f"{_stamp(gpu.get('started_at'))} on {device.get('name')}"
                    if gpu.get("status") == "ran" else str(gpu.get("reason") or "not run"))
     axis = doc.get("axis") or {}
     releases = doc.get("releases") or []

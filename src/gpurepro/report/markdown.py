@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from urllib.parse import quote
 
 from ..model import phases
 from ..model.files import write_atomic
+from ..model.jsontypes import JSONValue
+from ..model.result import ClaimDecision, Estimate, Result, Resume, Verdict, as_result
 from . import cluster as cluster_report
 from . import families, gfm
 from .forest import forest_headline, forest_plot
@@ -34,7 +37,7 @@ from .wrong import section as wrong_section
 # What other modules use; the rest is this module's own.
 __all__ = [
     "claims_table", "condition_rows", "environment_rows", "markdown", "python_frames_table",
-    "resumes", "runtime_rows", "threads_table", "write_report"
+    "Resumed", "resumes", "runtime_rows", "threads_table", "write_report"
 ]
 
 
@@ -43,37 +46,45 @@ def _differs(factors: Mapping[str, Any], base: Mapping[str, Any]) -> str:
     return ", ".join(diff) if diff else "(baseline)"
 
 
-def environment_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    env = doc["environment"]
-    gpu = env["gpu"]
-    dev = doc["device"]
-    host = env["host"]
-    gpus = gpu.get("gpus") or []
-    g0 = gpus[0] if gpus else {}
-    rows = [
-        ("GPU", f"{g0.get('name', '–')} × {len(gpus)}" if gpus else f"none ({gpu.get('reason')})"),
-        ("Compute capability", str(g0.get("compute_capability", "–"))),
-        ("GPU memory", f"{g0['memory_mib']} MiB" if g0.get("memory_mib") else "–"),
-        ("GPU UUID / PCI", f"{g0.get('uuid', '–')} / {g0.get('pci_bus_id', '–')}"),
-        ("Driver / CUDA driver API", f"{gpu.get('driver_version') or '–'} / {gpu.get('cuda_driver_api') or '–'}"),
-        ("Target", f"{dev.get('target')} ({'supported' if dev.get('supported') else 'NOT supported: ' + str(dev.get('reason'))})"),
-        ("OS / kernel / glibc", f"{host.get('os')} / {host.get('kernel')} / {host.get('glibc')}"),
-        ("CPU", f"{host.get('cpu')} ({host.get('cpu_count')} cores)"),
-        ("Python", host.get("python", "–")),
-        ("Repository", f"{env['repository'].get('commit') or '–'}{' (dirty)' if env['repository'].get('dirty') else ''}"),
+def _known(value: object) -> object:
+    """A fact the document does not name, as the reports write it: "–"."""
+    return "–" if value is None else value
+
+
+def _verdict(r: Result) -> Verdict:
+    """The run's verdict (a validated document has one)."""
+    assert r.verdict is not None
+    return r.verdict
+
+
+def environment_rows(doc: Result | Mapping[str, Any]) -> list[tuple[str, str]]:
+    r = as_result(doc)
+    env = r.environment
+    gpu, dev, host, repo = env.gpu, r.device, env.host, env.repository
+    g0 = gpu.gpus[0] if gpu.gpus else None
+    rows: list[tuple[str, object]] = [
+        ("GPU", f"{_known(g0.name)} × {len(gpu.gpus)}" if g0 else f"none ({gpu.reason})"),
+        ("Compute capability", str(_known(g0.compute_capability if g0 else None))),
+        ("GPU memory", f"{g0.memory_mib} MiB" if g0 and g0.memory_mib else "–"),
+        ("GPU UUID / PCI", f"{_known(g0.uuid if g0 else None)} / "
+                           f"{_known(g0.pci_bus_id if g0 else None)}"),
+        ("Driver / CUDA driver API", f"{gpu.driver_version or '–'} / {gpu.cuda_driver_api or '–'}"),
+        ("Target", f"{dev.target} ({'supported' if dev.supported else 'NOT supported: ' + str(dev.reason)})"),
+        ("OS / kernel / glibc", f"{host.os} / {host.kernel} / {host.glibc}"),
+        ("CPU", f"{host.cpu} ({host.cpu_count} cores)"),
+        ("Python", _known(host.python)),
+        ("Repository", f"{repo.commit or '–'}{' (dirty)' if repo.dirty else ''}"),
     ]
-    found = env["repository"].get("manifest") or {}
-    if found.get("found") not in (None, "named"):  # the commit record found (record/provenance)
-        rows.append(("Repository: the commit", str(found.get("note"))))
-    facts = env.get("cuda_python") or {}
-    if facts.get("source"):  # what the driver says through cuda.bindings (env/fingerprint.py)
-        rows.append((f"Module loading / driver API ({facts['source']})",
-                     f"{facts.get('module_loading') or '–'} / "
-                     f"{facts.get('driver_api_version') or '–'}"))
-    rows += condition_rows(env.get("conditions"))
-    for name, version in sorted(doc["toolchain"].get("resolved", {}).items()):
+    if repo.manifest_found not in (None, "named"):  # the commit record found (record/provenance)
+        rows.append(("Repository: the commit", str(repo.manifest_note)))
+    facts = env.cuda_python
+    if facts.source:  # what the driver says through cuda.bindings (env/fingerprint.py)
+        rows.append((f"Module loading / driver API ({facts.source})",
+                     f"{facts.module_loading or '–'} / {facts.driver_api_version or '–'}"))
+    rows += condition_rows(env.conditions)
+    for name, version in sorted(r.toolchain.resolved.items()):
         rows.append((name, str(version)))
-    for tool, version in sorted(doc["toolchain"].get("tools", {}).items()):
+    for tool, version in sorted(r.toolchain.tools.items()):
         rows.append((tool, version))
     # Every value came from the document (a GPU's name, a tool's version string): as text.
     return [(escape(label), escape(value)) for label, value in rows]
@@ -102,39 +113,40 @@ def condition_rows(conditions: Mapping[str, Any] | None) -> list[tuple[str, str]
     return rows
 
 
-def _claim_rows(claims: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+def _claim_rows(claims: Sequence[ClaimDecision]) -> list[list[str]]:
     rows = []
     for c in claims:
-        kind = c["kind"] + (f" (×{c['margin']:g})" if c.get("margin") else "") + (
-            f" {c['outcome']}" + (f" {c['detail']}" if c.get("detail") else "") if c["kind"] == "outcome" else "") + (
-            f" in {c['stratum']}" if c.get("stratum") else "") + (
-            f" {'<' if c.get('bound') == 'below' else '>'} {c['share']:.0%}"
-            if c["kind"] == "outcome" and c.get("share") is not None else "")
+        kind = str(c.kind) + (f" (×{c.margin:g})" if c.margin else "") + (
+            f" {c.outcome}" + (f" {c.detail}" if c.detail else "") if c.kind == "outcome" else "") + (
+            f" in {c.stratum}" if c.stratum else "") + (
+            f" {'<' if c.bound == 'below' else '>'} {c.share:.0%}"
+            if c.kind == "outcome" and c.share is not None else "")
         # An exploratory claim is decided once, at the end: no look of the design; one decided
         # from the case's declared determinism, at no look either.
         when = ("end" if families.is_exploratory(c) else
-                "declared determinism" if c.get("deterministic") and c["decision"] != "not_decided"
-                else c['look'])
-        rows.append([code(c['name']), code(c['arm']), escape(kind),
-                     code(c['reference']) if c.get('reference') else '–', escape(c['test']),
-                     fmt_p(c['p_value']), fmt(c['threshold']),
+                "declared determinism" if c.deterministic and c.decision != "not_decided"
+                else c.look)
+        rows.append([code(c.name), code(c.arm), escape(kind),
+                     code(c.reference) if c.reference else '–', escape(c.test),
+                     fmt_p(c.p_value), fmt(c.threshold),
                      f"**{escape(families.decision_text(c))}** ({escape(when)})"])
     return rows
 
 
-def claims_table(doc: Mapping[str, Any]) -> str:
+def claims_table(doc: Result | Mapping[str, Any]) -> str:
     """The claims, the confirmatory family first under the design's statement, then the
     exploratory one under its own: the family-wise promise counts only the first."""
-    claims = doc["claims"]
+    r = as_result(doc)
+    claims = r.claims
     if not claims:
         return "### Claims\n\nThis run's arms take part in no claim.\n"
     head = ["claim", "arm", "kind", "reference", "test", "p", "threshold", "decision (look)"]
-    lines = ["### Claims\n", escape(families.design_statement(doc), "prose") + "\n"]
+    lines = ["### Claims\n", escape(families.design_statement(r), "prose") + "\n"]
     confirmatory = families.confirmatory(claims)
     if confirmatory:
         lines += table(head, _claim_rows(confirmatory))
         lines.append("")
-    exploratory_text = families.exploratory_statement(doc)
+    exploratory_text = families.exploratory_statement(r)
     if exploratory_text:
         lines += ["#### Exploratory claims\n", escape(exploratory_text, "prose") + "\n"]
         lines += table(head, _claim_rows(families.exploratory(claims)))
@@ -142,157 +154,171 @@ def claims_table(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _verdict_section(doc: Mapping[str, Any]) -> list[str]:
-    case, verdict = doc["case"], doc["verdict"]
-    out = [f"## gpurepro: {code(case['name'])} — {escape(verdict['status'])}\n",
-           f"**Question.** {escape(case['question'], 'prose')}\n"]
-    if case.get("report_url"):
-        out.append(f"Report: {address(case['report_url'])}\n")
+def _verdict_section(r: Result) -> list[str]:
+    case, verdict = r.case, _verdict(r)
+    out = [f"## gpurepro: {code(case.name)} — {escape(verdict.status)}\n",
+           f"**Question.** {escape(case.question, 'prose')}\n"]
+    if case.report_url:
+        out.append(f"Report: {address(case.report_url)}\n")
     out.append("### Verdict\n")
-    out += [f"- {escape(s, 'prose')}" for s in verdict["sentences"]]
-    if verdict.get("not_decided"):
+    out += [f"- {escape(s, 'prose')}" for s in verdict.sentences]
+    if verdict.not_decided:
         out.append("\n**Not decided:**")
-        out += [f"- {escape(s, 'prose')}" for s in verdict["not_decided"]]
-    if verdict.get("exploratory"):
+        out += [f"- {escape(s, 'prose')}" for s in verdict.not_decided]
+    if verdict.exploratory:
         out.append("\n**Exploratory** (outside the family-wise error rate; no owner rests on "
                    "them):")
-        out += [f"- {escape(s, 'prose')}" for s in verdict["exploratory"]]
-    if verdict.get("owner"):
-        because = verdict.get("owner_because") or []
-        out.append(f"\n**Owner:** {escape(verdict['owner'], 'prose')}"
+        out += [f"- {escape(s, 'prose')}" for s in verdict.exploratory]
+    if verdict.owner:
+        because = verdict.owner_because or ()
+        out.append(f"\n**Owner:** {escape(verdict.owner, 'prose')}"
                    + (f" (decided claims: {', '.join(code(c) for c in because)})" if because else ""))
-    if verdict.get("hypotheses"):
+    if verdict.hypotheses:
         out.append("\n**Hypotheses** (not shown by any arm of this run):")
-        out += [f"- {escape(s, 'prose')}" for s in verdict["hypotheses"]]
-    if verdict.get("next"):
+        out += [f"- {escape(s, 'prose')}" for s in verdict.hypotheses]
+    if verdict.next:
         out.append("\n**Next:**")
-        out += [f"- {escape(s, 'prose')}" for s in verdict["next"]]
+        out += [f"- {escape(s, 'prose')}" for s in verdict.next]
     out.append("")
     return out
 
 
-def _plan_line(doc: Mapping[str, Any]) -> str:
-    opts = doc["plan"].get("options", {})
-    budget = opts.get("budget", {})
-    unit = escape(doc["case"]["exposure"]["unit"])
+def _plan_line(r: Result) -> str:
+    opts = r.options
+    budget = opts.budget
+    unit = escape(r.case.exposure_unit)
     budget_exposure = budget.get("max_exposure")
-    return (f"Plan: {len(doc['plan']['order'])} trials, shuffled (seed {doc['plan']['seed']}); "
+    return (f"Plan: {len(r.plan.order)} trials, shuffled (seed {r.plan.seed}); "
             f"per trial {budget.get('duration_s')} s"
             + (f" or {budget_exposure} {unit}" if budget_exposure else "")
-            + f", limit {budget.get('timeout_s')} s; {opts.get('jobs', 1)} trial(s) at a time"
-            + (" per Slurm array task and GPU" if doc.get("cluster") else "")
-            + (f" on GPUs {escape(', '.join(map(str, opts['gpus'])))}" if opts.get("gpus") else "")
-            + (f"; sequential stopping: {escape(opts['stopping'].get('method'))}" if opts.get("stopping") else "")
+            + f", limit {budget.get('timeout_s')} s; {opts.jobs} trial(s) at a time"
+            + (" per Slurm array task and GPU" if r.cluster else "")
+            + (f" on GPUs {escape(', '.join(map(str, opts.gpus)))}" if opts.gpus else "")
+            + (f"; sequential stopping: {escape(r.design.described.get('method'))}"
+               if r.design.sequential else "")
             + ".\n")
 
 
-def _errors_by_arm(doc: Mapping[str, Any]) -> dict[str, str]:
+def _errors_by_arm(r: Result) -> dict[str, str]:
     """Per arm, the CUDA errors its trials ended with, and at which call: 'NAME at call ×n'."""
-    from collections import Counter
-
     counts: dict[str, Counter[str]] = {}
-    for t in doc["trials"]:
-        if t.get("outcome") == "cuda_error":
-            where = f" at {t['call']}" if t.get("call") else ""
-            counts.setdefault(t["arm"], Counter())[f"{t.get('detail')}{where}"] += 1
+    for t in r.trials:
+        if t.outcome == "cuda_error":
+            where = f" at {t.call}" if t.call else ""
+            counts.setdefault(t.arm, Counter())[f"{t.detail}{where}"] += 1
     return {arm: "; ".join(f"{escape(k)} ×{n}" for k, n in c.most_common()) for arm, c in counts.items()}
 
 
-def _arms_section(doc: Mapping[str, Any]) -> list[str]:
-    case = doc["case"]
-    unit, per = escape(case["exposure"]["unit"]), case["exposure"]["per"]
-    base_factors = doc["summary"].get(case["baseline"], {}).get("factors", {})
+def _arms_section(r: Result) -> list[str]:
+    case = r.case
+    unit, per = escape(case.exposure_unit), case.exposure_per
+    base = r.arms.get(case.baseline)
+    base_factors = base.factors if base else {}
     # Arms whose claims are about an outcome (they are meant to fail at once): a rate per unit
     # of exposure says nothing there.
-    claims = doc.get("claims") or []
-    rate_arms = {a for c in claims if c["kind"] not in ("outcome", "concentrated")
-                 for a in (c["arm"], c.get("reference"))}
-    outcome_arms = {c["arm"] for c in claims if c["kind"] == "outcome"} - rate_arms
-    errors = _errors_by_arm(doc)
-    trials = per_trial(doc)  # a case that checks its output: proportions, no rates
+    claims = r.claims
+    rate_arms = {a for c in claims if c.kind not in ("outcome", "concentrated")
+                 for a in (c.arm, c.reference)}
+    outcome_arms = {c.arm for c in claims if c.kind == "outcome"} - rate_arms
+    errors = _errors_by_arm(r)
+    trials = per_trial(r)  # a case that checks its output: proportions, no rates
     head = ["arm", "differs from baseline", "outcomes", "failed / valid", "CUDA errors (at call)",
             "proportion (95% CI)", f"exposure ({unit})", f"failures per {fmt(per)} {unit} (95% CI)",
             f"median {unit} to failure"]
     rows = []
-    for arm, s in doc["summary"].items():
-        outcomes = escape(", ".join(f"{k} {v}" for k, v in s["outcomes"].items()))
-        first = [code(arm), _differs(s['factors'], base_factors), outcomes]
-        if s["n_valid"] == 0:
+    for arm, s in r.arms.items():
+        outcomes = escape(", ".join(f"{k} {v}" for k, v in s.outcomes.items()))
+        first = [code(arm), _differs(s.factors, base_factors), outcomes]
+        if s.n_valid == 0:
             rows.append([*first, "no valid trial: nothing to measure", "", "", "", "", ""])
             continue
-        prop, rate = s["proportion"], s["exposure"]["rate"]
-        km = (s.get("time_to_failure") or {}).get("exposure") or {}
-        meaningful = arm not in outcome_arms and s["exposure"]["total"] > 0 and not trials
-        median = (fmt(km.get('median')) if km.get('median') is not None
-                  else 'not reached' if s['failures'] else '–')
-        rows.append([*first, f"{s['failures']} / {s['n_valid']}", errors.get(arm, '–'),
-                     f"{fmt(prop['estimate'])} {fmt_ci(prop['ci95'])}"]
-                    + ([fmt(s['exposure']['total']), f"{fmt(rate['estimate'])} {fmt_ci(rate['ci95'])}",
+        prop, rate = s.proportion, s.exposure.rate
+        km = s.time_to_failure.exposure
+        to_failure = km.median if km else None
+        meaningful = arm not in outcome_arms and s.exposure.total > 0 and not trials
+        median = (fmt(to_failure) if to_failure is not None
+                  else 'not reached' if s.failures else '–')
+        rows.append([*first, f"{s.failures} / {s.n_valid}", errors.get(arm, '–'),
+                     f"{fmt(prop.estimate)} {fmt_ci(prop.ci95)}"]
+                    + ([fmt(s.exposure.total), f"{fmt(rate.estimate)} {fmt_ci(rate.ci95)}",
                         median] if meaningful else
                        ["–", "– (a trial is the unit)" if trials else "– (an outcome arm)", "–"]))
-    out = ["### Arms\n", _plan_line(doc), *table(head, rows), ""]
+    out = ["### Arms\n", _plan_line(r), *table(head, rows), ""]
     return out
 
 
-def _comparisons_section(doc: Mapping[str, Any]) -> list[str]:
-    if not doc["comparisons"]:
+_NO_RATIO = Estimate(None, None)
+
+
+def _comparisons_section(r: Result) -> list[str]:
+    if not r.comparisons:
         return []
-    rows = [[code(arm), fmt_p(c['fisher']['p_value']), fmt(c['fisher']['odds_ratio']),
-             f"{fmt(c['rate_ratio']['estimate'])} {fmt_ci(c['rate_ratio']['ci95'])}",
-             fmt_p(c['rate_ratio']['p_value'])] for arm, c in doc["comparisons"].items()]
-    return [f"### Each arm against {code(doc['case']['baseline'])} (descriptive; decisions are the claims')\n",
+    rows = [[code(arm), fmt_p(c.fisher_p), fmt(c.odds_ratio),
+             f"{fmt((c.rate_ratio or _NO_RATIO).estimate)} {fmt_ci((c.rate_ratio or _NO_RATIO).ci95)}",
+             fmt_p(c.rate_ratio_p)] for arm, c in r.comparisons.items()]
+    return [f"### Each arm against {code(r.case.baseline)} (descriptive; decisions are the claims')\n",
             *table(["arm", "Fisher exact p (trials)", "odds ratio", "rate ratio (95% CI)", "rate p"],
                    rows), ""]
 
 
-def _old_stopping_section(doc: Mapping[str, Any]) -> list[str]:
-    """Documents from before claims carried per-arm stopping decisions."""
-    decisions = ((doc["plan"].get("options", {}).get("stopping")) or {}).get("decisions") or {}
-    if not decisions or doc.get("claims"):
+def _number(x: JSONValue) -> float | None:
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _old_stopping_section(r: Result) -> list[str]:
+    """Documents from before claims carried per-arm stopping decisions (kept in the design's
+    ``described``, as journaled)."""
+    decisions = r.design.described.get("decisions")
+    if not isinstance(decisions, dict) or not decisions or r.claims:
         return []
     rows = [[code(arm), escape(f"{d['decision']} ({d.get('test', 'fisher')})"),
-             f"{d['at_trials']} ({d['baseline_trials']})", fmt_p(d['p_value']), f"{d['threshold']:.3g}"]
-            for arm, d in decisions.items()]
+             f"{d['at_trials']} ({d['baseline_trials']})", fmt_p(_number(d['p_value'])),
+             f"{d['threshold']:.3g}"]
+            for arm, d in decisions.items() if isinstance(d, dict)]
     return ["### Sequential stopping\n",
             *table(["arm", "decision", "at trials (baseline)", "p", "threshold"], rows), ""]
 
 
-def _per_gpu_section(doc: Mapping[str, Any], per_gpu_name: str | None = None) -> list[str]:
+def _per_gpu_section(r: Result, per_gpu_name: str | None = None) -> list[str]:
     """The failures per GPU, as a table and (when drawn) the forest plot faceted by GPU."""
-    multi = bool(doc.get("per_gpu")) and len(doc["per_gpu"]) > 1
+    multi = len(r.per_gpu) > 1
     if not multi and not per_gpu_name:
         return []
     out = ["### Per GPU (failures / valid trials)\n" if multi else "### Per host\n"]
     if per_gpu_name:
-        out.append(f"![{_alt(per_gpu_headline(doc))}]({_target(per_gpu_name)})\n")
+        out.append(f"![{_alt(per_gpu_headline(r))}]({_target(per_gpu_name)})\n")
     if multi:
-        arms = list(doc["summary"])
+        arms = list(r.arms)
         out += table(["GPU", *(code(a) for a in arms)],
-                     [[escape(gpu), *(f"{cells[a]['failures']}/{cells[a]['valid']}" if a in cells else "–"
-                              for a in arms)] for gpu, cells in doc["per_gpu"].items()])
+                     [[escape(gpu), *(f"{cells[a].failures}/{cells[a].valid}" if a in cells else "–"
+                              for a in arms)] for gpu, cells in r.per_gpu.items()])
     out.append("")
     return out
 
 
-def _crash_sites_section(doc: Mapping[str, Any]) -> list[str]:
-    if not doc["crash_sites"]:
+def _crash_sites_section(r: Result) -> list[str]:
+    if not r.crash_sites:
         return []
     rows = []
-    for b in doc["crash_sites"]:
-        frames = escape(" ← ".join(f"{f['module']}+{f['offset']}" for f in (b.get("frames") or [])[1:4]))
-        fault = b.get("fault_in") or {}
-        arms = escape(", ".join(f"{a} {n}" for a, n in b["arms"].items()))
-        rows.append([b['count'], escape(f"{b.get('signal')} {b.get('code_name') or ''}"),
-                     f"{code(str(b.get('pc_module')) + '+' + str(b.get('pc_offset')))} ({escape(b.get('pc_perms') or '?')})",
-                     escape(fault.get('module', '–')), frames or '–', arms])
+    for b in r.crash_sites:
+        frames = escape(" ← ".join(f"{f.module}+{f.offset}" for f in b.frames[1:4]))
+        arms = escape(", ".join(f"{a} {n}" for a, n in b.arms.items()))
+        rows.append([b.count, escape(f"{b.signal} {b.code_name or ''}"),
+                     f"{code(str(b.pc_module) + '+' + str(b.pc_offset))} ({escape(b.pc_perms or '?')})",
+                     escape(b.fault_module or '–'), frames or '–', arms])
     return ["### Crash sites\n",
             *table(["count", "signal", "faulting PC", "fault address in", "first frames", "arms"],
                    rows), ""]
 
 
-def _threads_section(doc: Mapping[str, Any]) -> list[str]:
+def _records(r: Result) -> list[Mapping[str, Any]]:
+    """The trials' records as the drivers wrote them (their crash records are the drivers')."""
+    return [t.record for t in r.trials]
+
+
+def _threads_section(r: Result) -> list[str]:
     """Where each thread was at each crash, per arm (drivers that publish their calls)."""
-    rows = threads_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+    rows = threads_table(_records(r), r.case.failure_outcomes or ("crashed",))
     if not rows:
         return []
     return ["### Threads at the crash\n",
@@ -356,8 +382,8 @@ def python_frames_table(trials: Iterable[Mapping[str, Any]],
                   "crash records"], rows)
 
 
-def _python_frames_section(doc: Mapping[str, Any]) -> list[str]:
-    rows = python_frames_table(doc["trials"], doc["case"].get("failure_outcomes") or ("crashed",))
+def _python_frames_section(r: Result) -> list[str]:
+    rows = python_frames_table(_records(r), r.case.failure_outcomes or ("crashed",))
     if not rows:
         return []
     return ["### Python frames at the crash\n",
@@ -366,33 +392,33 @@ def _python_frames_section(doc: Mapping[str, Any]) -> list[str]:
             *rows, ""]
 
 
-def runtime_rows(doc: Mapping[str, Any]) -> list[list[str]]:
+_MET = {True: "", False: ", does not meet it", None: ", unknown"}
+
+
+def runtime_rows(r: Result) -> list[list[str]]:
     """Per arm that pins runtime packages: requested, resolved, and what the node provided."""
     rows = []
-    for arm, r in (doc.get("runtime") or {}).get("arms", {}).items():
-        node = "; ".join(f"{n.get('requirement')} (of {n.get('of')}): "
-                         f"{n.get('version') or 'not installed'}"
-                         + {True: "", False: ", does not meet it", None: ", unknown"}[n.get("met")]
-                         for n in r.get("from_node") or [])
-        rows.append([arm, ", ".join(map(str, r.get("requested") or [])),
-                     ", ".join(f"{k} {v}" for k, v in sorted((r.get("resolved") or {}).items())),
+    for arm, packages in (r.runtime.arms if r.runtime else {}).items():
+        node = "; ".join(f"{n.requirement} (of {n.of}): {n.version or 'not installed'}"
+                         + _MET[n.met] for n in packages.from_node)
+        rows.append([arm, ", ".join(packages.requested),
+                     ", ".join(f"{k} {v}" for k, v in sorted(packages.resolved.items())),
                      node or "–"])
     # Every value came from the document (a package's name, a version the node reported): as text.
-    return [[escape(c) for c in r] for r in rows]
+    return [[escape(c) for c in row] for row in rows]
 
 
-def _runtime_section(doc: Mapping[str, Any]) -> list[str]:
-    rows = runtime_rows(doc)
-    if not rows:
+def _runtime_section(r: Result) -> list[str]:
+    rows = runtime_rows(r)
+    if not rows or r.runtime is None:
         return []
-    python = doc["runtime"].get("python")
-    return ["", f"### Runtime packages (wheels for Python {escape(python)}, unpacked on the node)\n",
+    return ["", f"### Runtime packages (wheels for Python {escape(r.runtime.python)}, unpacked on the node)\n",
             *table(["arm", "requested", "resolved", "left to the node"], rows)]
 
 
-def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
+def _analyses_section(r: Result) -> list[str]:
     out = []
-    for name, analysis in (doc.get("analyses") or {}).items():
+    for name, analysis in r.analysis.analyses.items():
         out.append(f"### Analysis: {escape(name)}\n")
         if isinstance(analysis, Mapping) and analysis.get("markdown"):
             out.append(escape(analysis["markdown"], "markdown"))
@@ -402,16 +428,16 @@ def _analyses_section(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _probe_section(doc: Mapping[str, Any]) -> list[str]:
-    p = doc.get("probe")
+def _probe_section(r: Result) -> list[str]:
+    p = r.probe
     if not p:
         return []
     out = ["### Device probe\n",
            f"The case cannot run here; one trial command was run to show what happens: "
-           f"{code(' '.join(map(str, p.get('command', []))))} → {escape(p.get('outcome'))} "
-           f"({escape(p.get('detail'))}).\n"]
-    if p.get("stdout_tail"):
-        out.append("\n".join(fence(str(p["stdout_tail"])[-1500:])) + "\n")
+           f"{code(' '.join(map(str, p.command)))} → {escape(p.outcome)} "
+           f"({escape(p.detail)}).\n"]
+    if p.stdout_tail:
+        out.append("\n".join(fence(str(p.stdout_tail)[-1500:])) + "\n")
     return out
 
 
@@ -419,19 +445,28 @@ def _when(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def resumes(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Resumed:
+    """A resume of the run's journal, and the plan indices of the trials that started after it
+    (before the next resume)."""
+
+    resume: Resume
+    trials: list[int]
+
+
+def resumes(doc: Result | Mapping[str, Any]) -> list[Resumed]:
     """Each resume of the run's journal with the trials that started after it (before the next
     resume): which trials ran on the device that resume found, which may not be the one the
     document's device and environment name (``--other-device``)."""
-    found = list(doc.get("resumed") or [])
-    starts = [(_when(t["started_at"]), int(t["index"])) for t in doc.get("trials") or []
-              if t.get("started_at")]
+    r = as_result(doc)
+    found = r.resumed
+    starts = [(_when(t.started_at), int(t.index or 0)) for t in r.trials if t.started_at]
     out = []
-    for i, r in enumerate(found):
-        begin = _when(r["at"])
-        end = _when(found[i + 1]["at"]) if i + 1 < len(found) else None
+    for i, resume in enumerate(found):
+        begin = _when(resume.at)
+        end = _when(found[i + 1].at) if i + 1 < len(found) else None
         after = sorted(n for when, n in starts if when >= begin and (end is None or when < end))
-        out.append({**r, "trials": after})
+        out.append(Resumed(resume, after))
     return out
 
 
@@ -444,32 +479,33 @@ def _trial_span(indices: Sequence[int]) -> str:
     return f"{len(indices)}: {'index' if len(indices) == 1 else 'indices'} {', '.join(map(str, indices))}"
 
 
-def _resumed_section(doc: Mapping[str, Any]) -> list[str]:
-    found = resumes(doc)
+def _resumed_section(r: Result) -> list[str]:
+    found = resumes(r)
     if not found:
         return []
     rows = []
-    for r in found:
-        d = r.get("device") or {}
-        rows.append([escape(r["at"]),
-                     f"{escape(d.get('name'))} {code(d.get('uuid'))}, driver {escape(d.get('driver_version'))}",
-                     "**another device**: " + "; ".join(escape(x) for x in r.get("differs") or [])
-                     if r.get("other_device") else "the journal's",
-                     _trial_span(r["trials"])])
+    for x in found:
+        d = x.resume.device
+        rows.append([escape(x.resume.at),
+                     f"{escape(d.name if d else None)} {code(d.uuid if d else None)}, "
+                     f"driver {escape(d.driver_version if d else None)}",
+                     "**another device**: " + "; ".join(escape(y) for y in x.resume.differs)
+                     if x.resume.other_device else "the journal's",
+                     _trial_span(x.trials)])
     out = ["### Resumed\n", *table(["resumed at", "device found", "device", "trials started after"], rows), ""]
-    if any(r.get("other_device") for r in found):
+    if any(x.resume.other_device for x in found):
         out.append("Trials journaled after a resume with `--other-device` ran on the device that "
                    "resume found, not on the one the Environment names.\n")
     return out
 
 
-def _environment_section(doc: Mapping[str, Any]) -> list[str]:
-    out = ["### Environment\n", *table(["", ""], environment_rows(doc))]
+def _environment_section(r: Result) -> list[str]:
+    out = ["### Environment\n", *table(["", ""], environment_rows(r))]
     out += ["", "### Artifacts\n",
-            *table(["artifact", "sha256"], [[f"{code(name)} ({escape(a['path'])})", code(f"{a['sha256'][:16]}…")]
-                                            for name, a in doc["artifacts"].items()])]
-    out += _runtime_section(doc)
-    out += ["", f"_Generated by gpurepro {escape(doc['gpurepro_version'])} at {escape(doc['created_at'])}._\n"]
+            *table(["artifact", "sha256"], [[f"{code(name)} ({escape(a.path)})", code(f"{a.sha256[:16]}…")]
+                                            for name, a in r.artifacts.items()])]
+    out += _runtime_section(r)
+    out += ["", f"_Generated by gpurepro {escape(r.gpurepro_version)} at {escape(r.created_at)}._\n"]
     return out
 
 
@@ -484,34 +520,36 @@ def _target(name: str) -> str:
     return quote(name, safe="")
 
 
-def markdown(doc: Mapping[str, Any], plot_name: str | None = None,
+def markdown(doc: Result | Mapping[str, Any], plot_name: str | None = None,
              forest_name: str | None = None, per_gpu_name: str | None = None,
              times_name: str | None = None) -> str:
     """The report, section by section; each section renders from the document alone. Each
     picture named is referenced with its headline in words as the alt text."""
-    out = _verdict_section(doc)
+    r = as_result(doc)
+    out = _verdict_section(r)
     if times_name:
-        out.append(f"![{_alt(times_headline(doc))}]({_target(times_name)})\n")
+        out.append(f"![{_alt(times_headline(r))}]({_target(times_name)})\n")
     if forest_name:
-        out.append(f"![{_alt(forest_headline(doc))}]({_target(forest_name)})\n")
-    out += _arms_section(doc)
-    if doc.get("claims"):
-        out.append(claims_table(doc))
-    out += clocks_section(doc)
-    out += (_old_stopping_section(doc) + _comparisons_section(doc) + _per_gpu_section(doc, per_gpu_name)
-            + cluster_report.section(doc) + wrong_section(doc) + _crash_sites_section(doc)
-            + _threads_section(doc) + _python_frames_section(doc)
-            + _analyses_section(doc) + _probe_section(doc) + _resumed_section(doc))
+        out.append(f"![{_alt(forest_headline(r))}]({_target(forest_name)})\n")
+    out += _arms_section(r)
+    if r.claims:
+        out.append(claims_table(r))
+    out += clocks_section(r)
+    out += (_old_stopping_section(r) + _comparisons_section(r) + _per_gpu_section(r, per_gpu_name)
+            + cluster_report.section(r) + wrong_section(r) + _crash_sites_section(r)
+            + _threads_section(r) + _python_frames_section(r)
+            + _analyses_section(r) + _probe_section(r) + _resumed_section(r))
     if plot_name:
-        out.append(f"![{_alt(survival_headline(doc))}]({_target(plot_name)})\n")
-    out += _environment_section(doc)
+        out.append(f"![{_alt(survival_headline(r))}]({_target(plot_name)})\n")
+    out += _environment_section(r)
     # Parsed as GitHub parses it, the report holds nothing live but its own pictures and the
     # case's report link; a document string that would be is refused, not written (gfm.py).
-    own = {doc["case"]["report_url"]} if doc["case"].get("report_url") else set()
-    return gfm.check("\n".join(out), f"the report of {doc['case'].get('name')!r}", own)
+    own = {r.case.report_url} if r.case.report_url else set()
+    return gfm.check("\n".join(out), f"the report of {r.case.name!r}", own)
 
 
-def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
+def write_report(doc: Result | Mapping[str, Any], result_path: Path) -> dict[str, Path]:
+    r = as_result(doc)
     stem = result_path.with_suffix("")
     written: dict[str, Path] = {}
     drawn: dict[str, str | None] = {}
@@ -519,7 +557,7 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
                                ("forest_per_gpu", ".forest-per-gpu", per_gpu_plot),
                                ("times", ".times", times_plot)):
         png, svg = Path(f"{stem}{suffix}.png"), Path(f"{stem}{suffix}.svg")
-        if draw(doc, png, svg):
+        if draw(r, png, svg):
             written[kind], written[f"{kind}_svg"] = png, svg
             drawn[kind] = png.name
         else:  # pictures from an earlier rendering no longer apply
@@ -527,13 +565,13 @@ def write_report(doc: Mapping[str, Any], result_path: Path) -> dict[str, Path]:
             svg.unlink(missing_ok=True)
             drawn[kind] = None
     md = stem.with_suffix(".md")
-    write_atomic(md, markdown(doc, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"],
+    write_atomic(md, markdown(r, drawn["plot"], drawn["forest"], drawn["forest_per_gpu"],
                               drawn["times"]))
     written["markdown"] = md
     # The timed trials' pyperf suite (report/pyperf_suite.py); a document without timed trials
     # has none, and a suite an earlier rendering left (once the seconds to failure of failed
     # trials, docs/format.md) goes.
-    suite = write_suite(doc, stem)
+    suite = write_suite(r, stem)
     if suite is not None:
         written["pyperf"] = suite
     return written

@@ -8,6 +8,7 @@ thousands grouped, no exponent below a million, since a figure's column has no r
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 
 def fmt(x: float | None, digits: int = 3) -> str:
@@ -20,7 +21,7 @@ def fmt(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def fmt_ci(ci: list[float | None] | None, digits: int = 3) -> str:
+def fmt_ci(ci: Sequence[float | None] | None, digits: int = 3) -> str:
     if not ci:
         return "–"
     lo, hi = ci

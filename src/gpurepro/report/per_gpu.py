@@ -10,6 +10,7 @@ from typing import Any
 
 from ..analyze.stats import poisson_rate
 from ..analyze.tally import arm_counts
+from ..model.result import Result, as_result
 from .figure import save, text_width
 from .forest import (
     DECISION_STYLE,
@@ -18,6 +19,7 @@ from .forest import (
     band_handle,
     draw_band,
     draw_rate,
+    exposure_per,
     forest_rows,
     layout_rows,
     legend_handles,
@@ -42,11 +44,12 @@ def _natural(key: str) -> tuple[tuple[int, int, str], ...]:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", key) if p)
 
 
-def facets(doc: Mapping[str, Any]) -> tuple[str, dict[str, list[Mapping[str, Any]]]]:
-    """What the trials ran on, when more than one took part: (kind, {panel label: trials}),
-    kind 'GPU', 'host' or 'host · GPU'. Per host and GPU while that gives at most MAX_PANELS
-    panels, else per host. One GPU and one host (or trials that name neither): no panel."""
-    trials = doc.get("trials") or []
+def facets(doc: Result | Mapping[str, Any]) -> tuple[str, dict[str, list[Mapping[str, Any]]]]:
+    """What the trials ran on, when more than one took part: (kind, {panel label: the trials'
+    records}), kind 'GPU', 'host' or 'host · GPU'. Per host and GPU while that gives at most
+    MAX_PANELS panels, else per host. One GPU and one host (or trials that name neither): no
+    panel."""
+    trials = [t.record for t in as_result(doc).trials]
     hosts = {str(t["host"]) for t in trials if t.get("host") is not None}
     gpus = {str(t["gpu"]) for t in trials if t.get("gpu") is not None}
 
@@ -73,24 +76,23 @@ def _plural(kind: str) -> str:
     return {"host · GPU": "GPUs and hosts"}.get(kind, kind + "s")
 
 
-def per_gpu_rows(doc: Mapping[str, Any]) -> tuple[str, list[str], list[dict[str, Any]], list[str]]:
+def per_gpu_rows(r: Result) -> tuple[str, list[str], list[dict[str, Any]], list[str]]:
     """The faceted forest plot's content: (kind, panel labels, rows, arms left out). The rows
     are the forest plot's (same arms, groups and order); each carries a cell per panel with
     that panel's trials' failures, valid trials and exposure, and the rate recomputed from
     them with its exact Poisson interval."""
-    kind, groups = facets(doc)
+    kind, groups = facets(r)
     if len(groups) <= 1:
         return kind, [], [], []
-    rows, left_out = forest_rows(doc)
-    case = doc["case"]
-    failure, per = case["failure_outcomes"], case["exposure"]["per"]
-    for r in rows:
-        r["cells"] = {}
+    rows, left_out = forest_rows(r)
+    failure, per = list(r.case.failure_outcomes), exposure_per(r)
+    for row in rows:
+        row["cells"] = {}
         for label, trials in groups.items():
-            c = arm_counts([t for t in trials if t["arm"] == r["arm"]], failure)
+            c = arm_counts([t for t in trials if t["arm"] == row["arm"]], failure)
             rate = poisson_rate(c["failures"], c["exposure_total"], per) if c["n_valid"] else {}
             lo, hi = rate.get("ci95") or (None, None)
-            r["cells"][label] = {"failures": c["failures"], "n_valid": c["n_valid"],
+            row["cells"][label] = {"failures": c["failures"], "n_valid": c["n_valid"],
                                  "exposure": c["exposure_total"], "estimate": rate.get("estimate"),
                                  "lo": lo, "hi": hi, "zero": c["failures"] == 0}
     return kind, list(groups), rows, left_out
@@ -103,14 +105,14 @@ def _overlap(cells: list[dict[str, Any]]) -> bool:
     return len(drawn) < 2 or max(c["lo"] for c in drawn) <= min(c["hi"] for c in drawn)
 
 
-def per_gpu_headline(doc: Mapping[str, Any]) -> str:
+def per_gpu_headline(doc: Result | Mapping[str, Any]) -> str:
     """The faceted forest plot in words: the baseline's rate on each GPU (or host), which
     arms fail everywhere, somewhere or nowhere, and whether any arm's intervals disagree."""
-    kind, labels, rows, left_out = per_gpu_rows(doc)
+    result = as_result(doc)
+    kind, labels, rows, left_out = per_gpu_rows(result)
     if not rows:
         return ""
-    case = doc["case"]
-    unit, per = case["exposure"]["unit"], per_label(case["exposure"]["per"])
+    unit, per = result.case.exposure_unit, per_label(exposure_per(result))
     parts = [f"Forest plot per {kind}, one panel each ({', '.join(labels)}) on one x axis: "
              f"failures per {per} {unit} per arm with exact 95% intervals"]
 
@@ -121,7 +123,7 @@ def per_gpu_headline(doc: Mapping[str, Any]) -> str:
                 f"{fmt(c['estimate'])} ({fmt(c['lo'])}–{fmt(c['hi'])})") if c["hi"] is not None else "no exposure"
         return f"{label} {c['failures']}/{c['n_valid']}, {rate}"
 
-    base = next((r for r in rows if r["arm"] == case["baseline"]), None)
+    base = next((r for r in rows if r["arm"] == result.case.baseline), None)
     if base:
         parts.append(f"the baseline{'' if base['arm'] == 'baseline' else ' ' + base['arm']}: "
                      + ", ".join(cell_text(lab, base["cells"][lab]) for lab in labels))
@@ -148,13 +150,14 @@ def per_gpu_headline(doc: Mapping[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def per_gpu_figure(doc: Mapping[str, Any]) -> Any:
+def per_gpu_figure(doc: Result | Mapping[str, Any]) -> Any:
     """The forest plot faceted by GPU (or host): small multiples, one panel per GPU with the
     same arms as rows and the same x axis, each panel's rates recomputed from its own trials
     and its own baseline's interval as the band. Returns (figure, panels), each panel a dict
     with its label, axes and per-row cells (each drawn cell with its marker artist); None for
     a run on one GPU or with no arm to draw."""
-    kind, labels, rows, left_out = per_gpu_rows(doc)
+    result = as_result(doc)
+    kind, labels, rows, left_out = per_gpu_rows(result)
     if not rows:
         return None
     import matplotlib
@@ -162,10 +165,9 @@ def per_gpu_figure(doc: Mapping[str, Any]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    case = doc["case"]
-    unit, baseline = case["exposure"]["unit"], case["baseline"]
-    per = per_superscript(case["exposure"]["per"])
-    has_claims = bool(doc.get("claims"))
+    unit, baseline = result.case.exposure_unit, result.case.baseline
+    per = per_superscript(exposure_per(result))
+    has_claims = bool(result.claims)
     headers, n_lines = layout_rows(rows)
 
     cells = [c for r in rows for c in r["cells"].values() if c["hi"] is not None]
@@ -185,7 +187,7 @@ def per_gpu_figure(doc: Mapping[str, Any]) -> Any:
     panels = [_panel(fig, i, label, rows, headers, baseline, size, cols, grid_cols, arrow, xmin, xmax)
               for i, label in enumerate(labels)]
     fig.text(NAME_X, 1 - 0.1 / size.fig_h,
-             f"{case['name']}: failure rate per arm on each {kind} ({len(labels)} {_plural(kind)})",
+             f"{result.case.name}: failure rate per arm on each {kind} ({len(labels)} {_plural(kind)})",
              ha="left", va="top", fontsize=11.5, fontweight="bold")
     fig.text(cols["start"] + (0.99 - cols["start"]) / 2,
              (size.legend_in + size.note_in + 0.02) / size.fig_h,
@@ -330,7 +332,7 @@ def _arm_names(fig: Any, ax: Any, rows: list[dict[str, Any]], headers: list[tupl
                 fontweight="bold" if r["arm"] == baseline else "normal")
 
 
-def per_gpu_plot(doc: Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
+def per_gpu_plot(doc: Result | Mapping[str, Any], png: Path, svg: Path | None = None) -> bool:
     """Write the forest plot faceted by GPU or host (PNG, and SVG beside it); False for a run
     on one GPU, or with no arm to draw."""
     made = per_gpu_figure(doc)

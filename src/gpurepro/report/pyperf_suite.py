@@ -20,6 +20,7 @@ from typing import Any
 
 from ..model.files import write_atomic
 from ..model.outcomes import EVIDENCE
+from ..model.result import Result, Trial, as_result
 
 # What other modules use; the rest is this module's own.
 __all__ = ["timed_suite", "write_suite"]
@@ -35,18 +36,17 @@ def _positive(values: Any) -> list[float]:
             and not isinstance(v, bool) and v > 0 and math.isfinite(v)]
 
 
-def _run_metadata(doc: Mapping[str, Any], trial: Mapping[str, Any], timing: Mapping[str, Any],
-                  loops: int) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": str(trial["arm"]), "loops": loops, "unit": "second"}
-    gpu = (doc.get("device") or {}).get("name") or ((doc.get("environment") or {}).get("gpu")
-                                                    or {}).get("name")
+def _run_metadata(r: Result, trial: Trial, loops: int) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": str(trial.arm), "loops": loops, "unit": "second"}
+    gpu = r.device.name or r.environment.gpu.name
     if gpu:
         meta["gpu"] = str(gpu)
-    driver = ((doc.get("environment") or {}).get("gpu") or {}).get("driver_version")
+    driver = r.environment.gpu.driver_version
     if driver:
         meta["gpu_driver"] = str(driver)
-    meta["gpurepro_trial"] = int(trial.get("index", 0))
-    conditions = (trial.get("observations") or {}).get("conditions") or {}
+    meta["gpurepro_trial"] = int(trial.index or 0)
+    # What the driver read of the GPU's conditions (its record's own observations).
+    conditions = (trial.record.get("observations") or {}).get("conditions") or {}
     for when in ("before", "after"):
         read = conditions.get(when) or {}
         for key in CONDITIONS:
@@ -56,29 +56,30 @@ def _run_metadata(doc: Mapping[str, Any], trial: Mapping[str, Any], timing: Mapp
     return meta
 
 
-def timed_suite(doc: Mapping[str, Any]) -> Any | None:
+def timed_suite(doc: Result | Mapping[str, Any]) -> Any | None:
     """The document's timed trials as a pyperf BenchmarkSuite; None where none measured."""
     import pyperf
 
+    r = as_result(doc)
     runs: dict[str, list[Any]] = {}
-    for trial in doc.get("trials") or []:
-        timing = (trial.get("observations") or {}).get("timing")
-        if trial.get("outcome") not in EVIDENCE or not isinstance(timing, Mapping):
+    for trial in r.trials:
+        timing = (trial.record.get("observations") or {}).get("timing")
+        if trial.outcome not in EVIDENCE or not isinstance(timing, Mapping):
             continue
         values = _positive(timing.get("values"))
         if not values:
             continue
         loops = int(timing.get("loops") or 1)
         warmups = [(loops, v) for v in _positive(timing.get("warmup_values"))]
-        runs.setdefault(str(trial["arm"]), []).append(pyperf.Run(
-            values, warmups=warmups or None, metadata=_run_metadata(doc, trial, timing, loops),
+        runs.setdefault(str(trial.arm), []).append(pyperf.Run(
+            values, warmups=warmups or None, metadata=_run_metadata(r, trial, loops),
             collect_metadata=False))
     if not runs:
         return None
     return pyperf.BenchmarkSuite([pyperf.Benchmark(r) for r in runs.values()])
 
 
-def write_suite(doc: Mapping[str, Any], stem: Path) -> Path | None:
+def write_suite(doc: Result | Mapping[str, Any], stem: Path) -> Path | None:
     """``<stem>.pyperf.json`` from the document's timed trials (replacing any earlier one), or
     no file (and none left from an earlier rendering) where the document has none."""
     path = Path(str(stem) + SUFFIX)

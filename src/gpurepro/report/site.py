@@ -28,8 +28,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from ..model.jsontypes import JSONObject
+from ..model.result import Result
 from .comment import issue_body
 from .index import _href
 from .tables import code, escape, fence, table
@@ -42,7 +44,8 @@ __all__ = ["case_page", "json", "LEFT_OUT", "pages", "run_page"]
 LEFT_OUT = {"README.md"}
 
 
-def _documents(results: Path) -> list[tuple[Path, Mapping[str, Any]]]:
+def _documents(results: Path) -> list[tuple[Path, JSONObject]]:
+    """Every committed document of any kind (result, matrix, bisection, benchmark), as read."""
     out = []
     for path in sorted(results.glob("*/*.json")):
         if path.name.endswith(".pyperf.json"):
@@ -51,19 +54,21 @@ def _documents(results: Path) -> list[tuple[Path, Mapping[str, Any]]]:
             doc = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(doc, Mapping) and str(doc.get("schema", "")).startswith("gpurepro/"):
-            out.append((path, doc))
+        if isinstance(doc, dict) and str(doc.get("schema", "")).startswith("gpurepro/"):
+            out.append((path, cast(JSONObject, doc)))
     return out
 
 
-def _kind(doc: Mapping[str, Any]) -> str:
+def _kind(doc: JSONObject) -> str:
     return str(doc.get("schema", "")).split("/")[1].split("@")[0].split("-")[0]
 
 
-def _gpu_names(doc: Mapping[str, Any]) -> str:
+def _gpu_names(doc: Result | JSONObject) -> str:
     """The GPUs a document's trials ran on, by name ("no GPU" where it names none)."""
+    if isinstance(doc, Result):
+        return ", ".join(sorted({str(g.name) for g in doc.environment.gpu.gpus if g.name})) or "no GPU"
     env = doc.get("environment") if isinstance(doc.get("environment"), Mapping) else {}
-    gpus = ((env or {}).get("gpu") or {}).get("gpus") or []
+    gpus = ((cast(Mapping[str, Any], env) or {}).get("gpu") or {}).get("gpus") or []
     gpu = doc.get("gpu")
     if not gpus and isinstance(gpu, Mapping):  # matrix and bisection documents: their GPU stage
         device = gpu.get("device")
@@ -72,61 +77,61 @@ def _gpu_names(doc: Mapping[str, Any]) -> str:
     return ", ".join(names) or "no GPU"
 
 
-def _when(doc: Mapping[str, Any]) -> str:
+def _when(doc: Result | JSONObject) -> str:
     """When a run started (a result) or was assembled (a matrix, a bisection): "2026-12-05
     11:01 UTC", from the document's own ISO time."""
-    stamp = str(doc.get("started_at") or doc.get("created_at") or "")
+    stamp = (str(doc.started_at or doc.created_at or "") if isinstance(doc, Result)
+             else str(doc.get("started_at") or doc.get("created_at") or ""))
     if len(stamp) >= 16 and stamp[10] == "T":
         return f"{stamp[:10]} {stamp[11:16]} UTC"
     return stamp or "no date recorded"
 
 
-def run_title(doc: Mapping[str, Any]) -> str:
+def run_title(r: Result) -> str:
     """What a result's page is titled (unescaped): the case, the GPU, when the run started."""
-    return f"{doc['case']['name']} on {_gpu_names(doc)}, {_when(doc)}"
+    return f"{r.case.name} on {_gpu_names(r)}, {_when(r)}"
 
 
-def other_title(doc: Mapping[str, Any]) -> str:
+def other_title(doc: JSONObject) -> str:
     """A toolchain matrix's or bisection's page title (unescaped)."""
-    case = (doc.get("case") or {}).get("name") if isinstance(doc.get("case"), Mapping) else None
+    facts = doc.get("case")
+    case = facts.get("name") if isinstance(facts, dict) else None
     if _kind(doc) == "matrix":
         what = "Toolchain matrix"
     else:
-        axis = doc.get("axis") if isinstance(doc.get("axis"), Mapping) else {}
-        what = f"Bisection over {(axis or {}).get('name') or 'a toolchain axis'}"
+        axis = doc.get("axis")
+        what = (f"Bisection over {(axis.get('name') if isinstance(axis, dict) else None) or 'a toolchain axis'}")
     return f"{what} of {case or 'a case'} on {_gpu_names(doc)}, {_when(doc)}"
 
 
-def run_page(path: Path, doc: Mapping[str, Any], title: str | None = None) -> str:
+def run_page(path: Path, r: Result, title: str | None = None) -> str:
     """A result's page: its title, its committed report, then its issue comment."""
     report = path.with_suffix(".md")
     body = report.read_text() if report.is_file() else (
         f"No report is committed beside this document ({code(path.name)}).\n")
-    comment = issue_body(doc, path, url="")
-    return (f"# {escape(title or run_title(doc))}\n\n" + body.rstrip()
+    comment = issue_body(r, path, url="")
+    return (f"# {escape(title or run_title(r))}\n\n" + body.rstrip()
             + "\n\n## The issue comment\n\n"
             f"What `python -m gpurepro issue {escape(path.name)}` prints for this document, "
             f"to paste into the issue (its head first, the rest in folds):\n\n"
             + "\n".join(fence(comment, "markdown")) + "\n\n"
-            f"[The document]({_href(path.name)}) · [all runs of {escape(doc['case']['name'])}](index.md)\n")
+            f"[The document]({_href(path.name)}) · [all runs of {escape(r.case.name)}](index.md)\n")
 
 
-def _status(doc: Mapping[str, Any]) -> str:
-    return escape(str((doc.get("verdict") or {}).get("status") or "–").replace("_", " "))
+def _status(r: Result) -> str:
+    return escape(str((r.verdict.status if r.verdict else None) or "–").replace("_", " "))
 
 
-def case_page(case: str, docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
-    results = [(p, d) for p, d in docs if _kind(d) == "result"]
-    others = [(p, d) for p, d in docs if _kind(d) != "result"]
+def case_page(case: str, results: list[tuple[Path, Result]],
+              others: list[tuple[Path, JSONObject]]) -> str:
     out = [f"# {case}", "",
            f"Every committed run of [`{case}`](https://github.com/gpurepro/gpurepro/tree/main/"
            f"cases/{case}), newest first: each page holds the run's verdict, claims, plots and "
            f"the issue comment it gives.", ""]
     rows = []
-    for path, doc in sorted(results, key=lambda pd: pd[0].name, reverse=True):
-        rows.append([f"[{escape(_when(doc))}]({_href(path.stem + '.md')})", escape(_gpu_names(doc)),
-                     _status(doc), str(len(doc.get("trials") or [])),
-                     str(len(doc.get("summary") or {})),
+    for path, r in sorted(results, key=lambda pr: pr[0].name, reverse=True):
+        rows.append([f"[{escape(_when(r))}]({_href(path.stem + '.md')})", escape(_gpu_names(r)),
+                     _status(r), str(len(r.trials)), str(len(r.arms)),
                      f"[{code(path.name)}]({_href(path.name)})"])
     out += table(["run (started)", "GPU", "verdict", "trials", "arms", "document"], rows)
     if others:
@@ -139,7 +144,7 @@ def case_page(case: str, docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def bench_page(docs: list[tuple[Path, Mapping[str, Any]]]) -> str:
+def bench_page(docs: list[tuple[Path, JSONObject]]) -> str:
     """results/bench/: each benchmark document with its question, when it was measured, whether
     it met its goal, its pyperf suite, newest first (docs/benchmarks.md reads them)."""
     out = ["# Benchmark documents", "",
@@ -171,10 +176,11 @@ def index_page(results: Path, cases: list[str], bench: bool = False) -> str:
     return "\n".join(lines) + "\n\n## Every result document\n" + rest.replace("\n## ", "\n### ")
 
 
-def _titles(docs: list[tuple[Path, Mapping[str, Any]]]) -> dict[Path, str]:
+def _titles(results: list[tuple[Path, Result]], others: list[tuple[Path, JSONObject]]
+            ) -> dict[Path, str]:
     """Each document's page title; two runs of a case that started in the same minute on the
     same GPU are told apart by their order ("second document", ...)."""
-    titles = {p: run_title(d) if _kind(d) == "result" else other_title(d) for p, d in docs}
+    titles = {p: run_title(r) for p, r in results} | {p: other_title(d) for p, d in others}
     seen: dict[str, int] = {}
     for path in sorted(titles):
         n = seen[titles[path]] = seen.get(titles[path], 0) + 1
@@ -191,9 +197,8 @@ def pages(results: Path, read_as: Callable[[Mapping[str, Any]], Mapping[str, Any
     """Site path (under the docs folder) -> the page's text, or a file's bytes. ``read_as``:
     each document as its pages read it (the docs' hook completes one recorded before it kept
     its case's targets from the checkout: gpurepro.record.result.with_checkout_facts)."""
-    docs = [(path, read_as(doc)) for path, doc in _documents(results)]
-    by_case: dict[str, list[tuple[Path, Mapping[str, Any]]]] = {}
-    for path, doc in docs:
+    by_case: dict[str, list[tuple[Path, JSONObject]]] = {}
+    for path, doc in _documents(results):
         by_case.setdefault(path.parent.name, []).append((path, doc))
     cases = sorted(c for c, ds in by_case.items() if not all(_kind(d) == "bench" for _, d in ds))
     out: dict[str, str | bytes] = {"results/index.md": index_page(results, cases,
@@ -202,11 +207,15 @@ def pages(results: Path, read_as: Callable[[Mapping[str, Any]], Mapping[str, Any
         if all(_kind(d) == "bench" for _, d in case_docs):
             out[f"results/{case}/index.md"] = bench_page(case_docs)
             continue
-        out[f"results/{case}/index.md"] = case_page(case, case_docs)
-        titles = _titles(case_docs)
-        for path, doc in case_docs:
-            if _kind(doc) == "result":
-                out[f"results/{case}/{path.stem}.md"] = run_page(path, doc, titles[path])
+        # A result is read once, as its pages read it; the other kinds' documents as they are.
+        runs = [(p, Result.of(read_as(d))) for p, d in case_docs if _kind(d) == "result"]
+        others = [(p, d) for p, d in case_docs if _kind(d) != "result"]
+        out[f"results/{case}/index.md"] = case_page(case, runs, others)
+        titles = _titles(runs, others)
+        typed = dict(runs)
+        for path, _ in case_docs:
+            if path in typed:
+                out[f"results/{case}/{path.stem}.md"] = run_page(path, typed[path], titles[path])
             elif path.with_suffix(".md").is_file():
                 out[f"results/{case}/{path.stem}.md"] = (
                     f"# {escape(titles[path])}\n\n" + path.with_suffix(".md").read_text())

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..analyze.timing import TimedTest, arm_times, evidence_numbers, paired_evidence
 from ..case.model import TIMED_KINDS
+from ..model.result import ClaimDecision, Result, as_result
 from .tables import code, escape
 
 # What other modules use; the rest is this module's own.
@@ -30,8 +31,10 @@ __all__ = [
 ARMS_IN_BULLET = 6
 
 
-def is_timed(doc: Mapping[str, Any]) -> bool:
+def is_timed(doc: Result | Mapping[str, Any]) -> bool:
     """Whether the run's claims are on times (a claim of a timed kind)."""
+    if isinstance(doc, Result):
+        return any(c.kind in TIMED_KINDS for c in doc.claims)
     return any(c.get("kind") in TIMED_KINDS for c in doc.get("claims") or [])
 
 
@@ -40,63 +43,66 @@ def _ratio(numbers: Mapping[str, Any]) -> str:
     return f"{numbers['ratio']:.3f}× ({lo:.3f}–{hi:.3f})"
 
 
-def ratio_to_baseline(doc: Mapping[str, Any], arm: str) -> Mapping[str, Any] | None:
+def ratio_to_baseline(doc: Result | Mapping[str, Any], arm: str) -> Mapping[str, Any] | None:
     """The ratio of an arm's trial times to the baseline's (geometric means, Welch 95% CI; for
     a run that journaled its timed test, the blocks' paired ratio with its floored interval),
-    None where either has fewer than two timed trials (blocks)."""
-    trials = doc.get("trials") or []
-    test = TimedTest.from_json(((doc.get("plan") or {}).get("options") or {}).get("timing"))
+    None where either has fewer than two timed trials (blocks): the timing analysis's numbers."""
+    r = as_result(doc)
+    trials = [t.record for t in r.trials]  # the drivers' records, with their times
+    test = TimedTest.from_json(r.options.timing)
     if test is not None:
-        numbers = paired_evidence("same", 0.0, trials, arm, doc["case"]["baseline"], test)[3]
+        numbers = paired_evidence("same", 0.0, trials, arm, r.case.baseline, test)[3]
         return numbers if "ratio" in numbers else None
-    mine, ref = arm_times(trials, arm), arm_times(trials, doc["case"]["baseline"])
+    mine, ref = arm_times(trials, arm), arm_times(trials, r.case.baseline)
     numbers = evidence_numbers("same", 0.0, mine, ref)[3]
     return numbers if "ratio" in numbers else None
 
 
-def arms_rows(doc: Mapping[str, Any], arms: Sequence[str]) -> tuple[list[str], list[list[str]]]:
+def arms_rows(doc: Result | Mapping[str, Any], arms: Sequence[str]
+              ) -> tuple[list[str], list[list[str]]]:
     """The arms table's timing columns: the median time per launch of the arm's trials, its
     ratio to the baseline, and the timed claim on the arm: the one against the baseline, else
     the first against another arm, with its ratio to that arm (a control against its own
     reference says what the baseline's ratio does not)."""
-    base = doc["case"]["baseline"]
-    on_arm: dict[str, Mapping[str, Any]] = {}
-    for c in doc.get("claims") or []:
-        if c.get("kind") in TIMED_KINDS and (c["arm"] not in on_arm or c.get("reference") == base):
-            on_arm[c["arm"]] = c
+    r = as_result(doc)
+    base = r.case.baseline
+    on_arm: dict[str, ClaimDecision] = {}
+    for c in r.claims:
+        if c.kind in TIMED_KINDS and c.arm is not None and (c.arm not in on_arm
+                                                            or c.reference == base):
+            on_arm[c.arm] = c
+    trials = [t.record for t in r.trials]
     rows = []
     for arm in arms:
-        times = arm_times(doc.get("trials") or [], arm)
+        times = arm_times(trials, arm)
         median = f"{statistics.median(times) * 1e6:.1f} µs" if times else "–"
-        numbers = ratio_to_baseline(doc, arm) if arm != base else None
+        numbers = ratio_to_baseline(r, arm) if arm != base else None
         ratio = "(baseline)" if arm == base else _ratio(numbers) if numbers else "–"
         rows.append([median, ratio, _claim_cell(on_arm.get(arm), base)])
     return (["time per launch (median of trials)", f"ratio to {code(base)} (95% CI)", "claim"],
             rows)
 
 
-def _claim_cell(claim: Mapping[str, Any] | None, base: str) -> str:
+def _claim_cell(claim: ClaimDecision | None, base: str) -> str:
     if not claim:
         return "–"
-    cell = f"{code(claim['name'])} {escape(claim.get('decision'))}"
-    numbers = claim.get("numbers") or {}
-    if claim.get("reference") != base and "ratio" in numbers:
-        cell += f": {_ratio(numbers)} {code(claim['reference'])}"
+    cell = f"{code(claim.name)} {escape(claim.decision)}"
+    if claim.reference != base and "ratio" in claim.numbers:
+        cell += f": {_ratio(claim.numbers)} {code(claim.reference)}"
     return cell
 
 
-def head_bullet(doc: Mapping[str, Any]) -> str | None:
+def head_bullet(doc: Result | Mapping[str, Any]) -> str | None:
     """The decided timed claims by kind, each arm with its ratio to its reference: which arms
     are slower, by how much, and which are the same within the margin."""
     groups: dict[tuple[str, str, float], list[str]] = {}
-    for c in doc.get("claims") or []:
-        if c.get("kind") not in TIMED_KINDS or c.get("decision") != "supported":
+    for c in as_result(doc).claims:
+        if c.kind not in TIMED_KINDS or c.decision != "supported":
             continue
-        numbers = c.get("numbers") or {}
-        if "ratio" not in numbers:
+        if "ratio" not in c.numbers:
             continue
-        groups.setdefault((c["kind"], c["reference"], c["margin"]), []).append(
-            f"{code(c['arm'])} {_ratio(numbers)}")
+        groups.setdefault((str(c.kind), str(c.reference), float(c.margin or 0)), []).append(
+            f"{code(c.arm)} {_ratio(c.numbers)}")
     if not groups:
         return None
     words = {"slower": "slower than {ref} by more than {m}", "faster": "faster than {ref} by more "
@@ -110,16 +116,16 @@ def head_bullet(doc: Mapping[str, Any]) -> str | None:
             + "; ".join(parts) + ".")
 
 
-def bisection_beside(doc: Mapping[str, Any], path: Path) -> tuple[Path, Mapping[str, Any]] | None:
-    """The newest bisection document of the same case and target committed beside ``path``
-    whose GPU stage ran."""
+def bisection_beside(case: str, path: Path) -> tuple[Path, Mapping[str, Any]] | None:
+    """The newest bisection document of the case committed beside ``path`` whose GPU stage
+    ran (a sweep document, as read)."""
     found = []
     for p in sorted(path.parent.glob("bisect_*.json")) if path.parent.is_dir() else []:
         try:
             b = json.loads(p.read_text())
         except (OSError, ValueError):
             continue
-        if (b.get("case") or {}).get("name") == doc["case"]["name"] and (b.get("gpu") or {}).get(
+        if (b.get("case") or {}).get("name") == case and (b.get("gpu") or {}).get(
                 "status") == "ran" and b.get("boundaries"):
             found.append((str(b.get("created_at") or ""), p, b))
     if not found:
@@ -132,10 +138,10 @@ def _changes(sass: Mapping[str, Any]) -> int:
     return sum(len(d.get("changes") or []) for d in (sass.get("kernels") or {}).values())
 
 
-def bisection_bullet(doc: Mapping[str, Any], path: Path) -> str | None:
+def bisection_bullet(doc: Result | Mapping[str, Any], path: Path) -> str | None:
     """The committed bisection's boundaries, each with the watched SASS facts that changed
     there (the CPU-side cause where one did; where none did, the cause is not isolated)."""
-    found = bisection_beside(doc, path)
+    found = bisection_beside(as_result(doc).case.name, path)
     if found is None:
         return None
     p, b = found
@@ -189,18 +195,20 @@ def _spread(values: list[float], unit: str) -> str:
     return (f"{med:g} {unit}" + ("" if lo == hi else f" (min–max {lo:g}–{hi:g})"))
 
 
-def clocks_section(doc: Mapping[str, Any]) -> list[str]:
+def clocks_section(doc: Result | Mapping[str, Any]) -> list[str]:
     """A timed run's GPU clocks as its trials read them: read, never set; the medians before
     and after the repetitions, the clock event reasons after, the application clocks, and how
     to lock the clocks where a user can. Nothing for an untimed run or one that read none."""
-    if not is_timed(doc):
+    r = as_result(doc)
+    if not is_timed(r):
         return []
     before: dict[str, list[float]] = {}
     after: dict[str, list[float]] = {}
     reasons: dict[str, int] = {}
     timed = 0
-    for trial in doc.get("trials") or []:
-        read = (trial.get("observations") or {}).get("conditions") or {}
+    for t in r.trials:
+        # What the driver read of the GPU's conditions (its record's own observations).
+        read = (t.record.get("observations") or {}).get("conditions") or {}
         if not read:
             continue
         timed += 1
@@ -222,7 +230,8 @@ def clocks_section(doc: Mapping[str, Any]) -> list[str]:
         if key in after:
             parts.append(f"{what} {_spread(after[key], unit)} after"
                          + (f", {_spread(before[key], unit)} before" if key in before else ""))
-    gpus = ((doc.get("environment") or {}).get("conditions") or {}).get("gpus") or []
+    listed = (r.environment.conditions or {}).get("gpus")
+    gpus = listed if isinstance(listed, list) else []
     app = [f"{g.get('application_clock_graphics_mhz')}/{g.get('application_clock_memory_mhz')} MHz"
            for g in gpus if isinstance(g, Mapping) and g.get("application_clock_graphics_mhz")]
     text = (f"The GPU's clocks were read, not set: each of the {timed} timed trials read them "
