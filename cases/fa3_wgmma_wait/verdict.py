@@ -1,9 +1,8 @@
 """The fa3_wgmma_wait verdict: status and next steps from the decided claims.
 
 No statistics here: the timed claims (each release against ptxas 13.3.73's `overlap`, the
-hand-serialized control and `overlap-again` against it) and the output claims are decided
-by the harness (gpurepro.analyze.timing and claims), whose sentences, with the ratio of the
-geometric means and its interval, the harness appends.
+hand-serialized control and `overlap-again` against it) and the output claims are decided by
+the harness, which appends their sentences (the geometric means' ratio and its interval).
 """
 
 from __future__ import annotations
@@ -42,12 +41,10 @@ def verdict(analysis: Analysis) -> dict[str, Any]:
     fast = [arm for arm, (slower, same) in injected.items() if same == "supported"]
     status = ("reproduced" if len(slow) == len(INJECTED) else
               "not_reproduced" if fast else "inconclusive")
-    decided = {c: decision(c) for c in analysis.claims if c.endswith(("-slower", "-same"))
-               and c.startswith("ptxas-")}
-    slower_arms = [c.removesuffix("-slower") for c, d in decided.items()
-                   if c.endswith("-slower") and d == "supported"]
-    same_arms = [c.removesuffix("-same") for c, d in decided.items()
-                 if c.endswith("-same") and d == "supported"]
+    supported = [c for c in analysis.claims if c.startswith("ptxas-")
+                 and c.endswith(("-slower", "-same")) and decision(c) == "supported"]
+    slower_arms = [c.removesuffix("-slower") for c in supported if c.endswith("-slower")]
+    same_arms = [c.removesuffix("-same") for c in supported if c.endswith("-same")]
     sentences = []
     if slower_arms:
         sentences.append(f"Slower than ptxas 13.3.73's `overlap`{on} by more than the margin: "
