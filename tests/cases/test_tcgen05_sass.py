@@ -14,7 +14,7 @@ import pytest
 
 from gpurepro.building import lowering, sass_pairs
 from gpurepro.building.sass import parse_listing
-from gpurepro.case import load_sibling, toolchain
+from gpurepro.case import toolchain
 from tests.cases.test_tcgen05_case import pinned_venv
 from tests.conftest import ROOT
 
@@ -79,10 +79,9 @@ def test_no_split_without_parity_branch():
 
 @pytest.fixture(scope="module")
 def analysis(tmp_path_factory):
-    manifest = load_sibling(CASE_DIR / "manifest.py", "manifest")
     for venv in (pinned_venv(), None):
         try:
-            tools = {n: toolchain.find_tool(n, manifest.TOOLS, venv) for n in ("ptxas", "cuobjdump")}
+            tools = {n: toolchain.find_tool(n, toolchain.DEFAULT_TOOLS, venv) for n in ("ptxas", "cuobjdump")}
             break
         except toolchain.ToolNotFound as exc:
             why = str(exc)
