@@ -134,13 +134,16 @@ def block_arguments(block: list[str]) -> list[str]:
 
 def _harness_no_driver_status(clone: Path, checks_itself: bool = False) -> int:
     """The no-driver exit status of the harness at the clone's commit (3 before it was 5); a
-    rerun that checks itself (GPUREPRO_RERUN_OF, ``--rerun-of``) says it could not run (EXIT_COULD_NOT_RUN, 125)."""
-    name = "EXIT_COULD_NOT_RUN" if checks_itself else "EXIT_NO_DRIVER"
-    for path in sorted((clone / "src" / "gpurepro").rglob("*.py")):
-        m = re.search(rf"^{name} = (\d+)", path.read_text(), re.M)
-        if m:
-            return int(m.group(1))
-    raise AssertionError(f"{clone}: no {name} in its harness")
+    rerun that checks itself (GPUREPRO_RERUN_OF, ``--rerun-of``) says it could not run
+    (EXIT_COULD_NOT_RUN, 125) where the clone's harness has that check, else the block's
+    variable is one the harness does not read."""
+    sources = [p.read_text() for p in sorted((clone / "src" / "gpurepro").rglob("*.py"))]
+    for name in (("EXIT_COULD_NOT_RUN",) if checks_itself else ()) + ("EXIT_NO_DRIVER",):
+        for text in sources:
+            m = re.search(rf"^{name} = (\d+)", text, re.M)
+            if m:
+                return int(m.group(1))
+    raise AssertionError(f"{clone}: no EXIT_NO_DRIVER in its harness")
 
 
 def _nox_status_for(clone: Path, harness_status: int) -> int:
