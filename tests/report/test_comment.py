@@ -265,8 +265,12 @@ def test_the_rerun_steps_run_as_written(tmp_path, url, root):
     log = tmp_path / "calls"
     stubs = "".join(f'{name}() {{ printf "{name}" >> {log}; printf " %s" "$@" >> {log}; echo >> {log}; }}\n'
                     for name in ("git", "nox", "python", "cd"))
+    # In a folder of the test's own: `cd` is a stub, so the block's copy of the document to
+    # ../ lands beside that folder, not beside the checkout.
+    where = tmp_path / "gpurepro"
+    where.mkdir()
     done = pace.run(["bash", "-c", stubs + nox_block + "\n" + plain_block], capture_output=True,
-                    text=True)
+                    text=True, cwd=where)
     assert done.returncode == 0, done.stderr
     calls = [line.split() for line in log.read_text().splitlines()]
     commit = doc["environment"]["repository"]["commit"]
