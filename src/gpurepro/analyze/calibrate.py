@@ -65,6 +65,7 @@ from .allocate import ArmPrior
 from .claim_kinds import kind_of, reference_of
 from .claim_kinds.chances import SURVIVED, matches, p_end, p_matching
 from .claims import Decider, DecisiveDesign, Design
+from .horizon_design import gpu_model
 from .shortcut import (
     FLAKE_RATES,
     checked,
@@ -772,11 +773,6 @@ PROCESS_RULE = ("the valid baseline trials of the committed results of the case 
                 "GPU model at the same trials at a time, complete, with the design's own document")
 
 
-def _gpu_name(doc: Mapping[str, Any]) -> str | None:
-    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
-    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
-
-
 def process_documents(case: Case, root: Path, reference: tuple[Path, Mapping[str, Any]] | None
                       ) -> list[tuple[Path, dict[str, Any]]]:
     """The documents whose baseline trials the crash processes are fitted to (PROCESS_RULE):
@@ -786,7 +782,7 @@ def process_documents(case: Case, root: Path, reference: tuple[Path, Mapping[str
     if reference is None:
         return []
     ref_path, ref_doc = reference
-    gpu, jobs = _gpu_name(ref_doc), _jobs_of(ref_doc)
+    gpu, jobs = gpu_model(ref_doc), _jobs_of(ref_doc)
     out: list[tuple[Path, dict[str, Any]]] = [(ref_path, dict(ref_doc))]
     if gpu is None:
         return out
@@ -797,7 +793,7 @@ def process_documents(case: Case, root: Path, reference: tuple[Path, Mapping[str
             doc = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if (not isinstance(doc, dict) or _gpu_name(doc) != gpu or _jobs_of(doc) != jobs
+        if (not isinstance(doc, dict) or gpu_model(doc) != gpu or _jobs_of(doc) != jobs
                 or (doc.get("completion") or {}).get("complete") is False):
             continue
         if any(t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE

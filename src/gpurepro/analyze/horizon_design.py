@@ -49,7 +49,7 @@ from .horizon_prior import prior_at
 from .known_rates import plan_for
 
 # What other modules use; the rest is this module's own.
-__all__ = ["POOL_RULE", "candidates", "choose_horizon", "pooled_trials", "prior_at"]
+__all__ = ["POOL_RULE", "candidates", "choose_horizon", "gpu_model", "pooled_trials", "prior_at"]
 
 HORIZON_PAST = 1.02  # a candidate this far past the failure exposure it is drawn from
 MAX_CANDIDATES = 24  # at most this many candidates (spread over the failures' quantiles)
@@ -83,7 +83,8 @@ class PooledTrials:
     gpu: str | None  # the GPU model they were run on (None: any)
 
 
-def _gpu_model(doc: Mapping[str, Any]) -> str | None:
+def gpu_model(doc: Mapping[str, Any]) -> str | None:
+    """The GPU model a result document was run on (its first GPU's name), None where none."""
     gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
     return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
 
@@ -103,7 +104,7 @@ def pooled_trials(case: Case, root: Path, arms: Sequence[str], jobs: int,
         if not isinstance(doc, dict) or (doc.get("completion") or {}).get("complete") is False:
             continue
         options = (doc.get("plan") or {}).get("options") or {}
-        if int(options.get("jobs") or 1) != jobs or (gpu is not None and _gpu_model(doc) != gpu):
+        if int(options.get("jobs") or 1) != jobs or (gpu is not None and gpu_model(doc) != gpu):
             continue
         took = False
         for t in doc.get("trials") or []:
