@@ -99,6 +99,13 @@ def tree(root, case, local_pip):
     return root
 
 
+@pytest.fixture(scope="module")
+def built(tree, case):
+    """The fixture case built once for the host (its artifacts.json), for the tests that read a
+    build without testing it: each runs alone too, in any order."""
+    return build_case(case, "host", tree, tree / "build")
+
+
 def test_a_release_belongs_to_the_first_family_whose_range_holds_it(case):
     fam = case.factors["fakecc"].releases
     assert releases.family_of(fam, "1.5.0") == "gpurepro-fakecc-old"
@@ -211,11 +218,11 @@ def test_a_real_release_resolves_from_pypi_to_its_wheel_and_sha256(monkeypatch):
     assert got["file"].startswith("nvidia_cuda_nvcc_cu12-12.5.40-")
 
 
-def test_the_rerun_names_each_arms_release_and_the_lock(tree, case):
+def test_the_rerun_names_each_arms_release_and_the_lock(built, case):
     from gpurepro.model.builds import Toolchain
     from gpurepro.report.rerun import release_notes
 
-    index = json.loads((tree / "build" / "release_case" / "host" / "artifacts.json").read_text())
+    index = built
     [note] = release_notes(case.name, Toolchain.of(index["toolchain"]))
     assert "`locks/releases/release_case.json`" in note
     for arm, version in (("old", "gpurepro-fakecc-old==1.0.0"), ("new", "gpurepro-fakecc==2.0.0")):
