@@ -119,13 +119,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def document_errors(path: Path, doc: Mapping[str, Any], root: Path, schema_only: bool = False,
-                    files: bool = True) -> tuple[list[str], list[str]]:
+                    files: bool = True, schema_checked: bool = False
+                    ) -> tuple[list[str], list[str]]:
     """(errors, notes) of one document, as `validate` finds them: the schema, then, for a case
     result, the claims, verdict and summaries recomputed from its trials as `record` would
     (a note where its case is not in this checkout) and, with ``files``, the files it names
-    beside it (each there and not empty)."""
+    beside it (each there and not empty). ``schema_checked``: the caller found no schema or
+    privacy error already (validation_errors), so that pass is not made twice."""
     notes: list[str] = []
-    errors = sweep_errors(doc)
+    errors = [] if schema_checked else sweep_errors(doc)
     if errors or not _is_result(doc):
         return errors, notes
     # The trials say what the document says: recomputed as `record` would.
@@ -214,7 +216,7 @@ def _postable(path: Path, doc: Mapping[str, Any], allow_invalid: bool) -> list[s
         raise InvalidDocument(f"{path} does not match the schema: {errors[0]}{_more(errors)}; "
                               f"no comment is made of it ({again})")
     root = repository_root()
-    errors, notes = document_errors(path, doc, root, files=False)
+    errors, notes = document_errors(path, doc, root, files=False, schema_checked=True)
     if errors and not allow_invalid:
         raise InvalidDocument(f"{path} does not validate: {errors[0]}{_more(errors)}; no comment "
                               f"is made of it ({again}; --allow-invalid makes one that says so)")

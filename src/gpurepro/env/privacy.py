@@ -11,6 +11,7 @@ leading or doubled ``//``, ``..``, a symlink into it); ``--redact`` also replace
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -138,6 +139,13 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
     rule's finds (the maintained rule set's, then this module's, then the high-entropy strings),
     overlapping ones joined. A find that is the mask itself is none: masked text has no secret
     left to find (``mask_secrets`` is idempotent, so a masked value never fails validation)."""
+    return list(_spans(text))
+
+
+# A document repeats its strings (each trial's command, arm and outcome words: 785 distinct of
+# 8,615 in the largest committed one), and every rule is a pure function of the text.
+@functools.lru_cache(maxsize=8192)
+def _spans(text: str) -> tuple[tuple[int, int], ...]:
     found = [span for rule in secret_rules.rules() for span in rule.spans(text)]
     found += [m.span() for m in SECRET_VALUE.finditer(text)]
     found += [m.span(2) for m in SIGNED_QUERY.finditer(text)]
@@ -151,7 +159,7 @@ def secret_spans(text: str) -> list[tuple[int, int]]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
             merged.append((start, end))
-    return merged
+    return tuple(merged)
 
 
 def secret_values(text: str) -> list[str]:
