@@ -367,7 +367,7 @@ def _case_commands(sub: _Subcommands) -> None:
                         "trials at a time as the design's document)")
     p.add_argument("--workers", type=positive_int, help="processes (default: the CPUs available)")
     p.add_argument("--exit-status-file", help=argparse.SUPPRESS)  # for the nox session
-    p.set_defaults(fn=Command("results", "cmd_calibrate"))
+    p.set_defaults(fn=Command("calibrate", "cmd_calibrate"))
 
     p = sub.add_parser("new", help="scaffold a new case folder cases/<name>/ that builds and runs")
     p.add_argument("name", help="lower-case name: the folder and the nox session")

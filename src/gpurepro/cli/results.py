@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..analyze.calibrate import run_calibration
-from ..case.load import load_case
 from ..errors import EXIT_ERROR, EXIT_OK, CompareError, InvalidDocument, IssueError, UsageError
 from ..model.files import write_atomic
 from ..model.result import Result
@@ -37,10 +35,10 @@ from ..report.markdown import write_report
 from ..report.tables import code
 from ..sweep.table import matrix_markdown, verdict_line
 from ..sweep.validation import sweep_errors, validate_sweep
-from .args import repository_root, say, sequential_design, show
+from .args import repository_root, say, show
 
 # What other modules use; the rest is this module's own.
-__all__ = ["cmd_calibrate", "cmd_compare", "cmd_issue", "cmd_report", "cmd_validate"]
+__all__ = ["cmd_compare", "cmd_issue", "cmd_report", "cmd_validate"]
 
 # The checkout this package runs from (src/gpurepro/cli/ in it).
 CHECKOUT = Path(__file__).resolve().parents[3]
@@ -269,23 +267,5 @@ def cmd_issue(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
-
-
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    root = repository_root()
-    case = load_case(args.case, root)
-    if not case.claims:
-        raise UsageError(f"{case.name} declares no claims: there is nothing to calibrate")
-    if (args.alpha_spending or args.supported_share) and not args.design_of:
-        raise UsageError("--alpha-spending and --supported-share go with --design-of (a decisive "
-                         "run's design)")
-    design, trials = sequential_design(case, args, alpha_for_fixed=True)
-    return run_calibration(case, root, design, trials, args.rates_from, args.runs,
-                           args.seed, args.workers, args.json, args.design_of,
-                           spending=args.alpha_spending if args.design_of else None,
-                           supported_share=args.supported_share if args.design_of else None,
-                           **({"scenarios": args.scenarios} if args.scenarios else {}),
-                           **({"process_names": args.processes} if args.processes else {}),
-                           processes_from=args.processes_from)
 
 
