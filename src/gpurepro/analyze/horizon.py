@@ -42,7 +42,7 @@ from typing import Any
 
 from scipy import stats as sps
 
-from ..model.outcomes import EVIDENCE
+from .tally import evidence_of
 
 TEST = "Boschloo's exact test on trials failing before the horizon"
 EQUIVALENCE_TEST = ("equivalence: two one-sided tests on the cumulative hazards to the horizon "
@@ -73,9 +73,7 @@ def counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Seq
     """How ``arm``'s valid trials stand against ``horizon``."""
     failed = reached = unresolved = failures = 0
     exposure = 0.0
-    for r in records:
-        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
-            continue
+    for r in evidence_of(records, arm):
         x = float(r.get("exposure") or 0)
         exposure += x
         fails = r["outcome"] in failure_outcomes

@@ -38,3 +38,25 @@ def trials_by_arm(trials: Sequence[Mapping[str, Any]], arms: Sequence[str]
     for t in trials:
         by_arm.setdefault(t["arm"], []).append(t)
     return by_arm
+
+
+# The records last grouped by evidence_of: (that very list, its length then, arm -> its
+# evidence trials). One tuple, swapped whole, so a reader never sees half of an update.
+_grouped: tuple[Sequence[Mapping[str, Any]] | None, int, dict[Any, list[Mapping[str, Any]]]] = (
+    None, -1, {})
+
+
+def evidence_of(records: Sequence[Mapping[str, Any]], arm: str) -> Sequence[Mapping[str, Any]]:
+    """``arm``'s trials that are evidence, in their order in ``records``. A look tests every open
+    claim on the same records, and the decisive design's allocation asks again for each arm it
+    weighs, each test reading its arm's and its reference's trials: grouped once per list and
+    length (records are only ever appended to), not scanned whole for every arm each time."""
+    global _grouped
+    seen = _grouped
+    if seen[0] is not records or seen[1] != len(records):
+        groups: dict[Any, list[Mapping[str, Any]]] = {}
+        for r in records:
+            if r.get("outcome") in EVIDENCE:
+                groups.setdefault(r.get("arm"), []).append(r)
+        seen = _grouped = (records, len(records), groups)
+    return seen[2].get(arm, ())

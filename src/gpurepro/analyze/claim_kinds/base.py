@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from scipy.special import bdtr, bdtrc
 
 from ...case.model import Claim, Stratum
-from ...model.outcomes import EVIDENCE
+from ..tally import evidence_of
 
 if TYPE_CHECKING:  # the simulation's arm model; simulate imports the claims, not the reverse
     from ..arm_model import ArmModel
@@ -88,9 +88,7 @@ def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes:
     k = n = 0
     exposure = 0.0
     matching = 0
-    for r in records:
-        if r.get("arm") != arm or r.get("outcome") not in EVIDENCE:
-            continue
+    for r in evidence_of(records, arm):
         n += 1
         k += int(r["outcome"] in failure_outcomes)
         exposure += float(r.get("exposure") or 0)
