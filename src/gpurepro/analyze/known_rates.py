@@ -189,10 +189,10 @@ def allocations(base: Mapping[str, int], max_trials: int) -> list[dict[str, int]
 def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
                         priors: Mapping[str, ArmPrior], base: Mapping[str, int], alpha: float,
                         max_trials: int, supported_share: float = 0.5,
-                        horizon: float | None = None) -> dict[str, Any]:
+                        horizon: float | None = None, decides: float = DECIDES) -> dict[str, Any]:
     """The fewest trials, among ``allocations`` nested around ``base``, whose trials drawn at
-    random from ``models`` decide every one of ``claims`` at one look in at least DECIDES of
-    CHANCE_RUNS simulated runs: a galloping search and bisection over the allocations' totals
+    random from ``models`` decide every one of ``claims`` at one look in at least ``decides``
+    (DECIDES) of CHANCE_RUNS simulated runs: a galloping search and bisection over the allocations' totals
     (the chance grows with the trials; the runs' seed is fixed, so the result is too). Returns its trials, expected seconds and chance,
     ``reached`` whether one decides within ``max_trials`` per arm (where none does, the largest
     and its chance), and every allocation tried."""
@@ -211,28 +211,28 @@ def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
     # the allocation still decides, else up until it does), then a bisection inside the last
     # step: few allocations simulated, most of them near the base.
     last = len(candidates) - 1
-    if chance(at_base) >= DECIDES:
+    if chance(at_base) >= decides:
         hi, step = at_base, 1
-        while hi > 0 and chance(max(0, hi - step)) >= DECIDES:
+        while hi > 0 and chance(max(0, hi - step)) >= decides:
             hi, step = max(0, hi - step), step * 2
         lo = max(0, hi - step) + 1 if hi > 0 else 0
     else:
         lo, step = at_base + 1, 1
-        while lo <= last and chance(min(last, lo + step - 1)) < DECIDES:
+        while lo <= last and chance(min(last, lo + step - 1)) < decides:
             lo, step = min(last, lo + step - 1) + 1, step * 2
         hi = min(last, lo + step - 1)
         if lo > last:
             lo = hi = last  # none decides: the largest, with its chance
     while lo < hi:
         mid = (lo + hi) // 2
-        if chance(mid) >= DECIDES:
+        if chance(mid) >= decides:
             hi = mid
         else:
             lo = mid + 1
     trials = candidates[hi]
     c = chance(hi)
     seconds = sum(n * priors[a].trial_seconds() for a, n in trials.items())
-    return {"trials": trials, "seconds": round(seconds, 3), "chance": c, "reached": c >= DECIDES,
+    return {"trials": trials, "seconds": round(seconds, 3), "chance": c, "reached": c >= decides,
             "tried": [{"trials_total": sum(candidates[i].values()), "chance": v}
                       for i, v in sorted(tried.items())]}
 

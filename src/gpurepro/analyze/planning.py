@@ -29,7 +29,7 @@ from .claims import DecisiveDesign, Design
 from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claims, not_computed
 from .horizon_design import PooledTrials, choose_horizon, pooled_trials
 from .horizon_prior import prior_at
-from .known_rates import plan_for
+from .known_rates import design_that_decides, plan_for
 from .simulate import PRIOR_RULE, design_kind
 
 # What other modules use; the rest is this module's own.
@@ -115,6 +115,21 @@ def design_priors(models: Any) -> dict[str, dict[str, Any]]:
 
 
 FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's trials
+# The first look is where a one-look design at the first look's share of alpha decides every
+# confirmatory claim in at least FIRST_LOOK_DECIDES of its simulated runs (known_rates.
+# design_that_decides, searched around the expected-outcome allocation). The expected-outcome
+# allocation alone (at alpha, FIRST_LOOK_MARGIN past it) set a look at which no simulated run of
+# the tile main job decided, spending half of alpha there; 0.9 (the known-rates design's own
+# target) sets it where nearly every run stops but later than most need. The rule is alpha-free:
+# the looks and their alphas are fixed before the first trial (docs/statistics.md, "Where the
+# first look falls").
+FIRST_LOOK_DECIDES = 0.75
+FIRST_SHARE = DecisiveDesign.first_share
+FIRST_LOOK_RULE = (f"the fewest trials, around the expected-outcome allocation, whose one-look "
+                   f"design at the first look's share of alpha ({FIRST_SHARE:g}) decides every "
+                   f"confirmatory claim in at least {FIRST_LOOK_DECIDES:.0%} of its simulated "
+                   f"runs, and never before {FIRST_LOOK_MARGIN:g} times the expected-outcome "
+                   f"allocation's trials")
 
 
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
@@ -128,9 +143,11 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                   ) -> tuple[DesignSpec, dict[str, Any]]:
     """The decisive design of a run of ``plan`` (its journaled form: kind, alpha, first look,
     total, the arms' priors) and its families. The priors are the committed rates' models of the
-    plan's arms; the first look is FIRST_LOOK_MARGIN past the trial count of the known-rates
-    plan (the trials a design that knew those rates would plan, analyze.known_rates) for the
-    claims of the confirmatory family; the families are assessed on this very design.
+    plan's arms; the first look is where a one-look design at the first look's share of alpha
+    decides in FIRST_LOOK_DECIDES of its simulated runs, and never before FIRST_LOOK_MARGIN past
+    the trial count of the known-rates plan (the trials a design that knew those rates would
+    plan, analyze.known_rates) for the claims of the confirmatory family; the families are
+    assessed on this very design.
 
     ``horizon``: "auto" to decide the rate claims with trials as the unit, at the horizon whose
     known-rates plan is shortest (analyze.horizon_design; every trial of their arms then runs
@@ -152,6 +169,7 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
 
     at: float | None = None  # the horizon, once chosen
     choice: dict[str, Any] | None = None
+    first_look_choice: dict[str, Any] = {}  # how the last first look was set, where simulated
 
     def first_look_for(claim_names: Sequence[str]) -> int:
         chosen = [c for c in case.claims if c.name in claim_names]
@@ -163,7 +181,26 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
             chosen = [c for c in chosen if c.name not in known["unreached"]]
             known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share,
                              horizon=at)
-        return int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * sum(known["trials"].values())))))
+        expected = int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN
+                                                    * sum(known["trials"].values())))))
+        # Times are not simulated by the one-look design: a case with timed claims keeps the
+        # expected-outcome rule.
+        if models is None or any(kind_of(c).timed for c in chosen):
+            return expected
+        found = design_that_decides(case, chosen, models, priors, known["trials"],
+                                    alpha * FIRST_SHARE, max_trials, supported_share, horizon=at,
+                                    decides=FIRST_LOOK_DECIDES)
+        if not found["reached"]:  # no allocation decides that often: the expected-outcome look
+            return expected
+        # Never before the expected-outcome look: on ctx_get_device_v2's committed rates the
+        # one-look design's 134 trials stopped fewer simulated runs at the first look than 137.
+        look = max(expected, int(max(1, min(total, sum(found["trials"].values())))))
+        first_look_choice.clear()
+        first_look_choice.update({"rule": FIRST_LOOK_RULE, "first_look": look,
+                                  "one_look_trials": sum(found["trials"].values()),
+                                  "chance": found["chance"],
+                                  "expected_outcome_trials": sum(known["trials"].values())})
+        return look
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
     beside = beside_main(case, plan, scope)
@@ -202,6 +239,8 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                 **({"arms_without_priors": without} if without else {}),
                 "first": main_claims(case, plan),
                 **({"horizon_choice": choice} if choice is not None else {}),
+                **({"first_look_choice": dict(first_look_choice)}
+                   if first_look_choice.get("first_look") == design.first_look else {}),
                 # Asked for the constant-rate test (--horizon none): said, so that its rerun
                 # asks for it too where a horizon is the default.
                 **({"rate_test": "constant_rate"} if horizon == "none" else {})}
