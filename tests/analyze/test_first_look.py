@@ -17,6 +17,7 @@ from gpurepro.analyze.planning import FIRST_LOOK_DECIDES, FIRST_LOOK_MARGIN, ass
 from gpurepro.case.load import load_case
 from gpurepro.cli.args import check_arguments
 from gpurepro.cli.parser import parser
+from gpurepro.cli.plan import design_line
 from gpurepro.run.session import new_plan
 from tests.conftest import ROOT
 
@@ -37,6 +38,9 @@ def test_the_tile_main_jobs_first_look_is_where_a_one_look_design_decides_and_it
     expected = math.ceil(FIRST_LOOK_MARGIN * choice["expected_outcome_trials"])
     assert spec.first_look == max(expected, choice["one_look_trials"]) > expected
     assert choice["chance"] >= FIRST_LOOK_DECIDES
+    # `plan` says how the look was set.
+    assert (f"first look after {spec.first_look} trials: one look at half of alpha decides every "
+            f"confirmatory claim in {choice['chance']:.0%}") in design_line(spec, plan)
     # The same design with the expected-outcome look: its simulated run takes longer.
     before = assess(case, plan, replace(Design.of(spec), first_look=expected), True,
                     int(spec.max_trials or 0), asdict(request.budget), request.jobs, ROOT,

@@ -88,9 +88,18 @@ def design_line(design: DesignSpec, plan: Plan) -> str:
     kind = "decisive" if design.decisive else "until-decided"
     first = design.first_look
     horizon = design.horizon if isinstance(design.horizon, (int, float)) else None
+    choice = design.described.get("first_look_choice")
+    why = ""
+    chance = choice.get("chance") if isinstance(choice, dict) else None
+    if isinstance(choice, dict) and choice.get("first_look") == first and isinstance(
+            chance, int | float):
+        # How the look was set (analyze.planning.FIRST_LOOK_DECIDES), numbers from the journal.
+        why = (f": one look at half of alpha decides every confirmatory claim in {chance:.0%} "
+               f"of simulated runs at {choice.get('one_look_trials')} trials, the expected "
+               f"outcomes alone at {choice.get('expected_outcome_trials')}")
     return (f"design: {kind}, alpha {design.alpha}: at most {design.max_trials} trials per arm, "
             f"stopping once the claims are decided"
-            + (f" (first look after {first} trials)" if first else "")
+            + (f" (first look after {first} trials{why})" if first else "")
             + (f"; rate claims decided on whether each trial failed before {horizon:,.0f} "
                f"(the horizon every trial of their arms runs to at most)"
                if horizon is not None else ""))
