@@ -113,6 +113,10 @@ class NotInert(ValueError):
 # ---------------------------------------------------------------- stopped (128 + signal)
 
 
+# The signals a command turns into Stopped (run.execute.stop_signals).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 class Stopped(Exception):
     """SIGINT/SIGTERM/SIGHUP reached the harness; ``signum`` says which."""
 

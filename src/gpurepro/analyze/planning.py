@@ -171,36 +171,49 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     choice: dict[str, Any] | None = None
     first_look_choice: dict[str, Any] = {}  # how the last first look was set, where simulated
 
+    # The first look of each set of confirmatory claims, and how it was set where simulated:
+    # the families' first guess and the final design often name the same claims (in every
+    # committed case's default plan), and the one-look design behind a look is simulated anew
+    # each time it is asked for (about 1.5 s for the tile main job).
+    looks: dict[tuple[str, ...], tuple[int, dict[str, Any] | None]] = {}
+
     def first_look_for(claim_names: Sequence[str]) -> int:
+        key = tuple(sorted(claim_names))
+        if key not in looks:
+            looks[key] = first_look_of(key)
+        look, how = looks[key]
+        if how is not None:
+            first_look_choice.clear()
+            first_look_choice.update(how)
+        return look
+
+    def first_look_of(claim_names: Sequence[str]) -> tuple[int, dict[str, Any] | None]:
         chosen = [c for c in case.claims if c.name in claim_names]
         if not priors or not chosen:
-            return max(1, min(total, len(plan.arms)))
+            return max(1, min(total, len(plan.arms))), None
         strata = {a: m.strata for a, m in models.arms.items()} if models else {}
         known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share, horizon=at)
         if known.get("unreached"):  # what the plan cannot decide must not set the first look
             chosen = [c for c in chosen if c.name not in known["unreached"]]
             known = plan_for(case, chosen, priors, strata, alpha, max_trials, supported_share,
                              horizon=at)
-        expected = int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN
-                                                    * sum(known["trials"].values())))))
+        expected_trials = sum(known["trials"].values())
+        expected = int(max(1, min(total, math.ceil(FIRST_LOOK_MARGIN * expected_trials))))
         # Times are not simulated by the one-look design: a case with timed claims keeps the
         # expected-outcome rule.
         if models is None or any(kind_of(c).timed for c in chosen):
-            return expected
+            return expected, None
         found = design_that_decides(case, chosen, models, priors, known["trials"],
                                     alpha * FIRST_SHARE, max_trials, supported_share, horizon=at,
                                     decides=FIRST_LOOK_DECIDES)
         if not found["reached"]:  # no allocation decides that often: the expected-outcome look
-            return expected
+            return expected, None
+        one_look = sum(found["trials"].values())
         # Never before the expected-outcome look: on ctx_get_device_v2's committed rates the
         # one-look design's 134 trials stopped fewer simulated runs at the first look than 137.
-        look = max(expected, int(max(1, min(total, sum(found["trials"].values())))))
-        first_look_choice.clear()
-        first_look_choice.update({"rule": FIRST_LOOK_RULE, "first_look": look,
-                                  "one_look_trials": sum(found["trials"].values()),
-                                  "chance": found["chance"],
-                                  "expected_outcome_trials": sum(known["trials"].values())})
-        return look
+        look = max(expected, int(max(1, min(total, one_look))))
+        return look, {"rule": FIRST_LOOK_RULE, "first_look": look, "one_look_trials": one_look,
+                      "chance": found["chance"], "expected_outcome_trials": expected_trials}
 
     in_plan = [c.name for c in case.claims if c.arm in plan.arms]
     beside = beside_main(case, plan, scope)

@@ -26,6 +26,7 @@ from ..errors import (
     EXIT_PIPE,
     EXIT_UNSUPPORTED,
     EXIT_USAGE,
+    STOP_SIGNALS,
     BuildError,
     ClusterError,
     HarnessError,
@@ -161,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     which leaves the caller's signal dispositions as it found them."""
     as_program = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
-    found = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    found = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
     try:
         args = parser(prog_name(sys.argv[0])).parse_args(argv)
         # From here on SIGINT, SIGTERM and SIGHUP raise Stopped wherever the main thread is,

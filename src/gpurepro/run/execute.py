@@ -21,7 +21,7 @@ from typing import Any
 
 from ..case.model import Case, TrialBudget, TrialContext
 from ..env import privacy
-from ..errors import HarnessError, JournalError, Stopped
+from ..errors import STOP_SIGNALS, HarnessError, JournalError, Stopped
 from ..model.plan import Plan, PlannedTrial
 from .classify import COUNTER_MAX, StdoutTail, classify, exit_description, short_module
 from .journal import Journal
@@ -316,15 +316,12 @@ def stop_signals(stopping: threading.Event | None = None) -> Iterator[None]:
         yield
         return
     previous = {sig: signal.signal(sig, raise_stopped)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+                for sig in STOP_SIGNALS}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def ignore_stop_signals() -> None:

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, JournalMismatch
+from ..errors import STOP_SIGNALS, JournalError, JournalMismatch
 from ..model.journal import RunHeader, TrialRecord
 
 # What other modules use; the rest is this module's own.
@@ -513,10 +513,6 @@ class Journal:
             raise
 
 
-# The signals a run turns into a stop (run.execute.stop_signals raises Stopped from them).
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
 @contextmanager
 def _stops_held() -> Iterator[None]:
     """A stop signal that arrives while a record is written and the chain moved on to it waits
@@ -530,7 +526,7 @@ def _stops_held() -> Iterator[None]:
         return
     held: list[int] = []
     previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
-                for sig in _STOP_SIGNALS}
+                for sig in STOP_SIGNALS}
     try:
         yield
     finally:
