@@ -235,10 +235,14 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                       workers, scope=scope, models=models, deterministic=deterministic)
     confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
+    guess = design
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for(confirmatory), total=total,
                             spending=spending, supported_share=supported_share, horizon=at)
-    if families.get("computed"):
+    # Where the first look stayed, the families are already those of the final design: the
+    # guess's last simulation ran this very design with these exploratory claims (the tile
+    # main job's default plan: half of its planning time).
+    if families.get("computed") and design != guess:
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,
                           models=models, deterministic=deterministic)
