@@ -173,6 +173,58 @@ def test_a_fresh_clone_builds_the_main_job_and_stops_at_no_driver(tmp_path):
     assert any(built.rglob("repro")) and any(built.rglob("kernel.cubin")), out[-3000:]
 
 
+@pytest.mark.parametrize("case_name", CASES)
+def test_the_default_plan_on_a_gpu_that_cannot_run_the_case_records_every_trial_unsupported(
+        case_name, fake_build, tmp_path):
+    """A main job on a GPU the case has no target for (tcgen05_alloc_order on a Hopper GPU)
+    journals the design asked for, never planned (nothing is simulated for a device that runs
+    no trial), records every trial as unsupported, and that journal records into a valid
+    document whose comment renders: a decisive design without its looks once made the record
+    stop at a harness error."""
+    from gpurepro.analyze.designing import designer, run_declaration
+    from gpurepro.case.load import load_case
+    from gpurepro.cli.args import check_arguments
+    from gpurepro.cli.parser import parser
+    from gpurepro.env import fingerprint as envmod
+    from gpurepro.errors import EXIT_UNSUPPORTED
+    from gpurepro.record.recompute import recomputed_errors
+    from gpurepro.record.result import record_journals
+    from gpurepro.record.validation import validation_errors
+    from gpurepro.report.comment import issue_body
+    from gpurepro.run import session
+    from gpurepro.run.execute import RunOptions
+    from gpurepro.run.execute import gate as gate_of
+
+    case = load_case(case_name, ROOT)
+    gpu_info = {"available": True, "gpus": [{"index": 0, "name": "Other GPU", "uuid": "GPU-other",
+                                             "compute_capability": "1.0"}]}
+    args = parser().parse_args(["run", case_name, "--out-dir", str(tmp_path)])
+    request = check_arguments(case, args, ROOT, gpu_info)
+    plan = session.new_plan(case, request)
+    design = designer(case, request, ROOT)(plan, False, None)
+    gate = gate_of(case, gpu_info, request.arch or request.target, [0])
+    assert not gate.supported
+    device = session.gate_json(gate)
+    opts = RunOptions(budget=request.budget, jobs=request.jobs, redact=True,
+                      run_id=uuid.uuid4().hex)
+    _, index = fake_build
+    header = session.journal_header(case, ROOT, plan, opts, design.design,
+                                    envmod.fingerprint(ROOT, redact=True, gpu_info=gpu_info),
+                                    device, index, design.families, request.scope,
+                                    deterministic=run_declaration(case, None))
+    journal = session.create(tmp_path / f"{case_name}.journal.jsonl", header)
+    started = session.Started(journal, header, plan, opts, gate, [])
+    with journal:
+        assert session.execute(case, started, ROOT, case_name) == EXIT_UNSUPPORTED
+    _, doc = record_journals(case, [journal.path], ROOT, tmp_path / "result.json")
+    assert validation_errors(doc) == []
+    assert {t["outcome"] for t in doc["trials"]} == {"unsupported"}
+    assert len(doc["trials"]) == len(plan.order)
+    assert not [c["name"] for c in doc["claims"] if c.get("decided")]
+    assert recomputed_errors(doc, ROOT)[0] == []  # what `gpurepro validate` recomputes
+    assert issue_body(doc, Path("result.json"))
+
+
 # ---------------------------------------------------------------- what the path rests on
 
 

@@ -749,8 +749,12 @@ def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
     spec = DesignSpec.from_json(header["options"].get("stopping"))
     declared = header["options"].get("deterministic")
     # A fixed-size run's one look: the default alpha, less what a checked declaration of
-    # deterministic outcomes spends (a sequential design journaled its own alpha so).
-    design = (Design.of(spec) if spec.sequential else
+    # deterministic outcomes spends (a sequential design journaled its own alpha so). A design
+    # never planned, on a device that could not run the case, has no trial to look at: one
+    # look at its alpha decides nothing.
+    unplanned = not spec.planned and not (header.get("device") or {}).get("supported", True)
+    design = (Design(alpha=float(spec.alpha)) if unplanned else
+              Design.of(spec) if spec.sequential else
               Design(alpha=shortcut.design_alpha(DEFAULT_ALPHA, declared)))
     families = header["options"].get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,

@@ -44,8 +44,11 @@ def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
     if doc.get("known_rates_plan"):
         verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
     stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
-    if stopping.get("horizon") is not None and doc.get("claims"):
-        verdict["sentences"].append(model_sentence(case, doc, float(stopping["horizon"])))
+    # A horizon the run decided with (a number); an unplanned design keeps the one asked for
+    # ("auto"), never used.
+    horizon = stopping.get("horizon")
+    if isinstance(horizon, (int, float)) and doc.get("claims"):
+        verdict["sentences"].append(model_sentence(case, doc, float(horizon)))
     return verdict
 
 

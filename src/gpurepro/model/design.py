@@ -94,6 +94,13 @@ class DesignSpec:
     def decisive(self) -> bool:
         return self.kind == DECISIVE
 
+    @property
+    def planned(self) -> bool:
+        """Whether the run's start fixed what the design needs to look: a decisive design as
+        asked for (no looks yet) is what a run on a device that cannot run the case journals,
+        since nothing is planned for trials that never run (analyze.designing.designer)."""
+        return not self.decisive or (self.first_look is not None and self.total is not None)
+
     @classmethod
     def fixed(cls, alpha: float = DEFAULT_ALPHA) -> DesignSpec:
         return cls(FIXED, alpha)

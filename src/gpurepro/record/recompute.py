@@ -134,7 +134,8 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
         return errors, notes
     case = case_of(doc, root)  # NotRecomputed: the caller says why, and fails unless told
     options = plan.get("options") or {}
-    header = {"plan": plan, "options": options, "stopping_result": options.get("stopping")}
+    header = {"plan": plan, "options": options, "stopping_result": options.get("stopping"),
+              "device": doc.get("device") or {}}
     stopped = (doc.get("completion") or {}).get("complete") is False
     claims = capped(plain(decide_claims(case, header, trials, stopped=stopped)))
     errors += differences(doc["claims"], claims, "claims")
