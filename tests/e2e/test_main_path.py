@@ -332,6 +332,43 @@ def test_priors_come_only_from_documents_with_enough_trials_of_an_arm(root, tmp_
     assert [p.name for p, _ in docs] == ["20280101T000000Z_old.json"]
 
 
+def test_priors_come_from_the_runs_gpu_model_first(root, tmp_path):
+    """A race's rates move from one GPU model to another (tile_unload_race's baseline crashed
+    before its horizon in about half its trials on an H100, in 52 of 60 on an H200): a run on
+    an H100 takes an arm's rates from the newest H100 result that has them, even where an
+    H200 result is newer, and from another model's only where none of its own has them."""
+    from gpurepro.analyze.simulate import MIN_PRIOR_TRIALS, PRIOR_RULE, choose_documents
+    from gpurepro.case.load import load_case
+
+    case = load_case("tile_unload_race", root)
+    folder = tmp_path / "results" / case.name
+    folder.mkdir(parents=True)
+
+    def write(name: str, gpu: str, arms: dict[str, int]) -> None:
+        trials = [_trial(a, "crashed", 100.0) for a, n in arms.items() for _ in range(n)]
+        doc = {"plan": {"options": {"jobs": 1}}, "trials": trials,
+               "environment": {"gpu": {"gpus": [{"name": gpu}]}}}
+        (folder / name).write_text(json.dumps(doc))
+
+    write("20300101T000000Z_h200.json", "NVIDIA H200",
+          {"baseline": MIN_PRIOR_TRIALS, "as-filed": MIN_PRIOR_TRIALS})
+    write("20290101T000000Z_h100.json", "NVIDIA H100 80GB HBM3", {"baseline": MIN_PRIOR_TRIALS})
+    os.environ["GPUREPRO_COMMIT"] = "x"  # the folder is no git checkout: its files count
+    try:
+        on_h100 = choose_documents(case, tmp_path, ["baseline", "as-filed"],
+                                   gpu="NVIDIA H100 80GB HBM3")
+        on_h200 = choose_documents(case, tmp_path, ["baseline", "as-filed"], gpu="NVIDIA H200")
+        anywhere = choose_documents(case, tmp_path, ["baseline", "as-filed"])
+    finally:
+        del os.environ["GPUREPRO_COMMIT"]
+    arms = {p.name: sorted({t["arm"] for t in d["trials"]}) for p, d in on_h100}
+    assert arms == {"20290101T000000Z_h100.json": ["baseline"],
+                    "20300101T000000Z_h200.json": ["as-filed"]}
+    assert [p.name for p, _ in on_h200] == [p.name for p, _ in anywhere] == \
+        ["20300101T000000Z_h200.json"]
+    assert "GPU model" in PRIOR_RULE
+
+
 def test_a_stopped_run_records_as_a_partial_document_that_says_how_to_resume(fake_build, tmp_path):
     """No end record: the document says how far the run got, keeps the claims it decided
     at its looks, leaves the rest open and names the command that continues it."""

@@ -65,7 +65,6 @@ from .allocate import ArmPrior
 from .claim_kinds import kind_of, reference_of
 from .claim_kinds.chances import SURVIVED, matches, p_end, p_matching
 from .claims import Decider, DecisiveDesign, Design
-from .horizon_design import gpu_model
 from .shortcut import (
     FLAKE_RATES,
     checked,
@@ -84,6 +83,7 @@ from .simulate import (
     causes_per_trial,
     choose_documents,
     claim_arms,
+    gpu_model,
     models_from,
     null_arm,
     null_of,
@@ -118,12 +118,12 @@ def _read(path: Path) -> dict[str, Any]:
 def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms: Sequence[str],
                 jobs: int = 1, duration_s: float | None = None,
                 max_exposure: int | None = None, kind: str | None = None,
-                flag: str = "--from", times: bool = False) -> Models:
+                flag: str = "--from", times: bool = False, gpu: str | None = None) -> Models:
     """Arm models from ``paths`` (given with ``flag``; with --from every arm must have valid
     trials there, with a run's --priors-from an arm they lack gets the run's default prior), or
-    by rule from the committed results (simulate.choose_documents: same ``jobs``, design
-    ``kind`` first; arms none covers drop out, the baseline may not). ``times``: timed arms
-    draw trial times too (simulate.models_from)."""
+    by rule from the committed results (simulate.choose_documents: same ``jobs``, GPU model
+    ``gpu`` first, then design ``kind``; arms none covers drop out, the baseline may not).
+    ``times``: timed arms draw trial times too (simulate.models_from)."""
     if paths:
         docs = [(Path(p), _read(Path(p))) for p in paths]
         seen = {t["arm"] for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE}
@@ -132,7 +132,7 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
             raise UsageError(f"{flag}: no valid trial of arm(s) {', '.join(missing)} in "
                              f"{', '.join(str(p) for p, _ in docs)}; the claims need them")
     else:
-        docs = choose_documents(case, root, arms, jobs, kind)
+        docs = choose_documents(case, root, arms, jobs, kind, gpu)
     models = models_from(case, docs, root, arms, duration_s, max_exposure, times=times)
     if case.baseline not in models.arms:
         raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "

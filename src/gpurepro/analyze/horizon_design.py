@@ -47,9 +47,10 @@ from ..model.outcomes import EVIDENCE
 from .allocate import ArmPrior, horizon_arms, rate_claims
 from .horizon_prior import prior_at
 from .known_rates import plan_for
+from .simulate import gpu_model
 
 # What other modules use; the rest is this module's own.
-__all__ = ["POOL_RULE", "candidates", "choose_horizon", "gpu_model", "pooled_trials", "prior_at"]
+__all__ = ["POOL_RULE", "candidates", "choose_horizon", "pooled_trials", "prior_at"]
 
 HORIZON_PAST = 1.02  # a candidate this far past the failure exposure it is drawn from
 MAX_CANDIDATES = 24  # at most this many candidates (spread over the failures' quantiles)
@@ -81,12 +82,6 @@ class PooledTrials:
     trials: Mapping[str, Sequence[Mapping[str, Any]]]
     documents: tuple[str, ...]  # relative to the repository
     gpu: str | None  # the GPU model they were run on (None: any)
-
-
-def gpu_model(doc: Mapping[str, Any]) -> str | None:
-    """The GPU model a result document was run on (its first GPU's name), None where none."""
-    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
-    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
 
 
 def pooled_trials(case: Case, root: Path, arms: Sequence[str], jobs: int,

@@ -154,12 +154,12 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     to at most it, and the arms' priors are their chances before it), a number for that
     horizon, None for the exact conditional test of constant rates. ``gpu``: the GPU model the
     run is on, whose committed trials an "auto" horizon is chosen from (pooled_trials; any
-    model where None)."""
+    model where None) and whose committed results the priors come from first (PRIOR_RULE)."""
     total = len(plan.order)
     try:
         models = load_models(case, root, priors_from, list(plan.arms), jobs,
                              budget.get("duration_s"), budget.get("max_exposure"),
-                             kind="decisive", flag="--priors-from")
+                             kind="decisive", flag="--priors-from", gpu=gpu)
     except UsageError:
         if priors_from:
             raise  # the documents the run was given must be usable

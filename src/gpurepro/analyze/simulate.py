@@ -49,7 +49,7 @@ from .timing import trial_time
 # What other modules use; the rest is this module's own.
 __all__ = [
     "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms", "design_kind",
-    "draw", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
+    "draw", "gpu_model", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
     "PRIOR_RULE", "RunSpec", "simulate_run", "SimulatedRun", "streams", "untimed",
     "with_process"
 ]
@@ -81,9 +81,15 @@ def _jobs(doc: Mapping[str, Any]) -> int:
 # An arm's rates are taken from a document only where it ran at least this many valid trials:
 # one or two trials (a resume check, a first look) give a rate of 0 or of everything.
 MIN_PRIOR_TRIALS = 5
-PRIOR_RULE = (f"per arm, the newest committed result of the same design kind (then any other) "
-              f"run at the same trials at a time, complete, with at least {MIN_PRIOR_TRIALS} "
-              f"valid trials of that arm")
+PRIOR_RULE = (f"per arm, the newest committed result run on the run's GPU model (then any "
+              f"other) and of the same design kind (then any other), at the same trials at a "
+              f"time, complete, with at least {MIN_PRIOR_TRIALS} valid trials of that arm")
+
+
+def gpu_model(doc: Mapping[str, Any]) -> str | None:
+    """The GPU model a result document was run on (its first GPU's name), None where none."""
+    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
+    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
 
 
 def design_kind(stopping: Mapping[str, Any] | None) -> str:
@@ -94,12 +100,16 @@ def design_kind(stopping: Mapping[str, Any] | None) -> str:
 
 
 def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
-                     kind: str | None = None) -> list[tuple[Path, dict[str, Any]]]:
+                     kind: str | None = None, gpu: str | None = None
+                     ) -> list[tuple[Path, dict[str, Any]]]:
     """The committed results an arm's rates come from, by rule (PRIOR_RULE): for each arm, the
     newest document run at ``jobs`` trials at a time (concurrency changes a race's rates) that
-    is not a stopped run and holds at least MIN_PRIOR_TRIALS valid trials of it, those of
-    design ``kind`` first. Each document comes back with the trials of the arms taken from it
-    alone, so no arm's model mixes in another document's few trials."""
+    is not a stopped run and holds at least MIN_PRIOR_TRIALS valid trials of it, those run on
+    the GPU model ``gpu`` first (a race's rates move from one model to another: tile_unload_race's
+    baseline crashed before 33,401 cycles in about half its trials on the H100s of 2026-12-07 and
+    in 52 of 60 on an H200 the same day), then those of design ``kind``. Each document comes back
+    with the trials of the arms taken from it alone, so no arm's model mixes in another
+    document's few trials."""
     candidates: list[tuple[Path, dict[str, Any]]] = []
     for f in committed_results(case.name, root):
         try:
@@ -111,9 +121,10 @@ def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
         if (doc.get("completion") or {}).get("complete") is False:
             continue
         candidates.append((f, doc))
-    if kind is not None:  # stable: newest first within each group
-        candidates.sort(key=lambda fd: design_kind((fd[1].get("plan") or {}).get(
-            "options", {}).get("stopping")) != kind)
+    # Stable: newest first within each group.
+    candidates.sort(key=lambda fd: (gpu is not None and gpu_model(fd[1]) != gpu,
+                                    kind is not None and design_kind((fd[1].get("plan") or {}).get(
+                                        "options", {}).get("stopping")) != kind))
     taken: dict[Path, set[str]] = {}
     for arm in arms:
         for f, doc in candidates:
