@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -125,11 +126,18 @@ FIRST_LOOK_MARGIN = 1.15  # the first look this much past the known-rates plan's
 # first look falls").
 FIRST_LOOK_DECIDES = 0.75
 FIRST_SHARE = DecisiveDesign.first_share
-FIRST_LOOK_RULE = (f"the fewest trials, around the expected-outcome allocation, whose one-look "
-                   f"design at the first look's share of alpha ({FIRST_SHARE:g}) decides every "
-                   f"confirmatory claim in at least {FIRST_LOOK_DECIDES:.0%} of its simulated "
-                   f"runs, and never before {FIRST_LOOK_MARGIN:g} times the expected-outcome "
-                   f"allocation's trials")
+# The candidate first looks, as multiples of the expected-outcome look: they span the schedule's
+# growth of 1.5 (where a look falls against the trials most runs need to decide moves the
+# simulated median by 30 to 100 s from one neighbouring look to the next) and a look skipped.
+FIRST_LOOK_SPAN = (1.0, 1.2, 1.45, 1.75, 2.25)
+FIRST_LOOK_RULE = (f"of the expected-outcome look ({FIRST_LOOK_MARGIN:g} times the "
+                   f"expected-outcome allocation's trials) times "
+                   f"{', '.join(f'{f:g}' for f in FIRST_LOOK_SPAN)}, and the fewest trials (never "
+                   f"before the expected-outcome look) whose one-look design at the first look's "
+                   f"share of alpha ({FIRST_SHARE:g}) decides every confirmatory claim in at "
+                   f"least {FIRST_LOOK_DECIDES:.0%} of its simulated runs, the one whose "
+                   f"design's simulated runs (the plan's seed: the same draws for each) have the "
+                   f"shortest median time")
 
 
 def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
@@ -242,7 +250,13 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     # Where the first look stayed, the families are already those of the final design: the
     # guess's last simulation ran this very design with these exploratory claims (the tile
     # main job's default plan: half of its planning time).
-    if families.get("computed") and design != guess:
+    if families.get("computed") and first_look_choice.get("first_look") == design.first_look:
+        design, families = _quickest_first_look(
+            design, guess, families, first_look_choice,
+            lambda d: assess(case, plan, d, True, max_trials, budget, jobs, root, runs, threshold,
+                             workers, fixed_exploratory=families["exploratory"], scope=scope,
+                             models=models, deterministic=deterministic))
+    elif families.get("computed") and design != guess:
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,
                           models=models, deterministic=deterministic)
@@ -263,6 +277,33 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                 **({"rate_test": "constant_rate"} if horizon == "none" else {})}
     _ = Design  # the base design is what a fixed-size run has
     return DesignSpec.from_json(stopping), families
+
+
+def _quickest_first_look(design: DecisiveDesign, guess: DecisiveDesign, families: dict[str, Any],
+                         choice: dict[str, Any], assess_design: Any
+                         ) -> tuple[DecisiveDesign, dict[str, Any]]:
+    """The design, among the first looks FIRST_LOOK_RULE names, whose simulated runs have the
+    shortest median time, and its families; ``choice`` (the journaled first_look_choice) gets
+    every candidate's median. Each candidate is simulated from the plan's seed, so all see the
+    same draws and differ only by where their looks fall."""
+    expected = max(1, min(design.total, math.ceil(FIRST_LOOK_MARGIN
+                                                  * choice["expected_outcome_trials"])))
+    looks = sorted({max(1, min(design.total, math.ceil(expected * f))) for f in FIRST_LOOK_SPAN}
+                   | {int(choice["first_look"])})
+    medians: dict[str, float] = {}
+    best: tuple[float, int, DecisiveDesign, dict[str, Any]] | None = None
+    for look in looks:
+        candidate = replace(design, first_look=look)
+        # The guess's families are this very design's where the guess had this look.
+        got = families if candidate == guess else assess_design(candidate)
+        median = float(got["expected"]["seconds_median"])
+        medians[str(look)] = median
+        if best is None or (median, look) < (best[0], best[1]):
+            best = (median, look, candidate, got)
+    assert best is not None
+    choice.update({"rule": FIRST_LOOK_RULE, "first_look": best[1], "one_look_first_look":
+                   int(choice["first_look"]), "simulated_median_s": medians})
+    return best[2], best[3]
 
 
 def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],

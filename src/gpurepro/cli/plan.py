@@ -91,9 +91,19 @@ def design_line(design: DesignSpec, plan: Plan) -> str:
     choice = design.described.get("first_look_choice")
     why = ""
     chance = choice.get("chance") if isinstance(choice, dict) else None
+    medians = choice.get("simulated_median_s") if isinstance(choice, dict) else None
     if isinstance(choice, dict) and choice.get("first_look") == first and isinstance(
+            medians, dict) and isinstance(chance, int | float):
+        # How the look was set (analyze.planning.FIRST_LOOK_RULE), numbers from the journal.
+        tried = ", ".join(f"{look} {m:.0f} s" for look, m in medians.items()
+                          if isinstance(m, int | float))
+        why = (f": the quickest simulated median of the first looks tried ({tried}); one look "
+               f"at half of alpha decides every confirmatory claim in {chance:.0%} of simulated "
+               f"runs at {choice.get('one_look_trials')} trials, the expected outcomes alone at "
+               f"{choice.get('expected_outcome_trials')}")
+    elif isinstance(choice, dict) and choice.get("first_look") == first and isinstance(
             chance, int | float):
-        # How the look was set (analyze.planning.FIRST_LOOK_DECIDES), numbers from the journal.
+        # A journal of the rule before the looks were compared (2026-12-07).
         why = (f": one look at half of alpha decides every confirmatory claim in {chance:.0%} "
                f"of simulated runs at {choice.get('one_look_trials')} trials, the expected "
                f"outcomes alone at {choice.get('expected_outcome_trials')}")
