@@ -29,7 +29,8 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def test_the_tile_main_jobs_first_look_is_the_candidate_whose_simulated_runs_are_quickest():
-    # As `python -m gpurepro plan tile_unload_race --gpu-model H100 --seed 1` designs it.
+    # As `python -m gpurepro plan tile_unload_race --gpu-model "NVIDIA H100 80GB HBM3" --seed 1`
+    # designs it.
     case = load_case("tile_unload_race", ROOT)
     args = parser().parse_args(["plan", case.name, "--gpu-model", H100, "--seed", "1"])
     request = check_arguments(case, args, ROOT, {"available": False, "gpus": []})

@@ -178,3 +178,14 @@ def test_report_on_a_benchmark_document_says_what_it_renders():
     bench = next((ROOT / "results" / "bench").glob("loop_rate_*[0-9]Z.json"))
     done = _cli("report", str(bench))
     assert done.returncode == USAGE and "benchmark document" in done.stderr
+
+
+def test_a_gpu_model_no_committed_result_names_is_one_line_naming_those_that_do():
+    """The horizon and the priors match --gpu-model by the exact name a document gives: 'H100'
+    would have planned from every model's results without a word."""
+    done = _cli("plan", "tile_unload_race", "--gpu-model", "H100")
+    assert done.returncode == USAGE, done.stderr
+    assert _lines(done.stderr) == [
+        "gpurepro: usage error: --gpu-model 'H100': no committed result of tile_unload_race was "
+        "run on it (the models they name: 'NVIDIA H100 80GB HBM3', 'NVIDIA H200')"]
+    assert done.stdout == ""

@@ -58,6 +58,7 @@ from ..case.model import Case, Claim
 from ..env.commits import committed_results
 from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
+from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
 from . import processes as pr
@@ -83,7 +84,6 @@ from .simulate import (
     causes_per_trial,
     choose_documents,
     claim_arms,
-    gpu_model,
     models_from,
     null_arm,
     null_of,

@@ -43,11 +43,11 @@ from typing import Any
 
 from ..case.model import Case, Claim
 from ..env.commits import committed_results
+from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from .allocate import ArmPrior, horizon_arms, rate_claims
 from .horizon_prior import prior_at
 from .known_rates import plan_for
-from .simulate import gpu_model
 
 # What other modules use; the rest is this module's own.
 __all__ = ["POOL_RULE", "candidates", "choose_horizon", "pooled_trials", "prior_at"]

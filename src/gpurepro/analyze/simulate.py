@@ -37,6 +37,7 @@ import numpy as np
 
 from ..case.model import Case, Claim
 from ..env.commits import committed_results
+from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial, make_plan
 from ..run.schedule import still_needed
@@ -49,7 +50,7 @@ from .timing import trial_time
 # What other modules use; the rest is this module's own.
 __all__ = [
     "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms", "design_kind",
-    "draw", "gpu_model", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
+    "draw", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
     "PRIOR_RULE", "RunSpec", "simulate_run", "SimulatedRun", "streams", "untimed",
     "with_process"
 ]
@@ -85,11 +86,6 @@ PRIOR_RULE = (f"per arm, the newest committed result run on the run's GPU model 
               f"other) and of the same design kind (then any other), at the same trials at a "
               f"time, complete, with at least {MIN_PRIOR_TRIALS} valid trials of that arm")
 
-
-def gpu_model(doc: Mapping[str, Any]) -> str | None:
-    """The GPU model a result document was run on (its first GPU's name), None where none."""
-    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
-    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
 
 
 def design_kind(stopping: Mapping[str, Any] | None) -> str:

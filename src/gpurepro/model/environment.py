@@ -13,7 +13,9 @@ from typing import Any
 from .jsontypes import JSONObject
 
 # What other modules use; the rest is this module's own.
-__all__ = ["Cluster", "CudaPython", "Environment", "Gpu", "GpuEnvironment", "Host", "Repository"]
+__all__ = [
+    "Cluster", "CudaPython", "Environment", "Gpu", "GpuEnvironment", "Host", "Repository", "gpu_model"
+]
 
 
 @dataclass(frozen=True)
@@ -151,3 +153,9 @@ class Cluster:
             return None  # not a cluster run
         return cls(len(d.get("nodes") or {}), tuple(str(p) for p in d.get("partitions") or ()),
                    dict(d))
+
+
+def gpu_model(doc: Mapping[str, Any]) -> str | None:
+    """The GPU model a result document was run on (its first GPU's name), None where none."""
+    gpus = ((doc.get("environment") or {}).get("gpu") or {}).get("gpus") or []
+    return str(gpus[0].get("name")) if gpus and isinstance(gpus[0], Mapping) else None
