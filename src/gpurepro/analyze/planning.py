@@ -14,7 +14,7 @@ very design. gpurepro.analyze.designing calls these where a run has the analysis
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,8 @@ FIRST_LOOK_DECIDES = 0.75
 FIRST_SHARE = DecisiveDesign.first_share
 # The candidate first looks, as multiples of the expected-outcome look: they span the schedule's
 # growth of 1.5 (where a look falls against the trials most runs need to decide moves the
-# simulated median by 30 to 100 s from one neighbouring look to the next) and a look skipped.
+# tile main job's simulated median by up to 70 s from one neighbouring look to the next) and a
+# look skipped.
 FIRST_LOOK_SPAN = (1.0, 1.2, 1.45, 1.75, 2.25)
 FIRST_LOOK_RULE = (f"of the expected-outcome look ({FIRST_LOOK_MARGIN:g} times the "
                    f"expected-outcome allocation's trials) times "
@@ -247,15 +248,16 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
     design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
                             first_look=first_look_for(confirmatory), total=total,
                             spending=spending, supported_share=supported_share, horizon=at)
-    # Where the first look stayed, the families are already those of the final design: the
-    # guess's last simulation ran this very design with these exploratory claims (the tile
-    # main job's default plan: half of its planning time).
+    # A first look the one-look design set (simulated rates, no timed claim): the candidates
+    # around it are simulated and the quickest is taken, with its families.
     if families.get("computed") and first_look_choice.get("first_look") == design.first_look:
         design, families = _quickest_first_look(
             design, guess, families, first_look_choice,
             lambda d: assess(case, plan, d, True, max_trials, budget, jobs, root, runs, threshold,
                              workers, fixed_exploratory=families["exploratory"], scope=scope,
                              models=models, deterministic=deterministic))
+    # Where the first look stayed, the families are already those of the final design: the
+    # guess's last simulation ran this very design with these exploratory claims.
     elif families.get("computed") and design != guess:
         families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
                           workers, fixed_exploratory=families["exploratory"], scope=scope,
@@ -280,7 +282,8 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
 
 
 def _quickest_first_look(design: DecisiveDesign, guess: DecisiveDesign, families: dict[str, Any],
-                         choice: dict[str, Any], assess_design: Any
+                         choice: dict[str, Any],
+                         assess_design: Callable[[DecisiveDesign], dict[str, Any]]
                          ) -> tuple[DecisiveDesign, dict[str, Any]]:
     """The design, among the first looks FIRST_LOOK_RULE names, whose simulated runs have the
     shortest median time, and its families; ``choice`` (the journaled first_look_choice) gets
