@@ -87,7 +87,6 @@ PRIOR_RULE = (f"per arm, the newest committed result run on the run's GPU model 
               f"time, complete, with at least {MIN_PRIOR_TRIALS} valid trials of that arm")
 
 
-
 def design_kind(stopping: Mapping[str, Any] | None) -> str:
     """decisive, until-decided or fixed: what a run's journaled ``stopping`` describes."""
     if not stopping:

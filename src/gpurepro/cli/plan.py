@@ -93,22 +93,19 @@ def design_line(design: DesignSpec, plan: Plan) -> str:
     choice = design.described.get("first_look_choice")
     why = ""
     chance = choice.get("chance") if isinstance(choice, dict) else None
-    medians = choice.get("simulated_median_s") if isinstance(choice, dict) else None
     if isinstance(choice, dict) and choice.get("first_look") == first and isinstance(
-            medians, dict) and isinstance(chance, int | float):
-        # How the look was set (analyze.planning.FIRST_LOOK_RULE), numbers from the journal.
-        tried = ", ".join(f"{look} {m:.0f} s" for look, m in medians.items()
-                          if isinstance(m, int | float))
-        why = (f": the quickest simulated median of the first looks tried ({tried}); one look "
-               f"at half of alpha decides every confirmatory claim in {chance:.0%} of simulated "
-               f"runs at {choice.get('one_look_trials')} trials, the expected outcomes alone at "
-               f"{choice.get('expected_outcome_trials')}")
-    elif isinstance(choice, dict) and choice.get("first_look") == first and isinstance(
             chance, int | float):
-        # A journal of the rule before the looks were compared (2026-12-07).
-        why = (f": one look at half of alpha decides every confirmatory claim in {chance:.0%} "
-               f"of simulated runs at {choice.get('one_look_trials')} trials, the expected "
-               f"outcomes alone at {choice.get('expected_outcome_trials')}")
+        # How the look was set (analyze.planning.FIRST_LOOK_RULE), numbers from the journal.
+        one_look = (f"one look at half of alpha decides every confirmatory claim in {chance:.0%} "
+                    f"of simulated runs at {choice.get('one_look_trials')} trials, the expected "
+                    f"outcomes alone at {choice.get('expected_outcome_trials')}")
+        medians = choice.get("simulated_median_s")
+        if isinstance(medians, dict):  # the candidates compared (a journal before had none)
+            tried = ", ".join(f"{look} {m:.0f} s" for look, m in medians.items()
+                              if isinstance(m, int | float))
+            why = f": the quickest simulated median of the first looks tried ({tried}); {one_look}"
+        else:
+            why = f": {one_look}"
     return (f"design: {kind}, alpha {design.alpha}: at most {design.max_trials} trials per arm, "
             f"stopping once the claims are decided"
             + (f" (first look after {first} trials{why})" if first else "")
