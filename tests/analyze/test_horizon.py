@@ -53,6 +53,28 @@ def _dense_sup(x1: int, n1: int, x2: int, n2: int) -> float:
     return float(np.einsum("ag,bg,ab->g", p1, p2, tail).max())
 
 
+
+def test_records_with_one_more_trial_count_as_the_same_list_copied():
+    """The allocation weighs a trial to come as the records with it appended (tally.WithTrial,
+    not copied): each arm's evidence and counts equal those of the copied list, for a trial of
+    the arm, of another arm and one that is no evidence, and after the records grew."""
+    from gpurepro.analyze.tally import WithTrial, evidence_of
+
+    records = [_rec("a", "crashed", 10), _rec("b", "survived", H), _rec("a", "survived", 0.1),
+               _rec("a", "invalid", 0)]
+    for trial in (_rec("a", "crashed", 0.3), _rec("b", "crashed", 2 * H), _rec("a", "invalid", 0),
+                  _rec("a", "survived", H)):
+        viewed, copied = WithTrial(records, trial), [*records, trial]
+        assert list(viewed) == copied and len(viewed) == len(copied)
+        assert viewed[-1] is trial and viewed[1] is records[1] and viewed[1:3] == copied[1:3]
+        for arm in ("a", "b", "c"):
+            assert list(evidence_of(viewed, arm)) == list(evidence_of(copied, arm))
+            assert (horizon.counts(viewed, arm, ("crashed",), H)
+                    == horizon.counts(copied, arm, ("crashed",), H))
+        records.append(trial)  # the same list, longer: counted anew
+        assert horizon.counts(records, "a", ("crashed",), H) == horizon.counts(
+            list(records), "a", ("crashed",), H)
+
 @pytest.mark.parametrize("x1,n1,x2,n2", [(0, 3, 12, 12), (0, 3, 11, 12), (1, 4, 9, 10), (0, 2, 5, 6)])
 def test_scipys_boschloo_p_is_the_supremum_over_the_common_share(x1, n1, x2, n2):
     got = horizon.p_lower(horizon.HorizonCounts(x1, n1 - x1, 0, x1, 0.0),

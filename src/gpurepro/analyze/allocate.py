@@ -32,6 +32,7 @@ from ..model.outcomes import EVIDENCE
 
 # A module, not its names: the rate kind reads analyze.horizon, which reads this one.
 from . import claim_kinds
+from .tally import WithTrial
 
 # What other modules use; the rest is this module's own.
 __all__ = [
@@ -142,7 +143,8 @@ def expected_gain(decider: Any, records: list[dict[str, Any]], arm: str, prior: 
     after = 0.0
     for p, outcome, detail, exposure in prior.ends():
         trial = {"arm": arm, "outcome": outcome, "detail": detail, "exposure": exposure}
-        after += p * sum(distance(decider.evidence(c, [*records, trial]).p_value, threshold)
+        with_trial = WithTrial(records, trial)
+        after += p * sum(distance(decider.evidence(c, with_trial).p_value, threshold)
                          for c in mine)
     return max(0.0, now - after)
 
@@ -171,7 +173,8 @@ def survivor_cap(decider: Any, records: list[dict[str, Any]], arm: str, prior: A
 
     def decides(x: float) -> bool:
         trial = {"arm": arm, "outcome": "survived", "detail": "budget used up", "exposure": x}
-        return all(distance(decider.evidence(c, [*records, trial]).p_value, threshold) == 0
+        with_trial = WithTrial(records, trial)
+        return all(distance(decider.evidence(c, with_trial).p_value, threshold) == 0
                    for c in mine)
 
     if not decides(prior.budget):

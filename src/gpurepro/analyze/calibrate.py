@@ -585,7 +585,8 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
               first: Sequence[str] = (),
               deterministic: Mapping[str, Any] | None | str = "case",
               timed: Any = None, bound_zero: bool = True,
-              processes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+              processes: Mapping[str, Any] | None = None,
+              pool: ProcessPoolExecutor | None = None) -> dict[str, Any]:
     """Simulate ``runs`` runs of the design over the models' arms under each scenario of
     ``scenarios`` (SCENARIO_KINDS; scenarios_of), with the crash processes ``processes`` (name
     -> fitted process, gpurepro.analyze.processes; None: POISSON alone, the run's own rates).
@@ -611,7 +612,12 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
 
     The result names the worst scenario (the highest family-wise false-claim rate of every
     scenario but the observed effects) and whether it holds alpha: at most alpha plus two
-    Monte-Carlo standard errors."""
+    Monte-Carlo standard errors.
+
+    ``pool``: the worker processes to simulate in, where the caller simulates several designs
+    (planning's candidates): their caches of exact tests outlive one design's runs. None: a
+    pool of ``workers`` of this call's own.
+    """
     unknown = [k for k in scenarios if k not in SCENARIO_KINDS]
     if unknown:
         raise UsageError(f"unknown scenario kind(s) {', '.join(unknown)} (known: "
@@ -650,8 +656,9 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
              if declared is not None and spent(declared) else float(design.alpha))
     limit = alpha + 2 * math.sqrt(alpha * (1 - alpha) / runs)
     out: dict[str, Any] = {}
-    pool = ProcessPoolExecutor(max_workers=workers) if workers > 1 and runs >= 50 and len(
-        planned) > 1 else None
+    own_pool = (ProcessPoolExecutor(max_workers=workers) if pool is None and workers > 1
+                and runs >= 50 and len(planned) > 1 else None)
+    pool = pool or own_pool
     try:
         for sc in planned:
             drawn = observed if sc.kind == "observed" else sc.models
@@ -669,8 +676,8 @@ def calibrate(case: Case, models: Models, runs: int, seed: int, design: Any, seq
                                if sc.kind != "observed" else {}),
                             **summary}
     finally:
-        if pool is not None:
-            pool.shutdown()
+        if own_pool is not None:
+            own_pool.shutdown()
     if "observed" in out:
         out["observed"]["bounded"] = bounded
     false = (false_declaration(case, models, spec, family, exploratory, seed, runs, workers)

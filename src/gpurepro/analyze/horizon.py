@@ -42,7 +42,8 @@ from typing import Any
 
 from scipy import stats as sps
 
-from .tally import evidence_of
+from ..model.outcomes import EVIDENCE
+from .tally import WithTrial, evidence_of
 
 TEST = "Boschloo's exact test on trials failing before the horizon"
 EQUIVALENCE_TEST = ("equivalence: two one-sided tests on the cumulative hazards to the horizon "
@@ -68,12 +69,43 @@ class HorizonCounts:
                 "n": self.n, "failures": self.failures, "exposure": self.exposure}
 
 
+# The counts last taken of one list of records: (that very list, its length then, (arm,
+# failure outcomes, horizon) -> its counts). The allocation weighs every arm's next trial
+# against the same records, each claim reading its arm's and its reference's counts.
+_counted: tuple[Sequence[Mapping[str, Any]] | None, int,
+                dict[tuple[str, tuple[str, ...], float], HorizonCounts]] = (None, -1, {})
+
+
 def counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes: Sequence[str],
            horizon: float) -> HorizonCounts:
-    """How ``arm``'s valid trials stand against ``horizon``."""
-    failed = reached = unresolved = failures = 0
-    exposure = 0.0
-    for r in evidence_of(records, arm):
+    """How ``arm``'s valid trials stand against ``horizon``: taken once per list, length, arm,
+    failure outcomes and horizon (records are only ever appended to), and a ``WithTrial``'s
+    from its records' counts and its one trial."""
+    global _counted
+    if isinstance(records, WithTrial):
+        before = counts(records.records, arm, failure_outcomes, horizon)
+        t = records.trial
+        if t.get("arm") != arm or t.get("outcome") not in EVIDENCE:
+            return before
+        return _count([t], failure_outcomes, horizon, before)
+    seen = _counted
+    if seen[0] is not records or seen[1] != len(records):
+        seen = _counted = (records, len(records), {})
+    key = (arm, tuple(failure_outcomes), horizon)
+    got = seen[2].get(key)
+    if got is None:
+        got = seen[2][key] = _count(evidence_of(records, arm), failure_outcomes, horizon)
+    return got
+
+
+def _count(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str], horizon: float,
+           start: HorizonCounts | None = None) -> HorizonCounts:
+    """``start`` (none) and ``trials`` (valid, of one arm), counted against ``horizon`` in their
+    order (the exposure summed as one pass over them all would)."""
+    s = start or HorizonCounts(0, 0, 0, 0, 0.0)
+    failed, reached, unresolved, failures, exposure = (s.failed, s.reached, s.unresolved,
+                                                       s.failures, s.exposure)
+    for r in trials:
         x = float(r.get("exposure") or 0)
         exposure += x
         fails = r["outcome"] in failure_outcomes

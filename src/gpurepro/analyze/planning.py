@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -42,7 +44,8 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
            threshold: float = THRESHOLD, workers: int = 1,
            fixed_exploratory: Sequence[str] | None = None, scope: str = "arms",
            priors_from: Sequence[Path] | None = None, models: Any = None,
-           deterministic: Mapping[str, Any] | None | str = "case") -> dict[str, Any]:
+           deterministic: Mapping[str, Any] | None | str = "case",
+           pool: ProcessPoolExecutor | None = None) -> dict[str, Any]:
     """The families of a run of ``plan``: each claim's chance, the exploratory ones, and what
     the simulation expects the run to take. The main question's claims stay confirmatory
     whatever their chance (what the report asks is never dropped); in a main-question run the
@@ -84,7 +87,7 @@ def assess(case: Case, plan: Plan, design: Any, sequential: bool, trials: int,
         r = calibrate(case, models, runs,
                       plan.seed, design, sequential, trials, workers, scenarios=("observed",),
                       exploratory=exploratory, order=order, priors=priors, first=main,
-                      deterministic=deterministic, bound_zero=False)
+                      deterministic=deterministic, bound_zero=False, pool=pool)
         observed = r["observed"]
         chance = {name: None if name in unknown else 1.0 - c["not_decided"]
                   for name, c in observed["claims"].items()}
@@ -234,34 +237,39 @@ def plan_decisive(case: Case, plan: Plan, alpha: float, max_trials: int,
                               supported_share, float(budget.get("duration_s") or 0), pooled)
         if picked is not None:
             at, priors, choice = picked
-    # The families of a first guess of the design (every claim confirmatory but those beside
-    # the main question), then the first look for the confirmatory ones, and the families of
-    # that final design.
-    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
-                            first_look=first_look_for([n for n in in_plan if n not in beside]),
-                            total=total, spending=spending, supported_share=supported_share,
-                            horizon=at)
-    families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
-                      workers, scope=scope, models=models, deterministic=deterministic)
-    confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
-    guess = design
-    design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
-                            first_look=first_look_for(confirmatory), total=total,
-                            spending=spending, supported_share=supported_share, horizon=at)
-    # A first look the one-look design set (simulated rates, no timed claim): the candidates
-    # around it are simulated and the quickest is taken, with its families.
-    if families.get("computed") and first_look_choice.get("first_look") == design.first_look:
-        design, families = _quickest_first_look(
-            design, guess, families, first_look_choice,
-            lambda d: assess(case, plan, d, True, max_trials, budget, jobs, root, runs, threshold,
-                             workers, fixed_exploratory=families["exploratory"], scope=scope,
-                             models=models, deterministic=deterministic))
-    # Where the first look stayed, the families are already those of the final design: the
-    # guess's last simulation ran this very design with these exploratory claims.
-    elif families.get("computed") and design != guess:
-        families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs, threshold,
-                          workers, fixed_exploratory=families["exploratory"], scope=scope,
-                          models=models, deterministic=deterministic)
+    # One pool of worker processes for every design simulated below: each keeps its cache of
+    # exact tests from one candidate design to the next (a pool per design started cold).
+    with _simulation_pool(workers) as pool:
+        # The families of a first guess of the design (every claim confirmatory but those beside
+        # the main question), then the first look for the confirmatory ones, and the families of
+        # that final design.
+        design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                                first_look=first_look_for([n for n in in_plan if n not in beside]),
+                                total=total, spending=spending, supported_share=supported_share,
+                                horizon=at)
+        families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs,
+                          threshold, workers, scope=scope, models=models,
+                          deterministic=deterministic, pool=pool)
+        confirmatory = [n for n in in_plan if n not in families.get("exploratory", beside)]
+        guess = design
+        design = DecisiveDesign(alpha=alpha, max_trials=max_trials,
+                                first_look=first_look_for(confirmatory), total=total,
+                                spending=spending, supported_share=supported_share, horizon=at)
+        # A first look the one-look design set (simulated rates, no timed claim): the candidates
+        # around it are simulated and the quickest is taken, with its families.
+        if families.get("computed") and first_look_choice.get("first_look") == design.first_look:
+            design, families = _quickest_first_look(
+                design, guess, families, first_look_choice,
+                lambda d: assess(case, plan, d, True, max_trials, budget, jobs, root, runs,
+                                 threshold, workers, fixed_exploratory=families["exploratory"],
+                                 scope=scope, models=models, deterministic=deterministic,
+                                 pool=pool))
+        # Where the first look stayed, the families are already those of the final design: the
+        # guess's last simulation ran this very design with these exploratory claims.
+        elif families.get("computed") and design != guess:
+            families = assess(case, plan, design, True, max_trials, budget, jobs, root, runs,
+                              threshold, workers, fixed_exploratory=families["exploratory"],
+                              scope=scope, models=models, deterministic=deterministic, pool=pool)
     without = [a for a in plan.arms if a not in priors]
     stopping = {**design.describe(), "priors": {a: p.to_json() for a, p in priors.items()},
                 "priors_from": models.documents if models else [],
@@ -307,6 +315,11 @@ def _quickest_first_look(design: DecisiveDesign, guess: DecisiveDesign, families
     choice.update({"rule": FIRST_LOOK_RULE, "first_look": best[1], "one_look_first_look":
                    int(choice["first_look"]), "simulated_median_s": medians})
     return best[2], best[3]
+
+
+def _simulation_pool(workers: int) -> AbstractContextManager[ProcessPoolExecutor | None]:
+    """Worker processes for the designs planning simulates; none where it runs in one."""
+    return ProcessPoolExecutor(max_workers=workers) if workers > 1 else nullcontext()
 
 
 def _horizon_for(case: Case, claims: Sequence[Any], models: Any, priors: Mapping[str, Any],
