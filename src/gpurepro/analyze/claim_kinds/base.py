@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scipy.special import bdtr, bdtrc
@@ -98,12 +99,14 @@ def arm_counts(records: Sequence[Mapping[str, Any]], arm: str, failure_outcomes:
     return ArmCounts(k, n, exposure, {"matching": matching})
 
 
+@lru_cache(maxsize=1 << 16)
 def binom_p(k: int, n: int, p: float, alternative: str) -> float:
     """The exact one-sided binomial p-value, what ``binomtest(k, n, p, alternative).pvalue``
     gives (its lower tail is binom.cdf(k), its upper binom.sf(k - 1)), from the binomial's
     distribution functions in scipy.special (``bdtr``: P(X <= k), ``bdtrc``: P(X > k)): the
     same numbers without scipy.stats' distribution machinery's milliseconds per call, which
-    matters where the decisive design asks for thousands per trial it allocates."""
+    matters where the decisive design asks for thousands per trial it allocates. Cached: the
+    allocation asks again for the same few counts at each trial it weighs."""
     if n == 0:
         return 1.0
     p = min(max(p, 0.0), 1.0)
