@@ -16,6 +16,7 @@ from gpurepro.analyze.verdict import compose_verdict
 from gpurepro.case import Claim, load_case
 from gpurepro.errors import RecordError
 from gpurepro.model.plan import make_plan
+from tests.headers import run_header
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "fixtures" / "fake_case" / "manifest.py"
@@ -121,7 +122,7 @@ def test_a_claim_on_hangs_counts_hangs_not_the_cases_crashes(case):
 
 
 def test_old_journals_without_families_decide_every_claim_as_before(case):
-    header = {"options": {"stopping": None}, "plan": {"arms": {a: {} for a in case.resolved_arms()}}}
+    header = run_header(case.resolved_arms(), {"stopping": None})
     from gpurepro.analyze.claims import decider_for
 
     decider = decider_for(dataclasses.replace(case), header)

@@ -26,6 +26,7 @@ from gpurepro.model.plan import make_plan
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.session import journal_header
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 DECLARED = {"reason": "same cubin, same inputs", "trials": 3}
 WRONG = Claim("bad-wrong", arm="bad", kind="outcome", outcome="wrong_result", share=0.5)
@@ -199,8 +200,8 @@ def _ptxas_trials(last_good: str = "survived") -> tuple:
 
 
 def _header(case, deterministic):
-    return {"plan": {"arms": {a: {} for a in case.resolved_arms()}},
-            "options": {"stopping": None, **({"deterministic": deterministic} if deterministic else {})}}
+    return run_header(case.resolved_arms(),
+                      {"stopping": None, **({"deterministic": deterministic} if deterministic else {})})
 
 
 def test_a_recorded_run_states_the_declaration_in_each_claim_and_the_verdict():

@@ -11,6 +11,7 @@ from gpurepro.analyze.claims import UNADJUSTED, Wording, sentence
 from gpurepro.analyze.verdict import decide_claims
 from gpurepro.case import Claim, load_case
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 RATE = Claim("one-thread", arm="one-thread", reference="baseline", kind="lower")
 NEW = Wording(one_trial=True, stopping_look=True)
@@ -63,7 +64,7 @@ def _ptxas_header(analysis: int | None, stopping: dict | None) -> tuple:
                "exposure": 3.0, "index": i}
               for i, a in enumerate(list(case.resolved_arms()) * 12)]
     options = {"stopping": stopping, **({"analysis": analysis} if analysis else {})}
-    return case, {"plan": {"arms": {a: {} for a in case.resolved_arms()}}, "options": options}, trials
+    return case, run_header(case.resolved_arms(), options), trials
 
 
 def test_a_recorded_sequential_run_labels_its_intervals_and_an_old_one_does_not():

@@ -21,6 +21,7 @@ from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.model.plan import PlannedTrial
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 WRONG = Claim("bad-wrong", arm="bad", kind="outcome", outcome="wrong_result", share=0.5)
 RIGHT = Claim("good-right", arm="good", kind="outcome", outcome="survived", share=0.5)
@@ -307,9 +308,9 @@ def _ptxas(deterministic, trials_per_arm: int = 7, differ: str | None = None):
                 t["observations"] = {"launches_agree": False}
             trials.append(t)
             i += 1
-    header = {"plan": {"arms": {a: {} for a in case.resolved_arms()}},
-              "options": {"stopping": None, "analysis": 2,
-                          **({"deterministic": deterministic} if deterministic else {})}}
+    header = run_header(case.resolved_arms(),
+                        {"stopping": None, "analysis": 2,
+                         **({"deterministic": deterministic} if deterministic else {})})
     return case, header, trials
 
 
@@ -322,7 +323,7 @@ def test_a_recorded_run_with_a_checked_declaration_says_what_it_spent():
     assert all(c["alpha"] == pytest.approx(0.05 - 2 ** -6) for c in claims)  # the design's
     assert all("checked: 7 of 7 valid trials of" in c["sentence"]
                and "at most 0.0156, spent from the run's alpha" in c["sentence"] for c in claims)
-    doc = {"plan": {"options": header["options"]}, "trials": trials, "claims": claims}
+    doc = {"plan": {"options": dict(header.options)}, "trials": trials, "claims": claims}
     text = determinism_sentence(declared, doc)
     assert "checked: no two valid trials of an arm differ in their signature" in text
     assert "spends 0.0156 of the family-wise alpha 0.05" in text and "at 0.0344" in text
@@ -330,7 +331,7 @@ def test_a_recorded_run_with_a_checked_declaration_says_what_it_spent():
     case, header, trials = _ptxas(declared, differ="cuda-13")
     claims = decide_claims(case, header, trials)
     assert not any(c.get("deterministic") for c in claims)
-    doc = {"plan": {"options": header["options"]}, "trials": trials, "claims": claims}
+    doc = {"plan": {"options": dict(header.options)}, "trials": trials, "claims": claims}
     assert "two valid trials of cuda-13" in determinism_sentence(declared, doc)
     assert "differ in observations.launches_agree: the declaration is refuted" in \
         determinism_sentence(declared, doc)

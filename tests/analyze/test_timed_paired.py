@@ -14,6 +14,7 @@ from gpurepro.analyze import timing
 from gpurepro.analyze.claims import Decider, Design, Wording, decider_for, evidence, sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.model.design import EVENT_RESOLUTION_S, TIMED_TEST, DesignSpec
+from gpurepro.model.journal import RunHeader
 from gpurepro.model.plan import make_plan
 from tests.conftest import ROOT
 
@@ -127,10 +128,10 @@ def test_a_new_run_journals_its_timed_test_and_an_old_journal_keeps_welch():
                       run_id="0" * 32)
     header = journal_header(case, ROOT, plan, opts, DesignSpec.fixed(), {}, {}, {"toolchain": {}, "artifacts": {}})
     assert header["options"]["timing"] == TIMED_TEST and header["options"]["analysis"] == 2
-    assert decider_for(case, header).timed == PAIRED
+    assert decider_for(case, RunHeader.from_json(header)).timed == PAIRED
     old = {**header, "options": {k: v for k, v in header["options"].items()
                                  if k not in ("timing", "analysis")}}
-    assert decider_for(case, old).timed is None
+    assert decider_for(case, RunHeader.from_json(old)).timed is None
     untimed = journal_header(dataclasses.replace(case, claims=[c for c in case.claims
                                                               if c.kind == "outcome"]),
                              ROOT, plan, opts, DesignSpec.fixed(), {}, {}, {"toolchain": {}, "artifacts": {}})

@@ -19,6 +19,7 @@ from gpurepro.analyze.verdict import compose_verdict, decide_claims
 from gpurepro.case import TrialBudget, TrialContext, load_case
 from gpurepro.model.result import Analysis
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def _ok(arm):
 def _verdict(case, trials, per=1):
     resolved = case.resolved_arms()
     arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
-    claims = decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
+    claims = decide_claims(case, run_header(arms), trials)
     s = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, case.exposure.unit, per)
     doc = {"case": {"name": case.name, "baseline": case.baseline},
            "device": {"name": "Test GPU", "compute_capability": "9.0"},
@@ -299,7 +300,7 @@ def test_a_run_of_the_numba_arms_alone_decides_their_claims_and_concludes(case):
     resolved = case.resolved_arms()
     plan_arms = {a: resolved[a] for a in arms}
     trials = [_numba_ok(a, "0.62.1", fixed=a.endswith("fixed")) for a in arms for _ in range(20)]
-    claims = decide_claims(case, {"options": {}, "plan": {"arms": plan_arms}}, trials)
+    claims = decide_claims(case, run_header(plan_arms), trials)
     assert sorted(c["name"] for c in claims) == ["numba-062-fixed-survives", "numba-062-survives"]
     s = stats.analyze(trials, plan_arms, case.baseline, case.failure_outcomes, case.exposure.unit, 1)
     doc = {"case": {"name": case.name, "baseline": case.baseline},

@@ -22,6 +22,7 @@ from gpurepro.analyze import verdict as verdicts
 from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, load_sibling, toolchain
 from gpurepro.model.result import Analysis
 from tests.conftest import ROOT, toolchain_venv
+from tests.headers import run_header
 
 CASE_DIR = ROOT / "cases" / "tcgen05_alloc_order"
 
@@ -236,8 +237,7 @@ def _b300_like(case):
 
 
 def _decided(case, trials):
-    header = {"options": {}, "plan": {"arms": list(case.resolved_arms())}}
-    return verdicts.decide_claims(case, header, trials)
+    return verdicts.decide_claims(case, run_header(case.resolved_arms()), trials)
 
 
 def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, sass=None,

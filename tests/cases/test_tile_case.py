@@ -21,6 +21,7 @@ from gpurepro.model.result import Analysis
 from gpurepro.record.document import build_document
 from gpurepro.run import journal
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 RUN2 = ROOT / "results" / "tile_unload_race" / "20261130T000116Z_NVIDIA-H200_redacted"
 
@@ -52,7 +53,7 @@ def _analysis(case, trials, sections=None):
     decided claims and trials (no verdict yet)."""
     resolved = case.resolved_arms()
     arms = {a: resolved[a] for a in [case.baseline, *sorted({t["arm"] for t in trials})]}
-    claims = verdicts.decide_claims(case, {"options": {}, "plan": {"arms": arms}}, trials)
+    claims = verdicts.decide_claims(case, run_header(arms), trials)
     s = stats.analyze(trials, arms, case.baseline, case.failure_outcomes, "cycles")
     doc = {"case": {"name": case.name, "baseline": case.baseline},
            "device": {"name": "Test GPU", "compute_capability": "9.0"},

@@ -14,6 +14,7 @@ from gpurepro.model.plan import make_plan
 from gpurepro.run.progress import Expectation, Progress, expectation_of, time_left
 from gpurepro.run.schedule import trials_open
 from tests.conftest import ROOT
+from tests.headers import run_header
 
 EXPECTED = Expectation(trials=196, seconds=1753)  # the tile case's decisive run, as journaled
 
@@ -51,14 +52,14 @@ def test_never_negative_or_infinite():
 
 def test_only_a_computed_finite_expectation_is_read_from_the_header():
     def header(families):
-        return {"options": {"families": families}}
+        return run_header([], {"families": families})
 
     good = {"computed": True, "expected": {"trials": 196.0, "seconds_median": 1753.2}}
     assert expectation_of(header(good)) == Expectation(196.0, 1753.2)
     assert expectation_of(header({**good, "computed": False})) is None
     assert expectation_of(header({"computed": True, "expected": {"trials": 3, "seconds_median": math.inf}})) is None
     assert expectation_of(header({"computed": True, "expected": {"trials": 0, "seconds_median": 5}})) is None
-    assert expectation_of({"options": {}}) is None
+    assert expectation_of(run_header([])) is None
 
 
 def _record(index: int, arm: str, outcome: str = "survived") -> dict:

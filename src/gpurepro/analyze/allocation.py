@@ -17,21 +17,21 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..case.model import Case
-from ..model.design import DesignSpec
+from ..model.journal import RunHeader
 from ..model.plan import PlannedTrial
 from ..run.schedule import Pick
 from .allocate import ArmPrior, choose, horizon_arms, time_limit, valid
 from .claims import Decider, decider_for
 
 
-def steering_for(case: Case, header: Mapping[str, Any], duration_s: float
+def steering_for(case: Case, run: RunHeader, duration_s: float
                  ) -> tuple[Decider | None, Allocation | None]:
     """A run's decider (its journaled design, continued from the decisions it journaled) and,
     for the decisive design, its allocation; (None, None) for a fixed-size run."""
-    design = DesignSpec.from_json(header["options"].get("stopping"))
+    design = run.design
     if not design.sequential:
         return None, None
-    decider = decider_for(case, header)
+    decider = decider_for(case, run)
     if not design.decisive:
         return decider, None
     return decider, Allocation(decider, design.priors or {}, int(design.max_trials or 0),

@@ -68,6 +68,7 @@ from typing import Any
 
 from ..case.model import Case, Claim, Stratum
 from ..model.design import DEFAULT_ALPHA, DesignSpec
+from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
 from . import shortcut, timing
 from .claim_kinds import kind_of, reference_of
@@ -743,24 +744,25 @@ class _Missing(dict[str, str]):
         return "–"
 
 
-def decider_for(case: Case, header: Mapping[str, Any]) -> Decider:
+def decider_for(case: Case, run: RunHeader) -> Decider:
     """The decider of a run's claims: the design its journal recorded (one look at the default
     alpha for a fixed-size run), continued from the decisions it journaled."""
-    spec = DesignSpec.from_json(header["options"].get("stopping"))
-    declared = header["options"].get("deterministic")
+    spec = run.design
+    declared = run.options.get("deterministic")
     # A fixed-size run's one look: the default alpha, less what a checked declaration of
     # deterministic outcomes spends (a sequential design journaled its own alpha so). A design
     # never planned, on a device that could not run the case, has no trial to look at: one
     # look at its alpha decides nothing.
-    unplanned = not spec.planned and not (header.get("device") or {}).get("supported", True)
+    unplanned = not spec.planned and not run.device.get("supported", True)
     design = (Design(alpha=float(spec.alpha)) if unplanned else
               Design.of(spec) if spec.sequential else
               Design(alpha=shortcut.design_alpha(DEFAULT_ALPHA, declared)))
-    families = header["options"].get("families") or {}
+    families = run.options.get("families") or {}
     decider = Decider(case.claims, case.baseline, design, case.failure_outcomes, case.exposure.per,
-                      list(header["plan"]["arms"]), case.strata, case.resolved_arms(),
+                      list(run.plan.arms), case.strata, case.resolved_arms(),
                       exploratory=families.get("exploratory") or (),
                       deterministic=declared,
-                      timed=timing.TimedTest.from_json(header["options"].get("timing")))
-    decider.restore(header.get("stopping_result"))
+                      timed=timing.TimedTest.from_json(run.options.get("timing")))
+    journaled = run.fields.get("stopping_result")
+    decider.restore(journaled if isinstance(journaled, Mapping) else None)
     return decider

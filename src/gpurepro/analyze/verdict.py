@@ -14,6 +14,7 @@ from typing import Any
 from ..case.hypotheses import stated
 from ..case.model import Case
 from ..errors import RecordError
+from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
 from ..model.result import Analysis
 from . import declared
@@ -278,15 +279,15 @@ def _expected_outcome_sentence(plan: Mapping[str, Any], what: str, those: str,
     return head + f"needs {plan['seconds']:.3g} s for {those}{ratio}{odds}."
 
 
-def decide_claims(case: Case, header: Mapping[str, Any],
+def decide_claims(case: Case, run: RunHeader,
                   trials: Sequence[Mapping[str, Any]], stopped: bool = False) -> list[dict[str, Any]]:
     """Every claim of the run's family with its decision: journaled by a sequential run, or
     taken now in the one look of a fixed-size run. A run that was ``stopped`` keeps the
     decisions it journaled before the stop, and its other claims stay open (not decided,
     ``open``): no look is taken for it that the run did not take, and resuming it continues
     the same design."""
-    decider = decider_for(case, header)
-    wording = Wording.of(header["options"])
+    decider = decider_for(case, run)
+    wording = Wording.of(run.options)
     if stopped:
         decider.stop_open(trials)
     elif decider.looks_taken < decider.design.looks or len(decider.decisions) < len(decider.claims):

@@ -269,7 +269,7 @@ def steering(case: Case, run: Started) -> tuple[Decider | None, Allocator | None
         return None, None
     from ..analyze.allocation import steering_for  # scipy: only a design that decides as it runs
 
-    return steering_for(case, run.header, run.opts.budget.duration_s)
+    return steering_for(case, run.run_header, run.opts.budget.duration_s)
 
 
 def journal_of(opened: Started | submit.Watch) -> Path:

@@ -42,6 +42,7 @@ from ..errors import (
 )
 from ..model.design import DesignSpec
 from ..model.files import write_atomic
+from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
 from ..model.plan import Plan
 from ..run.execute import RunOptions
@@ -231,7 +232,7 @@ class Watch:
         if design.sequential:
             from ..analyze.claims import decider_for  # scipy: only the sequential design needs it
 
-            self.decider = decider_for(case, header)
+            self.decider = decider_for(case, RunHeader.from_json(header))
         self.max_trials = int(design.max_trials or 0)
         self.decisions = self.decider.to_json() if self.decider else None
         self.progress = ClusterProgress(self.plan, list(self.records.values()))

@@ -22,6 +22,7 @@ from ..analyze.verdict import decide_claims, verdict_for
 from ..case.model import Case
 from ..cluster.merge import cluster_header, document_fields
 from ..model.files import create_atomic, sha256_file, write_atomic
+from ..model.journal import RunHeader
 from ..run import journal as journal_format
 from . import provenance
 from .validation import validate_document
@@ -93,7 +94,7 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                              case.exposure.unit, case.exposure.per)
     device = dict(header.get("device") or {})
     completion = run_completion(case, header, trials, journal_path, root)
-    claims = decide_claims(case, header, trials,
+    claims = decide_claims(case, RunHeader.from_json(header), trials,
                            stopped=completion is not None and not completion["complete"])
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {

@@ -28,6 +28,7 @@ from ..analyze.verdict import decide_claims
 from ..case.load import find_repo_root, load_case
 from ..case.model import Case
 from ..errors import JournalError, ManifestError
+from ..model.journal import RunHeader
 from ..run import journal as journal_format
 from .document import capped, plain, with_plan_and_verdict
 
@@ -134,8 +135,11 @@ def recomputed_errors(doc: Mapping[str, Any], root: Path) -> tuple[list[str], li
         return errors, notes
     case = case_of(doc, root)  # NotRecomputed: the caller says why, and fails unless told
     options = plan.get("options") or {}
-    header = {"plan": plan, "options": options, "stopping_result": options.get("stopping"),
-              "device": doc.get("device") or {}}
+    # The journal's header as far as deciding reads it: the document keeps its plan, options
+    # (the decisions as the design's stopping result) and device.
+    header = RunHeader.from_json({"case": doc["case"]["name"], "plan": plan, "options": options,
+                                  "stopping_result": options.get("stopping"),
+                                  "device": doc.get("device") or {}}, "the document's plan")
     stopped = (doc.get("completion") or {}).get("complete") is False
     claims = capped(plain(decide_claims(case, header, trials, stopped=stopped)))
     errors += differences(doc["claims"], claims, "claims")

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from ..model.journal import RunHeader
 from ..model.plan import Plan, PlannedTrial
 
 # What other modules use; the rest is this module's own.
@@ -55,10 +56,10 @@ class Expectation:
     seconds: float
 
 
-def expectation_of(header: Mapping[str, Any]) -> Expectation | None:
+def expectation_of(run: RunHeader) -> Expectation | None:
     """The expectation a journal header holds (``options.families.expected``), if its claim
     families were computed and it is a usable one."""
-    families = (header.get("options") or {}).get("families") or {}
+    families = run.options.get("families") or {}
     expected = families.get("expected") if families.get("computed") else None
     if not isinstance(expected, Mapping):
         return None

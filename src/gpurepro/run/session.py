@@ -433,7 +433,7 @@ def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
             return schedule.trials_open(decider, run.plan.order, records, max_trials)
 
     slots = max(1, run.opts.jobs) * max(1, len(run.opts.gpus))
-    return Progress(run.plan, run.done, expected=expectation_of(run.header), slots=slots,
+    return Progress(run.plan, run.done, expected=expectation_of(run.run_header), slots=slots,
                     to_run=to_run)
 
 
