@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     # The commit each run's manifest was found at, kept beside its journal as `record` keeps
     # it: a shallow clone then re-records the same documents.
     for j in committed_journals():
-        pinned = provenance.write_pin(provenance.find(journal.read(j).header, ROOT, j), j)
+        pinned = provenance.write_pin(provenance.find(journal.read(j).run, ROOT, j), j)
         if pinned is not None:
             print(f"kept {pinned.relative_to(ROOT)}")
     # A change to the report alone (a new section) leaves the documents as they are: their

@@ -19,7 +19,9 @@ import pytest
 from gpurepro.cli import args
 from gpurepro.env import commits, fingerprint
 from gpurepro.errors import RecordError, UsageError
+from gpurepro.model.journal import RunHeader
 from gpurepro.record import provenance
+from tests.headers import run_header
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -110,11 +112,11 @@ def history(tmp_path):
 
 
 def _header(named: str | None, sha: str | None = _sha(RAN),
-            started: str = "2026-12-01T11:00:00Z") -> dict:
-    return {"case": "demo", "manifest": MANIFEST, "started_at": started,
-            **({"manifest_sha256": sha} if sha else {}),
-            "environment": {"repository": {"commit": named, "dirty": False,
-                                           "source": "GPUREPRO_COMMIT"}}}
+            started: str = "2026-12-01T11:00:00Z") -> RunHeader:
+    return run_header([], case="demo", manifest=MANIFEST, started_at=started,
+                      **({"manifest_sha256": sha} if sha else {}),
+                      environment={"repository": {"commit": named, "dirty": False,
+                                                  "source": "GPUREPRO_COMMIT"}})
 
 
 def test_the_named_commit_is_kept_where_it_holds_the_runs_manifest(history, tmp_path):

@@ -69,6 +69,14 @@ class RunHeader:
         device = self.fields.get("device")
         return device if isinstance(device, Mapping) else {}
 
+    @property
+    def repository(self) -> Mapping[str, Any]:
+        """The checkout the run was started from, as journaled (``environment.repository``:
+        commit, dirty, how the commit was known)."""
+        environment = self.fields.get("environment")
+        repository = environment.get("repository") if isinstance(environment, Mapping) else None
+        return repository if isinstance(repository, Mapping) else {}
+
     def to_json(self) -> JSONObject:
         return dict(self.fields)
 

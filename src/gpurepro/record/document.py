@@ -94,7 +94,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                              case.exposure.unit, case.exposure.per)
     device = dict(header.get("device") or {})
     completion = run_completion(case, header, trials, journal_path, root)
-    claims = decide_claims(case, RunHeader.from_json(header), trials,
+    run = RunHeader.from_json(header)
+    claims = decide_claims(case, run, trials,
                            stopped=completion is not None and not completion["complete"])
     manifest_sha = hashlib.sha256(case.path.read_bytes()).hexdigest() if case.path else None
     doc: dict[str, Any] = {
@@ -115,8 +116,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
                  **({"targets": list(header["targets"])} if "targets" in header else {})},
         "environment": {**header["environment"],
                         "repository": provenance.repository(
-                            header, found or provenance.find(header, root, journal_path),
-                            provenance.manifest_path(header))},
+                            run, found or provenance.find(run, root, journal_path),
+                            provenance.manifest_path(run))},
         "device": device,
         "toolchain": header["toolchain"],
         **({"runtime": header["runtime"]} if header.get("runtime") else {}),

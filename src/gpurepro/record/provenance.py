@@ -18,13 +18,13 @@ from __future__ import annotations
 import calendar
 import json
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..env import commits
 from ..errors import RecordError
+from ..model.journal import RunHeader
 
 # What other modules use; the rest is this module's own.
 __all__ = [
@@ -61,32 +61,29 @@ def pin_path(journal: Path) -> Path:
     return journal.with_name(stem + PIN_SUFFIX)
 
 
-def manifest_path(header: Mapping[str, Any]) -> str:
+def manifest_path(run: RunHeader) -> str:
     """The run's manifest, relative to the repository, as its header names it."""
-    case = header.get("case")
-    name = case.get("name") if isinstance(case, Mapping) else case
-    return str(header.get("manifest") or f"cases/{name}/manifest.py")
+    return run.manifest or f"cases/{run.case}/manifest.py"
 
 
-def _started(header: Mapping[str, Any]) -> int | None:
+def _started(run: RunHeader) -> int | None:
     try:
-        return calendar.timegm(time.strptime(str(header.get("started_at")), "%Y-%m-%dT%H:%M:%SZ"))
+        return calendar.timegm(time.strptime(str(run.started_at), "%Y-%m-%dT%H:%M:%SZ"))
     except ValueError:
         return None
 
 
-def find(header: Mapping[str, Any], root: Path, journal: Path | None) -> Found:
+def find(run: RunHeader, root: Path, journal: Path | None) -> Found:
     """The commit a document of this journal names (see the module's docstring)."""
-    repo = (header.get("environment") or {}).get("repository") or {}
-    named = repo.get("commit")
-    want = header.get("manifest_sha256")
+    named = run.repository.get("commit")
+    want = run.manifest_sha256
     if not want:
         return Found(named, named, None, UNRECORDED)
     pinned = _read_pin(journal, want, named) if journal is not None else None
     if pinned is not None:
-        _check_pin(pinned, root, manifest_path(header))
+        _check_pin(pinned, root, manifest_path(run))
         return pinned
-    path = manifest_path(header)
+    path = manifest_path(run)
     if not commits.own_repository(root):
         return Found(None, named, want, UNCHECKED)
     full = commits.resolve(root, named) if named else None
@@ -94,7 +91,7 @@ def find(header: Mapping[str, Any], root: Path, journal: Path | None) -> Found:
         return Found(full, named, want, NAMED, from_history=True)
     if commits.shallow(root):
         return Found(None, named, want, UNCHECKED)
-    started = _started(header)
+    started = _started(run)
     chosen = commits.nearest_to(commits.holders(root, path, want), started)
     if chosen is None:
         return Found(None, named, want, NONE, from_history=True)
@@ -138,10 +135,10 @@ def write_pin(found: Found, journal: Path) -> Path | None:
     return path
 
 
-def repository(header: Mapping[str, Any], found: Found, path: str) -> dict[str, Any]:
+def repository(run: RunHeader, found: Found, path: str) -> dict[str, Any]:
     """The document's ``environment.repository``: the run's record with the commit found in
     place of the one named, and how (``manifest``)."""
-    repo = dict((header.get("environment") or {}).get("repository") or {})
+    repo = dict(run.repository)
     repo["commit"] = found.commit
     repo["manifest"] = {"path": path, "sha256": found.manifest_sha256, "named_commit": found.named,
                         "found": found.found, "note": note(found, path)}

@@ -16,6 +16,7 @@ from typing import Any
 from ..case.load import checkout_targets, find_case, load_case
 from ..case.model import Case
 from ..errors import JournalError, ManifestError, UsageError
+from ..model.journal import RunHeader
 from ..run.journal import Contents, merge, read, result_name
 from . import provenance
 
@@ -164,7 +165,7 @@ def record_journals(case: Case, journals: list[Path], root: Path, out: Path | No
         out = journals[0].parent / f"{result_name(header)}.json"
     if out.exists() and not force:
         raise _exists(out)
-    found = provenance.find(header, root, journals[0])
+    found = provenance.find(RunHeader.from_json(header), root, journals[0])
     doc = build_document(case, header, trials, root, journals[0].resolve(), manifest_changed,
                          found)
     try:
