@@ -45,6 +45,7 @@ from typing import Any
 from ..errors import UsageError
 from . import isolation
 from .procs import become_subreaper, children, kill_tree, proc
+from .stops import start_thread
 from .watchdog import RUN_ID_VARIABLE
 
 POLL_S = 0.05
@@ -99,7 +100,7 @@ class Containment:
                 self.say(f"gpurepro: containment {self.mechanism.name} ({'; '.join(why)})")
             self._tell_mechanism()
         self._thread = threading.Thread(target=self._loop, name="containment", daemon=True)
-        self._thread.start()
+        start_thread(self._thread)
         return self
 
     def stop(self) -> None:

@@ -29,6 +29,7 @@ from .progress import Progress
 from .rehash import ArtifactChanged, verify_artifacts
 from .runtime import site_for, verify_site
 from .schedule import Pick
+from .stops import start_thread
 from .trial import TrialCancelled, run_trial
 from .values import fitted, is_count, number_problem, unfit
 from .watchdog import RUN_ID_VARIABLE, harness_tag, new_token
@@ -435,7 +436,7 @@ def execute_plan(case: Case, plan: Plan, index: Mapping[str, Any], root: Path,
     with progress:
         try:
             for thread in threads:
-                thread.start()
+                start_thread(thread)
             _wait(threads)
             if choose_next is not None:  # what the chooser left: not needed
                 for t in plan.order:

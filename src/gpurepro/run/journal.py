@@ -57,16 +57,14 @@ import json
 import math
 import os
 import re
-import signal
-import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import STOP_SIGNALS, JournalError, JournalMismatch
+from ..errors import JournalError, JournalMismatch
 from ..model.journal import RunHeader, TrialRecord
+from .stops import stops_held
 
 # What other modules use; the rest is this module's own.
 __all__ = [
@@ -492,7 +490,10 @@ class Journal:
 
     def _append(self, obj: Mapping[str, Any]) -> None:
         chain = chain_next(self._chain, obj) if self._chain is not None else None
-        with _stops_held():
+        # A stop that arrives after the line is written and before the chain follows it
+        # would chain the stop's own last record (a cluster run saves its scheduler state
+        # when stopped) from the line before, and the journal would read as edited.
+        with stops_held():
             self._write(_line(obj if chain is None else {**obj, CHAIN_KEY: chain}))
             if chain is not None:
                 self._chain = chain
@@ -511,29 +512,6 @@ class Journal:
             except OSError:
                 pass
             raise
-
-
-@contextmanager
-def _stops_held() -> Iterator[None]:
-    """A stop signal that arrives while a record is written and the chain moved on to it waits
-    until both are done, then is raised again with the handler it had. Python runs a signal's
-    handler in the main thread between two steps, which may fall after the line is written and
-    before the chain follows it (the write's fsync takes milliseconds): the stop's own last
-    record (a cluster run saves its scheduler state when stopped) then chained from the line
-    before, and the journal read as edited. Elsewhere than the main thread no handler runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
-                for sig in STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if held:
-            signal.raise_signal(held[0])
 
 
 def verify_identity(header: Mapping[str, Any], case_name: str, manifest_sha256: str | None,
