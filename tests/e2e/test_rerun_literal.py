@@ -28,6 +28,7 @@ a wheel withdrawn from the package index or another system compiler, is what
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -184,7 +185,9 @@ def clones(tmp_path_factory):
     return {}
 
 
+@functools.cache
 def _nox_version() -> str:
+    """The nox that runs the blocks, as it names itself (asked once per worker)."""
     done = subprocess.run([str(_nox_dir() / "nox"), "--version"], capture_output=True, text=True,
                           check=True)
     return (done.stdout + done.stderr).strip()
