@@ -95,7 +95,7 @@ def run_default_plan(case_name: str, fake_build, tmp_path: Path) -> tuple[dict[s
     # are its drivers'.
     faked = dataclasses.replace(case, trial_command=fake_command, runtime=None, check=None,
                                 exposure=dataclasses.replace(case.exposure, counter="launches"))
-    started = session.Started(journal, header, plan, opts, session.Gate(True, request.target,
+    started = session.Started(journal, read(journal.path).run, plan, opts, session.Gate(True, request.target,
                                                                           device, None), [])
     with journal:
         status = session.execute(faked, started, ROOT, case_name, *steering(faked, started))
@@ -194,6 +194,7 @@ def test_the_default_plan_on_a_gpu_that_cannot_run_the_case_records_every_trial_
     from gpurepro.run import session
     from gpurepro.run.execute import RunOptions
     from gpurepro.run.execute import gate as gate_of
+    from gpurepro.run.journal import read
 
     case = load_case(case_name, ROOT)
     gpu_info = {"available": True, "gpus": [{"index": 0, "name": "Other GPU", "uuid": "GPU-other",
@@ -213,7 +214,7 @@ def test_the_default_plan_on_a_gpu_that_cannot_run_the_case_records_every_trial_
                                     device, index, design.families, request.scope,
                                     deterministic=run_declaration(case, None))
     journal = session.create(tmp_path / f"{case_name}.journal.jsonl", header)
-    started = session.Started(journal, header, plan, opts, gate, [])
+    started = session.Started(journal, read(journal.path).run, plan, opts, gate, [])
     with journal:
         assert session.execute(case, started, ROOT, case_name) == EXIT_UNSUPPORTED
     _, doc = record_journals(case, [journal.path], ROOT, tmp_path / "result.json")

@@ -265,11 +265,11 @@ def steering(case: Case, run: Started) -> tuple[Decider | None, Allocator | None
     """What a sequential design's run is handed: the decider of its claims and, for the
     decisive design, the allocation of its trials (gpurepro.analyze.allocation; none for a
     fixed-size run, or a device that cannot run the case)."""
-    if not run.gate.supported or not run.run_header.design.sequential:
+    if not run.gate.supported or not run.header.design.sequential:
         return None, None
     from ..analyze.allocation import steering_for  # scipy: only a design that decides as it runs
 
-    return steering_for(case, run.run_header, run.opts.budget.duration_s)
+    return steering_for(case, run.header, run.opts.budget.duration_s)
 
 
 def journal_of(opened: Started | submit.Watch) -> Path:

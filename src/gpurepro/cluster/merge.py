@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError
+from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
 from ..run.journal import check_trials, plan_sha256, read
 
@@ -32,26 +33,27 @@ __all__ = [
 @dataclass
 class Shard:
     path: Path
-    header: dict[str, Any]
+    header: RunHeader  # the shard's: the run's identity, and its node, task and device
     trials: list[dict[str, Any]]
 
 
-def read_shards(run_dir: Path, header: Mapping[str, Any]) -> tuple[list[Shard], list[str]]:
+def read_shards(run_dir: Path, header: RunHeader) -> tuple[list[Shard], list[str]]:
     """Every shard journal of the run in ``run_dir`` that belongs to it, and a line for each
     file that does not (another run's, or damaged)."""
     shards, problems = [], []
     for path in sorted((run_dir / "shards").glob("*.journal.jsonl")):
         try:
             contents = read(path)
-            if (contents.header.get("run_id") != header["run_id"]
-                    or plan_sha256(contents.header.get("plan", {})) != header["plan_sha256"]):
+            if (contents.header.get("run_id") != header.run_id
+                    or plan_sha256(contents.header.get("plan", {})) != header.plan_sha256):
                 problems.append(f"{path.name}: a journal of another run; left out")
                 continue
             check_trials(contents, str(path))
+            shard = Shard(path, RunHeader.from_json(contents.header, str(path)), contents.trials)
         except (JournalError, OSError) as exc:
             problems.append(f"{path.name}: {exc}; left out")
             continue
-        shards.append(Shard(path, contents.header, contents.trials))
+        shards.append(shard)
     return shards, problems
 
 
@@ -63,32 +65,37 @@ def host_label(node: str | None, redact: bool) -> str | None:
     return "node-" + hashlib.sha256(node.encode()).hexdigest()[:6]
 
 
-def shard_host(shard_header: Mapping[str, Any]) -> str | None:
-    redact = bool(shard_header.get("options", {}).get("redact"))
-    return host_label((shard_header.get("shard") or {}).get("node"), redact)
+def _shard(shard_header: RunHeader) -> Mapping[str, Any]:
+    """The shard's own section: its round, partition, array task, node and GPUs."""
+    shard = shard_header.fields.get("shard")
+    return shard if isinstance(shard, Mapping) else {}
 
 
-def annotate(trial: Mapping[str, Any], shard_header: Mapping[str, Any]) -> dict[str, Any]:
+def shard_host(shard_header: RunHeader) -> str | None:
+    return host_label(_shard(shard_header).get("node"), shard_header.redact)
+
+
+def annotate(trial: Mapping[str, Any], shard_header: RunHeader) -> dict[str, Any]:
     """A shard's trial record as the merged journal holds it: with its host and job."""
-    s = shard_header["shard"]
+    s = _shard(shard_header)
     return {**trial, "host": shard_host(shard_header),
             "cluster": {"partition": s["partition"], "job_id": f"{s['job_id']}_{s['task']}",
                         "round": s["round"]}}
 
 
-def node_facts(shard_header: Mapping[str, Any]) -> dict[str, Any]:
+def node_facts(shard_header: RunHeader) -> dict[str, Any]:
     """What a node's shard header says of it: host, GPUs and driver, and the device gate."""
-    env = shard_header.get("environment") or {}
+    env = shard_header.environment
     host = env.get("host") or {}
     return {"hostname": host.get("hostname"), "os": host.get("os"), "kernel": host.get("kernel"),
             "glibc": host.get("glibc"), "cpu": host.get("cpu"), "cpu_count": host.get("cpu_count"),
             "python": host.get("python"), "gpu": env.get("gpu") or {"available": False, "gpus": []},
-            "device": dict(shard_header.get("device") or {}),
+            "device": dict(shard_header.device),
             "environment": dict(env.get("environment") or {}),
-            "partitions": [shard_header["shard"]["partition"]]}
+            "partitions": [_shard(shard_header)["partition"]]}
 
 
-def add_node(nodes: dict[str, Any], shard_header: Mapping[str, Any]) -> bool:
+def add_node(nodes: dict[str, Any], shard_header: RunHeader) -> bool:
     """Record the shard's node in ``nodes``; True when that changed anything."""
     label = shard_host(shard_header)
     if label is None:

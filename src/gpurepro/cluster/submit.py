@@ -40,13 +40,11 @@ from ..errors import (
     UsageError,
     exit_for_signal,
 )
-from ..model.design import DesignSpec
 from ..model.files import write_atomic
 from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
-from ..model.plan import Plan
 from ..run.execute import RunOptions
-from ..run.journal import Journal, result_name
+from ..run.journal import Journal, read, result_name
 from ..run.session import (
     RunRequest,
     create,
@@ -168,7 +166,8 @@ def start(case: Case, request: RunRequest, opts: ClusterOptions, root: Path,
     script.chmod(0o755)
     journal = create(path, header)
     _say(f"shared tree: {run_dir} (the nodes run from it and journal their shards there)")
-    return Watch(case, request.case, journal, header, root, run_dir, opts, {}, [], poll_s)
+    return Watch(case, request.case, journal, read(journal.path).run, root, run_dir, opts, {}, [],
+                 poll_s)
 
 
 def _sh(text: str | Path) -> str:
@@ -182,6 +181,7 @@ def resume(case: Case, request: RunRequest, root: Path, poll_s: float | None = N
     journal, contents = reopen(case, request.resume)
     try:
         header = contents.header
+        run = RunHeader.from_json(header, str(journal.path))
         if not header.get("cluster"):
             raise UsageError(f"--slurm: {journal.path} is a single-host run's journal; "
                              f"resume it without --slurm")
@@ -197,7 +197,7 @@ def resume(case: Case, request: RunRequest, root: Path, poll_s: float | None = N
                           shared_dir=c["shared_dir"], **c["options"])
     _say(f"resuming {journal.path}: {len(contents.trials)} of {len(header['plan']['order'])} "
          f"trials merged; tasks still queued are watched, the missing trials resubmitted")
-    return Watch(case, request.case, journal, header, root, run_dir, opts,
+    return Watch(case, request.case, journal, run, root, run_dir, opts,
                  header.get("scheduler_state") or {}, contents.trials, poll_s)
 
 
@@ -207,15 +207,15 @@ def resume(case: Case, request: RunRequest, root: Path, poll_s: float | None = N
 class Watch:
     """One submitting session of a cluster run: polls, merges, resubmits, stops arms."""
 
-    def __init__(self, case: Case, case_arg: str, journal: Journal, header: dict[str, Any],
+    def __init__(self, case: Case, case_arg: str, journal: Journal, header: RunHeader,
                  root: Path, run_dir: Path, opts: ClusterOptions, state: Mapping[str, Any],
                  records: Sequence[dict[str, Any]], poll_s: float | None = None):
         self.case, self.journal, self.header, self.root = case, journal, header, root
         self.case_arg = case_arg  # as given: the command that continues the run names it
         self.run_dir, self.opts = run_dir, opts
-        self.plan = Plan.from_json(header["plan"])
+        self.plan = header.plan
         self.arm_of = {t.index: t.arm for t in self.plan.order}
-        self.redact = bool(header["options"].get("redact"))
+        self.redact = header.redact
         self.state: dict[str, Any] = {"jobs": {}, "nodes": {}, "resubmitted": 0,
                                       "stopped_arms": [], "missing": [], **state}
         self.records = {r["index"]: r for r in records}
@@ -227,16 +227,16 @@ class Watch:
         self.saved: str | None = None
         self.recordable = True  # False once it is known that no trial was journaled
         self.poll_s = poll_s or DEFAULT_POLL_S
-        design = DesignSpec.from_json(header["options"].get("stopping"))
+        design = header.design
         self.decider = None
         if design.sequential:
             from ..analyze.claims import decider_for  # scipy: only the sequential design needs it
 
-            self.decider = decider_for(case, RunHeader.from_json(header))
+            self.decider = decider_for(case, header)
         self.max_trials = int(design.max_trials or 0)
         self.decisions = self.decider.to_json() if self.decider else None
         self.progress = ClusterProgress(self.plan, list(self.records.values()))
-        self.identity = {k: header[k] for k in ("case", "manifest", "manifest_sha256",
+        self.identity = {k: header.fields[k] for k in ("case", "manifest", "manifest_sha256",
                                                 "plan_sha256", "run_id", "plan", "options")}
 
     # -- the loop
@@ -421,18 +421,18 @@ class Watch:
 
     def _submit(self, round_: int, partition: str, indices: list[int]) -> None:
         target = str(self.opts.partitions[partition])
-        build = self.header["cluster"]["builds"][target]
+        build = self.header.cluster["builds"][target]
         tasks = to_tasks(self.plan, indices, self.opts.jobs_per_partition)
         spec = spec_path(self.run_dir, round_, partition)
         _write_json(spec, {"round": round_, "partition": partition, "target": target,
                            "header": self.identity, "index": build, "tasks": tasks})
-        budget = self.header["options"]["budget"]
-        workers = max(1, int(self.header["options"]["jobs"])) * max(1, self.opts.gpus_per_task)
+        workers = max(1, self.header.jobs) * max(1, self.opts.gpus_per_task)
         limit = self.opts.time or slurm.format_minutes(
-            -(-max(map(len, tasks)) // workers) * float(budget["timeout_s"]) + TASK_OVERHEAD_S)
+            -(-max(map(len, tasks)) // workers) * float(self.header.budget.timeout_s)
+            + TASK_OVERHEAD_S)
         job = slurm.submit_array(
             self.run_dir / "task.sh", [str(spec)], partition=partition, tasks=len(tasks),
-            name=f"gpurepro-{self.case.name}-{self.header['run_id'][:8]}",
+            name=f"gpurepro-{self.case.name}-{str(self.header.run_id)[:8]}",
             output=str(self.run_dir / "logs" / "%A_%a.out"), workdir=self.run_dir / "tree",
             gres=self.opts.gres, time=limit, account=self.opts.account)
         self.state["jobs"][job] = {

@@ -70,11 +70,32 @@ class RunHeader:
         return device if isinstance(device, Mapping) else {}
 
     @property
+    def build_index(self) -> dict[str, Any]:
+        """What the run's trials run from, as journaled: the build's artifacts and toolchain, and
+        the arms' runtime packages (None: the case has none)."""
+        runtime = self.fields.get("runtime")
+        return {"artifacts": self.fields["artifacts"], "toolchain": self.fields["toolchain"],
+                "runtime": runtime if isinstance(runtime, Mapping) else None}
+
+    @property
+    def cluster(self) -> Mapping[str, Any]:
+        """A cluster run's section (scheduler, partitions, builds per target, options); empty
+        for a run on one host."""
+        cluster = self.fields.get("cluster")
+        return cluster if isinstance(cluster, Mapping) else {}
+
+    @property
+    def environment(self) -> Mapping[str, Any]:
+        """The machine the run was started on, as journaled (host, GPUs and driver, the
+        repository, the environment variables kept)."""
+        environment = self.fields.get("environment")
+        return environment if isinstance(environment, Mapping) else {}
+
+    @property
     def repository(self) -> Mapping[str, Any]:
         """The checkout the run was started from, as journaled (``environment.repository``:
         commit, dirty, how the commit was known)."""
-        environment = self.fields.get("environment")
-        repository = environment.get("repository") if isinstance(environment, Mapping) else None
+        repository = self.environment.get("repository")
         return repository if isinstance(repository, Mapping) else {}
 
     def to_json(self) -> JSONObject:

@@ -180,16 +180,11 @@ class Started:
     """A run ready to execute: its journal (locked), plan, options and what is done."""
 
     journal: Journal
-    header: dict[str, Any]
+    header: RunHeader  # as the journal holds it (its plan, design and options)
     plan: Plan
     opts: RunOptions
     gate: Gate
     done: list[dict[str, Any]]
-
-    @property
-    def run_header(self) -> RunHeader:
-        """The journal's header, typed (its plan, design and options)."""
-        return RunHeader.from_json(self.header, str(self.journal.path))
 
 
 def load_build(case: Case, root: Path, build_dir: Path, target: str) -> dict[str, Any]:
@@ -269,7 +264,10 @@ def start(case: Case, request: RunRequest, root: Path, gpu_info: dict[str, Any],
     _ensure_writable(path.parent)
     if not g.supported:
         header["probe"] = _probe(case, plan, {**index, "artifacts": header["artifacts"]}, root, opts)
-    started = Started(create(path, header), header, plan, opts, g, [])
+    journal = create(path, header)
+    # The header as journaled (its format, identity and seal slot included), read back: what a
+    # resume of this run starts from too.
+    started = Started(journal, read(journal.path).run, plan, opts, g, [])
     for line in design.lines:  # each claim's chance of being decided, and its family
         _say(line)
     return started
@@ -337,21 +335,21 @@ def _probe(case: Case, plan: Plan, index: dict[str, Any], root: Path, opts: RunO
             "detail": rec["detail"], "exit": rec["exit"], "stderr_tail": rec["stderr_tail"][-1500:]}
 
 
-def resume_device(case: Case, header: dict[str, Any], gpu_info: dict[str, Any],
+def resume_device(case: Case, header: RunHeader, gpu_info: dict[str, Any],
                   other_device: bool, where: str) -> dict[str, Any] | int:
     """What a resume finds here, checked as a fresh run's start checks it: no CUDA driver is
     exit 5 with nothing touched; a GPU model, UUID or driver other than the journal's is
     refused (one line) unless ``other_device``. Returns the journal's ``resumed`` record."""
-    recorded = header.get("device") or {}
+    recorded = header.device
     if case.devices.requires_gpu and not gpu_info.get("available"):
         _say(f"{case.name}: no CUDA driver is present on this machine "
              f"({gpu_info.get('reason') or 'no CUDA driver or GPU present'}); nothing was run and "
              f"{where} is unchanged. Resume it on a machine with "
              f"{recorded.get('name') or 'an NVIDIA GPU'}.")
         return EXIT_NO_DRIVER
-    pinned = tuple(header.get("options", {}).get("gpus") or ())
+    pinned = header.gpus
     g = gate(case, gpu_info, recorded.get("target"), pinned)
-    was_driver = (header.get("environment") or {}).get("gpu", {}).get("driver_version")
+    was_driver = (header.environment.get("gpu") or {}).get("driver_version")
     now = {"name": g.device.get("name"), "uuid": g.device.get("uuid"),
            "compute_capability": g.device.get("compute_capability"),
            "driver_version": gpu_info.get("driver_version")}
@@ -386,7 +384,7 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
     if gpu_info is not None:
         ahead = read(path)  # without taking it over: nothing changes before the device is known
         verify_identity(ahead.header, case.name, manifest_sha256(case), str(path))
-        found = resume_device(case, ahead.header, gpu_info, other_device, str(path))
+        found = resume_device(case, ahead.run, gpu_info, other_device, str(path))
         if isinstance(found, int):
             return found
         resumed = found
@@ -397,8 +395,7 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
         except BaseException:
             journal.close()
             raise
-    header = contents.header
-    run = RunHeader.from_json(header, str(journal.path))
+    run = RunHeader.from_json(contents.header, str(journal.path))
     assert run.run_id is not None  # verify_identity: a journal with an identity
     # A trial of the interrupted run that is still running (its harness was killed and its
     # watchdog has not swept yet) must not run beside the resumed trials, nor that watchdog.
@@ -410,7 +407,7 @@ def resume(case: Case, path: Path, gpu_info: dict[str, Any] | None = None,
     d = run.device
     g = Gate(d["supported"], d["target"], dict(d), d.get("reason"))
     _say(f"resuming {journal.path}: {len(contents.trials)} of {len(run.plan.order)} trials done")
-    return Started(journal, header, run.plan, opts, g, contents.trials)
+    return Started(journal, run, run.plan, opts, g, contents.trials)
 
 
 def trial_budget(run: RunHeader) -> TrialBudget:
@@ -424,7 +421,7 @@ def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
     """The run's progress on stderr: its expectation (the journal header's), its worker slots
     and, in a design that stops arms as their claims are decided, the trials its open arms may
     still run (what its time left counts)."""
-    design = run.run_header.design
+    design = run.header.design
     to_run = None
     if decider is not None and design.sequential:
         max_trials = int(design.max_trials or 0)
@@ -433,7 +430,7 @@ def progress_for(run: Started, decider: schedule.Decider | None) -> Progress:
             return schedule.trials_open(decider, run.plan.order, records, max_trials)
 
     slots = max(1, run.opts.jobs) * max(1, len(run.opts.gpus))
-    return Progress(run.plan, run.done, expected=expectation_of(run.run_header), slots=slots,
+    return Progress(run.plan, run.done, expected=expectation_of(run.header), slots=slots,
                     to_run=to_run)
 
 
@@ -447,8 +444,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str,
     status: 1 when a trial ended as a harness error (our bug, or a driver that broke the
     event protocol)."""
     journal, plan = run.journal, run.plan
-    index = {"artifacts": run.header["artifacts"], "toolchain": run.header["toolchain"],
-             "runtime": run.header.get("runtime")}
+    index = run.header.build_index
     if index["runtime"]:  # unpacked at the start; again here for a run resumed on another node
         runtime.ensure(index["runtime"], root, case.name)
     if not run.gate.supported:
@@ -462,7 +458,7 @@ def execute(case: Case, run: Started, root: Path, case_arg: str,
 
     still_needed = None
     choose_next = None
-    design = run.run_header.design
+    design = run.header.design
     if decider is not None:
         journaled = [decider.to_json()]
         max_trials = int(design.max_trials or 0)
