@@ -16,6 +16,7 @@ from gpurepro.analyze.verdict import compose_verdict
 from gpurepro.case import Claim, load_case
 from gpurepro.errors import RecordError
 from gpurepro.model.plan import make_plan
+from gpurepro.model.result import ClaimDecision
 from tests.headers import run_header
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,8 +96,8 @@ def test_exploratory_claims_keep_no_arm_running_and_are_decided_at_the_end(case)
 
 
 def _claim_record(name, decision, family=None):
-    return {"name": name, "decision": decision, "sentence": f"{name} {decision}.",
-            **({"family": family} if family else {})}
+    return ClaimDecision.of({"name": name, "decision": decision, "sentence": f"{name} {decision}.",
+                             **({"family": family} if family else {})})
 
 
 def test_an_owner_resting_on_an_exploratory_claim_is_refused():

@@ -21,6 +21,7 @@ from gpurepro.cli.args import sequential_design
 from gpurepro.cli.parser import parser
 from gpurepro.model.design import DesignSpec
 from gpurepro.model.plan import PlannedTrial
+from gpurepro.model.result import ClaimDecision
 from gpurepro.run.journal import read
 from tests import pace
 from tests.conftest import ROOT
@@ -177,7 +178,7 @@ def _plan(reached: bool, ratio: float | None, chance: float) -> dict:
 
 
 def test_the_run_is_set_against_the_known_rates_design_only_where_that_design_decides():
-    claims = [{"name": "ok-lower", "decision": "supported"}]
+    claims = [ClaimDecision.of({"name": "ok-lower", "decision": "supported"})]
     reached = plan_sentence(_plan(True, 2.0, 0.93), claims)
     assert "the run took 2.00x that" in reached and "in 93% of 200 simulated runs with 5 trials" in reached
     assert "not a proven lower bound" in reached and "floor" not in reached
@@ -191,7 +192,7 @@ def test_a_document_from_before_the_design_that_decides_keeps_its_sentence():
     expected_outcome): the sentence it was recorded with."""
     old = {"seconds": 80.0, "run_seconds": 160.0, "reached": True, "ratio": 2.0,
            "chance": {"decides_every_claim": 0.15, "runs": 200, "seed": 0}}
-    text = plan_sentence(old, [{"name": "ok-lower", "decision": "supported"}])
+    text = plan_sentence(old, [ClaimDecision.of({"name": "ok-lower", "decision": "supported"})])
     assert "(the run took 2.00x that)" in text and "in 15% of 200 simulated runs" in text
 
 

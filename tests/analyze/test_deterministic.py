@@ -23,6 +23,7 @@ from gpurepro.case.model import DETERMINISTIC_TRIALS
 from gpurepro.errors import ManifestError
 from gpurepro.model.design import DesignSpec
 from gpurepro.model.plan import make_plan
+from gpurepro.model.result import ClaimDecision, Trial
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.session import journal_header
 from tests.conftest import ROOT
@@ -204,6 +205,12 @@ def _header(case, deterministic):
                       {"stopping": None, **({"deterministic": deterministic} if deterministic else {})})
 
 
+def _determinism_sentence(declared, trials, claims):
+    """The verdict's sentence on the declaration, of a run's trials and decided claims."""
+    return determinism_sentence(declared, [Trial.of(t) for t in trials],
+                                [ClaimDecision.of(c) for c in claims], DesignSpec.fixed())
+
+
 def test_a_recorded_run_states_the_declaration_in_each_claim_and_the_verdict():
     case, trials = _ptxas_trials()
     declared = {"reason": "same cubin, same inputs", "trials": 3}
@@ -211,8 +218,7 @@ def test_a_recorded_run_states_the_declaration_in_each_claim_and_the_verdict():
     assert {c["decision"] for c in claims} == {"supported"}
     assert all("decided by the case's declaration that its outcomes are deterministic "
                "(same cubin, same inputs): 3 of 3 valid trials of" in c["sentence"] for c in claims)
-    doc = {"plan": {"options": {"deterministic": declared}}, "trials": trials, "claims": claims}
-    text = determinism_sentence(declared, doc)
+    text = _determinism_sentence(declared, trials, claims)
     assert "no valid trials of an arm ended differently" in text and "first-bad-wrong" in text
     assert "exact if the declaration holds" in text
     # The same trials without the declaration: three trials per arm decide nothing.
@@ -226,9 +232,8 @@ def test_a_recorded_run_whose_trials_disagree_says_the_declaration_was_refuted()
     claims = decide_claims(case, _header(case, declared), trials)
     assert not any(c.get("deterministic") for c in claims)
     assert claims == decide_claims(case, _header(case, None), trials)
-    doc = {"plan": {"options": {"deterministic": declared}}, "trials": trials, "claims": claims}
     assert ("but the valid trials of last-good ended as survived (2) and wrong_result (1): the "
-            "declaration is refuted" in determinism_sentence(declared, doc))
+            "declaration is refuted" in _determinism_sentence(declared, trials, claims))
 
 
 def test_a_run_journals_the_declaration_of_its_case():

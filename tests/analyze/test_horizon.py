@@ -19,6 +19,7 @@ from gpurepro.analyze.horizon_design import candidates
 from gpurepro.analyze.horizon_prior import prior_at
 from gpurepro.case import Claim
 from gpurepro.model.plan import PlannedTrial
+from gpurepro.model.result import Trial
 
 LOWER = Claim("ok-lower", arm="ok", kind="lower")
 H = 1000.0
@@ -245,11 +246,11 @@ def test_the_allocation_caps_every_trial_of_a_horizon_arm_with_a_time_limit():
         assert seen["as-filed"].max_exposure is None and seen["as-filed"].max_seconds is None
 
 
-def _doc(exposures: list[float], horizon_at: float) -> dict:
-    trials = [_rec("baseline", "crashed", x) if x <= horizon_at else _rec("baseline", "survived", horizon_at)
-              for x in exposures]
-    return {"trials": trials, "claims": [{}],
-            "plan": {"options": {"stopping": {"horizon": horizon_at}}}}
+def _doc(exposures: list[float], horizon_at: float) -> list[Trial]:
+    """The baseline trials of a run with a horizon: a failure at each exposure up to it, and a
+    survivor at the horizon for each beyond it."""
+    return [Trial.of(_rec("baseline", "crashed", x) if x <= horizon_at
+                     else _rec("baseline", "survived", horizon_at)) for x in exposures]
 
 
 def test_the_verdict_of_a_run_with_a_horizon_says_whether_its_baseline_rejects_a_constant_rate():

@@ -20,6 +20,7 @@ from gpurepro.analyze.claims import Decider, DecisiveDesign, Design, decider_for
 from gpurepro.analyze.verdict import decide_claims, determinism_sentence
 from gpurepro.case import Claim, load_case
 from gpurepro.model.plan import PlannedTrial
+from gpurepro.model.result import ClaimDecision, Trial
 from tests.conftest import ROOT
 from tests.headers import run_header
 
@@ -314,6 +315,12 @@ def _ptxas(deterministic, trials_per_arm: int = 7, differ: str | None = None):
     return case, header, trials
 
 
+def _determinism_sentence(declared, header, trials, claims):
+    """The verdict's sentence on the declaration, of a run's trials and decided claims."""
+    return determinism_sentence(declared, [Trial.of(t) for t in trials],
+                                [ClaimDecision.of(c) for c in claims], header.design)
+
+
 def test_a_recorded_run_with_a_checked_declaration_says_what_it_spent():
     case = load_case("ptxas_abs_clamp", ROOT)
     declared = shortcut.declaration(case, 0.05)
@@ -323,18 +330,16 @@ def test_a_recorded_run_with_a_checked_declaration_says_what_it_spent():
     assert all(c["alpha"] == pytest.approx(0.05 - 2 ** -6) for c in claims)  # the design's
     assert all("checked: 7 of 7 valid trials of" in c["sentence"]
                and "at most 0.0156, spent from the run's alpha" in c["sentence"] for c in claims)
-    doc = {"plan": {"options": dict(header.options)}, "trials": trials, "claims": claims}
-    text = determinism_sentence(declared, doc)
+    text = _determinism_sentence(declared, header, trials, claims)
     assert "checked: no two valid trials of an arm differ in their signature" in text
     assert "spends 0.0156 of the family-wise alpha 0.05" in text and "at 0.0344" in text
     # One trial that records a difference refutes it, though every outcome class agrees.
     case, header, trials = _ptxas(declared, differ="cuda-13")
     claims = decide_claims(case, header, trials)
     assert not any(c.get("deterministic") for c in claims)
-    doc = {"plan": {"options": dict(header.options)}, "trials": trials, "claims": claims}
-    assert "two valid trials of cuda-13" in determinism_sentence(declared, doc)
+    assert "two valid trials of cuda-13" in _determinism_sentence(declared, header, trials, claims)
     assert "differ in observations.launches_agree: the declaration is refuted" in \
-        determinism_sentence(declared, doc)
+        _determinism_sentence(declared, header, trials, claims)
 
 
 def test_a_resumed_run_knows_its_checks():

@@ -17,7 +17,7 @@ import pytest
 from gpurepro.analyze import stats
 from gpurepro.analyze.verdict import compose_verdict, decide_claims
 from gpurepro.case import TrialBudget, TrialContext, load_case
-from gpurepro.model.result import Analysis
+from gpurepro.model.result import Analysis, ClaimDecision
 from tests.conftest import ROOT
 from tests.headers import run_header
 
@@ -55,7 +55,7 @@ def _verdict(case, trials, per=1):
            "summary": s["arms"], "crash_sites": s["crash_sites"], "analyses": {},
            "claims": claims, "trials": trials}
     analysis = Analysis.of(doc)
-    return compose_verdict(case.verdict(analysis), claims), analysis
+    return compose_verdict(case.verdict(analysis), [ClaimDecision.of(c) for c in claims]), analysis
 
 
 def _decisions(analysis):
@@ -310,4 +310,4 @@ def test_a_run_of_the_numba_arms_alone_decides_their_claims_and_concludes(case):
     analysis = Analysis.of(doc)
     assert {n: c.decision for n, c in analysis.claims.items()} == {
         "numba-062-fixed-survives": "supported", "numba-062-survives": "supported"}
-    assert compose_verdict(case.verdict(analysis), claims)["status"]
+    assert compose_verdict(case.verdict(analysis), [ClaimDecision.of(c) for c in claims])["status"]

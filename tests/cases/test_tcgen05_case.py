@@ -20,7 +20,7 @@ import pytest
 from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
 from gpurepro.case import TrialBudget, TrialContext, instruments, load_case, load_sibling, toolchain
-from gpurepro.model.result import Analysis
+from gpurepro.model.result import Analysis, ClaimDecision
 from tests.conftest import ROOT, toolchain_venv
 from tests.headers import run_header
 
@@ -264,7 +264,7 @@ def _analysis(case, trials, cc="10.3", name="NVIDIA B300 SXM6", decisions=None, 
 def _verdict(case, trials=None, **kw):
     analysis, claims = _analysis(case, trials if trials is not None else _b300_like(case), **kw)
     given = verdicts.concluded(case, analysis)
-    return given, verdicts.compose_verdict(given, claims)
+    return given, verdicts.compose_verdict(given, [ClaimDecision.of(c) for c in claims])
 
 
 BARRIERS = ("barrier-before-alloc-lower", "barrier-after-alloc-lower", "barrier-before-dealloc-lower")

@@ -17,7 +17,7 @@ from gpurepro.analyze import stats
 from gpurepro.analyze import verdict as verdicts
 from gpurepro.case import TrialBudget, TrialContext, load_case
 from gpurepro.errors import RecordError
-from gpurepro.model.result import Analysis
+from gpurepro.model.result import Analysis, ClaimDecision
 from gpurepro.record.document import build_document
 from gpurepro.run import journal
 from tests.conftest import ROOT
@@ -62,9 +62,13 @@ def _analysis(case, trials, sections=None):
     return Analysis.of(doc), claims
 
 
+def _typed(claims):
+    return [ClaimDecision.of(c) for c in claims]
+
+
 def _verdict(case, trials, sections=None):
     analysis, claims = _analysis(case, trials, sections)
-    return verdicts.compose_verdict(case.verdict(analysis), claims), analysis
+    return verdicts.compose_verdict(case.verdict(analysis), _typed(claims)), analysis
 
 
 def _decisions(analysis):
@@ -160,7 +164,7 @@ def test_an_owner_resting_on_an_undecided_claim_is_refused(case):
     given = case.verdict(analysis)
     weak = [{**c, "decision": "not_decided"} if c["name"] == "one-thread" else c for c in claims]
     with pytest.raises(RecordError, match="one-thread"):
-        verdicts.compose_verdict(given, weak)
+        verdicts.compose_verdict(given, _typed(weak))
 
 
 def test_nothing_crashes_is_not_reproduced(case):

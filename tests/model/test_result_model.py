@@ -83,13 +83,15 @@ def test_a_document_recorded_before_claims_reads_with_none():
 
 def test_the_parts_read_what_the_document_says():
     result = Result.of(_minimal(
-        completion={"trials": 3, "planned": 8, "complete": False},
+        completion={"trials": 3, "planned": 8, "complete": False,
+                    "resume": "python -m gpurepro run c --resume j"},
         cluster={"nodes": {"n1": {}, "n2": {}}, "partitions": ["gpu"]},
         comparisons={"a": {"rate_ratio": {"estimate": 2.0, "ci95": [1.0, None],
                                           "p_value": 0.01}}},
         verdict={"status": "reproduced", "owner": "driver", "owner_because": ["x"],
                  "stopped": "budget", "exploratory": ["e"]}))
-    assert result.completion == Completion(trials=3, planned=8, complete=False)
+    assert result.completion == Completion(trials=3, planned=8, complete=False,
+                                           resume="python -m gpurepro run c --resume j")
     assert result.cluster is not None and result.cluster.nodes == 2
     assert result.cluster.partitions == ("gpu",)
     comparison = result.comparisons["a"]

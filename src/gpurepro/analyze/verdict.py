@@ -14,9 +14,10 @@ from typing import Any
 from ..case.hypotheses import stated
 from ..case.model import Case
 from ..errors import RecordError
+from ..model.design import DesignSpec
 from ..model.journal import RunHeader
 from ..model.outcomes import EVIDENCE
-from ..model.result import Analysis
+from ..model.result import Analysis, ClaimDecision, Completion, Result, Trial
 from . import declared
 from .claim_kinds import kind_of
 from .claims import Wording, decider_for, sentence
@@ -30,30 +31,30 @@ __all__ = [
 ]
 
 
-def verdict_for(case: Case, doc: Mapping[str, Any]) -> dict[str, Any]:
+def verdict_for(case: Case, result: Result) -> dict[str, Any]:
     """The verdict of a result document (every field but the verdict filled in)."""
-    analysis = Analysis.of(doc)
+    analysis = result.analysis
     given = case.verdict(analysis) if case.verdict is not None else concluded(case, analysis)
-    verdict = compose_verdict(given, doc["claims"], exploratory_reasons(doc))
-    completion = doc.get("completion") or {}
-    if completion.get("complete") is False:
-        verdict["stopped"] = stopped_sentence(completion, doc["claims"])
-        verdict["next"] = [f"Continue the run: {completion['resume']}", *verdict["next"]]
-    declared = ((doc.get("plan") or {}).get("options") or {}).get("deterministic")
-    if declared and doc.get("claims"):
-        verdict["sentences"].append(determinism_sentence(declared, doc))
-    if doc.get("known_rates_plan"):
-        verdict["sentences"].append(plan_sentence(doc["known_rates_plan"], doc["claims"]))
-    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
+    verdict = compose_verdict(given, result.claims, exploratory_reasons(result))
+    completion = result.completion
+    if completion.complete is False:
+        verdict["stopped"] = stopped_sentence(completion, result.claims)
+        verdict["next"] = [f"Continue the run: {completion.resume}", *verdict["next"]]
+    declared = result.options.deterministic
+    if declared is not None and result.claims:
+        verdict["sentences"].append(determinism_sentence(
+            declared.declared, result.trials, result.claims, result.design))
+    if result.known_rates_plan:
+        verdict["sentences"].append(plan_sentence(result.known_rates_plan, result.claims))
     # A horizon the run decided with (a number); an unplanned design keeps the one asked for
     # ("auto"), never used.
-    horizon = stopping.get("horizon")
-    if isinstance(horizon, (int, float)) and doc.get("claims"):
-        verdict["sentences"].append(model_sentence(case, doc, float(horizon)))
+    horizon = result.design.horizon
+    if isinstance(horizon, (int, float)) and result.claims:
+        verdict["sentences"].append(model_sentence(case, result.trials, float(horizon)))
     return verdict
 
 
-def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
+def model_sentence(case: Case, trials: Sequence[Trial], horizon: float) -> str:
     """What a run with a horizon (analyze.horizon) says of the constant-rate model: its rate
     claims do not rest on it, and whether its own baseline trials reject it (likelihood-ratio
     tests of a Weibull and a gamma-frailty process against the exponential, fitted to the
@@ -64,8 +65,8 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
             f"each was decided with trials as the unit, every trial of its arms run to at most "
             f"{at} {unit} (Boschloo's exact test on the trials that failed before it, which "
             f"assumes only that an arm's trials are independent and alike)")
-    trials = [t for t in doc.get("trials") or [] if t.get("arm") == case.baseline]
-    obs = Observations.of(trials, case.failure_outcomes, EVIDENCE)
+    baseline = [t.record for t in trials if t.arm == case.baseline]
+    obs = Observations.of(baseline, case.failure_outcomes, EVIDENCE)
     try:
         if obs.crashes < 2:
             raise ProcessFitError("fewer than two failures")
@@ -91,33 +92,31 @@ def model_sentence(case: Case, doc: Mapping[str, Any], horizon: float) -> str:
                "one, so read them as descriptions, not as tests." if rejected else "."))
 
 
-def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+def determinism_sentence(declared: Mapping[str, Any], trials: Sequence[Trial],
+                         claims: Sequence[ClaimDecision], design: DesignSpec) -> str:
     """What a run's claims owe to the case's declaration that its outcomes are deterministic
-    (gpurepro.analyze.claims): which were decided from it, or how the run's trials refuted it."""
+    (gpurepro.analyze.claims, ``declared`` as the run journaled it): which were decided from
+    it, or how the run's trials refuted it (its ``design`` names the claims withdrawn then)."""
     head = f"The case declares its outcomes deterministic ({declared['reason']})"
     if checked(declared):
-        return _checked_sentence(head, declared, doc)
+        return _checked_sentence(head, declared, trials, claims, design)
     ends: dict[str, dict[str, int]] = {}
-    for t in doc.get("trials") or []:
-        if t.get("outcome") in EVIDENCE:
-            seen = ends.setdefault(str(t["arm"]), {})
-            seen[t["outcome"]] = seen.get(t["outcome"], 0) + 1
+    for t in trials:
+        if t.outcome in EVIDENCE:
+            seen = ends.setdefault(t.arm, {})
+            seen[t.outcome] = seen.get(t.outcome, 0) + 1
     split = next(((arm, e) for arm, e in ends.items() if len(e) > 1), None)
     if split is not None:
-        stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
-        withdrawn = (((stopping.get("deterministic") or {}).get("refuted") or {})
-                     .get("withdrawn") or [])
+        withdrawn = _withdrawn(design)
         ended = " and ".join(f"{o} ({n})" for o, n in sorted(split[1].items()))
         return (f"{head}, but the valid trials of {split[0]} ended as {ended}: the declaration is "
                 f"refuted, and every claim was decided by the run's design alone"
                 + (f"; the claims decided from it before ({', '.join(withdrawn)}) were withdrawn"
                    if withdrawn else "") + ".")
-    claims = doc.get("claims") or []
-    by = [c["name"] for c in claims
-          if c.get("deterministic") and c.get("decision") in ("supported", "contradicted")]
+    by = [c.name for c in claims if c.deterministic and c.decided]
     if not by:
         return f"{head}; no valid trials of an arm ended differently, and no claim was decided from it."
-    others = any(c["name"] not in by and c.get("family") != "exploratory" for c in claims)
+    others = any(c.name not in by and c.family != "exploratory" for c in claims)
     return (f"{head}, and no valid trials of an arm ended differently: {', '.join(by)} "
             f"{'was' if len(by) == 1 else 'were'} decided from {declared['trials']} or more agreeing "
             f"valid trials of each of {'its' if len(by) == 1 else 'their'} arms, which is exact if "
@@ -125,7 +124,17 @@ def determinism_sentence(declared: Mapping[str, Any], doc: Mapping[str, Any]) ->
             + ("; the other claims by the run's design." if others else "."))
 
 
-def _checked_sentence(head: str, declared: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+def _withdrawn(design: DesignSpec) -> list[str]:
+    """The claims a run decided from its case's declaration before its trials refuted it (its
+    design's ``deterministic.refuted.withdrawn``, as the decider journaled them)."""
+    deterministic = design.described.get("deterministic")
+    refuted = deterministic.get("refuted") if isinstance(deterministic, Mapping) else None
+    withdrawn = refuted.get("withdrawn") if isinstance(refuted, Mapping) else None
+    return [str(name) for name in withdrawn] if isinstance(withdrawn, list) else []
+
+
+def _checked_sentence(head: str, declared: Mapping[str, Any], trials: Sequence[Trial],
+                      claims: Sequence[ClaimDecision], design: DesignSpec) -> str:
     """determinism_sentence for a run that journaled its declaration checked
     (gpurepro.analyze.shortcut): refuted by any two valid trials of an arm whose signatures
     differ; its decisions, their check trials, and the alpha it spent."""
@@ -138,26 +147,22 @@ def _checked_sentence(head: str, declared: Mapping[str, Any], doc: Mapping[str, 
                 f"were it false for one arm (flaky at {rates}), within its share of alpha: "
                 f"every claim was decided by the run's design.")
     by_arm: dict[str, list[Mapping[str, Any]]] = {}
-    for t in doc.get("trials") or []:
-        if t.get("outcome") in EVIDENCE:
-            by_arm.setdefault(str(t["arm"]), []).append(t)
+    for t in trials:
+        if t.outcome in EVIDENCE:
+            by_arm.setdefault(t.arm, []).append(t.record)
     cost = (f"it spends {bound:.3g} of the family-wise alpha {alpha:g} (its chance of a false "
             f"decision, were it false for one arm whose trials end the other way with chance "
             f"{rates}), and the design decides the other claims at {alpha - bound:.3g}")
     split = next((d for arm, rs in by_arm.items() if (d := disagreement(arm, rs)) is not None),
                  None)
     if split is not None:
-        stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
-        withdrawn = (((stopping.get("deterministic") or {}).get("refuted") or {})
-                     .get("withdrawn") or [])
+        withdrawn = _withdrawn(design)
         return (f"{head}, but two valid trials of {split.arm} (trials {split.trials[0]} and "
                 f"{split.trials[1]}) differ in {', '.join(split.fields)}: the declaration is "
                 f"refuted, and every claim was decided by the run's design alone"
                 + (f"; the claims decided from it before ({', '.join(withdrawn)}) were withdrawn"
                    if withdrawn else "") + f"; {cost}.")
-    claims = doc.get("claims") or []
-    by = [c["name"] for c in claims
-          if c.get("deterministic") and c.get("decision") in ("supported", "contradicted")]
+    by = [c.name for c in claims if c.deterministic and c.decided]
     if not by:
         return (f"{head}, checked: no two valid trials of an arm differ in their signature, and "
                 f"no claim was decided from it; {cost}.")
@@ -200,44 +205,43 @@ def concluded(case: Case, analysis: Analysis) -> dict[str, Any]:
             "hypotheses": [s for h in c.hypotheses if (s := stated(h, decision))]}
 
 
-def exploratory_reasons(doc: Mapping[str, Any]) -> dict[str, str]:
+def exploratory_reasons(result: Result) -> dict[str, str]:
     """Why each exploratory claim of a run was kept out of its confirmatory family, as the run
     journaled its families before the first trial (gpurepro.analyze.decidability)."""
-    options = (doc.get("plan") or {}).get("options") or {}
-    families = options.get("families") or {}
-    main = set(families.get("main") or ())
-    chance = families.get("chance") or {}
-    threshold = families.get("threshold")
+    families = result.options.families
+    main = set(families.main) if families else set()
+    chance = families.chance if families else {}
+    threshold = families.threshold if families else None
     out = {}
-    for c in doc.get("claims") or []:
-        if c.get("family") != "exploratory":
+    for c in result.claims:
+        if c.family != "exploratory":
             continue
-        p = chance.get(c["name"])
-        if options.get("scope") == "main" and main and c["name"] not in main:
-            out[c["name"]] = "beside the main question"
+        p = chance.get(c.name)
+        if result.options.scope == "main" and main and c.name not in main:
+            out[c.name] = "beside the main question"
         elif isinstance(p, (int, float)) and threshold is not None and p < threshold:
-            out[c["name"]] = f"the plan was unlikely to decide it: chance {p:.2f}"
+            out[c.name] = f"the plan was unlikely to decide it: chance {p:.2f}"
     return out
 
 
-def stopped_sentence(completion: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+def stopped_sentence(completion: Completion, claims: Sequence[ClaimDecision]) -> str:
     """What a stopped run's document can say: how far it got and which claims it decided."""
-    confirmatory = [c for c in claims if c.get("family") != "exploratory"]
-    decided = [c["name"] for c in confirmatory if c["decision"] in ("supported", "contradicted")]
-    return (f"Partial result: the run was stopped after {completion['trials']} of its "
-            f"{completion['planned']} planned trials (its journal has no end record). "
+    confirmatory = [c for c in claims if c.family != "exploratory"]
+    decided = [c.name for c in confirmatory if c.decided]
+    return (f"Partial result: the run was stopped after {completion.trials} of its "
+            f"{completion.planned} planned trials (its journal has no end record). "
             + (f"Decided before the stop: {', '.join(decided)}; " if decided
                else "No claim was decided before the stop; ")
             + f"the other {len(confirmatory) - len(decided)} confirmatory claim(s) are open "
-              f"and the run can be resumed: {completion['resume']}.")
+              f"and the run can be resumed: {completion.resume}.")
 
 
-def plan_sentence(plan: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]) -> str:
+def plan_sentence(plan: Mapping[str, Any], claims: Sequence[ClaimDecision]) -> str:
     """How long the run took, against the known-rates design for its own rates
     (analyze.known_rates): the fewest trials with which a one-look design that knew them decides
     every claim in most simulated runs, that chance, and a ratio only where it decides them."""
-    confirmatory = [c for c in claims if c.get("family") != "exploratory"]
-    decided = [c for c in confirmatory if c["decision"] in ("supported", "contradicted")]
+    confirmatory = [c for c in claims if c.family != "exploratory"]
+    decided = [c for c in confirmatory if c.decided]
     what = ("decided every confirmatory claim" if len(decided) == len(confirmatory)
             else f"decided {len(decided)} of its {len(confirmatory)} confirmatory claims")
     those = "them" if len(decided) == len(confirmatory) else "those it decided"
@@ -311,7 +315,7 @@ def decide_claims(case: Case, run: RunHeader,
     return out
 
 
-def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
+def compose_verdict(given: Mapping[str, Any], claims: Sequence[ClaimDecision],
                     why_exploratory: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The case's verdict (measurements, status, owner, next, hypotheses) joined with the
     sentences of its decided claims. An owner may rest only on decided claims (supported, or
@@ -320,9 +324,9 @@ def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]
     labelled: they are not covered by the run's family-wise error rate (``why_exploratory``:
     why each was kept apart, where the run's families say)."""
     verdict = dict(given)
-    exploratory = [c for c in claims if c.get("family") == "exploratory"]
-    claims = [c for c in claims if c.get("family") != "exploratory"]
-    decided = {c["name"]: c["decision"] for c in claims}
+    exploratory = [c for c in claims if c.family == "exploratory"]
+    claims = [c for c in claims if c.family != "exploratory"]
+    decided = {c.name: c.decision for c in claims}
     because = list(verdict.get("owner_because") or [])
     if verdict.get("owner"):
         weak = [n for n in because if decided.get(n) not in ("supported", "contradicted")]
@@ -332,14 +336,14 @@ def compose_verdict(given: Mapping[str, Any], claims: Sequence[Mapping[str, Any]
                               f"an owner may cite only decided claims")
     verdict["owner_because"] = because
     verdict["sentences"] = list(verdict.get("sentences") or []) + [
-        c["sentence"] for c in claims if c["decision"] in ("supported", "contradicted")]
-    verdict["not_decided"] = [c["sentence"] for c in claims if c["decision"] == "not_decided"]
+        c.sentence for c in claims if c.decided]
+    verdict["not_decided"] = [c.sentence for c in claims if c.decision == "not_decided"]
     if exploratory:
         why = why_exploratory or {}
         verdict["exploratory"] = [
             "Exploratory (outside the family-wise error rate"
-            + (f"; {why[c['name']]}" if c["name"] in why else "")
-            + f"): {c['sentence']}" for c in exploratory]
+            + (f"; {why[c.name]}" if c.name in why else "")
+            + f"): {c.sentence}" for c in exploratory]
     verdict.setdefault("hypotheses", [])
     verdict.setdefault("next", [])
     if not verdict["sentences"]:

@@ -538,13 +538,14 @@ class Completion:
     trials: int | None = None
     planned: int | None = None
     complete: bool | None = None
+    resume: str | None = None  # a stopped run's command that continues it
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Completion:
         d = d or {}
         planned = "planned" in d
         return cls(int(d["trials"]) if planned else None, int(d["planned"]) if planned else None,
-                   d["complete"] if "complete" in d else None)
+                   d["complete"] if "complete" in d else None, d.get("resume"))
 
 
 @dataclass(frozen=True)
@@ -555,12 +556,16 @@ class Deterministic:
     version: int
     bound: float | None
     usable: bool
+    # The declaration as journaled (its reason, trials, flake rates, ...: what
+    # gpurepro.analyze.shortcut reads).
+    declared: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, compare=False)
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> Deterministic | None:
         if not d:
             return None
-        return cls(int(d.get("version", 1)), d.get("bound"), bool(d.get("usable", True)))
+        return cls(int(d.get("version", 1)), d.get("bound"), bool(d.get("usable", True)),
+                   _frozen(d))
 
 
 @dataclass(frozen=True)
@@ -635,6 +640,9 @@ class Result:
     per_host: Mapping[str, Mapping[str, GpuCounts]] = field(default_factory=lambda: _EMPTY)
     resumed: tuple[Resume, ...] = ()
     started_at: str | None = None  # when the run's first trial started
+    # The known-rates design for the run's own rates (analyze.known_rates: its trials, seconds,
+    # chance and ratio), as recorded; None where the document has none.
+    known_rates_plan: Mapping[str, Any] | None = None
 
     @property
     def trials(self) -> tuple[Trial, ...]:
@@ -676,7 +684,8 @@ class Result:
                    runtime=Runtime.of(doc.get("runtime")), probe=Probe.of(doc.get("probe")),
                    per_gpu=_counts(doc.get("per_gpu")), per_host=_counts(doc.get("per_host")),
                    resumed=tuple(Resume.of(x) for x in doc.get("resumed") or ()),
-                   started_at=doc.get("started_at"))
+                   started_at=doc.get("started_at"),
+                   known_rates_plan=doc.get("known_rates_plan") or None)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.fields)

@@ -23,6 +23,7 @@ from ..case.model import Case
 from ..cluster.merge import cluster_header, document_fields
 from ..model.files import create_atomic, sha256_file, write_atomic
 from ..model.journal import RunHeader
+from ..model.result import Result
 from ..run import journal as journal_format
 from . import provenance
 from .validation import validate_document
@@ -190,7 +191,7 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
         if plan is not None:
             out["known_rates_plan"] = plain(plan)
     # The verdict reads the document as recorded, through its typed views (model/result.py).
-    out["verdict"] = plain(verdict_for(case, out))
+    out["verdict"] = plain(verdict_for(case, Result.of(out)))
     capped_out: dict[str, Any] = capped(out)
     return capped_out
 
