@@ -23,6 +23,7 @@ from gpurepro.cluster.stage import stage
 from gpurepro.cluster.task import ShardJournal, shard_path, spec_path
 from gpurepro.env import fingerprint as envmod
 from gpurepro.model.design import DesignSpec
+from gpurepro.model.journal import RunHeader
 from gpurepro.model.plan import make_plan
 from gpurepro.record.document import build_document
 from gpurepro.record.validation import validation_errors
@@ -184,7 +185,7 @@ def test_array_tasks_run_from_a_staged_tree_merge_into_one_valid_document(
         assert done.returncode == 0, done.stderr
         assert shard_path(run_dir, 1, "alpha", task).is_file()
 
-    shards, problems = read_shards(run_dir, header)
+    shards, problems = read_shards(run_dir, RunHeader.from_json(header))
     assert problems == [] and len(shards) == 2
     nodes: dict = {}
     trials = []
@@ -236,7 +237,7 @@ def test_a_node_whose_gpu_cannot_run_the_case_records_its_share_as_unsupported(
     done = pace.run([sys.executable, "-m", "gpurepro", "slurm-task", str(spec)],
                     cwd=run_dir / "tree", env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    (shard,), _ = read_shards(run_dir, header)
+    (shard,), _ = read_shards(run_dir, RunHeader.from_json(header))
     assert {t["outcome"] for t in shard.trials} == {"unsupported"} and len(shard.trials) == 6
     nodes: dict = {}
     add_node(nodes, shard.header)
@@ -295,7 +296,7 @@ def test_a_requeued_task_on_another_node_continues_its_share_under_that_nodes_na
     # The first attempt was preempted after two trials: no end record, its header unsealed.
     first.write_text("\n".join(reopened(lines[:3])) + "\n")
     attempt("nodeB", 1)
-    shards, _ = read_shards(run_dir, header)
+    shards, _ = read_shards(run_dir, RunHeader.from_json(header))
     trials = [annotate(t, s.header) for s in shards for t in s.trials]
     assert sorted(t["index"] for t in trials) == list(range(6))  # each once
     assert Counter(t["host"] for t in trials) == {"nodeA": 2, "nodeB": 4}

@@ -120,16 +120,23 @@ def _joined(values: Sequence[Any]) -> str | None:
     return ", ".join(distinct) if distinct else None
 
 
-def cluster_header(header: Mapping[str, Any]) -> dict[str, Any]:
-    """A cluster run's header as recording reads it: the environment's GPUs are the nodes'
-    (each named with its host), the driver versions theirs, and the device the gate the nodes
-    found (supported where any node could run the case). The host, repository and toolchain
-    stay the submitting side's: the build happened there."""
-    state = header.get("scheduler_state") or {}
-    nodes: Mapping[str, Any] = state.get("nodes") or {}
+def _scheduler_state(header: RunHeader) -> Mapping[str, Any]:
+    """The run's last scheduler record (its jobs, nodes, resubmissions), as the journal's
+    reader joins it to the header (``scheduler_state``)."""
+    state = header.fields.get("scheduler_state")
+    return state if isinstance(state, Mapping) else {}
+
+
+def cluster_header(header: RunHeader) -> dict[str, Any]:
+    """A cluster run's header line as recording reads it: the environment's GPUs are the
+    nodes' (each named with its host), the driver versions theirs, and the device the gate the
+    nodes found (supported where any node could run the case). The host, repository and
+    toolchain stay the submitting side's: the build happened there."""
+    line = header.to_json()
+    nodes: Mapping[str, Any] = _scheduler_state(header).get("nodes") or {}
     if not nodes:
-        return dict(header)
-    env = dict(header["environment"])
+        return line
+    env = dict(header.environment)
     gpus = [{**g, "host": label} for label, n in sorted(nodes.items())
             for g in (n["gpu"].get("gpus") or [])]
     any_gpu = [n["gpu"] for n in nodes.values()]
@@ -141,15 +148,15 @@ def cluster_header(header: Mapping[str, Any]) -> dict[str, Any]:
     gates = [n["device"] for _, n in sorted(nodes.items())]
     supported = [d for d in gates if d.get("supported")]
     first = (supported or gates)[0]
-    device = {**header["device"],
+    device = {**header.device,
               "name": _joined([d.get("name") for d in gates]),
               "compute_capability": _joined([d.get("compute_capability") for d in gates]),
               "supported": bool(supported),
               "reason": None if len(supported) == len(gates) else (
                   f"{len(gates) - len(supported)} of {len(gates)} node(s) cannot run it: "
                   + "; ".join(sorted({str(d.get('reason')) for d in gates if not d.get('supported')}))),
-              "target": first.get("target") or header["device"]["target"]}
-    return {**header, "environment": env, "device": device}
+              "target": first.get("target") or header.device["target"]}
+    return {**line, "environment": env, "device": device}
 
 
 def per_host(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str],
@@ -169,11 +176,11 @@ def per_host(trials: Sequence[Mapping[str, Any]], failure_outcomes: Sequence[str
     return {h: dict(arms) for h, arms in sorted(table.items())}
 
 
-def cluster_section(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def cluster_section(header: RunHeader, trials: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The document's `cluster`: scheduler, partitions and their targets, every job and array
     task (state, node, exit, trials assigned and journaled), every node's facts."""
-    static = header["cluster"]
-    state = header.get("scheduler_state") or {}
+    static = header.cluster
+    state = _scheduler_state(header)
     journaled: dict[str, int] = defaultdict(int)
     for t in trials:
         job = (t.get("cluster") or {}).get("job_id")
@@ -195,7 +202,7 @@ def cluster_section(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any
             "missing": list(state.get("missing") or [])}
 
 
-def document_fields(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any]],
+def document_fields(header: RunHeader, trials: Sequence[Mapping[str, Any]],
                     failure_outcomes: Sequence[str]) -> dict[str, Any]:
     """What a cluster run's document adds: the cluster section and the per-host table, and
     its per-GPU table keyed by host and GPU."""
@@ -204,9 +211,9 @@ def document_fields(header: Mapping[str, Any], trials: Sequence[Mapping[str, Any
             "per_gpu": per_host(trials, failure_outcomes, gpus=True)}
 
 
-def rerun_arguments(doc: Mapping[str, Any]) -> list[str]:
-    """The cluster flags that repeat a cluster run (the plan's flags come from comment.py)."""
-    cluster = doc["cluster"]
+def rerun_arguments(cluster: Mapping[str, Any]) -> list[str]:
+    """The cluster flags that repeat a cluster run, from its document's ``cluster`` section
+    (the plan's flags come from comment.py)."""
     args = ["--slurm"]
     for name, p in cluster["partitions"].items():
         args += ["--partition", f"{name}={p['target']}" if p.get("target") else name]

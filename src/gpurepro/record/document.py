@@ -86,8 +86,9 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
     --manifest-changed), what ``record.result.case_for_journal`` said; kept under
     ``case.manifest_changed``. ``found``: the commit whose manifest is the run's
     (record.provenance.find; looked up here when not given)."""
-    if header.get("cluster"):
-        header = cluster_header(header)  # the nodes' GPUs, drivers and device gates
+    journaled = RunHeader.from_json(header)
+    if journaled.cluster:
+        header = cluster_header(journaled)  # the nodes' GPUs, drivers and device gates
     plan = header["plan"]
     trials = capped(list(trials))  # everything below is computed from what the document keeps
 
@@ -145,8 +146,8 @@ def build_document(case: Case, header: Mapping[str, Any], trials: Sequence[Mappi
         doc["case"]["deeper"] = deeper
     if header.get("resumed"):  # each resume: when, on which device, and whether it was another
         doc["resumed"] = list(header["resumed"])
-    if header.get("cluster"):
-        doc.update(document_fields(header, trials, case.failure_outcomes))
+    if journaled.cluster:
+        doc.update(document_fields(journaled, trials, case.failure_outcomes))
     return with_plan_and_verdict(case, doc, header.get("options", {}), root)
 
 

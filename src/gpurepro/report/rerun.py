@@ -73,7 +73,8 @@ def rerun_arguments(doc: Result | Mapping[str, Any]) -> list[str]:
     r = as_result(doc)
     opts = r.options
     # A cluster run reruns on its partitions, each with its own target.
-    where = merge.rerun_arguments(r.fields) if r.cluster else ["--arch", str(r.device.target)]
+    where = (merge.rerun_arguments(r.fields["cluster"]) if r.cluster
+             else ["--arch", str(r.device.target)])
     args = [*where, *scope_arguments(r)]
     if not r.design.sequential:
         per_arm = set(r.plan.trials_per_arm.values())
