@@ -16,6 +16,7 @@ import pytest
 from gpurepro.analyze import calibrate as cal
 from gpurepro.analyze import simulate as sim
 from gpurepro.analyze.claims import DecisiveDesign, Design
+from gpurepro.analyze.recorded import RecordedRun
 from gpurepro.case import Claim, load_case
 from gpurepro.cli.main import main
 
@@ -432,7 +433,7 @@ def test_a_survivor_that_ends_on_its_own_is_modelled_at_its_own_time_and_one_run
     fa3 = ROOT / "results" / "fa3_wgmma_wait" / "20261205T093214Z-379cb7_NVIDIA-H100-80GB-HBM3_redacted.json"
     doc = json.loads(fa3.read_text())
     arms = sorted({t["arm"] for t in doc["trials"]})
-    models = sim.models_from(load_case("fa3_wgmma_wait", ROOT), [(fa3, doc)], ROOT, arms)
+    models = sim.models_from(load_case("fa3_wgmma_wait", ROOT), [RecordedRun.of(fa3, doc)], ROOT, arms)
     for arm in arms:
         own = statistics.median(t["duration_s"] for t in doc["trials"] if t["arm"] == arm)
         m = models.arms[arm]
@@ -443,7 +444,7 @@ def test_a_survivor_that_ends_on_its_own_is_modelled_at_its_own_time_and_one_run
     case = load_case(FAKE, ROOT)
     for ts in (trials, [*trials[:1], *short]):  # a capped majority: still the budget
         one = {"trials": ts, "plan": {"options": {"budget": {"duration_s": 20.0, "max_exposure": 0}}}}
-        m = sim.models_from(case, [(Path("x.json"), one)], ROOT, ["ok"]).arms["ok"]
+        m = sim.models_from(case, [RecordedRun.of(Path("x.json"), one)], ROOT, ["ok"]).arms["ok"]
         assert m.budget == pytest.approx(2000 * 20) and m.seconds == pytest.approx(20.0)
 
 

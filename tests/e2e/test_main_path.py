@@ -257,6 +257,7 @@ def test_an_arm_whose_counter_cannot_time_its_failures_is_modelled_per_trial(roo
     """The reporter's program counts once a second and crashes within it: its failures at
     exposure 0 give a chance per trial, never a rate over no exposure (infinite)."""
     from gpurepro.analyze.allocate import ArmPrior
+    from gpurepro.analyze.recorded import RecordedRun
     from gpurepro.analyze.simulate import models_from
     from gpurepro.case.load import load_case
 
@@ -264,7 +265,7 @@ def test_an_arm_whose_counter_cannot_time_its_failures_is_modelled_per_trial(roo
     trials = ([_trial("baseline", "crashed", 9000.0)] * 4 + [_trial("baseline", "survived", 150000.0)]
               + [_trial("as-filed", "crashed", 0.0, 0.6)] * 3 + [_trial("as-filed", "survived", 39000.0, 5.2)])
     doc = {"plan": {"options": {"budget": {"duration_s": 20.0}}}, "trials": trials}
-    models = models_from(case, [(root / "x.json", doc)], root, ["baseline", "as-filed"])
+    models = models_from(case, [RecordedRun.of(root / "x.json", doc)], root, ["baseline", "as-filed"])
     filed = models.arms["as-filed"]
     assert filed.per_trial and [c.rate for c in filed.causes] == [0.75]
     assert not models.arms["baseline"].per_trial
@@ -282,6 +283,7 @@ def test_a_counter_declared_without_opportunity_models_every_arm_per_trial(root)
     below 1); and a case's declared per-trial outcome is never a rate in the exposure."""
     import dataclasses
 
+    from gpurepro.analyze.recorded import RecordedRun
     from gpurepro.analyze.simulate import models_from
     from gpurepro.case.load import load_case
 
@@ -290,20 +292,20 @@ def test_a_counter_declared_without_opportunity_models_every_arm_per_trial(root)
     arm = case.baseline
     trials = [_trial(arm, "crashed", 1.0)] * 9 + [_trial(arm, "survived", 2.0)]
     doc = {"plan": {"options": {"budget": {"duration_s": 5.0}}}, "trials": trials}
-    model = models_from(case, [(root / "x.json", doc)], root, [arm]).arms[arm]
+    model = models_from(case, [RecordedRun.of(root / "x.json", doc)], root, [arm]).arms[arm]
     assert model.per_trial and [c.rate for c in model.causes] == [0.9]
     # The same trials under a counter that does measure opportunity: a rate per call.
     counted = dataclasses.replace(case, exposure=dataclasses.replace(case.exposure, opportunity=True))
-    assert not models_from(counted, [(root / "x.json", doc)], root, [arm]).arms[arm].per_trial
+    assert not models_from(counted, [RecordedRun.of(root / "x.json", doc)], root, [arm]).arms[arm].per_trial
 
     tile = load_case("tile_unload_race", root)
     errors = ([_trial("baseline", "cuda_error", 5000.0 + i) for i in range(3)]
               + [_trial("baseline", "survived", 150000.0)])
     doc = {"plan": {"options": {"budget": {"duration_s": 20.0}}}, "trials": errors}
-    assert not models_from(tile, [(root / "x.json", doc)], root, ["baseline"]).arms["baseline"].per_trial
+    assert not models_from(tile, [RecordedRun.of(root / "x.json", doc)], root, ["baseline"]).arms["baseline"].per_trial
     declared = dataclasses.replace(tile, exposure=dataclasses.replace(
         tile.exposure, per_trial_outcomes=("wrong_result", "cuda_error")))
-    model = models_from(declared, [(root / "x.json", doc)], root, ["baseline"]).arms["baseline"]
+    model = models_from(declared, [RecordedRun.of(root / "x.json", doc)], root, ["baseline"]).arms["baseline"]
     assert model.per_trial and [c.rate for c in model.causes] == [0.75]
 
 
@@ -330,7 +332,7 @@ def test_priors_come_only_from_documents_with_enough_trials_of_an_arm(root, tmp_
         docs = choose_documents(case, tmp_path, ["baseline", "as-filed"])
     finally:
         del os.environ["GPUREPRO_COMMIT"]
-    assert [p.name for p, _ in docs] == ["20280101T000000Z_old.json"]
+    assert [r.path.name for r in docs] == ["20280101T000000Z_old.json"]
 
 
 def test_priors_come_from_the_runs_gpu_model_first(root, tmp_path):
@@ -362,10 +364,10 @@ def test_priors_come_from_the_runs_gpu_model_first(root, tmp_path):
         anywhere = choose_documents(case, tmp_path, ["baseline", "as-filed"])
     finally:
         del os.environ["GPUREPRO_COMMIT"]
-    arms = {p.name: sorted({t["arm"] for t in d["trials"]}) for p, d in on_h100}
+    arms = {r.path.name: sorted({t["arm"] for t in r.trials}) for r in on_h100}
     assert arms == {"20290101T000000Z_h100.json": ["baseline"],
                     "20300101T000000Z_h200.json": ["as-filed"]}
-    assert [p.name for p, _ in on_h200] == [p.name for p, _ in anywhere] == \
+    assert [r.path.name for r in on_h200] == [r.path.name for r in anywhere] == \
         ["20300101T000000Z_h200.json"]
     assert "GPU model" in PRIOR_RULE
 

@@ -55,10 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from ..case.model import Case, Claim
-from ..env.commits import committed_results
 from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
-from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
 from . import processes as pr
@@ -66,6 +64,7 @@ from .allocate import ArmPrior
 from .claim_kinds import kind_of, reference_of
 from .claim_kinds.chances import SURVIVED, matches, p_end, p_matching
 from .claims import Decider, DecisiveDesign, Design
+from .recorded import RecordedRun, recorded_runs
 from .shortcut import (
     FLAKE_RATES,
     checked,
@@ -125,15 +124,15 @@ def load_models(case: Case, root: Path, paths: Sequence[str | Path] | None, arms
     ``gpu`` first, then design ``kind``; arms none covers drop out, the baseline may not).
     ``times``: timed arms draw trial times too (simulate.models_from)."""
     if paths:
-        docs = [(Path(p), _read(Path(p))) for p in paths]
-        seen = {t["arm"] for _, d in docs for t in d["trials"] if t.get("outcome") in EVIDENCE}
+        runs = [RecordedRun.of(Path(p), _read(Path(p))) for p in paths]
+        seen = {t["arm"] for r in runs for t in r.trials if t.get("outcome") in EVIDENCE}
         missing = [a for a in arms if a not in seen]
         if missing and (flag == "--from" or case.baseline in missing):
             raise UsageError(f"{flag}: no valid trial of arm(s) {', '.join(missing)} in "
-                             f"{', '.join(str(p) for p, _ in docs)}; the claims need them")
+                             f"{', '.join(str(r.path) for r in runs)}; the claims need them")
     else:
-        docs = choose_documents(case, root, arms, jobs, kind, gpu)
-    models = models_from(case, docs, root, arms, duration_s, max_exposure, times=times)
+        runs = choose_documents(case, root, arms, jobs, kind, gpu)
+    models = models_from(case, runs, root, arms, duration_s, max_exposure, times=times)
     if case.baseline not in models.arms:
         raise UsageError(f"no committed result of {case.name} under results/{case.name}/ has "
                          f"valid trials of its baseline at --jobs {jobs}; give result documents "
@@ -780,43 +779,29 @@ PROCESS_RULE = ("the valid baseline trials of the committed results of the case 
                 "GPU model at the same trials at a time, complete, with the design's own document")
 
 
-def process_documents(case: Case, root: Path, reference: tuple[Path, Mapping[str, Any]] | None
-                      ) -> list[tuple[Path, dict[str, Any]]]:
+def process_documents(case: Case, root: Path, reference: RecordedRun | None) -> list[RecordedRun]:
     """The documents whose baseline trials the crash processes are fitted to (PROCESS_RULE):
     ``reference`` (the design's document, or the one the baseline's rates came from) and every
     committed result of the case on its GPU model at its trials at a time, complete, with valid
     baseline trials."""
     if reference is None:
         return []
-    ref_path, ref_doc = reference
-    gpu, jobs = gpu_model(ref_doc), _jobs_of(ref_doc)
-    out: list[tuple[Path, dict[str, Any]]] = [(ref_path, dict(ref_doc))]
-    if gpu is None:
+    out = [reference]
+    if reference.gpu is None:
         return out
-    for f in committed_results(case.name, root):
-        if f.resolve() == ref_path.resolve():
+    for r in recorded_runs(case.name, root):
+        if (r.path.resolve() == reference.path.resolve() or r.gpu != reference.gpu
+                or r.jobs != reference.jobs or r.stopped):
             continue
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        if (not isinstance(doc, dict) or gpu_model(doc) != gpu or _jobs_of(doc) != jobs
-                or (doc.get("completion") or {}).get("complete") is False):
-            continue
-        if any(t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE
-               for t in doc.get("trials") or []):
-            out.append((f, doc))
+        if any(t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE for t in r.trials):
+            out.append(r)
     return out
 
 
-def _jobs_of(doc: Mapping[str, Any]) -> int:
-    return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
-
-
-def fit_processes(case: Case, root: Path, docs: Sequence[tuple[Path, Mapping[str, Any]]],
+def fit_processes(case: Case, root: Path, runs: Sequence[RecordedRun],
                   names: Sequence[str], seed: int, rule: str = PROCESS_RULE) -> FittedProcesses:
     """The crash processes ``names`` (PROCESS_CHOICES) fitted to the valid baseline trials of
-    ``docs``: a trial ending as one of the case's failure outcomes failed at its exposure, any
+    the recorded ``runs``: a trial ending as one of the case's failure outcomes failed at its exposure, any
     other valid trial is censored at its own (processes.checks, its CV p-value drawn with
     ``seed``). POISSON needs no fit."""
     import numpy as np
@@ -828,9 +813,9 @@ def fit_processes(case: Case, root: Path, docs: Sequence[tuple[Path, Mapping[str
                          f"{', '.join(PROCESS_CHOICES)})")
     fitted: dict[str, Any] = {n: None for n in names if n == POISSON}
     wanted = [n for n in names if n != POISSON]
-    trials = [t for _, d in docs for t in d.get("trials") or []
+    trials = [t for r in runs for t in r.trials
               if t.get("arm") == case.baseline and t.get("outcome") in EVIDENCE]
-    rel = tuple(_rel_path(p, root) for p, _ in docs)
+    rel = tuple(_rel_path(r.path, root) for r in runs)
     if not wanted:
         return FittedProcesses(fitted, None, rel, rule, {})
     if not trials:
@@ -954,16 +939,17 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
                                                    "trial: no crash process in exposure"
                                                 for n in process_names if n != POISSON})
     elif processes_from:
-        fitted = fit_processes(case, root, [(Path(p), _read(Path(p))) for p in processes_from],
+        fitted = fit_processes(case, root, [RecordedRun.of(Path(p), _read(Path(p)))
+                                            for p in processes_from],
                                process_names, seed, rule="the documents given (--processes-from)")
     else:
-        reference: tuple[Path, Mapping[str, Any]] | None = None
+        reference: RecordedRun | None = None
         if design_of_result and sources == [design_of_result]:
-            reference = (Path(design_of_result), recorded)
+            reference = RecordedRun.of(Path(design_of_result), recorded)
         elif (models.summary.get(case.baseline) or {}).get("from"):
             first_doc = Path(models.summary[case.baseline]["from"][0])
             first_doc = first_doc if first_doc.is_absolute() else root / first_doc
-            reference = (first_doc, _read(first_doc))
+            reference = RecordedRun.of(first_doc, _read(first_doc))
         fitted = fit_processes(case, root, process_documents(case, root, reference),
                                process_names, seed)
     started = time.monotonic()

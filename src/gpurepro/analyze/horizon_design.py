@@ -34,7 +34,6 @@ the same commit's results on the GPU model it runs on.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,12 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from ..case.model import Case, Claim
-from ..env.commits import committed_results
-from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from .allocate import ArmPrior, horizon_arms, rate_claims
 from .horizon_prior import prior_at
 from .known_rates import plan_for
+from .recorded import recorded_runs
 
 # What other modules use; the rest is this module's own.
 __all__ = ["POOL_RULE", "candidates", "choose_horizon", "pooled_trials", "prior_at"]
@@ -91,24 +89,18 @@ def pooled_trials(case: Case, root: Path, arms: Sequence[str], jobs: int,
     GPU model ``gpu`` where it is known."""
     pooled: dict[str, list[Mapping[str, Any]]] = {a: [] for a in arms}
     used: list[str] = []
-    for f in committed_results(case.name, root):
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict) or (doc.get("completion") or {}).get("complete") is False:
-            continue
-        options = (doc.get("plan") or {}).get("options") or {}
-        if int(options.get("jobs") or 1) != jobs or (gpu is not None and gpu_model(doc) != gpu):
+    for r in recorded_runs(case.name, root):
+        if r.stopped or r.jobs != jobs or (gpu is not None and r.gpu != gpu):
             continue
         took = False
-        for t in doc.get("trials") or []:
+        for t in r.trials:
             if isinstance(t, Mapping) and t.get("arm") in pooled and t.get("outcome") in EVIDENCE:
                 pooled[str(t["arm"])].append(t)
                 took = True
         if took:
-            resolved, top = f.resolve(), root.resolve()
-            used.append(str(resolved.relative_to(top)) if resolved.is_relative_to(top) else str(f))
+            resolved, top = r.path.resolve(), root.resolve()
+            used.append(str(resolved.relative_to(top)) if resolved.is_relative_to(top)
+                        else str(r.path))
     return PooledTrials(pooled, tuple(used), gpu)
 
 

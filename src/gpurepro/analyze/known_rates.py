@@ -32,6 +32,7 @@ from .allocate import ArmPrior, distance, horizon_arms
 from .claim_kinds import reference_of
 from .claims import Decider, Design
 from .horizon_prior import prior_at
+from .recorded import RecordedRun
 from .simulate import draw, models_from
 
 # What other modules use; the rest is this module's own.
@@ -245,11 +246,11 @@ def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | 
     from pathlib import Path
 
 
-    budget = ((doc.get("plan") or {}).get("options") or {}).get("budget") or {}
+    run = RecordedRun.of(Path("."), doc)
     arms = list(doc["plan"]["arms"])
     try:
-        models = models_from(case, [(Path("."), doc)], Path(root), arms, budget.get("duration_s"),
-                             budget.get("max_exposure"))
+        models = models_from(case, [run], Path(root), arms, run.budget.get("duration_s"),
+                             run.budget.get("max_exposure"))
     except (KeyError, ValueError, ZeroDivisionError):
         return None
     priors = {a: ArmPrior.of_model(m) for a, m in models.arms.items()}

@@ -24,7 +24,6 @@ numpy draws the trials; the decisions are `gpurepro.analyze.claims.Decider`'s.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -36,8 +35,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..case.model import Case, Claim
-from ..env.commits import committed_results
-from ..model.environment import gpu_model
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial, make_plan
 from ..run.schedule import still_needed
@@ -45,6 +42,7 @@ from .allocation import Allocation
 from .arm_model import ArmModel, Cause
 from .claim_kinds import reference_of
 from .claims import Decider
+from .recorded import RecordedRun, design_kind, recorded_runs
 from .timing import trial_time
 
 # What other modules use; the rest is this module's own.
@@ -75,10 +73,6 @@ def claim_arms(case: Case, claims: Sequence[Claim] | None = None) -> list[str]:
     return [a for a in case.resolved_arms() if a in used]
 
 
-def _jobs(doc: Mapping[str, Any]) -> int:
-    return int(((doc.get("plan") or {}).get("options") or {}).get("jobs") or 1)
-
-
 # An arm's rates are taken from a document only where it ran at least this many valid trials:
 # one or two trials (a resume check, a first look) give a rate of 0 or of everything.
 MIN_PRIOR_TRIALS = 5
@@ -87,16 +81,8 @@ PRIOR_RULE = (f"per arm, the newest committed result run on the run's GPU model 
               f"time, complete, with at least {MIN_PRIOR_TRIALS} valid trials of that arm")
 
 
-def design_kind(stopping: Mapping[str, Any] | None) -> str:
-    """decisive, until-decided or fixed: what a run's journaled ``stopping`` describes."""
-    if not stopping:
-        return "fixed"
-    return "decisive" if stopping.get("design") == "decisive" else "until-decided"
-
-
 def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
-                     kind: str | None = None, gpu: str | None = None
-                     ) -> list[tuple[Path, dict[str, Any]]]:
+                     kind: str | None = None, gpu: str | None = None) -> list[RecordedRun]:
     """The committed results an arm's rates come from, by rule (PRIOR_RULE): for each arm, the
     newest document run at ``jobs`` trials at a time (concurrency changes a race's rates) that
     is not a stopped run and holds at least MIN_PRIOR_TRIALS valid trials of it, those run on
@@ -105,40 +91,23 @@ def choose_documents(case: Case, root: Path, arms: Sequence[str], jobs: int = 1,
     in 52 of 60 on an H200 the same day), then those of design ``kind``. Each document comes back
     with the trials of the arms taken from it alone, so no arm's model mixes in another
     document's few trials."""
-    candidates: list[tuple[Path, dict[str, Any]]] = []
-    for f in committed_results(case.name, root):
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict) or _jobs(doc) != jobs:
-            continue
-        if (doc.get("completion") or {}).get("complete") is False:
-            continue
-        candidates.append((f, doc))
+    candidates = [r for r in recorded_runs(case.name, root) if r.jobs == jobs and not r.stopped]
     # Stable: newest first within each group.
-    candidates.sort(key=lambda fd: (gpu is not None and gpu_model(fd[1]) != gpu,
-                                    kind is not None and design_kind((fd[1].get("plan") or {}).get(
-                                        "options", {}).get("stopping")) != kind))
+    candidates.sort(key=lambda r: (gpu is not None and r.gpu != gpu,
+                                   kind is not None and r.kind != kind))
     taken: dict[Path, set[str]] = {}
     for arm in arms:
-        for f, doc in candidates:
-            n = sum(1 for t in doc.get("trials") or []
-                    if t.get("arm") == arm and t.get("outcome") in EVIDENCE)
+        for r in candidates:
+            n = sum(1 for t in r.trials if t.get("arm") == arm and t.get("outcome") in EVIDENCE)
             if n >= MIN_PRIOR_TRIALS:
-                taken.setdefault(f, set()).add(arm)
+                taken.setdefault(r.path, set()).add(arm)
                 break
-    return [(f, {**doc, "trials": [t for t in doc.get("trials") or [] if t.get("arm") in taken[f]]})
-            for f, doc in candidates if f in taken]
+    return [r.only(taken[r.path]) for r in candidates if r.path in taken]
 
 
 def _rel(path: Path, root: Path) -> str:
     path = path.resolve()
     return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else str(path)
-
-
-def _budget_of(doc: Mapping[str, Any]) -> Mapping[str, Any]:
-    return ((doc.get("plan") or {}).get("options") or {}).get("budget") or {}
 
 
 MIN_SPEED_S = 0.5  # trials shorter than this are mostly start-up: their speed is not counted
@@ -173,10 +142,10 @@ def untimed(ts: Sequence[Mapping[str, Any]], exposure: Any = None) -> bool:
     return bool(failed) and at_zero * 2 > len(failed)
 
 
-def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root: Path,
+def models_from(case: Case, runs: Sequence[RecordedRun], root: Path,
                 arms: Sequence[str], duration_s: float | None = None,
                 max_exposure: int | None = None, times: bool = False) -> Models:
-    """Per-arm models pooled over ``docs`` for a run of ``duration_s`` seconds per trial and an
+    """Per-arm models pooled over the recorded ``runs`` for a run of ``duration_s`` seconds per trial and an
     exposure budget ``max_exposure`` (0: none); None: the documents' own.
 
     - rates: per (outcome, detail) of the arm's valid trials, their count over the arm's total
@@ -193,12 +162,12 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
       timed claims. The known-rates plan and the pre-run decidability do not model times yet
       (decidability says so): their designs for timed cases stay as recorded.
     """
-    trials = [t for _, d in docs for t in d.get("trials") or [] if t.get("outcome") in EVIDENCE]
-    durations = [float(_budget_of(d).get("duration_s") or 0) for _, d in docs]
+    trials = [t for r in runs for t in r.trials if t.get("outcome") in EVIDENCE]
+    durations = [float(r.budget.get("duration_s") or 0) for r in runs]
     doc_duration = statistics.median(durations) if any(durations) else 0.0
     duration = float(duration_s) if duration_s else doc_duration
     if max_exposure is None:
-        caps = [int(_budget_of(d).get("max_exposure") or 0) for _, d in docs]
+        caps = [int(r.budget.get("max_exposure") or 0) for r in runs]
         max_exposure = min((c for c in caps if c > 0), default=0)
     any_exposure = any(float(t.get("exposure") or 0) > 0 for t in trials if t["arm"] in arms)
     factors = case.resolved_arms()
@@ -256,8 +225,8 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                                per_trial=per_trial and any_exposure, log_time=log_time,
                                loops=_loops(ts) if log_time else 1)
         summary[arm] = {"n_valid": len(ts), "exposure": exposure,
-                        "from": [_rel(p, root) for p, d in docs
-                                 if any(t.get("arm") == arm for t in d.get("trials") or [])],
+                        "from": [_rel(r.path, root) for r in runs
+                                 if any(t.get("arm") == arm for t in r.trials)],
                         **({"per_trial": True} if per_trial and any_exposure else {}),
                         "ended": {f"{o}: {d}" if d else o: k for (o, d), k in sorted(ended.items())},
                         "speed": speed, "budget": budget, "budget_from": how,
@@ -265,7 +234,7 @@ def models_from(case: Case, docs: Sequence[tuple[Path, Mapping[str, Any]]], root
                         **({"log_time": {"mean": log_time[0], "sd": log_time[1]}}
                            if log_time else {})}
     return Models(mode="exposure" if any_exposure else "per_trial", arms=models,
-                  documents=[_rel(p, root) for p, _ in docs], summary=summary,
+                  documents=[_rel(r.path, root) for r in runs], summary=summary,
                   trials={a: [dict(t) for t in trials if t["arm"] == a] for a in models})
 
 

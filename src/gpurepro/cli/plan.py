@@ -20,12 +20,11 @@ from typing import Any
 
 from ..analyze.decidability import lines as chance_lines
 from ..analyze.designing import run_design
+from ..analyze.recorded import recorded_runs
 from ..case.load import load_case
 from ..case.model import Case
-from ..env.commits import committed_results
 from ..errors import EXIT_OK, UsageError
 from ..model.design import DesignSpec
-from ..model.environment import gpu_model
 from ..model.plan import Plan
 from ..run.session import new_plan
 from .args import check_arguments, repository_root, show
@@ -156,14 +155,7 @@ def check_gpu_model(case: Case, name: str, root: Path) -> None:
     """A --gpu-model some committed result of the case was run on: the horizon and the priors
     are matched by the exact name, so a name no document has ('H100' for 'NVIDIA H100 80GB
     HBM3') would plan from every model's results without a word."""
-    models = set()
-    for f in committed_results(case.name, root):
-        try:
-            doc = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and (model := gpu_model(doc)) is not None:
-            models.add(model)
+    models = {r.gpu for r in recorded_runs(case.name, root) if r.gpu is not None}
     if name not in models:
         known = ", ".join(repr(m) for m in sorted(models)) or "none"
         raise UsageError(f"--gpu-model {name!r}: no committed result of {case.name} was run on "
