@@ -23,7 +23,7 @@ from gpurepro.case.model import DETERMINISTIC_TRIALS
 from gpurepro.errors import ManifestError
 from gpurepro.model.design import DesignSpec
 from gpurepro.model.plan import make_plan
-from gpurepro.model.result import ClaimDecision, Trial
+from gpurepro.model.result import ClaimDecision, Result, Trial
 from gpurepro.run.execute import RunOptions
 from gpurepro.run.session import journal_header
 from tests.conftest import ROOT
@@ -265,7 +265,7 @@ def test_calibrate_reports_the_design_without_it_and_the_cost_of_a_false_declara
     case = dataclasses.replace(load_case("ptxas_abs_clamp", ROOT), deterministic="same cubin")
     doc = ROOT / "results" / "ptxas_abs_clamp" / "20261201T142138Z_NVIDIA-H200_redacted.json"
     recorded = json.loads(doc.read_text())
-    design, sequential, trials, arms, exploratory, budget = cal.design_of(recorded)
+    design, sequential, trials, arms, exploratory, budget = cal.design_of(Result.of(recorded))
     models = cal.load_models(case, ROOT, [doc], arms, duration_s=budget.get("duration_s"),
                              max_exposure=budget.get("max_exposure"))
     sequential_design = Design(alpha=0.05, step=3, max_trials=12)

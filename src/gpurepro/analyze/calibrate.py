@@ -59,6 +59,7 @@ from ..errors import UsageError
 from ..model.design import DEFAULT_ALPHA, DesignSpec
 from ..model.outcomes import EVIDENCE
 from ..model.plan import PlannedTrial
+from ..model.result import Result
 from . import processes as pr
 from .allocate import ArmPrior
 from .claim_kinds import kind_of, reference_of
@@ -851,22 +852,19 @@ def priors_of(models: Models) -> dict[str, dict[str, Any]]:
     return {a: ArmPrior.of_model(m).to_json() for a, m in models.arms.items()}
 
 
-def design_of(document: Mapping[str, Any]) -> tuple[Any, bool, int, list[str], list[str], Mapping[str, Any]]:
+def design_of(result: Result) -> tuple[Any, bool, int, list[str], list[str], Mapping[str, Any]]:
     """(Design, sequential, trials per arm, arms, exploratory claims, budget) of a recorded run."""
-    plan = document["plan"]
-    options = plan.get("options") or {}
-    stopping = options.get("stopping")
-    if stopping:
-        design, sequential = Design.from_description(stopping), True
+    most = max(result.plan.trials_per_arm.values())
+    if result.design.sequential:
+        design, sequential = Design.of(result.design), True
         # A run from before claims journaled its looks as trial counts, the last its maximum.
-        trials = int(stopping.get("max_trials") or design.max_trials
-                     or max(int(n) for n in plan["trials_per_arm"].values()))
+        trials = int(result.design.max_trials or design.max_trials or most)
     else:
         design, sequential = Design(alpha=DEFAULT_ALPHA), False
-        trials = max(int(n) for n in plan["trials_per_arm"].values())
-    families = options.get("families") or {}
-    return (design, sequential, trials, list(plan["arms"]), list(families.get("exploratory") or ()),
-            options.get("budget") or {})
+        trials = most
+    families = result.options.families
+    return (design, sequential, trials, list(result.plan.arms),
+            list(families.exploratory) if families else [], result.options.budget)
 
 
 def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
@@ -896,7 +894,7 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
     # A new run's timed test, for a case with timed claims (gpurepro.run.session journals it).
     timed = TimedTest() if any(kind_of(c).timed for c in case.claims) else None
     if design_of_result:
-        recorded = _read(Path(design_of_result))
+        recorded = Result.of(_read(Path(design_of_result)))
         design, sequential, trials, arms, exploratory, budget = design_of(recorded)
         if spending is not None or supported_share is not None:
             if not isinstance(design, DecisiveDesign):
@@ -906,17 +904,17 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
                              supported_share=(design.supported_share if supported_share is None
                                               else supported_share))
         # The declaration that run journaled (none: it decided every claim by its design).
-        deterministic = ((recorded.get("plan") or {}).get("options") or {}).get("deterministic")
+        declared = recorded.options.deterministic
+        deterministic = dict(declared.declared) if declared is not None else None
         # The timed test it journaled (none: Welch's, as a journal from before it is decided).
-        timed = TimedTest.from_json(((recorded.get("plan") or {}).get("options") or {}).get("timing"))
-        recorded_stopping = ((recorded.get("plan") or {}).get("options") or {}).get("stopping") or {}
-        priors = recorded_stopping.get("priors")
-        first = list(recorded_stopping.get("first") or ())
+        timed = TimedTest.from_json(recorded.options.timing)
+        priors = recorded.design.priors
+        first = list(recorded.design.first or ())
         sources = list(rates_from or [design_of_result])
         if not rates_from:
             # Rates from the run's own trials: an arm it has none of is not simulated (its claims
             # are not decided in any simulated run either), and the output says so.
-            seen = {t.get("arm") for t in recorded["trials"] if t.get("outcome") in EVIDENCE}
+            seen = {t.arm for t in recorded.trials if t.outcome in EVIDENCE}
             if case.baseline in seen:
                 without = [a for a in arms if a not in seen]
                 arms = [a for a in arms if a in seen]
@@ -945,7 +943,7 @@ def run_calibration(case: Case, root: Path, asked: DesignSpec, trials: int,
     else:
         reference: RecordedRun | None = None
         if design_of_result and sources == [design_of_result]:
-            reference = RecordedRun.of(Path(design_of_result), recorded)
+            reference = RecordedRun.of(Path(design_of_result), recorded.fields)
         elif (models.summary.get(case.baseline) or {}).get("from"):
             first_doc = Path(models.summary[case.baseline]["from"][0])
             first_doc = first_doc if first_doc.is_absolute() else root / first_doc

@@ -577,12 +577,14 @@ class ClaimFamilies:
     main: tuple[str, ...]
     chance: Mapping[str, float]
     threshold: float | None
+    exploratory: tuple[str, ...] = ()  # the claims kept out of the confirmatory family
 
     @classmethod
     def of(cls, d: Mapping[str, Any] | None) -> ClaimFamilies | None:
         if not d:
             return None
-        return cls(tuple(d.get("main") or ()), _frozen(d.get("chance")), d.get("threshold"))
+        return cls(tuple(d.get("main") or ()), _frozen(d.get("chance")), d.get("threshold"),
+                   tuple(d.get("exploratory") or ()))
 
 
 @dataclass(frozen=True)
