@@ -111,8 +111,8 @@ class Job:
         return {"output": self.output, "argv": list(self.argv), "digest": self.digest}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Job:
-        return cls(str(doc["output"]), tuple(doc["argv"]), str(doc["digest"]))
+    def from_json(cls, d: Mapping[str, Any]) -> Job:
+        return cls(str(d["output"]), tuple(d["argv"]), str(d["digest"]))
 
 
 def _digest(argv: list[str], material: object) -> str:

@@ -48,9 +48,9 @@ class ArmTime:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> ArmTime:
-        return cls(str(doc["arm"]), int(doc["trials"]), float(doc["seconds"]), str(doc["source"]),
-                   int(doc.get("committed_trials", 0)))
+    def from_json(cls, d: Mapping[str, Any]) -> ArmTime:
+        return cls(str(d["arm"]), int(d["trials"]), float(d["seconds"]), str(d["source"]),
+                   int(d.get("committed_trials", 0)))
 
 
 def committed_times(case: Case, root: Path) -> dict[str, list[float]]:

@@ -34,6 +34,7 @@ from ..errors import (
 from ..model.design import ANALYSIS_VERSION, TIMED_TEST, DesignSpec, RunDesign
 from ..model.files import sha256_file
 from ..model.journal import RunHeader
+from ..model.jsontypes import JSONObject
 from ..model.plan import Plan, make_plan
 from . import contain, runtime, schedule
 from .execute import (
@@ -203,15 +204,17 @@ def new_plan(case: Case, request: RunRequest) -> Plan:
                      list(request.arms) if request.arms else None)
 
 
-def journal_path(case: Case, header: dict[str, Any], request: RunRequest) -> Path:
-    """--journal, or results/<case>/<result name>.journal.jsonl."""
+def journal_path(case: Case, header: JSONObject, request: RunRequest) -> Path:
+    """--journal, or results/<case>/<result name>.journal.jsonl (``header``: the journal's
+    first line, about to be written)."""
     if request.journal is not None:
         return request.journal
     return request.out_dir / case.name / f"{result_name(header)}.journal.jsonl"
 
 
-def create(path: Path, header: dict[str, Any]) -> Journal:
-    """A new run's journal, created and locked (a local run's and a cluster run's alike)."""
+def create(path: Path, header: JSONObject) -> Journal:
+    """A new run's journal, created and locked (a local run's and a cluster run's alike), its
+    first line ``header``."""
     journal = Journal.create(path, header)
     _show(f"journal: {journal.path}")
     return journal
