@@ -254,12 +254,13 @@ def information_bound(case: Any, journal: Path, doc: dict[str, Any],
     from gpurepro.analyze.calibrate import process_documents
     from gpurepro.analyze.information_bound import question_bound
     from gpurepro.analyze.processes import ProcessFitError
+    from gpurepro.analyze.recorded import RecordedRun
 
     if not main_question:
         return None
     path = journal.with_name(journal.name.replace(".journal.jsonl", ".json"))
-    docs = process_documents(case, ROOT, (path, doc))
-    trials = [t for _, d in docs for t in d.get("trials") or []]
+    runs = process_documents(case, ROOT, RecordedRun.of(path, doc))
+    trials = [t for r in runs for t in r.trials]
     stopping = doc["plan"]["options"].get("stopping") or {}
     duration = float((doc["plan"]["options"].get("budget") or {}).get("duration_s") or 0)
     confirmatory = [c["name"] for c in doc["claims"] if c.get("family") != "exploratory"]
@@ -275,7 +276,7 @@ def information_bound(case: Any, journal: Path, doc: dict[str, Any],
     return {"process": best, "seconds": q.bounds[best].total_s,
             "range_s": [min(b.total_s for b in q.bounds.values()),
                         max(b.total_s for b in q.bounds.values())],
-            "fitted_to": [_rel(p) for p, _ in docs], **out}
+            "fitted_to": [_rel(r.path) for r in runs], **out}
 
 
 def _rel(path: Path) -> str:

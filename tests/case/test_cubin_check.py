@@ -84,23 +84,25 @@ def _case():
 ])
 def test_a_conclusion_gives_the_status_its_claims_decide(recorded, decisions, status):
     from gpurepro.analyze.verdict import verdict_for
+    from gpurepro.model.result import Result
 
     doc = json.loads(json.dumps(recorded))
     for c in doc["claims"]:
         c["decision"] = decisions.get(c["name"], c["decision"])
-    verdict = verdict_for(_case(), doc)
+    verdict = verdict_for(_case(), Result.of(doc))
     assert verdict["status"] == status
     assert (verdict["owner"] is not None) == (status == "reproduced")
 
 
 def test_an_exploratory_decision_names_no_owner(recorded):
     from gpurepro.analyze.verdict import verdict_for
+    from gpurepro.model.result import Result
 
     doc = json.loads(json.dumps(recorded))
     for c in doc["claims"]:
         if c["name"] == "wrong-is-wrong":
             c["family"] = "exploratory"
-    verdict = verdict_for(_case(), doc)
+    verdict = verdict_for(_case(), Result.of(doc))
     assert verdict["status"] == "inconclusive" and verdict["owner"] is None
 
 
