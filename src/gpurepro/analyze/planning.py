@@ -33,7 +33,8 @@ from .decidability import RUNS, THRESHOLD, beside_main, check_priors, main_claim
 from .horizon_design import PooledTrials, choose_horizon, pooled_trials
 from .horizon_prior import prior_at
 from .known_rates import design_that_decides, plan_for
-from .simulate import PRIOR_RULE, design_kind
+from .recorded import design_kind
+from .simulate import PRIOR_RULE
 
 # What other modules use; the rest is this module's own.
 __all__ = ["assess", "design_for", "plan_decisive"]

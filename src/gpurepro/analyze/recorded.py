@@ -1,4 +1,4 @@
-"""The recorded runs the planning takes its rates from, each document read once and typed.
+"""The recorded runs the planning takes its rates from, each document read and typed in one place.
 
 A committed result of the case (or one given with --from, --priors-from, --processes-from, or the
 run being recorded) is, to the planning, a run at some trials at a time, on some GPU model, of

@@ -42,12 +42,12 @@ from .allocation import Allocation
 from .arm_model import ArmModel, Cause
 from .claim_kinds import reference_of
 from .claims import Decider
-from .recorded import RecordedRun, design_kind, recorded_runs
+from .recorded import RecordedRun, recorded_runs
 from .timing import trial_time
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms", "design_kind",
+    "ArmModel", "Cause", "causes_per_trial", "choose_documents", "claim_arms",
     "draw", "MIN_PRIOR_TRIALS", "MIN_SPEED_S", "Models", "models_from", "null_arm", "null_of",
     "PRIOR_RULE", "RunSpec", "simulate_run", "SimulatedRun", "streams", "untimed",
     "with_process"
