@@ -44,18 +44,18 @@ def test_jobs_1_against_jobs_2_prints_every_arm_and_the_rate_ratio():
     sa, sb = a["summary"]["baseline"], b["summary"]["baseline"]
     rr = stats.rate_ratio(sb["failures"], sb["exposure"]["total"], sa["failures"], sa["exposure"]["total"])
     result = compare([a, b], [str(JOBS1), str(JOBS2)])
-    got = result["arms"]["baseline"]["against_A"][0]
-    assert got["estimate"] == pytest.approx(rr["estimate"])
-    assert got["p_value"] == pytest.approx(rr["p_value"])
-    assert got["ci95"] == pytest.approx(rr["ci95"])
-    assert 3 < got["estimate"] < 5  # 53 vs 225 per 10^6 cycles
+    got = result.arms["baseline"].against_A[0].test
+    assert got.estimate == pytest.approx(rr["estimate"])
+    assert got.p_value == pytest.approx(rr["p_value"])
+    assert got.ci95 == pytest.approx(rr["ci95"])
+    assert got.estimate is not None and 3 < got.estimate < 5  # 53 vs 225 per 10^6 cycles
     # What could explain it: --jobs, among the recorded differences.
-    differs = {d["name"]: d["values"] for d in result["environment"]["differs"]}
+    differs = {d.name: d.values for d in result.differs}
     assert differs["jobs (trials at a time per GPU)"] == ["1", "2"]
-    assert "driver" not in differs and "driver" in result["environment"]["same"]
+    assert "driver" not in differs and "driver" in result.same
     assert "| jobs (trials at a time per GPU) | 1 | 2 |" in out
     # Both runs decide the same claims the same way where both decided them.
-    assert not result["flipped"]
+    assert not result.flipped
 
 
 def _without_claims(doc: dict) -> dict:
@@ -68,16 +68,33 @@ def _without_claims(doc: dict) -> dict:
 def test_documents_without_claims_are_named_and_nothing_flips():
     a, b = _without_claims(_load(JOBS1)), _without_claims(_load(JOBS2))
     result = compare([a, b], ["a", "b"])
-    assert result["claims"]["without_claims"] == ["A", "B"]
+    assert result.claims.without_claims == ["A", "B"]
     assert "carries no claims" in markdown(result)
-    assert not result["flipped"]
+    assert not result.flipped
+
+
+def test_the_json_is_the_typed_comparison_written_out_with_its_keys_in_order():
+    """`compare --json` prints Comparison.to_json: the keys scripts read, in a fixed order."""
+    done = _cli("compare", str(JOBS1), str(JOBS2), "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed == compare([_load(JOBS1), _load(JOBS2)], [str(JOBS1), str(JOBS2)]).to_json()
+    assert list(printed) == ["case", "exposure", "baseline", "runs", "arms", "claims",
+                             "verdict_changes", "environment", "gpu_conditions", "flipped"]
+    baseline = printed["arms"]["baseline"]
+    assert list(baseline["runs"][0]) == ["n", "n_valid", "failures", "exposure", "rate",
+                                         "rate_ci95", "proportion", "proportion_ci95",
+                                         "coarse_failures"]
+    assert list(baseline["against_A"][0]) == ["run", "test", "estimate", "ci95", "p_value"]
+    assert list(printed["runs"][0])[-1] == "verdict"
 
 
 def test_coarse_counter_arm_is_compared_per_trial():
     result = compare([_load(JOBS1), _load(JOBS2)], ["a", "b"])
-    as_filed = result["arms"]["as-filed"]
-    assert as_filed["runs"][0]["coarse_failures"] > 0
-    assert as_filed["against_A"][0]["test"].startswith("odds ratio of failing trials")
+    as_filed = result.arms["as-filed"]
+    first = as_filed.runs[0]
+    assert first is not None and first.coarse_failures > 0
+    assert str(as_filed.against_A[0].test.test).startswith("odds ratio of failing trials")
 
 
 def test_newest_two_show_the_flipped_claim_and_fail_on_change():
@@ -106,10 +123,10 @@ def test_newest_two_show_the_flipped_claim_and_fail_on_change():
 def test_a_document_against_itself_changes_nothing():
     doc = _load(UNTIL)
     result = compare([doc, copy.deepcopy(doc)], ["a", "b"])
-    assert not result["flipped"] and not result["claims"]["changed"]
-    assert result["claims"]["unchanged"] == len(doc["claims"])
-    assert result["environment"]["differs"] == []
-    assert not result["verdict_changes"]
+    assert not result.flipped and not result.claims.changed
+    assert result.claims.unchanged == len(doc["claims"])
+    assert result.differs == []
+    assert not result.verdict_changes
     assert "No claim changed its decision" in markdown(result)
 
 
@@ -126,18 +143,20 @@ def test_what_counts_as_a_flip(before, after, change, flip):
     b["claims"][0]["decision"] = after
     b["verdict"]["status"] = "not_reproduced"
     result = compare([a, b], ["a", "b"])
-    [changed] = result["claims"]["changed"]
-    assert changed["claim"] == a["claims"][0]["name"]
-    assert changed["changes"][0]["change"] == change
-    assert result["flipped"] is flip
-    assert {"run": "B", "field": "status", "from": "reproduced", "to": "not_reproduced"} in result["verdict_changes"]
+    [changed] = result.claims.changed
+    assert changed.claim == a["claims"][0]["name"]
+    assert changed.changes[0].change == change
+    assert result.flipped is flip
+    # As compare --json writes it.
+    assert ({"run": "B", "field": "status", "from": "reproduced", "to": "not_reproduced"}
+            in result.to_json()["verdict_changes"])
 
 
 def test_three_documents_each_against_the_first():
     docs = [_without_claims(_load(JOBS1)), _without_claims(_load(JOBS2)), _load(UNTIL)]
     result = compare(docs, ["a", "b", "c"])
-    assert [c["run"] for c in result["arms"]["baseline"]["against_A"]] == ["B", "C"]
-    assert result["claims"]["without_claims"] == ["A", "B"]
+    assert [c.run for c in result.arms["baseline"].against_A] == ["B", "C"]
+    assert result.claims.without_claims == ["A", "B"]
     text = markdown(result)
     assert "C vs A" in text
 

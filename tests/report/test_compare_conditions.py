@@ -38,8 +38,8 @@ def test_the_committed_fa3_runs_are_within_tolerance_and_compare():
     docs = [_doc(p) for p in FA3[:2]]
     assert run_conditions(docs[0])["sm_clock_mhz"] > 0
     result = compare(docs, FA3[:2])
-    assert result["gpu_conditions"]["beyond_tolerance"] == []
-    assert {c["condition"] for c in result["gpu_conditions"]["compared"]} >= {"sm_clock_mhz"}
+    assert result.beyond_tolerance == []
+    assert {c["condition"] for c in result.conditions_compared} >= {"sm_clock_mhz"}
     assert "GPU conditions within tolerance" in markdown(result)
 
 
@@ -52,7 +52,7 @@ def test_a_run_at_a_lower_clock_is_refused_and_compared_only_when_asked(tmp_path
     # Within the tolerance: compared.
     assert compare([first, _throttled(first, clock * 0.99)], ["a.json", "b.json"])
     result = compare([first, slow], ["a.json", "b.json"], any_conditions=True)
-    assert result["gpu_conditions"]["beyond_tolerance"]
+    assert result.beyond_tolerance
     assert "GPU conditions differ beyond tolerance" in markdown(result)
     # The command line: a usage error naming the condition, no traceback; then --any-conditions.
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
@@ -70,6 +70,6 @@ def test_a_run_at_a_lower_clock_is_refused_and_compared_only_when_asked(tmp_path
 def test_untimed_runs_carry_no_conditions_and_compare_as_before():
     tile = sorted((ROOT / "results" / "tile_unload_race").glob("2026120*_redacted.json"))[:2]
     result = compare([_doc(p) for p in tile], tile)
-    assert result["gpu_conditions"] == {"compared": [], "beyond_tolerance": []}
+    assert result.to_json()["gpu_conditions"] == {"compared": [], "beyond_tolerance": []}
     assert "GPU conditions" not in markdown(result)
 

@@ -119,20 +119,20 @@ def test_compare_shows_an_exploratory_decision_as_exploratory():
     a, b = _load(FIXED), _load(RESUMED)
     name = _exploratory_supported(a)
     result = compare([a, b], [FIXED, RESUMED])
-    changed = next(c for c in result["claims"]["changed"] if c["claim"] == name)
-    assert changed["families"] == {"A": "exploratory", "B": "exploratory"}
+    changed = next(c for c in result.claims.changed if c.claim == name)
+    assert changed.families == {"A": "exploratory", "B": "exploratory"}
     claims = compare_markdown(result).split("### Claims")[1]
     row = next(line for line in claims.splitlines() if line.startswith(f"| `{name}`"))
     assert "supported (exploratory)" in row
-    assert any("(exploratory) in A" in f for f in result["claims"]["flips"])
+    assert any("(exploratory) in A" in f for f in result.claims.flips)
     # The same decision, moved from one family to the other, is a change too.
     c = copy.deepcopy(a)
     for claim in c["claims"]:
         if claim["name"] == name:
             claim.pop("family")
     moved = compare([a, c], [FIXED, FIXED])
-    change = next(x for x in moved["claims"]["changed"] if x["claim"] == name)
-    assert change["changes"][0]["change"] == "now confirmatory"
+    change = next(x for x in moved.claims.changed if x.claim == name)
+    assert change.changes[0].change == "now confirmatory"
 
 
 def test_the_forest_headline_counts_the_families_apart():

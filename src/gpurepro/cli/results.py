@@ -173,11 +173,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         result = compare(docs, args.results, any_conditions=args.any_conditions)
     except CompareError as exc:
         raise UsageError(str(exc)) from None
-    print(json.dumps(result, indent=2) if args.json else markdown(result))
+    print(json.dumps(result.to_json(), indent=2) if args.json else markdown(result))
     if args.plot:
         drawn = plot(result, Path(args.plot))
         say(f"plot: {args.plot}" if drawn else "plot: nothing to draw (no arm with exposure in two runs)")
-    return EXIT_ERROR if args.fail_on_change and result["flipped"] else EXIT_OK
+    return EXIT_ERROR if args.fail_on_change and result.flipped else EXIT_OK
 
 
 def _matrix_block(path: Path, doc: Mapping[str, Any]) -> tuple[str, str, str]:

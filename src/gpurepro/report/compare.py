@@ -26,6 +26,19 @@ from ..model.design import DesignSpec
 from ..model.jsontypes import JSONObject, JSONValue
 from ..model.result import ClaimDecision, Result, as_result
 from . import families, gfm, gpu_conditions
+from .comparison import (
+    AgainstA,
+    ArmRun,
+    ArmTest,
+    ChangedClaim,
+    ClaimChange,
+    ComparedArm,
+    ComparedClaims,
+    ComparedRun,
+    Comparison,
+    Factor,
+    VerdictChange,
+)
 from .figure import save
 from .forest import (
     NAME_X,
@@ -43,8 +56,8 @@ from .wrong import per_trial
 
 # What other modules use; the rest is this module's own.
 __all__ = [
-    "compare", "DECIDED", "design", "factors", "forest_figure", "labels", "markdown", "plot",
-    "RIGHT", "RUN_STYLE", "stopping_numbers"
+    "arm_run", "arm_test", "compare", "DECIDED", "design", "factors", "forest_figure", "labels",
+    "markdown", "plot", "RIGHT", "RUN_STYLE", "stopping_numbers"
 ]
 
 DECIDED = ("supported", "contradicted")
@@ -157,46 +170,37 @@ def factors(r: Result) -> dict[str, str]:
     return out
 
 
-def _ci(ci: tuple[float, float] | None) -> list[float] | None:
-    """An interval as the comparison's JSON writes it."""
-    return None if ci is None else list(ci)
-
-
-def _arm_run(r: Result, arm: str) -> dict[str, Any] | None:
+def arm_run(r: Result, arm: str) -> ArmRun | None:
     s = r.arms.get(arm)
     if s is None:
         return None
     failed = [t.record for t in r.trials if t.arm == arm and t.outcome in r.case.failure_outcomes]
-    return {"n": s.n, "n_valid": s.n_valid, "failures": s.failures,
-            "exposure": s.exposure.total, "rate": s.exposure.rate.estimate,
-            "rate_ci95": _ci(s.exposure.rate.ci95), "proportion": s.proportion.estimate,
-            "proportion_ci95": _ci(s.proportion.ci95),
-            # Failures with no counter reading (a once-a-second printout): the exposure is no
-            # time axis there, so the arm is compared per trial.
-            "coarse_failures": stats.coarse_counter(failed),
-            # A case that checks its output: a trial is the unit (wrong results), not exposure.
-            **({"per_trial": True} if per_trial(r) else {})}
+    return ArmRun(n=s.n, n_valid=s.n_valid, failures=s.failures, exposure=s.exposure.total,
+                  rate=s.exposure.rate.estimate, rate_ci95=s.exposure.rate.ci95,
+                  proportion=s.proportion.estimate, proportion_ci95=s.proportion.ci95,
+                  coarse_failures=stats.coarse_counter(failed), per_trial=per_trial(r))
 
 
-def _between(run: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
+RATE_RATIO = "rate ratio (exact conditional binomial)"
+
+
+def arm_test(run: ArmRun | None, ref: ArmRun | None) -> ArmTest | None:
     """A later run's arm against the first run's: rate ratio where both have exposure,
     else Fisher's exact test on failing trials; None when either has no valid trial."""
-    if not run or not ref or not run["n_valid"] or not ref["n_valid"]:
+    if not run or not ref or not run.n_valid or not ref.n_valid:
         return None
-    coarse = run["coarse_failures"] or ref["coarse_failures"]
-    trials = run.get("per_trial") or ref.get("per_trial")
-    if run["exposure"] > 0 and ref["exposure"] > 0 and not coarse and not trials:
-        rr = stats.rate_ratio(run["failures"], run["exposure"], ref["failures"], ref["exposure"])
+    coarse = run.coarse_failures or ref.coarse_failures
+    trials = run.per_trial or ref.per_trial
+    if run.exposure > 0 and ref.exposure > 0 and not coarse and not trials:
+        rr = stats.rate_ratio(run.failures, run.exposure, ref.failures, ref.exposure)
         if rr["p_value"] is None:  # no failure in either run: nothing to compare
-            return {"test": "rate ratio (exact conditional binomial)", "estimate": None,
-                    "ci95": None, "p_value": None, "note": "no failure in either run"}
-        return {"test": "rate ratio (exact conditional binomial)", "estimate": rr["estimate"],
-                "ci95": rr["ci95"], "p_value": rr["p_value"]}
-    f = stats.fisher(run["failures"], run["n_valid"], ref["failures"], ref["n_valid"])
+            return ArmTest(RATE_RATIO, None, None, None, "no failure in either run")
+        return ArmTest(RATE_RATIO, rr["estimate"], rr["ci95"], rr["p_value"])
+    f = stats.fisher(run.failures, run.n_valid, ref.failures, ref.n_valid)
     why = ("a trial is the unit" if trials else "coarse exposure counter" if coarse
            else "no exposure recorded")
-    return {"test": f"odds ratio of failing trials (Fisher exact; {why})",
-            "estimate": f["odds_ratio"], "ci95": None, "p_value": f["p_value"]}
+    return ArmTest(f"odds ratio of failing trials (Fisher exact; {why})", f["odds_ratio"], None,
+                   f["p_value"])
 
 
 # ---------------------------------------------------------------- claims and verdict
@@ -225,8 +229,8 @@ def _labelled(decision: str | None, family: str | None) -> str:
 
 
 def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Path],
-            any_conditions: bool = False) -> dict[str, Any]:
-    """The comparison as one JSON-ready object (``markdown`` renders it). Timed runs whose GPU
+            any_conditions: bool = False) -> Comparison:
+    """The comparison (``markdown`` renders it, ``to_json`` writes it). Timed runs whose GPU
     conditions (clocks, temperature) differ beyond gpu_conditions.TOLERANCES are refused, unless
     ``any_conditions``: then the comparison says so."""
     if len(docs) < 2:
@@ -251,39 +255,37 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
                            "alone; --any-conditions compares them anyway, and says so")
     first = results[0]
     unit, per = first.case.exposure_unit, first.case.exposure_per
+    if unit is None or per is None:  # the schema requires both; a document not checked may not
+        raise CompareError(f"{paths[0]}: its case records no exposure unit and per (the result "
+                           f"schema requires case.exposure); gpurepro validate says what else")
 
-    runs: list[dict[str, Any]] = []
+    runs: list[ComparedRun] = []
     for label, r, path in zip(names, results, paths, strict=True):
         gpu_name, cc = _gpu(r)
-        runs.append({
-            "label": label, "path": str(path), "started_at": r.started_at,
-            "created_at": r.created_at, "gpu": gpu_name, "compute_capability": cc,
-            "driver": r.environment.gpu.driver_version,
-            "jobs": r.options.jobs,
-            "design": design(r), "trials": len(r.trials),
-            "claims": len(r.claims) if r.claims_recorded else None,
-            "exploratory_claims": sum(1 for c in r.claims if families.is_exploratory(c)),
-            "verdict": {"status": r.verdict.status if r.verdict else None,
-                        "owner": r.verdict.owner if r.verdict else None},
-        })
+        runs.append(ComparedRun(
+            label=label, path=str(path), started_at=r.started_at, created_at=r.created_at,
+            gpu=gpu_name, compute_capability=cc, driver=r.environment.gpu.driver_version,
+            jobs=r.options.jobs, design=design(r), trials=len(r.trials),
+            claims=len(r.claims) if r.claims_recorded else None,
+            exploratory_claims=sum(1 for c in r.claims if families.is_exploratory(c)),
+            status=r.verdict.status if r.verdict else None,
+            owner=r.verdict.owner if r.verdict else None))
 
     arm_names: list[str] = []
     for r in results:
         arm_names += [a for a in r.arms if a not in arm_names]
-    arms: dict[str, Any] = {}
+    arms: dict[str, ComparedArm] = {}
     for arm in arm_names:
-        per_run = [_arm_run(r, arm) for r in results]
-        against = []
-        for label, later in zip(names[1:], per_run[1:], strict=True):
-            c = _between(later, per_run[0]) or {"estimate": None, "ci95": None, "p_value": None,
-                                            "note": "no valid trial in one of the runs"}
-            against.append({"run": label, **c})
-        arms[arm] = {"runs": per_run, "against_A": against}
+        per_run = [arm_run(r, arm) for r in results]
+        against = [AgainstA(label, arm_test(later, per_run[0])
+                            or ArmTest(None, None, None, None, "no valid trial in one of the runs"))
+                   for label, later in zip(names[1:], per_run[1:], strict=True)]
+        arms[arm] = ComparedArm(per_run, against)
 
     claim_docs = [_claims_by_name(r) for r in results]
-    claims: dict[str, Any] = {"without_claims": [n for n, c in zip(names, claim_docs, strict=True)
-                                                 if c is None],
-                              "changed": [], "unchanged": 0, "flips": []}
+    changed: list[ChangedClaim] = []
+    unchanged = 0
+    flips: list[str] = []
     if claim_docs[0] is not None:
         all_names: list[str] = []
         for by_name in claim_docs:
@@ -307,99 +309,96 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
                 if change is None and kind and kinds[0] and kind != kinds[0]:
                     change = f"now {kind}"
                 if change:
-                    changes.append({"run": label, "from": decisions[0], "to": dec, "change": change})
+                    changes.append(ClaimChange(label, decisions[0], dec, change))
                     if change == "flipped":
-                        claims["flips"].append(
-                            f"{claim}: {_labelled(decisions[0], kinds[0])} in A, "
-                            f"{_labelled(dec, kind)} in {label}")
+                        flips.append(f"{claim}: {_labelled(decisions[0], kinds[0])} in A, "
+                                     f"{_labelled(dec, kind)} in {label}")
             if changes:
-                claims["changed"].append({"claim": claim, "decisions": dict(zip(names, decisions, strict=True)),
-                                          "p_values": dict(zip(names, p_values, strict=True)),
-                                          "families": dict(zip(names, kinds, strict=True)),
-                                          "changes": changes})
+                changed.append(ChangedClaim(claim, dict(zip(names, decisions, strict=True)),
+                                            dict(zip(names, p_values, strict=True)),
+                                            dict(zip(names, kinds, strict=True)), changes))
             else:
-                claims["unchanged"] += 1
+                unchanged += 1
+    claims = ComparedClaims([n for n, c in zip(names, claim_docs, strict=True) if c is None],
+                            changed, unchanged, flips)
 
-    verdict_changes = []
-    for run in runs[1:]:
-        for key in ("status", "owner"):
-            before, after = runs[0]["verdict"][key], run["verdict"][key]
-            if before != after:
-                verdict_changes.append({"run": run["label"], "field": key, "from": before, "to": after})
+    verdict_changes = [VerdictChange(run.label, key, before, after)
+                       for run in runs[1:]
+                       for key, before, after in (("status", runs[0].status, run.status),
+                                                  ("owner", runs[0].owner, run.owner))
+                       if before != after]
 
     facts = [factors(r) for r in results]
     keys: list[str] = []
     for f in facts:
         keys += [k for k in f if k not in keys]
-    differs: list[dict[str, Any]] = []
-    same: list[dict[str, Any]] = []
+    differs: list[Factor] = []
+    same: list[Factor] = []
     for key in keys:
         values = [f.get(key, "–") for f in facts]
-        (differs if len(set(values)) > 1 else same).append({"name": key, "values": values})
+        (differs if len(set(values)) > 1 else same).append(Factor(key, values))
 
-    return {"case": cases[0], "exposure": {"unit": unit, "per": per},
-            "baseline": first.case.baseline, "runs": runs, "arms": arms, "claims": claims,
-            "verdict_changes": verdict_changes,
-            "environment": {"differs": differs, "same": [d["name"] for d in same]},
-            "gpu_conditions": {"compared": condition_rows, "beyond_tolerance": beyond},
-            "flipped": bool(claims["flips"])}
+    return Comparison(case=cases[0], exposure_unit=unit, exposure_per=per,
+                      baseline=first.case.baseline, runs=runs, arms=arms, claims=claims,
+                      verdict_changes=verdict_changes, differs=differs,
+                      same=[f.name for f in same], conditions_compared=condition_rows,
+                      beyond_tolerance=beyond)
 
 
 # ---------------------------------------------------------------- Markdown
 
 
-def _rate(r: Mapping[str, Any] | None) -> str:
+def _rate(r: ArmRun | None) -> str:
     if r is None:
         return "not run"
-    if not r["n_valid"]:
+    if not r.n_valid:
         return "no valid trial"
-    if r["exposure"] <= 0 or r["coarse_failures"] or r.get("per_trial"):
-        why = ("a trial is the unit" if r.get("per_trial") else
-               f"coarse counter: {r['coarse_failures']} failure(s) without a reading"
-               if r["coarse_failures"] else "no exposure")
-        return f"– ({why}; proportion {fmt(r['proportion'])} {fmt_ci(r['proportion_ci95'])})"
-    return f"{fmt(r['rate'])} {fmt_ci(r['rate_ci95'])}"
+    if r.exposure <= 0 or r.coarse_failures or r.per_trial:
+        why = ("a trial is the unit" if r.per_trial else
+               f"coarse counter: {r.coarse_failures} failure(s) without a reading"
+               if r.coarse_failures else "no exposure")
+        return f"– ({why}; proportion {fmt(r.proportion)} {fmt_ci(r.proportion_ci95)})"
+    return f"{fmt(r.rate)} {fmt_ci(r.rate_ci95)}"
 
 
-def _ratio(c: Mapping[str, Any]) -> str:
-    if c.get("estimate") is None and c.get("p_value") is None:
-        return f"– ({c['note']})" if c.get("note") else "–"
-    what = "OR " if str(c.get("test", "")).startswith("odds") else ""
-    return f"{what}{fmt(c.get('estimate'))}" + (f" {fmt_ci(c['ci95'])}" if c.get("ci95") else "")
+def _ratio(c: ArmTest) -> str:
+    if c.estimate is None and c.p_value is None:
+        return f"– ({c.note})" if c.note else "–"
+    what = "OR " if c.odds else ""
+    return f"{what}{fmt(c.estimate)}" + (f" {fmt_ci(c.ci95)}" if c.ci95 else "")
 
 
-def markdown(result: Mapping[str, Any]) -> str:
-    runs = result["runs"]
-    names = [r["label"] for r in runs]
-    unit, per = result["exposure"]["unit"], result["exposure"]["per"]
-    out = [f"## gpurepro compare: {code(result['case'])}\n",
+def markdown(result: Comparison) -> str:
+    runs = result.runs
+    names = result.labels
+    unit, per = result.exposure_unit, result.exposure_per
+    out = [f"## gpurepro compare: {code(result.case)}\n",
            *table(["run", "document", "started", "GPU (compute capability)", "driver", "jobs",
                    "design", "trials", "claims"],
-                  [[escape(r["label"]), code(Path(r['path']).name), escape(r["started_at"] or "–"),
-                    escape(f"{r['gpu']} ({r['compute_capability']})"), escape(r["driver"] or "–"),
-                    escape(r["jobs"]), escape(r["design"]), escape(r["trials"]),
-                    "none recorded" if r["claims"] is None else escape(r["claims"])
-                    + (f" ({r['exploratory_claims']} exploratory)" if r.get("exploratory_claims")
-                       else "")]
+                  [[escape(r.label), code(Path(r.path).name), escape(r.started_at or "–"),
+                    escape(f"{r.gpu} ({r.compute_capability})"), escape(r.driver or "–"),
+                    escape(r.jobs), escape(r.design), escape(r.trials),
+                    "none recorded" if r.claims is None else escape(r.claims)
+                    + (f" ({r.exploratory_claims} exploratory)" if r.exploratory_claims else "")]
                    for r in runs]), ""]
-    conditions = result.get("gpu_conditions") or {}
-    if conditions.get("beyond_tolerance"):
+    if result.beyond_tolerance:
         out += ["**GPU conditions differ beyond tolerance** (compared anyway, --any-conditions): "
-                + escape("; ".join(conditions["beyond_tolerance"])) + ". Differences in times "
+                + escape("; ".join(result.beyond_tolerance)) + ". Differences in times "
                 "below may come from the GPU's state rather than the arms.", ""]
-    elif conditions.get("compared"):
+    elif result.conditions_compared:
         out += ["GPU conditions within tolerance: " + escape(", ".join(sorted(
-            {c["condition"] for c in conditions["compared"]}))) + " (medians of the timed "
-                "trials' readings after their repetitions).", ""]
+            {str(c["condition"]) for c in result.conditions_compared}))) + " (medians of the "
+                "timed trials' readings after their repetitions).", ""]
 
-    base = result["arms"].get(result["baseline"])
+    base = result.arms.get(result.baseline)
     if base:
-        parts = [f"{n}: {_rate(r)}" for n, r in zip(names, base["runs"], strict=True)]
-        out.append(f"**Baseline {code(result['baseline'])}**, failures per {per_label(per)} {escape(unit)} "
-                   f"(95% CI): " + "; ".join(parts) + ".")
-        for c in base["against_A"]:
-            if c.get("p_value") is not None:
-                out.append(f"{escape(c['run'])} vs A: {escape(_ratio(c))}, p = {fmt_p(c['p_value'])}.")
+        parts = [f"{n}: {_rate(r)}" for n, r in zip(names, base.runs, strict=True)]
+        out.append(f"**Baseline {code(result.baseline)}**, failures per {per_label(per)} "
+                   f"{escape(unit)} (95% CI): " + "; ".join(parts) + ".")
+        for c in base.against_A:
+            if c.test.p_value is not None:
+                out.append(f"{escape(c.run)} vs A: {escape(_ratio(c.test))}, "
+                           f"p = {fmt_p(c.test.p_value)}.")
         out.append("")
 
     out.append(f"### Arms: failures per {per_label(per)} {escape(unit)} (exact 95% CI)\n")
@@ -409,15 +408,15 @@ def markdown(result: Mapping[str, Any]) -> str:
     for n in map(escape, names[1:]):
         head += [f"{n} vs A (95% CI)", f"{n} vs A p"]
     arm_rows = []
-    for arm, a in result["arms"].items():
+    for arm, a in result.arms.items():
         cells = [code(arm)]
-        for r in a["runs"]:
+        for r in a.runs:
             if r is None:
                 cells += ["not run", "–", "–"]
             else:
-                cells += [f"{r['failures']} / {r['n_valid']}", fmt(r["exposure"]), _rate(r)]
-        for c in a["against_A"]:
-            cells += [_ratio(c), fmt_p(c.get("p_value"))]
+                cells += [f"{r.failures} / {r.n_valid}", fmt(r.exposure), _rate(r)]
+        for c in a.against_A:
+            cells += [_ratio(c.test), fmt_p(c.test.p_value)]
         arm_rows.append(cells)
     out += table(head, arm_rows)
     out.append("\nRatios are each run's rate over A's (the exact conditional binomial test, "
@@ -427,53 +426,51 @@ def markdown(result: Mapping[str, Any]) -> str:
                "decisions.\n")
 
     out.append("### Claims\n")
-    claims = result["claims"]
-    for n in claims["without_claims"]:
-        path = Path(runs[names.index(n)]["path"]).name
+    claims = result.claims
+    for n in claims.without_claims:
+        path = Path(runs[names.index(n)].path).name
         out.append(f"- {escape(n)} ({code(path)}) carries no claims: it was recorded before the harness "
                    f"decided claims, so no decision of it can be compared.")
-    if claims["without_claims"]:
+    if claims.without_claims:
         out.append("")
-    if not claims["changed"]:
-        if claims["unchanged"]:
-            out.append(f"No claim changed its decision ({claims['unchanged']} compared).\n")
+    if not claims.changed:
+        if claims.unchanged:
+            out.append(f"No claim changed its decision ({claims.unchanged} compared).\n")
     else:
         changed = []
-        for c in claims["changed"]:
-            kinds = list((c.get("families") or {}).values()) or [None] * len(c["decisions"])
+        for claim in claims.changed:
+            kinds = list(claim.families.values()) or [None] * len(claim.decisions)
             decisions = [f"{escape(_labelled(d, k).replace('_', ' '))} (p {fmt_p(p)})" if d else "–"
-                         for d, p, k in zip(c["decisions"].values(), c["p_values"].values(), kinds,
-                                            strict=True)]
-            change = "; ".join(f"{ch['run']}: {ch['change']}" for ch in c["changes"])
-            flipped = any(ch["change"] == "flipped" for ch in c["changes"])
-            change = escape(change)
-            changed.append([code(c['claim']), *decisions, "**" + change + "**" if flipped else change])
+                         for d, p, k in zip(claim.decisions.values(), claim.p_values.values(),
+                                            kinds, strict=True)]
+            change = escape("; ".join(f"{ch.run}: {ch.change}" for ch in claim.changes))
+            changed.append([code(claim.claim), *decisions,
+                            "**" + change + "**" if claim.flipped else change])
         out += table(["claim", *map(escape, names), "change"], changed)
-        out.append(f"\n{claims['unchanged']} other claim(s) unchanged.\n")
-    if claims["flips"]:
-        out.append(f"**{len(claims['flips'])} decided claim(s) flipped** "
+        out.append(f"\n{claims.unchanged} other claim(s) unchanged.\n")
+    if claims.flips:
+        out.append(f"**{len(claims.flips)} decided claim(s) flipped** "
                    f"(`--fail-on-change` exits 1).\n")
 
     out.append("### Verdict\n")
-    if not result["verdict_changes"]:
-        out.append(f"Same status (**{escape(runs[0]['verdict']['status'])}**) and owner in every run.\n")
-    for v in result["verdict_changes"]:
-        out.append(f"- {escape(v['field'])} {escape(v['run'])} vs A: {escape(v['from'] or '–', 'prose')} "
-                   f"→ **{escape(v['to'] or '–', 'prose')}**")
-    if result["verdict_changes"]:
+    if not result.verdict_changes:
+        out.append(f"Same status (**{escape(runs[0].status)}**) and owner in every run.\n")
+    for v in result.verdict_changes:
+        out.append(f"- {escape(v.field)} {escape(v.run)} vs A: {escape(v.before or '–', 'prose')} "
+                   f"→ **{escape(v.after or '–', 'prose')}**")
+    if result.verdict_changes:
         out.append("")
 
     out.append("### What differs between the runs (could explain a change)\n")
-    env = result["environment"]
-    if env["differs"]:
+    if result.differs:
         out += table(["", *map(escape, names)],
-                     [[escape(d["name"]), *(escape(v) for v in d["values"])] for d in env["differs"]])
+                     [[escape(d.name), *(escape(v) for v in d.values)] for d in result.differs])
         out.append("")
     else:
         out.append("Nothing recorded differs.\n")
-    out.append("The same in every run: " + escape(", ".join(env["same"])) + ".\n")
+    out.append("The same in every run: " + escape(", ".join(result.same)) + ".\n")
     # Parsed as GitHub parses it, nothing live: a document string that would be is refused.
-    return gfm.check("\n".join(out), f"compare of {result['case']!r}")
+    return gfm.check("\n".join(out), f"compare of {result.case!r}")
 
 
 # ---------------------------------------------------------------- the paired forest plot
@@ -483,22 +480,22 @@ RUN_STYLE = [("#0072B2", "o"), ("#D55E00", "s"), ("#009E73", "^"), ("#CC79A7", "
              ("#56B4E9", "v"), ("#E69F00", "P")]
 
 
-def _drawable(r: Mapping[str, Any] | None) -> str | None:
+def _drawable(r: ArmRun | None) -> str | None:
     """Why a run's arm has no rate to draw (None: it has one)."""
     if r is None:
         return "not run"
-    if not r["n_valid"]:
+    if not r.n_valid:
         return "no valid trial"
-    if r.get("per_trial"):
+    if r.per_trial:
         return "a trial is the unit"
-    if r["exposure"] <= 0 or not r.get("rate_ci95"):
+    if r.exposure <= 0 or not r.rate_ci95:
         return "no exposure"
-    if r["coarse_failures"]:
+    if r.coarse_failures:
         return "coarse counter"
     return None
 
 
-def forest_figure(result: Mapping[str, Any]) -> Any:
+def forest_figure(result: Comparison) -> Any:
     """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
     log axis, A's baseline interval as a band, each later run's rate ratio against A in a
     column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
@@ -510,11 +507,11 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = result["runs"]
-    names = [r["label"] for r in runs]
-    baseline, unit = result["baseline"], result["exposure"]["unit"]
-    per = per_superscript(result["exposure"]["per"])
-    rows, centres, n_lines = _place(rows_in, [baseline] + [a for a in result["arms"] if a != baseline])
+    runs = result.runs
+    names = result.labels
+    baseline, unit = result.baseline, result.exposure_unit
+    per = per_superscript(result.exposure_per)
+    rows, centres, n_lines = _place(rows_in, [baseline] + [a for a in result.arms if a != baseline])
     arrow = 10 ** 0.4
     xmin, xmax = x_range(rows, arrow)
 
@@ -535,11 +532,11 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     _draw_arms(fig, ax, result, centres)
     ax.set_xlabel(f"failures per {per} {unit} (log scale; exact Poisson 95% interval)", fontsize=9)
     ax.tick_params(axis="x", labelsize=9)
-    flips = len(result["claims"]["flips"])
+    flips = len(result.claims.flips)
     fig.text(NAME_X, 1 - 0.1 / fig_h,
-             f"{result['case']}: " + " vs ".join(names) + " per arm"
+             f"{result.case}: " + " vs ".join(names) + " per arm"
              + (f" ({flips} decided claim(s) flipped)" if flips else " (no decided claim flipped)"
-                if not result["claims"]["without_claims"] else ""),
+                if not result.claims.without_claims else ""),
              ha="left", va="top", fontsize=11.5, fontweight="bold")
     _legend(fig, runs, style, f"A's {baseline} 95% interval" if base else None, note_in / fig_h)
     note_left_out(fig, note, fig_h)
@@ -551,22 +548,22 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
 LEFT, RIGHT, RATIO_X = 0.25, 0.68, 0.70
 
 
-def _paired_rows(result: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def _paired_rows(result: Comparison) -> tuple[list[dict[str, Any]], list[str]]:
     """A row per run and arm that can be drawn, and a note per arm with a run left out."""
     rows: list[dict[str, Any]] = []
     left_out: list[str] = []
-    names = [r["label"] for r in result["runs"]]
-    for arm, a in result["arms"].items():
+    for arm, a in result.arms.items():
         whys = []
-        for label, r in zip(names, a["runs"], strict=True):
+        for label, r in zip(result.labels, a.runs, strict=True):
             why = _drawable(r)
             if why:
                 whys.append(f"{label}: {why}")
                 continue
-            lo, hi = r["rate_ci95"]
-            rows.append({"arm": arm, "run": label, "estimate": r["rate"], "lo": lo, "hi": hi,
-                         "zero": r["failures"] == 0, "failures": r["failures"],
-                         "n_valid": r["n_valid"]})
+            assert r is not None and r.rate_ci95 is not None  # what _drawable draws
+            lo, hi = r.rate_ci95
+            rows.append({"arm": arm, "run": label, "estimate": r.rate, "lo": lo, "hi": hi,
+                         "zero": r.failures == 0, "failures": r.failures,
+                         "n_valid": r.n_valid})
         if whys:
             left_out.append(f"{arm} ({'; '.join(whys)})")
     return rows, left_out
@@ -602,7 +599,7 @@ def _draw_runs(fig: Any, ax: Any, rows: list[dict[str, Any]],
                 va="center", ha="right", color=colour, fontsize=8.5)
 
 
-def _draw_arms(fig: Any, ax: Any, result: Mapping[str, Any], centres: Mapping[str, float]) -> None:
+def _draw_arms(fig: Any, ax: Any, result: Comparison, centres: Mapping[str, float]) -> None:
     """Each arm's name, its later runs' rate ratios against A, and the column heads."""
     from matplotlib.transforms import blended_transform_factory
 
@@ -610,15 +607,16 @@ def _draw_arms(fig: Any, ax: Any, result: Mapping[str, Any], centres: Mapping[st
                             "va": "center"}
     for arm, cy in centres.items():
         ax.text(NAME_X, cy, arm, **text, ha="left", fontsize=9,
-                fontweight="bold" if arm == result["baseline"] else "normal")
+                fontweight="bold" if arm == result.baseline else "normal")
         ratios = []
-        for c in result["arms"][arm]["against_A"]:
-            if c.get("note") and c.get("p_value") is None:
-                ratios.append(f"{c['run']}/A – ({c['note']})")
-            elif c.get("estimate") is not None and not str(c.get("test", "")).startswith("odds"):
-                ci = c.get("ci95") or [None, None]
-                ratios.append(f"{c['run']}/A {picture_number(c['estimate'])}"
-                              + (f" ({picture_number(ci[0])}–{picture_number(ci[1])})" if ci[1] is not None else ""))
+        for c in result.arms[arm].against_A:
+            t = c.test
+            if t.note and t.p_value is None:
+                ratios.append(f"{c.run}/A – ({t.note})")
+            elif t.estimate is not None and not t.odds:
+                ratios.append(f"{c.run}/A {picture_number(t.estimate)}"
+                              + (f" ({picture_number(t.ci95[0])}–{picture_number(t.ci95[1])})"
+                                 if t.ci95 and t.ci95[1] is not None else ""))
         if ratios:
             ax.text(RATIO_X, cy, "; ".join(ratios), **text, ha="left", fontsize=8.5)
     ax.text(RATIO_X, -0.75, "rate ratio vs A (95% CI)", **{**text, "va": "bottom"},
@@ -627,15 +625,15 @@ def _draw_arms(fig: Any, ax: Any, result: Mapping[str, Any], centres: Mapping[st
             fontsize=8.5, color="#555555")
 
 
-def _legend(fig: Any, runs: Sequence[Mapping[str, Any]], style: Mapping[str, tuple[str, str]],
+def _legend(fig: Any, runs: Sequence[ComparedRun], style: Mapping[str, tuple[str, str]],
             band: str | None, bottom: float) -> None:
     """A marker per run (with its document), the open marker, and A's baseline band."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[r["label"]][1],
-                                 color=style[r["label"]][0], markersize=7,
-                                 label=f"{r['label']}: {Path(r['path']).name}") for r in runs]
+    handles: list[Any] = [Line2D([], [], linestyle="none", marker=style[r.label][1],
+                                 color=style[r.label][0], markersize=7,
+                                 label=f"{r.label}: {Path(r.path).name}") for r in runs]
     handles.append(Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
                           markeredgecolor="#333333", markersize=7, label="no failure: upper bound"))
     if band:
@@ -644,7 +642,7 @@ def _legend(fig: Any, runs: Sequence[Mapping[str, Any]], style: Mapping[str, tup
                ncol=2, fontsize=8, frameon=False, handletextpad=0.3, columnspacing=1.2)
 
 
-def plot(result: Mapping[str, Any], path: Path) -> bool:
+def plot(result: Comparison, path: Path) -> bool:
     """The paired forest plot as path (PNG) and an SVG beside it; False if nothing to draw."""
     made = forest_figure(result)
     if made is None:

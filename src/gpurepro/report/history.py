@@ -36,7 +36,8 @@ from ..analyze.timing import arm_times
 from ..errors import CompareError
 from ..model.result import ClaimDecision, Result, as_result
 from . import gfm
-from .compare import _arm_run, _between, design, labels
+from .compare import arm_run, arm_test, design, labels
+from .comparison import ArmRun
 from .figure import save
 from .numbers import fmt, fmt_ci, fmt_p, per_label, per_superscript
 from .tables import code, escape, table
@@ -160,16 +161,16 @@ def _run(label: str, result: Result, path: str | Path) -> Run:
                complete=result.completion.complete is not False)
 
 
-def _rate(result: Result, arm: str) -> tuple[Rate | None, dict[str, Any] | None]:
-    r = _arm_run(result, arm)
-    if r is None or not r["n_valid"]:
+def _rate(result: Result, arm: str) -> tuple[Rate | None, ArmRun | None]:
+    r = arm_run(result, arm)
+    if r is None or not r.n_valid:
         return None, r
-    unit_trial = bool(r.get("per_trial")) or bool(r["coarse_failures"]) or not r["exposure"]
+    unit_trial = r.per_trial or bool(r.coarse_failures) or not r.exposure
     if unit_trial:
-        return Rate(r["failures"], r["n_valid"], r["exposure"], r["proportion"],
-                    tuple(r["proportion_ci95"]) if r["proportion_ci95"] else None, True), r
-    return Rate(r["failures"], r["n_valid"], r["exposure"], r["rate"],
-                tuple(r["rate_ci95"]) if r["rate_ci95"] else None, False), r
+        return Rate(r.failures, r.n_valid, r.exposure, r.proportion,
+                    r.proportion_ci95 or None, True), r
+    return Rate(r.failures, r.n_valid, r.exposure, r.rate,
+                r.rate_ci95 or None, False), r
 
 
 def _timed_pairs(result: Result) -> list[tuple[str, str]]:
@@ -244,7 +245,7 @@ def history(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
     else:
         shown = list(newest.arms)
     rates: dict[str, list[Rate | None]] = {}
-    raw: dict[str, list[dict[str, Any] | None]] = {}
+    raw: dict[str, list[ArmRun | None]] = {}
     for arm in shown:
         got = [_rate(r, arm) for r in results]
         rates[arm] = [g[0] for g in got]
@@ -277,7 +278,7 @@ def _earlier(h: History, have: Sequence[Any]) -> int | None:
     return earlier[0] if h.against == "first" else earlier[-1]
 
 
-def _check(h: History, raw: Mapping[str, list[dict[str, Any] | None]], rate_factor: float,
+def _check(h: History, raw: Mapping[str, list[ArmRun | None]], rate_factor: float,
            time_factor: float, alpha: float) -> list[Check]:
     last = len(h.runs) - 1
     rate_pairs = []
@@ -291,18 +292,17 @@ def _check(h: History, raw: Mapping[str, list[dict[str, Any] | None]], rate_fact
     for arm, i in rate_pairs:
         new, old = raw[arm][last], raw[arm][i]
         assert new is not None and old is not None
-        test = _between(new, old) or {}
-        p = test.get("p_value")
+        test = arm_test(new, old)
+        p = test.p_value if test is not None else None
         each = alpha / len(rate_pairs)
         # The two runs in the test's own unit: rates in exposure, or shares of failing trials
         # where Fisher's test compares trials (a trial is the unit, or a counter too coarse).
-        share = str(test.get("test", "")).startswith("odds")
-        key = "proportion" if share else "rate"
-        before, after = old.get(key), new.get(key)
+        share = test is not None and test.odds
+        before, after = (old.proportion, new.proportion) if share else (old.rate, new.rate)
         worse = (after or 0.0) > rate_factor * (before or 0.0)
         checks.append(Check("share" if share else "rate", arm, h.runs[last].label,
                             h.runs[i].label, before, after, rate_factor,
-                            str(test.get("test") or "–"), p, each,
+                            str((test.test if test is not None else None) or "–"), p, each,
                             bool(worse and p is not None and p < each)))
     time_pairs = []
     for name in h.pairs:
