@@ -142,6 +142,7 @@ def _journals(args: argparse.Namespace) -> dict[str, Path]:
 def report(args: argparse.Namespace) -> None:
     from gpurepro.analyze.known_rates import run_plan
     from gpurepro.case import load_case
+    from gpurepro.model.result import Result
     from gpurepro.record.document import build_document
     from gpurepro.run.journal import read
 
@@ -157,7 +158,7 @@ def report(args: argparse.Namespace) -> None:
         claims = [c for c in doc["claims"] if c.get("family") != "exploratory"]
         decided = [c["name"] for c in claims if c["decision"] != "not_decided"]
         main_question = list((doc["plan"]["options"].get("stopping") or {}).get("first") or ())
-        known = doc.get("known_rates_plan") or run_plan(case, doc, ROOT) or {}
+        known = doc.get("known_rates_plan") or run_plan(case, Result.of(doc), ROOT) or {}
         trial_s = sum(float(t.get("duration_s") or 0) for t in contents.trials)
         planned = len(contents.header["plan"]["order"])
         # A `run` here records its wall time once it ended; a journal from elsewhere ran to

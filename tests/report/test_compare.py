@@ -74,7 +74,7 @@ def test_documents_without_claims_are_named_and_nothing_flips():
 
 
 def test_the_json_is_the_typed_comparison_written_out_with_its_keys_in_order():
-    """`compare --json` prints Comparison.to_json: the keys scripts read, in a fixed order."""
+    """`compare --json` prints RunComparison.to_json: the keys scripts read, in a fixed order."""
     done = _cli("compare", str(JOBS1), str(JOBS2), "--json")
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout)

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..case.model import Case, Claim
+from ..model.result import Result
 from .allocate import ArmPrior, distance, horizon_arms
 from .claim_kinds import reference_of
 from .claims import Decider, Design
@@ -238,47 +240,44 @@ def design_that_decides(case: Case, claims: Sequence[Claim], models: Any,
                       for i, v in sorted(tried.items())]}
 
 
-def run_plan(case: Case, doc: Mapping[str, Any], root: Any) -> dict[str, Any] | None:
+def run_plan(case: Case, result: Result, root: Path) -> dict[str, Any] | None:
     """The known-rates plan of a recorded run: its own rates (its trials), its confirmatory
     claims that it decided, the plan's most trials per arm; the chance that its allocation
     decides them all; the run's trial seconds against it where it is reached. None where the
     analysis cannot be made."""
-    from pathlib import Path
-
-
-    run = RecordedRun.of(Path("."), doc)
-    arms = list(doc["plan"]["arms"])
+    run = RecordedRun.of(Path("."), result.fields)
+    arms = list(result.plan.arms)
     try:
-        models = models_from(case, [run], Path(root), arms, run.budget.get("duration_s"),
+        models = models_from(case, [run], root, arms, run.budget.get("duration_s"),
                              run.budget.get("max_exposure"))
     except (KeyError, ValueError, ZeroDivisionError):
         return None
     priors = {a: ArmPrior.of_model(m) for a, m in models.arms.items()}
-    stopping = ((doc.get("plan") or {}).get("options") or {}).get("stopping") or {}
-    horizon = stopping.get("horizon")
+    spec = result.design  # plan.options.stopping, as journaled (None: a fixed design)
+    horizon = spec.horizon
     if horizon is not None:  # trials to the run's horizon, each arm at its own trials' estimate
         for a in horizon_arms(case.claims, case.baseline):
             if a in priors:
-                priors[a] = prior_at([t for t in doc.get("trials") or [] if t.get("arm") == a],
+                priors[a] = prior_at([t.record for t in result.trials if t.arm == a],
                                      float(horizon), priors[a].speed, priors[a].overhead_s,
                                      priors[a])
-    decided = {c["name"] for c in doc.get("claims") or []
-               if c.get("decision") in ("supported", "contradicted") and c.get("family") != "exploratory"}
+    decided = {c.name for c in result.claims
+               if c.decision in ("supported", "contradicted") and c.family != "exploratory"}
     claims = [c for c in case.claims if c.name in decided and c.arm in priors
               and reference_of(c, case.baseline) in (None, *priors)]
     if not claims:
         return None
-    alpha = float(stopping.get("alpha") or 0.05)
-    max_trials = int(stopping.get("max_trials") or max(doc["plan"]["trials_per_arm"].values()))
+    alpha = float(spec.alpha or 0.05)
+    max_trials = int(spec.max_trials or max(result.plan.trials_per_arm.values()))
     # The same tests as the run's (a share of each claim's level for its stated direction,
     # where the run journaled one).
-    share = float(stopping.get("supported_share", 0.5))
+    share = float(spec.supported_share if spec.supported_share is not None else 0.5)
     h = None if horizon is None else float(horizon)
     expected = plan_for(case, claims, priors, {a: m.strata for a, m in models.arms.items()},
                         alpha, max_trials, share, horizon=h)
     design = design_that_decides(case, claims, models, priors, expected["trials"], alpha,
                                  max_trials, share, horizon=h)
-    seconds = sum(float(t.get("duration_s") or 0) for t in doc.get("trials") or [])
+    seconds = sum(float(t.record.get("duration_s") or 0) for t in result.trials)
     # A ratio only against a design that decides its claims: against one that does not, the
     # run's time over its seconds says nothing.
     ratio = seconds / design["seconds"] if design["reached"] and design["seconds"] > 0 else None

@@ -187,8 +187,7 @@ def with_plan_and_verdict(case: Case, doc: Mapping[str, Any], options: Mapping[s
     if case.claims and "families" in options:
         # Runs that fixed their claim families before their first trial (the older ones did not
         # and their documents stay as recorded): the known-rates plan for their own rates.
-
-        plan = run_plan(case, out, root)
+        plan = run_plan(case, Result.of(out), root)
         if plan is not None:
             out["known_rates_plan"] = plain(plan)
     # The verdict reads the document as recorded, through its typed views (model/result.py).

@@ -35,8 +35,8 @@ from .comparison import (
     ComparedArm,
     ComparedClaims,
     ComparedRun,
-    Comparison,
     Factor,
+    RunComparison,
     VerdictChange,
 )
 from .figure import save
@@ -229,7 +229,7 @@ def _labelled(decision: str | None, family: str | None) -> str:
 
 
 def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Path],
-            any_conditions: bool = False) -> Comparison:
+            any_conditions: bool = False) -> RunComparison:
     """The comparison (``markdown`` renders it, ``to_json`` writes it). Timed runs whose GPU
     conditions (clocks, temperature) differ beyond gpu_conditions.TOLERANCES are refused, unless
     ``any_conditions``: then the comparison says so."""
@@ -338,7 +338,7 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
         values = [f.get(key, "–") for f in facts]
         (differs if len(set(values)) > 1 else same).append(Factor(key, values))
 
-    return Comparison(case=cases[0], exposure_unit=unit, exposure_per=per,
+    return RunComparison(case=cases[0], exposure_unit=unit, exposure_per=per,
                       baseline=first.case.baseline, runs=runs, arms=arms, claims=claims,
                       verdict_changes=verdict_changes, differs=differs,
                       same=[f.name for f in same], conditions_compared=condition_rows,
@@ -368,7 +368,7 @@ def _ratio(c: ArmTest) -> str:
     return f"{what}{fmt(c.estimate)}" + (f" {fmt_ci(c.ci95)}" if c.ci95 else "")
 
 
-def markdown(result: Comparison) -> str:
+def markdown(result: RunComparison) -> str:
     runs = result.runs
     names = result.labels
     unit, per = result.exposure_unit, result.exposure_per
@@ -495,7 +495,7 @@ def _drawable(r: ArmRun | None) -> str | None:
     return None
 
 
-def forest_figure(result: Comparison) -> Any:
+def forest_figure(result: RunComparison) -> Any:
     """Runs side by side per arm: each run's failure rate with its exact 95% interval on one
     log axis, A's baseline interval as a band, each later run's rate ratio against A in a
     column. Returns (figure, rows), a row per run and arm drawn; None if nothing can be drawn."""
@@ -548,7 +548,7 @@ def forest_figure(result: Comparison) -> Any:
 LEFT, RIGHT, RATIO_X = 0.25, 0.68, 0.70
 
 
-def _paired_rows(result: Comparison) -> tuple[list[dict[str, Any]], list[str]]:
+def _paired_rows(result: RunComparison) -> tuple[list[dict[str, Any]], list[str]]:
     """A row per run and arm that can be drawn, and a note per arm with a run left out."""
     rows: list[dict[str, Any]] = []
     left_out: list[str] = []
@@ -599,7 +599,7 @@ def _draw_runs(fig: Any, ax: Any, rows: list[dict[str, Any]],
                 va="center", ha="right", color=colour, fontsize=8.5)
 
 
-def _draw_arms(fig: Any, ax: Any, result: Comparison, centres: Mapping[str, float]) -> None:
+def _draw_arms(fig: Any, ax: Any, result: RunComparison, centres: Mapping[str, float]) -> None:
     """Each arm's name, its later runs' rate ratios against A, and the column heads."""
     from matplotlib.transforms import blended_transform_factory
 
@@ -642,7 +642,7 @@ def _legend(fig: Any, runs: Sequence[ComparedRun], style: Mapping[str, tuple[str
                ncol=2, fontsize=8, frameon=False, handletextpad=0.3, columnspacing=1.2)
 
 
-def plot(result: Comparison, path: Path) -> bool:
+def plot(result: RunComparison, path: Path) -> bool:
     """The paired forest plot as path (PNG) and an SVG beside it; False if nothing to draw."""
     made = forest_figure(result)
     if made is None:

@@ -14,7 +14,7 @@ from ..model.jsontypes import JSONObject
 # What other modules use; the rest is this module's own.
 __all__ = [
     "AgainstA", "ArmRun", "ArmTest", "ChangedClaim", "ClaimChange", "ComparedArm",
-    "ComparedClaims", "ComparedRun", "Comparison", "Factor", "VerdictChange",
+    "ComparedClaims", "ComparedRun", "Factor", "RunComparison", "VerdictChange",
 ]
 
 
@@ -197,7 +197,7 @@ class Factor:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class RunComparison:
     """The comparison of one case's result documents, A first."""
 
     case: str
