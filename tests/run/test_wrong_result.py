@@ -208,4 +208,4 @@ def test_the_report_the_forest_plot_compare_and_the_issue_body(checked_run, tmp_
     assert "Kaplan–Meier" not in body
     assert "share of failing trials (95% CI)" in body
     result = cmp.compare([doc, doc], ["a.json", "b.json"])
-    assert "odds ratio of failing trials (Fisher exact; a trial is the unit)" in json.dumps(result)
+    assert "odds ratio of failing trials (Fisher exact; a trial is the unit)" in json.dumps(result.to_json())
