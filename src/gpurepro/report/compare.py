@@ -333,16 +333,18 @@ def compare(docs: Sequence[Result | Mapping[str, Any]], paths: Sequence[str | Pa
     for f in facts:
         keys += [k for k in f if k not in keys]
     differs: list[Factor] = []
-    same: list[Factor] = []
+    same: list[str] = []
     for key in keys:
         values = [f.get(key, "–") for f in facts]
-        (differs if len(set(values)) > 1 else same).append(Factor(key, values))
+        if len(set(values)) > 1:
+            differs.append(Factor(key, values))
+        else:
+            same.append(key)
 
     return RunComparison(case=cases[0], exposure_unit=unit, exposure_per=per,
-                      baseline=first.case.baseline, runs=runs, arms=arms, claims=claims,
-                      verdict_changes=verdict_changes, differs=differs,
-                      same=[f.name for f in same], conditions_compared=condition_rows,
-                      beyond_tolerance=beyond)
+                         baseline=first.case.baseline, runs=runs, arms=arms, claims=claims,
+                         verdict_changes=verdict_changes, differs=differs, same=same,
+                         conditions_compared=condition_rows, beyond_tolerance=beyond)
 
 
 # ---------------------------------------------------------------- Markdown

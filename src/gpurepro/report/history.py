@@ -167,10 +167,8 @@ def _rate(result: Result, arm: str) -> tuple[Rate | None, ArmRun | None]:
         return None, r
     unit_trial = r.per_trial or bool(r.coarse_failures) or not r.exposure
     if unit_trial:
-        return Rate(r.failures, r.n_valid, r.exposure, r.proportion,
-                    r.proportion_ci95 or None, True), r
-    return Rate(r.failures, r.n_valid, r.exposure, r.rate,
-                r.rate_ci95 or None, False), r
+        return Rate(r.failures, r.n_valid, r.exposure, r.proportion, r.proportion_ci95, True), r
+    return Rate(r.failures, r.n_valid, r.exposure, r.rate, r.rate_ci95, False), r
 
 
 def _timed_pairs(result: Result) -> list[tuple[str, str]]:
@@ -302,7 +300,7 @@ def _check(h: History, raw: Mapping[str, list[ArmRun | None]], rate_factor: floa
         worse = (after or 0.0) > rate_factor * (before or 0.0)
         checks.append(Check("share" if share else "rate", arm, h.runs[last].label,
                             h.runs[i].label, before, after, rate_factor,
-                            str((test.test if test is not None else None) or "–"), p, each,
+                            (test.test if test is not None else None) or "–", p, each,
                             bool(worse and p is not None and p < each)))
     time_pairs = []
     for name in h.pairs:
